@@ -1,0 +1,74 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Keywell",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "KeywellCore", targets: ["KeywellCore"]),
+        .library(name: "KeychainServices", targets: ["KeychainServices"]),
+        .executable(name: "keywelld", targets: ["keywelld"]),
+        .executable(name: "keywell", targets: ["keywell"]),
+        .executable(name: "keywell-bench", targets: ["keywell-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // System libraries: Debian's -dev packages, found through pkg-config.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+
+        // Status codes, wire values and names shared by the engine, the daemon and the clients.
+        .target(name: "KeywellProtocol"),
+        // The keychain engine: files, crypto, items, SecItem semantics.
+        .target(
+            name: "KeywellCore",
+            dependencies: [
+                "KeywellProtocol", "CSodium",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A small Swift layer over libdbus-1.
+        .target(name: "KeywellDBus", dependencies: ["CDBus"]),
+        // The session service: native API, Secret Service, PAM hand-off, timers.
+        .target(
+            name: "KeywellDaemon",
+            dependencies: [
+                "KeywellCore", "KeywellDBus", "KeywellProtocol", "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
+        // Apple-shaped client library over D-Bus.
+        .target(name: "KeychainServices", dependencies: ["KeywellDBus", "KeywellProtocol"]),
+        .executableTarget(
+            name: "keywell",
+            dependencies: [
+                "KeychainServices", "KeywellProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "keywell-bench",
+            dependencies: [
+                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
+        .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
+        .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellDaemonTests",
+            dependencies: ["KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,5 @@
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/rand.h>
+#include <openssl/err.h>

@@ -1,0 +1,51 @@
+import Foundation
+
+/// A value in a native-API dictionary (`a{sv}`), independent of D-Bus: the engine takes and
+/// returns these, the daemon maps them to and from variants, the client library to Apple's types.
+public enum WireValue: Sendable, Hashable {
+    case string(String)
+    case data(Data)
+    case bool(Bool)
+    /// Any D-Bus integer type arrives as this.
+    case integer(Int64)
+    case strings([String])
+
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var dataValue: Data? { if case .data(let d) = self { return d } else { return nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var integerValue: Int64? { if case .integer(let i) = self { return i } else { return nil } }
+    public var stringsValue: [String]? { if case .strings(let a) = self { return a } else { return nil } }
+}
+
+public typealias WireDictionary = [String: WireValue]
+
+/// Keys of native-API dictionaries: the string values of Apple's constants (design.md).
+public enum WireKey {
+    public static let `class` = "class"
+    public static let valueData = "v_Data"
+    public static let valuePersistentRef = "v_PersistentRef"
+    public static let returnData = "r_Data"
+    public static let returnAttributes = "r_Attributes"
+    public static let returnPersistentRef = "r_PersistentRef"
+    public static let matchLimit = "m_Limit"
+    public static let matchLimitOne = "m_LimitOne"
+    public static let matchLimitAll = "m_LimitAll"
+    public static let matchCaseInsensitive = "m_CaseInsensitive"
+    public static let matchSearchList = "m_SearchList"
+    public static let useKeychain = "u_Keychain"
+
+    public static let classGenericPassword = "genp"
+    public static let classInternetPassword = "inet"
+}
+
+/// `GetInfo` and `SetSettings` keys.
+public enum KeychainInfoKey {
+    public static let name = "name"
+    public static let path = "path"
+    public static let locked = "locked"
+    public static let itemCount = "itemCount"
+    public static let lockOnSleep = "lockOnSleep"
+    public static let lockAfterSeconds = "lockAfterSeconds"
+    public static let isDefault = "isDefault"
+    public static let isLogin = "isLogin"
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that building, running, testing and benchmarking Keywell need.
+# Safe to run again: apt-get skips what is already there.
+set -euo pipefail
+
+packages=(
+  # build
+  pkg-config libsodium-dev libdbus-1-dev libsqlite3-dev libssl-dev libpam0g-dev gcc make
+  # run
+  dbus dbus-daemon libsodium23 libpam-runtime pinentry-tty
+  # test: real clients and real PAM
+  pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
+  git sqlite3 passwd procps psmisc util-linux
+  # benchmark against the incumbent
+  gnome-keyring
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  sudo=sudo
+else
+  sudo=
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  for d in /opt/swift/usr/bin /usr/share/swift/usr/bin; do
+    [ -x "$d/swift" ] && export PATH="$d:$PATH"
+  done
+fi
+command -v swift >/dev/null || { echo "setup: Swift 6 toolchain not found on PATH" >&2; exit 1; }
+echo "setup: ready ($(swift --version 2>&1 | head -n1))"
