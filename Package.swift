@@ -35,11 +35,13 @@ let package = Package(
         ),
         // A small Swift layer over libdbus-1.
         .target(name: "KeywellDBus", dependencies: ["CDBus"]),
+        // The Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 session crypto, over OpenSSL.
+        .target(name: "SecretServiceCrypto", dependencies: ["COpenSSL", "CSodium"]),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "COpenSSL",
+                "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -64,6 +66,7 @@ let package = Package(
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",

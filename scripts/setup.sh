@@ -10,7 +10,7 @@ packages=(
   dbus dbus-daemon libsodium23 libpam-runtime pinentry-tty
   # test: real clients and real PAM
   pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
-  git sqlite3 passwd procps psmisc util-linux
+  python3-pytest git sqlite3 passwd procps psmisc util-linux
   # benchmark against the incumbent
   gnome-keyring
 )
@@ -32,10 +32,5 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! command -v swift >/dev/null 2>&1; then
-  for d in /opt/swift/usr/bin /usr/share/swift/usr/bin; do
-    [ -x "$d/swift" ] && export PATH="$d:$PATH"
-  done
-fi
-command -v swift >/dev/null || { echo "setup: Swift 6 toolchain not found on PATH" >&2; exit 1; }
+source "$(dirname "$0")/lib/toolchain.sh"
 echo "setup: ready ($(swift --version 2>&1 | head -n1))"

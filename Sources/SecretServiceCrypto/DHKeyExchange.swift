@@ -1,0 +1,88 @@
+import COpenSSL
+import CSodium
+
+/// The `dh-ietf1024-sha256-aes128-cbc-pkcs7` key agreement of the Secret Service: Diffie-Hellman
+/// over RFC 2409's second Oakley group (1024-bit MODP, generator 2), then HKDF-SHA256 with no salt
+/// and no info over the shared secret left-padded to 128 bytes, giving a 16-byte AES key.
+public final class DHKeyExchange: @unchecked Sendable {
+    public static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+    static let groupBytes = 128
+
+    private let prime: OpaquePointer
+    private let privateKey: OpaquePointer
+    /// Our public key, unsigned big-endian, padded to 128 bytes (clients accept any length).
+    public let publicKey: [UInt8]
+
+    public init() throws(SecretCryptoError) {
+        guard let prime = BN_get_rfc2409_prime_1024(nil) else { throw .library("BN_get_rfc2409_prime_1024") }
+        guard let privateKey = BN_secure_new() else { BN_free(prime); throw .library("BN_secure_new") }
+        do {
+            publicKey = try Self.makeKeyPair(prime: prime, privateKey: privateKey)
+        } catch {
+            BN_clear_free(privateKey)
+            BN_free(prime)
+            throw error
+        }
+        self.prime = prime
+        self.privateKey = privateKey
+    }
+
+    /// Fills `privateKey` with an exponent uniformly in [2, p-2] and returns 2^x mod p, padded.
+    private static func makeKeyPair(prime: OpaquePointer, privateKey: OpaquePointer) throws(SecretCryptoError) -> [UInt8] {
+        guard let upper = BN_dup(prime), let generator = BN_new(), let publicNumber = BN_new(),
+              let context = BN_CTX_secure_new()
+        else { throw .library("BN_new") }
+        defer { BN_free(upper); BN_free(generator); BN_free(publicNumber); BN_CTX_free(context) }
+        guard BN_sub_word(upper, 3) == 1, BN_rand_range(privateKey, upper) == 1, BN_add_word(privateKey, 2) == 1,
+              BN_set_word(generator, 2) == 1,
+              BN_mod_exp(publicNumber, generator, privateKey, prime, context) == 1
+        else { throw .library("BN_mod_exp") }
+        var bytes = [UInt8](repeating: 0, count: groupBytes)
+        _ = BN_bn2binpad(publicNumber, &bytes, Int32(groupBytes))
+        return bytes
+    }
+
+    deinit {
+        BN_clear_free(privateKey)
+        BN_free(prime)
+    }
+
+    /// Derives the session's AES-128 key from the client's public key (unsigned big-endian, any
+    /// length up to 128 significant bytes: libsecret sends it unpadded, secretstorage padded).
+    public func deriveKey(peerPublicKey: [UInt8]) throws(SecretCryptoError) -> LockedKey {
+        let significant = peerPublicKey.drop(while: { $0 == 0 })
+        guard !significant.isEmpty, significant.count <= Self.groupBytes else { throw .invalidPublicKey }
+        guard let peer = BN_bin2bn(Array(significant), Int32(significant.count), nil),
+              let shared = BN_secure_new(), let limit = BN_dup(prime), let context = BN_CTX_secure_new()
+        else { throw .library("BN_new") }
+        defer { BN_free(peer); BN_clear_free(shared); BN_free(limit); BN_CTX_free(context) }
+        // Reject 0, 1 and p-1 (and anything ≥ p): they force a known shared secret.
+        BN_sub_word(limit, 1)
+        guard BN_cmp(peer, BN_value_one()) > 0, BN_cmp(peer, limit) < 0 else { throw .invalidPublicKey }
+        guard BN_mod_exp(shared, peer, privateKey, prime, context) == 1 else { throw .library("BN_mod_exp") }
+
+        guard let sharedBytes = sodium_malloc(Self.groupBytes) else { throw .library("sodium_malloc") }
+        defer { sodium_free(sharedBytes) }
+        let padded = sharedBytes.assumingMemoryBound(to: UInt8.self)
+        _ = BN_bn2binpad(shared, padded, Int32(Self.groupBytes))
+        return try hkdfSHA256(inputKey: UnsafeRawBufferPointer(start: sharedBytes, count: Self.groupBytes), length: 16)
+    }
+}
+
+/// RFC 5869 HKDF with SHA-256, an absent salt (treated as zeros) and empty info.
+func hkdfSHA256(inputKey: UnsafeRawBufferPointer, length: Int) throws(SecretCryptoError) -> LockedKey {
+    guard let context = EVP_PKEY_CTX_new_id(NID_hkdf, nil) else { throw .library("EVP_PKEY_CTX_new_id(HKDF)") }
+    defer { EVP_PKEY_CTX_free(context) }
+    guard EVP_PKEY_derive_init(context) == 1,
+          EVP_PKEY_CTX_set_hkdf_md(context, EVP_sha256()) == 1,
+          EVP_PKEY_CTX_set1_hkdf_key(
+              context, inputKey.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(inputKey.count)) == 1
+    else { throw .library("HKDF setup") }
+    guard let output = sodium_malloc(length) else { throw .library("sodium_malloc") }
+    defer { sodium_free(output) }
+    var outputLength = length
+    guard EVP_PKEY_derive(context, output.assumingMemoryBound(to: UInt8.self), &outputLength) == 1,
+          outputLength == length
+    else { throw .library("HKDF derive") }
+    return LockedKey(copying: UnsafeRawBufferPointer(start: output, count: length))
+}

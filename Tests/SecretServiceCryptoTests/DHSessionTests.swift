@@ -1,0 +1,90 @@
+import Testing
+@testable import SecretServiceCrypto
+
+private func hex(_ string: String) -> [UInt8] {
+    var bytes: [UInt8] = []
+    var index = string.startIndex
+    while index < string.endIndex {
+        let next = string.index(index, offsetBy: 2)
+        bytes.append(UInt8(string[index..<next], radix: 16)!)
+        index = next
+    }
+    return bytes
+}
+
+private func keyBytes(_ key: LockedKey) -> [UInt8] { key.withUnsafeBytes { Array($0) } }
+
+@Test func bothSidesDeriveTheSameKey() throws {
+    let server = try DHKeyExchange()
+    let client = try DHKeyExchange()
+    #expect(server.publicKey.count == 128)
+    let serverKey = try server.deriveKey(peerPublicKey: client.publicKey)
+    let clientKey = try client.deriveKey(peerPublicKey: server.publicKey)
+    #expect(serverKey.count == 16)
+    #expect(keyBytes(serverKey) == keyBytes(clientKey))
+    let stranger = try DHKeyExchange()
+    #expect(keyBytes(try stranger.deriveKey(peerPublicKey: server.publicKey)) != keyBytes(clientKey))
+}
+
+@Test func unpaddedAndPaddedPublicKeysAgree() throws {
+    // libsecret sends the minimal big-endian form, secretstorage pads to 128 bytes.
+    let server = try DHKeyExchange()
+    var client = try DHKeyExchange()
+    while client.publicKey.first != 0 { client = try DHKeyExchange() }
+    let minimal = Array(client.publicKey.drop(while: { $0 == 0 }))
+    #expect(minimal.count < 128)
+    #expect(keyBytes(try server.deriveKey(peerPublicKey: minimal))
+        == keyBytes(try server.deriveKey(peerPublicKey: client.publicKey)))
+}
+
+@Test func degenerateAndOversizedPublicKeysAreRefused() throws {
+    let server = try DHKeyExchange()
+    let prime = hex(
+        "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD"
+        + "EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
+        + "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF")
+    var primeMinusOne = prime
+    primeMinusOne[127] -= 1
+    for bad in [[], [0], [1], [0, 0, 1], prime, primeMinusOne, [UInt8](repeating: 0xFF, count: 129)] {
+        #expect(throws: SecretCryptoError.invalidPublicKey) { try server.deriveKey(peerPublicKey: bad) }
+    }
+}
+
+@Test func hkdfMatchesRFC5869TestCase3() throws {
+    // RFC 5869 A.3: SHA-256, 22 bytes of 0x0b, no salt, no info.
+    let ikm = [UInt8](repeating: 0x0b, count: 22)
+    let okm = try ikm.withUnsafeBytes { try hkdfSHA256(inputKey: $0, length: 42) }
+    #expect(keyBytes(okm) == hex(
+        "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"))
+}
+
+@Test func aesCBCMatchesNISTVectorAndRoundTrips() throws {
+    // NIST SP 800-38A F.2.1, first block; PKCS#7 then adds one block of padding.
+    let key = hex("2b7e151628aed2a6abf7158809cf4f3c").withUnsafeBytes { LockedKey(copying: $0) }
+    let cipher = AESCBCCipher(key: key)
+    let iv = hex("000102030405060708090a0b0c0d0e0f")
+    let sealed = try cipher.run(encrypt: true, iv: iv, input: hex("6bc1bee22e409f96e93d7e117393172a"))
+    #expect(sealed.count == 32)
+    #expect(Array(sealed.prefix(16)) == hex("7649abac8119b246cee98e9b12e9197d"))
+    #expect(try cipher.open(iv: iv, ciphertext: sealed) == hex("6bc1bee22e409f96e93d7e117393172a"))
+
+    for plaintext in [[UInt8](), Array("pässwörd".utf8), [UInt8](repeating: 7, count: 1 << 20)] {
+        let (iv, ciphertext) = try cipher.seal(plaintext)
+        #expect(iv.count == 16)
+        #expect(ciphertext.count == (plaintext.count / 16 + 1) * 16)
+        #expect(try cipher.open(iv: iv, ciphertext: ciphertext) == plaintext)
+    }
+}
+
+@Test func malformedCiphertextIsRefused() throws {
+    let key = [UInt8](repeating: 1, count: 16).withUnsafeBytes { LockedKey(copying: $0) }
+    let cipher = AESCBCCipher(key: key)
+    let (iv, ciphertext) = try cipher.seal(Array("secret".utf8))
+    #expect(throws: SecretCryptoError.malformedCiphertext) { try cipher.open(iv: Array(iv.prefix(15)), ciphertext: ciphertext) }
+    #expect(throws: SecretCryptoError.malformedCiphertext) { try cipher.open(iv: iv, ciphertext: []) }
+    #expect(throws: SecretCryptoError.malformedCiphertext) { try cipher.open(iv: iv, ciphertext: Array(ciphertext.dropLast())) }
+    // A wrong key almost always breaks the padding; when it does not, the bytes differ.
+    let other = AESCBCCipher(key: [UInt8](repeating: 2, count: 16).withUnsafeBytes { LockedKey(copying: $0) })
+    let result = Result { try other.open(iv: iv, ciphertext: ciphertext) }
+    if case .success(let bytes) = result { #expect(bytes != Array("secret".utf8)) }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds Keywell and runs every test suite: the Swift tests (engine, D-Bus layer, daemon, client
+# library, CLI) and the integration tests that drive real outside clients (pamtester, secret-tool,
+# python secretstorage/keyring, git). Run scripts/setup.sh first on a fresh machine.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/toolchain.sh
+
+echo "== build"
+swift build --build-tests --quiet || exit 1
+make -s -C pam || exit 1
+
+bin="$(swift build --show-bin-path)"
+export KEYWELL_BIN_DIR="$bin"
+export KEYWELLD="$bin/keywelld"
+export KEYWELL="$bin/keywell"
+export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
+
+status=0
+echo "== swift test"
+# Swift Testing runs tests in parallel inside one process; its closing line counts them.
+swift test --skip-build 2>&1 | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
+
+if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
+  echo "== integration tests (real pamtester, secret-tool, secretstorage, keyring, git)"
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider Tests/Integration || status=1
+fi
+exit "$status"
