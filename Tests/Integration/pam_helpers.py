@@ -1,0 +1,618 @@
+"""Shared pieces of the PAM integration tests (test_pam.py, test_pam_daemon.py).
+
+Everything here runs as root: it makes throwaway users, writes /etc/pam.d/keywell-test, drives
+the real PAM stack with pamtester and listens to syslog. All of it is undone afterwards, also
+when a test fails.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SERVICE = "keywell-test"
+PAM_D = Path("/etc/pam.d")
+# What PAM sees as the process environment: nothing that points at the caller's runtime folder.
+CLEAN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+
+# A login, a password change or a close must never take longer than this, whatever the daemon does.
+LOGIN_BOUND_S = 5.0
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def module_path() -> str:
+    """The built module, loaded by absolute path so that no `make install` is needed."""
+    env = os.environ.get("PAM_KEYWELL_SO")
+    if env:
+        return env
+    subprocess.run(["make", "-s", "-C", str(REPO / "pam")], check=True)
+    return str(REPO / "pam" / "build" / "pam_keywell.so")
+
+
+def require_root_and_tools() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("the PAM integration tests need root (they create users and a PAM service)")
+    for tool in ("pamtester", "useradd", "userdel", "chpasswd", "setpriv"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing: run scripts/setup.sh")
+
+
+# ------------------------------------------------------------------------------------ syslog
+
+
+class SyslogCapture:
+    """Collects what PAM modules log. In containers and CI nothing listens on /dev/log, so we
+    bind it for the duration of the test; with journald or rsyslog we read what they stored."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.mode = None
+        self._sock = None
+        self._thread = None
+        self._cursor = None
+        self._stop = False
+        if self._dev_log_alive():
+            if shutil.which("journalctl") and self._journal_cursor() is not None:
+                self.mode = "journal"
+                self._cursor = self._journal_cursor()
+            else:
+                self.mode = "file"
+                self._files = {p: p.stat().st_size for p in map(Path, ("/var/log/auth.log", "/var/log/syslog", "/var/log/secure")) if p.exists()}
+        else:
+            self.mode = "socket"
+            if os.path.lexists("/dev/log"):
+                os.unlink("/dev/log")  # a dead socket: nobody reads it anyway
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self._sock.bind("/dev/log")
+            os.chmod("/dev/log", 0o666)
+            self._sock.settimeout(0.1)
+            self._thread = threading.Thread(target=self._pump, daemon=True)
+            self._thread.start()
+
+    @staticmethod
+    def _dev_log_alive() -> bool:
+        if not os.path.lexists("/dev/log"):
+            return False
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            s.connect("/dev/log")
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    @staticmethod
+    def _journal_cursor():
+        r = subprocess.run(["journalctl", "-n", "0", "--show-cursor", "-q"], capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            if line.startswith("-- cursor: "):
+                return line[len("-- cursor: "):]
+        return None
+
+    def _pump(self) -> None:
+        while not self._stop:
+            try:
+                data = self._sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.lines.append(data.decode("utf-8", "replace"))
+
+    def text(self) -> str:
+        time.sleep(0.2)  # let datagrams in flight arrive
+        if self.mode == "journal":
+            subprocess.run(["journalctl", "--sync"], capture_output=True)
+            r = subprocess.run(["journalctl", "--after-cursor", self._cursor, "-o", "short", "--no-pager"],
+                               capture_output=True, text=True, errors="replace")
+            return r.stdout
+        if self.mode == "file":
+            out = []
+            for p, size in self._files.items():
+                with open(p, "rb") as f:
+                    f.seek(size)
+                    out.append(f.read().decode("utf-8", "replace"))
+            return "\n".join(out)
+        return "\n".join(self.lines)
+
+    def keywell_lines(self) -> list[str]:
+        return [line for line in self.text().splitlines() if "pam_keywell" in line]
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._stop = True
+            self._thread.join(timeout=2)
+            self._sock.close()
+            try:
+                os.unlink("/dev/log")
+            except FileNotFoundError:
+                pass
+
+
+# ------------------------------------------------------------------------------------ users
+
+
+@dataclass
+class User:
+    name: str
+    uid: int
+    gid: int
+    home: str
+    password: str
+
+    @property
+    def runtime_dir(self) -> str:
+        return f"/run/user/{self.uid}"
+
+    def groups(self) -> list[int]:
+        return sorted(os.getgrouplist(self.name, self.gid))
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            # A zombie is gone already; whoever adopted it reaps it in its own time.
+            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+                pids.append(int(entry))
+        except (OSError, KeyError, ValueError):
+            pass
+    return pids
+
+
+def kill_user_processes(uid: int) -> None:
+    """Ends what a test started as the throwaway user (the daemon), one pid at a time."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = pids_of_uid(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and pids_of_uid(uid):
+            time.sleep(0.05)
+
+
+# ------------------------------------------------------------------------------------ pamtester
+
+
+@dataclass
+class PamResult:
+    rc: int
+    stdout: str
+    stderr: str
+    elapsed: float
+    pid: int
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    def __str__(self) -> str:
+        return f"rc={self.rc} in {self.elapsed:.2f}s\nstdout: {self.stdout}\nstderr: {self.stderr}"
+
+
+def pamtester(service: str, user: str, *ops: str, stdin: str = "", pam_env: dict | None = None,
+              env: dict | None = None, timeout: float = 30, preexec=None) -> PamResult:
+    """Runs pamtester with the password(s) on stdin. A new session (no controlling terminal)
+    makes its prompts read stdin instead of /dev/tty."""
+    args = ["pamtester", "-v"]
+    for k, v in (pam_env or {}).items():
+        args += ["-E", f"{k}={v}"]
+    args += [service, user, *ops]
+    t0 = time.monotonic()
+    p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env if env is not None else dict(CLEAN_ENV), start_new_session=True,
+                         preexec_fn=preexec)
+    out, err = p.communicate(stdin.encode(), timeout=timeout)
+    return PamResult(p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                     time.monotonic() - t0, p.pid)
+
+
+def login(service: str, user: User, password: str | None = None, **kw) -> PamResult:
+    pw = user.password if password is None else password
+    return pamtester(service, user.name, "authenticate", "open_session", stdin=pw + "\n", **kw)
+
+
+# ------------------------------------------------------------------------------------ the stub
+
+
+STUB_TEMPLATE = r'''#!/usr/bin/python3 -I
+# Records how pam_keywell started it and what it sent. A check of the module, not a daemon.
+import hashlib, json, os, socket, struct, sys, time
+
+OUT = __OUT__
+MODE = __MODE__          # serve | hang | nosocket
+STATUS = __STATUS__
+MESSAGE = __MESSAGE__
+LIFETIME = 120
+
+def proc_status():
+    d = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            d[k] = v.strip()
+    return d
+
+fds = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        fds[fd] = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        pass
+st = proc_status()
+with open("/proc/self/environ", "rb") as f:
+    environ = [e.decode("utf-8", "replace") for e in f.read().split(b"\0") if e]
+with open("/proc/self/cmdline", "rb") as f:
+    cmdline = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+info = dict(pid=os.getpid(), ppid=os.getppid(), sid=os.getsid(0), pgid=os.getpgid(0),
+            resuid=list(os.getresuid()), resgid=list(os.getresgid()), groups=sorted(os.getgroups()),
+            cwd=os.getcwd(), environ=environ, cmdline=cmdline, fds=fds,
+            sigblk=st.get("SigBlk"), sigign=st.get("SigIgn"), umask=st.get("Umask"))
+tmp = os.path.join(OUT, ".start-%d" % os.getpid())
+with open(tmp, "w") as f:
+    json.dump(info, f)
+os.rename(tmp, os.path.join(OUT, "start-%d.json" % os.getpid()))
+
+if MODE == "nosocket":
+    time.sleep(LIFETIME)
+    sys.exit(0)
+
+folder = os.path.join(os.environ["XDG_RUNTIME_DIR"], "keywell")
+os.makedirs(folder, 0o700, exist_ok=True)
+path = os.path.join(folder, "control")
+try:
+    os.unlink(path)   # stale socket of a crashed predecessor
+except FileNotFoundError:
+    pass
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+os.chmod(path, 0o600)
+srv.listen(8)
+srv.settimeout(LIFETIME)
+
+def read_exact(c, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = c.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+held = []
+while True:
+    try:
+        conn, _ = srv.accept()
+    except socket.timeout:
+        sys.exit(0)
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if MODE == "hang":
+        held.append(conn)   # read nothing back, answer nothing, keep it open
+        continue
+    conn.settimeout(5)
+    try:
+        head = read_exact(conn, 6)
+        fields = []
+        for _ in range(head[5]):
+            (n,) = struct.unpack(">I", read_exact(conn, 4))
+            fields.append(read_exact(conn, n))
+        rec = dict(magic=head[:4].decode(), op=chr(head[4]), count=head[5],
+                   lengths=[len(x) for x in fields],
+                   sha256=[hashlib.sha256(x).hexdigest() for x in fields],
+                   peer_uid=uid, time=time.time())
+        with open(os.path.join(OUT, "requests.jsonl"), "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        msg = MESSAGE.encode()
+        conn.sendall(b"KWC1" + struct.pack(">iI", STATUS, len(msg)) + msg)
+    except (EOFError, OSError):
+        pass
+    conn.close()
+'''
+
+
+@dataclass
+class Stub:
+    """A fake `daemon=` program: it dumps how it was started and records the requests."""
+    path: str
+    out: str
+
+    def starts(self) -> list[dict]:
+        found = []
+        for p in sorted(Path(self.out).glob("start-*.json")):
+            found.append(json.loads(p.read_text()))
+        return found
+
+    def wait_starts(self, n: int, timeout: float = 5) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = self.starts()
+            if len(s) >= n:
+                return s
+            time.sleep(0.05)
+        return self.starts()
+
+    def requests(self) -> list[dict]:
+        p = Path(self.out) / "requests.jsonl"
+        if not p.exists():
+            return []
+        return [json.loads(line) for line in p.read_text().splitlines() if line]
+
+
+# ------------------------------------------------------------------------------------ the kit
+
+
+@dataclass
+class Kit:
+    """Per-test state: users, PAM services, stubs and the syslog capture, all undone at the end."""
+    module: str
+    syslog: SyslogCapture
+    users: list = field(default_factory=list)
+    services: list = field(default_factory=list)
+    paths: list = field(default_factory=list)
+    procs: list = field(default_factory=list)
+    secrets: list = field(default_factory=list)
+    runtime_dirs: list = field(default_factory=list)
+
+    # -- users
+    def user(self, password: str | None = None, home: bool = True, groups: tuple = ()) -> User:
+        name = "kwpam" + secrets.token_hex(4)
+        password = password if password is not None else "Pw-" + secrets.token_urlsafe(12)
+        args = ["useradd", "-s", "/bin/sh", "-U"]
+        if home:
+            args += ["-m"]
+        else:
+            args += ["-M", "-d", f"/nonexistent/{name}"]
+        if groups:
+            args += ["-G", ",".join(groups)]
+        subprocess.run(args + [name], check=True, capture_output=True)
+        pw = pwd.getpwnam(name)
+        u = User(name, pw.pw_uid, pw.pw_gid, pw.pw_dir, password)
+        self.users.append(u)
+        self.runtime_dirs.append(u.runtime_dir)
+        self.set_password(u, password)
+        return u
+
+    def set_password(self, user: User, password: str) -> None:
+        subprocess.run(["chpasswd"], input=f"{user.name}:{password}\n".encode(), check=True,
+                       capture_output=True)
+        user.password = password
+        self.secrets.append(password)
+
+    # -- PAM stacks
+    def stack(self, service: str = SERVICE, *, with_module: bool = True, daemon: str | None = None,
+              auth: str = "", session: str = "auto_start", password: str = "auto_start") -> str:
+        """/etc/pam.d/<service>: pam_unix first, pam_keywell after it in every phase."""
+        extra = f" daemon={daemon}" if daemon else ""
+        lines = ["auth     requisite  pam_unix.so"]
+        if with_module:
+            lines.append(f"auth     optional   {self.module} {auth}{extra}".rstrip())
+        lines.append("account  required   pam_unix.so")
+        lines.append("session  required   pam_unix.so")
+        if with_module:
+            lines.append(f"session  optional   {self.module} {session}{extra}".rstrip())
+        lines.append("password requisite  pam_unix.so")
+        if with_module:
+            lines.append(f"password optional   {self.module} {password}{extra}".rstrip())
+        path = PAM_D / service
+        path.write_text("\n".join(lines) + "\n")
+        if service not in self.services:
+            self.services.append(service)
+        return service
+
+    # -- fake daemon programs
+    def bindir(self) -> str:
+        """A root-owned folder every user can enter, for programs the module starts."""
+        d = tempfile.mkdtemp(prefix="kwpam-bin-")
+        os.chmod(d, 0o755)
+        self.paths.append(d)
+        return d
+
+    def stub(self, owner: User, mode: str = "serve", status: int = 0, message: str = "") -> Stub:
+        d = self.bindir()
+        out = os.path.join(d, "out")
+        os.mkdir(out, 0o700)
+        os.chown(out, owner.uid, owner.gid)
+        src = (STUB_TEMPLATE.replace("__OUT__", repr(out)).replace("__MODE__", repr(mode))
+               .replace("__STATUS__", str(int(status))).replace("__MESSAGE__", repr(message)))
+        path = os.path.join(d, "keywelld-stub")
+        Path(path).write_text(src)
+        os.chmod(path, 0o755)
+        return Stub(path, out)
+
+    def script(self, body: str, mode: int = 0o755) -> str:
+        d = self.bindir()
+        path = os.path.join(d, "prog")
+        Path(path).write_text(body)
+        os.chmod(path, mode)
+        return path
+
+    def spawn(self, args, **kw) -> subprocess.Popen:
+        p = subprocess.Popen(args, **kw)
+        self.procs.append(p)
+        return p
+
+    def as_user(self, user: User, args, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+        cmd = ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--"] + list(args)
+        return subprocess.run(cmd, env=env if env is not None else self.user_env(user), **kw)
+
+    def user_env(self, user: User) -> dict:
+        return {"HOME": user.home, "USER": user.name, "LOGNAME": user.name, "PATH": CLEAN_ENV["PATH"],
+                "LANG": "C.UTF-8", "XDG_RUNTIME_DIR": user.runtime_dir,
+                "DBUS_SESSION_BUS_ADDRESS": f"unix:path={user.runtime_dir}/bus"}
+
+    # -- checks
+    def assert_no_leaks(self, extra: list[str] | tuple = ()) -> None:
+        text = self.syslog.text()
+        for s in list(self.secrets) + list(extra):
+            assert s not in text, "a password reached syslog"
+            assert s.encode().hex() not in text.lower(), "a password reached syslog (hex)"
+
+    # -- cleanup
+    def close(self) -> None:
+        errors = []
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=3)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        for u in self.users:
+            kill_user_processes(u.uid)
+            r = subprocess.run(["userdel", "-r", "-f", u.name], capture_output=True, text=True)
+            if r.returncode not in (0, 6, 12):  # 12: could not remove home (absent); fine
+                errors.append(f"userdel {u.name}: {r.stderr.strip()}")
+            if os.path.isdir(u.home) and u.home.startswith("/home/kwpam"):
+                shutil.rmtree(u.home, ignore_errors=True)
+        for d in self.runtime_dirs:
+            if os.path.islink(d) or os.path.isfile(d):
+                os.unlink(d)
+            elif os.path.isdir(d):
+                shutil.rmtree(d, ignore_errors=True)
+        for s in self.services:
+            try:
+                (PAM_D / s).unlink()
+            except FileNotFoundError:
+                pass
+        for d in self.paths:
+            shutil.rmtree(d, ignore_errors=True)
+        self.syslog.close()
+        assert not errors, errors
+
+
+def status_bits(hexmask: str) -> set[int]:
+    """Signal numbers set in a /proc/<pid>/status mask such as SigIgn."""
+    v = int(hexmask, 16)
+    return {i + 1 for i in range(64) if v >> i & 1}
+
+
+def mode_of(path: str) -> tuple[int, int, int]:
+    st = os.lstat(path)
+    return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+
+
+def group_id(name: str) -> int:
+    return grp.getgrnam(name).gr_gid
+
+
+# ------------------------------------------------------------------------------------ the real daemon
+
+# Runs as the user (python3 -c) and asks keywelld over its native D-Bus API. Passwords come on
+# stdin, never in argv. Prints one JSON object: {"ok": result} or {"error": name, "message": text}.
+DBUS_CLIENT = r'''
+import json, sys, time
+import dbus
+
+def plain(v):
+    if isinstance(v, dbus.Boolean):
+        return bool(v)
+    if isinstance(v, (dbus.String, dbus.ObjectPath)):
+        return str(v)
+    if isinstance(v, (dbus.Int16, dbus.Int32, dbus.Int64, dbus.UInt16, dbus.UInt32, dbus.UInt64, dbus.Byte)):
+        return int(v)
+    if isinstance(v, dbus.Dictionary):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (dbus.Array, list)):
+        return [plain(x) for x in v]
+    return v
+
+cmd, args, wait = sys.argv[1], sys.argv[2:], 15.0
+bus = dbus.SessionBus()
+deadline = time.time() + wait
+while not bus.name_has_owner("org.keywell.Keychain"):
+    if time.time() > deadline:
+        print(json.dumps({"error": "NoOwner", "message": "org.keywell.Keychain never appeared"}))
+        sys.exit(0)
+    time.sleep(0.05)
+kc = dbus.Interface(bus.get_object("org.keywell.Keychain", "/org/keywell/Keychain", introspect=False),
+                    "org.keywell.Keychain1")
+try:
+    if cmd == "info":
+        out = kc.GetInfo(args[0])
+    elif cmd == "unlock":
+        out = kc.Unlock(args[0], dbus.ByteArray(sys.stdin.buffer.read()))
+    elif cmd == "lock":
+        out = kc.Lock(args[0])
+    elif cmd == "create":
+        out = kc.CreateKeychain(args[0], dbus.ByteArray(sys.stdin.buffer.read()))
+    elif cmd == "default":
+        out = kc.GetDefaultKeychain()
+    elif cmd == "searchlist":
+        out = kc.GetSearchList()
+    else:
+        raise SystemExit("unknown command " + cmd)
+    print(json.dumps({"ok": plain(out)}))
+except dbus.DBusException as e:
+    print(json.dumps({"error": e.get_dbus_name(), "message": e.get_dbus_message()}))
+'''
+
+
+def keywelld_pids(user: User) -> list[int]:
+    pids = []
+    for pid in pids_of_uid(user.uid):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "keywelld":
+                pids.append(pid)
+        except OSError:
+            pass
+    return pids
+
+
+def ensure_runtime_dir(user: User) -> str:
+    """What logind does at the first login; the tests do it where a session bus must come first."""
+    os.makedirs("/run/user", 0o755, exist_ok=True)
+    if not os.path.isdir(user.runtime_dir):
+        os.mkdir(user.runtime_dir, 0o700)
+        os.chown(user.runtime_dir, user.uid, user.gid)
+    return user.runtime_dir
+
+
+def start_session_bus(kit: Kit, user: User) -> str:
+    """A private dbus-daemon for the user at $XDG_RUNTIME_DIR/bus, as a desktop session has."""
+    ensure_runtime_dir(user)
+    address = f"unix:path={user.runtime_dir}/bus"
+    p = kit.spawn(["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--",
+                   "dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address={address}",
+                   "--print-address"], stdout=subprocess.PIPE, env=kit.user_env(user))
+    line = p.stdout.readline().decode().strip()
+    if not line:
+        pytest.fail("the private session bus did not start")
+    return address
+
+
+def dbus_call(kit: Kit, user: User, cmd: str, *args: str, password: str | None = None) -> dict:
+    r = kit.as_user(user, ["/usr/bin/python3", "-c", DBUS_CLIENT, cmd, *args],
+                    input=(password or "").encode(), capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout.decode().strip().splitlines()[-1])

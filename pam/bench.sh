@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# How much time pam_keywell adds to a login: `pamtester SERVICE USER authenticate open_session`
+# with the module in the stack and without it, medians of several runs, for the first login
+# (no daemon running, no keychain yet) and for later logins (daemon running, keychain there).
+# Target: at most 0.5 s added.
+#
+#   sudo pam/bench.sh [-n RUNS] [-f FIRST_LOGINS]
+#
+# Environment: KEYWELLD (daemon to start; default /usr/local/bin/keywelld), PAM_KEYWELL_SO
+# (module; default pam/build/pam_keywell.so, built if missing). Throwaway users and the
+# /etc/pam.d/keywell-bench* services are removed afterwards.
+set -euo pipefail
+
+runs=20
+firsts=5
+while getopts "n:f:h" opt; do
+  case "$opt" in
+    n) runs=$OPTARG ;;
+    f) firsts=$OPTARG ;;
+    *) sed -n '2,12p' "$0"; exit 2 ;;
+  esac
+done
+
+here="$(cd "$(dirname "$0")" && pwd)"
+[ "$(id -u)" -eq 0 ] || { echo "bench: run as root (it creates users and PAM services)" >&2; exit 1; }
+command -v pamtester >/dev/null || { echo "bench: pamtester missing (scripts/setup.sh)" >&2; exit 1; }
+module="${PAM_KEYWELL_SO:-$here/build/pam_keywell.so}"
+[ -e "$module" ] || make -s -C "$here"
+daemon="${KEYWELLD:-/usr/local/bin/keywelld}"
+if [ ! -x "$daemon" ]; then
+  echo "bench: warning: no daemon at $daemon; the numbers show the module alone (binary missing)" >&2
+fi
+
+with=keywell-bench
+base=keywell-bench-base
+users=()
+
+cleanup() {
+  for u in "${users[@]}"; do
+    uid="$(id -u "$u" 2>/dev/null)" || continue
+    for pid in $(pgrep -U "$uid" || true); do kill "$pid" 2>/dev/null || true; done
+    sleep 0.2
+    for pid in $(pgrep -U "$uid" || true); do kill -9 "$pid" 2>/dev/null || true; done
+    userdel -r -f "$u" >/dev/null 2>&1 || true
+    rm -rf "/run/user/$uid"
+  done
+  rm -f "/etc/pam.d/$with" "/etc/pam.d/$base"
+}
+trap cleanup EXIT
+
+cat >"/etc/pam.d/$base" <<EOF
+auth     requisite  pam_unix.so
+account  required   pam_unix.so
+session  required   pam_unix.so
+password requisite  pam_unix.so
+EOF
+cat >"/etc/pam.d/$with" <<EOF
+auth     requisite  pam_unix.so
+auth     optional   $module daemon=$daemon
+account  required   pam_unix.so
+session  required   pam_unix.so
+session  optional   $module auto_start daemon=$daemon
+password requisite  pam_unix.so
+password optional   $module auto_start daemon=$daemon
+EOF
+
+password="Bench-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')"
+
+new_user() {
+  local name
+  name="$(printf 'kwpam%08x' $(( (RANDOM << 16) | RANDOM )))"
+  useradd -m -U -s /bin/sh "$name"
+  printf '%s:%s\n' "$name" "$password" | chpasswd
+  users+=("$name")
+  REPLY="$name"
+}
+
+# One login; prints its wall time in microseconds.
+time_login() {
+  local svc=$1 user=$2 start end
+  start=$(date +%s%N)
+  if ! printf '%s\n' "$password" | setsid pamtester "$svc" "$user" authenticate open_session >/dev/null 2>&1; then
+    echo "bench: login failed ($svc, $user)" >&2
+    exit 1
+  fi
+  end=$(date +%s%N)
+  echo $(( (end - start) / 1000 ))
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+ms() { awk -v us="$1" 'BEGIN { printf "%8.1f ms", us / 1000 }'; }
+
+new_user; steady="$REPLY"
+
+# No command substitution around new_user: it must add to `users` in this shell for cleanup.
+base_times=() first_times=() later_times=()
+
+# Without the module.
+for _ in $(seq "$runs"); do base_times+=("$(time_login "$base" "$steady")"); done
+
+# First logins: a fresh user each time, so the daemon starts and creates the keychain.
+for _ in $(seq "$firsts"); do
+  new_user
+  first_times+=("$(time_login "$with" "$REPLY")")
+done
+
+# Later logins: the daemon is running and the keychain exists.
+time_login "$with" "$steady" >/dev/null
+for _ in $(seq "$runs"); do later_times+=("$(time_login "$with" "$steady")"); done
+
+base_us=$(printf '%s\n' "${base_times[@]}" | median)
+first_us=$(printf '%s\n' "${first_times[@]}" | median)
+later_us=$(printf '%s\n' "${later_times[@]}" | median)
+
+echo "pamtester ... authenticate open_session (median wall time)"
+echo "  without pam_keywell:          $(ms "$base_us")   ($runs runs)"
+echo "  with it, first login:         $(ms "$first_us")   ($firsts fresh users)   added $(ms $((first_us - base_us)))"
+echo "  with it, later logins:        $(ms "$later_us")   ($runs runs)   added $(ms $((later_us - base_us)))"
+worst=$(( first_us > later_us ? first_us - base_us : later_us - base_us ))
+if [ "$worst" -le 500000 ]; then verdict="within"; else verdict="OVER"; fi
+echo "  target: at most 500 ms added: $verdict"
