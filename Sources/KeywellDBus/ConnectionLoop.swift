@@ -1,0 +1,177 @@
+import CDBus
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one thread that does a connection's I/O and dispatching.
+///
+/// It polls the connection's socket and a wake-up pipe, lets libdbus read and write without
+/// blocking (`dbus_connection_read_write(…, 0)`), and dispatches every queued message. Other
+/// threads never do I/O through libdbus except sending: libdbus writes a sent message at once
+/// from the sending thread when it can, and otherwise calls our wake-up function so the loop
+/// writes it (the classic stall of `read_write_dispatch(-1)` plus sends from other threads
+/// cannot happen: nobody ever blocks inside libdbus here). The poll has no timeout: an idle
+/// connection costs nothing and a wake-up costs one pipe write.
+final class ConnectionLoop: @unchecked Sendable {
+    private let connection: OpaquePointer
+    private let socket: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let lock = ConditionLock()
+    private var wakePending = false
+    private var stopRequested = false
+    private var finished = false
+    private var started = false
+    private var loopThread: pthread_t?
+    private let onFinish: @Sendable () -> Void
+
+    /// The connection must be open and authenticated; `onFinish` runs on the loop thread when it ends.
+    init(connection: OpaquePointer, onFinish: @escaping @Sendable () -> Void) throws(DBusError) {
+        self.connection = connection
+        self.onFinish = onFinish
+        var fd: Int32 = -1
+        guard dbus_connection_get_socket(connection, &fd) != 0, fd >= 0 else {
+            throw .notSupported("This connection has no socket to poll")
+        }
+        socket = fd
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw .failed("pipe() failed: errno \(errno)") }
+        for pipeEnd in fds {
+            _ = fcntl(pipeEnd, F_SETFL, fcntl(pipeEnd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(pipeEnd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+    }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    func start() {
+        let userData = Unmanaged.passRetained(self).toOpaque()
+        // libdbus calls these from whatever thread queued work; they only poke the pipe.
+        dbus_connection_set_wakeup_main_function(connection, { data in
+            if SendScope.deferWakeIfSending() { return }  // the sender decides afterwards
+            Unmanaged<ConnectionLoop>.fromOpaque(data!).takeUnretainedValue().wake()
+        }, userData, { data in
+            Unmanaged<ConnectionLoop>.fromOpaque(data!).release()
+        })
+        dbus_connection_set_dispatch_status_function(connection, { _, status, data in
+            if status == DBUS_DISPATCH_DATA_REMAINS, !SendScope.deferWakeIfSending() {
+                Unmanaged<ConnectionLoop>.fromOpaque(data!).takeUnretainedValue().wake()
+            }
+        }, Unmanaged.passUnretained(self).toOpaque(), nil)
+
+        lock.withLock { started = true }
+        let thread = Thread { [self] in run() }
+        thread.name = "dbus-io"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    var isOnLoopThread: Bool {
+        lock.withLock { loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    var isFinished: Bool { lock.withLock { finished } }
+
+    /// Makes the loop look at the connection again. Safe from any thread, including from inside
+    /// libdbus callbacks (it takes only our own leaf lock). Repeated wakes collapse into one.
+    func wake() {
+        lock.lock()
+        let shouldWrite = !wakePending
+        wakePending = true
+        lock.unlock()
+        if shouldWrite {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+    }
+
+    /// After a send that asked for a wake-up: wake the loop only if it has work (the message
+    /// was not completely written, or messages arrived meanwhile).
+    func wakeIfNeededAfterSend() {
+        if dbus_connection_has_messages_to_send(connection) != 0
+            || dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
+            wake()
+        }
+    }
+
+    /// Asks the loop to end and waits for it (unless called from the loop itself).
+    func stop() {
+        let started = lock.withLock { () -> Bool in
+            stopRequested = true
+            return self.started
+        }
+        wake()
+        if !started || isOnLoopThread { return }
+        waitUntilFinished()
+    }
+
+    /// Blocks until the loop has ended (stop() or disconnection).
+    func waitUntilFinished() {
+        lock.withLock {
+            while !finished { lock.wait(untilNanoseconds: nil) }
+        }
+    }
+
+    private func run() {
+        lock.withLock { loopThread = pthread_self() }
+        var pollSet = [
+            pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            dispatchQueuedMessages()
+            if lock.withLock({ stopRequested }) { break }
+            if dbus_connection_get_is_connected(connection) == 0 {
+                dispatchQueuedMessages()  // delivers the local Disconnected signal
+                break
+            }
+            let wantsWrite = dbus_connection_has_messages_to_send(connection) != 0
+            pollSet[0].events = Int16(POLLIN) | (wantsWrite ? Int16(POLLOUT) : 0)
+            pollSet[0].revents = 0
+            pollSet[1].revents = 0
+            let ready = poll(&pollSet, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if pollSet[1].revents != 0 { drainWakePipe() }
+            if pollSet[0].revents != 0 || wantsWrite {
+                // Never blocks: reads what is there, writes what fits.
+                dbus_connection_read_write(connection, 0)
+            }
+        }
+        dbus_connection_set_dispatch_status_function(connection, nil, nil, nil)
+        onFinish()
+        lock.withLock {
+            finished = true
+            loopThread = nil
+            lock.broadcast()
+        }
+    }
+
+    private func dispatchQueuedMessages() {
+        while true {
+            switch dbus_connection_get_dispatch_status(connection) {
+            case DBUS_DISPATCH_DATA_REMAINS:
+                dbus_connection_dispatch(connection)
+            case DBUS_DISPATCH_NEED_MEMORY:
+                usleep(1000)
+                return
+            default:
+                return
+            }
+        }
+    }
+
+    private func drainWakePipe() {
+        lock.withLock { wakePending = false }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &buffer, buffer.count) > 0 {}
+    }
+}

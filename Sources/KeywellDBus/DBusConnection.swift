@@ -1,0 +1,309 @@
+import CDBus
+import Foundation
+
+/// libdbus must know that it is used from several threads before anything else happens.
+private let threadsInitialized: Bool = dbus_threads_init_default() != 0
+
+/// A connection to a bus (or a peer), with its own I/O thread.
+///
+/// Threading: one I/O thread per connection reads, writes and dispatches (see `ConnectionLoop`).
+/// Incoming method calls run on a worker pool; signals are delivered in order on a serial
+/// queue; `call` blocks only the calling thread and is safe from any number of threads at once
+/// (never from the I/O thread itself, which runs no user code anyway). Sending is allowed from
+/// any thread: libdbus serialises it and writes the message at once when it can.
+public final class DBusConnection: @unchecked Sendable {
+    let raw: OpaquePointer
+    /// The unique name the bus gave this connection (`:1.42`); nil on a peer-to-peer connection.
+    public let uniqueName: String?
+    /// Whether `h` (unix fd) values can travel on this connection.
+    public let canPassFileDescriptors: Bool
+    let isBusConnection: Bool
+
+    private let loop: ConnectionLoop
+    private let pendingReplies: PendingReplyTable
+    let registry = ObjectRegistry()
+    let subscriptions = SignalSubscriptions()
+    let workers = WorkerPool(name: "dbus-worker")
+    let signalQueue = DispatchQueue(label: "keywell.dbus.signals")
+    private let stateLock = ConditionLock()
+    private var closed = false
+
+    // MARK: Opening
+
+    /// The session bus address: `DBUS_SESSION_BUS_ADDRESS`, else `unix:path=$XDG_RUNTIME_DIR/bus`.
+    public static func sessionBusAddress(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty, !runtime.utf8.contains(0) {
+            guard let escaped = dbus_address_escape_value(runtime + "/bus") else { return nil }
+            defer { dbus_free(escaped) }
+            return "unix:path=" + String(cString: escaped)
+        }
+        return nil
+    }
+
+    /// A new private connection to the session bus.
+    public static func sessionBus(environment: [String: String] = ProcessInfo.processInfo.environment) throws(DBusError) -> DBusConnection {
+        guard let address = sessionBusAddress(environment: environment) else {
+            throw DBusError(name: DBusError.Name.failed, message: "No session bus: neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set")
+        }
+        return try DBusConnection(address: address)
+    }
+
+    /// A new private connection to `address`; with `registerWithBus` it says Hello and gets a
+    /// unique name (leave it off for peer-to-peer connections).
+    public convenience init(address: String, registerWithBus: Bool = true) throws(DBusError) {
+        _ = threadsInitialized
+        guard !address.utf8.contains(0) else { throw .invalidArgs("Invalid address") }
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        guard let connection = dbus_connection_open_private(address, &error) else { throw takeError(&error) }
+        // libdbus would otherwise call exit() when the bus goes away.
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        if registerWithBus, dbus_bus_register(connection, &error) == 0 {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw takeError(&error)
+        }
+        do {
+            try self.init(raw: connection, isBus: registerWithBus)
+        } catch {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw error
+        }
+    }
+
+    private init(raw: OpaquePointer, isBus: Bool) throws(DBusError) {
+        self.raw = raw
+        self.isBusConnection = isBus
+        self.uniqueName = isBus ? dbus_bus_get_unique_name(raw).map { String(cString: $0) } : nil
+        self.canPassFileDescriptors = dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0
+        let pendingReplies = PendingReplyTable()
+        self.pendingReplies = pendingReplies
+        self.loop = try ConnectionLoop(connection: raw, onFinish: { pendingReplies.closeAll() })
+        MessageRouter.install(on: raw, for: self)
+        loop.start()
+    }
+
+    deinit {
+        close()
+        dbus_connection_unref(raw)
+    }
+
+    // MARK: Life cycle
+
+    /// True until the connection is closed or the bus drops it.
+    public var isConnected: Bool { !loop.isFinished && dbus_connection_get_is_connected(raw) != 0 }
+
+    /// Blocks the calling thread until the connection is closed (by `close()`, e.g. from a
+    /// SIGTERM handler) or lost. A daemon's main thread parks here.
+    public func run() { loop.waitUntilFinished() }
+
+    /// Stops the I/O thread, fails calls still waiting for replies, sends what is queued, and
+    /// closes the connection. Idempotent; safe from any thread.
+    public func close() {
+        let first = stateLock.withLock { () -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        loop.stop()
+        pendingReplies.closeAll()
+        workers.stop()
+        if !loop.isOnLoopThread, dbus_connection_get_is_connected(raw) != 0 {
+            dbus_connection_flush(raw)
+        }
+        dbus_connection_close(raw)
+    }
+
+    private var isClosed: Bool { stateLock.withLock { closed } }
+
+    // MARK: Calls
+
+    /// Calls a method and waits for its reply (the return values, or the error it answered).
+    /// Times out with `NoReply` (`error.isTimeout`).
+    public func call(destination: String?, path: String, interface: String?, member: String,
+                     arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
+                     autoStart: Bool = true) throws(DBusError) -> [DBusValue] {
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member)
+        message.setAutoStart(autoStart)
+        try message.append(arguments)
+        let reply = try sendAndWait(message, timeout: timeout)
+        if reply.type == MessageType.error { throw reply.asError() }
+        return try reply.arguments()
+    }
+
+    /// The same call without blocking a thread.
+    public func callAsync(destination: String?, path: String, interface: String?, member: String,
+                          arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
+                          autoStart: Bool = true) async throws(DBusError) -> [DBusValue] {
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member)
+        message.setAutoStart(autoStart)
+        try message.append(arguments)
+        let box = WaiterBox()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<PendingReply.Outcome, DBusError>, Never>) in
+            do throws(DBusError) {
+                // The completion is in place before the message leaves, and the clock starts with it.
+                let waiter = try sendExpectingReply(message) { outcome in
+                    continuation.resume(returning: .success(outcome))
+                }
+                box.waiter = waiter
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(min(timeout.saturatingNanoseconds, UInt64(Int.max))))) {
+                    waiter.expire()
+                }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        if let waiter = box.waiter { pendingReplies.remove(waiter) }
+        let outcome = try result.get()
+        switch outcome {
+        case .reply(let reply):
+            if reply.type == MessageType.error { throw reply.asError() }
+            return try reply.arguments()
+        case .timedOut: throw .timedOut(after: timeout)
+        case .connectionClosed: throw .disconnected()
+        }
+    }
+
+    /// Sends a method call that asks for no reply.
+    public func callWithoutReply(destination: String?, path: String, interface: String?, member: String,
+                                 arguments: [DBusValue] = []) throws(DBusError) {
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member)
+        message.setNoReply()
+        try message.append(arguments)
+        try send(message)
+    }
+
+    /// Emits a signal (broadcast, or unicast to `destination`).
+    public func emitSignal(path: String, interface: String, member: String, arguments: [DBusValue] = [],
+                           destination: String? = nil) throws(DBusError) {
+        let message = try MessageRef.signal(path: path, interface: interface, member: member)
+        if let destination { try message.setDestination(destination) }
+        try message.append(arguments)
+        try send(message)
+    }
+
+    private func sendAndWait(_ message: MessageRef, timeout: Duration) throws(DBusError) -> MessageRef {
+        if loop.isOnLoopThread { throw .failed("A blocking call from the D-Bus I/O thread would deadlock") }
+        let deadline = deadline(after: timeout)
+        let waiter = try sendExpectingReply(message)
+        defer { pendingReplies.remove(waiter) }
+        switch waiter.wait(untilNanoseconds: deadline) {
+        case .reply(let reply): return reply
+        case .timedOut: throw .timedOut(after: timeout)
+        case .connectionClosed: throw .disconnected()
+        }
+    }
+
+    private func sendExpectingReply(_ message: MessageRef,
+                                    completion: (@Sendable (PendingReply.Outcome) -> Void)? = nil) throws(DBusError) -> PendingReply {
+        try checkSendable(message)
+        var pending: OpaquePointer? = nil
+        // Infinite for libdbus: the waiter measures the timeout itself.
+        let (sent, wantsWake) = SendScope.run { dbus_connection_send_with_reply(raw, message.pointer, &pending, Int32.max) }
+        if wantsWake { loop.wakeIfNeededAfterSend() }
+        guard sent != 0 else { throw .noMemory() }
+        guard let pending else { throw .disconnected() }
+        let waiter = PendingReply(pending: pending, completion: completion)
+        guard pendingReplies.insert(waiter) else {
+            dbus_pending_call_cancel(pending)
+            throw .disconnected()
+        }
+        waiter.arm()
+        return waiter
+    }
+
+    func send(_ message: MessageRef) throws(DBusError) {
+        try checkSendable(message)
+        let (sent, wantsWake) = SendScope.run { dbus_connection_send(raw, message.pointer, nil) }
+        if wantsWake { loop.wakeIfNeededAfterSend() }
+        guard sent != 0 else { throw .noMemory() }
+    }
+
+    private func checkSendable(_ message: MessageRef) throws(DBusError) {
+        if isClosed { throw .disconnected() }
+        if !canPassFileDescriptors, dbus_message_contains_unix_fds(message.pointer) != 0 {
+            throw .notSupported("This connection cannot pass file descriptors")
+        }
+    }
+
+    // MARK: Replies (used by DBusMethodCall)
+
+    func sendReply(to call: MessageRef, values: [DBusValue]) {
+        guard call.expectsReply else { return }
+        do {
+            let reply = try call.methodReturn()
+            try reply.append(values)
+            try send(reply)
+        } catch let error where error.name == DBusError.Name.disconnected {
+            return
+        } catch {
+            sendReply(to: call, error: .failed("The reply could not be sent: \(error.message)"))
+        }
+    }
+
+    func sendReply(to call: MessageRef, error: DBusError) {
+        guard call.expectsReply, let reply = try? call.errorReply(error) else { return }
+        try? send(reply)
+    }
+
+    // MARK: Exported objects
+
+    /// Exports `object` at exactly `path`.
+    public func register(_ object: any DBusObject, at path: String) throws(DBusError) {
+        try registry.register(object, at: path, subtree: false)
+    }
+
+    /// Exports `object` for `path` and every path below it (exact registrations take precedence).
+    public func registerSubtree(_ object: any DBusObject, at path: String) throws(DBusError) {
+        try registry.register(object, at: path, subtree: true)
+    }
+
+    public func unregister(path: String) {
+        registry.unregister(path: path)
+    }
+
+    // MARK: Signals
+
+    /// Subscribes `handler` to signals matching `rule` (and asks the bus to route them here).
+    /// Handlers run one at a time, in arrival order, off the I/O thread.
+    @discardableResult
+    public func addMatch(_ rule: DBusMatchRule, handler: @escaping @Sendable (DBusSignal) -> Void) throws(DBusError) -> DBusSignalSubscription {
+        try rule.validate()
+        let id = subscriptions.add(rule, handler)
+        if isBusConnection {
+            do {
+                _ = try callBus("AddMatch", [.string(rule.ruleString)])
+            } catch {
+                subscriptions.remove(id)
+                throw error
+            }
+        }
+        return DBusSignalSubscription(id: id, rule: rule, connection: self)
+    }
+
+    /// Ends a subscription (also `subscription.cancel()`).
+    public func removeMatch(_ subscription: DBusSignalSubscription) {
+        guard subscriptions.remove(subscription.id), isBusConnection, !isClosed else { return }
+        _ = try? callBus("RemoveMatch", [.string(subscription.rule.ruleString)])
+    }
+
+    func callBus(_ member: String, _ arguments: [DBusValue]) throws(DBusError) -> [DBusValue] {
+        try call(destination: StandardInterface.busName, path: StandardInterface.busPath, interface: StandardInterface.bus,
+                 member: member, arguments: arguments)
+    }
+}
+
+/// Lets an asynchronous completion find its own waiter (created after the closure).
+private final class WaiterBox: @unchecked Sendable {
+    var waiter: PendingReply?
+}
+
+/// Moves a libdbus error into ours.
+func takeError(_ error: inout CDBus.DBusError) -> DBusError {
+    let name = error.name.map { String(cString: $0) } ?? DBusError.Name.failed
+    let message = error.message.map { String(cString: $0) } ?? ""
+    dbus_error_free(&error)
+    return DBusError(name: name, message: message)
+}

@@ -1,0 +1,101 @@
+/// The description of one D-Bus interface: what introspection shows and what the dispatcher
+/// uses to answer UnknownMethod and to serve Properties.
+public struct DBusInterface: Sendable, Hashable {
+    public var name: String
+    public var methods: [DBusMethod]
+    public var signals: [DBusSignalDescription]
+    public var properties: [DBusProperty]
+    public var annotations: [DBusAnnotation]
+
+    public init(name: String, methods: [DBusMethod] = [], signals: [DBusSignalDescription] = [],
+                properties: [DBusProperty] = [], annotations: [DBusAnnotation] = []) {
+        self.name = name
+        self.methods = methods
+        self.signals = signals
+        self.properties = properties
+        self.annotations = annotations
+    }
+
+    public func method(named name: String) -> DBusMethod? { methods.first { $0.name == name } }
+    public func property(named name: String) -> DBusProperty? { properties.first { $0.name == name } }
+}
+
+public struct DBusArgument: Sendable, Hashable {
+    public var name: String?
+    public var signature: DBusSignature
+
+    public init(_ name: String?, _ signature: DBusSignature) {
+        self.name = name
+        self.signature = signature
+    }
+}
+
+public struct DBusAnnotation: Sendable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+public struct DBusMethod: Sendable, Hashable {
+    public var name: String
+    public var inputs: [DBusArgument]
+    public var outputs: [DBusArgument]
+    public var annotations: [DBusAnnotation]
+
+    public init(name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], annotations: [DBusAnnotation] = []) {
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.annotations = annotations
+    }
+
+    /// The signature a well-formed call carries.
+    public var inputSignature: DBusSignature { .concatenating(inputs.map(\.signature)) }
+    public var outputSignature: DBusSignature { .concatenating(outputs.map(\.signature)) }
+}
+
+public struct DBusSignalDescription: Sendable, Hashable {
+    public var name: String
+    public var arguments: [DBusArgument]
+    public var annotations: [DBusAnnotation]
+
+    public init(name: String, arguments: [DBusArgument] = [], annotations: [DBusAnnotation] = []) {
+        self.name = name
+        self.arguments = arguments
+        self.annotations = annotations
+    }
+}
+
+public struct DBusProperty: Sendable, Hashable {
+    public enum Access: String, Sendable, Hashable {
+        case read, write, readwrite
+        public var isReadable: Bool { self != .write }
+        public var isWritable: Bool { self != .read }
+    }
+
+    public var name: String
+    public var signature: DBusSignature
+    public var access: Access
+    public var annotations: [DBusAnnotation]
+
+    public init(name: String, signature: DBusSignature, access: Access = .read, annotations: [DBusAnnotation] = []) {
+        self.name = name
+        self.signature = signature
+        self.access = access
+        self.annotations = annotations
+    }
+}
+
+/// Names of the standard interfaces this layer answers for every exported object.
+public enum StandardInterface {
+    public static let introspectable = "org.freedesktop.DBus.Introspectable"
+    public static let properties = "org.freedesktop.DBus.Properties"
+    public static let peer = "org.freedesktop.DBus.Peer"
+    public static let bus = "org.freedesktop.DBus"
+    public static let busName = "org.freedesktop.DBus"
+    public static let busPath = "/org/freedesktop/DBus"
+}

@@ -1,0 +1,93 @@
+import CDBus
+
+/// An incoming method call, handed to a `DBusObject` on a worker thread.
+///
+/// Reply exactly once with `reply(_:)` or `reply(error:)`, from any thread, now or later; later
+/// replies are ignored. A call dropped without a reply answers `Failed` so the caller never
+/// waits for its timeout.
+public final class DBusMethodCall: @unchecked Sendable {
+    public let connection: DBusConnection
+    /// The caller's unique bus name (empty on a peer-to-peer connection).
+    public let sender: String
+    public let path: String
+    /// Nil when the caller left the interface out (allowed by D-Bus; the method was found by name).
+    public let interface: String?
+    public let member: String
+    /// The signature the caller sent.
+    public let signature: DBusSignature
+    public let arguments: [DBusValue]
+    /// The declaration matched for this call (nil for the standard interfaces).
+    public internal(set) var method: DBusMethod?
+    /// False when the caller asked for no reply (replies are then dropped).
+    public let expectsReply: Bool
+
+    let message: MessageRef
+    private let lock = ConditionLock()
+    private var replied = false
+
+    init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue]) {
+        self.connection = connection
+        self.message = message
+        self.sender = message.sender ?? ""
+        self.path = message.path ?? "/"
+        self.interface = message.interface
+        self.member = message.member ?? ""
+        self.signature = message.signature
+        self.arguments = arguments
+        self.expectsReply = message.expectsReply
+    }
+
+    deinit {
+        if !replied, expectsReply {
+            connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
+        }
+    }
+
+    public var hasReplied: Bool { lock.withLock { replied } }
+
+    /// Sends the return values. Values that cannot be encoded turn into a `Failed` error reply.
+    /// Returns false if the call had already been answered.
+    @discardableResult
+    public func reply(_ values: [DBusValue] = []) -> Bool {
+        guard claimReply() else { return false }
+        connection.sendReply(to: message, values: values)
+        return true
+    }
+
+    /// Sends an error reply. Returns false if the call had already been answered.
+    @discardableResult
+    public func reply(error: DBusError) -> Bool {
+        guard claimReply() else { return false }
+        connection.sendReply(to: message, error: error)
+        return true
+    }
+
+    /// Runs `body` and replies with its values or its error.
+    public func reply(with body: () throws(DBusError) -> [DBusValue]) {
+        do {
+            reply(try body())
+        } catch {
+            reply(error: error)
+        }
+    }
+
+    /// Throws `InvalidArgs` unless the call carries exactly `expected`.
+    public func requireSignature(_ expected: DBusSignature) throws(DBusError) {
+        guard signature == expected else {
+            throw .invalidArgs("\(interface.map { $0 + "." } ?? "")\(member) takes (\(expected.rawValue)), got (\(signature.rawValue))")
+        }
+    }
+
+    /// Throws `InvalidArgs` unless the call matches its declared input signature.
+    public func requireDeclaredSignature() throws(DBusError) {
+        if let method { try requireSignature(method.inputSignature) }
+    }
+
+    private func claimReply() -> Bool {
+        lock.withLock {
+            if replied { return false }
+            replied = true
+            return true
+        }
+    }
+}

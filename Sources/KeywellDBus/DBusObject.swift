@@ -1,0 +1,68 @@
+/// Something exported on a connection: one object at a path, or (registered as a subtree) every
+/// object below a path, such as the Secret Service's `/org/freedesktop/secrets/collection/<c>/<i>`.
+///
+/// All requirements are called on worker threads, possibly several at once.
+public protocol DBusObject: Sendable {
+    /// The interfaces of the object at `path`, or nil when there is no object there (the caller
+    /// then gets `UnknownObject`). The standard interfaces are added by the connection.
+    func interfaces(at path: String) -> [DBusInterface]?
+
+    /// Names (single path elements) of objects directly below `path`, for introspection.
+    func childNodes(at path: String) -> [String]
+
+    /// A call to a method declared in `interfaces(at:)`. Reply exactly once through `call`,
+    /// now or later, from any thread. The received signature is `call.signature`; whether it
+    /// is acceptable is this handler's decision (`call.requireSignature(_:)` helps).
+    func handle(_ call: DBusMethodCall)
+
+    /// `org.freedesktop.DBus.Properties.Get`/`GetAll` for a readable declared property.
+    func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+
+    /// `org.freedesktop.DBus.Properties.Set` for a writable declared property; the value's type
+    /// has already been checked against the declaration.
+    func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError)
+}
+
+extension DBusObject {
+    public func childNodes(at path: String) -> [String] { [] }
+
+    public func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        throw .unknownProperty("No property \(interface).\(name)")
+    }
+
+    public func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
+        throw .propertyReadOnly("Property \(interface).\(name) is read-only")
+    }
+}
+
+/// An object made of closures, for simple services and tests.
+public final class DBusClosureObject: DBusObject {
+    public typealias PropertyGetter = @Sendable (_ name: String, _ interface: String, _ path: String) throws(DBusError) -> DBusValue
+    public typealias PropertySetter = @Sendable (_ name: String, _ interface: String, _ value: DBusValue, _ path: String) throws(DBusError) -> Void
+
+    private let exportedInterfaces: [DBusInterface]
+    private let handler: @Sendable (DBusMethodCall) -> Void
+    private let getter: PropertyGetter?
+    private let setter: PropertySetter?
+
+    public init(interfaces: [DBusInterface], getProperty: PropertyGetter? = nil, setProperty: PropertySetter? = nil,
+                handler: @escaping @Sendable (DBusMethodCall) -> Void) {
+        self.exportedInterfaces = interfaces
+        self.handler = handler
+        self.getter = getProperty
+        self.setter = setProperty
+    }
+
+    public func interfaces(at path: String) -> [DBusInterface]? { exportedInterfaces }
+    public func handle(_ call: DBusMethodCall) { handler(call) }
+
+    public func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        guard let getter else { throw .unknownProperty("No property \(interface).\(name)") }
+        return try getter(name, interface, path)
+    }
+
+    public func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
+        guard let setter else { throw .propertyReadOnly("Property \(interface).\(name) is read-only") }
+        try setter(name, interface, value, path)
+    }
+}

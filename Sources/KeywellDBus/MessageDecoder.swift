@@ -1,0 +1,151 @@
+import CDBus
+
+/// Reads a message's arguments into `[DBusValue]` with dbus_message_iter_*.
+///
+/// libdbus validates every message it receives (UTF-8, signatures, nesting ≤ 64), so what
+/// remains is to stay linear and bounded: fixed-size arrays are copied in one go, other arrays
+/// are walked once, and recursion stops with an error past the wire format's depth limit.
+enum MessageDecoder {
+    static func decodeArguments(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0 else { return [] }  // no arguments
+        return try decodeSequence(&iter, depth: 0)
+    }
+
+    /// Decodes every value from the iterator's position to the end of its container.
+    private static func decodeSequence(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> [DBusValue] {
+        var values: [DBusValue] = []
+        while dbus_message_iter_get_arg_type(&iter) != TypeCode.invalid {
+            values.append(try decodeValue(&iter, depth: depth))
+            dbus_message_iter_next(&iter)
+        }
+        return values
+    }
+
+    private static func decodeValue(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> DBusValue {
+        let type = dbus_message_iter_get_arg_type(&iter)
+        switch type {
+        case TypeCode.byte: return .byte(basic(&iter, UInt8.self))
+        case TypeCode.bool: return .bool(basic(&iter, dbus_bool_t.self) != 0)
+        case TypeCode.int16: return .int16(basic(&iter, Int16.self))
+        case TypeCode.uint16: return .uint16(basic(&iter, UInt16.self))
+        case TypeCode.int32: return .int32(basic(&iter, Int32.self))
+        case TypeCode.uint32: return .uint32(basic(&iter, UInt32.self))
+        case TypeCode.int64: return .int64(basic(&iter, Int64.self))
+        case TypeCode.uint64: return .uint64(basic(&iter, UInt64.self))
+        case TypeCode.double: return .double(basic(&iter, Double.self))
+        case TypeCode.unixFD: return .unixFD(basic(&iter, Int32.self))
+        case TypeCode.string: return .string(string(&iter))
+        case TypeCode.objectPath: return .objectPath(string(&iter))
+        case TypeCode.signature: return .signature(DBusSignature(unchecked: string(&iter)))
+        case TypeCode.array, TypeCode.structure, TypeCode.variant, TypeCode.dictEntry:
+            guard depth < maximumContainerDepth else {
+                throw DBusError(name: DBusError.Name.limitsExceeded, message: "Message nested deeper than \(maximumContainerDepth) containers")
+            }
+            return try decodeContainer(&iter, type: type, depth: depth + 1)
+        default:
+            throw .invalidArgs("Unknown D-Bus type code \(type)")
+        }
+    }
+
+    private static func decodeContainer(_ iter: inout DBusMessageIter, type: Int32, depth: Int) throws(DBusError) -> DBusValue {
+        var sub = DBusMessageIter()
+        switch type {
+        case TypeCode.variant:
+            dbus_message_iter_recurse(&iter, &sub)
+            guard dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid else { throw .invalidArgs("Empty variant") }
+            return .variant(try decodeValue(&sub, depth: depth))
+        case TypeCode.structure:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .structure(try decodeSequence(&sub, depth: depth))
+        case TypeCode.dictEntry:
+            throw .invalidArgs("Dictionary entry outside an array")
+        default:
+            return try decodeArray(&iter, depth: depth)
+        }
+    }
+
+    private static func decodeArray(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> DBusValue {
+        let arraySignature = currentSignature(&iter)
+        guard arraySignature.hasPrefix("a") else { throw .invalidArgs("Array with signature \(arraySignature)") }
+        let element = DBusSignature(unchecked: String(arraySignature.dropFirst()))
+        var sub = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &sub)
+
+        switch element.rawValue {
+        case "y": return .bytes(fixedArray(&sub, UInt8.self))
+        case "b": return .array(elementSignature: element, fixedArray(&sub, dbus_bool_t.self).map { .bool($0 != 0) })
+        case "n": return .array(elementSignature: element, fixedArray(&sub, Int16.self).map(DBusValue.int16))
+        case "q": return .array(elementSignature: element, fixedArray(&sub, UInt16.self).map(DBusValue.uint16))
+        case "i": return .array(elementSignature: element, fixedArray(&sub, Int32.self).map(DBusValue.int32))
+        case "u": return .array(elementSignature: element, fixedArray(&sub, UInt32.self).map(DBusValue.uint32))
+        case "x": return .array(elementSignature: element, fixedArray(&sub, Int64.self).map(DBusValue.int64))
+        case "t": return .array(elementSignature: element, fixedArray(&sub, UInt64.self).map(DBusValue.uint64))
+        case "d": return .array(elementSignature: element, fixedArray(&sub, Double.self).map(DBusValue.double))
+        default: break
+        }
+
+        if element.rawValue.hasPrefix("{") {
+            // `{kv}`: the key is one basic type code, the value is the rest.
+            let inner = element.rawValue.dropFirst().dropLast()
+            let keySignature = DBusSignature(unchecked: String(inner.prefix(1)))
+            let valueSignature = DBusSignature(unchecked: String(inner.dropFirst()))
+            var entries: [DBusDictEntry] = []
+            while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
+                var pair = DBusMessageIter()
+                dbus_message_iter_recurse(&sub, &pair)
+                let key = try decodeValue(&pair, depth: depth + 1)
+                guard dbus_message_iter_next(&pair) != 0 else { throw .invalidArgs("Dictionary entry without a value") }
+                let value = try decodeValue(&pair, depth: depth + 1)
+                entries.append(DBusDictEntry(key: key, value: value))
+                dbus_message_iter_next(&sub)
+            }
+            return .dictionary(keySignature: keySignature, valueSignature: valueSignature, entries)
+        }
+
+        var elements: [DBusValue] = []
+        while dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid {
+            elements.append(try decodeValue(&sub, depth: depth))
+            dbus_message_iter_next(&sub)
+        }
+        return .array(elementSignature: element, elements)
+    }
+
+    private static func basic<T: FixedWidthInteger>(_ iter: inout DBusMessageIter, _ type: T.Type) -> T {
+        var value: T = 0
+        dbus_message_iter_get_basic(&iter, &value)
+        return value
+    }
+
+    private static func basic(_ iter: inout DBusMessageIter, _ type: Double.Type) -> Double {
+        var value: Double = 0
+        dbus_message_iter_get_basic(&iter, &value)
+        return value
+    }
+
+    private static func string(_ iter: inout DBusMessageIter) -> String {
+        var cString: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &cString)
+        return cString.map { String(cString: $0) } ?? ""
+    }
+
+    /// The single complete type at the iterator (libdbus allocates it; we free it).
+    private static func currentSignature(_ iter: inout DBusMessageIter) -> String {
+        guard let raw = dbus_message_iter_get_signature(&iter) else { return "" }
+        defer { dbus_free(raw) }
+        return String(cString: raw)
+    }
+
+    /// One copy of a fixed-size array's elements straight from the message buffer.
+    private static func fixedArray<T>(_ sub: inout DBusMessageIter, _ type: T.Type) -> [T] {
+        guard dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid else { return [] }
+        var base: UnsafeMutableRawPointer? = nil
+        var count: Int32 = 0
+        withUnsafeMutablePointer(to: &base) { pointer in
+            dbus_message_iter_get_fixed_array(&sub, pointer, &count)
+        }
+        guard let base, count > 0 else { return [] }
+        let typed = base.assumingMemoryBound(to: T.self)
+        return Array(UnsafeBufferPointer(start: typed, count: Int(count)))
+    }
+}

@@ -1,0 +1,72 @@
+/// Routes one incoming method call (on a worker thread): standard interfaces first, then the
+/// registered object. `org.freedesktop.DBus.Peer` never gets here: libdbus answers it itself.
+enum MethodDispatcher {
+    static func dispatch(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry) {
+        let arguments: [DBusValue]
+        do {
+            arguments = try message.arguments()
+        } catch {
+            connection.sendReply(to: message, error: error)
+            return
+        }
+        let call = DBusMethodCall(connection: connection, message: message, arguments: arguments)
+        let object = registry.object(at: call.path)
+        let interfaces = object?.interfaces(at: call.path)
+
+        switch call.interface {
+        case StandardInterface.introspectable?:
+            introspect(call, object: object, interfaces: interfaces, registry: registry)
+            return
+        case StandardInterface.properties?:
+            guard let object, let interfaces else { call.reply(error: unknownObject(call)); return }
+            PropertiesDispatcher.handle(call, object: object, interfaces: interfaces)
+            return
+        default:
+            break
+        }
+
+        guard let object, let interfaces else { call.reply(error: unknownObject(call)); return }
+        if let interfaceName = call.interface {
+            guard let interface = interfaces.first(where: { $0.name == interfaceName }) else {
+                call.reply(error: .unknownInterface("No interface \(interfaceName) at \(call.path)"))
+                return
+            }
+            guard let method = interface.method(named: call.member) else {
+                call.reply(error: unknownMethod(call))
+                return
+            }
+            call.method = method
+        } else {
+            // No interface given: the first interface declaring the member wins (D-Bus rule).
+            if call.member == "Introspect" {
+                introspect(call, object: object, interfaces: interfaces, registry: registry); return
+            }
+            guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member) }).first else {
+                call.reply(error: unknownMethod(call))
+                return
+            }
+            call.method = method
+        }
+        object.handle(call)
+    }
+
+    private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,
+                                   registry: ObjectRegistry) {
+        guard call.member == "Introspect" else { call.reply(error: unknownMethod(call)); return }
+        var children = Set(registry.registeredChildren(of: call.path))
+        // A subtree may have bare intermediate nodes (no interfaces) that still list children.
+        if let object { children.formUnion(object.childNodes(at: call.path)) }
+        if interfaces == nil && children.isEmpty { call.reply(error: unknownObject(call)); return }
+        let xml = Introspection.document(interfaces: interfaces ?? [], children: children.sorted(),
+                                         includeStandard: interfaces != nil)
+        call.reply([.string(xml)])
+    }
+
+    static func unknownObject(_ call: DBusMethodCall) -> DBusError {
+        .unknownObject("No object at path \(call.path)")
+    }
+
+    static func unknownMethod(_ call: DBusMethodCall) -> DBusError {
+        .unknownMethod("No method \(call.interface.map { $0 + "." } ?? "")\(call.member) with signature (\(call.signature.rawValue)) at \(call.path)")
+    }
+}

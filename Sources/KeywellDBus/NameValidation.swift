@@ -1,0 +1,26 @@
+import CDBus
+
+/// Checks names before they reach libdbus: libdbus treats an invalid name passed to its API as
+/// a programming error and aborts the process, so anything coming from outside is checked here.
+enum NameValidation {
+    private typealias Validator = (UnsafePointer<CChar>?, UnsafeMutablePointer<CDBus.DBusError>?) -> dbus_bool_t
+
+    private static func check(_ value: String, kind: String, _ validator: Validator) throws(DBusError) {
+        if value.utf8.contains(0) { throw .invalidArgs("Invalid \(kind) (contains NUL): \(value.debugDescription)") }
+        let valid = value.withCString { validator($0, nil) } != 0
+        if !valid { throw .invalidArgs("Invalid \(kind): \(value.debugDescription)") }
+    }
+
+    static func objectPath(_ value: String) throws(DBusError) { try check(value, kind: "object path", dbus_validate_path) }
+    static func interface(_ value: String) throws(DBusError) { try check(value, kind: "interface name", dbus_validate_interface) }
+    static func member(_ value: String) throws(DBusError) { try check(value, kind: "member name", dbus_validate_member) }
+    static func errorName(_ value: String) throws(DBusError) { try check(value, kind: "error name", dbus_validate_error_name) }
+    static func busName(_ value: String) throws(DBusError) { try check(value, kind: "bus name", dbus_validate_bus_name) }
+
+    static func isObjectPath(_ value: String) -> Bool { (try? objectPath(value)) != nil }
+
+    /// Strings on the wire are NUL-free UTF-8; Swift strings are valid UTF-8 but may hold NUL.
+    static func string(_ value: String) throws(DBusError) {
+        if value.utf8.contains(0) { throw .invalidArgs("D-Bus strings cannot contain NUL characters") }
+    }
+}

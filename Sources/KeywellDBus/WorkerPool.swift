@@ -1,0 +1,83 @@
+import Foundation
+
+/// Runs method handlers off the connection's I/O thread.
+///
+/// Threads are reused (no thread per message) and the pool grows whenever every worker is busy,
+/// so a handler that blocks (a 300 ms key derivation, a nested D-Bus call) never holds up the
+/// next caller. Threads above `keepAlive` exit after `idleTimeout` without work.
+final class WorkerPool: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var jobs: [@Sendable () -> Void] = []
+    private var jobHead = 0
+    private var threadCount = 0
+    private var idleCount = 0
+    private var stopped = false
+    private let name: String
+    private let keepAlive: Int
+    private let maximumThreads: Int
+    private let idleTimeout: Duration
+
+    init(name: String, keepAlive: Int = 4, maximumThreads: Int = 256, idleTimeout: Duration = .seconds(10)) {
+        self.name = name
+        self.keepAlive = keepAlive
+        self.maximumThreads = maximumThreads
+        self.idleTimeout = idleTimeout
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        lock.lock()
+        if stopped {
+            lock.unlock()
+            return
+        }
+        jobs.append(job)
+        let pending = jobs.count - jobHead
+        // Start a thread only when the idle ones cannot take every queued job.
+        let startThread = pending > idleCount && threadCount < maximumThreads
+        if startThread { threadCount += 1 }
+        if idleCount > 0 { lock.signal() }
+        lock.unlock()
+        if startThread { startWorker() }
+    }
+
+    /// Lets queued jobs finish but accepts no new ones; idle workers exit.
+    func stop() {
+        lock.withLock {
+            stopped = true
+            lock.broadcast()
+        }
+    }
+
+    private func startWorker() {
+        let thread = Thread { [self] in workerLoop() }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    private func workerLoop() {
+        lock.lock()
+        while true {
+            if jobHead < jobs.count {
+                let job = jobs[jobHead]
+                jobHead += 1
+                if jobHead > 64, jobHead * 2 > jobs.count {
+                    // Compact now and then so the queue does not grow without bound.
+                    jobs.removeFirst(jobHead)
+                    jobHead = 0
+                }
+                lock.unlock()
+                job()
+                lock.lock()
+                continue
+            }
+            if stopped { break }
+            idleCount += 1
+            let signalled = lock.wait(untilNanoseconds: deadline(after: idleTimeout))
+            idleCount -= 1
+            if !signalled, jobHead >= jobs.count, threadCount > keepAlive { break }
+        }
+        threadCount -= 1
+        lock.unlock()
+    }
+}
