@@ -1,0 +1,93 @@
+import Foundation
+import KeywellDBus
+import Testing
+
+@Suite("Many callers at once", .serialized)
+struct ConcurrencyTests {
+    @Test func slowHandlerDoesNotDelayAnotherClient() throws {
+        let fixture = try ServiceFixture()
+        let otherClient = try fixture.bus.connect()
+        let slowFinished = LockedValue<Duration?>(nil)
+        let start = ContinuousClock.now
+        let slowDone = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? fixture.call("Sleep", [.uint32(500)])
+            slowFinished.value = ContinuousClock.now - start
+            slowDone.signal()
+        }.start()
+        usleep(50_000)  // the slow call is in its handler now
+
+        let fastStart = ContinuousClock.now
+        #expect(try fixture.call("Echo", [.string("fast")], on: otherClient) == [.string("fast")])
+        let fast = ContinuousClock.now - fastStart
+        let fastFinishedAt = ContinuousClock.now - start
+
+        #expect(slowDone.wait(timeout: .now() + 5) == .success)
+        let slow = try #require(slowFinished.value)
+        print("[keywell-dbus] fast call during a 500 ms handler: \(milliseconds(fast)) ms (slow call finished after \(milliseconds(slow)) ms)")
+        #expect(fast < .milliseconds(200))
+        #expect(fastFinishedAt < slow)
+        otherClient.close()
+    }
+
+    @Test func manySlowHandlersRunInParallel() throws {
+        let fixture = try ServiceFixture()
+        let start = ContinuousClock.now
+        // Real threads: concurrentPerform would only run as many callers as there are cores.
+        let group = DispatchGroup()
+        for _ in 0..<12 {
+            group.enter()
+            Thread {
+                _ = try? fixture.call("Sleep", [.uint32(300)])
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        let elapsed = ContinuousClock.now - start
+        print("[keywell-dbus] 12 concurrent 300 ms handlers took \(milliseconds(elapsed)) ms")
+        #expect(elapsed < .milliseconds(1500))
+    }
+
+    @Test func manyClientsConcurrently() throws {
+        let fixture = try ServiceFixture()
+        let clients = try (0..<8).map { _ in try fixture.bus.connect() }
+        let failures = LockedValue(0)
+        let callsPerThread = 200
+        // Two threads per connection: calls on one connection from several threads at once.
+        DispatchQueue.concurrentPerform(iterations: clients.count * 2) { index in
+            let client = clients[index % clients.count]
+            for call in 0..<callsPerThread {
+                let payload: [DBusValue] = [.string("\(index)-\(call)"), .uint32(UInt32(call)), .stringVariantDict(["i": .int32(Int32(index))])]
+                do {
+                    let reply = try fixture.call("Echo", payload, on: client)
+                    if reply != payload { failures.mutate { $0 += 1 } }
+                } catch {
+                    failures.mutate { $0 += 1 }
+                }
+            }
+        }
+        #expect(failures.value == 0)
+        for client in clients { client.close() }
+    }
+
+    @Test func malformedCallsInterleavedWithGoodOnes() throws {
+        let fixture = try ServiceFixture()
+        let errors = LockedValue(0)
+        let good = LockedValue(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { index in
+            for call in 0..<100 {
+                if call % 2 == 0 {
+                    do {
+                        _ = try fixture.call("CountKeys", [.int32(Int32(call))])
+                    } catch let error as DBusError {
+                        if error.name == DBusError.Name.invalidArgs { errors.mutate { $0 += 1 } }
+                    } catch {}
+                } else if (try? fixture.call("CountKeys", [.stringVariantDict(["k": .int32(1)])])) == [.uint32(1)] {
+                    good.mutate { $0 += 1 }
+                }
+            }
+        }
+        #expect(errors.value == 200)
+        #expect(good.value == 200)
+    }
+}

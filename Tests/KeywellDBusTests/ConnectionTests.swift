@@ -1,0 +1,301 @@
+import Foundation
+import KeywellDBus
+import KeywellTestSupport
+import Testing
+
+@Suite("Calls, errors, signals, introspection, properties")
+struct ConnectionTests {
+    let fixture: ServiceFixture
+    init() throws { fixture = try ServiceFixture() }
+
+    @Test func uniqueNamesAndPing() throws {
+        #expect(fixture.client.uniqueName?.hasPrefix(":") == true)
+        #expect(fixture.client.uniqueName != fixture.server.uniqueName)
+        // libdbus answers Peer itself, on any path, registered or not.
+        try fixture.client.ping(ServiceFixture.name)
+        try fixture.client.ping(ServiceFixture.name, path: "/nothing/here")
+        let machineID = try fixture.client.call(destination: ServiceFixture.name, path: "/", interface: StandardInterface.peer,
+                                                member: "GetMachineId")
+        #expect(machineID.first?.stringValue?.isEmpty == false)
+    }
+
+    @Test func errorRepliesReachTheCaller() throws {
+        do {
+            _ = try fixture.call("Fail", [.string("org.keywell.Keychain1.Error.DuplicateItem"),
+                                          .string("-25299: The specified item already exists in the keychain.")])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.name == "org.keywell.Keychain1.Error.DuplicateItem")
+            #expect(error.message == "-25299: The specified item already exists in the keychain.")
+        }
+    }
+
+    @Test func unknownMethodObjectAndInterface() throws {
+        let cases: [(String?, String, String, String)] = [
+            (ServiceFixture.interfaceName, ServiceFixture.path, "NoSuchMethod", DBusError.Name.unknownMethod),
+            (ServiceFixture.interfaceName, "/no/such/object", "Echo", DBusError.Name.unknownObject),
+            ("org.keywell.Nope", ServiceFixture.path, "Echo", DBusError.Name.unknownInterface),
+            (nil, ServiceFixture.path, "NoSuchMethod", DBusError.Name.unknownMethod),
+        ]
+        for (interface, path, member, expected) in cases {
+            do {
+                _ = try fixture.client.call(destination: ServiceFixture.name, path: path, interface: interface, member: member)
+                Issue.record("\(member) at \(path) should fail")
+            } catch {
+                #expect(error.name == expected, "\(interface ?? "-") \(path) \(member): \(error)")
+            }
+        }
+        // Without an interface the method is found by name.
+        #expect(try fixture.client.call(destination: ServiceFixture.name, path: ServiceFixture.path, interface: nil,
+                                        member: "Echo", arguments: [.int32(1)]) == [.int32(1)])
+    }
+
+    @Test func wrongSignatureGetsInvalidArgsAndTheServiceGoesOn() throws {
+        for bad: [DBusValue] in [[], [.string("x")], [.stringStringDict(["a": "b"])], [.stringVariantDict([:]), .int32(1)]] {
+            do {
+                _ = try fixture.call("CountKeys", bad)
+                Issue.record("CountKeys(\(bad.signature)) should fail")
+            } catch {
+                #expect(error.name == DBusError.Name.invalidArgs)
+            }
+        }
+        #expect(try fixture.call("CountKeys", [.stringVariantDict(["a": .int32(1), "b": .bool(false)])]) == [.uint32(2)])
+    }
+
+    @Test func repliesFromAnotherThreadLaterAndDroppedCalls() throws {
+        #expect(try fixture.call("ReplyLater", [.uint32(50)]) == [.string("later")])
+        do {
+            _ = try fixture.call("Forget", timeout: .seconds(5))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.name == DBusError.Name.failed)
+            #expect(!error.isTimeout)
+        }
+    }
+
+    @Test func callTimeout() throws {
+        let start = ContinuousClock.now
+        do {
+            _ = try fixture.call("Sleep", [.uint32(2000)], timeout: .milliseconds(200))
+            Issue.record("expected a timeout")
+        } catch {
+            #expect(error.isTimeout)
+            #expect(error.name == DBusError.Name.noReply)
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(190) && elapsed < .milliseconds(1500), "took \(elapsed)")
+        // The connection is fine afterwards.
+        #expect(try fixture.call("Echo", [.string("after")]) == [.string("after")])
+    }
+
+    @Test func asyncCalls() async throws {
+        let reply = try await fixture.client.callAsync(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                                       interface: ServiceFixture.interfaceName, member: "Echo", arguments: [.string("a")])
+        #expect(reply == [.string("a")])
+        do {
+            _ = try await fixture.client.callAsync(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                                   interface: ServiceFixture.interfaceName, member: "Sleep",
+                                                   arguments: [.uint32(1000)], timeout: .milliseconds(100))
+            Issue.record("expected a timeout")
+        } catch {
+            #expect(error.isTimeout)
+        }
+    }
+
+    @Test func signalsReachSubscribers() throws {
+        let received = LockedValue<[String]>([])
+        let subscription = try fixture.client.addMatch(
+            DBusMatchRule(path: ServiceFixture.path, interface: ServiceFixture.interfaceName, member: "Said")
+        ) { signal in
+            received.mutate { $0.append(signal.arguments.first?.stringValue ?? "?") }
+        }
+        let other = LockedValue(0)
+        _ = try fixture.client.addMatch(DBusMatchRule(interface: ServiceFixture.interfaceName, member: "Said", arguments: [0: "two"])) { _ in
+            other.mutate { $0 += 1 }
+        }
+        for text in ["one", "two", "three"] { _ = try fixture.call("Emit", [.string(text)]) }
+        #expect(eventually { received.value.count == 3 })
+        #expect(received.value == ["one", "two", "three"])  // in order
+        #expect(eventually { other.value == 1 })
+
+        subscription.cancel()
+        _ = try fixture.call("Emit", [.string("four")])
+        #expect(eventually { other.value == 1 })
+        usleep(100_000)
+        #expect(received.value.count == 3)
+    }
+
+    @Test func nameOwnerChangedWhenAClientLeaves() throws {
+        let gone = LockedValue<[String]>([])
+        _ = try fixture.server.addMatch(.nameOwnerChanged()) { signal in
+            if signal.arguments.count == 3, signal.arguments[2].stringValue == "", let name = signal.arguments[0].stringValue {
+                gone.mutate { $0.append(name) }
+            }
+        }
+        let transient = try fixture.bus.connect()
+        let name = try #require(transient.uniqueName)
+        transient.close()
+        #expect(eventually { gone.value.contains(name) })
+    }
+
+    @Test func introspection() throws {
+        let xml = try fixture.client.call(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                          interface: StandardInterface.introspectable, member: "Introspect").string(at: 0)
+        #expect(xml.contains("<interface name=\"org.keywell.Test1\">"))
+        #expect(xml.contains("<method name=\"CountKeys\">"))
+        #expect(xml.contains("<arg name=\"dict\" type=\"a{sv}\" direction=\"in\"/>"))
+        #expect(xml.contains("<signal name=\"Said\">"))
+        #expect(xml.contains("<property name=\"Label\" type=\"s\" access=\"readwrite\"/>"))
+        #expect(xml.contains("org.freedesktop.DBus.Properties"))
+        // Parents list their children.
+        let root = try fixture.client.call(destination: ServiceFixture.name, path: "/org/keywell",
+                                           interface: StandardInterface.introspectable, member: "Introspect").string(at: 0)
+        #expect(root.contains("<node name=\"Test\"/>"))
+        // What we write, we read back.
+        let parsed = try DBusInterface.parse(introspectionXML: xml)
+        #expect(parsed.first { $0.name == ServiceFixture.interfaceName } == ServiceFixture.interface)
+    }
+
+    @Test func parsesTheKeychainInterfaceFile() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../dbus/org.keywell.Keychain1.xml")
+        guard let xml = try? String(contentsOf: url, encoding: .utf8) else { return }
+        let interfaces = try DBusInterface.parse(introspectionXML: xml)
+        let keychain = try #require(interfaces.first { $0.name == "org.keywell.Keychain1" })
+        #expect(keychain.method(named: "Add")?.inputSignature == "a{sv}")
+        #expect(keychain.method(named: "CopyMatching")?.outputSignature == "aa{sv}")
+    }
+
+    @Test func properties() throws {
+        func properties(_ member: String, _ arguments: [DBusValue]) throws(DBusError) -> [DBusValue] {
+            try fixture.client.call(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                    interface: StandardInterface.properties, member: member, arguments: arguments)
+        }
+        #expect(try properties("Get", [.string(ServiceFixture.interfaceName), .string("Label")]) == [.variant(.string("initial"))])
+        _ = try properties("Set", [.string(ServiceFixture.interfaceName), .string("Label"), .variant(.string("changed"))])
+        #expect(fixture.label.value == "changed")
+        let all = try properties("GetAll", [.string(ServiceFixture.interfaceName)])
+        #expect(all.first?.asStringVariantDict() == ["Label": .string("changed"), "Count": .uint32(7)])
+
+        let failures: [([DBusValue], String, String)] = [
+            ([.string(ServiceFixture.interfaceName), .string("Count"), .variant(.uint32(1))], "Set", DBusError.Name.propertyReadOnly),
+            ([.string(ServiceFixture.interfaceName), .string("Label"), .variant(.int32(1))], "Set", DBusError.Name.invalidArgs),
+            ([.string(ServiceFixture.interfaceName), .string("Nope")], "Get", DBusError.Name.unknownProperty),
+            ([.string("org.keywell.Nope"), .string("Label")], "Get", DBusError.Name.unknownInterface),
+            ([.int32(1)], "Get", DBusError.Name.invalidArgs),
+        ]
+        for (arguments, member, expected) in failures {
+            do {
+                _ = try properties(member, arguments)
+                Issue.record("\(member)\(arguments) should fail")
+            } catch {
+                #expect(error.name == expected, "\(member)\(arguments): \(error)")
+            }
+        }
+
+        let changes = LockedValue<[DBusValue]>([])
+        _ = try fixture.client.addMatch(DBusMatchRule(path: ServiceFixture.path, interface: StandardInterface.properties,
+                                                      member: "PropertiesChanged")) { signal in
+            changes.mutate { $0.append(contentsOf: signal.arguments) }
+        }
+        try fixture.server.emitPropertiesChanged(path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
+                                                 changed: ["Label": .string("x")], invalidated: ["Count"])
+        #expect(eventually { changes.value.count == 3 })
+        #expect(changes.value == [.string(ServiceFixture.interfaceName), .stringVariantDict(["Label": .string("x")]), .stringArray(["Count"])])
+    }
+
+    @Test func subtreeObjects() throws {
+        final class Collections: DBusObject {
+            let interface = DBusInterface(name: "org.freedesktop.Secret.Item", methods: [DBusMethod(name: "Where")],
+                                          properties: [DBusProperty(name: "Label", signature: .string)])
+            func interfaces(at path: String) -> [DBusInterface]? {
+                path.hasPrefix("/org/freedesktop/secrets/collection/login/") ? [interface] : nil
+            }
+            func childNodes(at path: String) -> [String] {
+                path == "/org/freedesktop/secrets/collection/login" ? ["1", "2"] : []
+            }
+            func handle(_ call: DBusMethodCall) { call.reply([.objectPath(call.path)]) }
+            func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+                .string("item " + (path.split(separator: "/").last.map(String.init) ?? ""))
+            }
+        }
+        try fixture.server.registerSubtree(Collections(), at: "/org/freedesktop/secrets")
+        let item = "/org/freedesktop/secrets/collection/login/2"
+        #expect(try fixture.client.call(destination: ServiceFixture.name, path: item, interface: "org.freedesktop.Secret.Item",
+                                        member: "Where") == [.objectPath(item)])
+        #expect(try fixture.client.call(destination: ServiceFixture.name, path: item, interface: StandardInterface.properties,
+                                        member: "Get", arguments: [.string("org.freedesktop.Secret.Item"), .string("Label")])
+                == [.variant(.string("item 2"))])
+        #expect(throws: DBusError.self) {
+            try fixture.client.call(destination: ServiceFixture.name, path: "/org/freedesktop/secrets/collection/other/1",
+                                    interface: "org.freedesktop.Secret.Item", member: "Where")
+        }
+        let listing = try fixture.client.call(destination: ServiceFixture.name, path: "/org/freedesktop/secrets/collection/login",
+                                              interface: StandardInterface.introspectable, member: "Introspect").string(at: 0)
+        #expect(listing.contains("<node name=\"1\"/>") && listing.contains("<node name=\"2\"/>"))
+        #expect(throws: DBusError.self) { try fixture.server.registerSubtree(Collections(), at: "/org/freedesktop/secrets") }
+    }
+
+    @Test func requestNameResults() throws {
+        let name = "org.keywell.NameTest"
+        let first = try fixture.bus.connect()
+        let second = try fixture.bus.connect()
+        #expect(try first.requestName(name, flags: [.allowReplacement, .doNotQueue]) == .primaryOwner)
+        // (Asking again updates the flags, so keep allowReplacement.)
+        #expect(try first.requestName(name, flags: [.allowReplacement, .doNotQueue]) == .alreadyOwner)
+        #expect(try second.requestName(name, flags: [.doNotQueue]) == .exists)
+        #expect(try second.requestName(name, flags: [.replaceExisting, .doNotQueue]) == .primaryOwner)
+        #expect(try fixture.client.nameOwner(name) == second.uniqueName)
+        #expect(try second.releaseName(name) == .released)
+        #expect(try fixture.client.nameOwner(name) == nil)
+        #expect(try second.releaseName(name) == .nonExistent)
+
+        let third = try fixture.bus.connect()
+        #expect(try first.requestName(name) == .primaryOwner)  // without allowReplacement now
+        #expect(try third.requestName(name, flags: [.replaceExisting]) == .inQueue)
+        #expect(try third.requestName(name, flags: [.replaceExisting, .doNotQueue]) == .exists)
+    }
+
+    @Test func callerCredentials() throws {
+        let reply = try fixture.call("WhoCalls")
+        #expect(reply == [.uint32(UInt32(getpid())), .uint32(getuid())])
+        let exe = try String(contentsOfFile: "/proc/\(try reply.uint32(at: 0))/cmdline", encoding: .utf8)
+        #expect(!exe.isEmpty)
+    }
+
+    @Test func closedConnectionsFailFast() throws {
+        let connection = try fixture.bus.connect()
+        connection.close()
+        connection.close()
+        #expect(!connection.isConnected)
+        #expect(throws: DBusError.disconnected()) { try connection.ping(ServiceFixture.name) }
+        connection.run()  // returns at once
+    }
+
+    @Test func lostBusEndsTheLoopAndFailsWaiters() throws {
+        let bus = try PrivateSessionBus()
+        let server = try bus.connect()
+        let client = try bus.connect()
+        try server.register(DBusClosureObject(interfaces: [ServiceFixture.interface]) { call in
+            usleep(3_000_000)
+            call.reply()
+        }, at: "/slow")
+        let failure = LockedValue<DBusError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let serverName = server.uniqueName!
+        Thread {
+            do {
+                _ = try client.call(destination: serverName, path: "/slow", interface: nil, member: "Sleep", timeout: .seconds(20))
+            } catch let error as DBusError {
+                failure.value = error
+            } catch {}
+            done.signal()
+        }.start()
+        usleep(100_000)
+        kill(bus.daemonPID, SIGKILL)
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(failure.value != nil)
+        client.run()  // the loop ended with the connection
+        #expect(!client.isConnected)
+        bus.stop()
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import KeywellDBus
+import KeywellTestSupport
+
+/// A private bus with a test service on one connection and a client on another.
+final class ServiceFixture: @unchecked Sendable {
+    static let name = "org.keywell.Test"
+    static let path = "/org/keywell/Test"
+    static let interfaceName = "org.keywell.Test1"
+
+    static let interface = DBusInterface(
+        name: interfaceName,
+        methods: [
+            DBusMethod(name: "Echo"),  // any arguments, returned as they came
+            DBusMethod(name: "Sleep", inputs: [DBusArgument("milliseconds", .uint32)]),
+            DBusMethod(name: "Fail", inputs: [DBusArgument("name", .string), DBusArgument("message", .string)]),
+            DBusMethod(name: "CountKeys", inputs: [DBusArgument("dict", .stringVariantDict)], outputs: [DBusArgument("count", .uint32)]),
+            DBusMethod(name: "Emit", inputs: [DBusArgument("text", .string)]),
+            DBusMethod(name: "WhoCalls", outputs: [DBusArgument("pid", .uint32), DBusArgument("uid", .uint32)]),
+            DBusMethod(name: "ReplyLater", inputs: [DBusArgument("milliseconds", .uint32)], outputs: [DBusArgument("text", .string)]),
+            DBusMethod(name: "Forget"),
+        ],
+        signals: [DBusSignalDescription(name: "Said", arguments: [DBusArgument("text", .string)])],
+        properties: [
+            DBusProperty(name: "Label", signature: .string, access: .readwrite),
+            DBusProperty(name: "Count", signature: .uint32, access: .read),
+        ])
+
+    let bus: PrivateSessionBus
+    let server: DBusConnection
+    let client: DBusConnection
+    let label = LockedValue("initial")
+
+    init() throws {
+        bus = try PrivateSessionBus()
+        server = try bus.connect()
+        client = try bus.connect()
+        let label = self.label
+        let object = DBusClosureObject(
+            interfaces: [Self.interface],
+            getProperty: { (name, _, _) throws(DBusError) -> DBusValue in
+                switch name {
+                case "Label": return .string(label.value)
+                case "Count": return .uint32(7)
+                default: throw .unknownProperty(name)
+                }
+            },
+            setProperty: { (name, _, value, _) throws(DBusError) in
+                guard name == "Label", let text = value.stringValue else { throw .propertyReadOnly(name) }
+                label.value = text
+            },
+            handler: Self.handle)
+        try server.register(object, at: Self.path)
+        _ = try server.requestName(Self.name, flags: [.doNotQueue])
+    }
+
+    deinit {
+        client.close()
+        server.close()
+        bus.stop()
+    }
+
+    static func handle(_ call: DBusMethodCall) {
+        switch call.member {
+        case "Echo":
+            call.reply(call.arguments)
+        case "Sleep":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                let milliseconds = try call.arguments.uint32(at: 0)
+                usleep(milliseconds * 1000)
+                return []
+            }
+        case "Fail":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                try call.requireDeclaredSignature()
+                throw DBusError(name: try call.arguments.string(at: 0), message: try call.arguments.string(at: 1))
+            }
+        case "CountKeys":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                try call.requireDeclaredSignature()
+                return [.uint32(UInt32(try call.arguments.stringVariantDict(at: 0).count))]
+            }
+        case "Emit":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                try call.connection.emitSignal(path: path, interface: interfaceName, member: "Said",
+                                               arguments: [.string(try call.arguments.string(at: 0))])
+                return []
+            }
+        case "WhoCalls":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                [.uint32(try call.connection.unixProcessID(of: call.sender)), .uint32(try call.connection.unixUser(of: call.sender))]
+            }
+        case "ReplyLater":
+            // Answer from another thread after the handler returned.
+            let milliseconds = (try? call.arguments.uint32(at: 0)) ?? 0
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(milliseconds))) {
+                call.reply([.string("later")])
+            }
+        case "Forget":
+            break  // dropped without a reply: the layer must answer for us
+        default:
+            call.reply(error: .unknownMethod(call.member))
+        }
+    }
+
+    /// Calls the test service from the client connection.
+    func call(_ member: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
+              on connection: DBusConnection? = nil) throws(DBusError) -> [DBusValue] {
+        try (connection ?? client).call(destination: Self.name, path: Self.path, interface: Self.interfaceName,
+                                        member: member, arguments: arguments, timeout: timeout)
+    }
+}
+
+/// A value behind a lock, for state shared with handlers.
+final class LockedValue<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    func mutate<R>(_ body: (inout T) -> R) -> R { lock.withLock { body(&stored) } }
+}
+
+/// Waits (polling) until `condition` holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(2000)
+    }
+    return condition()
+}
+
+func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
