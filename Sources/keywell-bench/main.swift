@@ -1,1 +1,12 @@
-print("not yet")
+import ArgumentParser
+
+/// Keywell's benchmarks, one subcommand per part (`core`, later `daemon`, `cli`, `pam`…).
+struct KeywellBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keywell-bench",
+        abstract: "Benchmarks for Keywell's parts.",
+        subcommands: [CoreBenchmark.self, CoreWriterHelper.self]
+    )
+}
+
+KeywellBench.main()

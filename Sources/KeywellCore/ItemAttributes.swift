@@ -1,0 +1,128 @@
+import Foundation
+import KeywellProtocol
+
+/// The two item classes and their primary keys (security-cli.md §2.1, the data-protection set).
+enum ItemClass: String, CaseIterable, Sendable {
+    case genericPassword = "genp"
+    case internetPassword = "inet"
+
+    /// Attributes whose values together make an item unique in its keychain.
+    var primaryKey: [ItemAttribute] {
+        switch self {
+        case .genericPassword: Self.genericPasswordKey
+        case .internetPassword: Self.internetPasswordKey
+        }
+    }
+
+    private static let genericPasswordKey: [ItemAttribute] = [.account, .service, .accessGroup]
+    private static let internetPasswordKey: [ItemAttribute] = [
+        .account, .securityDomain, .server, .protocol, .authenticationType, .port, .path, .accessGroup,
+    ]
+
+    static func parse(_ value: WireValue) throws(KeychainError) -> ItemClass {
+        guard let name = value.stringValue else { throw .param("class must be a string") }
+        guard let itemClass = ItemClass(rawValue: name) else {
+            throw KeychainError(SecStatus.noSuchClass, detail: "unknown class \"\(name)\"")
+        }
+        return itemClass
+    }
+}
+
+/// How an attribute travels and is stored.
+enum AttributeKind: Sendable {
+    /// A string (`s`, or UTF-8 bytes).
+    case text
+    /// Four characters (`htps`); `crtr` and `type` also accept a big-endian integer.
+    case fourCharCode
+    /// A non-negative integer (`port`).
+    case integer
+    case bool
+    /// Bytes (`gena`).
+    case data
+    /// Milliseconds since 1970, set by the engine.
+    case date
+}
+
+/// One attribute of design.md's list. Its name is the wire key and the database column.
+/// An enum, so that the dictionaries of attributes on every call hash a small integer.
+enum ItemAttribute: Int, CaseIterable, Sendable {
+    case account, service, generic, server, `protocol`, port, path, securityDomain, authenticationType
+    case label, description, comment, creator, type, invisible, negative, accessGroup, accessibility
+    case creationDate, modificationDate
+
+    var name: String {
+        switch self {
+        case .account: "acct"
+        case .service: "svce"
+        case .generic: "gena"
+        case .server: "srvr"
+        case .protocol: "ptcl"
+        case .port: "port"
+        case .path: "path"
+        case .securityDomain: "sdmn"
+        case .authenticationType: "atyp"
+        case .label: "labl"
+        case .description: "desc"
+        case .comment: "icmt"
+        case .creator: "crtr"
+        case .type: "type"
+        case .invisible: "invi"
+        case .negative: "nega"
+        case .accessGroup: "agrp"
+        case .accessibility: "pdmn"
+        case .creationDate: "cdat"
+        case .modificationDate: "mdat"
+        }
+    }
+
+    var kind: AttributeKind {
+        switch self {
+        case .generic: .data
+        case .protocol, .authenticationType, .creator, .type: .fourCharCode
+        case .port: .integer
+        case .invisible, .negative: .bool
+        case .creationDate, .modificationDate: .date
+        default: .text
+        }
+    }
+
+    /// The class that alone has this attribute; nil when both have it.
+    var onlyIn: ItemClass? {
+        switch self {
+        case .service, .generic: .genericPassword
+        case .server, .protocol, .port, .path, .securityDomain, .authenticationType: .internetPassword
+        default: nil
+        }
+    }
+
+    static let byName: [String: ItemAttribute] = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })
+
+    var isReadOnly: Bool { kind == .date }
+
+    func belongs(to itemClass: ItemClass) -> Bool { onlyIn == nil || onlyIn == itemClass }
+
+    func isPrimaryKey(of itemClass: ItemClass) -> Bool { itemClass.primaryKey.contains(self) }
+
+    /// The value of a primary-key part the item does not have: "" or 0.
+    var missingKeyValue: AttributeValue { kind == .integer ? .integer(0) : .text("") }
+
+    /// Text compared after normalisation: plain and case-insensitive matches use their own columns.
+    var isTextual: Bool { kind == .text || kind == .fourCharCode }
+}
+
+/// An attribute value as stored and matched.
+enum AttributeValue: Hashable, Sendable {
+    case text(String)
+    case integer(Int64)
+    case bool(Bool)
+    case data(Data)
+
+    var wireValue: WireValue {
+        switch self {
+        case .text(let text): .string(text)
+        case .integer(let number): .integer(number)
+        case .bool(let flag): .bool(flag)
+        case .data(let bytes): .data(bytes)
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import GRDB
+import KeywellProtocol
+
+/// One keychain file's SQLite database. WAL with `synchronous=FULL`, so a write is on disk before
+/// it is acknowledged; write transactions are IMMEDIATE with a busy timeout, so processes sharing
+/// the file wait for each other instead of failing or losing writes.
+///
+/// One connection serves the keychain's calls in turn: each call takes microseconds, and a single
+/// connection skips the reader pool and per-read schema checks that dominated lookups. Other
+/// processes still read and write concurrently through WAL.
+final class KeychainDatabase: Sendable {
+    let path: String
+    private let queue: DatabaseQueue
+
+    private static let busyTimeout: TimeInterval = 10
+
+    private static var configuration: Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "keywell.keychain"
+        configuration.journalMode = .wal
+        configuration.prepareDatabase { db in
+            // Lookups read pages through the OS page cache, shared by every reader connection,
+            // instead of a pread per page miss in each connection's own cache.
+            try db.execute(sql: "PRAGMA mmap_size = \(256 << 20)")
+        }
+        return configuration
+    }
+
+    /// Opens an existing keychain file. A file that is not a keychain is refused before the
+    /// connection switches it to WAL, so a wrong path never alters someone else's database.
+    init(opening path: String) throws(KeychainError) {
+        self.path = path
+        do {
+            var probing = Self.configuration
+            probing.journalMode = .default
+            let probe = try DatabaseQueue(path: path, configuration: probing)
+            _ = try probe.read { db throws(KeychainError) in try Self.readHeader(db, path: path) }
+            try probe.close()
+            queue = try DatabaseQueue(path: path, configuration: Self.configuration)
+            // GRDB sets NORMAL for WAL; FULL also syncs the WAL at every commit.
+            try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+        } catch {
+            throw KeychainError.from(error, path: path)
+        }
+        for suffix in ["-wal", "-shm"] { FileSafety.restrictFileMode(path + suffix) }
+    }
+
+    /// Writes a new keychain file at `path`: built under a temporary name in the same folder, then
+    /// linked into place, so the name never shows a half-made keychain and never replaces a file.
+    static func create(at path: String, header: KeychainHeader) throws(KeychainError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        let temporary = folder + "/." + Sodium.randomData(count: 8).map { String(format: "%02x", $0) }.joined() + ".creating"
+        defer {
+            unlink(temporary)
+            unlink(temporary + "-journal")
+        }
+        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, FileSafety.privateFileMode)
+        guard descriptor >= 0 else {
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot create a file in \(folder): \(String(cString: strerror(errno)))")
+        }
+        fchmod(descriptor, FileSafety.privateFileMode)
+        close(descriptor)
+        do {
+            var creating = configuration
+            creating.journalMode = .default
+            let queue = try DatabaseQueue(path: temporary, configuration: creating)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.inTransaction {
+                    for statement in KeychainSchema.statements { try db.execute(sql: statement) }
+                    try insertHeader(header, db)
+                    return .commit
+                }
+            }
+            try queue.close()
+        } catch {
+            throw KeychainError.from(error, path: path)
+        }
+        try syncToDisk(temporary)
+        guard link(temporary, path) == 0 else {
+            if errno == EEXIST { throw KeychainError(SecStatus.duplicateKeychain, detail: path) }
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        try syncToDisk(folder)
+    }
+
+    /// A read outside a transaction: each statement sees the latest commit. Every read here is
+    /// one statement or tolerates commits between its statements, and skipping BEGIN/COMMIT is a
+    /// good part of a lookup's cost.
+    func read<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
+        do {
+            return try queue.unsafeRead(body)
+        } catch {
+            throw KeychainError.from(error, path: path)
+        }
+    }
+
+    /// One IMMEDIATE transaction: rolled back if `body` throws.
+    func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
+        try Self.writeTogether([self]) { try body($0[0]) }
+    }
+
+    /// One transaction in each database, nested in path order (so two callers never wait for
+    /// each other in a cycle). If `body` throws, every one of them rolls back.
+    static func writeTogether<T>(
+        _ databases: [KeychainDatabase], _ body: ([Database]) throws -> T
+    ) throws(KeychainError) -> T {
+        let ordered = databases.sorted { $0.path < $1.path }
+        var result: T?
+        do {
+            try nest(ordered[...], opened: []) { opened in
+                // Give `body` the connections in the caller's order.
+                let byPath = Dictionary(uniqueKeysWithValues: zip(ordered.map { $0.path }, opened))
+                result = try body(databases.map { byPath[$0.path]! })
+            }
+        } catch {
+            throw KeychainError.from(error, path: databases.map { $0.path }.joined(separator: ", "))
+        }
+        return result!
+    }
+
+    private static func nest(
+        _ remaining: ArraySlice<KeychainDatabase>, opened: [Database], _ body: ([Database]) throws -> Void
+    ) throws {
+        guard let first = remaining.first else { return try body(opened) }
+        try first.queue.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                try nest(remaining.dropFirst(), opened: opened + [db], body)
+                return .commit
+            }
+        }
+    }
+
+    func readHeader() throws(KeychainError) -> KeychainHeader {
+        try read { db in try Self.readHeader(db, path: path) }
+    }
+
+    static func readHeader(_ db: Database, path: String) throws(KeychainError) -> KeychainHeader {
+        let row: Row?
+        do {
+            row = try Row.fetchOne(db, sql: "SELECT * FROM keychain WHERE id = 1")
+        } catch {
+            throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) is not a Keywell keychain")
+        }
+        guard let row else {
+            throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has no keychain header")
+        }
+        let version: Int = row["format_version"]
+        guard version <= KeychainHeader.currentFormatVersion else {
+            throw KeychainError(SecStatus.wrongSecVersion, detail: "\(path) has format \(version); this Keywell reads up to \(KeychainHeader.currentFormatVersion)")
+        }
+        guard let uuid = UUID(data: row["uuid"]) else {
+            throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has a damaged header")
+        }
+        return KeychainHeader(
+            formatVersion: version, uuid: uuid,
+            kdf: KDFParameters(opsLimit: row["kdf_ops_limit"], memLimit: row["kdf_mem_limit"]),
+            salt: row["kdf_salt"], wrapNonce: row["wrap_nonce"], wrappedKey: row["wrapped_key"],
+            settings: KeychainSettings(lockOnSleep: row["lock_on_sleep"], lockAfterSeconds: row["lock_after_seconds"]))
+    }
+
+    /// Replaces the header row (new password or new settings).
+    static func writeHeader(_ header: KeychainHeader, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM keychain")
+        try insertHeader(header, db)
+    }
+
+    private static func insertHeader(_ header: KeychainHeader, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO keychain (id, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit,
+                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds)
+                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                header.formatVersion, header.uuid.data, header.salt, header.kdf.opsLimit, header.kdf.memLimit,
+                header.wrapNonce, header.wrappedKey, header.settings.lockOnSleep, header.settings.lockAfterSeconds,
+            ])
+    }
+
+    private static func syncToDisk(_ path: String) throws(KeychainError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw KeychainError(SecStatus.io, detail: "fsync \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

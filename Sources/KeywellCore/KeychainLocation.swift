@@ -1,0 +1,89 @@
+import KeywellProtocol
+
+/// One keychain file and the name outputs give it: its name for a file in the keychains folder,
+/// its absolute path for any other file.
+struct KeychainLocation: Hashable, Sendable {
+    let path: String
+    let displayName: String
+
+    var isInKeychainsFolder: Bool { !displayName.hasPrefix("/") }
+    var directory: String { String(path[..<path.lastIndex(of: "/")!]).ifEmpty("/") }
+}
+
+/// Turns the names and paths callers give into `KeychainLocation`s (design.md "Names and paths").
+struct KeychainResolver: Sendable {
+    static let fileExtension = ".keychain-db"
+    static let maximumNameLength = 200
+
+    /// The keychains folder, absolute and without a trailing slash.
+    let keychainsDirectory: String
+
+    init(keychainsDirectory: String) {
+        self.keychainsDirectory = Self.normalizedPath(keychainsDirectory) ?? keychainsDirectory
+    }
+
+    /// A name (`login`) or an absolute path; anything else is `errSecParam`.
+    func location(for nameOrPath: String) throws(KeychainError) -> KeychainLocation {
+        if nameOrPath.hasPrefix("/") {
+            guard let path = Self.normalizedPath(nameOrPath), path != "/", path.utf8.count <= 4096 else {
+                throw .param("not a usable keychain path: \(nameOrPath)")
+            }
+            return location(forPath: path)
+        }
+        var name = nameOrPath
+        // A name given with the file extension means the same file.
+        if name.hasSuffix(Self.fileExtension), Self.isValidName(String(name.dropLast(Self.fileExtension.count))) {
+            name.removeLast(Self.fileExtension.count)
+        }
+        guard Self.isValidName(name) else {
+            throw .param("invalid keychain name \"\(nameOrPath)\": use 1–200 letters, digits, spaces, '.', '_' or '-', not starting with '.'")
+        }
+        return KeychainLocation(path: keychainsDirectory + "/" + name + Self.fileExtension, displayName: name)
+    }
+
+    /// The location of an absolute, normalised path: named when it is a keychain file in the folder.
+    func location(forPath path: String) -> KeychainLocation {
+        let slash = path.lastIndex(of: "/")!
+        let folder = String(path[..<slash])
+        let file = String(path[path.index(after: slash)...])
+        if folder == keychainsDirectory, file.hasSuffix(Self.fileExtension) {
+            let name = String(file.dropLast(Self.fileExtension.count))
+            if Self.isValidName(name) { return KeychainLocation(path: path, displayName: name) }
+        }
+        return KeychainLocation(path: path, displayName: path)
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard (1...maximumNameLength).contains(bytes.count), bytes.first != UInt8(ascii: ".") else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: " "), UInt8(ascii: "."),
+                UInt8(ascii: "_"), UInt8(ascii: "-"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    /// Removes `.`, `..` and repeated slashes without touching the file system (symlinks are
+    /// the user's business); nil for a path that is not absolute or contains a NUL.
+    static func normalizedPath(_ path: String) -> String? {
+        guard path.hasPrefix("/"), !path.utf8.contains(0) else { return nil }
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": _ = parts.popLast()
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}
+
+extension String {
+    fileprivate func ifEmpty(_ replacement: String) -> String { isEmpty ? replacement : self }
+}

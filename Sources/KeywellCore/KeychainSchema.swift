@@ -1,0 +1,74 @@
+/// The tables of a keychain file (format version 1).
+///
+/// `keychain` holds one row: identity, the wrapped master key and the lock settings.
+/// `item` holds one row per item: every attribute as given, plus `<attr>_n` (NFC, for exact
+/// matches and uniqueness) and `<attr>_f` (NFC case-folded, for `m_CaseInsensitive`) for text
+/// attributes, and `port_n`. Primary-key parts an item lacks are "" / 0 in those columns, so
+/// the partial unique indexes enforce each class's primary key.
+/// `item_attribute` holds free-form string attributes (for the Secret Service).
+enum KeychainSchema {
+    static var statements: [String] {
+        [
+            """
+            CREATE TABLE keychain (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                format_version INTEGER NOT NULL,
+                uuid BLOB NOT NULL,
+                kdf_salt BLOB NOT NULL,
+                kdf_ops_limit INTEGER NOT NULL,
+                kdf_mem_limit INTEGER NOT NULL,
+                wrap_nonce BLOB NOT NULL,
+                wrapped_key BLOB NOT NULL,
+                lock_on_sleep INTEGER NOT NULL,
+                lock_after_seconds INTEGER NOT NULL
+            )
+            """,
+            "CREATE TABLE item (\n" + itemColumnDefinitions.joined(separator: ",\n") + "\n)",
+            index("item_genp_key", unique: true, class: .genericPassword, ["svce_n", "acct_n", "agrp_n"]),
+            index("item_inet_key", unique: true, class: .internetPassword,
+                  ["srvr_n", "acct_n", "sdmn_n", "ptcl_n", "atyp_n", "port_n", "path_n", "agrp_n"]),
+            index("item_genp_folded", unique: false, class: .genericPassword, ["svce_f", "acct_f"]),
+            index("item_inet_folded", unique: false, class: .internetPassword, ["srvr_f", "acct_f"]),
+            "CREATE INDEX item_label ON item (labl_n)",
+            """
+            CREATE TABLE item_attribute (
+                item_id INTEGER NOT NULL REFERENCES item(id) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                value TEXT NOT NULL,
+                PRIMARY KEY (item_id, name)
+            ) WITHOUT ROWID
+            """,
+            "CREATE INDEX item_attribute_lookup ON item_attribute (name, value)",
+        ]
+    }
+
+    private static var itemColumnDefinitions: [String] {
+        var columns = [
+            "id INTEGER PRIMARY KEY",
+            "uuid BLOB NOT NULL UNIQUE",
+            "class TEXT NOT NULL",
+        ]
+        for attribute in ItemAttribute.allCases {
+            columns.append("\"\(attribute.name)\" \(sqlType(attribute.kind))")
+        }
+        for column in ItemTable.matchColumns {
+            columns.append("\(column.name) \(column.isNumeric ? "INTEGER" : "TEXT")")
+        }
+        columns.append("secret BLOB NOT NULL")
+        return columns
+    }
+
+    private static func sqlType(_ kind: AttributeKind) -> String {
+        switch kind {
+        case .text, .fourCharCode: "TEXT"
+        case .integer, .bool, .date: "INTEGER"
+        case .data: "BLOB"
+        }
+    }
+
+    /// Partial indexes: queries name the class as a literal so SQLite can use them.
+    private static func index(_ name: String, unique: Bool, class itemClass: ItemClass, _ columns: [String]) -> String {
+        "CREATE \(unique ? "UNIQUE " : "")INDEX \(name) ON item (\(columns.joined(separator: ", "))) "
+            + "WHERE class = '\(itemClass.rawValue)'"
+    }
+}

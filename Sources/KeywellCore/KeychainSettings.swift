@@ -1,0 +1,34 @@
+import KeywellProtocol
+
+/// When a keychain locks by itself. Stored in the keychain file.
+struct KeychainSettings: Equatable, Sendable {
+    var lockOnSleep: Bool
+    /// Seconds without use before it locks; 0 = never.
+    var lockAfterSeconds: Int
+
+    /// macOS defaults: the login keychain only locks at logout; others after 300 s and on sleep.
+    static let login = KeychainSettings(lockOnSleep: false, lockAfterSeconds: 0)
+    static let standard = KeychainSettings(lockOnSleep: true, lockAfterSeconds: 300)
+
+    /// Applies a `SetSettings` dictionary: only the keys given; unknown keys and wrong types are
+    /// `errSecParam`.
+    func applying(_ changes: WireDictionary) throws(KeychainError) -> KeychainSettings {
+        var result = self
+        for (key, value) in changes {
+            switch (key, value) {
+            case (KeychainInfoKey.lockOnSleep, .bool(let flag)):
+                result.lockOnSleep = flag
+            case (KeychainInfoKey.lockAfterSeconds, .integer(let seconds)):
+                guard let valid = UInt32(exactly: seconds) else {
+                    throw .param("lockAfterSeconds must be between 0 and 4294967295")
+                }
+                result.lockAfterSeconds = Int(valid)
+            case (KeychainInfoKey.lockOnSleep, _), (KeychainInfoKey.lockAfterSeconds, _):
+                throw .param("\(key) has the wrong type")
+            default:
+                throw .param("unknown keychain setting \"\(key)\"")
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import GRDB
+import KeywellProtocol
+
+/// Items: SecItem semantics over the user's keychains (design.md "Decided details").
+extension KeychainStore {
+    /// Adds to `u_Keychain`, else the default keychain. Returns what the `r_*` keys ask for
+    /// (`{}` without them).
+    public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
+        let newItem = try QueryParser.parseAdd(attributes)
+        let file = try targetFile(newItem.keychain)
+        let key = try file.masterKey()
+        var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
+        item.rowID = try file.database.write { db in try ItemTable.insert(item, db) }
+        file.markUsed()
+        emit([.itemsChanged(file.location.displayName)])
+        return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret)
+    }
+
+    /// Adds many items in one transaction per keychain: all of them or, on any error, none.
+    public func addBatch(_ items: [WireDictionary]) throws(KeychainError) {
+        var files: [KeychainFile] = []
+        var itemsByFile: [[NewItem]] = []
+        var fileIndexByKeychain: [String?: Int] = [:]
+        for attributes in items {
+            let newItem = try QueryParser.parseAdd(attributes)
+            let index: Int
+            if let known = fileIndexByKeychain[newItem.keychain] {
+                index = known
+            } else {
+                let file = try targetFile(newItem.keychain)
+                index = files.firstIndex { $0 === file } ?? files.count
+                if index == files.count {
+                    files.append(file)
+                    itemsByFile.append([])
+                }
+                fileIndexByKeychain[newItem.keychain] = index
+            }
+            itemsByFile[index].append(newItem)
+        }
+        guard !files.isEmpty else { return }
+        let keys = try files.map { file throws(KeychainError) in try file.masterKey() }
+        let now = Date()
+        try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+            for (index, db) in dbs.enumerated() {
+                for newItem in itemsByFile[index] {
+                    _ = try ItemTable.insert(newItem.makeItem(keychain: files[index].uuid, key: keys[index], now: now), db)
+                }
+            }
+        }
+        files.forEach { $0.markUsed() }
+        emit(files.map { .itemsChanged($0.location.displayName) })
+    }
+
+    /// One dictionary per match, in search order. Locked keychains answer attribute and reference
+    /// searches; a search for secrets skips them, and fails with `errSecInteractionNotAllowed`
+    /// only when they alone held matches.
+    public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
+        let query = try QueryParser.parseQuery(query, for: .copyMatching)
+        var results: [WireDictionary] = []
+        var lockedKeychainMatched = false
+        for file in try files(inScopeOf: query) {
+            var remaining = MatchLimit.all
+            if case .count(let count) = query.limit {
+                guard results.count < count else { break }
+                remaining = .count(count - results.count)
+            }
+            let key = try? file.masterKey()
+            if query.returns.data && key == nil {
+                let matched = try file.database.read { db in try ItemTable.fetch(query.filter, limit: .one, db) }
+                lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
+                continue
+            }
+            let items = try file.database.read { db in try ItemTable.fetch(query.filter, limit: remaining, db) }
+            file.markUsed()
+            for item in items {
+                results.append(try result(for: item, in: file, returns: query.returns, key: key))
+            }
+        }
+        guard !results.isEmpty else {
+            if lockedKeychainMatched {
+                throw KeychainError(SecStatus.interactionNotAllowed, detail: "only locked keychains hold matching items")
+            }
+            throw KeychainError(SecStatus.itemNotFound)
+        }
+        return results
+    }
+
+    /// Changes every match in scope, whatever `m_Limit` says; all or nothing.
+    public func update(_ query: WireDictionary, _ attributesToUpdate: WireDictionary) throws(KeychainError) {
+        let query = try QueryParser.parseQuery(query, for: .update)
+        let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
+        let now = Date()
+        try changeMatches(of: query) { file, items, db throws(KeychainError) in
+            let key = try file.masterKey()
+            for item in items {
+                let updated = try changes.apply(to: item, keychain: file.uuid, key: key, now: now)
+                try KeychainError.rethrowing(path: file.location.path) { try ItemTable.update(updated, db) }
+            }
+        }
+    }
+
+    /// Deletes every match in scope, whatever `m_Limit` says; all or nothing.
+    public func delete(_ query: WireDictionary) throws(KeychainError) {
+        let query = try QueryParser.parseQuery(query, for: .delete)
+        try changeMatches(of: query) { file, items, db throws(KeychainError) in
+            for item in items {
+                try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Finds every match in every keychain in scope inside one write transaction each, refuses
+    /// if a locked keychain holds one, then lets `change` act on each keychain's matches.
+    private func changeMatches(
+        of query: ItemQuery,
+        _ change: (KeychainFile, [KeychainItem], Database) throws(KeychainError) -> Void
+    ) throws(KeychainError) {
+        let files = try files(inScopeOf: query)
+        let changed: [KeychainFile] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+            let matches = try dbs.map { db in try ItemTable.fetch(query.filter, limit: .all, db) }
+            guard matches.contains(where: { !$0.isEmpty }) else { throw KeychainError(SecStatus.itemNotFound) }
+            if let locked = zip(files, matches).first(where: { $0.0.isLocked && !$0.1.isEmpty })?.0 {
+                throw KeychainError(SecStatus.interactionNotAllowed, detail: "keychain \(locked.location.displayName) is locked")
+            }
+            for (index, db) in dbs.enumerated() where !matches[index].isEmpty {
+                try change(files[index], matches[index], db)
+            }
+            return zip(files, matches).filter { !$0.1.isEmpty }.map { $0.0 }
+        }
+        files.forEach { $0.markUsed() }
+        emit(changed.map { .itemsChanged($0.location.displayName) })
+    }
+
+    /// `u_Keychain` (which must exist), else `m_SearchList` or the search list, without missing
+    /// keychains. A query by persistent reference looks in the keychain the reference names.
+    private func files(inScopeOf query: ItemQuery) throws(KeychainError) -> [KeychainFile] {
+        var locations: [KeychainLocation] = []
+        switch query.scope {
+        case .keychain(let name):
+            locations = [try location(name)]
+            _ = try file(at: locations[0])
+        case .list(let names):
+            for name in names { locations.append(try location(name)) }
+        case .searchList where query.persistentRef != nil:
+            for name in try listKeychains() { locations.append(try location(name)) }
+        case .searchList:
+            // Entries that are not names or paths (a hand-edited file) name no keychain.
+            locations = try userSettings.read().settings.searchList.compactMap { try? location($0) }
+        }
+        var files: [KeychainFile] = []
+        for location in locations {
+            if let file = try existingFile(at: location) { files.append(file) }
+        }
+        if let reference = query.persistentRef {
+            files = files.filter { $0.uuid == reference.keychain }
+        }
+        var seen = Set<String>()
+        return files.filter { seen.insert($0.location.path).inserted }
+    }
+
+    private func targetFile(_ keychain: String?) throws(KeychainError) -> KeychainFile {
+        if let keychain { return try file(at: location(keychain)) }
+        guard let location = try defaultLocation() else { throw KeychainError(SecStatus.noDefaultKeychain) }
+        return try file(at: location)
+    }
+
+    /// The result dictionary for one item: what `returns` asks for.
+    private func result(
+        for item: KeychainItem, in file: KeychainFile, returns: ReturnRequest, key: SecretBytes? = nil, secret: Data? = nil
+    ) throws(KeychainError) -> WireDictionary {
+        var result: WireDictionary = returns.attributes ? item.wireAttributes : [:]
+        if returns.data {
+            if let secret {
+                result[WireKey.valueData] = .data(secret)
+            } else {
+                let openingKey: SecretBytes
+                if let key { openingKey = key } else { openingKey = try file.masterKey() }
+                result[WireKey.valueData] = .data(try ItemSealing.open(item, keychain: file.uuid, key: openingKey))
+            }
+        }
+        if returns.persistentRef {
+            result[WireKey.valuePersistentRef] = .data(PersistentRef(keychain: file.uuid, item: item.uuid).data)
+        }
+        return result
+    }
+}

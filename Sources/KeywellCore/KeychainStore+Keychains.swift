@@ -1,0 +1,188 @@
+import Foundation
+import KeywellProtocol
+
+/// Keychain management: create, delete, lists, default, lock state, password, settings.
+extension KeychainStore {
+    /// A new keychain, unlocked, not added to the search list. Returns its absolute path.
+    public func createKeychain(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) -> String {
+        let location = try location(nameOrPath)
+        return try administering { () throws(KeychainError) in
+            if location.isInKeychainsFolder {
+                try FileSafety.ensurePrivateDirectory(location.directory)
+            } else if try !FileSafety.checkDirectory(location.directory, ownedByUser: false) {
+                throw .param("folder \(location.directory) does not exist")
+            }
+            if try FileSafety.checkPrivateFile(location.path) != nil {
+                throw KeychainError(SecStatus.duplicateKeychain, detail: location.displayName)
+            }
+            let masterKey = Sodium.randomKey()
+            let settings: KeychainSettings = location == loginLocation ? .login : .standard
+            let header = try KeychainHeader.make(
+                uuid: UUID(), masterKey: masterKey, password: password, kdf: kdf, settings: settings)
+            try KeychainDatabase.create(at: location.path, header: header)
+            _ = try register(location, masterKey: masterKey)
+            logger.debug("created keychain", metadata: ["keychain": "\(location.displayName)"])
+            return location.path
+        }
+    }
+
+    /// Deletes the file; drops the keychain from the search list and, if it was the default,
+    /// leaves no default.
+    public func deleteKeychain(_ nameOrPath: String) throws(KeychainError) {
+        let location = try location(nameOrPath)
+        try administering { () throws(KeychainError) in
+            // Only the file's existence and ownership matter: a damaged keychain can be deleted.
+            guard try fileIdentity(at: location) != nil else {
+                throw KeychainError(SecStatus.noSuchKeychain, detail: location.displayName)
+            }
+            forget(location)
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                if unlink(location.path + suffix) != 0, errno != ENOENT {
+                    throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(String(cString: strerror(errno)))")
+                }
+            }
+            let (settings, exists) = try userSettings.read()
+            let isListed = settings.searchList.contains { (try? self.location($0)) == location }
+            let isDefault = settings.defaultKeychain.map { (try? self.location($0)) == location } ?? false
+            // A fresh user keeps having no settings file unless this changes what it implies.
+            if isListed || isDefault || exists {
+                try userSettings.update { (settings: inout UserSettings) throws(KeychainError) in
+                    settings.searchList.removeAll { (try? self.location($0)) == location }
+                    if isDefault { settings.defaultKeychain = nil }
+                }
+            }
+            logger.debug("deleted keychain", metadata: ["keychain": "\(location.displayName)"])
+        }
+    }
+
+    /// Every keychain the user has: the folder's, then path-addressed ones from the settings.
+    public func listKeychains() throws(KeychainError) -> [String] {
+        var names: [String] = []
+        let folder = resolver.keychainsDirectory
+        if try FileSafety.checkDirectory(folder, ownedByUser: true) {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            names = entries.sorted().compactMap { entry in
+                let location = resolver.location(forPath: folder + "/" + entry)
+                return location.isInKeychainsFolder ? location.displayName : nil
+            }
+        }
+        let settings = try userSettings.read().settings
+        for entry in settings.searchList + [settings.defaultKeychain].compactMap({ $0 }) {
+            guard let location = try? location(entry), !location.isInKeychainsFolder,
+                !names.contains(location.displayName),
+                (try? FileSafety.checkPrivateFile(location.path)) != nil
+            else { continue }
+            names.append(location.displayName)
+        }
+        return names
+    }
+
+    public func searchList() throws(KeychainError) -> [String] {
+        try userSettings.read().settings.searchList
+    }
+
+    /// Keychains need not exist yet (searches skip missing ones). Repeats are dropped.
+    public func setSearchList(_ list: [String]) throws(KeychainError) {
+        var names: [String] = []
+        for entry in list {
+            let name = try location(entry).displayName
+            if !names.contains(name) { names.append(name) }
+        }
+        try administering { () throws(KeychainError) in
+            _ = try userSettings.update { $0.searchList = names }
+        }
+    }
+
+    public func defaultKeychain() throws(KeychainError) -> String {
+        guard let location = try defaultLocation() else { throw KeychainError(SecStatus.noDefaultKeychain) }
+        return location.displayName
+    }
+
+    /// The keychain must exist.
+    public func setDefaultKeychain(_ nameOrPath: String) throws(KeychainError) {
+        let location = try location(nameOrPath)
+        try administering { () throws(KeychainError) in
+            _ = try file(at: location)
+            _ = try userSettings.update { $0.defaultKeychain = location.displayName }
+        }
+    }
+
+    public func loginKeychain() throws(KeychainError) -> String {
+        let location = loginLocation
+        _ = try file(at: location)
+        return location.displayName
+    }
+
+    /// The password is checked even when the keychain is already unlocked.
+    public func unlock(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) {
+        let file = try file(at: location(nameOrPath))
+        if try file.unlock(password: password) {
+            emit([.unlocked(file.location.displayName)])
+        }
+    }
+
+    public func lock(_ nameOrPath: String) throws(KeychainError) {
+        let file = try file(at: location(nameOrPath))
+        if file.lock() {
+            emit([.locked(file.location.displayName)])
+        }
+    }
+
+    public func lockAll() {
+        emit(allOpenFiles.filter { $0.lock() }.map { .locked($0.location.displayName) })
+    }
+
+    public func isLocked(_ nameOrPath: String) throws(KeychainError) -> Bool {
+        try file(at: location(nameOrPath)).isLocked
+    }
+
+    /// Works while locked and leaves the lock state as it was. A wrong old password is
+    /// `errSecAuthFailed` and changes nothing.
+    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes) throws(KeychainError) {
+        try file(at: location(nameOrPath)).changePassword(old: old, new: new, kdf: kdf)
+    }
+
+    /// `GetInfo`: works while locked.
+    public func info(_ nameOrPath: String) throws(KeychainError) -> WireDictionary {
+        let location = try location(nameOrPath)
+        let file = try file(at: location)
+        let (header, itemCount) = try file.database.read { db in
+            (try KeychainDatabase.readHeader(db, path: location.path), try ItemTable.count(db))
+        }
+        return [
+            KeychainInfoKey.name: .string(location.displayName),
+            KeychainInfoKey.path: .string(location.path),
+            KeychainInfoKey.locked: .bool(file.isLocked),
+            KeychainInfoKey.itemCount: .integer(Int64(itemCount)),
+            KeychainInfoKey.lockOnSleep: .bool(header.settings.lockOnSleep),
+            KeychainInfoKey.lockAfterSeconds: .integer(Int64(header.settings.lockAfterSeconds)),
+            KeychainInfoKey.isDefault: .bool(try defaultLocation() == location),
+            KeychainInfoKey.isLogin: .bool(location == loginLocation),
+        ]
+    }
+
+    /// Changes only the keys given (`lockOnSleep`, `lockAfterSeconds`); applies at once.
+    public func setSettings(_ nameOrPath: String, _ settings: WireDictionary) throws(KeychainError) {
+        try file(at: location(nameOrPath)).updateSettings(settings)
+    }
+
+    /// Runs a create, delete or settings change alone, then sends the events for what it changed
+    /// in the default keychain and the search list.
+    private func administering<T>(_ change: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+        var events: [KeychainEvent] = []
+        // Events go out after the lock is released, so a handler may call back into the store.
+        defer { emit(events) }
+        administration.lock()
+        defer { administration.unlock() }
+        // A damaged default or settings file must not block creating or deleting keychains;
+        // it only means no event can describe it.
+        let defaultBefore = (try? defaultLocation())?.displayName
+        let listBefore = try? userSettings.read().settings.searchList
+        let result = try change()
+        let defaultAfter = (try? defaultLocation())?.displayName
+        let listAfter = try? userSettings.read().settings.searchList
+        if defaultAfter != defaultBefore { events.append(.defaultKeychainChanged(defaultAfter ?? "")) }
+        if let listAfter, listAfter != listBefore { events.append(.searchListChanged(listAfter)) }
+        return result
+    }
+}

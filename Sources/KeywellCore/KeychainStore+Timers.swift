@@ -1,0 +1,26 @@
+import Foundation
+
+/// What the daemon's timers call: idle locking and locking for sleep.
+extension KeychainStore {
+    /// Locks every unlocked keychain whose `lockAfterSeconds` passed since its last use.
+    /// Returns their names; a `locked` event goes out for each.
+    public func lockIdleKeychains(now: Date = Date()) -> [String] {
+        lockEach { $0.lockIfIdle(now: now) }
+    }
+
+    /// Locks every unlocked keychain set to lock on sleep.
+    public func lockForSleep() -> [String] {
+        lockEach { $0.lockForSleep() }
+    }
+
+    /// The earliest time a keychain would lock for idleness, so the daemon can sleep until then.
+    public func nextIdleDeadline() -> Date? {
+        allOpenFiles.compactMap { $0.idleDeadline }.min()
+    }
+
+    private func lockEach(_ lock: (KeychainFile) -> Bool) -> [String] {
+        let names = allOpenFiles.filter(lock).map { $0.location.displayName }
+        emit(names.map { .locked($0) })
+        return names
+    }
+}

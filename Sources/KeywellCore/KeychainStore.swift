@@ -1,0 +1,119 @@
+import Foundation
+import KeywellProtocol
+import Logging
+
+/// All of one user's keychains: the engine behind the native API. Thread-safe.
+///
+/// Keychains are open (one SQLite pool each) from first use on; lock state is in memory only.
+public final class KeychainStore: @unchecked Sendable {
+    public let paths: KeywellPaths
+    let kdf: KDFParameters
+    let logger: Logger
+    let resolver: KeychainResolver
+    let userSettings: UserSettingsFile
+
+    private let openFiles = Protected<[String: KeychainFile]>([:])
+    private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
+    /// Serialises calls that create or delete keychains or change the settings, so the events
+    /// each one sends describe exactly its own change.
+    let administration = NSLock()
+
+    public init(
+        paths: KeywellPaths, kdf: KDFParameters = .default, logger: Logger = Logger(label: "keywell.core")
+    ) throws(KeychainError) {
+        guard paths.keychainsDirectory.path.hasPrefix("/"), paths.configDirectory.path.hasPrefix("/") else {
+            throw .param("keychain and config folders must be absolute paths")
+        }
+        guard kdf.isUsable else { throw .param("unusable key-derivation parameters") }
+        Sodium.ensureInitialized()
+        self.paths = paths
+        self.kdf = kdf
+        self.logger = logger
+        resolver = KeychainResolver(keychainsDirectory: paths.keychainsDirectory.path)
+        userSettings = UserSettingsFile(configDirectory: paths.configDirectory.path, logger: logger)
+    }
+
+    /// Receives every `KeychainEvent`; set once by the daemon before use.
+    public var onEvent: (@Sendable (KeychainEvent) -> Void)? {
+        get { eventHandler.withLock { $0 } }
+        set { eventHandler.withLock { $0 = newValue } }
+    }
+
+    func emit(_ events: [KeychainEvent]) {
+        guard !events.isEmpty, let handler = onEvent else { return }
+        events.forEach(handler)
+    }
+
+    // MARK: Finding keychains
+
+    func location(_ nameOrPath: String) throws(KeychainError) -> KeychainLocation {
+        try resolver.location(for: nameOrPath)
+    }
+
+    var loginLocation: KeychainLocation {
+        // "login" is a valid name, so this cannot fail.
+        try! resolver.location(for: KeywellNames.loginKeychain)
+    }
+
+    /// The open keychain at `location`; `errSecNoSuchKeychain` when there is no file.
+    func file(at location: KeychainLocation) throws(KeychainError) -> KeychainFile {
+        guard let file = try existingFile(at: location) else {
+            throw KeychainError(SecStatus.noSuchKeychain, detail: location.displayName)
+        }
+        return file
+    }
+
+    /// The open keychain at `location`, or nil when there is no file. Every call checks that the
+    /// folder and file are still the user's alone, and notices a file replaced behind our back.
+    func existingFile(at location: KeychainLocation) throws(KeychainError) -> KeychainFile? {
+        // The folder is checked when a file is opened: a swapped file is a new file, checked anew.
+        let identity = try FileSafety.checkPrivateFile(location.path)
+        return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
+            guard let identity else {
+                files[location.path] = nil
+                return nil
+            }
+            if let open = files[location.path], open.identity.isSameFile(as: identity) { return open }
+            guard try fileIdentity(at: location) != nil else { return nil }
+            for suffix in ["-wal", "-shm"] { _ = try FileSafety.checkPrivateFile(location.path + suffix) }
+            let file = try KeychainFile(location: location, identity: identity)
+            files[location.path] = file
+            return file
+        }
+    }
+
+    /// The identity of the keychain file at `location`, nil when there is none; throws when the
+    /// file or its folder is not the user's alone.
+    func fileIdentity(at location: KeychainLocation) throws(KeychainError) -> FileIdentity? {
+        guard try FileSafety.checkDirectory(location.directory, ownedByUser: location.isInKeychainsFolder) else { return nil }
+        return try FileSafety.checkPrivateFile(location.path)
+    }
+
+    /// Registers a keychain this store just created, unlocked with its master key.
+    func register(_ location: KeychainLocation, masterKey: SecretBytes) throws(KeychainError) -> KeychainFile {
+        guard let identity = try FileSafety.checkPrivateFile(location.path) else {
+            throw KeychainError(SecStatus.noSuchKeychain, detail: location.displayName)
+        }
+        let file = try KeychainFile(location: location, identity: identity, masterKey: masterKey)
+        openFiles.withLock { $0[location.path] = file }
+        return file
+    }
+
+    func forget(_ location: KeychainLocation) {
+        openFiles.withLock { $0[location.path] = nil }
+    }
+
+    /// Keychains open in this process (every unlocked one is).
+    var allOpenFiles: [KeychainFile] {
+        openFiles.withLock { Array($0.values) }.sorted { $0.location.path < $1.location.path }
+    }
+
+    /// The default keychain if one is set and its file exists.
+    func defaultLocation() throws(KeychainError) -> KeychainLocation? {
+        guard let name = try userSettings.read().settings.defaultKeychain,
+            let location = try? location(name),
+            try fileIdentity(at: location) != nil
+        else { return nil }
+        return location
+    }
+}

@@ -1,0 +1,48 @@
+import CSodium
+
+/// Bytes that must stay secret (passwords, keys): kept in libsodium's guarded, mlocked memory,
+/// never copied by the type itself, and zeroed and freed when the last reference goes away.
+public final class SecretBytes: @unchecked Sendable {
+    public let count: Int
+    private let pointer: UnsafeMutableRawPointer
+
+    /// `count` zero bytes.
+    public init(count: Int) {
+        precondition(count >= 0, "negative SecretBytes count")
+        Sodium.ensureInitialized()
+        // sodium_malloc(0) is legal but returns an unusable region; one byte keeps the pointer valid.
+        guard let memory = sodium_malloc(max(count, 1)) else {
+            fatalError("sodium_malloc failed for \(count) secret bytes")
+        }
+        sodium_memzero(memory, max(count, 1))
+        self.count = count
+        self.pointer = memory
+    }
+
+    public convenience init(copying bytes: some Collection<UInt8>) {
+        self.init(count: bytes.count)
+        let target = pointer.assumingMemoryBound(to: UInt8.self)
+        var index = 0
+        for byte in bytes {
+            target[index] = byte
+            index += 1
+        }
+    }
+
+    deinit {
+        // sodium_free zeroes the region, unlocks it and unmaps its guard pages.
+        sodium_free(pointer)
+    }
+
+    public func withUnsafeBytes<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    func withUnsafeMutableBytes<Result, Failure: Error>(
+        _ body: (UnsafeMutableRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+}

@@ -1,0 +1,127 @@
+import CSodium
+import Foundation
+import KeywellProtocol
+
+/// The libsodium primitives Keywell uses: random bytes, Argon2id, XChaCha20-Poly1305.
+enum Sodium {
+    static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
+    static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
+    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
+    static let saltLength = Int(crypto_pwhash_saltbytes())
+
+    private static let initialized: Bool = sodium_init() >= 0
+
+    static func ensureInitialized() {
+        precondition(initialized, "libsodium failed to initialise")
+    }
+
+    static func randomData(count: Int) -> Data {
+        ensureInitialized()
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, count) }
+        return data
+    }
+
+    static func randomKey() -> SecretBytes {
+        let key = SecretBytes(count: keyLength)
+        key.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, keyLength) }
+        return key
+    }
+
+    /// Argon2id(password, salt) → a key for wrapping the master key.
+    static func deriveKey(
+        password: SecretBytes, salt: Data, parameters: KDFParameters
+    ) throws(KeychainError) -> SecretBytes {
+        guard salt.count == saltLength, parameters.isUsable else {
+            throw KeychainError(SecStatus.invalidKeychain, detail: "unusable key-derivation parameters")
+        }
+        let key = SecretBytes(count: keyLength)
+        let status = key.withUnsafeMutableBytes { keyBytes in
+            password.withUnsafeBytes { passwordBytes in
+                salt.withUnsafeBytes { saltBytes in
+                    crypto_pwhash(
+                        keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(keyLength),
+                        // SecretBytes always has a valid pointer, even when empty.
+                        passwordBytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(password.count),
+                        saltBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        UInt64(parameters.opsLimit), Int(parameters.memLimit),
+                        crypto_pwhash_alg_argon2id13()
+                    )
+                }
+            }
+        }
+        guard status == 0 else {
+            throw KeychainError(SecStatus.allocate, detail: "Argon2id could not get \(parameters.memLimit >> 20) MiB of memory")
+        }
+        return key
+    }
+
+    /// nonce ‖ ciphertext ‖ tag of `plaintext` under `key`, bound to `associatedData`.
+    static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, associatedData: Data) -> Data {
+        let nonce = randomData(count: nonceLength)
+        var sealed = Data(count: nonceLength + plaintext.count + tagLength)
+        sealed.withUnsafeMutableBytes { output in
+            let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            nonce.withUnsafeBytes { out.update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: nonceLength) }
+            var cipherLength: UInt64 = 0
+            key.withUnsafeBytes { keyBytes in
+                associatedData.withUnsafeBytes { ad in
+                    _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                        out + nonceLength, &cipherLength,
+                        plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                        ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                        nil, out, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    )
+                }
+            }
+        }
+        return sealed
+    }
+
+    static func seal(_ plaintext: Data, key: SecretBytes, associatedData: Data) -> Data {
+        plaintext.withUnsafeBytes { seal($0, key: key, associatedData: associatedData) }
+    }
+
+    /// The plaintext length of a sealed box, or nil when it is too short to be one.
+    static func openedLength(of sealed: Data) -> Int? {
+        let length = sealed.count - nonceLength - tagLength
+        return length >= 0 ? length : nil
+    }
+
+    /// Opens a sealed box into `output` (exactly `openedLength` bytes); false when it fails to
+    /// authenticate (altered, moved, or the wrong key).
+    static func open(
+        _ sealed: Data, key: SecretBytes, associatedData: Data, into output: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        guard let length = openedLength(of: sealed), output.count == length else { return false }
+        let status = sealed.withUnsafeBytes { input in
+            let box = input.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            var plainLength: UInt64 = 0
+            return key.withUnsafeBytes { keyBytes in
+                associatedData.withUnsafeBytes { ad in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        output.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        &plainLength, nil,
+                        box + nonceLength, UInt64(sealed.count - nonceLength),
+                        ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                        box, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    )
+                }
+            }
+        }
+        return status == 0
+    }
+
+    /// Opens a sealed secret; anything that fails to authenticate is `errSecDecode`.
+    static func open(_ sealed: Data, key: SecretBytes, associatedData: Data) throws(KeychainError) -> Data {
+        guard let length = openedLength(of: sealed) else {
+            throw KeychainError(SecStatus.decode, detail: "sealed secret is truncated")
+        }
+        var plaintext = Data(count: length)
+        let opened = plaintext.withUnsafeMutableBytes { open(sealed, key: key, associatedData: associatedData, into: $0) }
+        guard opened else {
+            throw KeychainError(SecStatus.decode, detail: "sealed secret failed to authenticate")
+        }
+        return plaintext
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import KeywellProtocol
+import Logging
+
+/// The per-user settings: the search list and the default keychain, each entry a keychain name
+/// or an absolute path, as outputs give them.
+struct UserSettings: Codable, Equatable, Sendable {
+    /// Nil once the default was deleted: there is no default until one is set.
+    var defaultKeychain: String?
+    var searchList: [String]
+
+    /// A fresh user's settings (no file yet).
+    static let fresh = UserSettings(defaultKeychain: KeywellNames.loginKeychain, searchList: [KeywellNames.loginKeychain])
+}
+
+/// `settings.json` in the config folder. Cached in memory and re-read only when the file changes
+/// on disk; written atomically (temporary file, fsync, rename, fsync of the folder).
+final class UserSettingsFile: Sendable {
+    let path: String
+    private let folder: String
+    private let logger: Logger
+
+    private struct Cache {
+        var identity: FileIdentity?
+        var settings: UserSettings
+        var exists: Bool
+    }
+
+    /// Also serialises read-modify-write updates.
+    private let cache = Protected<Cache?>(nil)
+
+    init(configDirectory: String, logger: Logger) {
+        folder = configDirectory
+        path = configDirectory + "/settings.json"
+        self.logger = logger
+    }
+
+    /// The current settings, and whether the file exists (a fresh user has none).
+    func read() throws(KeychainError) -> (settings: UserSettings, exists: Bool) {
+        try cache.withLock { cache throws(KeychainError) in
+            let current = try load(&cache)
+            return (current.settings, current.exists)
+        }
+    }
+
+    /// Applies `change` and writes the result if it differs (or if `force` and no file exists yet).
+    /// Returns the settings before and after.
+    @discardableResult
+    func update(
+        _ change: (inout UserSettings) throws(KeychainError) -> Void
+    ) throws(KeychainError) -> (old: UserSettings, new: UserSettings) {
+        try cache.withLock { cache throws(KeychainError) in
+            let current = try load(&cache)
+            var settings = current.settings
+            try change(&settings)
+            if settings != current.settings || !current.exists {
+                try write(settings)
+                cache = Cache(identity: try FileSafety.checkPrivateFile(path), settings: settings, exists: true)
+            }
+            return (current.settings, settings)
+        }
+    }
+
+    private func load(_ cache: inout Cache?) throws(KeychainError) -> Cache {
+        let identity = try FileSafety.checkPrivateFile(path)
+        if let cached = cache, cached.identity == identity { return cached }
+        _ = try FileSafety.checkDirectory(folder, ownedByUser: true)
+        var loaded = Cache(identity: identity, settings: .fresh, exists: identity != nil)
+        if identity != nil {
+            do {
+                loaded.settings = try JSONDecoder().decode(UserSettings.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            } catch {
+                // A damaged file must not lock the user out of their keychains.
+                logger.error("ignoring unreadable settings file", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+        }
+        cache = loaded
+        return loaded
+    }
+
+    private func write(_ settings: UserSettings) throws(KeychainError) {
+        try FileSafety.ensurePrivateDirectory(folder)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data: Data
+        do {
+            data = try encoder.encode(settings)
+        } catch {
+            throw KeychainError(SecStatus.io, detail: "cannot encode settings: \(error)")
+        }
+        try AtomicFile.write(data, to: path)
+    }
+}

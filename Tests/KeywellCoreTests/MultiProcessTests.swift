@@ -1,0 +1,100 @@
+import Foundation
+import KeywellProtocol
+import Testing
+
+@testable import KeywellCore
+
+/// Real processes (`keywell-bench core-writer`) writing the same keychain file.
+@Suite struct MultiProcessTests {
+    /// keywell-bench is built next to the test binary (`swift build` / `swift test` build all products).
+    private func writerExecutable() throws -> String {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let candidate = testBinary.deletingLastPathComponent().appendingPathComponent("keywell-bench").path
+        guard FileManager.default.isExecutableFile(atPath: candidate) else {
+            throw TestFailure("keywell-bench is not built next to the tests (\(candidate)); run swift build first")
+        }
+        return candidate
+    }
+
+    private func startWriter(_ environment: TestEnvironment, prefix: String, count: Int) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try writerExecutable())
+        process.arguments = [
+            "core-writer", "--keychains-directory", environment.keychainsDirectory,
+            "--config-directory", environment.paths.configDirectory.path,
+            "--keychain", "shared", "--prefix", prefix, "--count", "\(count)",
+        ]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data("pw\n".utf8))
+        try input.fileHandleForWriting.close()
+        return (process, output)
+    }
+
+    private func acknowledged(_ output: Data) -> [Int] {
+        String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { line in
+            line.hasPrefix("ack ") ? Int(line.dropFirst(4)) : nil
+        }
+    }
+
+    private func expectItems(_ store: KeychainStore, prefix: String, indices: [Int]) throws {
+        for index in indices {
+            let found = try store.copyMatching(
+                genp("\(prefix)-\(index)", "core-writer") + returnData + [WireKey.useKeychain: .string("shared")])
+            #expect(found == [[WireKey.valueData: data("secret \(prefix)-\(index)")]])
+        }
+    }
+
+    @Test func twoProcessesWritingAtOnceLoseNothing() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["shared"])
+        let count = 300
+        let writers = try ["left", "right"].map { try startWriter(environment, prefix: $0, count: count) }
+        // Write from this process at the same time too.
+        for index in 0..<100 {
+            _ = try store.add(genp("parent-\(index)", "core-writer", [WireKey.useKeychain: .string("shared")]))
+        }
+        for (process, output) in writers {
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(acknowledged(printed).count == count)
+        }
+        let all = try store.copyMatching(
+            [WireKey.class: .string("genp"), "svce": .string("core-writer"), WireKey.useKeychain: .string("shared")] + limitAll)
+        #expect(all.count == 2 * count + 100)
+        try expectItems(store, prefix: "left", indices: Array(0..<count))
+        try expectItems(store, prefix: "right", indices: Array(0..<count))
+        #expect(try sqlite(environment.path(of: "shared"), "PRAGMA integrity_check") == "ok")
+    }
+
+    @Test func acknowledgedWritesSurviveKillNine() throws {
+        let environment = try TestEnvironment()
+        do {
+            let creator = try environment.makeStore(with: ["shared"])
+            try creator.lock("shared")
+        }
+        let (process, output) = try startWriter(environment, prefix: "killed", count: 1_000_000)
+        var printed = Data()
+        while acknowledged(printed).count < 200 {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            printed.append(chunk)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        printed.append(output.fileHandleForReading.readDataToEndOfFile())
+        #expect(process.terminationReason == .uncaughtSignal)
+        let acked = acknowledged(printed)
+        #expect(acked.count >= 200)
+        #expect(acked == Array(0..<acked.count))
+
+        #expect(try sqlite(environment.path(of: "shared"), "PRAGMA integrity_check") == "ok")
+        let store = try environment.makeStore()
+        try store.unlock("shared", password: secret("pw"))
+        try expectItems(store, prefix: "killed", indices: acked)
+    }
+}
