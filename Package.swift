@@ -66,6 +66,10 @@ let package = Package(
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeychainServicesTests",
+            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+        ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
