@@ -1,0 +1,8 @@
+import Testing
+import KeychainServices
+
+@Test func statusCodesHaveApplesValues() {
+    #expect(errSecDuplicateItem == -25299)
+    #expect(errSecItemNotFound == -25300)
+    #expect(errSecInteractionNotAllowed == -25308)
+}
