@@ -70,6 +70,10 @@ let package = Package(
             name: "KeychainServicesTests",
             dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
         ),
+        .testTarget(
+            name: "KeywellCLITests",
+            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+        ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
