@@ -10,7 +10,8 @@ extension KeychainError {
         }
         let detail = "\(path): \(error.message ?? "SQLite error \(error.resultCode.rawValue)")"
         switch error.resultCode {
-        case .SQLITE_CONSTRAINT:
+        case .SQLITE_CONSTRAINT where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE:
+            // The only unique constraints an item can break are its class's primary key.
             return KeychainError(SecStatus.duplicateItem)
         case .SQLITE_FULL:
             return KeychainError(SecStatus.diskFull, detail: detail)

@@ -81,7 +81,8 @@ enum FileSafety {
     ) throws(KeychainError) {
         let owner = info.st_uid
         guard owner == geteuid() || (allowRoot && owner == 0) else {
-            throw ownerError(path, info, what: what)
+            throw KeychainError(
+                SecStatus.wrPerm, detail: "refusing \(what) \(path): it is owned by UID \(owner), not by UID \(geteuid())")
         }
         let othersCanWrite = info.st_mode & (S_IWGRP | S_IWOTH) != 0
         let sticky = info.st_mode & S_ISVTX != 0
@@ -92,11 +93,5 @@ enum FileSafety {
                 SecStatus.wrPerm,
                 detail: "refusing \(what) \(path): group or others can write it (mode 0\(mode)); run `\(fix) \(path)`")
         }
-    }
-
-    private static func ownerError(_ path: String, _ info: stat, what: String) -> KeychainError {
-        KeychainError(
-            SecStatus.wrPerm,
-            detail: "refusing \(what) \(path): it is owned by UID \(info.st_uid), not by UID \(geteuid())")
     }
 }

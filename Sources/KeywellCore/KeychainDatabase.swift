@@ -21,8 +21,8 @@ final class KeychainDatabase: Sendable {
         configuration.label = "keywell.keychain"
         configuration.journalMode = .wal
         configuration.prepareDatabase { db in
-            // Lookups read pages through the OS page cache, shared by every reader connection,
-            // instead of a pread per page miss in each connection's own cache.
+            // Lookups read pages straight from the OS page cache instead of a pread for every
+            // page missing from SQLite's own cache.
             try db.execute(sql: "PRAGMA mmap_size = \(256 << 20)")
         }
         return configuration

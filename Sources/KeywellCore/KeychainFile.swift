@@ -30,8 +30,6 @@ final class KeychainFile: Sendable {
 
     var isLocked: Bool { state.withLock { $0.masterKey == nil } }
 
-    var settings: KeychainSettings { state.withLock { $0.settings } }
-
     /// The key for item secrets; `errSecInteractionNotAllowed` while locked.
     func masterKey() throws(KeychainError) -> SecretBytes {
         guard let key = state.withLock({ $0.masterKey }) else {

@@ -19,31 +19,31 @@ extension KeychainStore {
 
     /// Adds many items in one transaction per keychain: all of them or, on any error, none.
     public func addBatch(_ items: [WireDictionary]) throws(KeychainError) {
+        // One group per target keychain, however the items name it.
         var files: [KeychainFile] = []
-        var itemsByFile: [[NewItem]] = []
-        var fileIndexByKeychain: [String?: Int] = [:]
+        var groups: [[NewItem]] = []
+        var groupByTarget: [String?: Int] = [:]
         for attributes in items {
             let newItem = try QueryParser.parseAdd(attributes)
-            let index: Int
-            if let known = fileIndexByKeychain[newItem.keychain] {
-                index = known
-            } else {
+            if groupByTarget[newItem.keychain] == nil {
                 let file = try targetFile(newItem.keychain)
-                index = files.firstIndex { $0 === file } ?? files.count
-                if index == files.count {
+                if let known = files.firstIndex(where: { $0 === file }) {
+                    groupByTarget[newItem.keychain] = known
+                } else {
+                    groupByTarget[newItem.keychain] = files.count
                     files.append(file)
-                    itemsByFile.append([])
+                    groups.append([])
                 }
-                fileIndexByKeychain[newItem.keychain] = index
             }
-            itemsByFile[index].append(newItem)
+            groups[groupByTarget[newItem.keychain]!].append(newItem)
         }
         guard !files.isEmpty else { return }
-        let keys = try files.map { file throws(KeychainError) in try file.masterKey() }
+        var keys: [SecretBytes] = []
+        for file in files { keys.append(try file.masterKey()) }
         let now = Date()
         try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
             for (index, db) in dbs.enumerated() {
-                for newItem in itemsByFile[index] {
+                for newItem in groups[index] {
                     _ = try ItemTable.insert(newItem.makeItem(keychain: files[index].uuid, key: keys[index], now: now), db)
                 }
             }

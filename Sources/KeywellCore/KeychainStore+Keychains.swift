@@ -41,11 +41,11 @@ extension KeychainStore {
                     throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(String(cString: strerror(errno)))")
                 }
             }
-            let (settings, exists) = try userSettings.read()
+            let settings = try userSettings.read().settings
             let isListed = settings.searchList.contains { (try? self.location($0)) == location }
             let isDefault = settings.defaultKeychain.map { (try? self.location($0)) == location } ?? false
-            // A fresh user keeps having no settings file unless this changes what it implies.
-            if isListed || isDefault || exists {
+            // Only then: a fresh user without a settings file keeps the fresh-user rules.
+            if isListed || isDefault {
                 try userSettings.update { (settings: inout UserSettings) throws(KeychainError) in
                     settings.searchList.removeAll { (try? self.location($0)) == location }
                     if isDefault { settings.defaultKeychain = nil }

@@ -4,7 +4,7 @@ import Logging
 
 /// All of one user's keychains: the engine behind the native API. Thread-safe.
 ///
-/// Keychains are open (one SQLite pool each) from first use on; lock state is in memory only.
+/// Keychains are open (one SQLite connection each) from first use on; lock state is in memory only.
 public final class KeychainStore: @unchecked Sendable {
     public let paths: KeywellPaths
     let kdf: KDFParameters
@@ -64,19 +64,24 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// The open keychain at `location`, or nil when there is no file. Every call checks that the
-    /// folder and file are still the user's alone, and notices a file replaced behind our back.
+    /// file is still the user's alone and notices a file deleted or replaced behind our back; the
+    /// folder is checked when a file is opened (a replaced file is opened, and checked, anew).
     func existingFile(at location: KeychainLocation) throws(KeychainError) -> KeychainFile? {
-        // The folder is checked when a file is opened: a swapped file is a new file, checked anew.
         let identity = try FileSafety.checkPrivateFile(location.path)
+        var lostUnlocked = false
+        defer {
+            // The key went with the old file: for the daemon that keychain is now locked.
+            if lostUnlocked { emit([.locked(location.displayName)]) }
+        }
         return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
-            guard let identity else {
+            if let open = files[location.path] {
+                if let identity, open.identity.isSameFile(as: identity) { return open }
+                lostUnlocked = !open.isLocked
                 files[location.path] = nil
-                return nil
             }
-            if let open = files[location.path], open.identity.isSameFile(as: identity) { return open }
-            guard try fileIdentity(at: location) != nil else { return nil }
+            guard identity != nil, try fileIdentity(at: location) != nil else { return nil }
             for suffix in ["-wal", "-shm"] { _ = try FileSafety.checkPrivateFile(location.path + suffix) }
-            let file = try KeychainFile(location: location, identity: identity)
+            let file = try KeychainFile(location: location, identity: identity!)
             files[location.path] = file
             return file
         }
