@@ -15,8 +15,8 @@ public final class DBusConnection: @unchecked Sendable {
     let raw: OpaquePointer
     /// The unique name the bus gave this connection (`:1.42`); nil on a peer-to-peer connection.
     public let uniqueName: String?
-    /// Whether `h` (unix fd) values can travel on this connection.
-    public let canPassFileDescriptors: Bool
+    /// Whether `h` (unix fd) values can travel on this connection (known once authenticated).
+    public var canPassFileDescriptors: Bool { dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0 }
     let isBusConnection: Bool
 
     private let loop: ConnectionLoop
@@ -77,7 +77,6 @@ public final class DBusConnection: @unchecked Sendable {
         self.raw = raw
         self.isBusConnection = isBus
         self.uniqueName = isBus ? dbus_bus_get_unique_name(raw).map { String(cString: $0) } : nil
-        self.canPassFileDescriptors = dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0
         let pendingReplies = PendingReplyTable()
         self.pendingReplies = pendingReplies
         self.loop = try ConnectionLoop(connection: raw, onFinish: { pendingReplies.closeAll() })

@@ -130,6 +130,16 @@ extension DBusValue {
     }
 }
 
+extension DBusValue {
+    /// True for the basic (non-container) types, whose one-letter signatures are always valid.
+    var isBasic: Bool {
+        switch self {
+        case .array, .bytes, .dictionary, .structure, .variant: return false
+        default: return true
+        }
+    }
+}
+
 extension Array where Element == DBusValue {
     /// The signature of these values taken as message arguments.
     public var signature: DBusSignature { .concatenating(map(\.signature)) }

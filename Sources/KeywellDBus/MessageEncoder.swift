@@ -78,15 +78,16 @@ enum MessageEncoder {
                 try appendFixedArray(&sub, TypeCode.byte, bytes)
             }
         case .array(let element, let elements):
-            guard element.isSingleCompleteType, !element.rawValue.hasPrefix("{") else {
+            // The enclosing signature was validated, so checking "exactly one complete type" suffices.
+            let elementBytes = Array(element.rawValue.utf8)
+            guard !elementBytes.isEmpty, elementBytes[0] != UInt8(ascii: "{"),
+                  DBusSignature.endOfCompleteType(elementBytes, from: 0) == elementBytes.count else {
                 throw DBusError(name: DBusError.Name.invalidSignature, message: "Invalid array element type \(element.rawValue.debugDescription)")
             }
             try appendArray(&iter, element, elements)
         case .dictionary(let keySignature, let valueSignature, let entries):
+            // Its type is part of the enclosing signature, which was validated already.
             let entrySignature = "{" + keySignature.rawValue + valueSignature.rawValue + "}"
-            guard DBusSignature.isValid("a" + entrySignature) else {
-                throw DBusError(name: DBusError.Name.invalidSignature, message: "Invalid dictionary type a\(entrySignature)")
-            }
             try withContainer(&iter, TypeCode.array, entrySignature) { (sub) throws(DBusError) in
                 for entry in entries {
                     try requireType(entry.key, keySignature)
@@ -104,7 +105,8 @@ enum MessageEncoder {
             }
         case .variant(let inner):
             let innerSignature = inner.signature
-            guard innerSignature.isSingleCompleteType else {
+            // A variant starts a new signature: validate it, unless it is a basic type (always valid).
+            guard inner.isBasic || innerSignature.isSingleCompleteType else {
                 throw DBusError(name: DBusError.Name.invalidSignature, message: "Invalid variant content type \(innerSignature.rawValue.debugDescription)")
             }
             try withContainer(&iter, TypeCode.variant, innerSignature.rawValue) { (sub) throws(DBusError) in

@@ -91,3 +91,32 @@ struct ConcurrencyTests {
         #expect(good.value == 200)
     }
 }
+
+@Suite("Stopping")
+struct StoppingTests {
+    /// The daemon's shape: main thread parked in run(), SIGTERM handler calls close().
+    @Test func closeFromAnotherThreadEndsRun() throws {
+        let fixture = try ServiceFixture()
+        let returned = DispatchSemaphore(value: 0)
+        Thread {
+            fixture.server.run()
+            returned.signal()
+        }.start()
+        #expect(returned.wait(timeout: .now() + 0.2) == .timedOut)
+        DispatchQueue.global().async { fixture.server.close() }
+        #expect(returned.wait(timeout: .now() + 5) == .success)
+        #expect(!fixture.server.isConnected)
+        // The service is gone from the bus.
+        #expect(eventually { (try? fixture.client.nameOwner(ServiceFixture.name)) == .some(nil) })
+    }
+
+    /// Replies and signals queued just before close() still go out.
+    @Test func closeFlushesWhatWasSent() throws {
+        let fixture = try ServiceFixture()
+        let received = LockedValue(0)
+        _ = try fixture.client.addMatch(DBusMatchRule(interface: "org.keywell.Bye", member: "Gone")) { _ in received.mutate { $0 += 1 } }
+        for _ in 0..<50 { try fixture.server.emitSignal(path: "/", interface: "org.keywell.Bye", member: "Gone") }
+        fixture.server.close()
+        #expect(eventually { received.value == 50 })
+    }
+}

@@ -133,4 +133,4 @@ func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Boo
     return condition()
 }
 
-func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
+func milliseconds(_ duration: Duration) -> Double { duration.inSeconds * 1000 }

@@ -262,7 +262,7 @@ private final class ChildState: @unchecked Sendable {
     }
 
     func waitForTermination(timeout: Duration) -> ChildProcess.Termination? {
-        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        let deadline = Date(timeIntervalSinceNow: timeout.inSeconds)
         condition.lock(); defer { condition.unlock() }
         while _termination == nil {
             if !condition.wait(until: deadline) { break }
@@ -271,7 +271,7 @@ private final class ChildState: @unchecked Sendable {
     }
 
     func waitForEndOfOutput(timeout: Duration) {
-        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        let deadline = Date(timeIntervalSinceNow: timeout.inSeconds)
         condition.lock(); defer { condition.unlock() }
         while openReaders > 0 {
             if !condition.wait(until: deadline) { break }
@@ -280,7 +280,7 @@ private final class ChildState: @unchecked Sendable {
 
     /// Waits for new output or the end; returns stdout and whether nothing more can come.
     func waitForOutputChange(until deadline: ContinuousClock.Instant) -> ([UInt8], Bool) {
-        let wallDeadline = Date(timeIntervalSinceNow: (deadline - ContinuousClock.now).seconds)
+        let wallDeadline = Date(timeIntervalSinceNow: (deadline - ContinuousClock.now).inSeconds)
         condition.lock(); defer { condition.unlock() }
         let seen = changeCount
         while changeCount == seen, ContinuousClock.now < deadline {
@@ -293,7 +293,7 @@ private final class ChildState: @unchecked Sendable {
 
 extension Duration {
     /// Seconds as a Double (for Foundation timeouts).
-    public var seconds: Double {
+    public var inSeconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
