@@ -299,7 +299,7 @@ extension Duration {
     }
 }
 
-private func makePipe() throws -> (read: Int32, write: Int32) {
+func makePipe() throws -> (read: Int32, write: Int32) {
     var fds: [Int32] = [0, 0]
     // O_CLOEXEC at creation: a pipe must not leak into children spawned concurrently.
     guard GNUExtensions.makePipe(&fds) == 0 else { throw TestSupportError("pipe2 failed: \(String(cString: strerror(errno)))") }

@@ -14,8 +14,8 @@ import Glibc
 ///   (`installService`) to test D-Bus activation. No system or user service directory is
 ///   read, so nothing from outside the test can be activated.
 ///
-/// The daemon runs in its own process group; `stop()` kills the group, so services it
-/// activated go with it.
+/// The daemon runs in its own process group under a small watchdog shell; `stop()` (or the
+/// death of the test process) ends the group, so services it activated go with it.
 public final class PrivateSessionBus: @unchecked Sendable {
     /// The address clients use (as printed by the daemon, with its guid).
     public let address: String
@@ -28,7 +28,10 @@ public final class PrivateSessionBus: @unchecked Sendable {
     public let cacheHome: String
     public let stateHome: String
     public let configFile: String
+    /// The watchdog shell (process group leader) that runs the daemon.
     private let daemon: ChildProcess
+    /// Write end of the watchdog's lifeline; closing it ends the daemon.
+    private let lifelineFD: Int32
     private let lock = NSLock()
     private var stopped = false
 
@@ -86,17 +89,46 @@ public final class PrivateSessionBus: @unchecked Sendable {
             "XDG_CONFIG_HOME": configHome, "XDG_CACHE_HOME": cacheHome, "XDG_STATE_HOME": stateHome,
         ]) { $1 }
 
-        daemon = try ChildProcess(executable: daemonPath,
-                                  arguments: ["--config-file=\(configFile)", "--nofork", "--nopidfile", "--print-address=1"],
-                                  environment: daemonEnvironment, newProcessGroup: true)
+        // A watchdog shell owns the daemon: it waits on a pipe whose only writer is this
+        // process, so if the test process dies without stop() (crash, kill -9, SIGPIPE) the
+        // pipe closes and the watchdog ends the daemon's process group. No orphaned buses.
+        let lifeline = try makePipe()
+        let watchdog = """
+            "$0" "$@" 3<&- &
+            echo "pid:$!"
+            read _ <&3
+            kill -TERM 0
+            """
         do {
-            let printed = try daemon.waitForStandardOutput(timeout: startTimeout) { $0.contains(UInt8(ascii: "\n")) }
-            let line = String(decoding: printed, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
-            guard line.hasPrefix("unix:") else { throw TestSupportError("dbus-daemon printed \(line.debugDescription)") }
-            address = line
+            daemon = try ChildProcess(executable: "/bin/sh",
+                                      arguments: ["-c", watchdog, daemonPath, "--config-file=\(configFile)", "--nofork",
+                                                  "--nopidfile", "--print-address=1"],
+                                      environment: daemonEnvironment, newProcessGroup: true, extraFileDescriptors: [3: lifeline.read])
+        } catch {
+            close(lifeline.read)
+            close(lifeline.write)
+            directory.remove()
+            throw error
+        }
+        close(lifeline.read)
+        lifelineFD = lifeline.write
+        do {
+            // Two lines in either order: the watchdog's "pid:N" and the daemon's address.
+            let printed = try daemon.waitForStandardOutput(timeout: startTimeout) { bytes in
+                String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("pid:") || $0.hasPrefix("unix:") }.count == 2
+                    && bytes.last == UInt8(ascii: "\n")
+            }
+            let lines = String(decoding: printed, as: UTF8.self).split(separator: "\n").map(String.init)
+            guard let addressLine = lines.first(where: { $0.hasPrefix("unix:") }),
+                  let pidLine = lines.first(where: { $0.hasPrefix("pid:") }), let pid = pid_t(pidLine.dropFirst(4)) else {
+                throw TestSupportError("dbus-daemon printed \(lines)")
+            }
+            address = addressLine
+            daemonPID = pid
         } catch {
             daemon.kill(SIGKILL, group: true)
             _ = try? daemon.wait(timeout: .seconds(5))
+            close(lifeline.write)
             directory.remove()
             throw error
         }
@@ -117,8 +149,8 @@ public final class PrivateSessionBus: @unchecked Sendable {
     }
 
     /// The daemon's pid (for tests that want to kill the bus under a client).
-    public var daemonPID: pid_t { daemon.pid }
-    public var isRunning: Bool { daemon.isRunning }
+    public let daemonPID: pid_t
+    public var isRunning: Bool { daemon.isRunning && Glibc.kill(daemonPID, 0) == 0 }
 
     /// What the daemon printed on stderr so far (warnings, activation failures).
     public var daemonLog: String { String(decoding: daemon.standardErrorSoFar, as: UTF8.self) }
@@ -130,14 +162,12 @@ public final class PrivateSessionBus: @unchecked Sendable {
             return !stopped
         }
         guard first else { return }
-        if daemon.isRunning {
-            daemon.kill(SIGTERM, group: true)
-            if (try? daemon.wait(timeout: .seconds(3), outputGrace: .milliseconds(200))) == nil {
-                daemon.kill(SIGKILL, group: true)
-                _ = try? daemon.wait(timeout: .seconds(5), outputGrace: .milliseconds(200))
-            }
+        close(lifelineFD)  // the watchdog sends SIGTERM to the whole group
+        if (try? daemon.wait(timeout: .seconds(3), outputGrace: .milliseconds(200))) == nil {
+            daemon.kill(SIGKILL, group: true)
+            _ = try? daemon.wait(timeout: .seconds(5), outputGrace: .milliseconds(200))
         }
-        // Activated services are in the daemon's group; make sure none outlives the test.
+        // Whatever ignored SIGTERM (a stuck daemon, an activated service) goes now.
         _ = Glibc.kill(-daemon.pid, SIGKILL)
         directory.remove()
     }
