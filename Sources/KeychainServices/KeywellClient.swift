@@ -1,0 +1,221 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+
+/// One keychain as `GetInfo` describes it (design.md "GetInfo keys").
+public struct KeychainInfo: Sendable, Equatable, Hashable {
+    /// The name for keychains in the keychains folder, else the absolute path.
+    public var name: String
+    /// The file's absolute path.
+    public var path: String
+    public var locked: Bool
+    public var itemCount: Int
+    public var lockOnSleep: Bool
+    /// Idle seconds before the keychain locks itself; 0 = never.
+    public var lockAfterSeconds: UInt32
+    public var isDefault: Bool
+    public var isLogin: Bool
+
+    public init(name: String, path: String, locked: Bool, itemCount: Int, lockOnSleep: Bool,
+                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool) {
+        self.name = name
+        self.path = path
+        self.locked = locked
+        self.itemCount = itemCount
+        self.lockOnSleep = lockOnSleep
+        self.lockAfterSeconds = lockAfterSeconds
+        self.isDefault = isDefault
+        self.isLogin = isLogin
+    }
+}
+
+/// Keywell's native API (`org.keywell.Keychain1`), one method per D-Bus method, for Keywell's
+/// own tools. Every failure is a `KeychainError` carrying the OSStatus: the daemon's own error,
+/// `errSecNotAvailable` when the bus or the daemon cannot be reached (or a call times out),
+/// `errSecIO` for a reply of an unexpected shape.
+///
+/// Keychain arguments are names (files in the keychains folder) or absolute paths, exactly as
+/// the daemon takes them. The daemon is started by D-Bus activation on the first call.
+/// Safe to use from any number of threads at once.
+public final class KeywellClient: Sendable {
+    /// Long enough for D-Bus activation of the daemon on the first call (the bus allows 25 s).
+    public static let defaultTimeout: Duration = .seconds(30)
+
+    /// nil: the process-wide session-bus connection, opened on first use.
+    private let connection: DBusConnection?
+    private let timeout: Duration
+
+    /// - Parameter connection: the bus to talk on; nil for the session bus (shared by all
+    ///   clients made without one, opened lazily, reopened if the bus drops it).
+    public init(connection: DBusConnection? = nil, timeout: Duration = KeywellClient.defaultTimeout) {
+        self.connection = connection
+        self.timeout = timeout
+    }
+
+    /// The client on the session bus.
+    public static let shared = KeywellClient()
+
+    @TaskLocal private static var taskDefault: KeywellClient?
+
+    /// The client the Apple-shaped functions (`SecItemAdd`, `SecKeychainUnlock`, …) use:
+    /// `shared`, unless `withDefault` replaced it for the running task.
+    public static var `default`: KeywellClient { taskDefault ?? shared }
+
+    /// Runs `body` with `client` as `KeywellClient.default` for this task and the tasks it
+    /// creates, e.g. to point SecItem code at a test's private bus.
+    public static func withDefault<R>(_ client: KeywellClient, _ body: () throws -> R) rethrows -> R {
+        try $taskDefault.withValue(client, operation: body)
+    }
+
+    public static func withDefault<R>(_ client: KeywellClient, _ body: () async throws -> R) async rethrows -> R {
+        try await $taskDefault.withValue(client, operation: body)
+    }
+
+    // MARK: Items
+
+    /// `Add`: the result holds what the `r_*` keys asked for (`{}` without any).
+    @discardableResult
+    public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
+        let reply = try call("Add", [DBusMapping.dbusDictionary(attributes)])
+        return try DBusMapping.wireDictionary(reply.first, in: "Add")
+    }
+
+    /// `CopyMatching`: one dictionary per match; no match is `errSecItemNotFound`.
+    public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
+        let reply = try call("CopyMatching", [DBusMapping.dbusDictionary(query)])
+        guard let first = reply.first, let dictionaries = first.arrayElements else {
+            throw DBusMapping.unexpectedReply("CopyMatching", reply.first)
+        }
+        var results: [WireDictionary] = []
+        results.reserveCapacity(dictionaries.count)
+        for dictionary in dictionaries {
+            results.append(try DBusMapping.wireDictionary(dictionary, in: "CopyMatching"))
+        }
+        return results
+    }
+
+    /// `Update`: changes every match.
+    public func update(_ query: WireDictionary, attributes: WireDictionary) throws(KeychainError) {
+        _ = try call("Update", [DBusMapping.dbusDictionary(query), DBusMapping.dbusDictionary(attributes)])
+    }
+
+    /// `Delete`: deletes every match.
+    public func delete(_ query: WireDictionary) throws(KeychainError) {
+        _ = try call("Delete", [DBusMapping.dbusDictionary(query)])
+    }
+
+    // MARK: Keychains
+
+    /// `CreateKeychain`: returns the new file's absolute path. The keychain is unlocked.
+    @discardableResult
+    public func createKeychain(_ name: String, password: [UInt8]) throws(KeychainError) -> String {
+        try string(from: call("CreateKeychain", [.string(name), .bytes(password)]), "CreateKeychain")
+    }
+
+    public func deleteKeychain(_ name: String) throws(KeychainError) {
+        _ = try call("DeleteKeychain", [.string(name)])
+    }
+
+    /// Every keychain the user has (the folder, plus path-addressed ones in the search list).
+    public func listKeychains() throws(KeychainError) -> [String] {
+        try strings(from: call("ListKeychains", []), "ListKeychains")
+    }
+
+    /// The search list (what `security list-keychains` prints).
+    public func searchList() throws(KeychainError) -> [String] {
+        try strings(from: call("GetSearchList", []), "GetSearchList")
+    }
+
+    public func setSearchList(_ keychains: [String]) throws(KeychainError) {
+        _ = try call("SetSearchList", [.stringArray(keychains)])
+    }
+
+    /// `errSecNoDefaultKeychain` when there is none.
+    public func defaultKeychain() throws(KeychainError) -> String {
+        try string(from: call("GetDefaultKeychain", []), "GetDefaultKeychain")
+    }
+
+    public func setDefaultKeychain(_ name: String) throws(KeychainError) {
+        _ = try call("SetDefaultKeychain", [.string(name)])
+    }
+
+    /// `errSecNoSuchKeychain` until `login` exists.
+    public func loginKeychain() throws(KeychainError) -> String {
+        try string(from: call("GetLoginKeychain", []), "GetLoginKeychain")
+    }
+
+    /// A wrong password is `errSecAuthFailed`, also for an unlocked keychain.
+    public func unlock(_ name: String, password: [UInt8]) throws(KeychainError) {
+        _ = try call("Unlock", [.string(name), .bytes(password)])
+    }
+
+    public func lock(_ name: String) throws(KeychainError) {
+        _ = try call("Lock", [.string(name)])
+    }
+
+    public func lockAll() throws(KeychainError) {
+        _ = try call("LockAll", [])
+    }
+
+    /// Leaves the lock state as it was.
+    public func changePassword(_ name: String, oldPassword: [UInt8], newPassword: [UInt8]) throws(KeychainError) {
+        _ = try call("ChangePassword", [.string(name), .bytes(oldPassword), .bytes(newPassword)])
+    }
+
+    /// Works while locked.
+    public func info(_ name: String) throws(KeychainError) -> KeychainInfo {
+        let reply = try call("GetInfo", [.string(name)])
+        let info = try DBusMapping.wireDictionary(reply.first, in: "GetInfo")
+        func field<T>(_ key: String, _ extract: (WireValue) -> T?) throws(KeychainError) -> T {
+            guard let value = info[key], let typed = extract(value) else {
+                throw KeychainError(SecStatus.io, detail: "GetInfo reply without a valid \(key)")
+            }
+            return typed
+        }
+        return KeychainInfo(
+            name: try field(KeychainInfoKey.name, \.stringValue),
+            path: try field(KeychainInfoKey.path, \.stringValue),
+            locked: try field(KeychainInfoKey.locked, \.boolValue),
+            itemCount: try field(KeychainInfoKey.itemCount) { $0.integerValue.flatMap { Int(exactly: $0) } },
+            lockOnSleep: try field(KeychainInfoKey.lockOnSleep, \.boolValue),
+            lockAfterSeconds: try field(KeychainInfoKey.lockAfterSeconds) { $0.integerValue.flatMap { UInt32(exactly: $0) } },
+            isDefault: try field(KeychainInfoKey.isDefault, \.boolValue),
+            isLogin: try field(KeychainInfoKey.isLogin, \.boolValue))
+    }
+
+    /// Changes only the settings given; `lockAfterSeconds` 0 = never.
+    public func setSettings(_ name: String, lockOnSleep: Bool? = nil, lockAfterSeconds: UInt32? = nil) throws(KeychainError) {
+        var settings: [String: DBusValue] = [:]
+        if let lockOnSleep { settings[KeychainInfoKey.lockOnSleep] = .bool(lockOnSleep) }
+        if let lockAfterSeconds { settings[KeychainInfoKey.lockAfterSeconds] = .uint32(lockAfterSeconds) }
+        _ = try call("SetSettings", [.string(name), .stringVariantDict(settings)])
+    }
+
+    // MARK: Transport
+
+    private func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {
+        let bus: DBusConnection
+        if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
+        do {
+            return try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
+                                interface: KeywellNames.interface, member: member,
+                                arguments: arguments, timeout: timeout)
+        } catch {
+            throw DBusMapping.keychainError(error)
+        }
+    }
+
+    private func string(from reply: [DBusValue], _ member: String) throws(KeychainError) -> String {
+        guard let text = reply.first?.stringValue else {
+            throw DBusMapping.unexpectedReply(member, reply.first)
+        }
+        return text
+    }
+
+    private func strings(from reply: [DBusValue], _ member: String) throws(KeychainError) -> [String] {
+        guard let list = reply.first?.stringArrayValue else {
+            throw DBusMapping.unexpectedReply(member, reply.first)
+        }
+        return list
+    }
+}

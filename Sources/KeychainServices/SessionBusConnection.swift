@@ -1,0 +1,27 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+
+/// The one session-bus connection every `KeywellClient()` without its own connection shares.
+///
+/// Opened on first use, not at load time, so that linking the library costs nothing; reopened
+/// when the bus dropped it (a restarted session bus), and never cached as a failure, so a
+/// program that started before the bus recovers once the bus is there.
+enum SessionBusConnection {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var cached: DBusConnection?
+
+    static func get() throws(KeychainError) -> DBusConnection {
+        lock.lock()
+        defer { lock.unlock() }
+        if let cached, cached.isConnected { return cached }
+        cached = nil
+        do {
+            let connection = try DBusConnection.sessionBus()
+            cached = connection
+            return connection
+        } catch {
+            throw KeychainError(SecStatus.notAvailable, detail: "session bus: \(error)")
+        }
+    }
+}
