@@ -101,3 +101,25 @@ struct RoundTripTests {
         #expect(throws: DBusError.self) { try reply.string(at: 9) }
     }
 }
+
+@Suite("File descriptors")
+struct FileDescriptorTests {
+    @Test func unixFDTravelsBothWays() throws {
+        let fixture = try ServiceFixture()
+        #expect(fixture.client.canPassFileDescriptors)
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        // Echo sends the received (duplicated) descriptor back; it still reaches our pipe.
+        let reply = try fixture.call("Echo", [.unixFD(fds[1]), .variant(.unixFD(fds[1]))])
+        let returned = try #require(reply.first?.unixFDValue)
+        #expect(returned != fds[1])
+        var byte: UInt8 = 42
+        #expect(write(returned, &byte, 1) == 1)
+        close(returned)
+        if let inVariant = reply.last?.variantValue?.unixFDValue { close(inVariant) }
+        var received: UInt8 = 0
+        #expect(read(fds[0], &received, 1) == 1)
+        #expect(received == 42)
+    }
+}
