@@ -1,1 +1,3 @@
-print("not yet")
+import KeywellDaemon
+
+DaemonMain.run(arguments: CommandLine.arguments)

@@ -1,0 +1,111 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+
+/// The `KWC1` framing of docs/control-protocol.md §2, over a connected socket with timeouts set.
+enum ControlProtocol {
+    static let magic: [UInt8] = Array("KWC1".utf8)
+    static let maximumFieldLength = 8192
+
+    enum Operation: UInt8 {
+        case openSession = 0x4F  // O
+        case closeSession = 0x43  // C
+        case changePassword = 0x50  // P
+        case ping = 0x51  // Q
+
+        /// Field counts each op takes.
+        var acceptedFieldCounts: ClosedRange<Int> {
+            switch self {
+            case .openSession: 0...1
+            case .closeSession, .ping: 0...0
+            case .changePassword: 2...2
+            }
+        }
+    }
+
+    struct Request {
+        var operation: Operation
+        /// Passwords: in locked memory from the moment they leave the socket.
+        var fields: [SecretBytes]
+    }
+
+    /// A request that cannot be served, with the status to answer.
+    struct Rejection: Error {
+        var status: OSStatus
+        var message: String
+    }
+
+    /// Reads one request. Throws `Rejection` for a malformed one (answer it) and `CancellationError`
+    /// when the peer stalled or went away (just close).
+    static func readRequest(from socket: Int32) throws -> Request {
+        var head = [UInt8](repeating: 0, count: 6)
+        try readExactly(socket, into: &head)
+        guard Array(head[0..<4]) == magic else { throw Rejection(status: SecStatus.param, message: "bad magic") }
+        guard let operation = Operation(rawValue: head[4]) else {
+            throw Rejection(status: SecStatus.unimplemented, message: "unknown op 0x\(String(head[4], radix: 16))")
+        }
+        let count = Int(head[5])
+        guard operation.acceptedFieldCounts.contains(count) else {
+            throw Rejection(status: SecStatus.param, message: "op \(Character(UnicodeScalar(head[4]))) does not take \(count) fields")
+        }
+        var fields: [SecretBytes] = []
+        for _ in 0..<count {
+            var lengthBytes = [UInt8](repeating: 0, count: 4)
+            try readExactly(socket, into: &lengthBytes)
+            let length = lengthBytes.reduce(0) { $0 << 8 | Int($1) }
+            guard length <= maximumFieldLength else {
+                throw Rejection(status: SecStatus.param, message: "field longer than \(maximumFieldLength) bytes")
+            }
+            fields.append(try readSecret(socket, count: length))
+        }
+        return Request(operation: operation, fields: fields)
+    }
+
+    static func response(status: OSStatus, message: String) -> [UInt8] {
+        let text = Array(message.utf8.prefix(4096))
+        return magic + bigEndian(UInt32(bitPattern: status)) + bigEndian(UInt32(text.count)) + text
+    }
+
+    static func writeAll(_ socket: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0, errno == EINTR { continue }
+            guard sent > 0 else { return }
+            offset += sent
+        }
+    }
+
+    // MARK: Reading
+
+    private static func readExactly(_ socket: Int32, into buffer: inout [UInt8]) throws {
+        try buffer.withUnsafeMutableBytes { raw in try readExactly(socket, into: raw) }
+    }
+
+    private static func readExactly(_ socket: Int32, into buffer: UnsafeMutableRawBufferPointer) throws {
+        var offset = 0
+        while offset < buffer.count {
+            let got = recv(socket, buffer.baseAddress! + offset, buffer.count - offset, 0)
+            if got < 0, errno == EINTR { continue }
+            // EOF, a timeout (EAGAIN after SO_RCVTIMEO) or an error: the peer is not worth waiting for.
+            guard got > 0 else { throw CancellationError() }
+            offset += got
+        }
+    }
+
+    /// Reads a password into a scratch buffer that is wiped right after it is copied into locked memory.
+    private static func readSecret(_ socket: Int32, count: Int) throws -> SecretBytes {
+        guard count > 0 else { return SecretBytes(count: 0) }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
+        defer {
+            explicit_bzero(scratch.baseAddress!, count)
+            scratch.deallocate()
+        }
+        try readExactly(socket, into: scratch)
+        return SecretBytes(copying: UnsafeRawBufferPointer(scratch))
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+import Logging
+
+/// The PAM module's private channel: `$XDG_RUNTIME_DIR/keywell/control` (docs/control-protocol.md).
+///
+/// Bound early in start-up, before any bus exists. One thread accepts; each accepted connection
+/// is checked with `SO_PEERCRED` (root, the login process, or the user alone) before a byte is
+/// read, then served on its own short-lived thread with 5 s timeouts, so a stalled client never
+/// stalls the daemon.
+final class ControlSocketServer: @unchecked Sendable {
+    typealias Handler = @Sendable (ControlProtocol.Request) -> LoginSessions.Outcome
+
+    let path: String
+    private let handler: Handler
+    private let logger: Logger
+    private let listener: Int32
+    private let owner = getuid()
+    private let active = NSLock()
+    private var activeConnections = 0
+    private let maximumConnections = 16
+
+    /// Binds and listens at once, replacing a stale socket (the caller holds the instance lock,
+    /// so nobody else can be listening there).
+    init(path: String, logger: Logger, handler: @escaping Handler) throws(DaemonError) {
+        self.path = path
+        self.handler = handler
+        self.logger = logger
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw DaemonError("the control socket path \(path) is too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            guard existing.st_mode & S_IFMT == S_IFSOCK else {
+                throw DaemonError("\(path) exists and is not a socket")
+            }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw DaemonError("socket: \(String(cString: strerror(errno)))") }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 32) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw DaemonError("cannot listen on \(path): \(reason)")
+        }
+        listener = fd
+    }
+
+    func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "control-accept"
+        thread.stackSize = 256 << 10
+        thread.start()
+    }
+
+    /// Removes the socket file (at a clean exit, so the module starts a new daemon at once).
+    func removeSocketFile() {
+        unlink(path)
+    }
+
+    private func acceptLoop() {
+        while true {
+            // The daemon never spawns programs, so FD_CLOEXEC right after accept is race-free enough.
+            let connection = accept(listener, nil, nil)
+            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    usleep(100_000)
+                    continue
+                }
+                logger.error("control socket: accept failed: \(String(cString: strerror(errno)))")
+                return
+            }
+            guard let peer = peerCredentials(connection), peer.uid == 0 || peer.uid == owner else {
+                // Someone else: close without reading a byte.
+                close(connection)
+                continue
+            }
+            let admitted = active.withLock { () -> Bool in
+                guard activeConnections < maximumConnections else { return false }
+                activeConnections += 1
+                return true
+            }
+            guard admitted else {
+                ControlProtocol.writeAll(connection, ControlProtocol.response(status: SecStatus.allocate, message: "busy"))
+                close(connection)
+                continue
+            }
+            let thread = Thread { [self] in
+                serve(connection, peer: peer)
+                active.withLock { activeConnections -= 1 }
+            }
+            thread.name = "control"
+            thread.stackSize = 512 << 10
+            thread.start()
+        }
+    }
+
+    private func serve(_ connection: Int32, peer: PeerCredentials) {
+        defer { close(connection) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let outcome: LoginSessions.Outcome
+        do {
+            let request = try ControlProtocol.readRequest(from: connection)
+            logger.debug("control request \(Character(UnicodeScalar(request.operation.rawValue))) from pid \(peer.pid) (uid \(peer.uid))")
+            outcome = handler(request)
+        } catch let rejection as ControlProtocol.Rejection {
+            logger.notice("control request from pid \(peer.pid) refused: \(rejection.message)")
+            outcome = LoginSessions.Outcome(status: rejection.status, message: rejection.message)
+        } catch {
+            logger.debug("control client pid \(peer.pid) went away or stalled")
+            return
+        }
+        ControlProtocol.writeAll(connection, ControlProtocol.response(status: outcome.status, message: outcome.message))
+        shutdown(connection, Int32(SHUT_WR))
+    }
+
+    private func peerCredentials(_ connection: Int32) -> PeerCredentials? {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
+        return credentials
+    }
+}
+
+/// `struct ucred` (pid, uid, gid), which the Glibc module hides behind _GNU_SOURCE.
+struct PeerCredentials {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
+}

@@ -1,0 +1,149 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// `keywelld`: wires the engine, the session bus, the control socket and the timers together.
+///
+/// Threads: the main thread sets up, then waits for SIGTERM/SIGINT. D-Bus calls run on the
+/// D-Bus layer's worker pool (one I/O thread per connection hands them over) and go straight
+/// into the thread-safe engine; the control socket has an accept thread and a thread per
+/// request; the idle timer, the bus watcher and the sleep watcher have one thread each.
+public enum DaemonMain {
+    public static func run(arguments: [String]) -> Never {
+        // Before any thread exists, so every thread inherits it: SIGTERM and SIGINT are taken
+        // with sigwait on the main thread, never by a handler in the middle of a call.
+        var terminationSignals = sigset_t()
+        sigemptyset(&terminationSignals)
+        sigaddset(&terminationSignals, SIGTERM)
+        sigaddset(&terminationSignals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &terminationSignals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let options: DaemonOptions
+        switch DaemonOptions.parse(Array(arguments.dropFirst())) {
+        case .run(let parsed): options = parsed
+        case .info(let text): print(text, terminator: ""); exit(0)
+        case .usageError(let text): FileHandle.standardError.write(Data(text.utf8)); exit(2)
+        }
+
+        ProcessHardening.apply()
+        let level: Logger.Level = options.verbose ? .debug : .info
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
+        let logger = Logger(label: "keywelld")
+
+        let environment = ProcessInfo.processInfo.environment
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(environment: environment, logger: logger)
+        } catch {
+            fail("\(error)")
+        }
+        daemon.start()
+
+        var received: Int32 = 0
+        while sigwait(&terminationSignals, &received) != 0 {}
+        daemon.shutDown(signal: received)
+        exit(0)
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("keywelld: \(message)\n".utf8))
+        exit(1)
+    }
+}
+
+/// The running service's parts.
+final class Daemon: @unchecked Sendable {
+    let store: KeychainStore
+    let logger: Logger
+    let environment: [String: String]
+    let emitter: SignalEmitter
+    let autoLock: AutoLock
+    let sessions: LoginSessions
+    let busLink: SessionBusLink
+    let sleepWatcher: SleepWatcher
+    private var instanceLock: InstanceLock?
+    private var controlServer: ControlSocketServer?
+
+    init(environment: [String: String], logger: Logger) throws {
+        self.environment = environment
+        self.logger = logger
+        let paths = try KeywellPaths.fromEnvironment(environment)
+        store = try KeychainStore(paths: paths, kdf: Self.kdfParameters(environment), logger: Logger(label: "keywell.core"))
+        emitter = SignalEmitter(logger: logger)
+        store.onEvent = { [emitter] event in emitter.emit(event) }
+        autoLock = AutoLock(store: store, logger: logger)
+        sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
+        let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
+                                          callers: CallerIdentity(), logger: logger)
+        sleepWatcher = SleepWatcher(store: store, logger: logger)
+        let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
+        let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
+        busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
+                                 logger: logger, onClaimed: { _ in }, onNameTaken: { message in
+            DaemonMain.fail("\(message); exiting")
+        })
+        try openControlSocket(in: paths.runtimeDirectory.path)
+    }
+
+    /// `KEYWELL_TEST_FAST_KDF=1`: libsodium's minimum Argon2id cost for keychains this daemon
+    /// creates or re-wraps. For test suites only (they create hundreds of keychains); never set
+    /// it for real keychains. Existing keychains always open with the cost stored in them.
+    static func kdfParameters(_ environment: [String: String]) -> KDFParameters {
+        environment["KEYWELL_TEST_FAST_KDF"] == "1" ? .fastForTests : .default
+    }
+
+    /// The single-instance lock, then the PAM module's socket: both before the bus, which may not
+    /// exist yet. Without a usable runtime folder the daemon still serves D-Bus.
+    private func openControlSocket(in folderPath: String) throws {
+        let folder: RuntimeFolder
+        do {
+            folder = try RuntimeFolder.prepare(folderPath)
+        } catch {
+            logger.warning("no control socket for PAM: \(error)")
+            return
+        }
+        switch try InstanceLock.acquire(at: folder.lockFilePath) {
+        case .heldBy(let pid):
+            let who = pid.map { "pid \($0)\(CallerIdentity.executable(of: $0).map { " (\($0))" } ?? "")" } ?? "another process"
+            throw DaemonError("already running for this user: \(who) holds \(folder.lockFilePath); exiting")
+        case .acquired(let lock):
+            instanceLock = lock
+        }
+        do {
+            let sessions = self.sessions
+            let server = try ControlSocketServer(path: folder.controlSocketPath, logger: logger) { request in
+                Daemon.serve(request, sessions: sessions)
+            }
+            server.start()
+            controlServer = server
+        } catch {
+            logger.warning("no control socket for PAM: \(error)")
+        }
+    }
+
+    private static func serve(_ request: ControlProtocol.Request, sessions: LoginSessions) -> LoginSessions.Outcome {
+        switch request.operation {
+        case .openSession: sessions.openSession(password: request.fields.first)
+        case .closeSession: sessions.closeSession()
+        case .changePassword: sessions.changePassword(old: request.fields[0], new: request.fields[1])
+        case .ping: .ok("keywelld \(DaemonOptions.version)")
+        }
+    }
+
+    func start() {
+        busLink.start()
+        autoLock.start()
+        sleepWatcher.start(environment: environment)
+    }
+
+    /// SIGTERM/SIGINT: lock every keychain (the signals go out), flush the bus, remove the socket.
+    func shutDown(signal: Int32) {
+        logger.info("\(signal == SIGINT ? "SIGINT" : "SIGTERM"): locking every keychain and exiting")
+        store.lockAll()
+        busLink.close()
+        controlServer?.removeSocketFile()
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+import Logging
+
+/// What the PAM module tells the daemon (docs/control-protocol.md §3): sessions counted as
+/// opens minus closes, the login keychain unlocked or created at login and locked at the last
+/// logout, and its password changed with the login password.
+///
+/// Drift (the keychain's password is not the login password any more, e.g. root reset it): the
+/// login password is kept, in locked memory, until the user unlocks `login` with its old
+/// password through D-Bus; that unlock re-wraps the keychain to the login password (macOS's
+/// "Update Keychain Password") and drops it. The last logout drops it too.
+final class LoginSessions: @unchecked Sendable {
+    struct Outcome: Sendable {
+        var status: OSStatus
+        var message: String
+        static func ok(_ message: String = "") -> Outcome { Outcome(status: SecStatus.success, message: message) }
+        init(status: OSStatus, message: String) {
+            self.status = status
+            self.message = message
+        }
+        init(_ error: KeychainError) { self.init(status: error.status, message: error.wireMessage) }
+    }
+
+    private let store: KeychainStore
+    private let autoLock: AutoLock
+    private let logger: Logger
+    /// One control request at a time: two logins at once must not both create `login`.
+    private let serial = NSLock()
+    private let state = NSLock()
+    private var openSessions = 0
+    private var driftedLoginPassword: SecretBytes?
+
+    private static let login = KeywellNames.loginKeychain
+
+    init(store: KeychainStore, autoLock: AutoLock, logger: Logger) {
+        self.store = store
+        self.autoLock = autoLock
+        self.logger = logger
+    }
+
+    var sessionCount: Int { state.withLock { openSessions } }
+
+    // MARK: Control requests
+
+    /// `O`: one more session; with a password, unlock `login` or create it.
+    func openSession(password: SecretBytes?) -> Outcome {
+        serial.withLock {
+            let count = state.withLock { () -> Int in
+                openSessions += 1
+                return openSessions
+            }
+            logger.info("session opened (\(count) open)")
+            guard let password else { return .ok("session counted") }
+            do throws(KeychainError) {
+                guard try store.isLocked(Self.login) else { return .ok("login is already unlocked") }
+                try store.unlock(Self.login, password: password)
+                autoLock.rearm()
+                state.withLock { driftedLoginPassword = nil }
+                logger.info("unlocked login at login")
+                return .ok("login unlocked")
+            } catch let error where error.status == SecStatus.noSuchKeychain {
+                return createLoginKeychain(password: password)
+            } catch let error where error.status == SecStatus.authFailed {
+                state.withLock { driftedLoginPassword = password }
+                logger.notice("the login keychain has a different password than the login; it stays locked")
+                return Outcome(status: error.status, message:
+                    "the login keychain's password is not the login password; unlock it once with its own password to update it")
+            } catch {
+                logger.error("cannot unlock login at login: \(error.wireMessage)")
+                return Outcome(error)
+            }
+        }
+    }
+
+    /// `C`: one session less; the last one locks `login`.
+    func closeSession() -> Outcome {
+        serial.withLock {
+            let remaining = state.withLock { () -> Int in
+                openSessions = max(0, openSessions - 1)
+                if openSessions == 0 { driftedLoginPassword = nil }
+                return openSessions
+            }
+            logger.info("session closed (\(remaining) open)")
+            guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
+            do throws(KeychainError) {
+                try store.lock(Self.login)
+                return .ok("login locked")
+            } catch let error where error.status == SecStatus.noSuchKeychain {
+                return .ok("no login keychain to lock")
+            } catch {
+                logger.error("cannot lock login at logout: \(error.wireMessage)")
+                return Outcome(error)
+            }
+        }
+    }
+
+    /// `P`: re-wrap `login` from the old login password to the new one.
+    func changePassword(old: SecretBytes, new: SecretBytes) -> Outcome {
+        serial.withLock {
+            do throws(KeychainError) {
+                try store.changePassword(Self.login, old: old, new: new)
+                state.withLock { driftedLoginPassword = nil }
+                logger.info("login keychain password changed with the login password")
+                return .ok("login re-wrapped")
+            } catch let error where error.status == SecStatus.authFailed {
+                // Already drifted: the keychain keeps an older password; remember the new one.
+                state.withLock { driftedLoginPassword = new }
+                logger.notice("the login keychain's password was not the old login password; not changed")
+                return Outcome(error)
+            } catch {
+                if error.status != SecStatus.noSuchKeychain {
+                    logger.error("cannot change the login keychain's password: \(error.wireMessage)")
+                }
+                return Outcome(error)
+            }
+        }
+    }
+
+    // MARK: From the native API
+
+    /// After a successful `Unlock` through D-Bus: if `login` has drifted from the login password,
+    /// the password that just opened it re-wraps it to the login password.
+    func keychainUnlocked(_ keychain: String, with password: SecretBytes) {
+        guard let loginPassword = state.withLock({ driftedLoginPassword }) else { return }
+        guard (try? store.info(keychain)[KeychainInfoKey.isLogin]) == .bool(true) else { return }
+        do throws(KeychainError) {
+            try store.changePassword(Self.login, old: password, new: loginPassword)
+            state.withLock { if driftedLoginPassword === loginPassword { driftedLoginPassword = nil } }
+            logger.notice("updated the login keychain's password to the login password")
+        } catch {
+            logger.error("cannot update the login keychain's password: \(error.wireMessage)")
+        }
+    }
+
+    // MARK: First login
+
+    private func createLoginKeychain(password: SecretBytes) -> Outcome {
+        do throws(KeychainError) {
+            _ = try store.createKeychain(Self.login, password: password)
+            logger.info("created the login keychain at the first login")
+        } catch {
+            logger.error("cannot create the login keychain: \(error.wireMessage)")
+            return Outcome(error)
+        }
+        do throws(KeychainError) {
+            // The default and the search list as macOS has them after a first login.
+            if (try? store.defaultKeychain()) == nil { try store.setDefaultKeychain(Self.login) }
+            let list = try store.searchList()
+            if !list.contains(Self.login) { try store.setSearchList([Self.login] + list) }
+        } catch {
+            logger.error("created login, but cannot make it the default: \(error.wireMessage)")
+            return Outcome(error)
+        }
+        return .ok("login created")
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// `/org/keywell/Keychain`: the native API. Each call runs on a D-Bus worker thread and goes
+/// straight to the engine (thread-safe), so slow calls (a key derivation) never hold up others.
+/// Signals go out from the engine's events during the call, hence before its reply.
+final class NativeKeychainObject: DBusObject {
+    private let store: KeychainStore
+    private let sessions: LoginSessions
+    private let autoLock: AutoLock
+    private let callers: CallerIdentity
+    private let logger: Logger
+
+    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, logger: Logger) {
+        self.store = store
+        self.sessions = sessions
+        self.autoLock = autoLock
+        self.callers = callers
+        self.logger = logger
+    }
+
+    func interfaces(at path: String) -> [DBusInterface]? {
+        path == KeywellNames.objectPath ? [NativeInterface.description] : nil
+    }
+
+    func handle(_ call: DBusMethodCall) {
+        guard let method = call.method else {
+            call.reply(error: .unknownMethod("No method \(call.member)"))
+            return
+        }
+        let start = ContinuousClock.now
+        let level: Logger.Level = Self.changesKeychains.contains(method.name) ? .info : .debug
+        // Asked before the reply, while the caller is surely still connected; only when logged.
+        let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil
+        do throws(KeychainError) {
+            // design.md: a call whose D-Bus signature is wrong is Param (not InvalidArgs).
+            guard call.signature == method.inputSignature else {
+                throw KeychainError.param("\(method.name) takes (\(method.inputSignature.rawValue)), got (\(call.signature.rawValue))")
+            }
+            let values = try perform(method.name, call.arguments, call)
+            call.reply(values)
+            log(call, caller: caller, outcome: "ok", level: level, since: start)
+        } catch {
+            call.reply(error: DBusError(name: error.dbusErrorName, message: error.wireMessage))
+            let errorLevel: Logger.Level = error.status == SecStatus.authFailed ? .notice : level
+            log(call, caller: caller, outcome: error.wireMessage, level: errorLevel, since: start)
+        }
+    }
+
+    /// Calls logged at info level: they change keychains, not items.
+    private static let changesKeychains: Set<String> = [
+        "CreateKeychain", "DeleteKeychain", "SetSearchList", "SetDefaultKeychain", "Unlock", "Lock", "LockAll",
+        "ChangePassword", "SetSettings",
+    ]
+
+    private func perform(_ member: String, _ arguments: [DBusValue], _ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
+        switch member {
+        case "Add":
+            let result = try store.add(WireConversion.wireDictionary(arguments[0]))
+            return [WireConversion.dbusDictionary(result)]
+        case "CopyMatching":
+            let results = try store.copyMatching(WireConversion.wireDictionary(arguments[0]))
+            return [WireConversion.dbusDictionaryArray(results)]
+        case "Update":
+            try store.update(WireConversion.wireDictionary(arguments[0]), WireConversion.wireDictionary(arguments[1]))
+            return []
+        case "Delete":
+            try store.delete(WireConversion.wireDictionary(arguments[0]))
+            return []
+        case "CreateKeychain":
+            let path = try store.createKeychain(string(arguments[0]), password: secret(arguments[1]))
+            autoLock.rearm()
+            return [.string(path)]
+        case "DeleteKeychain":
+            try store.deleteKeychain(string(arguments[0]))
+            return []
+        case "ListKeychains":
+            return [.stringArray(try store.listKeychains())]
+        case "GetSearchList":
+            return [.stringArray(try store.searchList())]
+        case "SetSearchList":
+            try store.setSearchList(WireConversion.keychainList(arguments[0]))
+            return []
+        case "GetDefaultKeychain":
+            return [.string(try store.defaultKeychain())]
+        case "SetDefaultKeychain":
+            try store.setDefaultKeychain(string(arguments[0]))
+            return []
+        case "GetLoginKeychain":
+            return [.string(try store.loginKeychain())]
+        case "Unlock":
+            let keychain = string(arguments[0])
+            let password = secret(arguments[1])
+            try store.unlock(keychain, password: password)
+            autoLock.rearm()
+            sessions.keychainUnlocked(keychain, with: password)
+            return []
+        case "Lock":
+            try store.lock(string(arguments[0]))
+            return []
+        case "LockAll":
+            store.lockAll()
+            return []
+        case "ChangePassword":
+            try store.changePassword(string(arguments[0]), old: secret(arguments[1]), new: secret(arguments[2]))
+            return []
+        case "GetInfo":
+            return [WireConversion.dbusDictionary(try store.info(string(arguments[0])))]
+        case "SetSettings":
+            try store.setSettings(string(arguments[0]), WireConversion.wireDictionary(arguments[1]))
+            autoLock.rearm()
+            return []
+        default:
+            throw KeychainError(SecStatus.unimplemented, detail: member)
+        }
+    }
+
+    /// The signature was checked, so the argument has the declared type.
+    private func string(_ value: DBusValue) -> String { value.stringValue ?? "" }
+
+    /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
+    private func secret(_ value: DBusValue) -> SecretBytes {
+        if case .bytes(let bytes) = value { return SecretBytes(copying: bytes) }
+        return SecretBytes(copying: value.bytesValue ?? [])
+    }
+
+    private func log(_ call: DBusMethodCall, caller: String?, outcome: String, level: Logger.Level,
+                     since start: ContinuousClock.Instant) {
+        guard logger.logLevel <= level else { return }
+        let elapsed = ContinuousClock.now - start
+        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        // Arguments are never logged (they may hold secrets), only the keychain a call names.
+        var subject = call.member
+        if call.member != "SetSearchList", let keychain = call.arguments.first?.stringValue { subject += " \"\(keychain)\"" }
+        logger.log(level: level, "\(subject): \(outcome)", metadata: [
+            "caller": "\(caller ?? callers.describe(call.sender, on: call.connection))",
+            "us": "\(microseconds)",
+        ])
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// The daemon's place on the session bus: connects, exports the native object, owns
+/// `org.keywell.Keychain`, and, whenever there is no bus (not yet, or it went away), waits for
+/// one and claims the name as soon as it appears. The control socket works all along.
+final class SessionBusLink: @unchecked Sendable {
+    enum Attempt {
+        case claimed(DBusConnection)
+        /// No bus to talk to (yet); the reason, for a debug line.
+        case noBus(String)
+        /// Someone else owns the name: a message for people.
+        case nameTaken(String)
+    }
+
+    let address: String
+    private let object: any DBusObject
+    private let emitter: SignalEmitter
+    private let logger: Logger
+    private let onClaimed: @Sendable (DBusConnection) -> Void
+    private let onNameTaken: @Sendable (String) -> Void
+    private let lock = NSLock()
+    private var connection: DBusConnection?
+    private var closing = false
+
+    init(address: String, object: any DBusObject, emitter: SignalEmitter, logger: Logger,
+         onClaimed: @escaping @Sendable (DBusConnection) -> Void, onNameTaken: @escaping @Sendable (String) -> Void) {
+        self.address = address
+        self.object = object
+        self.emitter = emitter
+        self.logger = logger
+        self.onClaimed = onClaimed
+        self.onNameTaken = onNameTaken
+    }
+
+    var currentConnection: DBusConnection? { lock.withLock { connection } }
+
+    /// One attempt now (on the caller's thread, so start-up owns the name as early as possible),
+    /// then a background thread keeps the link up.
+    func start() {
+        let first = attempt()
+        if case .nameTaken(let message) = first { onNameTaken(message) }
+        let thread = Thread { [self] in maintain(after: first) }
+        thread.name = "session-bus"
+        thread.stackSize = 256 << 10
+        thread.start()
+    }
+
+    /// Closes the connection (flushing queued signals) and stops reconnecting.
+    func close() {
+        let current = lock.withLock { () -> DBusConnection? in
+            closing = true
+            return connection
+        }
+        current?.close()
+    }
+
+    func attempt() -> Attempt {
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection(address: address)
+        } catch {
+            return .noBus(error.message)
+        }
+        do {
+            try connection.register(object, at: KeywellNames.objectPath)
+            switch try connection.requestName(KeywellNames.busName, flags: [.doNotQueue]) {
+            case .primaryOwner, .alreadyOwner:
+                break
+            case .exists, .inQueue:
+                let message = Self.ownerDescription(on: connection)
+                connection.close()
+                return .nameTaken(message)
+            }
+        } catch {
+            connection.close()
+            return .noBus(error.message)
+        }
+        lock.withLock { self.connection = connection }
+        emitter.use(connection)
+        onClaimed(connection)
+        return .claimed(connection)
+    }
+
+    private func maintain(after first: Attempt) {
+        var outcome = first
+        let watcher = BusSocketWatcher(address: address)
+        var reportedAbsence = false
+        // After the folder changed, the bus may have its socket but not listen yet: retry soon.
+        var quickRetries = 0
+        while true {
+            switch outcome {
+            case .claimed(let connection):
+                logger.info("owning \(KeywellNames.busName) on \(address)")
+                reportedAbsence = false
+                connection.run()  // until the bus goes away or close()
+                emitter.use(nil)
+                lock.withLock { self.connection = nil }
+                if lock.withLock({ closing }) { return }
+                logger.notice("lost the session bus; waiting for a new one")
+            case .noBus(let reason):
+                if !reportedAbsence {
+                    logger.debug("no session bus at \(address) yet (\(reason)); serving the control socket meanwhile")
+                    reportedAbsence = true
+                }
+                if quickRetries > 0 {
+                    quickRetries -= 1
+                    watcher.wait(timeout: .milliseconds(50))
+                } else if watcher.wait(timeout: .seconds(2)) {
+                    quickRetries = 20
+                }
+            case .nameTaken(let message):
+                onNameTaken(message)
+                return
+            }
+            if lock.withLock({ closing }) { return }
+            outcome = attempt()
+        }
+    }
+
+    /// "pid 123 (/usr/bin/keywelld)" for the connection that owns the name.
+    private static func ownerDescription(on connection: DBusConnection) -> String {
+        guard let owner = try? connection.nameOwner(KeywellNames.busName) else {
+            return "\(KeywellNames.busName) is already owned by another connection"
+        }
+        guard let pid = try? connection.unixProcessID(of: owner) else {
+            return "\(KeywellNames.busName) is already owned by \(owner)"
+        }
+        let executable = CallerIdentity.executable(of: pid_t(bitPattern: pid)).map { " (\($0))" } ?? ""
+        return "\(KeywellNames.busName) is already owned by pid \(pid)\(executable), bus connection \(owner)"
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// Turns the engine's events into the native API's signals on the session bus. Events that happen
+/// while there is no bus (a login before the session bus exists) are only logged.
+final class SignalEmitter: @unchecked Sendable {
+    private let logger: Logger
+    private let lock = NSLock()
+    private var connection: DBusConnection?
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// The connection signals go out on, once it owns the bus name (nil: none).
+    func use(_ connection: DBusConnection?) {
+        lock.withLock { self.connection = connection }
+    }
+
+    func emit(_ event: KeychainEvent) {
+        let (member, argument) = Self.signal(for: event)
+        logger.debug("signal \(member)")
+        guard let connection = lock.withLock({ self.connection }) else { return }
+        do {
+            try connection.emitSignal(path: KeywellNames.objectPath, interface: KeywellNames.interface,
+                                      member: member, arguments: [argument])
+        } catch {
+            logger.warning("cannot send \(member): \(error.message)")
+        }
+    }
+
+    static func signal(for event: KeychainEvent) -> (member: String, argument: DBusValue) {
+        switch event {
+        case .locked(let name): ("KeychainLocked", .string(name))
+        case .unlocked(let name): ("KeychainUnlocked", .string(name))
+        case .itemsChanged(let name): ("ItemsChanged", .string(name))
+        case .defaultKeychainChanged(let name): ("DefaultKeychainChanged", .string(name))
+        case .searchListChanged(let names): ("SearchListChanged", .stringArray(names))
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import Logging
+
+/// Locks the keychains set to lock on sleep when logind announces sleep (`PrepareForSleep(true)`
+/// on the system bus). While awake it holds a logind "delay" inhibitor, so the machine waits
+/// (up to logind's InhibitDelayMaxSec) until the keys are gone before it sleeps.
+///
+/// The system bus is `DBUS_SYSTEM_BUS_ADDRESS`, else `/run/dbus/system_bus_socket` when it
+/// exists; without one (containers, CI) the daemon carries on without lock-on-sleep.
+final class SleepWatcher: @unchecked Sendable {
+    private static let login1 = "org.freedesktop.login1"
+    private static let login1Path = "/org/freedesktop/login1"
+    private static let managerInterface = "org.freedesktop.login1.Manager"
+
+    private let store: KeychainStore
+    private let logger: Logger
+    private let lock = NSLock()
+    private var connection: DBusConnection?
+    private var inhibitor: Int32 = -1
+
+    init(store: KeychainStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    static func systemBusAddress(environment: [String: String]) -> String? {
+        if let address = environment["DBUS_SYSTEM_BUS_ADDRESS"], !address.isEmpty { return address }
+        let standard = "/run/dbus/system_bus_socket"
+        return access(standard, F_OK) == 0 ? "unix:path=" + standard : nil
+    }
+
+    /// Connects in the background (never on the start-up path).
+    func start(environment: [String: String]) {
+        guard let address = Self.systemBusAddress(environment: environment) else {
+            logger.debug("no system bus: lock on sleep is off")
+            return
+        }
+        let thread = Thread { [self] in connect(to: address) }
+        thread.name = "sleep-watcher"
+        thread.stackSize = 256 << 10
+        thread.start()
+    }
+
+    private func connect(to address: String) {
+        do {
+            let connection = try DBusConnection(address: address)
+            try connection.addMatch(DBusMatchRule(sender: Self.login1, path: Self.login1Path, interface: Self.managerInterface,
+                                                  member: "PrepareForSleep")) { [weak self] signal in
+                guard let self, let sleeping = signal.arguments.first?.boolValue else { return }
+                sleeping ? prepareForSleep() : resumed()
+            }
+            lock.withLock { self.connection = connection }
+            takeInhibitor()
+            logger.debug("watching logind for sleep")
+        } catch {
+            logger.debug("no lock on sleep: the system bus at \(address) is not usable (\(error.message))")
+        }
+    }
+
+    private func prepareForSleep() {
+        let locked = store.lockForSleep()
+        if !locked.isEmpty { logger.info("locked for sleep: \(locked.joined(separator: ", "))") }
+        releaseInhibitor()
+    }
+
+    private func resumed() {
+        takeInhibitor()
+    }
+
+    private func takeInhibitor() {
+        guard let connection = lock.withLock({ self.connection }), lock.withLock({ inhibitor < 0 }) else { return }
+        do {
+            let reply = try connection.call(destination: Self.login1, path: Self.login1Path, interface: Self.managerInterface,
+                                            member: "Inhibit",
+                                            arguments: ["sleep", "keywelld", "Lock keychains before sleep", "delay"],
+                                            timeout: .seconds(5))
+            guard let fd = reply.first?.unixFDValue else { return }
+            let previous = lock.withLock { () -> Int32 in
+                defer { inhibitor = fd }
+                return inhibitor
+            }
+            if previous >= 0 { close(previous) }
+        } catch {
+            logger.debug("no sleep inhibitor (\(error.message)); locking on sleep without delaying it")
+        }
+    }
+
+    private func releaseInhibitor() {
+        let fd = lock.withLock { () -> Int32 in
+            defer { inhibitor = -1 }
+            return inhibitor
+        }
+        if fd >= 0 { close(fd) }
+    }
+}

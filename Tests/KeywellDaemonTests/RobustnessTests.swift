@@ -1,0 +1,110 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+import KeywellTestSupport
+import Testing
+
+/// Several clients, a daemon killed mid-write, timers.
+@Suite struct RobustnessTests {
+    @Test func severalClientsAtOnce() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        let clients = try (0..<8).map { _ in try fixture.bus.connect() }
+        defer { clients.forEach { $0.close() } }
+        let failures = LockedCounter()
+        DispatchQueue.concurrentPerform(iterations: clients.count) { index in
+            let client = clients[index]
+            for item in 0..<25 {
+                let attributes = genp("client\(index)-\(item)", ["v_Data": secret("\(index).\(item)")])
+                do {
+                    _ = try client.call(destination: KeywellNames.busName, path: KeywellNames.objectPath, interface: KeywellNames.interface,
+                                        member: "Add", arguments: [.stringVariantDict(attributes)])
+                    let found = try client.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
+                                                interface: KeywellNames.interface, member: "CopyMatching",
+                                                arguments: [.stringVariantDict(genp("client\(index)-\(item)", ["r_Data": true]))])
+                    if found.first?.asStringVariantDictArray()?.first?["v_Data"] != secret("\(index).\(item)") { failures.increment() }
+                } catch {
+                    failures.increment()
+                }
+            }
+        }
+        #expect(failures.value == 0)
+        #expect(try fixture.info("login")["itemCount"] == .uint32(200))
+    }
+
+    @Test func killNineLosesNoAcknowledgedItem() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        let acknowledged = LockedList()
+        let writer = Thread {
+            for index in 0..<100_000 {
+                do {
+                    try fixture.add(genp("item\(index)", ["v_Data": secret("\(index)")]))
+                    acknowledged.append("item\(index)")
+                } catch {
+                    return  // the daemon died under us
+                }
+            }
+        }
+        writer.start()
+        try waitUntil { acknowledged.count >= 50 }
+        let pid = try fixture.daemonPID()
+        kill(pid, SIGKILL)
+        try waitUntil { !writer.isExecuting && acknowledged.isFrozen(after: .milliseconds(200)) }
+        // The next call activates a new daemon; the keychain is locked now, but attributes are readable.
+        let found = try fixture.copyMatching(["class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true])
+        let stored = Set(found.compactMap { $0["acct"]?.stringValue })
+        let missing = acknowledged.all.filter { !stored.contains($0) }
+        #expect(missing.isEmpty, "acknowledged but lost: \(missing.prefix(5))")
+        #expect(try fixture.daemonPID() != pid)
+    }
+
+    @Test func idleKeychainLocksAfterItsTimeout() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        try fixture.createKeychain("short")
+        let recorder = try SignalRecorder(fixture.client)
+        let clock = ContinuousClock()
+        try fixture.call("SetSettings", ["short", .stringVariantDict(["lockAfterSeconds": .uint32(1)])])
+        let start = clock.now
+        #expect(recorder.wait(for: signal("KeychainLocked", "short"), timeout: .seconds(3)))
+        #expect(clock.now - start < .milliseconds(2500))
+        #expect(try fixture.info("short")["locked"] == true)
+        #expect(try fixture.info("login")["locked"] == false, "login never locks by itself")
+    }
+
+    @Test func useRearmsTheIdleTimer() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("short")
+        try fixture.add(genp("a", ["u_Keychain": "short"]))
+        try fixture.call("SetSettings", ["short", .stringVariantDict(["lockAfterSeconds": .uint32(1)])])
+        // Keep using it for 2 s: it stays unlocked.
+        for _ in 0..<8 {
+            usleep(250_000)
+            _ = try fixture.copyMatching(genp("a", ["u_Keychain": "short", "r_Data": true]))
+        }
+        #expect(try fixture.info("short")["locked"] == false)
+        try waitUntil(timeout: .seconds(3)) { try fixture.info("short")["locked"] == true }
+    }
+}
+
+final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
+
+final class LockedList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    func append(_ item: String) { lock.withLock { items.append(item) } }
+    var all: [String] { lock.withLock { items } }
+    var count: Int { lock.withLock { items.count } }
+    /// True when nothing was appended for `interval`.
+    func isFrozen(after interval: Duration) -> Bool {
+        let before = count
+        usleep(UInt32(interval.components.attoseconds / 1_000_000_000_000 + interval.components.seconds * 1_000_000))
+        return count == before
+    }
+}
