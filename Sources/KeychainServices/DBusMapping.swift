@@ -23,6 +23,18 @@ enum DBusMapping {
         .stringVariantDict(dictionary.mapValues(dbusValue))
     }
 
+    /// `a{sv}` whose secret (`v_Data`) bytes are also handed to the caller, who wipes them
+    /// once the call is over.
+    static func dbusDictionary(_ dictionary: WireDictionary, secrets: inout [[UInt8]]) -> DBusValue {
+        var values = dictionary.mapValues(dbusValue)
+        if case .data(let secret)? = dictionary[WireKey.valueData] {
+            let bytes = [UInt8](secret)
+            secrets.append(bytes)
+            values[WireKey.valueData] = .bytes(bytes)
+        }
+        return .stringVariantDict(values)
+    }
+
     // MARK: D-Bus → wire values
 
     /// Any D-Bus value the native API can send back; nil for types it never uses.

@@ -76,7 +76,7 @@ public final class KeywellClient: Sendable {
     /// `Add`: the result holds what the `r_*` keys asked for (`{}` without any).
     @discardableResult
     public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
-        let reply = try call("Add", [DBusMapping.dbusDictionary(attributes)])
+        let reply = try callWipingSecrets("Add", [attributes])
         return try DBusMapping.wireDictionary(reply.first, in: "Add")
     }
 
@@ -96,7 +96,7 @@ public final class KeywellClient: Sendable {
 
     /// `Update`: changes every match.
     public func update(_ query: WireDictionary, attributes: WireDictionary) throws(KeychainError) {
-        _ = try call("Update", [DBusMapping.dbusDictionary(query), DBusMapping.dbusDictionary(attributes)])
+        _ = try callWipingSecrets("Update", [query, attributes])
     }
 
     /// `Delete`: deletes every match.
@@ -203,6 +203,22 @@ public final class KeywellClient: Sendable {
         } catch {
             throw DBusMapping.keychainError(error)
         }
+    }
+
+    /// Sends dictionaries that may hold a secret (`v_Data`) and overwrites the copies made
+    /// for the message once the call is over (the caller's own Data is the caller's).
+    private func callWipingSecrets(_ member: String, _ dictionaries: [WireDictionary]) throws(KeychainError) -> [DBusValue] {
+        var secrets: [[UInt8]] = []
+        defer { for index in secrets.indices { PasswordBytes.wipe(&secrets[index]) } }
+        return try sendDictionaries(member, dictionaries, &secrets)
+    }
+
+    /// Separate so that the arguments are released before the caller wipes `secrets`.
+    private func sendDictionaries(_ member: String, _ dictionaries: [WireDictionary],
+                                  _ secrets: inout [[UInt8]]) throws(KeychainError) -> [DBusValue] {
+        var arguments: [DBusValue] = []
+        for dictionary in dictionaries { arguments.append(DBusMapping.dbusDictionary(dictionary, secrets: &secrets)) }
+        return try call(member, arguments)
     }
 
     private func string(from reply: [DBusValue], _ member: String) throws(KeychainError) -> String {

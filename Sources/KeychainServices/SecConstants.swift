@@ -5,6 +5,11 @@
 public let kSecClass: CFString = "class"
 public let kSecClassGenericPassword: CFString = "genp"
 public let kSecClassInternetPassword: CFString = "inet"
+// Keywell stores passwords only: these exist so that code naming them compiles; the daemon
+// answers errSecNoSuchClass for them.
+public let kSecClassCertificate: CFString = "cert"
+public let kSecClassKey: CFString = "keys"
+public let kSecClassIdentity: CFString = "idnt"
 
 // Attributes
 public let kSecAttrAccount: CFString = "acct"
@@ -28,6 +33,8 @@ public let kSecAttrAccessible: CFString = "pdmn"
 public let kSecAttrCreationDate: CFString = "cdat"
 public let kSecAttrModificationDate: CFString = "mdat"
 public let kSecAttrSynchronizable: CFString = "sync"
+/// A kSecAttrSynchronizable value for queries: both kinds (every Keywell item is non-synchronizable).
+public let kSecAttrSynchronizableAny: CFString = "syna"
 
 // Values, return types, match options, use options
 public let kSecValueData: CFString = "v_Data"
@@ -43,6 +50,15 @@ public let kSecMatchLimitAll: CFString = "m_LimitAll"
 public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
 public let kSecMatchSearchList: CFString = "m_SearchList"
 public let kSecUseKeychain: CFString = "u_Keychain"
+// Apple's switches between its two keychain implementations and its UI. Keywell has one
+// implementation and no UI: the client accepts these keys and drops them.
+public let kSecUseDataProtectionKeychain: CFString = "nleg"
+public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
+public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
+public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
+public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
+public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
+public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
 
 // kSecAttrAccessible values
 public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"

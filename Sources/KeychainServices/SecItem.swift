@@ -1,0 +1,62 @@
+import Foundation
+import KeywellProtocol
+
+// Apple's SecItem functions with Apple's Swift signatures, over the native D-Bus API
+// (through `KeywellClient.default`). Semantics: security-cli.md §2 and design.md.
+
+/// Adds an item. With `kSecReturn*` keys and a `result` pointer, the new item comes back as a
+/// limit-one search would return it; without return keys `result` is set to nil (as the
+/// data-protection keychain does).
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    osStatus { () throws(KeychainError) in
+        var wire = try ValueConversion.wireDictionary(attributes, role: .add)
+        let shape = ResultShape(query: wire)
+        if result == nil {
+            // Nobody will look at the result: do not make the daemon read secrets for it.
+            for key in [WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef] { wire[key] = nil }
+        }
+        let reply = try KeywellClient.default.add(wire)
+        if let result { result.pointee = try shape.addResult(reply) }
+    }
+}
+
+/// Searches. The result's shape follows the return keys and `kSecMatchLimit` (default one);
+/// no match is errSecItemNotFound. Asking for a return type without a `result` pointer is
+/// errSecParam, as on Apple platforms.
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    osStatus { () throws(KeychainError) in
+        let wire = try ValueConversion.wireDictionary(query, role: .query)
+        let shape = ResultShape(query: wire)
+        if result == nil && !shape.returnsNothing {
+            throw .param("a return type was asked for without a result pointer")
+        }
+        let matches = try KeywellClient.default.copyMatching(wire)
+        if let result { result.pointee = try shape.copyMatchingResult(matches) }
+    }
+}
+
+/// Changes every item that matches `query` (Keywell's documented choice; Apple's legacy
+/// keychain changes only the first unless `kSecMatchLimitAll`).
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    osStatus { () throws(KeychainError) in
+        let wireQuery = try ValueConversion.wireDictionary(query, role: .query)
+        let changes = try ValueConversion.wireDictionary(attributesToUpdate, role: .attributesToUpdate)
+        try KeywellClient.default.update(wireQuery, attributes: changes)
+    }
+}
+
+/// Deletes every item that matches `query`.
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    osStatus { () throws(KeychainError) in
+        try KeywellClient.default.delete(ValueConversion.wireDictionary(query, role: .query))
+    }
+}
+
+/// Apple's message for a status (the SecBase.h comment texts). Unknown codes get Apple's
+/// generic sentence naming the number.
+public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
+    guard SecStatus.name(for: status) != nil else {
+        return "The operation couldn\u{2019}t be completed. (OSStatus error \(status).)"
+    }
+    return SecStatus.message(for: status)
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import KeywellDBus
+import KeywellProtocol
+@testable import KeychainServices
+
+/// Wire values ↔ D-Bus values, and D-Bus failures → OSStatus.
+@Suite struct DBusMappingTests {
+    @Test func wireValuesTravelAsTheDaemonExpects() {
+        #expect(DBusMapping.dbusValue(.string("a")) == .string("a"))
+        #expect(DBusMapping.dbusValue(.data(Data([1, 2]))) == .bytes([1, 2]))
+        #expect(DBusMapping.dbusValue(.bool(true)) == .bool(true))
+        #expect(DBusMapping.dbusValue(.integer(443)) == .int64(443))
+        #expect(DBusMapping.dbusValue(.strings(["a", "b"])) == .stringArray(["a", "b"]))
+    }
+
+    @Test func repliesAcceptAnyIntegerType() {
+        let integers: [DBusValue] = [.byte(7), .int16(7), .uint16(7), .int32(7), .uint32(7), .int64(7), .uint64(7)]
+        for value in integers { #expect(DBusMapping.wireValue(value) == .integer(7)) }
+        #expect(DBusMapping.wireValue(.variant(.uint32(443))) == .integer(443))
+        #expect(DBusMapping.wireValue(.array(elementSignature: .byte, [.byte(1)])) == .data(Data([1])))
+        #expect(DBusMapping.wireValue(.double(1.5)) == nil)
+    }
+
+    @Test func replyDictionaries() throws {
+        let reply = DBusValue.stringVariantDict(["acct": .string("a"), "port": .uint32(80), "v_Data": .bytes([9])])
+        #expect(try DBusMapping.wireDictionary(reply, in: "Add") == ["acct": .string("a"), "port": .integer(80), "v_Data": .data(Data([9]))])
+        #expect(throws: KeychainError.self) { try DBusMapping.wireDictionary(.string("x"), in: "Add") }
+        let bad = DBusValue.stringVariantDict(["x": .double(2)])
+        #expect((try? DBusMapping.wireDictionary(bad, in: "Add")) == nil)
+    }
+
+    @Test func secretsAreHandedOutForWiping() {
+        var secrets: [[UInt8]] = []
+        let value = DBusMapping.dbusDictionary(["v_Data": .data(Data([5, 6])), "acct": .string("a")], secrets: &secrets)
+        #expect(secrets == [[5, 6]])
+        #expect(value.asStringVariantDict()?["v_Data"] == .bytes([5, 6]))
+        var copy = secrets[0]
+        PasswordBytes.wipe(&copy)
+        #expect(copy == [0, 0])
+    }
+
+    @Test func daemonErrorsKeepTheirStatus() {
+        let cases: [(String, OSStatus)] = [
+            ("DuplicateItem", errSecDuplicateItem), ("ItemNotFound", errSecItemNotFound),
+            ("InteractionNotAllowed", errSecInteractionNotAllowed), ("Param", errSecParam),
+            ("NoSuchKeychain", errSecNoSuchKeychain), ("AuthFailed", errSecAuthFailed),
+        ]
+        for (name, status) in cases {
+            let error = DBusError(name: "org.keywell.Keychain1.Error.\(name)", message: "\(status): \(SecStatus.message(for: status))")
+            #expect(DBusMapping.keychainError(error).status == status)
+        }
+    }
+
+    @Test func busFailuresAreNotAvailable() {
+        let names = [
+            DBusError.Name.serviceUnknown, DBusError.Name.noReply, DBusError.Name.disconnected,
+            DBusError.Name.nameHasNoOwner, "org.freedesktop.DBus.Error.Spawn.ExecFailed",
+            "org.freedesktop.DBus.Error.NoServer",
+        ]
+        for name in names {
+            #expect(DBusMapping.keychainError(DBusError(name: name, message: "")).status == errSecNotAvailable, "\(name)")
+        }
+        #expect(DBusMapping.keychainError(.timedOut(after: .seconds(1))).status == errSecNotAvailable)
+        #expect(DBusMapping.keychainError(.invalidArgs("x")).status == errSecParam)
+        #expect(DBusMapping.keychainError(.unknownMethod("x")).status == errSecUnimplemented)
+        #expect(DBusMapping.keychainError(.failed("x")).status == errSecIO)
+    }
+}
