@@ -65,24 +65,16 @@ enum ItemTable {
     static func insert(_ item: KeychainItem, _ db: Database) throws -> Int64 {
         var values = [item.uuid.data.databaseValue, item.itemClass.rawValue.databaseValue]
         values += writtenValues(item)
-        try execute(insertSQL, values, db)
+        try RawStatement(db, sql: insertSQL, values: values).run()
         return db.lastInsertedRowID
     }
 
     static func update(_ item: KeychainItem, _ db: Database) throws {
-        try execute(updateSQL, writtenValues(item) + [item.rowID.databaseValue], db)
-    }
-
-    /// Binds without GRDB's argument validation: the statements and their values are built
-    /// together here, and adds are the hot path of bulk imports.
-    private static func execute(_ sql: String, _ values: [DatabaseValue], _ db: Database) throws {
-        let statement = try db.cachedStatement(sql: sql)
-        statement.setUncheckedArguments(StatementArguments(values: values))
-        try statement.execute()
+        try RawStatement(db, sql: updateSQL, values: writtenValues(item) + [item.rowID.databaseValue]).run()
     }
 
     static func delete(rowID: Int64, _ db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM item WHERE id = ?").execute(arguments: [rowID])
+        try RawStatement(db, sql: "DELETE FROM item WHERE id = ?", values: [rowID.databaseValue]).run()
     }
 
     static func count(_ db: Database) throws -> Int {
@@ -113,12 +105,15 @@ enum ItemTable {
         sql += " ORDER BY id LIMIT ?"
         arguments.append(limit.sqlValue.databaseValue)
 
-        let statement = try db.cachedStatement(sql: sql)
-        statement.setUncheckedArguments(StatementArguments(values: arguments))
-        let rows = try Row.fetchCursor(statement)
+        let rows = try RawStatement(db, sql: sql, values: arguments)
         var items: [KeychainItem] = []
-        while let row = try rows.next() {
-            items.append(try decode(row))
+        do {
+            while try rows.step() {
+                items.append(try decode(rows))
+            }
+        } catch {
+            rows.finish()
+            throw error
         }
         return items
     }
@@ -163,30 +158,24 @@ enum ItemTable {
         }
     }
 
-    private static func decode(_ row: Row) throws -> KeychainItem {
-        guard let uuid = UUID(data: row[1]), let itemClass = ItemClass(rawValue: row[2]) else {
-            throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(row[0] as Int64) is damaged")
+    /// The columns of `selectColumns`: id, uuid, class, every attribute, secret.
+    private static func decode(_ row: RawStatement) throws -> KeychainItem {
+        guard let uuid = UUID(data: row.blob(1)), let itemClass = ItemClass(rawValue: row.text(2)) else {
+            throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(row.integer(0)) is damaged")
         }
         var attributes: [ItemAttribute: AttributeValue] = [:]
-        for (offset, attribute) in ItemAttribute.allCases.enumerated() {
-            let index = 3 + offset
-            guard !row.hasNull(atIndex: index) else { continue }
+        for attribute in ItemAttribute.allCases {
+            let column = Int32(3 + attribute.rawValue)
+            guard !row.isNull(column) else { continue }
             switch attribute.kind {
-            case .text, .fourCharCode: attributes[attribute] = .text(row[index])
-            case .integer, .date: attributes[attribute] = .integer(row[index])
-            case .bool: attributes[attribute] = .bool(row[index])
-            case .data: attributes[attribute] = .data(row[index])
+            case .text, .fourCharCode: attributes[attribute] = .text(row.text(column))
+            case .integer, .date: attributes[attribute] = .integer(row.integer(column))
+            case .bool: attributes[attribute] = .bool(row.integer(column) != 0)
+            case .data: attributes[attribute] = .data(row.blob(column))
             }
         }
         return KeychainItem(
-            rowID: row[0], uuid: uuid, itemClass: itemClass, attributes: attributes,
-            sealedSecret: row[3 + ItemAttribute.allCases.count])
-    }
-}
-
-extension StatementArguments {
-    /// Without the key path GRDB's generic initialiser instantiates on every call.
-    init(values: [DatabaseValue]) {
-        self.init(values.lazy.map { $0 as (any DatabaseValueConvertible)? })
+            rowID: row.integer(0), uuid: uuid, itemClass: itemClass, attributes: attributes,
+            sealedSecret: row.blob(Int32(3 + ItemAttribute.allCases.count)))
     }
 }

@@ -52,6 +52,18 @@ import Testing
         #expect(inetAdded[WireKey.class] == .string("inet"))
     }
 
+    @Test func textKeepsEveryCharacterIncludingNUL() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        _ = try store.add(genp("nul\u{0}inside", "s", ["labl": .string(""), "gena": .data(Data())]))
+        _ = try store.add(genp("nul", "s"))
+        let found = try store.copyMatching(genp("nul\u{0}inside", "s") + returnAttributes)
+        #expect(found.count == 1)
+        #expect(found.first?["acct"] == .string("nul\u{0}inside"))
+        #expect(found.first?["labl"] == .string(""))
+        #expect(found.first?["gena"] == .data(Data()))
+    }
+
     @Test func alternativeWireTypesAreAccepted() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])
