@@ -2,53 +2,13 @@ import Foundation
 import GRDB
 import KeywellProtocol
 
-/// A column kept beside an attribute's value so that matching and uniqueness see normalised text.
-struct MatchColumn: Sendable {
-    enum Form: Sendable { case normalized, folded, number }
-
-    let attribute: ItemAttribute
-    let form: Form
-
-    var name: String {
-        switch form {
-        case .normalized, .number: "\(attribute.name)_n"
-        case .folded: "\(attribute.name)_f"
-        }
-    }
-
-    var isNumeric: Bool { form == .number }
-
-    /// The column's value for an item: the transformed attribute, the missing-key default for a
-    /// primary-key part the item lacks, or NULL.
-    func value(for item: KeychainItem) -> DatabaseValue {
-        guard attribute.belongs(to: item.itemClass) else { return .null }
-        let value: AttributeValue
-        if let present = item.attributes[attribute] {
-            value = present
-        } else if attribute.isPrimaryKey(of: item.itemClass) {
-            value = attribute.missingKeyValue
-        } else {
-            return .null
-        }
-        return Self.transform(value, form)
-    }
-
-    static func transform(_ value: AttributeValue, _ form: Form) -> DatabaseValue {
-        switch (form, value) {
-        case (.normalized, .text(let text)): TextMatching.normalized(text).databaseValue
-        case (.folded, .text(let text)): TextMatching.folded(text).databaseValue
-        case (.number, .integer(let number)): number.databaseValue
-        default: .null
-        }
-    }
-}
-
 /// SQL for the `item` table: rows to and from `KeychainItem`, and `ItemFilter` as WHERE clauses.
 enum ItemTable {
     static let matchColumns: [MatchColumn] = ItemAttribute.allCases.flatMap { attribute -> [MatchColumn] in
-        if attribute.isTextual { return [MatchColumn(attribute: attribute, form: .normalized), MatchColumn(attribute: attribute, form: .folded)] }
-        if attribute.kind == .integer { return [MatchColumn(attribute: attribute, form: .number)] }
-        return []
+        if attribute.isTextual {
+            return [MatchColumn(attribute: attribute, form: .normalized), MatchColumn(attribute: attribute, form: .folded)]
+        }
+        return attribute.kind == .integer ? [MatchColumn(attribute: attribute, form: .number)] : []
     }
 
     private static let attributeColumns = ItemAttribute.allCases.map { "\"\($0.name)\"" }
@@ -127,7 +87,7 @@ enum ItemTable {
             let column = MatchColumn(attribute: attribute, form: form)
             return ("\(column.name) = ?", MatchColumn.transform(value, form))
         case .integer:
-            return ("\(attribute.name)_n = ?", MatchColumn.transform(value, .number))
+            return ("\(MatchColumn(attribute: attribute, form: .number).name) = ?", MatchColumn.transform(value, .number))
         case .bool:
             // An item without the flag counts as false.
             return ("ifnull(\"\(attribute.name)\", 0) = ?", databaseValue(value))
@@ -138,7 +98,7 @@ enum ItemTable {
 
     private static func writtenValues(_ item: KeychainItem) -> [DatabaseValue] {
         var values: [DatabaseValue] = []
-        values.reserveCapacity(ItemAttribute.allCases.count + matchColumns.count + 3)
+        values.reserveCapacity(ItemAttribute.allCases.count + matchColumns.count + 1)
         for attribute in ItemAttribute.allCases {
             values.append(item.attributes[attribute].map(databaseValue) ?? .null)
         }

@@ -92,12 +92,19 @@ final class KeychainFile: Sendable {
         return seconds > 0 ? state.lastUse.addingTimeInterval(TimeInterval(seconds)) : nil
     }
 
-    /// Re-wraps the master key under a new password; the lock state stays as it was.
+    /// Re-wraps the master key under a new password; the lock state stays as it was. The slow
+    /// key derivations run before the write, so the keychain stays usable meanwhile.
     func changePassword(old: SecretBytes, new: SecretBytes, kdf: KDFParameters) throws(KeychainError) {
+        let header = try database.readHeader()
+        let masterKey = try header.unwrapMasterKey(password: old)
+        var rewrapped = try header.rewrapped(masterKey: masterKey, password: new, kdf: kdf)
         try database.write { db in
-            let header = try KeychainDatabase.readHeader(db, path: location.path)
-            let masterKey = try header.unwrapMasterKey(password: old)
-            try KeychainDatabase.writeHeader(header.rewrapped(masterKey: masterKey, password: new, kdf: kdf), db)
+            let current = try KeychainDatabase.readHeader(db, path: location.path)
+            guard current.salt == header.salt, current.wrappedKey == header.wrappedKey else {
+                throw KeychainError(SecStatus.authFailed, detail: "the password of \(location.displayName) changed meanwhile")
+            }
+            rewrapped.settings = current.settings
+            try KeychainDatabase.writeHeader(rewrapped, db)
         }
     }
 

@@ -5,7 +5,7 @@ struct KeywellBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keywell-bench",
         abstract: "Benchmarks for Keywell's parts.",
-        subcommands: [CoreBenchmark.self, CoreWriterHelper.self]
+        subcommands: [CoreBenchmark.self, CoreWriterHelper.self, DaemonBenchmark.self]
     )
 }
 

@@ -1,0 +1,218 @@
+import ArgumentParser
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+
+/// `keywell-bench daemon`: keywelld on a private dbus-daemon, measured from real clients.
+struct DaemonBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "keywelld over D-Bus: call latency and throughput (1 and 8 clients), start time, memory."
+    )
+
+    @Option(help: "The keywelld to measure (default: the one next to this program).")
+    var keywelld: String?
+
+    @Option(help: "Timed calls per client for each kind of call.")
+    var calls = 400
+
+    @Option(help: "Starts timed for the start-up median.")
+    var starts = 20
+
+    @Option(help: "Item counts for the add-stays-flat check, comma-separated (filled in-process, in batches).")
+    var sizes = "1000,10000,100000"
+
+    func run() throws {
+        let daemonPath = keywelld ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("keywelld").path
+        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
+            throw ValidationError("no keywelld at \(daemonPath); pass --keywelld")
+        }
+        let sizes = self.sizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+        print("keywelld benchmark: \(daemonPath)")
+        print("\(ProcessInfo.processInfo.activeProcessorCount) cores; private dbus-daemon; fast KDF (the calls are measured, not Argon2id)")
+
+        let world = try DaemonBenchmarkWorld()
+        let startUp = try measureStarts(world, daemonPath)
+        print(String(format: "start, exec to owning org.keywell.Keychain: median %.1f ms, min %.1f, max %.1f (%d starts)",
+                     startUp.percentile(0.5).seconds * 1000, startUp.percentile(0).seconds * 1000,
+                     startUp.percentile(1).seconds * 1000, startUp.durations.count))
+
+        let pid = try world.startDaemon(daemonPath)
+        defer { world.stopDaemon(pid) }
+        let clients = try (0..<8).map { _ in try world.connect() }
+        defer { clients.forEach { $0.close() } }
+        try waitForName(clients[0])
+        _ = try NativeCalls.call(clients[0], "ListKeychains", [])
+        let idleKiB = residentKiB(of: pid)
+
+        _ = try NativeCalls.call(clients[0], "CreateKeychain", ["bench", .bytes(Array("bench".utf8))])
+        _ = try NativeCalls.call(clients[0], "SetDefaultKeychain", ["bench"])
+        _ = try NativeCalls.call(clients[0], "SetSearchList", [.stringArray(["bench"])])
+        let filler = try Filler(environment: world.environment)
+        try filler.fill(to: sizes.first ?? 1000)
+
+        let floor = LatencySamples(try StorageProbe.durableInsertLatencies(in: URL(fileURLWithPath: world.root), rowBytes: 256, count: 300))
+        let load = DaemonLoad(clients: clients)
+        var rows: [(String, [DaemonLoad.Result])] = []
+        let itemCount = filler.count
+        let clientCounts = [1, 8]
+        func measure(_ name: String, calls: Int, _ body: @escaping @Sendable (DBusConnection, Int, Int) throws -> Void) throws {
+            rows.append((name, try clientCounts.map { try load.run(clientCount: $0, callsPerClient: calls / $0 * ($0 == 1 ? 1 : 2), body) }))
+        }
+        try measure("Peer.Ping (the floor)", calls: calls) { connection, _, _ in try connection.ping(KeywellNames.busName) }
+        try measure("CopyMatching by primary key, r_Data", calls: calls) { connection, _, n in
+            let index = (n &* 7919) % itemCount
+            var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
+            query["r_Data"] = true
+            _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(query)])
+        }
+        try measure("CopyMatching all \(itemCount), r_Attributes", calls: max(16, calls / 20)) { connection, _, _ in
+            _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict([
+                "class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true,
+            ])])
+        }
+        for (round, clientCount) in clientCounts.enumerated() {
+            let perClient = calls / clientCount * (clientCount == 1 ? 1 : 2)
+            let add = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
+                let key = NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench")
+                _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(key.merging(["v_Data": .bytes(Array("secret \(n)".utf8))]) { $1 })])
+            }
+            let delete = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
+                _ = try NativeCalls.call(connection, "Delete", [.stringVariantDict(NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench"))])
+            }
+            appendResult(&rows, "Add (durable)", add, clientCount)
+            appendResult(&rows, "Delete by primary key (durable)", delete, clientCount)
+        }
+        print("")
+        printLatencyTable(rows, floor: floor, itemCount: itemCount)
+
+        // Add stays flat as the keychain grows.
+        print("")
+        print("Add p50 as the keychain grows (filled in-process with the batch API, 1000 items per transaction):")
+        print("items      Add p50 (µs)   CopyMatching by key p50 (µs)   keywelld VmRSS (MiB)")
+        print("idle".padding(toLength: 11, withPad: " ", startingAt: 0) + "-".padding(toLength: 15, withPad: " ", startingAt: 0)
+              + "-".padding(toLength: 31, withPad: " ", startingAt: 0) + String(format: "%.1f", Double(idleKiB) / 1024))
+        for size in sizes {
+            try filler.fill(to: size)
+            let count = filler.count
+            let add = try load.run(clientCount: 1, callsPerClient: 300) { connection, _, n in
+                let key = NativeCalls.primaryKey("flat-\(size)-\(n)", "bench")
+                _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(key.merging(["v_Data": .bytes([1, 2, 3])]) { $1 })])
+            }
+            let find = try load.run(clientCount: 1, callsPerClient: 300) { connection, _, n in
+                let index = (n &* 7919) % count
+                var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
+                query["r_Data"] = true
+                _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(query)])
+            }
+            print("\(size)".padding(toLength: 11, withPad: " ", startingAt: 0)
+                  + formatMicroseconds(add.latencies.percentile(0.5)).padding(toLength: 15, withPad: " ", startingAt: 0)
+                  + formatMicroseconds(find.latencies.percentile(0.5)).padding(toLength: 31, withPad: " ", startingAt: 0)
+                  + String(format: "%.1f", Double(residentKiB(of: pid)) / 1024))
+        }
+    }
+
+    private func appendResult(_ rows: inout [(String, [DaemonLoad.Result])], _ name: String, _ result: DaemonLoad.Result, _ clients: Int) {
+        if clients == 1 { rows.append((name, [result])) } else if let index = rows.firstIndex(where: { $0.0 == name }) { rows[index].1.append(result) }
+    }
+
+    private func printLatencyTable(_ rows: [(String, [DaemonLoad.Result])], floor: LatencySamples, itemCount: Int) {
+        print("at \(itemCount) items        1 client: p50 / p99 µs    ops/s  |  8 clients: p50 / p99 µs    total ops/s")
+        for (name, results) in rows {
+            var line = name.padding(toLength: 40, withPad: " ", startingAt: 0)
+            for result in results {
+                line += result.latencies.percentilesText.leftPadded(to: 18) + formatRate(result.totalRate).leftPadded(to: 10) + "   "
+            }
+            print(line)
+        }
+        print("one durable SQLite commit (WAL, synchronous=FULL): p50 / p99 \(floor.percentilesText) µs")
+        let ping = rows.first { $0.0.hasPrefix("Peer.Ping") }!.1[0].latencies.percentile(0.5)
+        let find = rows.first { $0.0.hasPrefix("CopyMatching by primary key") }!.1[0].latencies.percentile(0.5)
+        let add = rows.first { $0.0.hasPrefix("Add") }!.1[0].latencies.percentile(0.5)
+        print(String(format: "targets: CopyMatching by key p50 %.2f × Ping (≤ 2); Add p50 %.2f × (Ping + commit) (≤ 2)",
+                     find.seconds / ping.seconds, add.seconds / (ping.seconds + floor.percentile(0.5).seconds)))
+    }
+
+    private func waitForName(_ connection: DBusConnection) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try !connection.nameHasOwner(KeywellNames.busName) {
+            guard ContinuousClock.now < deadline else { throw BenchmarkFailure("keywelld never took its name") }
+            usleep(1000)
+        }
+    }
+
+    /// Time from just before posix_spawn to the bus announcing the new owner, `starts` times.
+    private func measureStarts(_ world: DaemonBenchmarkWorld, _ daemonPath: String) throws -> LatencySamples {
+        let watcher = try world.connect()
+        defer { watcher.close() }
+        let events = OwnerEvents()
+        try watcher.addMatch(.nameOwnerChanged(name: KeywellNames.busName)) { signal in
+            events.record(owned: !(signal.arguments.count > 2 && signal.arguments[2].stringValue == ""))
+        }
+        var samples = LatencySamples()
+        for _ in 0..<starts {
+            let start = ContinuousClock.now
+            let pid = try world.startDaemon(daemonPath)
+            guard let owned = events.wait(owned: true) else { throw BenchmarkFailure("keywelld did not take its name") }
+            samples.append(owned - start)
+            world.stopDaemon(pid)
+            _ = events.wait(owned: false)
+        }
+        return samples
+    }
+}
+
+/// NameOwnerChanged arrivals, with their time.
+private final class OwnerEvents: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var events: [(owned: Bool, at: ContinuousClock.Instant)] = []
+
+    func record(owned: Bool) {
+        condition.withLock {
+            events.append((owned, ContinuousClock.now))
+            condition.broadcast()
+        }
+    }
+
+    /// The time of the next event of that kind (consumed), or nil after 10 s.
+    func wait(owned: Bool) -> ContinuousClock.Instant? {
+        let deadline = Date().addingTimeInterval(10)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let index = events.firstIndex(where: { $0.owned == owned }) {
+                let event = events[index]
+                events.removeSubrange(...index)
+                return event.at
+            }
+            guard condition.wait(until: deadline) else { return nil }
+        }
+    }
+}
+
+/// Fills the benchmark keychain in this process, through the engine's batch API, while the daemon runs.
+private final class Filler {
+    private let store: KeychainStore
+    private(set) var count = 0
+
+    init(environment: [String: String]) throws {
+        store = try KeychainStore(paths: KeywellPaths.fromEnvironment(environment), kdf: .fastForTests)
+        try store.unlock("bench", password: SecretBytes(copying: Array("bench".utf8)))
+    }
+
+    func fill(to size: Int) throws {
+        while count < size {
+            let end = min(size, count + 1000)
+            try store.addBatch((count..<end).map(NativeCalls.fillerItem))
+            count = end
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+
+/// Runs one kind of call from several clients at once, each on its own connection and thread.
+struct DaemonLoad {
+    struct Result {
+        var latencies: LatencySamples
+        /// All clients' calls over the wall-clock time they took together.
+        var totalRate: Double
+    }
+
+    let clients: [DBusConnection]
+
+    /// `call(client, n)` makes the n-th call of client `client` (0-based).
+    func run(clientCount: Int, callsPerClient: Int, warmUp: Int = 50,
+             _ call: @escaping @Sendable (DBusConnection, Int, Int) throws -> Void) throws -> Result {
+        let connections = Array(clients.prefix(clientCount))
+        // Warm-up on every connection (caches, worker threads), with call numbers of its own.
+        for (index, connection) in connections.enumerated() {
+            for n in 0..<warmUp { try call(connection, index, callsPerClient + n) }
+        }
+        let collected = LatencyCollector(count: clientCount)
+        let start = ContinuousClock.now
+        DispatchQueue.concurrentPerform(iterations: clientCount) { index in
+            var samples: [Duration] = []
+            samples.reserveCapacity(callsPerClient)
+            for n in 0..<callsPerClient {
+                let begin = ContinuousClock.now
+                do {
+                    try call(connections[index], index, n)
+                } catch {
+                    collected.fail("\(error)")
+                    return
+                }
+                samples.append(ContinuousClock.now - begin)
+            }
+            collected.store(samples, at: index)
+        }
+        let wall = ContinuousClock.now - start
+        if let failure = collected.failure { throw BenchmarkFailure(failure) }
+        let all = collected.all
+        return Result(latencies: LatencySamples(all), totalRate: Double(all.count) / wall.seconds)
+    }
+}
+
+private final class LatencyCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var perClient: [[Duration]]
+    private(set) var failure: String?
+
+    init(count: Int) { perClient = Array(repeating: [], count: count) }
+
+    func store(_ samples: [Duration], at index: Int) { lock.withLock { perClient[index] = samples } }
+    func fail(_ message: String) { lock.withLock { failure = failure ?? message } }
+    var all: [Duration] { lock.withLock { perClient.flatMap { $0 } } }
+}
+
+/// The native API's calls, as the benchmark makes them.
+enum NativeCalls {
+    static func call(_ connection: DBusConnection, _ member: String, _ arguments: [DBusValue]) throws -> [DBusValue] {
+        try connection.call(destination: KeywellNames.busName, path: KeywellNames.objectPath, interface: KeywellNames.interface,
+                            member: member, arguments: arguments)
+    }
+
+    static func account(_ index: Int) -> String { "user\(index)@example.com" }
+    static func service(_ index: Int) -> String { "service-\(index % 100)" }
+
+    /// The attributes of filler item `index` (engine form, for the in-process batch).
+    static func fillerItem(_ index: Int) -> WireDictionary {
+        [
+            WireKey.class: .string(WireKey.classGenericPassword), "acct": .string(account(index)),
+            "svce": .string(service(index)), "labl": .string("Label \(index % 50)"),
+            WireKey.valueData: .data(Data("password-\(index)-0123456789abcdef".utf8)),
+            WireKey.useKeychain: .string("bench"),
+        ]
+    }
+
+    static func primaryKey(_ account: String, _ service: String) -> [String: DBusValue] {
+        ["class": .string("genp"), "acct": .string(account), "svce": .string(service)]
+    }
+}

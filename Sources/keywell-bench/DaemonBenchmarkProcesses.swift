@@ -1,0 +1,122 @@
+import Foundation
+import KeywellDBus
+
+/// The processes `keywell-bench daemon` runs: a private dbus-daemon and keywelld, in a scratch home.
+final class DaemonBenchmarkWorld {
+    let root: String
+    let home: String
+    let runtime: String
+    let environment: [String: String]
+    let busAddress: String
+    private let busPID: pid_t
+
+    init() throws {
+        var template = Array("/tmp/kwbench-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else { throw BenchmarkFailure("cannot create a temporary folder") }
+        root = String(cString: created)
+        home = root + "/home"
+        runtime = root + "/run"
+        for folder in [home, runtime] { mkdir(folder, 0o700) }
+        let listen = "unix:path=\(runtime)/bus"
+        let configuration = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>\(listen)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+              <limit name="max_incoming_bytes">1000000000</limit>
+              <limit name="max_outgoing_bytes">1000000000</limit>
+              <limit name="max_message_size">134217728</limit>
+              <limit name="max_replies_per_connection">50000</limit>
+            </busconfig>
+            """
+        try configuration.write(toFile: root + "/bus.conf", atomically: true, encoding: .utf8)
+        environment = [
+            "HOME": home, "XDG_RUNTIME_DIR": runtime, "XDG_DATA_HOME": home + "/.local/share",
+            "XDG_CONFIG_HOME": home + "/.config", "DBUS_SESSION_BUS_ADDRESS": listen, "PATH": "/usr/bin:/bin",
+            // The per-call costs are measured, not Argon2id: creating and unlocking stay cheap.
+            "KEYWELL_TEST_FAST_KDF": "1",
+        ]
+        let spawned = try Spawn.start("/usr/bin/dbus-daemon",
+                                      ["--config-file=\(root)/bus.conf", "--nofork", "--nopidfile", "--print-address=1"],
+                                      environment: environment, captureOutput: true)
+        busPID = spawned.pid
+        busAddress = try Spawn.readLine(spawned.output!)
+    }
+
+    deinit {
+        kill(busPID, SIGTERM)
+        var status: Int32 = 0
+        waitpid(busPID, &status, 0)
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Starts keywelld (stderr to /dev/null) and returns its pid at once.
+    func startDaemon(_ path: String) throws -> pid_t {
+        try Spawn.start(path, [], environment: environment, captureOutput: false).pid
+    }
+
+    /// SIGTERM, then waits for the exit.
+    func stopDaemon(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    func connect() throws -> DBusConnection { try DBusConnection(address: busAddress) }
+}
+
+/// posix_spawn with an explicit environment and stdin/stderr on /dev/null.
+enum Spawn {
+    struct Started {
+        var pid: pid_t
+        /// stdout's read end when captured.
+        var output: Int32?
+    }
+
+    static func start(_ path: String, _ arguments: [String], environment: [String: String], captureOutput: Bool) throws -> Started {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pipeEnds: [Int32] = [-1, -1]
+        if captureOutput {
+            guard pipe(&pipeEnds) == 0 else { throw BenchmarkFailure("pipe failed") }
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+            posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        if captureOutput { close(pipeEnds[1]) }
+        guard status == 0 else { throw BenchmarkFailure("cannot start \(path): \(String(cString: strerror(status)))") }
+        return Started(pid: pid, output: captureOutput ? pipeEnds[0] : nil)
+    }
+
+    static func readLine(_ fd: Int32) throws -> String {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        guard !line.isEmpty else { throw BenchmarkFailure("dbus-daemon printed no address") }
+        return String(decoding: line, as: UTF8.self)
+    }
+}
+
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// VmRSS of a process, in KiB.
+func residentKiB(of pid: pid_t) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+}
