@@ -33,7 +33,9 @@ public final class KeychainStore: @unchecked Sendable {
         userSettings = UserSettingsFile(configDirectory: paths.configDirectory.path, logger: logger)
     }
 
-    /// Receives every `KeychainEvent`; set once by the daemon before use.
+    /// Receives every `KeychainEvent`; set once by the daemon before use. It runs on the thread
+    /// that made the change, right after it: hand the event on (to the bus) rather than call
+    /// back into the store from it.
     public var onEvent: (@Sendable (KeychainEvent) -> Void)? {
         get { eventHandler.withLock { $0 } }
         set { eventHandler.withLock { $0 = newValue } }
