@@ -37,11 +37,19 @@ let package = Package(
         .target(name: "KeywellDBus", dependencies: ["CDBus"]),
         // The Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 session crypto, over OpenSSL.
         .target(name: "SecretServiceCrypto", dependencies: ["COpenSSL", "CSodium"]),
+        // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain engine.
+        .target(
+            name: "KeywellSecretService",
+            dependencies: [
+                "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSecretService",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -73,6 +81,10 @@ let package = Package(
         .testTarget(
             name: "KeywellCLITests",
             dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+        ),
+        .testTarget(
+            name: "KeywellSecretServiceTests",
+            dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),

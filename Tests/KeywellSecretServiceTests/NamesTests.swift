@@ -1,0 +1,7 @@
+import Testing
+import KeywellSecretService
+
+@Test func busNameAndPathFollowTheSpecification() {
+    #expect(SecretServiceNames.busName == "org.freedesktop.secrets")
+    #expect(SecretServiceNames.servicePath == "/org/freedesktop/secrets")
+}
