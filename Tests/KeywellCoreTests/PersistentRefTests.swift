@@ -40,6 +40,17 @@ import Testing
         #expect(try store.copyMatching(genp("b", "s") + [WireKey.useKeychain: .string("work")]).count == 1)
     }
 
+    @Test func updatesByReferenceAreCheckedAgainstTheItemsClass() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        let ref = try reference(store, genp("a", "s", [WireKey.valueData: data("pw")]))
+        let byRef: WireDictionary = [WireKey.valuePersistentRef: ref]
+        expectStatus(SecStatus.noSuchAttr) { try store.update(byRef, ["srvr": .string("example.com")]) }
+        try store.update(byRef, ["acct": .string("renamed")])
+        #expect(try store.copyMatching(byRef + returnData + returnAttributes).first?["acct"] == .string("renamed"))
+        #expect(try store.copyMatching(genp("renamed", "s") + returnData) == [[WireKey.valueData: data("pw")]])
+    }
+
     @Test func garbageReferencesAreParam() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])
