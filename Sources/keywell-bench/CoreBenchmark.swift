@@ -43,6 +43,7 @@ struct CoreBenchmark: ParsableCommand {
         var commitFloor: LatencySamples
         var findByKey: LatencySamples
         var findByLabel: LatencySamples
+        var findCaseInsensitive: LatencySamples
         var delete: LatencySamples
         var bytesPerThousand: Double
     }
@@ -83,6 +84,14 @@ struct CoreBenchmark: ParsableCommand {
                 WireKey.returnAttributes: .bool(true),
             ]
         }
+        let findCaseInsensitive = try timeQueries(store!, count: findSamples) {
+            let index = Int.random(in: 0..<size, using: &generator)
+            return [
+                WireKey.class: .string(WireKey.classGenericPassword), "acct": .string(Self.account(index).uppercased()),
+                "svce": .string(Self.service(index).uppercased()), WireKey.matchCaseInsensitive: .bool(true),
+                WireKey.returnAttributes: .bool(true),
+            ]
+        }
 
         var delete = LatencySamples()
         for index in (0..<size).shuffled().prefix(min(durableSamples, size)) {
@@ -97,7 +106,8 @@ struct CoreBenchmark: ParsableCommand {
         let bytes = (try FileManager.default.attributesOfItem(atPath: keychainPath)[.size] as? NSNumber)?.doubleValue ?? 0
         return SizeResult(
             size: size, batchedRate: Double(size) / batchedTime.seconds, durableAdd: durableAdd,
-            commitFloor: commitFloor, findByKey: findByKey, findByLabel: findByLabel, delete: delete,
+            commitFloor: commitFloor, findByKey: findByKey, findByLabel: findByLabel,
+            findCaseInsensitive: findCaseInsensitive, delete: delete,
             bytesPerThousand: bytes / Double(remaining) * 1000)
     }
 
@@ -138,6 +148,8 @@ struct CoreBenchmark: ParsableCommand {
             ("  p50 / p99 (µs)", { $0.findByKey.percentilesText }),
             ("find by label, indexed, non-unique (ops/s)", { formatRate($0.findByLabel.operationsPerSecond) }),
             ("  p50 / p99 (µs)", { $0.findByLabel.percentilesText }),
+            ("find by account+service, case-insensitive (ops/s)", { formatRate($0.findCaseInsensitive.operationsPerSecond) }),
+            ("  p50 / p99 (µs)", { $0.findCaseInsensitive.percentilesText }),
             ("delete one, durable (ops/s)", { formatRate($0.delete.operationsPerSecond) }),
             ("  p50 / p99 (µs)", { $0.delete.percentilesText }),
             ("file size per 1k items (KiB)", { String(format: "%.0f", $0.bytesPerThousand / 1024) }),
