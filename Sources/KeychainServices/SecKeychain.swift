@@ -47,7 +47,7 @@ public func SecKeychainDelete(_ keychainOrArray: CFTypeRef?) -> OSStatus {
 
 public func SecKeychainCopyDefault(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     osStatus { () throws(KeychainError) in
-        keychain.pointee = SecKeychain(nameOrPath: try KeywellClient.default.defaultKeychain())
+        keychain.pointee = SecKeychain(daemonName: try KeywellClient.default.defaultKeychain())
     }
 }
 
@@ -64,7 +64,7 @@ public func SecKeychainSetDefault(_ keychain: SecKeychain?) -> OSStatus {
 public func SecKeychainCopySearchList(_ searchList: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     osStatus { () throws(KeychainError) in
         let names = try KeywellClient.default.searchList()
-        searchList.pointee = names.map { SecKeychain(nameOrPath: $0) } as NSArray
+        searchList.pointee = names.map { SecKeychain(daemonName: $0) } as NSArray
     }
 }
 
@@ -120,7 +120,7 @@ public func SecKeychainGetStatus(_ keychain: SecKeychain?, _ keychainStatus: Uns
 /// The login keychain; errSecNoSuchKeychain until it exists.
 public func SecKeychainCopyLogin(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     osStatus { () throws(KeychainError) in
-        keychain.pointee = SecKeychain(nameOrPath: try KeywellClient.default.loginKeychain())
+        keychain.pointee = SecKeychain(daemonName: try KeywellClient.default.loginKeychain())
     }
 }
 

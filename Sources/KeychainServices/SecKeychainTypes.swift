@@ -16,6 +16,11 @@ public final class SecKeychain: NSObject, @unchecked Sendable {
         self.nameOrPath = SecKeychain.normalized(nameOrPath)
     }
 
+    /// A name or path exactly as the daemon gave it (a keychain may really be called `x.keychain`).
+    init(daemonName: String) {
+        self.nameOrPath = daemonName
+    }
+
     static func normalized(_ text: String) -> String {
         guard !text.hasPrefix("/") else { return text }
         for suffix in [".keychain-db", ".keychain"] where text.hasSuffix(suffix) && text.count > suffix.count {
