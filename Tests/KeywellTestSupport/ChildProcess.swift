@@ -164,8 +164,12 @@ public final class ChildProcess: @unchecked Sendable {
     @discardableResult
     public func waitForStandardOutput(timeout: Duration = .seconds(30), until condition: ([UInt8]) -> Bool) throws -> [UInt8] {
         let deadline = ContinuousClock.now + timeout
+        // Carry the change count between passes: output that lands while `condition` runs must
+        // not be mistaken for "nothing new yet" (a lost wake-up).
+        var seen: Int?
         while true {
-            let (stdout, finished) = state.waitForOutputChange(until: deadline)
+            let (stdout, finished, count) = state.waitForOutputChange(after: seen, until: deadline)
+            seen = count
             if condition(stdout) { return stdout }
             if finished {
                 throw TestSupportError("\(executable) ended (\(state.termination.map(\.description) ?? "output closed")) before the expected output; "
@@ -279,15 +283,18 @@ private final class ChildState: @unchecked Sendable {
     }
 
     /// Waits for new output or the end; returns stdout and whether nothing more can come.
-    func waitForOutputChange(until deadline: ContinuousClock.Instant) -> ([UInt8], Bool) {
+    /// Waits until the output changed since `seen` (returns at once when `seen` is nil), and
+    /// returns stdout, whether the child is done, and the change count to pass next time.
+    func waitForOutputChange(after seen: Int?, until deadline: ContinuousClock.Instant) -> ([UInt8], Bool, Int) {
         let wallDeadline = Date(timeIntervalSinceNow: (deadline - ContinuousClock.now).inSeconds)
         condition.lock(); defer { condition.unlock() }
-        let seen = changeCount
-        while changeCount == seen, ContinuousClock.now < deadline {
-            if !condition.wait(until: wallDeadline) { break }
+        if let seen {
+            while changeCount == seen, ContinuousClock.now < deadline {
+                if !condition.wait(until: wallDeadline) { break }
+            }
         }
         let finished = _termination != nil && openReaders == 0
-        return (stdout, finished || (_termination != nil && ContinuousClock.now >= deadline))
+        return (stdout, finished || (_termination != nil && ContinuousClock.now >= deadline), changeCount)
     }
 }
 
