@@ -30,6 +30,8 @@ let package = Package(
             dependencies: [
                 "KeywellProtocol", "CSodium",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // Item rows are bound and read through SQLite's C API on GRDB's cached statements.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
