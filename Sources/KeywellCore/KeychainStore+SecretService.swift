@@ -1,0 +1,326 @@
+import Foundation
+import GRDB
+import KeywellProtocol
+
+/// The Secret Service's view of keychains: items by UUID, searches by free-form attributes, and
+/// batch secret reads. Items made here are ordinary keychain items (see `SecretServiceMapping`),
+/// so the native API sees them, and changes send the same `itemsChanged` events.
+///
+/// Locked keychains answer searches and attribute reads; secrets and changes need them unlocked
+/// (`errSecInteractionNotAllowed`). Unknown items are `errSecItemNotFound`.
+extension KeychainStore {
+    // MARK: Keychains as collections
+
+    /// Whether the keychain exists (a name or path that cannot name one does not).
+    public func keychainExists(_ nameOrPath: String) -> Bool {
+        guard let location = try? location(nameOrPath) else { return false }
+        return (try? existingFile(at: location)) != nil
+    }
+
+    /// A collection's `Created` and `Modified`: when its oldest item was made (the file's time for
+    /// an empty one), and the last write to the file or its log.
+    public func secretServiceTimes(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
+        let file = try file(at: location(keychain))
+        let fileTime = Self.modificationTime(file.location.path) ?? Date(timeIntervalSince1970: 0)
+        let modified = max(fileTime, Self.modificationTime(file.location.path + "-wal") ?? fileTime)
+        let oldest = try file.database.read { db -> Int64? in
+            let rows = try RawStatement(db, sql: "SELECT cdat FROM item ORDER BY id LIMIT 1", values: [])
+            defer { rows.finish() }
+            return try rows.step() ? rows.integer(0) : nil
+        }
+        let created = oldest.map { Date(timeIntervalSince1970: Double($0) / 1000) }.map { min($0, fileTime) } ?? fileTime
+        return (created, modified)
+    }
+
+    private static func modificationTime(_ path: String) -> Date? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+    }
+
+    // MARK: Reading
+
+    /// Every item of the keychain, oldest first.
+    public func secretServiceItemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
+        let file = try file(at: location(keychain))
+        return try file.database.read { db in
+            let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
+            var ids: [UUID] = []
+            while try rows.step() {
+                if let uuid = UUID(data: rows.blob(0)) { ids.append(uuid) }
+            }
+            return ids
+        }
+    }
+
+    /// Items whose Secret Service attributes include every pair of `attributes` (exact match);
+    /// all items for an empty query. Works while locked.
+    public func secretServiceSearch(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> [UUID] {
+        guard !attributes.isEmpty else { return try secretServiceItemIDs(in: keychain) }
+        let file = try file(at: location(keychain))
+        return try file.database.read { db in
+            var found = try FreeformAttributeTable.matchingItems(attributes, db)
+            let native = try Self.nativeMatches(attributes, db)
+            if !native.isEmpty {
+                let known = Set(found.map { $0.rowID })
+                found += native.filter { !known.contains($0.rowID) }
+                found.sort { $0.rowID < $1.rowID }
+            }
+            return found.map { $0.uuid }
+        }
+    }
+
+    /// Native items (not made through the Secret Service) whose derived attributes match.
+    private static func nativeMatches(_ query: [String: String], _ db: Database) throws -> [(rowID: Int64, uuid: UUID)] {
+        var found: [(rowID: Int64, uuid: UUID)] = []
+        for itemClass in ItemClass.allCases {
+            guard let conditions = SecretServiceMapping.nativeConditions(for: query, itemClass: itemClass) else { continue }
+            let prefix = SecretServiceMapping.accessGroupPrefix
+            var sql = "SELECT id, uuid FROM item WHERE class = '\(itemClass.rawValue)'"
+                + " AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) != ?"
+            var values: [DatabaseValue] = [prefix.databaseValue]
+            for (attribute, value) in conditions {
+                if attribute.kind == .integer {
+                    let column = MatchColumn(attribute: attribute, form: .number)
+                    sql += " AND \(column.name) = ?"
+                    values.append(MatchColumn.transform(value, .number))
+                    continue
+                }
+                // The normalised column lets SQLite use the primary-key index; the raw one makes the match exact.
+                let column = MatchColumn(attribute: attribute, form: .normalized)
+                sql += " AND \(column.name) = ? AND \"\(attribute.name)\" = ?"
+                values.append(MatchColumn.transform(value, .normalized))
+                if case .text(let text) = value { values.append(text.databaseValue) }
+            }
+            let rows = try RawStatement(db, sql: sql + " ORDER BY id", values: values)
+            while try rows.step() {
+                if let uuid = UUID(data: rows.blob(1)) { found.append((rows.integer(0), uuid)) }
+            }
+        }
+        return found.sorted { $0.rowID < $1.rowID }
+    }
+
+    /// One item's attributes, label, type and dates. Works while locked.
+    public func secretServiceItem(_ id: UUID, in keychain: String) throws(KeychainError) -> SecretServiceItem {
+        let file = try file(at: location(keychain))
+        return try file.database.read { db in
+            let row = try Self.row(id, withSecret: false, db)
+            return row.view(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
+        }
+    }
+
+    /// Whether the keychain has this item.
+    public func secretServiceContains(_ id: UUID, in keychain: String) throws(KeychainError) -> Bool {
+        let file = try file(at: location(keychain))
+        return try file.database.read { db in
+            let rows = try RawStatement(db, sql: "SELECT 1 FROM item WHERE uuid = ?", values: [id.data.databaseValue])
+            defer { rows.finish() }
+            return try rows.step()
+        }
+    }
+
+    /// The secrets of many items at once: one statement per item on one connection, no
+    /// transaction, then one decryption each. Unknown items are left out.
+    public func secretServiceSecrets(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
+        let file = try file(at: location(keychain))
+        let key = try file.masterKey()
+        let sql = "SELECT \(SecretServiceRow.columns), item.secret, type.value FROM item"
+            + " LEFT JOIN item_attribute AS type ON type.item_id = item.id AND type.name = ? WHERE item.uuid = ?"
+        let found = try file.database.read { db -> [(SecretServiceRow, String?)] in
+            var found: [(SecretServiceRow, String?)] = []
+            found.reserveCapacity(ids.count)
+            let typeColumn = Int32(3 + SecretServiceRow.attributes.count + 1)
+            for id in ids {
+                let rows = try RawStatement(db, sql: sql, values: [
+                    SecretServiceMapping.contentTypeRow.databaseValue, id.data.databaseValue,
+                ])
+                guard try rows.step() else { continue }
+                let row = try SecretServiceRow(rows, withSecret: true)
+                let contentType = rows.isNull(typeColumn) ? nil : rows.text(typeColumn)
+                rows.finish()
+                found.append((row, contentType))
+            }
+            return found
+        }
+        file.markUsed()
+        var secrets: [UUID: SecretServiceSecret] = [:]
+        secrets.reserveCapacity(found.count)
+        for (row, contentType) in found {
+            let value = try ItemSealing.open(row.item, keychain: file.uuid, key: key)
+            secrets[row.item.uuid] = SecretServiceSecret(value: value, contentType: contentType ?? SecretServiceMapping.defaultContentType)
+        }
+        return secrets
+    }
+
+    // MARK: Writing
+
+    /// Makes an item (one durable commit). With `replace`, an item made through the Secret Service
+    /// with exactly the same attributes gets the new label, secret and type instead, keeping its
+    /// identity. Returns the item and whether it replaced one.
+    public func secretServiceCreateItem(
+        in keychain: String, label: String, attributes: [String: String], type: String?,
+        secret: SecretServiceSecret, replace: Bool
+    ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
+        let file = try file(at: location(keychain))
+        let key = try file.masterKey()
+        let now = Date()
+        let milliseconds = AttributeValue.integer(millisecondsSince1970(now))
+        // Kept only when it says more than the schema attribute.
+        let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
+        let result = try file.database.write { db -> (UUID, Bool) in
+            if replace, let existing = try Self.itemWithExactly(attributes, db) {
+                var item = try Self.fullItem(rowID: existing, db)
+                SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: label, ssAttributes: attributes)
+                item.attributes[.modificationDate] = milliseconds
+                item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
+                try ItemTable.update(item, db)
+                try Self.setHiddenRows(contentType: secret.contentType, type: type, itemID: existing, db)
+                return (item.uuid, true)
+            }
+            let uuid = UUID.timeOrdered(at: now)
+            var native: [ItemAttribute: AttributeValue] = [
+                .accessGroup: .text(SecretServiceMapping.accessGroup(for: uuid)),
+                .accessibility: .text(KeychainItem.defaultAccessibility),
+                .creationDate: milliseconds, .modificationDate: milliseconds,
+            ]
+            SecretServiceMapping.applyDerivedNativeAttributes(to: &native, label: label, ssAttributes: attributes)
+            var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: .genericPassword, attributes: native, sealedSecret: Data())
+            item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
+            let rowID = try ItemTable.insert(item, db)
+            try FreeformAttributeTable.insert(attributes, itemID: rowID, db)
+            try Self.setHiddenRows(contentType: secret.contentType, type: type, itemID: rowID, db)
+            return (uuid, false)
+        }
+        file.markUsed()
+        emit([.itemsChanged(file.location.displayName)])
+        return result
+    }
+
+    /// Changes the label and/or the attributes. Attributes of native items are derived from their
+    /// native ones and change through the native API (`errSecReadOnlyAttr` here).
+    public func secretServiceUpdateItem(
+        _ id: UUID, in keychain: String, label: String?, attributes: [String: String]?
+    ) throws(KeychainError) {
+        try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
+            if attributes != nil, !row.isSecretServiceItem {
+                throw KeychainError(SecStatus.readOnlyAttr, detail: "attributes of items made through the native API change through it")
+            }
+            let previous = item
+            if row.isSecretServiceItem {
+                let current = try FreeformAttributeTable.attributes(itemID: row.rowID, db)
+                    .filter { !SecretServiceMapping.hiddenRows.contains($0.key) }
+                let newAttributes = attributes ?? current
+                let newLabel = label ?? row.view(freeform: current).label
+                SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: newLabel, ssAttributes: newAttributes)
+                if let attributes {
+                    try FreeformAttributeTable.deleteVisible(itemID: row.rowID, db)
+                    try FreeformAttributeTable.insert(attributes, itemID: row.rowID, db)
+                }
+            } else if let label {
+                item.attributes[.label] = .text(label)
+            }
+            // The secret is bound to the primary key: seal it again when that changed.
+            if item.itemClass.primaryKey.contains(where: { previous.keyValue($0) != item.keyValue($0) }) {
+                let plaintext = try ItemSealing.open(previous, keychain: keychainUUID, key: key)
+                item.sealedSecret = ItemSealing.seal(plaintext, for: item, keychain: keychainUUID, key: key)
+            }
+        }
+    }
+
+    public func secretServiceSetSecret(_ secret: SecretServiceSecret, of id: UUID, in keychain: String) throws(KeychainError) {
+        try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
+            item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: keychainUUID, key: key)
+            try FreeformAttributeTable.set(
+                SecretServiceMapping.contentTypeRow,
+                to: secret.contentType == SecretServiceMapping.defaultContentType ? nil : secret.contentType,
+                itemID: row.rowID, db)
+        }
+    }
+
+    public func secretServiceDeleteItem(_ id: UUID, in keychain: String) throws(KeychainError) {
+        let file = try file(at: location(keychain))
+        _ = try file.masterKey()
+        try file.database.write { db in
+            let row = try Self.row(id, withSecret: false, db)
+            try FreeformAttributeTable.deleteAll(itemID: row.rowID, db)
+            try ItemTable.delete(rowID: row.rowID, db)
+        }
+        file.markUsed()
+        emit([.itemsChanged(file.location.displayName)])
+    }
+
+    // MARK: Helpers
+
+    /// Loads the whole item in a write transaction, lets `change` alter it, stores it with a new
+    /// `mdat`. Needs the keychain unlocked.
+    private func changeItem(
+        _ id: UUID, in keychain: String,
+        _ change: (inout KeychainItem, SecretServiceRow, Database, SecretBytes, UUID) throws -> Void
+    ) throws(KeychainError) {
+        let file = try file(at: location(keychain))
+        let key = try file.masterKey()
+        let now = Date()
+        try file.database.write { db in
+            let row = try Self.row(id, withSecret: false, db)
+            var item = try Self.fullItem(rowID: row.rowID, db)
+            try change(&item, row, db, key, file.uuid)
+            item.attributes[.modificationDate] = .integer(millisecondsSince1970(now))
+            try ItemTable.update(item, db)
+        }
+        file.markUsed()
+        emit([.itemsChanged(file.location.displayName)])
+    }
+
+    private static func row(_ id: UUID, withSecret: Bool, _ db: Database) throws -> SecretServiceRow {
+        let sql = "SELECT \(SecretServiceRow.columns)\(withSecret ? ", item.secret" : "") FROM item WHERE item.uuid = ?"
+        let rows = try RawStatement(db, sql: sql, values: [id.data.databaseValue])
+        guard try rows.step() else { throw KeychainError(SecStatus.itemNotFound) }
+        defer { rows.finish() }
+        return try SecretServiceRow(rows, withSecret: withSecret)
+    }
+
+    /// Every attribute of the item, for a full-row update.
+    private static func fullItem(rowID: Int64, _ db: Database) throws -> KeychainItem {
+        let rows = try RawStatement(db, sql: "SELECT uuid FROM item WHERE id = ?", values: [rowID.databaseValue])
+        guard try rows.step(), let uuid = UUID(data: rows.blob(0)) else { throw KeychainError(SecStatus.itemNotFound) }
+        rows.finish()
+        guard var item = try ItemTable.fetch(ItemFilter(itemClass: nil, itemUUID: uuid), limit: .one, db).first else {
+            throw KeychainError(SecStatus.itemNotFound)
+        }
+        item.rowID = rowID
+        return item
+    }
+
+    /// The first item made through the Secret Service whose attributes are exactly `attributes`.
+    private static func itemWithExactly(_ attributes: [String: String], _ db: Database) throws -> Int64? {
+        let prefix = SecretServiceMapping.accessGroupPrefix
+        let hidden = SecretServiceMapping.hiddenRows
+        if attributes.isEmpty {
+            let rows = try RawStatement(db, sql: """
+                SELECT id FROM item WHERE class = 'genp' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) = ?
+                AND NOT EXISTS (SELECT 1 FROM item_attribute WHERE item_id = item.id AND name NOT IN (?, ?))
+                ORDER BY id LIMIT 1
+                """, values: [prefix.databaseValue, hidden[0].databaseValue, hidden[1].databaseValue])
+            defer { rows.finish() }
+            return try rows.step() ? rows.integer(0) : nil
+        }
+        for candidate in try FreeformAttributeTable.matchingItems(attributes, db) {
+            let rows = try FreeformAttributeTable.attributes(itemID: candidate.rowID, db)
+            let visible = rows.filter { !hidden.contains($0.key) }
+            guard visible.count == attributes.count else { continue }
+            let group = try RawStatement(db, sql: "SELECT agrp FROM item WHERE id = ?", values: [candidate.rowID.databaseValue])
+            defer { group.finish() }
+            if try group.step(), SecretServiceMapping.isSecretServiceItem(accessGroup: group.text(0)) {
+                return candidate.rowID
+            }
+        }
+        return nil
+    }
+
+    private static func setHiddenRows(contentType: String, type: String?, itemID: Int64, _ db: Database) throws {
+        try FreeformAttributeTable.set(
+            SecretServiceMapping.contentTypeRow,
+            to: contentType == SecretServiceMapping.defaultContentType ? nil : contentType, itemID: itemID, db)
+        try FreeformAttributeTable.set(SecretServiceMapping.typeRow, to: type, itemID: itemID, db)
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+/// How Secret Service items and keychain items are one and the same record.
+///
+/// An item made through the Secret Service is a `genp` item whose free-form attributes (the
+/// `item_attribute` rows) are exactly its Secret Service attributes. Its native attributes are
+/// derived so that `keywell find-generic-password` and `SecItemCopyMatching` find it: `labl` is
+/// its label, `svce` comes from `service` (else `xdg:schema`, else the label), `acct` from
+/// `account`, `username` or `user` (else empty). Its `agrp` is `org.freedesktop.secrets/` and the
+/// item's UUID in hex: unique per item, so the genp primary key (acct, svce, agrp) never makes
+/// two Secret Service items collide, whatever their attributes (the Secret Service allows
+/// identical attribute sets); stable, so it survives attribute changes; and a marker that tells
+/// Secret Service items from native ones.
+///
+/// A native item shows in the Secret Service with attributes derived from its native ones (see
+/// `derivedAttributes`), plus free-form ones if it has any.
+enum SecretServiceMapping {
+    static let accessGroupPrefix = "org.freedesktop.secrets/"
+    static let genericSchema = "org.keywell.generic-password"
+    static let internetSchema = "org.keywell.internet-password"
+    static let schemaAttribute = "xdg:schema"
+
+    /// Free-form rows no D-Bus client can name (D-Bus strings never hold NUL): the secret's
+    /// content type and the item's Type, kept only when they differ from the defaults.
+    static let contentTypeRow = "\u{0}content-type"
+    static let typeRow = "\u{0}type"
+    static let hiddenRows = [contentTypeRow, typeRow]
+    static let defaultContentType = "text/plain"
+
+    static func accessGroup(for item: UUID) -> String {
+        accessGroupPrefix + item.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+
+    static func isSecretServiceItem(accessGroup: String?) -> Bool {
+        accessGroup?.hasPrefix(accessGroupPrefix) ?? false
+    }
+
+    static func service(label: String, attributes: [String: String]) -> String {
+        attributes["service"] ?? attributes[schemaAttribute] ?? label
+    }
+
+    static func account(attributes: [String: String]) -> String {
+        attributes["account"] ?? attributes["username"] ?? attributes["user"] ?? ""
+    }
+
+    /// Sets the native attributes a Secret Service item's label and attributes determine.
+    static func applyDerivedNativeAttributes(
+        to attributes: inout [ItemAttribute: AttributeValue], label: String, ssAttributes: [String: String]
+    ) {
+        attributes[.label] = .text(label)
+        attributes[.service] = .text(service(label: label, attributes: ssAttributes))
+        attributes[.account] = .text(account(attributes: ssAttributes))
+    }
+
+    // MARK: Native items seen through the Secret Service
+
+    /// The Secret Service attributes of a native item.
+    static func derivedAttributes(itemClass: ItemClass, _ attributes: [ItemAttribute: AttributeValue]) -> [String: String] {
+        func text(_ attribute: ItemAttribute) -> String? {
+            if case .text(let value)? = attributes[attribute] { return value }
+            return nil
+        }
+        var result: [String: String] = [:]
+        switch itemClass {
+        case .genericPassword:
+            result[schemaAttribute] = genericSchema
+            result["service"] = text(.service)
+            result["account"] = text(.account)
+        case .internetPassword:
+            result[schemaAttribute] = internetSchema
+            result["server"] = text(.server)
+            result["user"] = text(.account)
+            result["protocol"] = text(.protocol).map(protocolName)
+            if case .integer(let port)? = attributes[.port], port != 0 { result["port"] = String(port) }
+            result["path"] = text(.path)
+            result["domain"] = text(.securityDomain)
+            result["authtype"] = text(.authenticationType).map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        return result
+    }
+
+    /// The label a native item shows: its own, else what macOS shows (service or server).
+    static func label(itemClass: ItemClass, _ attributes: [ItemAttribute: AttributeValue]) -> String {
+        for attribute in [ItemAttribute.label, itemClass == .genericPassword ? .service : .server] {
+            if case .text(let value)? = attributes[attribute] { return value }
+        }
+        return ""
+    }
+
+    /// Apple's four-character protocol codes as the URL schemes gnome-keyring's network schema uses.
+    private static let protocolNames: [String: String] = [
+        "htps": "https", "ftps": "ftps", "imps": "imaps", "pops": "pop3s", "ldps": "ldaps", "ircs": "ircs",
+        "teln": "telnet", "tels": "telnets", "nntp": "nntp", "ntps": "nntps", "afp ": "afp", "cifs": "cifs",
+    ]
+    private static let protocolCodes: [String: String] = Dictionary(
+        uniqueKeysWithValues: protocolNames.map { ($0.value, $0.key) })
+
+    static func protocolName(_ code: String) -> String {
+        protocolNames[code] ?? code.trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The code whose name is `name`, or nil when no code has that name.
+    static func protocolCode(_ name: String) -> String? {
+        if let code = protocolCodes[name] { return code }
+        guard !name.isEmpty, name.utf8.count <= 4, name == name.trimmingCharacters(in: .whitespaces) else { return nil }
+        let padded = name.padding(toLength: 4, withPad: " ", startingAt: 0)
+        // "htps" itself is shown as "https", so the raw code names nothing.
+        return protocolNames[padded] == nil ? padded : nil
+    }
+
+    /// A search's conditions on native columns, for one class; nil when no native item of that
+    /// class can have all of these attributes.
+    static func nativeConditions(
+        for query: [String: String], itemClass: ItemClass
+    ) -> [(attribute: ItemAttribute, value: AttributeValue)]? {
+        var conditions: [(ItemAttribute, AttributeValue)] = []
+        for (name, value) in query.sorted(by: { $0.key < $1.key }) {
+            switch (itemClass, name) {
+            case (_, schemaAttribute):
+                guard value == (itemClass == .genericPassword ? genericSchema : internetSchema) else { return nil }
+            case (.genericPassword, "service"): conditions.append((.service, .text(value)))
+            case (.genericPassword, "account"), (.internetPassword, "user"): conditions.append((.account, .text(value)))
+            case (.internetPassword, "server"): conditions.append((.server, .text(value)))
+            case (.internetPassword, "path"): conditions.append((.path, .text(value)))
+            case (.internetPassword, "domain"): conditions.append((.securityDomain, .text(value)))
+            case (.internetPassword, "protocol"):
+                guard let code = protocolCode(value) else { return nil }
+                conditions.append((.protocol, .text(code)))
+            case (.internetPassword, "authtype"):
+                guard !value.isEmpty, value.utf8.count <= 4 else { return nil }
+                conditions.append((.authenticationType, .text(value.padding(toLength: 4, withPad: " ", startingAt: 0))))
+            case (.internetPassword, "port"):
+                guard let port = Int64(value), port > 0, String(port) == value else { return nil }
+                conditions.append((.port, .integer(port)))
+            default:
+                return nil
+            }
+        }
+        return conditions
+    }
+}
