@@ -10,4 +10,14 @@ public enum SecretServiceNames {
     public static let errorIsLocked = "org.freedesktop.Secret.Error.IsLocked"
     public static let errorNoSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
     public static let errorAlreadyExists = "org.freedesktop.Secret.Error.AlreadyExists"
+
+    /// Keys of the `a{sv}` property dictionaries of CreateItem and CreateCollection.
+    public static let itemLabelProperty = "org.freedesktop.Secret.Item.Label"
+    public static let itemAttributesProperty = "org.freedesktop.Secret.Item.Attributes"
+    public static let itemTypeProperty = "org.freedesktop.Secret.Item.Type"
+    public static let collectionLabelProperty = "org.freedesktop.Secret.Collection.Label"
+
+    public static let plainAlgorithm = "plain"
+    /// "/": no object (no prompt needed, no collection for an alias).
+    public static let noObject = "/"
 }

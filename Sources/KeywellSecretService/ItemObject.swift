@@ -1,0 +1,70 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+
+/// `/org/freedesktop/secrets/collection/<c>/<i>`: `org.freedesktop.Secret.Item`.
+struct ItemObject {
+    let context: ServiceContext
+
+    func handle(_ call: DBusMethodCall, _ address: CollectionAddress, _ id: UUID) throws(DBusError) -> [DBusValue] {
+        let collection = try context.collection(address)
+        let path = ObjectPaths.path(of: id, in: collection.id)
+        switch call.member {
+        case "Delete":
+            try engine(path) { () throws(KeychainError) in try collection.deleteItem(id) }
+            context.signals.itemDeleted(id, in: collection.id)
+            return [.objectPath(SecretServiceNames.noObject)]
+        case "GetSecret":
+            let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
+            let secrets = try engine(path) { () throws(KeychainError) in try collection.secrets([id]) }
+            guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path)") }
+            return [try SecretEncoding.encode(secret, for: session)]
+        case "SetSecret":
+            let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
+            try engine(path) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
+            context.signals.itemChanged(id, in: collection.id)
+            return []
+        default:
+            throw .unknownMethod("No method \(call.member) on an item")
+        }
+    }
+
+    func property(_ name: String, _ address: CollectionAddress, _ id: UUID) throws(DBusError) -> DBusValue {
+        let collection = try context.collection(address)
+        let path = ObjectPaths.path(of: id, in: collection.id)
+        if name == "Locked" {
+            guard try engine(path, { () throws(KeychainError) in try collection.contains(id) }) else {
+                throw SecretServiceError.noSuchObject("No item \(path)")
+            }
+            return .bool(try engine(path) { () throws(KeychainError) in try collection.isLocked() })
+        }
+        let item = try engine(path) { () throws(KeychainError) in try collection.item(id) }
+        switch name {
+        case "Attributes": return .stringStringDict(item.attributes)
+        case "Label": return .string(item.label)
+        case "Type": return .string(item.type)
+        case "Created": return .uint64(UInt64(max(0, item.created.timeIntervalSince1970)))
+        case "Modified": return .uint64(UInt64(max(0, item.modified.timeIntervalSince1970)))
+        default: throw .unknownProperty("No property \(name)")
+        }
+    }
+
+    /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).
+    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, _ id: UUID) throws(DBusError) {
+        let collection = try context.collection(address)
+        let path = ObjectPaths.path(of: id, in: collection.id)
+        switch name {
+        case "Label":
+            guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
+            try engine(path) { () throws(KeychainError) in try collection.updateItem(id, label: label, attributes: nil) }
+            context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
+        case "Attributes":
+            guard let attributes = value.asStringStringDict() else { throw .invalidArgs("Attributes is a{ss}") }
+            try engine(path) { () throws(KeychainError) in try collection.updateItem(id, label: nil, attributes: attributes) }
+            context.signals.itemPropertiesChanged(id, in: collection.id, ["Attributes": .stringStringDict(attributes)])
+        default:
+            throw .propertyReadOnly("\(name) is read-only")
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+
+/// The `session` collection: in memory only, never written to disk, always unlocked, gone when
+/// the daemon exits or its session bus goes away (both happen at logout). Apps and test suites
+/// written for gnome-keyring keep throwaway secrets here.
+final class MemoryCollection: SecretCollection, @unchecked Sendable {
+    private struct StoredItem {
+        var label: String
+        var attributes: [String: String]
+        var type: String?
+        var secret: SecretServiceSecret
+        let created: Date
+        var modified: Date
+    }
+
+    let id = CollectionID.session
+    private let lock = NSLock()
+    private var items: [UUID: StoredItem] = [:]
+    private var order: [UUID] = []
+    private var labelValue = "Session"
+    private let created = Date()
+    private var modified = Date()
+
+    var label: String { lock.locked { labelValue } }
+
+    func setLabel(_ label: String) {
+        lock.locked {
+            labelValue = label
+            modified = Date()
+        }
+    }
+
+    /// Forgets every item (a new login session).
+    func clear() {
+        lock.locked {
+            items.removeAll()
+            order.removeAll()
+            modified = Date()
+        }
+    }
+
+    func isLocked() -> Bool { false }
+    func times() -> (created: Date, modified: Date) { lock.locked { (created, modified) } }
+    func itemIDs() -> [UUID] { lock.locked { order } }
+
+    func search(_ attributes: [String: String]) -> [UUID] {
+        lock.locked {
+            order.filter { id in
+                let stored = items[id]!.attributes
+                return attributes.allSatisfy { stored[$0.key] == $0.value }
+            }
+        }
+    }
+
+    func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem {
+        try lock.locked { () throws(KeychainError) -> SecretServiceItem in
+            guard let stored = items[id] else { throw KeychainError(SecStatus.itemNotFound) }
+            return SecretServiceItem(
+                id: id, label: stored.label, attributes: stored.attributes,
+                type: stored.type ?? stored.attributes["xdg:schema"] ?? "org.freedesktop.Secret.Generic",
+                created: stored.created, modified: stored.modified, madeBySecretService: true)
+        }
+    }
+
+    func contains(_ id: UUID) -> Bool { lock.locked { items[id] != nil } }
+
+    func secrets(_ ids: [UUID]) -> [UUID: SecretServiceSecret] {
+        lock.locked {
+            var result: [UUID: SecretServiceSecret] = [:]
+            for id in ids { result[id] = items[id]?.secret }
+            return result
+        }
+    }
+
+    func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
+                    replace: Bool) -> (id: UUID, replaced: Bool) {
+        lock.locked {
+            let now = Date()
+            modified = now
+            if replace, let existing = order.first(where: { items[$0]!.attributes == attributes }) {
+                items[existing]!.label = label
+                items[existing]!.type = type
+                items[existing]!.secret = secret
+                items[existing]!.modified = now
+                return (existing, true)
+            }
+            let id = UUID()
+            items[id] = StoredItem(label: label, attributes: attributes, type: type, secret: secret, created: now, modified: now)
+            order.append(id)
+            return (id, false)
+        }
+    }
+
+    func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
+        try change(id) { item in
+            if let label { item.label = label }
+            if let attributes { item.attributes = attributes }
+        }
+    }
+
+    func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError) {
+        try change(id) { $0.secret = secret }
+    }
+
+    func deleteItem(_ id: UUID) throws(KeychainError) {
+        try lock.locked { () throws(KeychainError) in
+            guard items.removeValue(forKey: id) != nil else { throw KeychainError(SecStatus.itemNotFound) }
+            order.removeAll { $0 == id }
+            modified = Date()
+        }
+    }
+
+    private func change(_ id: UUID, _ body: (inout StoredItem) -> Void) throws(KeychainError) {
+        try lock.locked { () throws(KeychainError) in
+            guard items[id] != nil else { throw KeychainError(SecStatus.itemNotFound) }
+            body(&items[id]!)
+            items[id]!.modified = Date()
+            modified = Date()
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+
+/// The work of an Unlock prompt: asks for each locked keychain's password and unlocks it.
+struct UnlockPrompt {
+    let context: ServiceContext
+    /// Who asked, for the dialog's text.
+    let requester: String?
+    /// Wrong passwords tolerated per keychain before the prompt gives up (dismissed).
+    static let attempts = 5
+
+    /// The keychains that are unlocked when it ends; empty when dismissed.
+    func run(_ keychains: [String], _ prompt: PromptContext) -> Set<String> {
+        var opened = Set<String>()
+        for name in keychains {
+            guard unlock(name, prompt) else { return [] }
+            opened.insert(name)
+        }
+        return opened
+    }
+
+    private func unlock(_ name: String, _ prompt: PromptContext) -> Bool {
+        var complaint: String?
+        for _ in 0..<Self.attempts {
+            // Unlocked meanwhile (another prompt, the CLI, PAM): nothing to ask.
+            if (try? context.store.isLocked(name)) == false { return true }
+            let who = requester.map { "\($0) wants" } ?? "An application wants"
+            let request = PasswordRequest(
+                title: "Unlock Keychain",
+                description: "\(who) to use the keychain “\(name)”, which is locked.\nEnter the keychain’s password to unlock it.",
+                prompt: "Password:")
+            switch prompt.ask(request, error: complaint) {
+            case .password(let password):
+                do throws(KeychainError) {
+                    try context.store.unlock(name, password: password)
+                    context.keychainUnlocked(name, password)
+                    context.logger.info("unlocked keychain \"\(name)\" through a Secret Service prompt")
+                    return true
+                } catch where error.status == SecStatus.authFailed {
+                    complaint = "The password you entered is not correct."
+                    context.logger.notice("wrong password for keychain \"\(name)\" in a Secret Service prompt")
+                } catch let failure {
+                    context.logger.error("cannot unlock \"\(name)\": \(failure.wireMessage)")
+                    return false
+                }
+            case .cancelled:
+                return false
+            case .failed(let reason):
+                context.logger.error("no password dialog for \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+                return false
+            }
+        }
+        return false
+    }
+}
+
+/// The work of a CreateCollection prompt: asks for the new keychain's password (twice), makes the
+/// keychain, puts it in the search list (so the native API and the CLI see its items) and, for
+/// the alias `default`, makes it the default.
+struct NewKeychainPrompt {
+    let context: ServiceContext
+    let requester: String?
+
+    func run(name: String, alias: String, _ prompt: PromptContext) -> CollectionID? {
+        let who = requester.map { "\($0) wants" } ?? "An application wants"
+        let request = PasswordRequest(
+            title: "New Keychain",
+            description: "\(who) to create the keychain “\(name)”.\nChoose a password for it.",
+            prompt: "Password:", confirmation: "Confirm:")
+        switch prompt.ask(request) {
+        case .password(let password):
+            do throws(KeychainError) {
+                _ = try context.store.createKeychain(name, password: password)
+                context.keychainUnlocked(name, password)
+                let list = try context.store.searchList()
+                if !list.contains(name) { try context.store.setSearchList(list + [name]) }
+                if alias == "default" { try context.store.setDefaultKeychain(name) }
+                context.logger.info("created keychain \"\(name)\" through the Secret Service")
+                context.signals.collectionCreated(.keychain(name))
+                return .keychain(name)
+            } catch {
+                context.logger.error("cannot create keychain \"\(name)\": \(error.wireMessage)")
+                return nil
+            }
+        case .cancelled:
+            return nil
+        case .failed(let reason):
+            context.logger.error("no password dialog to create \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+            return nil
+        }
+    }
+}

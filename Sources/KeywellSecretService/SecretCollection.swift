@@ -1,0 +1,57 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+
+/// One collection's items, whatever keeps them: a keychain file, or memory for `session`.
+/// Errors are the engine's (`errSecInteractionNotAllowed` while locked, `errSecItemNotFound`…);
+/// `SecretServiceError` turns them into Secret Service errors.
+protocol SecretCollection: Sendable {
+    var id: CollectionID { get }
+    var label: String { get }
+    func isLocked() throws(KeychainError) -> Bool
+    func times() throws(KeychainError) -> (created: Date, modified: Date)
+    func itemIDs() throws(KeychainError) -> [UUID]
+    func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID]
+    func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem
+    func contains(_ id: UUID) throws(KeychainError) -> Bool
+    /// Secrets of the items that exist; needs the collection unlocked.
+    func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret]
+    func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
+                    replace: Bool) throws(KeychainError) -> (id: UUID, replaced: Bool)
+    func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError)
+    func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError)
+    func deleteItem(_ id: UUID) throws(KeychainError)
+}
+
+/// A keychain as a collection: every call goes to the engine, which owns the file.
+struct KeychainCollection: SecretCollection {
+    let store: KeychainStore
+    let name: String
+
+    var id: CollectionID { .keychain(name) }
+    /// Keychains have no separate display name: the label is the name.
+    var label: String { name }
+
+    func isLocked() throws(KeychainError) -> Bool { try store.isLocked(name) }
+    func times() throws(KeychainError) -> (created: Date, modified: Date) { try store.secretServiceTimes(of: name) }
+    func itemIDs() throws(KeychainError) -> [UUID] { try store.secretServiceItemIDs(in: name) }
+    func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID] {
+        try store.secretServiceSearch(attributes, in: name)
+    }
+    func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem { try store.secretServiceItem(id, in: name) }
+    func contains(_ id: UUID) throws(KeychainError) -> Bool { try store.secretServiceContains(id, in: name) }
+    func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret] {
+        try store.secretServiceSecrets(ids, in: name)
+    }
+    func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
+                    replace: Bool) throws(KeychainError) -> (id: UUID, replaced: Bool) {
+        try store.secretServiceCreateItem(in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace)
+    }
+    func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
+        try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)
+    }
+    func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError) {
+        try store.secretServiceSetSecret(secret, of: id, in: name)
+    }
+    func deleteItem(_ id: UUID) throws(KeychainError) { try store.secretServiceDeleteItem(id, in: name) }
+}

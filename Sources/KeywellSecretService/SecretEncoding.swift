@@ -1,0 +1,41 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import SecretServiceCrypto
+
+/// The `(oayays)` secret struct: (session, parameters, value, content type). In a `plain` session
+/// the value is the secret and the parameters are empty; in a DH session the parameters are the
+/// 16-byte IV and the value is AES-128-CBC ciphertext, so the secret never crosses the bus in clear.
+enum SecretEncoding {
+    static let signature: DBusSignature = "(oayays)"
+
+    /// Reads a secret a client sent; the session must be the caller's.
+    static func decode(_ value: DBusValue, caller: String, sessions: SessionManager) throws(DBusError) -> SecretServiceSecret {
+        guard let fields = value.structureFields, fields.count == 4, let sessionPath = fields[0].objectPathValue,
+              let parameters = fields[1].bytesValue, let payload = fields[2].bytesValue, let contentType = fields[3].stringValue
+        else { throw .invalidArgs("A secret is (oayays), got \(value.signature.rawValue)") }
+        let session = try sessions.session(at: sessionPath, for: caller)
+        guard let cipher = session.cipher else {
+            return SecretServiceSecret(value: Data(payload), contentType: contentType)
+        }
+        do {
+            return SecretServiceSecret(value: Data(try cipher.open(iv: parameters, ciphertext: payload)), contentType: contentType)
+        } catch {
+            throw .invalidArgs("The secret cannot be decrypted with the session key (bad IV, length or padding)")
+        }
+    }
+
+    /// A secret for `session`: encrypted with a fresh IV in a DH session.
+    static func encode(_ secret: SecretServiceSecret, for session: SecretSession) throws(DBusError) -> DBusValue {
+        let path = DBusValue.objectPath(session.path)
+        guard let cipher = session.cipher else {
+            return .structure([path, .bytes([]), .bytes(Array(secret.value)), .string(secret.contentType)])
+        }
+        do {
+            let (iv, ciphertext) = try cipher.seal(Array(secret.value))
+            return .structure([path, .bytes(iv), .bytes(ciphertext), .string(secret.contentType)])
+        } catch {
+            throw .failed("Cannot encrypt the secret: \(error)")
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// The freedesktop Secret Service (`org.freedesktop.secrets`) over the keychain engine: what
+/// keywelld exports next to its native API, on the same bus connection and the same store.
+public final class SecretService: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// The pinentry program prompts run (a path or a name on PATH).
+        public var pinentry: String
+        /// Take `org.freedesktop.secrets` from its current owner (`keywelld --replace`).
+        public var replaceOwner: Bool
+        /// Called after a prompt unlocked or created a keychain with this password.
+        public var keychainUnlocked: @Sendable (String, SecretBytes) -> Void
+
+        public init(pinentry: String = "pinentry", replaceOwner: Bool = false,
+                    keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in }) {
+            self.pinentry = pinentry
+            self.replaceOwner = replaceOwner
+            self.keychainUnlocked = keychainUnlocked
+        }
+
+        /// `KEYWELL_PINENTRY`, else `pinentry`.
+        public static func pinentry(from environment: [String: String]) -> String {
+            guard let chosen = environment["KEYWELL_PINENTRY"], !chosen.isEmpty else { return "pinentry" }
+            return chosen
+        }
+    }
+
+    private let context: ServiceContext
+    private let tree: SecretServiceTree
+    private let configuration: Configuration
+    private let logger: Logger
+    private let lock = NSLock()
+    private var connection: DBusConnection?
+    private var ownerWatch: DBusSignalSubscription?
+
+    public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        let signals = SecretServiceSignals(logger: logger)
+        context = ServiceContext(
+            store: store, directory: CollectionDirectory(store: store), sessions: SessionManager(),
+            prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
+            signals: signals, logger: logger, keychainUnlocked: configuration.keychainUnlocked)
+        tree = SecretServiceTree(context: context)
+    }
+
+    /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the
+    /// objects, asks for `org.freedesktop.secrets`, and watches clients leave. A new bus means a new
+    /// login session: sessions, prompts and the in-memory collection of the old one are dropped.
+    public func attach(to connection: DBusConnection) {
+        let previous = lock.withLock { () -> DBusConnection? in
+            defer { self.connection = connection }
+            return self.connection
+        }
+        if previous != nil {
+            context.prompts.dismissAll()
+            context.sessions.closeAll()
+            context.directory.sessionCollection.clear()
+        }
+        context.signals.use(connection)
+        do {
+            try connection.registerSubtree(tree, at: SecretServiceNames.servicePath)
+            let watch = try connection.addMatch(.nameOwnerChanged()) { [weak self] signal in
+                self?.nameOwnerChanged(signal, on: connection)
+            }
+            lock.withLock { ownerWatch = watch }
+            claimName(on: connection)
+        } catch {
+            logger.error("cannot serve \(SecretServiceNames.busName): \(error.message)")
+        }
+    }
+
+    /// Engine events as Secret Service signals (the daemon passes every event on).
+    public func keychainEvent(_ event: KeychainEvent) {
+        switch event {
+        case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
+        case .unlocked(let name): context.signals.lockChanged(.keychain(name), locked: false)
+        case .itemsChanged(let name): context.signals.collectionChanged(.keychain(name))
+        case .defaultKeychainChanged, .searchListChanged: break
+        }
+    }
+
+    // MARK: The bus name
+
+    /// Asks for the name allowing others to replace us, queued behind a current owner (so we get
+    /// it when that owner leaves); `--replace` takes it from an owner that allows replacement.
+    private func claimName(on connection: DBusConnection) {
+        var flags: DBusConnection.RequestNameFlags = [.allowReplacement]
+        if configuration.replaceOwner { flags.insert(.replaceExisting) }
+        let owner = (try? connection.nameOwner(SecretServiceNames.busName)).flatMap { $0 }
+        do {
+            switch try connection.requestName(SecretServiceNames.busName, flags: flags) {
+            case .primaryOwner, .alreadyOwner:
+                if let owner, owner != connection.uniqueName {
+                    logger.notice("took over \(SecretServiceNames.busName) from \(describe(owner, on: connection))")
+                } else {
+                    logger.info("owning \(SecretServiceNames.busName)")
+                }
+            case .inQueue, .exists:
+                let holder = owner.map { describe($0, on: connection) } ?? "another connection"
+                let hint = configuration.replaceOwner
+                    ? "it does not allow replacement; stop it to let Keywell serve"
+                    : "run `keywelld --replace` to take it over"
+                logger.warning("\(SecretServiceNames.busName) is owned by \(holder): Keywell serves its native API only and waits for the name (\(hint))")
+            }
+        } catch {
+            logger.error("cannot ask for \(SecretServiceNames.busName): \(error.message)")
+        }
+    }
+
+    private func nameOwnerChanged(_ signal: DBusSignal, on connection: DBusConnection) {
+        guard signal.arguments.count == 3, let name = signal.arguments[0].stringValue,
+              let oldOwner = signal.arguments[1].stringValue, let newOwner = signal.arguments[2].stringValue else { return }
+        if name == SecretServiceNames.busName, let ours = connection.uniqueName {
+            // Taking a free name is logged by claimName; this is the queue moving on.
+            if newOwner == ours, !oldOwner.isEmpty {
+                logger.notice("now owning \(SecretServiceNames.busName) (\(oldOwner) left or gave it up)")
+            } else if oldOwner == ours {
+                logger.warning("\(SecretServiceNames.busName) was taken over by \(newOwner.isEmpty ? "nobody" : describe(newOwner, on: connection)); serving the native API only")
+            }
+        }
+        // A client left: its sessions and prompts go with it.
+        if name.hasPrefix(":"), newOwner.isEmpty {
+            context.sessions.closeAll(ownedBy: name)
+            context.prompts.dismissAll(ownedBy: name)
+        }
+    }
+
+    private func describe(_ owner: String, on connection: DBusConnection) -> String {
+        ServiceContext.describe(owner, on: connection).map { "\($0), bus connection \(owner)" } ?? "bus connection \(owner)"
+    }
+}

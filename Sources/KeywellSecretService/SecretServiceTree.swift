@@ -1,0 +1,99 @@
+import Foundation
+import KeywellDBus
+import Logging
+
+/// Everything under `/org/freedesktop/secrets`, registered as one subtree: parses the path and
+/// hands the call to the object it names. Any well-formed path gets its interfaces, so that calls
+/// on objects that do not exist (any more) answer the Secret Service's NoSuchObject.
+final class SecretServiceTree: DBusObject {
+    private let context: ServiceContext
+
+    init(context: ServiceContext) {
+        self.context = context
+    }
+
+    func interfaces(at path: String) -> [DBusInterface]? {
+        switch ObjectPaths.parse(path) {
+        case .service?: [SecretServiceInterfaces.service]
+        case .collection?: [SecretServiceInterfaces.collection]
+        case .item?: [SecretServiceInterfaces.item]
+        case .session?: [SecretServiceInterfaces.session]
+        case .prompt?: [SecretServiceInterfaces.prompt]
+        case .folder?, nil: nil
+        }
+    }
+
+    func childNodes(at path: String) -> [String] {
+        switch ObjectPaths.parse(path) {
+        case .service?: ObjectPaths.folders
+        case .folder("collection")?: context.directory.allIDs().map(ObjectPaths.segment(for:))
+        case .folder("aliases")?: CollectionDirectory.aliases.filter { context.directory.target(ofAlias: $0) != nil }
+        case .collection(let address)?:
+            ((try? context.collection(address).itemIDs()) ?? []).map(ObjectPaths.segment(for:))
+        default: []
+        }
+    }
+
+    func handle(_ call: DBusMethodCall) {
+        let start = ContinuousClock.now
+        do throws(DBusError) {
+            try call.requireDeclaredSignature()
+            switch ObjectPaths.parse(call.path) {
+            case .service?:
+                call.reply(try ServiceObject(context: context).handle(call))
+            case .collection(let address)?:
+                call.reply(try CollectionObject(context: context).handle(call, address))
+            case .item(let address, let id)?:
+                call.reply(try ItemObject(context: context).handle(call, address, id))
+            case .session(let number)?:
+                try context.sessions.close(number, caller: call.sender)
+                call.reply([])
+            case .prompt(let number)?:
+                try handlePrompt(call, number)
+            case .folder?, nil:
+                throw SecretServiceError.noSuchObject("No object at \(call.path)")
+            }
+            log(call, "ok", since: start)
+        } catch {
+            call.reply(error: error)
+            log(call, error.name, since: start)
+        }
+    }
+
+    private func handlePrompt(_ call: DBusMethodCall, _ number: UInt64) throws(DBusError) {
+        let followUp: @Sendable () -> Void
+        switch call.member {
+        case "Prompt": followUp = try context.prompts.start(number, caller: call.sender, windowID: call.arguments.string(at: 0))
+        case "Dismiss": followUp = try context.prompts.dismiss(number, caller: call.sender)
+        default: throw .unknownMethod("No method \(call.member) on a prompt")
+        }
+        // The reply goes out before the prompt can complete.
+        call.reply([])
+        followUp()
+    }
+
+    func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        switch ObjectPaths.parse(path) {
+        case .service?: return try ServiceObject(context: context).property(name)
+        case .collection(let address)?: return try CollectionObject(context: context).property(name, address)
+        case .item(let address, let id)?: return try ItemObject(context: context).property(name, address, id)
+        default: throw .unknownProperty("No property \(interface).\(name) at \(path)")
+        }
+    }
+
+    func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
+        switch ObjectPaths.parse(path) {
+        case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address)
+        case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id)
+        default: throw .propertyReadOnly("Property \(interface).\(name) is read-only")
+        }
+    }
+
+    /// Debug level only: calls are frequent, and arguments (secrets) are never logged.
+    private func log(_ call: DBusMethodCall, _ outcome: String, since start: ContinuousClock.Instant) {
+        guard context.logger.logLevel <= .debug else { return }
+        let elapsed = ContinuousClock.now - start
+        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        context.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: ["caller": "\(call.sender)", "us": "\(microseconds)"])
+    }
+}

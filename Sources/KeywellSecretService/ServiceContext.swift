@@ -1,0 +1,90 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// What every Secret Service object shares.
+final class ServiceContext: Sendable {
+    let store: KeychainStore
+    let directory: CollectionDirectory
+    let sessions: SessionManager
+    let prompts: PromptManager
+    let signals: SecretServiceSignals
+    let logger: Logger
+    /// Told about every unlock a prompt does (the daemon re-arms its idle timer and repairs a
+    /// login keychain whose password drifted from the login password).
+    let keychainUnlocked: @Sendable (String, SecretBytes) -> Void
+
+    init(store: KeychainStore, directory: CollectionDirectory, sessions: SessionManager, prompts: PromptManager,
+         signals: SecretServiceSignals, logger: Logger, keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void) {
+        self.store = store
+        self.directory = directory
+        self.sessions = sessions
+        self.prompts = prompts
+        self.signals = signals
+        self.logger = logger
+        self.keychainUnlocked = keychainUnlocked
+    }
+
+    /// The collection an address stands for; NoSuchObject when there is none.
+    func collection(_ address: CollectionAddress) throws(DBusError) -> any SecretCollection {
+        guard let collection = directory.resolve(address) else {
+            switch address {
+            case .alias(let alias): throw SecretServiceError.noSuchObject("No collection has the alias \(alias)")
+            case .id(let id): throw SecretServiceError.noSuchObject("No collection \(ObjectPaths.path(of: id))")
+            }
+        }
+        return collection
+    }
+
+    /// The collection (and item) an object path names, if they exist.
+    func existingObject(_ path: String) -> (collection: any SecretCollection, item: UUID?)? {
+        switch ObjectPaths.parse(path) {
+        case .collection(let address)?:
+            return directory.resolve(address).map { ($0, nil) }
+        case .item(let address, let id)?:
+            guard let collection = directory.resolve(address), (try? collection.contains(id)) == true else { return nil }
+            return (collection, id)
+        default:
+            return nil
+        }
+    }
+
+    /// "/usr/bin/secret-tool (pid 42)" for prompts' text; nil when the bus cannot tell.
+    static func describe(_ sender: String, on connection: DBusConnection) -> String? {
+        guard !sender.isEmpty, let pid = try? connection.unixProcessID(of: sender) else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return "pid \(pid)" }
+        let executable = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return "\(executable) (pid \(pid))"
+    }
+}
+
+/// Reading the `a{sv}` property dictionaries of CreateItem and CreateCollection: unknown keys are
+/// ignored (clients send properties of newer versions), known ones must have their type.
+struct PropertyDictionary {
+    let values: [String: DBusValue]
+
+    init(_ value: DBusValue) throws(DBusError) {
+        guard let values = value.asStringVariantDict() else {
+            throw .invalidArgs("Properties are a{sv}, got \(value.signature.rawValue)")
+        }
+        self.values = values
+    }
+
+    func string(_ key: String) throws(DBusError) -> String? {
+        guard let value = values[key]?.unwrappingVariants else { return nil }
+        guard let text = value.stringValue else { throw .invalidArgs("\(key) is s, got \(value.signature.rawValue)") }
+        return text
+    }
+
+    func stringDictionary(_ key: String) throws(DBusError) -> [String: String]? {
+        guard let value = values[key]?.unwrappingVariants else { return nil }
+        guard let dictionary = value.asStringStringDict() else {
+            throw .invalidArgs("\(key) is a{ss}, got \(value.signature.rawValue)")
+        }
+        return dictionary
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import SecretServiceCrypto
+
+/// `/org/freedesktop/secrets`: `org.freedesktop.Secret.Service`.
+struct ServiceObject {
+    let context: ServiceContext
+
+    func handle(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        let arguments = call.arguments
+        switch call.member {
+        case "OpenSession":
+            let (output, session) = try context.sessions.open(
+                algorithm: arguments.string(at: 0), input: arguments.variant(at: 1), owner: call.sender)
+            return [.variant(output), .objectPath(session.path)]
+        case "CreateCollection":
+            return try createCollection(PropertyDictionary(arguments.argument(0)), alias: arguments.string(at: 1), call: call)
+        case "SearchItems":
+            return try searchItems(arguments.stringStringDict(at: 0))
+        case "Unlock":
+            return try unlock(arguments.objectPathArray(at: 0), call: call)
+        case "Lock":
+            return [.objectPathArray(try lock(arguments.objectPathArray(at: 0))), .objectPath(SecretServiceNames.noObject)]
+        case "LockService":
+            context.store.lockAll()
+            return []
+        case "GetSecrets":
+            let session = try context.sessions.session(at: arguments.objectPath(at: 1), for: call.sender)
+            return [try secrets(of: arguments.objectPathArray(at: 0), for: session)]
+        case "ReadAlias":
+            let alias = try arguments.string(at: 0)
+            let target = context.directory.target(ofAlias: alias).flatMap(context.directory.collection)
+            return [.objectPath(target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject)]
+        case "SetAlias":
+            try setAlias(arguments.string(at: 0), to: arguments.objectPath(at: 1))
+            return []
+        default:
+            throw .unknownMethod("No method \(call.member) on the service")
+        }
+    }
+
+    func property(_ name: String) throws(DBusError) -> DBusValue {
+        guard name == "Collections" else { throw .unknownProperty("No property \(name)") }
+        return .objectPathArray(context.directory.allIDs().map(ObjectPaths.path(of:)))
+    }
+
+    // MARK: Searching and secrets
+
+    /// Every collection's matches, split by lock state: attributes stay readable while a keychain
+    /// is locked, so its matches show as `locked` and the client asks to unlock them.
+    private func searchItems(_ attributes: [String: String]) throws(DBusError) -> [DBusValue] {
+        var unlocked: [String] = []
+        var locked: [String] = []
+        for collection in context.directory.all() {
+            do throws(KeychainError) {
+                let ids = try collection.search(attributes)
+                guard !ids.isEmpty else { continue }
+                let paths = ids.map { ObjectPaths.path(of: $0, in: collection.id) }
+                if try collection.isLocked() { locked += paths } else { unlocked += paths }
+            } catch {
+                // One damaged or vanished keychain must not hide the others' items.
+                context.logger.warning("SearchItems skips \(collection.label): \(error.wireMessage)")
+            }
+        }
+        return [.objectPathArray(unlocked), .objectPathArray(locked)]
+    }
+
+    /// `a{o(oayays)}` for the items that exist in unlocked collections; one batch per collection.
+    private func secrets(of paths: [String], for session: SecretSession) throws(DBusError) -> DBusValue {
+        var groups: [CollectionID: (collection: any SecretCollection, items: [(path: String, id: UUID)])] = [:]
+        var order: [CollectionID] = []
+        for path in paths {
+            guard case .item(let address, let id)? = ObjectPaths.parse(path),
+                  let collection = context.directory.resolve(address) else { continue }
+            if groups[collection.id] == nil {
+                groups[collection.id] = (collection, [])
+                order.append(collection.id)
+            }
+            groups[collection.id]!.items.append((path, id))
+        }
+        var entries: [DBusDictEntry] = []
+        entries.reserveCapacity(paths.count)
+        for id in order {
+            let (collection, items) = groups[id]!
+            let secrets: [UUID: SecretServiceSecret]
+            do throws(KeychainError) {
+                secrets = try collection.secrets(items.map(\.id))
+            } catch where error.status == SecStatus.interactionNotAllowed {
+                continue  // locked: the client unlocks first (libsecret does)
+            } catch {
+                throw error.secretServiceError(ObjectPaths.path(of: id))
+            }
+            for (path, itemID) in items {
+                guard let secret = secrets[itemID] else { continue }
+                entries.append(DBusDictEntry(key: .objectPath(path), value: try SecretEncoding.encode(secret, for: session)))
+            }
+        }
+        return .dictionary(keySignature: .objectPath, valueSignature: SecretEncoding.signature, entries)
+    }
+
+    // MARK: Lock state
+
+    /// Objects in unlocked collections come back at once; locked ones wait for a prompt that
+    /// asks for their keychains' passwords and completes with them (`ao`).
+    private func unlock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        var unlocked: [String] = []
+        var pending: [(path: String, keychain: String)] = []
+        for path in paths {
+            guard let (collection, _) = context.existingObject(path) else { continue }
+            if (try? collection.isLocked()) == true, case .keychain(let name) = collection.id {
+                pending.append((path, name))
+            } else {
+                unlocked.append(path)
+            }
+        }
+        guard !pending.isEmpty else {
+            return [.objectPathArray(unlocked), .objectPath(SecretServiceNames.noObject)]
+        }
+        var keychains: [String] = []
+        for (_, name) in pending where !keychains.contains(name) { keychains.append(name) }
+        let requester = ServiceContext.describe(call.sender, on: call.connection)
+        let context = self.context
+        let waiting = pending
+        let prompt = context.prompts.create(owner: call.sender, emptyResult: .objectPathArray([])) { [keychains] promptContext in
+            let opened = UnlockPrompt(context: context, requester: requester).run(keychains, promptContext)
+            guard !opened.isEmpty else { return nil }
+            return .objectPathArray(waiting.filter { opened.contains($0.keychain) }.map(\.path))
+        }
+        return [.objectPathArray(unlocked), .objectPath(prompt)]
+    }
+
+    /// Locks the keychains of the objects given (no prompt); returns those now locked. The
+    /// in-memory `session` collection does not lock.
+    private func lock(_ paths: [String]) throws(DBusError) -> [String] {
+        var locked: [String] = []
+        for path in paths {
+            guard let (collection, _) = context.existingObject(path), case .keychain(let name) = collection.id else { continue }
+            do throws(KeychainError) {
+                try context.store.lock(name)
+                locked.append(path)
+            } catch {
+                throw error.secretServiceError(path)
+            }
+        }
+        return locked
+    }
+
+    // MARK: Collections and aliases
+
+    /// A keychain needs a password, so creating one is a prompt; it completes with the new
+    /// collection (`o`). An alias that already names a collection returns that one at once.
+    private func createCollection(_ properties: PropertyDictionary, alias: String, call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        let label = try properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
+        if !alias.isEmpty {
+            guard CollectionDirectory.aliases.contains(alias) else {
+                throw .notSupported("Only the aliases \(CollectionDirectory.aliases.joined(separator: ", ")) exist")
+            }
+            if let existing = context.directory.target(ofAlias: alias), context.directory.collection(existing) != nil {
+                return [.objectPath(ObjectPaths.path(of: existing)), .objectPath(SecretServiceNames.noObject)]
+            }
+        }
+        let name = alias == "login" ? KeywellNames.loginKeychain : KeychainNaming.unusedName(forLabel: label, store: context.store)
+        let requester = ServiceContext.describe(call.sender, on: call.connection)
+        let context = self.context
+        let prompt = context.prompts.create(owner: call.sender, emptyResult: .objectPath(SecretServiceNames.noObject)) { promptContext in
+            guard let id = NewKeychainPrompt(context: context, requester: requester).run(name: name, alias: alias, promptContext) else {
+                return nil
+            }
+            return .objectPath(ObjectPaths.path(of: id))
+        }
+        return [.objectPath(SecretServiceNames.noObject), .objectPath(prompt)]
+    }
+
+    /// `default` follows the default keychain; `login` and `session` are fixed.
+    private func setAlias(_ alias: String, to path: String) throws(DBusError) {
+        guard alias == "default" else {
+            throw .notSupported(CollectionDirectory.aliases.contains(alias)
+                ? "The alias \(alias) cannot be changed" : "Only the aliases \(CollectionDirectory.aliases.joined(separator: ", ")) exist")
+        }
+        guard case .collection(let address)? = ObjectPaths.parse(path), let collection = context.directory.resolve(address) else {
+            if path == SecretServiceNames.noObject { throw .notSupported("The default keychain cannot be unset, only changed") }
+            throw SecretServiceError.noSuchObject("No collection \(path)")
+        }
+        guard case .keychain(let name) = collection.id else {
+            throw .notSupported("The in-memory session collection cannot be the default keychain")
+        }
+        do throws(KeychainError) {
+            try context.store.setDefaultKeychain(name)
+        } catch {
+            throw error.secretServiceError(path)
+        }
+    }
+}
+
+/// Keychain names made from collection labels.
+enum KeychainNaming {
+    /// The label with characters a keychain name cannot hold replaced by `_`, made unique with
+    /// " 2", " 3"… ("Default keyring" stays as it is).
+    static func unusedName(forLabel label: String, store: KeychainStore) -> String {
+        var base = String(label.unicodeScalars.map { scalar -> Character in
+            let allowed = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                || scalar == " " || scalar == "." || scalar == "_" || scalar == "-")
+            return allowed ? Character(scalar) : "_"
+        })
+        if base.hasPrefix(".") { base = "_" + base.dropFirst() }
+        base = String(decoding: base.utf8.prefix(180), as: UTF8.self)
+        if base.trimmingCharacters(in: .whitespaces).isEmpty { base = "keychain" }
+        var candidate = base
+        var number = 2
+        while store.keychainExists(candidate) {
+            candidate = "\(base) \(number)"
+            number += 1
+        }
+        return candidate
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import KeywellDBus
+import SecretServiceCrypto
+
+/// One client's session: how secrets travel between it and us.
+final class SecretSession: Sendable {
+    let number: UInt64
+    /// The unique bus name of the connection that opened it; nobody else may use it.
+    let owner: String
+    /// Nil for `plain`; the AES key agreed through Diffie-Hellman otherwise.
+    let cipher: AESCBCCipher?
+
+    init(number: UInt64, owner: String, cipher: AESCBCCipher?) {
+        self.number = number
+        self.owner = owner
+        self.cipher = cipher
+    }
+
+    var path: String { ObjectPaths.sessionPath(number) }
+}
+
+/// Open sessions, per owner. Sessions end with `Close`, when their owner leaves the bus
+/// (NameOwnerChanged), or when the daemon moves to a new bus.
+final class SessionManager: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sessions: [UInt64: SecretSession] = [:]
+    private var nextNumber: UInt64 = 1
+    private let keyPairs = DHKeyPairPool()
+
+    /// `OpenSession`: the output value and the session. Unknown algorithms are `NotSupported`,
+    /// the one clients fall back to `plain` on.
+    func open(algorithm: String, input: DBusValue, owner: String) throws(DBusError) -> (output: DBusValue, session: SecretSession) {
+        let output: DBusValue
+        let cipher: AESCBCCipher?
+        switch algorithm {
+        case SecretServiceNames.plainAlgorithm:
+            output = .string("")
+            cipher = nil
+        case DHKeyExchange.algorithm:
+            guard let peerKey = input.bytesValue else {
+                throw .invalidArgs("\(DHKeyExchange.algorithm) takes the client's public key as ay, got \(input.signature.rawValue)")
+            }
+            let exchange = try keyPairs.take()
+            do {
+                cipher = AESCBCCipher(key: try exchange.deriveKey(peerPublicKey: peerKey))
+            } catch {
+                throw .invalidArgs("The client's public key is not usable: \(error)")
+            }
+            output = .bytes(exchange.publicKey)
+        default:
+            throw .notSupported("Algorithm \(algorithm) is not supported (plain and \(DHKeyExchange.algorithm) are)")
+        }
+        let session = lock.withLock { () -> SecretSession in
+            let session = SecretSession(number: nextNumber, owner: owner, cipher: cipher)
+            nextNumber += 1
+            sessions[session.number] = session
+            return session
+        }
+        return (output, session)
+    }
+
+    /// The session at `path` if `caller` owns it; anything else is NoSuchObject.
+    func session(at path: String, for caller: String) throws(DBusError) -> SecretSession {
+        guard case .session(let number)? = ObjectPaths.parse(path),
+              let session = lock.withLock({ sessions[number] }), session.owner == caller
+        else { throw SecretServiceError.noSuchObject("No session \(path) of this connection") }
+        return session
+    }
+
+    func exists(_ number: UInt64) -> Bool { lock.withLock { sessions[number] != nil } }
+
+    func close(_ number: UInt64, caller: String) throws(DBusError) {
+        try lock.locked { () throws(DBusError) in
+            guard let session = sessions[number], session.owner == caller else {
+                throw SecretServiceError.noSuchObject("No session \(ObjectPaths.sessionPath(number)) of this connection")
+            }
+            sessions[number] = nil
+        }
+    }
+
+    func closeAll(ownedBy owner: String) {
+        lock.withLock { sessions = sessions.filter { $0.value.owner != owner } }
+    }
+
+    func closeAll() {
+        lock.withLock { sessions.removeAll() }
+    }
+
+    var count: Int { lock.withLock { sessions.count } }
+}
+
+/// Diffie-Hellman key pairs made ahead of time on a background thread, so that OpenSession
+/// only pays for the shared-secret exponentiation: a key pair is half of a DH session's cost.
+final class DHKeyPairPool: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ready: [DHKeyExchange] = []
+    private var refilling = false
+    private let target = 4
+
+    func take() throws(DBusError) -> DHKeyExchange {
+        let pair = lock.withLock { ready.popLast() }
+        refillInBackground()
+        if let pair { return pair }
+        do {
+            return try DHKeyExchange()
+        } catch {
+            throw .failed("Cannot make a Diffie-Hellman key pair: \(error)")
+        }
+    }
+
+    private func refillInBackground() {
+        let start = lock.withLock { () -> Bool in
+            guard !refilling, ready.count < target else { return false }
+            refilling = true
+            return true
+        }
+        guard start else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            while true {
+                guard let pair = try? DHKeyExchange() else { break }
+                let full = lock.withLock { () -> Bool in
+                    ready.append(pair)
+                    return ready.count >= target
+                }
+                if full { break }
+            }
+            lock.withLock { refilling = false }
+        }
+    }
+}

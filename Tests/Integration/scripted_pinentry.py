@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""A pinentry for tests: speaks the Assuan protocol like the real one, but answers GETPIN from a
+script instead of a person.
+
+SCRIPTED_PINENTRY_ANSWERS names a JSON file holding a list; each GETPIN takes the first entry:
+a string is the password typed, null means the person pressed Cancel. An empty or missing list
+cancels. SCRIPTED_PINENTRY_LOG, if set, receives every command line (one per line), so tests can
+check what the dialog showed.
+"""
+import json
+import os
+import sys
+
+
+def log(line: str) -> None:
+    path = os.environ.get("SCRIPTED_PINENTRY_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def next_answer():
+    path = os.environ.get("SCRIPTED_PINENTRY_ANSWERS")
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        answers = json.load(f)
+    if not answers:
+        return None
+    answer = answers.pop(0)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(answers, f)
+    return answer
+
+
+def escape(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def reply(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+reply("OK Pleased to meet you")
+for raw in sys.stdin:
+    line = raw.rstrip("\n")
+    log(line)
+    command = line.split(" ", 1)[0]
+    if command == "GETPIN":
+        answer = next_answer()
+        if answer is None:
+            reply("ERR 83886179 Operation cancelled <Pinentry>")
+        else:
+            if answer:
+                reply("D " + escape(answer))
+            reply("OK")
+    elif command == "BYE":
+        reply("OK closing connection")
+        break
+    else:
+        reply("OK")
