@@ -2,6 +2,7 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSecretService
 import Logging
 
 /// `keywelld`: wires the engine, the session bus, the control socket and the timers together.
@@ -36,7 +37,7 @@ public enum DaemonMain {
         let environment = ProcessInfo.processInfo.environment
         let daemon: Daemon
         do {
-            daemon = try Daemon(environment: environment, logger: logger)
+            daemon = try Daemon(environment: environment, logger: logger, replaceSecretService: options.replace)
         } catch {
             fail("\(error)")
         }
@@ -64,25 +65,33 @@ final class Daemon: @unchecked Sendable {
     let sessions: LoginSessions
     let busLink: SessionBusLink
     let sleepWatcher: SleepWatcher
+    let secretService: SecretService
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
-    init(environment: [String: String], logger: Logger) throws {
+    init(environment: [String: String], logger: Logger, replaceSecretService: Bool = false) throws {
         self.environment = environment
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
         store = try KeychainStore(paths: paths, kdf: Self.kdfParameters(environment), logger: Logger(label: "keywell.core"))
         emitter = SignalEmitter(logger: logger)
-        store.onEvent = { [emitter] event in emitter.emit(event) }
         autoLock = AutoLock(store: store, logger: logger)
         sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
+        secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
+                                               autoLock: autoLock, sessions: sessions, logger: logger)
+        store.onEvent = { [emitter, secretService] event in
+            emitter.emit(event)
+            secretService.keychainEvent(event)
+        }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), logger: logger)
         sleepWatcher = SleepWatcher(store: store, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
-                                 logger: logger, onClaimed: { _ in }, onNameTaken: { message in
+                                 logger: logger, onClaimed: { [secretService] connection in
+            secretService.attach(to: connection)
+        }, onNameTaken: { message in
             DaemonMain.fail("\(message); exiting")
         })
         try openControlSocket(in: paths.runtimeDirectory.path)

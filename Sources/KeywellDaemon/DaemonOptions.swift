@@ -16,11 +16,12 @@ struct DaemonOptions {
     static let usage = """
         Usage: keywelld [--verbose] [--replace]
         The Keywell login keychain service: runs in the foreground on the session bus
-        (DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus) as org.keywell.Keychain, and
+        (DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus) as org.keywell.Keychain and
+        org.freedesktop.secrets (the Secret Service), and
         serves the PAM module on $XDG_RUNTIME_DIR/keywell/control.
 
           --verbose   log every call (debug level) on stderr
-          --replace   take over the Secret Service name from its current owner (reserved)
+          --replace   take org.freedesktop.secrets from its current owner (e.g. gnome-keyring)
           --version   print the version
           --help      print this help
 
