@@ -66,6 +66,7 @@ final class Daemon: @unchecked Sendable {
     let busLink: SessionBusLink
     let sleepWatcher: SleepWatcher
     let secretService: SecretService
+    let trimmer: IdleTrimmer
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
@@ -74,6 +75,7 @@ final class Daemon: @unchecked Sendable {
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
         store = try KeychainStore(paths: paths, kdf: Self.kdfParameters(environment), logger: Logger(label: "keywell.core"))
+        trimmer = IdleTrimmer(logger: logger)
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
         sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
@@ -84,7 +86,7 @@ final class Daemon: @unchecked Sendable {
             secretService.keychainEvent(event)
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
-                                          callers: CallerIdentity(), logger: logger)
+                                          callers: CallerIdentity(), trimmer: trimmer, logger: logger)
         sleepWatcher = SleepWatcher(store: store, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
@@ -123,8 +125,10 @@ final class Daemon: @unchecked Sendable {
         }
         do {
             let sessions = self.sessions
+            let trimmer = self.trimmer
             let server = try ControlSocketServer(path: folder.controlSocketPath, logger: logger) { request in
-                Daemon.serve(request, sessions: sessions)
+                trimmer.noteActivity()
+                return Daemon.serve(request, sessions: sessions)
             }
             server.start()
             controlServer = server
@@ -146,6 +150,7 @@ final class Daemon: @unchecked Sendable {
         busLink.start()
         autoLock.start()
         sleepWatcher.start(environment: environment)
+        trimmer.start()
     }
 
     /// SIGTERM/SIGINT: lock every keychain (the signals go out), flush the bus, remove the socket.

@@ -12,13 +12,16 @@ final class NativeKeychainObject: DBusObject {
     private let sessions: LoginSessions
     private let autoLock: AutoLock
     private let callers: CallerIdentity
+    private let trimmer: IdleTrimmer
     private let logger: Logger
 
-    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, logger: Logger) {
+    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, trimmer: IdleTrimmer,
+         logger: Logger) {
         self.store = store
         self.sessions = sessions
         self.autoLock = autoLock
         self.callers = callers
+        self.trimmer = trimmer
         self.logger = logger
     }
 
@@ -32,6 +35,7 @@ final class NativeKeychainObject: DBusObject {
             return
         }
         let start = ContinuousClock.now
+        trimmer.noteActivity()
         let level: Logger.Level = Self.changesKeychains.contains(method.name) ? .info : .debug
         // Asked before the reply, while the caller is surely still connected; only when logged.
         let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil

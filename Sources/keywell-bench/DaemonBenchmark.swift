@@ -23,6 +23,9 @@ struct DaemonBenchmark: ParsableCommand {
     @Option(help: "Item counts for the add-stays-flat check, comma-separated (filled in-process, in batches).")
     var sizes = "1000,10000,100000"
 
+    @Option(help: "Seconds to wait for the idle memory readings (keywelld gives memory back after 10 s idle).")
+    var idleWait = 12
+
     func run() throws {
         let daemonPath = keywelld ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("keywelld").path
@@ -45,7 +48,9 @@ struct DaemonBenchmark: ParsableCommand {
         defer { clients.forEach { $0.close() } }
         try waitForName(clients[0])
         _ = try NativeCalls.call(clients[0], "ListKeychains", [])
-        let idleKiB = residentKiB(of: pid)
+        sleep(UInt32(idleWait))
+        let startedKiB = residentKiB(of: pid)
+        let startedAnonKiB = residentKiB(of: pid, field: "RssAnon:")
 
         _ = try NativeCalls.call(clients[0], "CreateKeychain", ["bench", .bytes(Array("bench".utf8))])
         _ = try NativeCalls.call(clients[0], "SetDefaultKeychain", ["bench"])
@@ -62,6 +67,11 @@ struct DaemonBenchmark: ParsableCommand {
             rows.append((name, try clientCounts.map { try load.run(clientCount: $0, callsPerClient: calls / $0 * ($0 == 1 ? 1 : 2), body) }))
         }
         try measure("Peer.Ping (the floor)", calls: calls) { connection, _, _ in try connection.ping(KeywellNames.busName) }
+        // A call the daemon refuses before the engine (wrong signature): the D-Bus layer's worker
+        // hop plus the daemon's own handling, without SQLite or crypto.
+        try measure("Lock() → Param (daemon, no engine)", calls: calls) { connection, _, _ in
+            do { _ = try NativeCalls.call(connection, "Lock", []) } catch let error as DBusError where error.name.hasSuffix(".Param") {}
+        }
         try measure("CopyMatching by primary key, r_Data", calls: calls) { connection, _, n in
             let index = (n &* 7919) % itemCount
             var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
@@ -91,9 +101,10 @@ struct DaemonBenchmark: ParsableCommand {
         // Add stays flat as the keychain grows.
         print("")
         print("Add p50 as the keychain grows (filled in-process with the batch API, 1000 items per transaction):")
-        print("items      Add p50 (µs)   CopyMatching by key p50 (µs)   keywelld VmRSS (MiB)")
-        print("idle".padding(toLength: 11, withPad: " ", startingAt: 0) + "-".padding(toLength: 15, withPad: " ", startingAt: 0)
-              + "-".padding(toLength: 31, withPad: " ", startingAt: 0) + String(format: "%.1f", Double(idleKiB) / 1024))
+        print("items      Add p50 (µs)   CopyMatching by key p50 (µs)   keywelld VmRSS MiB: busy / \(idleWait) s idle (of which anonymous)")
+        print("(started)".padding(toLength: 11, withPad: " ", startingAt: 0) + "-".padding(toLength: 15, withPad: " ", startingAt: 0)
+              + "-".padding(toLength: 31, withPad: " ", startingAt: 0)
+              + String(format: "- / %.1f (%.1f)", Double(startedKiB) / 1024, Double(startedAnonKiB) / 1024))
         for size in sizes {
             try filler.fill(to: size)
             let count = filler.count
@@ -107,10 +118,14 @@ struct DaemonBenchmark: ParsableCommand {
                 query["r_Data"] = true
                 _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(query)])
             }
+            let busyKiB = residentKiB(of: pid)
+            sleep(UInt32(idleWait))
+            let idleKiB = residentKiB(of: pid)
+            let idleAnonKiB = residentKiB(of: pid, field: "RssAnon:")
             print("\(size)".padding(toLength: 11, withPad: " ", startingAt: 0)
                   + formatMicroseconds(add.latencies.percentile(0.5)).padding(toLength: 15, withPad: " ", startingAt: 0)
                   + formatMicroseconds(find.latencies.percentile(0.5)).padding(toLength: 31, withPad: " ", startingAt: 0)
-                  + String(format: "%.1f", Double(residentKiB(of: pid)) / 1024))
+                  + String(format: "%.1f / %.1f (%.1f)", Double(busyKiB) / 1024, Double(idleKiB) / 1024, Double(idleAnonKiB) / 1024))
         }
     }
 

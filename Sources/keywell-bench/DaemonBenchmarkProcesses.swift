@@ -114,9 +114,9 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// VmRSS of a process, in KiB.
-func residentKiB(of pid: pid_t) -> Int {
+/// VmRSS (or another /proc/<pid>/status size field) of a process, in KiB.
+func residentKiB(of pid: pid_t, field: String = "VmRSS:") -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
     return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
 }

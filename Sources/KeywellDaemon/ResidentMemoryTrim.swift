@@ -1,0 +1,72 @@
+import Foundation
+
+/// Gives back the library pages start-up touched but the service does not use.
+///
+/// Most of a Swift daemon's resident memory is clean pages of shared libraries (Foundation, the
+/// Swift runtime), and much of it is the kernel's fault-around mapping 16 neighbours of every
+/// page touched while loading. Once started, every read-only, never-written file mapping is
+/// marked random-access (no fault-around) and its pages are dropped from this process's page
+/// tables; the ones it really uses come back on first touch, one page at a time, from the page
+/// cache. Writable mappings and any mapping holding private (relocated) pages are left alone,
+/// so nothing this process changed can be lost.
+enum ResidentMemoryTrim {
+    /// Returns how many KiB were dropped.
+    @discardableResult
+    static func apply() -> Int {
+        guard let smaps = readProcFile("/proc/self/smaps") else { return 0 }
+        var dropped = 0
+        var current: (start: UInt, end: UInt, eligible: Bool)?
+        var rss = 0
+        func finish() {
+            guard let mapping = current, mapping.eligible, rss > 0,
+                  let address = UnsafeMutableRawPointer(bitPattern: mapping.start) else { return }
+            let length = Int(mapping.end - mapping.start)
+            _ = madvise(address, length, MADV_RANDOM)
+            if madvise(address, length, MADV_DONTNEED) == 0 { dropped += rss }
+        }
+        for line in smaps.split(separator: "\n", omittingEmptySubsequences: true) {
+            if let first = line.first, first.isHexDigit, line.contains("-") {
+                finish()
+                rss = 0
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                let range = fields[0].split(separator: "-")
+                let permissions = fields[1]
+                let path = fields.count > 5 ? fields[5] : ""
+                guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16) else {
+                    current = nil
+                    continue
+                }
+                // Read-only, private, backed by a file (not [vdso], [stack] or anonymous memory).
+                let eligible = permissions.hasPrefix("r") && !permissions.contains("w") && permissions.hasSuffix("p")
+                    && path.hasPrefix("/")
+                current = (start, end, eligible)
+            } else if line.hasPrefix("Rss:") {
+                rss = kibibytes(line)
+            } else if line.hasPrefix("Private_Dirty:") || line.hasPrefix("Anonymous:") || line.hasPrefix("Swap:") {
+                // Relocated or otherwise written pages: dropping them would lose the changes.
+                if kibibytes(line) > 0 { current?.eligible = false }
+            }
+        }
+        finish()
+        return dropped
+    }
+
+    /// /proc files report size 0; read until the end.
+    private static func readProcFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &chunk, chunk.count)
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func kibibytes(_ line: Substring) -> Int {
+        Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+import KeywellTestSupport
+import Testing
+@testable import KeywellDaemon
+
+/// Giving library pages back must never change what a process computes.
+@Suite struct MemoryTrimTests {
+    @Test func trimmingThisVeryProcessKeepsItWorking() throws {
+        let before = ProcessMemory.residentKiB()
+        let dropped = ResidentMemoryTrim.apply()
+        #expect(dropped > 0)
+        #expect(ProcessMemory.residentKiB() < before)
+        // Code and read-only data come back from the files on first touch.
+        let text = (0..<1000).map { "item \($0)" }.joined(separator: ",")
+        #expect(text.split(separator: ",").count == 1000)
+        let json = try JSONSerialization.data(withJSONObject: ["a": [1, 2, 3]])
+        #expect(try JSONSerialization.jsonObject(with: json) as? [String: [Int]] == ["a": [1, 2, 3]])
+        #expect(String(format: "%05.1f", 3.14159) == "003.1")
+    }
+
+    @Test func theDaemonTrimsWhenIdleAndServesAfterwards() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        try fixture.add(genp("before", ["v_Data": secret("one")]))
+        try waitUntil(timeout: .seconds(20)) { fixture.daemonLog.contains("idle: gave back") }
+        try fixture.add(genp("after", ["v_Data": secret("two")]))
+        #expect(try fixture.copyMatching(genp("before", ["r_Data": true])) == [["v_Data": secret("one")]])
+        try fixture.call("Lock", ["login"])
+        try fixture.call("Unlock", ["login", secret("pw")])
+        #expect(try fixture.copyMatching(genp("after", ["r_Data": true])) == [["v_Data": secret("two")]])
+    }
+}
+
+enum ProcessMemory {
+    static func residentKiB() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+}
