@@ -14,6 +14,8 @@ public final class DHKeyExchange: @unchecked Sendable {
     public let publicKey: [UInt8]
 
     public init() throws(SecretCryptoError) {
+        // deriveKey keeps the shared secret in sodium_malloc'd memory, which aborts before sodium_init.
+        guard sodium_init() >= 0 else { throw .library("sodium_init") }
         guard let prime = BN_get_rfc2409_prime_1024(nil) else { throw .library("BN_get_rfc2409_prime_1024") }
         guard let privateKey = BN_secure_new() else { BN_free(prime); throw .library("BN_secure_new") }
         do {
