@@ -125,7 +125,8 @@ public final class SecretService: @unchecked Sendable {
         }
         // A client left: its sessions and prompts go with it.
         if name.hasPrefix(":"), newOwner.isEmpty {
-            context.sessions.closeAll(ownedBy: name)
+            let closed = context.sessions.closeAll(ownedBy: name)
+            if closed > 0 { logger.debug("closed \(closed) Secret Service session(s) of \(name), which left the bus") }
             context.prompts.dismissAll(ownedBy: name)
         }
     }

@@ -196,9 +196,8 @@ struct ServiceObject {
 
 /// Keychain names made from collection labels.
 enum KeychainNaming {
-    /// The label with characters a keychain name cannot hold replaced by `_`, made unique with
-    /// " 2", " 3"… ("Default keyring" stays as it is).
-    static func unusedName(forLabel label: String, store: KeychainStore) -> String {
+    /// Characters a keychain name cannot hold become `_`; a leading `.` too; at most 180 bytes.
+    static func sanitized(_ label: String) -> String {
         var base = String(label.unicodeScalars.map { scalar -> Character in
             let allowed = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
                 || scalar == " " || scalar == "." || scalar == "_" || scalar == "-")
@@ -206,7 +205,13 @@ enum KeychainNaming {
         })
         if base.hasPrefix(".") { base = "_" + base.dropFirst() }
         base = String(decoding: base.utf8.prefix(180), as: UTF8.self)
-        if base.trimmingCharacters(in: .whitespaces).isEmpty { base = "keychain" }
+        return base.trimmingCharacters(in: .whitespaces).isEmpty ? "keychain" : base
+    }
+
+    /// The label with characters a keychain name cannot hold replaced by `_`, made unique with
+    /// " 2", " 3"… ("Default keyring" stays as it is).
+    static func unusedName(forLabel label: String, store: KeychainStore) -> String {
+        let base = sanitized(label)
         var candidate = base
         var number = 2
         while store.keychainExists(candidate) {

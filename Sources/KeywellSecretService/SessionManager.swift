@@ -78,8 +78,14 @@ final class SessionManager: @unchecked Sendable {
         }
     }
 
-    func closeAll(ownedBy owner: String) {
-        lock.withLock { sessions = sessions.filter { $0.value.owner != owner } }
+    /// Returns how many there were.
+    @discardableResult
+    func closeAll(ownedBy owner: String) -> Int {
+        lock.withLock {
+            let before = sessions.count
+            sessions = sessions.filter { $0.value.owner != owner }
+            return before - sessions.count
+        }
     }
 
     func closeAll() {

@@ -1,0 +1,190 @@
+import Foundation
+import KeywellProtocol
+import KeywellTestSupport
+import Testing
+
+@testable import KeywellCore
+
+/// The engine's Secret Service view: one item, whichever face made it.
+@Suite struct EngineMappingTests {
+    let directory: TemporaryDirectory
+    let store: KeychainStore
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "kwss-engine")
+        store = try KeychainStore(paths: KeywellPaths(
+            keychainsDirectory: directory.url.appendingPathComponent("keychains"),
+            configDirectory: directory.url.appendingPathComponent("config"),
+            runtimeDirectory: directory.url.appendingPathComponent("run")), kdf: .fastForTests)
+        _ = try store.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
+    }
+
+    private func secret(_ text: String, type: String = "text/plain") -> SecretServiceSecret {
+        SecretServiceSecret(value: Data(text.utf8), contentType: type)
+    }
+
+    @discardableResult
+    private func create(_ attributes: [String: String], label: String = "L", value: String = "v",
+                        replace: Bool = false) throws -> UUID {
+        try store.secretServiceCreateItem(in: "login", label: label, attributes: attributes, type: nil,
+                                          secret: secret(value), replace: replace).id
+    }
+
+    @Test func secretServiceItemsAreNativeGenericPasswords() throws {
+        let id = try create(["service": "mail", "username": "bob", "xdg:schema": "org.example.Mail"], label: "Mail")
+        let native = try store.copyMatching(["class": .string("genp"), "svce": .string("mail"), "acct": .string("bob"),
+                                             "r_Attributes": .bool(true), "r_Data": .bool(true)])
+        #expect(native.count == 1)
+        #expect(native[0]["labl"] == .string("Mail"))
+        #expect(native[0]["v_Data"] == .data(Data("v".utf8)))
+        #expect(native[0]["agrp"] == .string(SecretServiceMapping.accessGroup(for: id)))
+
+        let item = try store.secretServiceItem(id, in: "login")
+        #expect(item.attributes == ["service": "mail", "username": "bob", "xdg:schema": "org.example.Mail"])
+        #expect(item.label == "Mail" && item.type == "org.example.Mail" && item.madeBySecretService)
+    }
+
+    @Test func serviceFallsBackToSchemaThenLabel() throws {
+        try create(["xdg:schema": "org.example.S"], label: "one")
+        try create(["other": "x"], label: "two")
+        #expect(try store.copyMatching(["class": .string("genp"), "svce": .string("org.example.S")]).count == 1)
+        #expect(try store.copyMatching(["class": .string("genp"), "svce": .string("two"), "acct": .string("")]).count == 1)
+    }
+
+    @Test func identicalServiceAndAccountDoNotCollide() throws {
+        let first = try create(["service": "s", "account": "a", "extra": "1"])
+        let second = try create(["service": "s", "account": "a", "extra": "2"])
+        let third = try create(["service": "s", "account": "a", "extra": "2"], replace: false)
+        #expect(Set([first, second, third]).count == 3)
+        #expect(try store.secretServiceSearch(["service": "s"], in: "login") == [first, second, third])
+        #expect(try store.secretServiceSearch(["extra": "2"], in: "login") == [second, third])
+    }
+
+    @Test func replaceKeepsTheItemWithExactlyTheSameAttributes() throws {
+        let original = try create(["service": "s", "account": "a"], value: "old")
+        let superset = try create(["service": "s", "account": "a", "more": "x"], value: "keep")
+        let replaced = try store.secretServiceCreateItem(
+            in: "login", label: "New", attributes: ["service": "s", "account": "a"], type: nil,
+            secret: secret("new", type: "application/octet-stream"), replace: true)
+        #expect(replaced.id == original && replaced.replaced)
+        let secrets = try store.secretServiceSecrets([original, superset], in: "login")
+        #expect(secrets[original] == secret("new", type: "application/octet-stream"))
+        #expect(secrets[superset] == secret("keep"))
+        #expect(try store.secretServiceItem(original, in: "login").label == "New")
+        // Nothing with exactly these attributes: a new item.
+        let fresh = try store.secretServiceCreateItem(in: "login", label: "x", attributes: ["service": "s"], type: nil,
+                                                      secret: secret("n"), replace: true)
+        #expect(!fresh.replaced)
+        // The empty attribute set is a set like any other.
+        let empty = try create([:], value: "e1")
+        #expect(try store.secretServiceCreateItem(in: "login", label: "x", attributes: [:], type: nil,
+                                                  secret: secret("e2"), replace: true).id == empty)
+    }
+
+    @Test func searchIsExactAndCaseSensitive() throws {
+        let id = try create(["service": "Mail", "account": "É"])
+        #expect(try store.secretServiceSearch(["service": "Mail"], in: "login") == [id])
+        #expect(try store.secretServiceSearch(["service": "mail"], in: "login").isEmpty)
+        #expect(try store.secretServiceSearch(["service": "Mail", "account": "E\u{301}"], in: "login").isEmpty)
+        #expect(try store.secretServiceSearch(["service": "Mail", "missing": "x"], in: "login").isEmpty)
+        #expect(try store.secretServiceSearch([:], in: "login") == [id])
+    }
+
+    @Test func nativeItemsShowDerivedAttributesAndAreFound() throws {
+        _ = try store.add(["class": .string("genp"), "svce": .string("svc"), "acct": .string("alice"), "v_Data": .data(Data("pw".utf8))])
+        _ = try store.add(["class": .string("inet"), "srvr": .string("example.com"), "acct": .string("bob"),
+                           "ptcl": .string("htps"), "port": .integer(8443), "path": .string("/x"), "v_Data": .data(Data("pw2".utf8))])
+        let all = try store.secretServiceSearch([:], in: "login")
+        #expect(all.count == 2)
+        let generic = try store.secretServiceItem(all[0], in: "login")
+        #expect(generic.attributes == ["xdg:schema": "org.keywell.generic-password", "service": "svc", "account": "alice"])
+        #expect(generic.label == "svc" && !generic.madeBySecretService)
+        let internet = try store.secretServiceItem(all[1], in: "login")
+        #expect(internet.attributes == ["xdg:schema": "org.keywell.internet-password", "server": "example.com", "user": "bob",
+                                        "protocol": "https", "port": "8443", "path": "/x"])
+
+        #expect(try store.secretServiceSearch(["service": "svc", "account": "alice"], in: "login") == [all[0]])
+        #expect(try store.secretServiceSearch(["xdg:schema": "org.keywell.internet-password", "protocol": "https",
+                                               "port": "8443"], in: "login") == [all[1]])
+        #expect(try store.secretServiceSearch(["server": "example.com", "user": "bob"], in: "login") == [all[1]])
+        #expect(try store.secretServiceSearch(["service": "svc", "account": "ALICE"], in: "login").isEmpty)
+        #expect(try store.secretServiceSearch(["service": "svc", "xdg:schema": "other"], in: "login").isEmpty)
+        #expect(try store.secretServiceSecrets(all, in: "login").mapValues(\.value) == [all[0]: Data("pw".utf8), all[1]: Data("pw2".utf8)])
+    }
+
+    @Test func secretServiceItemsAreNotMatchedTwice() throws {
+        let id = try create(["service": "svc", "account": "a"])
+        #expect(try store.secretServiceSearch(["service": "svc", "account": "a"], in: "login") == [id])
+    }
+
+    @Test func attributeChangesRederiveTheNativeIdentityAndKeepTheSecret() throws {
+        let id = try create(["service": "old", "account": "a"], value: "kept")
+        try store.secretServiceUpdateItem(id, in: "login", label: "Renamed", attributes: ["service": "new", "user": "u"])
+        #expect(try store.copyMatching(["class": .string("genp"), "svce": .string("new"), "acct": .string("u")]).count == 1)
+        #expect(try store.secretServiceSearch(["service": "old"], in: "login").isEmpty)
+        #expect(try store.secretServiceItem(id, in: "login").attributes == ["service": "new", "user": "u"])
+        #expect(try store.secretServiceItem(id, in: "login").label == "Renamed")
+        #expect(try store.secretServiceSecrets([id], in: "login")[id]?.value == Data("kept".utf8))
+
+        _ = try store.add(["class": .string("genp"), "svce": .string("n"), "v_Data": .data(Data())])
+        let native = try store.secretServiceSearch(["service": "n"], in: "login")[0]
+        #expect(throws: KeychainError.self) {
+            try store.secretServiceUpdateItem(native, in: "login", label: nil, attributes: ["service": "m"])
+        }
+        try store.secretServiceUpdateItem(native, in: "login", label: "Native label", attributes: nil)
+        #expect(try store.secretServiceItem(native, in: "login").label == "Native label")
+    }
+
+    @Test func lockedKeychainsAnswerSearchesButNotSecrets() throws {
+        let id = try create(["service": "s"])
+        try store.lock("login")
+        #expect(try store.secretServiceSearch(["service": "s"], in: "login") == [id])
+        #expect(try store.secretServiceItem(id, in: "login").attributes == ["service": "s"])
+        for attempt in [
+            { _ = try store.secretServiceSecrets([id], in: "login") },
+            { _ = try create(["service": "t"]) },
+            { try store.secretServiceSetSecret(secret("x"), of: id, in: "login") },
+            { try store.secretServiceDeleteItem(id, in: "login") },
+        ] as [() throws -> Void] {
+            #expect { try attempt() } throws: { ($0 as? KeychainError)?.status == SecStatus.interactionNotAllowed }
+        }
+    }
+
+    @Test func deletingRemovesTheAttributeRows() throws {
+        let id = try create(["service": "s", "account": "a"])
+        try store.secretServiceDeleteItem(id, in: "login")
+        #expect(try store.secretServiceSearch(["service": "s"], in: "login").isEmpty)
+        #expect { try store.secretServiceItem(id, in: "login") } throws: { ($0 as? KeychainError)?.status == SecStatus.itemNotFound }
+        // A native delete goes through the foreign key's cascade.
+        let other = try create(["service": "t", "account": "b"])
+        try store.delete(["class": .string("genp"), "svce": .string("t")])
+        #expect(try store.secretServiceSearch(["account": "b"], in: "login").isEmpty)
+        _ = other
+    }
+
+    @Test func contentTypeAndTypeAreKept() throws {
+        let id = try store.secretServiceCreateItem(in: "login", label: "x", attributes: ["a": "b"], type: "org.example.T",
+                                                   secret: secret("v", type: "application/json"), replace: false).id
+        #expect(try store.secretServiceItem(id, in: "login").type == "org.example.T")
+        #expect(try store.secretServiceItem(id, in: "login").attributes == ["a": "b"], "hidden rows stay hidden")
+        #expect(try store.secretServiceSecrets([id], in: "login")[id]?.contentType == "application/json")
+        try store.secretServiceSetSecret(secret("w"), of: id, in: "login")
+        #expect(try store.secretServiceSecrets([id], in: "login")[id] == secret("w"))
+    }
+
+    @Test func changesSendItemsChanged() throws {
+        let events = Protected<[KeychainEvent]>([])
+        store.onEvent = { event in events.withLock { $0.append(event) } }
+        let id = try create(["service": "s"])
+        try store.secretServiceSetSecret(secret("x"), of: id, in: "login")
+        try store.secretServiceDeleteItem(id, in: "login")
+        #expect(events.withLock { $0 } == Array(repeating: .itemsChanged("login"), count: 3))
+    }
+
+    @Test func batchSecretsSkipUnknownItems() throws {
+        let ids = try (0..<50).map { try create(["n": "\($0)"], value: "v\($0)") }
+        let secrets = try store.secretServiceSecrets(ids + [UUID()], in: "login")
+        #expect(secrets.count == 50)
+        #expect(secrets[ids[7]]?.value == Data("v7".utf8))
+    }
+}
