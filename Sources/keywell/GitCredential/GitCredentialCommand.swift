@@ -1,0 +1,190 @@
+import ArgumentParser
+import Foundation
+import KeychainServices
+
+/// `keywell git-credential get|store|erase`: git's credential helper protocol over internet
+/// password items (installed as `git-credential-keywell`, so `credential.helper=keywell`).
+///
+/// Items are kept as git-credential-osxkeychain keeps them on macOS: protocol → `ptcl`, host →
+/// `srvr` (label too), port → `port`, path → `path`, username → `acct`. Standard output carries
+/// `username=`/`password=` lines and nothing else; problems go to stderr.
+struct GitCredentialArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "git-credential",
+        abstract: "Git credential helper backed by the Keywell keychain.",
+        discussion: """
+            Use it with `git config --global credential.helper keywell` (the installed \
+            git-credential-keywell script runs `keywell git-credential`). git writes the request \
+            on standard input; `get` answers with username= and password= lines.
+            """)
+
+    @Argument(help: "get, store or erase (git passes it; other actions are ignored).")
+    var operation: String
+}
+
+enum GitCredentialCommand {
+    static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let arguments: GitCredentialArguments
+        do {
+            arguments = try GitCredentialArguments.parse(Array(invocation.words.dropFirst()))
+        } catch {
+            let message = GitCredentialArguments.fullMessage(for: error)
+            let code = GitCredentialArguments.exitCode(for: error).rawValue
+            if code == 0 { StandardStreams.output.write(message + "\n") } else { StandardStreams.error.write(message + "\n") }
+            return code
+        }
+        let helper = GitCredentialHelper(context: context)
+        switch arguments.operation {
+        case "get": return helper.get(CredentialRequest.read())
+        case "store": return helper.store(CredentialRequest.read())
+        case "erase": return helper.erase(CredentialRequest.read())
+        default: return CommandStatus.success  // gitcredentials(7): ignore unknown actions
+        }
+    }
+}
+
+struct GitCredentialHelper {
+    let context: CommandContext
+
+    /// The attributes that identify the credential (without the account unless given).
+    private func filters(_ request: CredentialRequest) -> WireDictionary? {
+        guard let host = request.host, !host.isEmpty else { return nil }
+        var filters: WireDictionary = ["srvr": .string(host)]
+        if let code = GitProtocolCodes.code(for: request.protocolName) { filters["ptcl"] = .string(code) }
+        if let port = request.port { filters["port"] = .integer(Int64(port)) }
+        if let path = request.path, !path.isEmpty { filters["path"] = .string(path) }
+        if let username = request.username { filters["acct"] = .string(username) }
+        return filters
+    }
+
+    private func report(_ error: KeychainError, _ action: String, keychain: String? = nil) -> Int32 {
+        context.diagnostics.error("git-credential \(action): \(error.message)")
+        context.diagnostics.hint(for: error.status, keychain: keychain)
+        return CommandStatus.failure
+    }
+
+    func get(_ request: CredentialRequest) -> Int32 {
+        guard let filters = filters(request) else { return CommandStatus.success }
+        let search = ItemSearch(context: context)
+        do throws(ItemSearch.Failure) {
+            let scope: [String]
+            do { scope = try search.scope([]) } catch { throw ItemSearch.Failure(status: error.status, keychain: nil) }
+            let item = try search.first(.internetPassword, filters, scope: scope, secret: true)
+            defer { item.secret?.wipe() }
+            var answer: [UInt8] = []
+            if let account = item.bytes("acct") { answer += Array("username=".utf8) + account + [0x0A] }
+            answer += Array("password=".utf8) + (item.secret?.bytes ?? []) + [0x0A]
+            context.output.writeSecret(answer)
+            answer.withUnsafeMutableBytes { Memory.wipe($0) }
+            return CommandStatus.success
+        } catch where error.status == SecStatus.itemNotFound {
+            return CommandStatus.success  // nothing stored: git asks the next helper or the user
+        } catch {
+            return report(KeychainError(error.status), "get", keychain: error.keychain)
+        }
+    }
+
+    /// Adds the credential to the default keychain, or replaces the password of the item that
+    /// already holds this protocol, host, port, path and user.
+    func store(_ request: CredentialRequest) -> Int32 {
+        guard var attributes = filters(request), request.username != nil,
+              let password = request.password else { return CommandStatus.success }
+        attributes["labl"] = attributes["srvr"]
+        attributes["atyp"] = .string("dflt")
+        let secret = SecretBytes(Array(password.utf8))
+        defer { secret.wipe() }
+        do {
+            try secret.withData { data throws(KeychainError) in
+                var request = attributes
+                request[WireKey.class] = .string(ItemClass.internetPassword.rawValue)
+                request[WireKey.valueData] = .data(data)
+                defer { request[WireKey.valueData] = nil }
+                try context.client.add(request)
+            }
+            return CommandStatus.success
+        } catch where error.status == SecStatus.duplicateItem {
+            return replacePassword(attributes, secret)
+        } catch {
+            return report(error, "store")
+        }
+    }
+
+    private func replacePassword(_ attributes: WireDictionary, _ secret: SecretBytes) -> Int32 {
+        do {
+            let keychain = try context.client.defaultKeychain()
+            var query = attributes
+            query[WireKey.class] = .string(ItemClass.internetPassword.rawValue)
+            query[WireKey.useKeychain] = .string(keychain)
+            query[WireKey.returnAttributes] = .bool(true)
+            query[WireKey.returnPersistentRef] = .bool(true)
+            query[WireKey.matchLimit] = .string(WireKey.matchLimitAll)
+            query["labl"] = nil
+            // The query matches any port or path when the request has none; only the item
+            // whose key parts are exactly these is the duplicate.
+            let same = try context.client.copyMatching(query).filter { Self.sameKey($0, attributes) }
+            for item in same {
+                guard let ref = item[WireKey.valuePersistentRef]?.dataValue else { continue }
+                try secret.withData { data throws(KeychainError) in
+                    var changes: WireDictionary = [WireKey.valueData: .data(data), "labl": attributes["labl"]!]
+                    defer { changes[WireKey.valueData] = nil }
+                    try context.client.update([WireKey.valuePersistentRef: .data(ref)], attributes: changes)
+                }
+            }
+            return CommandStatus.success
+        } catch {
+            return report(error, "store")
+        }
+    }
+
+    /// Same primary key: a missing port is 0, a missing path or security domain is empty.
+    static func sameKey(_ item: WireDictionary, _ wanted: WireDictionary) -> Bool {
+        func number(_ value: WireValue?) -> Int64 { value?.integerValue ?? 0 }
+        func text(_ value: WireValue?) -> String {
+            switch value {
+            case .string(let string)?: string
+            case .data(let data)?: String(decoding: data, as: UTF8.self)
+            default: ""
+            }
+        }
+        return number(item["port"]) == number(wanted["port"])
+            && text(item["path"]) == text(wanted["path"])
+            && text(item["ptcl"]) == text(wanted["ptcl"])
+            && text(item["sdmn"]) == text(wanted["sdmn"])
+            && text(item["acct"]) == text(wanted["acct"])
+    }
+
+    /// Deletes the matching items; when git says which password failed, only items holding
+    /// that password, so a newer password stored meanwhile survives.
+    func erase(_ request: CredentialRequest) -> Int32 {
+        guard var query = filters(request) else { return CommandStatus.success }
+        query[WireKey.class] = .string(ItemClass.internetPassword.rawValue)
+        do {
+            guard let password = request.password else {
+                try context.client.delete(query)
+                return CommandStatus.success
+            }
+            let expected = SecretBytes(Array(password.utf8))
+            defer { expected.wipe() }
+            query[WireKey.returnData] = .bool(true)
+            query[WireKey.returnPersistentRef] = .bool(true)
+            query[WireKey.matchLimit] = .string(WireKey.matchLimitAll)
+            var matches = try context.client.copyMatching(query)
+            defer {
+                for index in matches.indices { matches[index][WireKey.valueData] = nil }
+            }
+            for index in matches.indices {
+                guard var data = matches[index].removeValue(forKey: WireKey.valueData)?.dataValue,
+                      let ref = matches[index][WireKey.valuePersistentRef]?.dataValue else { continue }
+                let stored = SecretBytes(wiping: &data)
+                if stored == expected {
+                    try context.client.delete([WireKey.valuePersistentRef: .data(ref)])
+                }
+            }
+            return CommandStatus.success
+        } catch where error.status == SecStatus.itemNotFound {
+            return CommandStatus.success
+        } catch {
+            return report(error, "erase")
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import KeychainServices
+
+/// `add-generic-password` and `add-internet-password`.
+enum AddCommands {
+    static func addGeneric(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        add(.genericPassword, context, invocation)
+    }
+
+    static func addInternet(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        add(.internetPassword, context, invocation)
+    }
+
+    private enum PasswordChoice {
+        case given(SecretBytes)
+        case none
+        case failed(Int32)
+    }
+
+    /// -w, then (generic only) -p, then -X hex, else a prompt when -w ended the line, else empty.
+    private static func password(_ itemClass: ItemClass, _ context: CommandContext, _ invocation: Invocation,
+                                 prompt: Bool) -> PasswordChoice {
+        let passwordLetters: [Character] = itemClass == .genericPassword ? ["w", "p"] : ["w"]
+        for letter in passwordLetters {
+            if let option = invocation.arguments.option(letter), let value = option.value {
+                let secret = SecretBytes(Array(value.utf8))
+                context.scrubFromArgv(option)
+                return .given(secret)
+            }
+        }
+        if let option = invocation.arguments.option("X"), let hex = option.value {
+            context.scrubFromArgv(option)
+            guard let bytes = Hex.decode(hex) else {
+                context.diagnostics.error("Unable to convert password data (-X must specify valid hex digits)")
+                return .failed(CommandStatus.usage)
+            }
+            return .given(SecretBytes(bytes))
+        }
+        guard prompt else { return .none }
+        switch PasswordInput.readNew(prompt: "password data for new item: ", retypePrompt: "retype password for new item: ",
+                                     attempts: 3, onMismatch: { context.diagnostics.line("passwords don't match") }) {
+        case .password(let typed): return .given(typed)
+        case .endOfInput: return .failed(CommandStatus.endOfInput)
+        case .mismatch: return .failed(CommandStatus.failure)
+        }
+    }
+
+    private static func add(_ itemClass: ItemClass, _ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let prompt = invocation.promptsForPassword
+        guard let account = invocation.value("a"), let primary = invocation.value("s") else { return CommandStatus.usage }
+        let operands = invocation.operands
+        guard operands.count <= 1, operands.first != "" else { return CommandStatus.usage }
+        let typedKeychain = operands.first
+
+        var attributes: WireDictionary = ["acct": .string(account), "labl": .string(invocation.value("l") ?? primary)]
+        do {
+            if let creator = try ItemFilters.fourCharCode(invocation.value("c"), context) { attributes["crtr"] = .string(creator) }
+            if let type = try ItemFilters.fourCharCode(invocation.value("C"), context) { attributes["type"] = .string(type) }
+            if itemClass == .internetPassword {
+                attributes["srvr"] = .string(primary)
+                attributes["atyp"] = .string(try ItemFilters.fourCharCode(invocation.value("t"), context) ?? "dflt")
+                // Protocol 0 ("any") is the absence of one.
+                if let code = try ItemFilters.fourCharCode(invocation.value("r"), context) { attributes["ptcl"] = .string(code) }
+            } else {
+                attributes["svce"] = .string(primary)
+            }
+        } catch {
+            return CommandStatus.failure
+        }
+        if itemClass == .internetPassword {
+            attributes["port"] = .integer(Int64(invocation.value("P").map { UInt16(truncatingIfNeeded: atoi($0)) } ?? 0))
+            if let path = invocation.value("p") { attributes["path"] = .string(path) }
+            if let domain = invocation.value("d") { attributes["sdmn"] = .string(domain) }
+        } else if let generic = invocation.value("G") {
+            attributes["gena"] = .data(Data(generic.utf8))
+        }
+        if let kind = invocation.value("D") { attributes["desc"] = .string(kind) }
+        if let comment = invocation.value("j") { attributes["icmt"] = .string(comment) }
+        // -A and -T (access control) are accepted and not enforced: every process of the user
+        // that can reach the session bus is trusted alike (reference §4).
+
+        let secret: SecretBytes?
+        switch password(itemClass, context, invocation, prompt: prompt) {
+        case .given(let given): secret = given
+        case .none: secret = nil
+        case .failed(let status): return status
+        }
+        defer { secret?.wipe() }
+
+        let keychain = typedKeychain.map(context.naming.daemonName)
+        if invocation.has("U") {
+            switch update(itemClass, attributes, secret: secret, keychain: keychain, context) {
+            case .updated: return CommandStatus.success
+            case .failed(let status): return status
+            case .notFound: break
+            }
+        }
+
+        let failurePrefix = itemClass == .genericPassword
+            ? "SecKeychainItemCreateFromContent (\(typedKeychain ?? "<default>"))"
+            : "SecKeychainAddInternetPassword \(typedKeychain ?? "<NULL>")"
+        var request = attributes
+        request[WireKey.class] = .string(itemClass.rawValue)
+        if let keychain { request[WireKey.useKeychain] = .string(keychain) }
+        do {
+            try (secret ?? SecretBytes([])).withData { data throws(KeychainError) in
+                request[WireKey.valueData] = .data(data)
+                defer { request[WireKey.valueData] = nil }
+                try context.client.add(request)
+            }
+            return CommandStatus.success
+        } catch {
+            context.diagnostics.error("\(failurePrefix): \(error.message)")
+            // No hint after the duplicate line: scripts match it exactly (`|| security add … -U`).
+            if error.status != SecStatus.duplicateItem {
+                context.diagnostics.hint(for: error.status, keychain: typedKeychain ?? defaultKeychainName(context))
+            }
+            return error.status
+        }
+    }
+
+    private enum UpdateOutcome {
+        case updated, notFound, failed(Int32)
+    }
+
+    /// `-U`: change the first existing item with the same key, in the given keychain or, with
+    /// none given, anywhere in the search list. The label is always reset (to -l or the
+    /// service/server), other attributes only when given, the password only when given.
+    private static func update(_ itemClass: ItemClass, _ attributes: WireDictionary, secret: SecretBytes?,
+                               keychain: String?, _ context: CommandContext) -> UpdateOutcome {
+        let search = ItemSearch(context: context)
+        var filters: WireDictionary
+        if itemClass == .genericPassword {
+            filters = ["acct": attributes["acct"]!, "svce": attributes["svce"]!]
+        } else {
+            // All seven key parts set: those alone; otherwise everything given, label included,
+            // so an item with a custom label is not found and the add then fails [Q].
+            let keyParts = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
+            let allSet = keyParts.allSatisfy { key in
+                guard let value = attributes[key] else { return false }
+                return value != .integer(0) && value != .string("")
+            }
+            filters = allSet ? attributes.filter { keyParts.contains($0.key) } : attributes
+            if filters["port"] == .integer(0) { filters["port"] = nil }
+        }
+        let found: FoundItem
+        do {
+            let scope = try keychain.map { [$0] } ?? context.client.searchList()
+            found = try search.first(itemClass, filters, scope: scope, secret: false)
+        } catch let failure as ItemSearch.Failure where failure.status == SecStatus.itemNotFound {
+            return .notFound
+        } catch {
+            let status = (error as? ItemSearch.Failure)?.status ?? (error as? KeychainError)?.status ?? SecStatus.param
+            context.diagnostics.perror("SecKeychainSearchCopyNext", status)
+            context.diagnostics.hint(for: status, keychain: (error as? ItemSearch.Failure)?.keychain)
+            return .failed(status)
+        }
+        guard let ref = found.persistentRef else { return .notFound }
+        var changes = attributes
+        do {
+            try (secret ?? SecretBytes([])).withData { data throws(KeychainError) in
+                if secret != nil { changes[WireKey.valueData] = .data(data) }
+                defer { changes[WireKey.valueData] = nil }
+                try context.client.update([WireKey.valuePersistentRef: .data(ref)], attributes: changes)
+            }
+            return .updated
+        } catch {
+            context.diagnostics.perror("SecKeychainItemModifyContent", error.status)
+            context.diagnostics.hint(for: error.status, keychain: context.naming.displayName(for: found.keychain))
+            return .failed(error.status)
+        }
+    }
+
+    private static func defaultKeychainName(_ context: CommandContext) -> String? {
+        (try? context.client.defaultKeychain()).map(context.naming.displayName)
+    }
+}

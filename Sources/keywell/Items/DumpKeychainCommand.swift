@@ -1,0 +1,125 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import KeychainServices
+
+/// `dump-keychain [-adir] [keychain...]`: every item of the keychains (default: the search list)
+/// as item blocks; `-d` adds each secret. One item that cannot be read gets an error line after
+/// its header and the dump goes on (exit 0); only a failed search exits 1.
+enum DumpKeychainCommand {
+    private struct Entry {
+        var item: FoundItem
+        var secretFailure: OSStatus?
+    }
+
+    static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        // -i edits access lists interactively; Keywell has none to edit.
+        if invocation.has("i") { return CommandStatus.usage }
+        if let file = invocation.value("o") {
+            // Hidden `-o file`: the dump goes to the file (0600: it may hold secrets).
+            let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                context.diagnostics.error("\(file): \(String(cString: strerror(errno)))")
+                return CommandStatus.failure
+            }
+            context.output.flush()
+            dup2(fd, 1)
+            close(fd)
+        }
+        let withData = invocation.has("d"), withRaw = invocation.has("r")
+        let wantsSecret = withData || withRaw
+        let explicit = !invocation.operands.isEmpty
+        let search = ItemSearch(context: context)
+        let scope: [String]
+        do {
+            scope = try search.scope(invocation.operands)
+        } catch {
+            context.diagnostics.perror("SecKeychainCopySearchList", error.status)
+            context.diagnostics.hint(for: error.status, keychain: nil)
+            return CommandStatus.failure
+        }
+
+        var json: [JSONValue] = []
+        for keychain in scope {
+            let path = context.naming.path(for: keychain)
+            for itemClass in [ItemClass.genericPassword, .internetPassword] {
+                let entries: [Entry]
+                do {
+                    entries = try items(itemClass, in: keychain, secrets: wantsSecret, search: search)
+                } catch {
+                    if error.status == SecStatus.noSuchKeychain && !explicit { break }
+                    context.diagnostics.perror("SecKeychainSearchCreateFromAttributes", error.status)
+                    context.diagnostics.hint(for: error.status, keychain: context.naming.displayName(for: keychain))
+                    return CommandStatus.failure
+                }
+                for entry in entries {
+                    defer { entry.item.secret?.wipe() }
+                    if invocation.json {
+                        json.append(ItemJSON.item(entry.item, keychainPath: path, includeSecret: wantsSecret,
+                                                  error: entry.secretFailure.map(SecStatus.message)))
+                        continue
+                    }
+                    context.output.write(ItemRendering.header(entry.item, keychainPath: path))
+                    if let status = entry.secretFailure {
+                        context.output.flush()
+                        context.diagnostics.perror("SecKeychainItemCopyAttributesAndData", status)
+                        continue
+                    }
+                    context.output.write(ItemRendering.attributeLines(entry.item))
+                    if let secret = entry.item.secret {
+                        if withData { context.output.writeSecret(Array(ItemRendering.dataLines(secret.bytes).utf8)) }
+                        // Keywell keeps no encrypted blob outside its database, so "raw" is the
+                        // secret's bytes as they are [D].
+                        if withRaw { context.output.writeSecret(Array("raw data:\n".utf8) + secret.bytes + [0x0A]) }
+                    }
+                }
+            }
+        }
+        if invocation.json { JSONOutput.write(.array(json), to: context.output) }
+        return CommandStatus.success
+    }
+
+    /// All items of one class in one keychain; with `secrets`, each with its secret or the
+    /// reason it could not be read.
+    private static func items(_ itemClass: ItemClass, in keychain: String, secrets: Bool,
+                              search: ItemSearch) throws(KeychainError) -> [Entry] {
+        let client = search.context.client
+        func fetch(withSecrets: Bool) throws(KeychainError) -> [WireDictionary] {
+            do {
+                return try client.copyMatching(search.query(itemClass, [:], in: keychain, secret: withSecrets, all: true))
+            } catch where error.status == SecStatus.itemNotFound {
+                return []
+            }
+        }
+        if secrets {
+            do {
+                return try fetch(withSecrets: true).map { result in
+                    var attributes = result
+                    var data = attributes.removeValue(forKey: WireKey.valueData)?.dataValue ?? .init()
+                    return Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: attributes,
+                                                 secret: SecretBytes(wiping: &data)))
+                }
+            } catch where error.status != SecStatus.noSuchKeychain {
+                // Locked, or one item that will not open: take the attributes, then each
+                // secret alone so that one bad item does not hide the others.
+                let locked = error.status == SecStatus.interactionNotAllowed
+                return try fetch(withSecrets: false).map { result in
+                    var entry = Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: nil))
+                    if locked {
+                        entry.secretFailure = error.status
+                    } else {
+                        do throws(KeychainError) {
+                            entry.item.secret = try search.secret(of: entry.item)
+                        } catch {
+                            entry.secretFailure = error.status
+                        }
+                    }
+                    return entry
+                }
+            }
+        }
+        return try fetch(withSecrets: false).map { result in
+            Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: nil))
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import KeychainServices
+
+/// `security`'s item search: the keychains named on the command line in order, else the search
+/// list; keychains that do not exist are skipped; the first match wins, even in a locked
+/// keychain (whose secret then cannot be read: exit 36, as on macOS).
+///
+/// The daemon's CopyMatching does not say which keychain an item came from, and the block
+/// prints it, so the search asks one keychain at a time (`u_Keychain`).
+struct ItemSearch {
+    struct Failure: Error {
+        let status: OSStatus
+        /// The keychain the failure concerns, when it is one keychain (for hints).
+        let keychain: String?
+    }
+
+    let context: CommandContext
+
+    /// Daemon names of the keychains to search.
+    func scope(_ operands: [String]) throws(KeychainError) -> [String] {
+        if !operands.isEmpty { return operands.map(context.naming.daemonName) }
+        return try context.client.searchList()
+    }
+
+    func query(_ itemClass: ItemClass, _ filters: WireDictionary, in keychain: String,
+               attributes: Bool = true, secret: Bool = false, all: Bool = false) -> WireDictionary {
+        var query = filters
+        query[WireKey.class] = .string(itemClass.rawValue)
+        query[WireKey.useKeychain] = .string(keychain)
+        if attributes {
+            query[WireKey.returnAttributes] = .bool(true)
+            query[WireKey.returnPersistentRef] = .bool(true)
+        }
+        if secret { query[WireKey.returnData] = .bool(true) }
+        if all { query[WireKey.matchLimit] = .string(WireKey.matchLimitAll) }
+        return query
+    }
+
+    /// The first match in `scope`, with its secret when `secret` is set.
+    func first(_ itemClass: ItemClass, _ filters: WireDictionary, scope: [String], secret: Bool) throws(Failure) -> FoundItem {
+        for keychain in scope {
+            do {
+                var results = try context.client.copyMatching(query(itemClass, filters, in: keychain, secret: secret))
+                guard !results.isEmpty else { continue }
+                // Taken out of the array, so the secret's buffer has one owner and can be wiped.
+                var result = results.removeFirst()
+                results.removeAll()
+                var secretBytes: SecretBytes?
+                if secret, var data = result.removeValue(forKey: WireKey.valueData)?.dataValue {
+                    secretBytes = SecretBytes(wiping: &data)
+                } else if secret {
+                    secretBytes = SecretBytes([])
+                }
+                return FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
+            } catch {
+                switch error.status {
+                case SecStatus.itemNotFound, SecStatus.noSuchKeychain: continue
+                case SecStatus.interactionNotAllowed:
+                    throw Failure(status: error.status, keychain: context.naming.displayName(for: keychain))
+                default:
+                    throw Failure(status: error.status, keychain: nil)
+                }
+            }
+        }
+        throw Failure(status: SecStatus.itemNotFound, keychain: nil)
+    }
+
+    /// The secret of one item, by its persistent reference.
+    func secret(of item: FoundItem) throws(KeychainError) -> SecretBytes {
+        guard let ref = item.persistentRef else { throw KeychainError(SecStatus.invalidItemRef) }
+        var results = try context.client.copyMatching([
+            WireKey.valuePersistentRef: .data(ref),
+            WireKey.returnData: .bool(true),
+        ])
+        guard !results.isEmpty else { return SecretBytes([]) }
+        var result = results.removeFirst()
+        guard var data = result.removeValue(forKey: WireKey.valueData)?.dataValue else { return SecretBytes([]) }
+        return SecretBytes(wiping: &data)
+    }
+}

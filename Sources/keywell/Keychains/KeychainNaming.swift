@@ -1,0 +1,69 @@
+import Foundation
+import KeywellProtocol
+
+/// How keychain arguments become what the daemon takes, and daemon names become the paths
+/// `security` prints.
+///
+/// - An absolute path is used as given; a relative path (one with a `/`) is taken from the
+///   current folder, as Linux tools do (macOS would put it under ~/Library/Keychains).
+/// - A bare name is a keychain in `$XDG_DATA_HOME/keywell/keychains`. A trailing `.keychain`
+///   is dropped, so macOS scripts' `login.keychain` and `build.keychain` name the files
+///   `login.keychain-db` and `build.keychain-db`, exactly as macOS's `-db` rule would.
+struct KeychainNaming {
+    static let fileExtension = ".keychain-db"
+    static let macOSSuffix = ".keychain"
+
+    let keychainsDirectory: String
+    let currentDirectory: String
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        func absolute(_ key: String) -> String? {
+            guard let value = environment[key], value.hasPrefix("/") else { return nil }
+            return value
+        }
+        let home = absolute("HOME") ?? NSHomeDirectory()
+        let dataHome = absolute("XDG_DATA_HOME") ?? home + "/.local/share"
+        keychainsDirectory = Self.normalized(dataHome + "/keywell/keychains")
+        currentDirectory = FileManager.default.currentDirectoryPath
+    }
+
+    /// The name or path to send to the daemon for what the user typed.
+    func daemonName(for argument: String) -> String {
+        if argument.hasPrefix("/") { return Self.normalized(argument) }
+        if argument.contains("/") { return Self.normalized(currentDirectory + "/" + argument) }
+        if argument.hasSuffix(Self.macOSSuffix), argument.count > Self.macOSSuffix.count {
+            return String(argument.dropLast(Self.macOSSuffix.count))
+        }
+        return argument
+    }
+
+    /// The file a daemon name stands for (what `list-keychains` and item blocks print).
+    func path(for name: String) -> String {
+        if name.hasPrefix("/") { return name }
+        if name.hasSuffix(Self.fileExtension) { return keychainsDirectory + "/" + name }
+        return keychainsDirectory + "/" + name + Self.fileExtension
+    }
+
+    /// What a person calls the keychain: the name for folder keychains, else the path.
+    func displayName(for name: String) -> String {
+        let prefix = keychainsDirectory + "/"
+        if name.hasPrefix(prefix), name.hasSuffix(Self.fileExtension) {
+            let short = String(name.dropFirst(prefix.count).dropLast(Self.fileExtension.count))
+            if !short.contains("/") { return short }
+        }
+        return name
+    }
+
+    /// `.` and `..` and repeated slashes removed, as the daemon does (symlinks untouched).
+    static func normalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": _ = parts.popLast()
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import KeywellProtocol
+
+/// `--json` shape of an item. Every field of the class is present (null when the item has no
+/// value), so scripts can rely on the keys; `password` appears only when -w/-g (find) or -d
+/// (dump) asked for secrets. Names follow Apple's kSecAttr constants:
+///
+/// - both classes: `keychain` (path), `class` (`genp`/`inet`), `label`, `account`,
+///   `description` (-D, "kind"), `comment` (-j), `creator` (-c), `type` (-C), `created`,
+///   `modified` (ISO 8601, UTC, milliseconds), `invisible`, `negative`
+/// - `genp`: `service` (-s), `generic` (-G)
+/// - `inet`: `server` (-s), `protocol` (-r), `port` (-P), `path` (-p), `securityDomain` (-d),
+///   `authenticationType` (-t)
+///
+/// Text that is not UTF-8 appears as `{"hex": "…"}`.
+enum ItemJSON {
+    private static let common: [(String, String)] = [("label", "labl"), ("account", "acct")]
+    private static let generic: [(String, String)] = [("service", "svce"), ("generic", "gena")]
+    private static let internet: [(String, String)] = [
+        ("server", "srvr"), ("protocol", "ptcl"), ("port", "port"), ("path", "path"),
+        ("securityDomain", "sdmn"), ("authenticationType", "atyp"),
+    ]
+    private static let trailing: [(String, String)] = [
+        ("description", "desc"), ("comment", "icmt"), ("creator", "crtr"), ("type", "type"),
+        ("created", "cdat"), ("modified", "mdat"), ("invisible", "invi"), ("negative", "nega"),
+    ]
+
+    static func item(_ item: FoundItem, keychainPath: String, includeSecret: Bool, error: String? = nil) -> JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("keychain", .string(keychainPath)),
+            ("class", .string(item.itemClass.rawValue)),
+        ]
+        let specific = item.itemClass == .genericPassword ? generic : internet
+        for (name, key) in common + specific + trailing {
+            fields.append((name, value(item, key)))
+        }
+        if includeSecret, let secret = item.secret {
+            fields.append(("password", .bytes(secret.bytes)))
+        }
+        if let error { fields.append(("error", .string(error))) }
+        return .object(fields)
+    }
+
+    private static func value(_ item: FoundItem, _ key: String) -> JSONValue {
+        guard let wire = item.attributes[key] else { return .null }
+        switch (key, wire) {
+        case ("cdat", .integer(let milliseconds)), ("mdat", .integer(let milliseconds)):
+            return .string(iso8601(milliseconds: milliseconds))
+        case ("port", .integer(let number)):
+            return .number(number)
+        case ("crtr", .integer(let number)), ("type", .integer(let number)):
+            return .bytes(FourCharCode.bytes(UInt32(truncatingIfNeeded: number)))
+        case (_, .bool(let flag)):
+            return .bool(flag)
+        case (_, .integer(let number)):
+            return .number(number)
+        default:
+            return .bytes(item.bytes(key) ?? [])
+        }
+    }
+
+    static func iso8601(milliseconds: Int64) -> String {
+        let fraction = ((milliseconds % 1000) + 1000) % 1000
+        var seconds = time_t((milliseconds - fraction) / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func digits(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return digits(Int64(parts.tm_year) + 1900, 4) + "-" + digits(Int64(parts.tm_mon) + 1, 2) + "-"
+            + digits(Int64(parts.tm_mday), 2) + "T" + digits(Int64(parts.tm_hour), 2) + ":"
+            + digits(Int64(parts.tm_min), 2) + ":" + digits(Int64(parts.tm_sec), 2) + "." + digits(fraction, 3) + "Z"
+    }
+}

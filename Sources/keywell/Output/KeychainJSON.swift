@@ -1,0 +1,26 @@
+import KeychainServices
+
+/// `--json` shapes for keychains. Field names are stable (documented in `--help`):
+/// `name`, `path`, and for `show-keychain-info` also `locked`, `itemCount`, `lockOnSleep`,
+/// `lockAfterSeconds` (null = never), `isDefault`, `isLogin`.
+enum KeychainJSON {
+    static func reference(_ name: String, _ context: CommandContext) -> JSONValue {
+        .object([
+            ("name", .string(context.naming.displayName(for: name))),
+            ("path", .string(context.naming.path(for: name))),
+        ])
+    }
+
+    static func info(_ info: KeychainInfo, _ context: CommandContext) -> JSONValue {
+        .object([
+            ("name", .string(info.name)),
+            ("path", .string(info.path)),
+            ("locked", .bool(info.locked)),
+            ("itemCount", .number(Int64(info.itemCount))),
+            ("lockOnSleep", .bool(info.lockOnSleep)),
+            ("lockAfterSeconds", info.lockAfterSeconds == 0 ? .null : .number(Int64(info.lockAfterSeconds))),
+            ("isDefault", .bool(info.isDefault)),
+            ("isLogin", .bool(info.isLogin)),
+        ])
+    }
+}

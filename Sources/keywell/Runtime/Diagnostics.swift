@@ -1,0 +1,60 @@
+import Foundation
+import KeywellProtocol
+
+/// The error lines `security` prints, and Keywell's hint lines after them.
+///
+/// The first line keeps `security`'s exact shape, `<progname>: <function> <keychain>: <message>`,
+/// because scripts match it. A hint that says what to do may follow on its own stderr line;
+/// `-q` turns hints off.
+struct Diagnostics {
+    let progname: String
+    var quiet = false
+
+    /// `sec_error`: `<progname>: <message>`.
+    func error(_ message: String) {
+        StandardStreams.error.write("\(progname): \(message)\n")
+    }
+
+    /// `sec_perror`: `<progname>: <function>: <Apple's message for status>`.
+    func perror(_ function: String, _ status: OSStatus) {
+        error("\(function): \(SecStatus.message(for: status))")
+    }
+
+    /// A bare line on stderr (`Keychain "x" no-timeout`, `password has been deleted.`).
+    func line(_ text: String) {
+        StandardStreams.error.write(text + "\n")
+    }
+
+    func hint(_ text: String) {
+        guard !quiet else { return }
+        StandardStreams.error.write("\(progname): \(text)\n")
+    }
+
+    /// What to do about the usual failures, naming the keychain when we know it.
+    func hint(for status: OSStatus, keychain: String?) {
+        let named = keychain.map { "keychain \"\($0)\"" } ?? "the keychain"
+        switch status {
+        case SecStatus.interactionNotAllowed:
+            let argument = keychain.map { " " + ShellQuoting.quote($0) } ?? ""
+            hint("\(named) is locked: run `\(progname) unlock-keychain\(argument)`")
+        case SecStatus.noSuchKeychain:
+            hint("\(named) does not exist: `\(progname) list-keychains` shows the search list, `\(progname) create-keychain` makes one")
+        case SecStatus.noDefaultKeychain:
+            hint("no default keychain: set one with `\(progname) default-keychain -s <keychain>`, or create the login keychain with `\(progname) create-keychain login`")
+        case SecStatus.notAvailable:
+            hint("cannot reach keywelld on the D-Bus session bus: is DBUS_SESSION_BUS_ADDRESS set and keywell installed (scripts/install.sh)?")
+        default:
+            break
+        }
+    }
+}
+
+enum ShellQuoting {
+    /// The word as a shell would need it typed: bare when safe, else in single quotes.
+    static func quote(_ word: String) -> String {
+        let safe = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_./+:@".unicodeScalars.contains(scalar))
+        }
+        return safe ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

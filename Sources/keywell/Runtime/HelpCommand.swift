@@ -1,0 +1,60 @@
+/// `help [command...]` and the texts around it: the global usage, `Usage:` lines, `--help`.
+enum HelpCommand {
+    static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let names = invocation.words.dropFirst()
+        guard !names.isEmpty else {
+            context.output.write(commandList())
+            return CommandStatus.success
+        }
+        for name in names {
+            // `help` wants the full name, not an abbreviation.
+            guard let spec = CommandTable.all.first(where: { $0.name == name }) else {
+                context.diagnostics.error("help: no such command: \(name)")
+                return CommandStatus.failure
+            }
+            context.output.write("Usage: \(spec.name) \(spec.usage)\n")
+        }
+        return CommandStatus.success
+    }
+
+    static func commandList() -> String {
+        CommandTable.all.map { spec in
+            let padded = spec.name.count >= 17 ? spec.name : spec.name + String(repeating: " ", count: 17 - spec.name.count)
+            return "    \(padded) \(spec.summary)\n"
+        }.joined()
+    }
+
+    /// What `keywell` with no command, or with `-h`, prints on stdout (exit 2); `--help` prints
+    /// it too, with exit 0.
+    static func globalUsage(progname: String) -> String {
+        """
+        Usage: \(progname) [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
+            -i    Run in interactive mode.
+            -l    Accepted for compatibility (macOS runs leaks(1) before exiting).
+            -p    Set the prompt to "prompt" (implies -i).
+            -q    Be less verbose (no hint lines after errors).
+            -v    Be more verbose about what's going on.
+        \(progname) commands are:
+
+        """ + commandList()
+    }
+
+    /// `Usage: <cmd> <usage>` and the one-line help: what a command returning 2 prints on stderr.
+    static func usageLines(_ spec: CommandSpec) -> String {
+        "Usage: \(spec.name) \(spec.usage)\n        \(spec.summary)\n"
+    }
+
+    /// `<cmd> --help`: the usage, then Keywell's notes and long options, on stdout.
+    static func fullHelp(_ spec: CommandSpec, progname: String) -> String {
+        var text = usageLines(spec)
+        if !spec.helpNotes.isEmpty {
+            text += "\n" + spec.helpNotes.joined(separator: "\n") + "\n"
+        }
+        text += "\nKeywell options:\n"
+        if spec.json {
+            text += "    --json  Print the result as JSON on stdout (fields above)\n"
+        }
+        text += "    --help  Show this help (-h prints the usage and exits 2, as in macOS security)\n"
+        return text
+    }
+}

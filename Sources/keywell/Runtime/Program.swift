@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `security`'s main(): global options, then one command (or, with -i, one per input line).
+/// Returns the status whose low byte is the exit code.
+enum Program {
+    static func run(_ arguments: [String]) -> Int32 {
+        let progname = baseName(arguments.first ?? "keywell")
+        let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help"])
+        let parsed: GetoptParser.Result
+        do {
+            parsed = try global.parse([progname] + arguments.dropFirst(), trailingLongFlags: false)
+        } catch {
+            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
+            return CommandStatus.usage
+        }
+        if parsed.longFlags.contains("help") {
+            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
+            return CommandStatus.success
+        }
+        if parsed.has("h") {
+            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
+            return CommandStatus.usage
+        }
+        let context = CommandContext(progname: progname, quiet: parsed.has("q"))
+        let verbose = parsed.has("v")
+        let interactive = parsed.has("i") || parsed.has("p")
+        let words = parsed.operands
+        if !words.isEmpty {
+            let argvIndex = arguments.count - words.count
+            return execute(words, argvIndex: argvIndex, context: context, verbose: verbose)
+        }
+        if interactive {
+            return InteractiveMode.run(prompt: parsed.value("p") ?? "\(progname)> ", context: context, verbose: verbose)
+        }
+        StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
+        return CommandStatus.usage
+    }
+
+    /// Runs one command line. `words[0]` may be any prefix of a command name: the first
+    /// command in table order that starts with it runs (`list` is list-keychains).
+    static func execute(_ words: [String], argvIndex: Int?, context: CommandContext, verbose: Bool) -> Int32 {
+        guard let typed = words.first else { return CommandStatus.success }
+        guard let spec = CommandTable.match(typed) else {
+            context.diagnostics.error("unknown command \"\(typed)\"")
+            return CommandStatus.failure
+        }
+        if verbose {
+            StandardStreams.error.write(words.map { ShellQuoting.quote($0) }.joined(separator: " ") + "\n")
+        }
+        var words = words
+        words[0] = spec.name
+        guard spec.usesGetopt else {
+            if !spec.ownHelp, words.count == 2, words[1] == "--help" {
+                StandardStreams.output.write(HelpCommand.fullHelp(spec, progname: context.progname))
+                return CommandStatus.success
+            }
+            return spec.run(context, Invocation(words: words, argvIndex: argvIndex, arguments: .init()))
+        }
+        var promptsForPassword = false
+        if spec.trailingWPrompts, words.count > 1, words.last == "-w" {
+            words.removeLast()
+            promptsForPassword = true
+        }
+        let parser = GetoptParser(optionString: spec.optionString, longFlags: spec.longFlags)
+        let arguments: GetoptParser.Result
+        do {
+            arguments = try parser.parse(words, firstWordIndex: argvIndex ?? 0)
+        } catch {
+            StandardStreams.error.write(HelpCommand.usageLines(spec))
+            switch error {
+            case .unknownOption("-h"):
+                context.diagnostics.hint("-h prints this usage (exit 2) as in macOS security; `\(context.progname) \(spec.name) --help` prints the full help")
+            case .unknownOption(let option):
+                context.diagnostics.hint("unknown option \(option)")
+            case .missingValue(let letter):
+                context.diagnostics.hint("option -\(letter) needs a value")
+            }
+            return CommandStatus.usage
+        }
+        if arguments.longFlags.contains("help") {
+            StandardStreams.output.write(HelpCommand.fullHelp(spec, progname: context.progname))
+            return CommandStatus.success
+        }
+        var invocation = Invocation(words: words, argvIndex: argvIndex, arguments: arguments)
+        invocation.promptsForPassword = promptsForPassword
+        let status = spec.run(context, invocation)
+        if status == CommandStatus.usage {
+            StandardStreams.error.write(HelpCommand.usageLines(spec))
+        }
+        return status
+    }
+
+    static func baseName(_ path: String) -> String {
+        let name = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
+        return name.isEmpty ? "keywell" : name
+    }
+}
