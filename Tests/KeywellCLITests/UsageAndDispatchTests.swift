@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+
+/// Global usage, help, usage errors, abbreviations, getopt, progname (reference §1.1).
+@Suite struct UsageAndDispatchTests {
+    let session: CLISession
+    init() throws { session = try SharedSessions.login() }
+
+    @Test func noCommandPrintsTheGlobalUsageOnStdoutWithExit2() throws {
+        let result = try session.run([])
+        #expect(result.exit == 2)
+        #expect(result.stdout.hasPrefix("Usage: keywell [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]\n"))
+        #expect(result.stdout.contains("\n    find-generic-password Find a generic password item.\n"))
+        #expect(result.stdout.contains("\n    help              Show all commands, or show usage for a command.\n"))
+        #expect(try session.run(["-h"]).exit == 2)
+        let help = try session.run(["--help"])
+        #expect(help.exit == 0)
+        #expect(help.stdout.hasPrefix("Usage: keywell "))
+    }
+
+    @Test func helpForACommandPrintsItsUsageOnStdout() throws {
+        let result = try session.run(["help", "find-generic-password"])
+        #expect(result.exit == 0)
+        #expect(result.stdout.hasPrefix("Usage: find-generic-password [-a account] [-s service] [options...] [-g] [keychain...]\n"))
+        #expect(result.stderr.isEmpty)
+        let listing = try session.run(["help"])
+        #expect(listing.exit == 0)
+        #expect(listing.stdout.contains("    list-keychains    Display or manipulate the keychain search list.\n"))
+        let unknown = try session.run(["help", "frobnicate"])
+        #expect(unknown.exit == 1)
+        #expect(unknown.stderr.contains("frobnicate"))
+    }
+
+    @Test(arguments: ["find-generic-password", "add-internet-password", "list-keychains", "lock-keychain",
+                      "unlock-keychain", "dump-keychain", "set-keychain-settings", "show-keychain-info"])
+    func dashHAfterACommandIsUsageWithExit2(command: String) throws {
+        let result = try session.run([command, "-h"])
+        #expect(result.exit == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.hasPrefix("Usage: \(command) "))
+        // The one-line help closes the usage, indented by 8 spaces.
+        #expect(result.stderrLines.contains { $0.hasPrefix("        ") && $0.hasSuffix(".") })
+    }
+
+    @Test(arguments: ["find-generic-password", "create-keychain", "dump-keychain", "show-keychain-info",
+                      "add-generic-password", "error", "help"])
+    func doubleDashHelpPrintsTheFullHelpWithExit0(command: String) throws {
+        let result = try session.run([command, "--help"])
+        #expect(result.exit == 0)
+        #expect(result.stdout.hasPrefix("Usage: \(command) "))
+        #expect(result.stdout.contains("--help"))
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func helpExplainsWhyPasswordOptionsAreUnsafe() throws {
+        for command in ["add-generic-password", "unlock-keychain", "create-keychain", "set-keychain-password"] {
+            let result = try session.run([command, "--help"])
+            #expect(result.stdout.contains("/proc/<pid>/cmdline"), "\(command)")
+        }
+        let find = try session.run(["find-internet-password", "--help"])
+        #expect(find.stdout.contains("--json"))
+        #expect(find.stdout.contains("securityDomain"))
+    }
+
+    @Test func unknownCommandsExit1() throws {
+        let result = try session.run(["frobnicate"])
+        #expect(result.exit == 1)
+        #expect(result.stderr == "keywell: unknown command \"frobnicate\"\n")
+    }
+
+    /// progname is basename(argv[0]): through a link named `security`, lines start `security:`.
+    @Test func messagesNameTheProgramAsInvoked() throws {
+        let unknown = try session.security(["frobnicate"])
+        #expect(unknown.stderr == "security: unknown command \"frobnicate\"\n")
+        let notFound = try session.security(["find-generic-password", "-s", SharedSessions.unique("absent")])
+        #expect(notFound.exit == 44)
+        #expect(notFound.stderr == "security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain.\n")
+        let usage = try session.security([])
+        #expect(usage.stdout.hasPrefix("Usage: security [-h]"))
+        #expect(usage.stdout.contains("\nsecurity commands are:\n"))
+    }
+
+    @Test func commandsMatchByPrefixInTableOrder() throws {
+        let full = try session.run(["list-keychains"])
+        let short = try session.run(["list"])
+        #expect(short.exit == 0)
+        #expect(short.stdout == full.stdout)
+        // `delete` is delete-keychain, the first command starting with it.
+        let delete = try session.run(["delete"])
+        #expect(delete.exit == 49)
+        #expect(delete.stderr == "keywell: SecKeychainDelete: The specified keychain is not a valid keychain file.\n")
+        let service = SharedSessions.unique("abbrev")
+        try session.ok(["add-generic-pass", "-a", "a", "-s", service, "-w", "pw"])
+        #expect(try session.run(["find-generic", "-s", service, "-w"]).stdout == "pw\n")
+    }
+
+    @Test func getoptClustersFlagsAndValues() throws {
+        let service = SharedSessions.unique("cluster")
+        try session.ok(["add-generic-password", "-aacct", "-s\(service)", "-wsecret"])
+        // -g and -s clustered, the value in the next word; then -w with the value attached.
+        let clustered = try session.run(["find-generic-password", "-gs", service])
+        #expect(clustered.exit == 0)
+        #expect(clustered.stderr == "password: \"secret\"\n")
+        #expect(try session.run(["find-generic-password", "-as", "acct", "-w"]).exit == 44)  // -a's value is "s"
+        #expect(try session.run(["find-generic-password", "-aacct", "-ws\(service)"]).stdout == "secret\n")
+        // A value may start with a dash; `--` ends the options.
+        let dashed = SharedSessions.unique("-dashed")
+        try session.ok(["add-generic-password", "-a", "x", "-s", dashed, "-w", "-pw-"])
+        #expect(try session.run(["find-generic-password", "-s", dashed, "-w", "--"]).stdout == "-pw-\n")
+    }
+
+    @Test func optionsWithoutValuesAndUnknownOptionsAreUsageErrors() throws {
+        let missing = try session.run(["find-generic-password", "-s"])
+        #expect(missing.exit == 2)
+        #expect(missing.stderr.hasPrefix("Usage: find-generic-password "))
+        let unknown = try session.run(["find-generic-password", "-Z"])
+        #expect(unknown.exit == 2)
+        let deleteWithG = try session.run(["delete-generic-password", "-g", "-s", "x"])
+        #expect(deleteWithG.exit == 2)
+        #expect(deleteWithG.stderr.hasPrefix("Usage: delete-generic-password "))
+    }
+
+    @Test func errorCommandPrintsMessagesAndExits1() throws {
+        let result = try session.run(["error", "-25300", "0xFFFF9D2D", "-25308"])
+        #expect(result.exit == 1)
+        #expect(result.stdout == """
+            Error: 0xFFFF9D2C -25300 The specified item could not be found in the keychain.
+            Error: 0xFFFF9D2D -25299 The specified item already exists in the keychain.
+            Error: 0xFFFF9D24 -25308 User interaction is not allowed.
+
+            """)
+    }
+
+    @Test func fourCharacterCodesMustBeFourBytes() throws {
+        let three = try session.run(["find-internet-password", "-s", "x", "-r", "ftp"])
+        #expect(three.exit == 1)
+        #expect(three.stderr == "Error: four-character types must be exactly 4 characters long.\n(Try \"ftp \" instead of \"ftp\")\n")
+        let five = try session.run(["add-generic-password", "-a", "a", "-s", "s", "-c", "abcde"])
+        #expect(five.exit == 1)
+        #expect(five.stderr == "Error: four-character types must be exactly 4 characters long.\n")
+    }
+
+    @Test func interactiveModeRunsOneCommandPerLine() throws {
+        let service = SharedSessions.unique("interactive")
+        let result = try session.run(["-i"], input: "add-generic-password -a a -s \(service) -w 'two words'\nfind-generic-password -s \(service) -w\nquit\n")
+        #expect(result.stdout == "keywell> keywell> two words\nkeywell> ")
+    }
+}
