@@ -5,7 +5,8 @@ struct KeywellBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keywell-bench",
         abstract: "Benchmarks for Keywell's parts.",
-        subcommands: [CoreBenchmark.self, CoreWriterHelper.self, DaemonBenchmark.self]
+        subcommands: [CoreBenchmark.self, CoreWriterHelper.self, DaemonBenchmark.self, CLIBenchmark.self,
+                      LoadBenchmark.self, FaultBenchmark.self, ThrottleBenchmark.self, SecurityReport.self]
     )
 }
 
