@@ -113,7 +113,7 @@ enum AddCommands {
             context.diagnostics.error("\(failurePrefix): \(error.message)")
             // No hint after the duplicate line: scripts match it exactly (`|| security add … -U`).
             if error.status != SecStatus.duplicateItem {
-                context.diagnostics.hint(for: error.status, keychain: typedKeychain ?? defaultKeychainName(context))
+                context.diagnostics.hint(for: error, keychain: typedKeychain ?? defaultKeychainName(context))
             }
             return error.status
         }
@@ -166,7 +166,7 @@ enum AddCommands {
             return .updated
         } catch {
             context.diagnostics.perror("SecKeychainItemModifyContent", error.status)
-            context.diagnostics.hint(for: error.status, keychain: context.naming.displayName(for: found.keychain))
+            context.diagnostics.hint(for: error, keychain: context.naming.displayName(for: found.keychain))
             return .failed(error.status)
         }
     }

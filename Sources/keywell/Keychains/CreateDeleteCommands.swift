@@ -6,7 +6,7 @@ enum CreateDeleteCommands {
         // -P asks macOS's SecurityAgent; Linux has no such agent.
         if invocation.has("P") { return CommandStatus.usage }
         let passwordOption = invocation.arguments.option("p")
-        var flagPassword = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
+        let flagPassword = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
         context.scrubFromArgv(passwordOption)
         defer { flagPassword?.wipe() }
 
@@ -38,6 +38,8 @@ enum CreateDeleteCommands {
                 context.diagnostics.error("SecKeychainCreate \(name): \(error.message)")
                 if error.status == SecStatus.duplicateKeychain {
                     context.diagnostics.hint("use `\(context.progname) unlock-keychain \(ShellQuoting.quote(name))` to open the existing one")
+                } else {
+                    context.diagnostics.hint(for: error, keychain: name)
                 }
                 result = error.status
             }
@@ -57,7 +59,7 @@ enum CreateDeleteCommands {
                 try context.client.deleteKeychain(context.naming.daemonName(for: name))
             } catch {
                 context.diagnostics.perror("SecKeychainDelete", error.status)
-                context.diagnostics.hint(for: error.status, keychain: name)
+                context.diagnostics.hint(for: error, keychain: name)
                 result = error.status
             }
         }

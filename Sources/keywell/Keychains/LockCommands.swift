@@ -11,7 +11,7 @@ enum LockCommands {
                 return CommandStatus.success
             } catch {
                 context.diagnostics.perror("SecKeychainLockAll", error.status)
-                context.diagnostics.hint(for: error.status, keychain: nil)
+                context.diagnostics.hint(for: error, keychain: nil)
                 return error.status
             }
         }
@@ -23,7 +23,7 @@ enum LockCommands {
             return CommandStatus.success
         } catch {
             context.diagnostics.error("SecKeychainLock \(typed ?? "<NULL>"): \(error.message)")
-            context.diagnostics.hint(for: error.status, keychain: typed)
+            context.diagnostics.hint(for: error, keychain: typed)
             return error.status
         }
     }
@@ -42,7 +42,7 @@ enum LockCommands {
             name = try context.keychainName(typed)
         } catch {
             context.diagnostics.error("SecKeychainUnlock \(typed ?? "<NULL>"): \(error.message)")
-            context.diagnostics.hint(for: error.status, keychain: typed)
+            context.diagnostics.hint(for: error, keychain: typed)
             return error.status
         }
         // -u asks macOS's SecurityAgent instead of using a password; Linux has no such UI.
@@ -61,7 +61,7 @@ enum LockCommands {
             return CommandStatus.success
         } catch {
             context.diagnostics.error("SecKeychainUnlock \(typed ?? "<NULL>"): \(error.message)")
-            if error.status != SecStatus.authFailed { context.diagnostics.hint(for: error.status, keychain: typed) }
+            if error.status != SecStatus.authFailed { context.diagnostics.hint(for: error, keychain: typed) }
             return error.status
         }
     }

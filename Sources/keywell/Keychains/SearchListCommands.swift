@@ -55,7 +55,7 @@ enum SearchListCommands {
                 names = try context.client.searchList()
             } catch {
                 context.diagnostics.perror(domain == nil ? "SecKeychainCopySearchList" : "SecKeychainCopyDomainSearchList", error.status)
-                context.diagnostics.hint(for: error.status, keychain: nil)
+                context.diagnostics.hint(for: error, keychain: nil)
                 return CommandStatus.failure
             }
         }
@@ -110,7 +110,7 @@ enum SearchListCommands {
             } else {
                 context.diagnostics.perror("SecKeychainCopyDefault", error.status)
             }
-            context.diagnostics.hint(for: error.status, keychain: nil)
+            context.diagnostics.hint(for: error, keychain: nil)
             return CommandStatus.failure
         }
         if invocation.json {
@@ -138,7 +138,7 @@ enum SearchListCommands {
             if error.status == SecStatus.noSuchKeychain {
                 context.diagnostics.hint("there is no login keychain yet: log in through PAM with pam_keywell, or run `\(context.progname) create-keychain login`")
             } else {
-                context.diagnostics.hint(for: error.status, keychain: nil)
+                context.diagnostics.hint(for: error, keychain: nil)
             }
             return CommandStatus.failure
         }

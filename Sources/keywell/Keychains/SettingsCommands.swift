@@ -15,7 +15,7 @@ enum SettingsCommands {
             return .success((name, typed ?? "<NULL>"))
         } catch {
             context.diagnostics.error("\(function) \(typed ?? "<NULL>"): \(error.message)")
-            context.diagnostics.hint(for: error.status, keychain: typed)
+            context.diagnostics.hint(for: error, keychain: typed)
             return .failure(CommandExit(status: error.status))
         }
     }
@@ -34,7 +34,7 @@ enum SettingsCommands {
             return CommandStatus.success
         } catch {
             context.diagnostics.error("\(function) \(keychain.shown): \(error.message)")
-            context.diagnostics.hint(for: error.status, keychain: invocation.operands.first)
+            context.diagnostics.hint(for: error, keychain: invocation.operands.first)
             return error.status
         }
     }
@@ -98,7 +98,7 @@ enum SettingsCommands {
             info = try context.client.info(keychain.name)
         } catch {
             context.diagnostics.error("\(function) \(keychain.shown): \(error.message)")
-            context.diagnostics.hint(for: error.status, keychain: invocation.operands.first)
+            context.diagnostics.hint(for: error, keychain: invocation.operands.first)
             return error.status
         }
         // JSON describes the keychain whatever its state; Keywell's daemon can read settings

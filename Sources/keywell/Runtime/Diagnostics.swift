@@ -30,6 +30,16 @@ struct Diagnostics {
         StandardStreams.error.write("\(progname): \(text)\n")
     }
 
+    /// For a daemon error: its own explanation of a refused parameter (a keychain name that is
+    /// not allowed, a folder that does not exist), else the usual advice for the status.
+    func hint(for error: KeychainError, keychain: String?) {
+        if error.status == SecStatus.param, let detail = error.detail {
+            hint(detail)
+        } else {
+            hint(for: error.status, keychain: keychain)
+        }
+    }
+
     /// What to do about the usual failures, naming the keychain when we know it.
     func hint(for status: OSStatus, keychain: String?) {
         let named = keychain.map { "keychain \"\($0)\"" } ?? "the keychain"
