@@ -1,10 +1,18 @@
 import Foundation
 import KeywellTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One session with a login keychain, shared by the suites that only add and read items of
 /// their own (unique service names), so the daemon and the bus start once.
 enum SharedSessions {
-    private static let loginSession: Result<CLISession, any Error> = Result { try CLISession.withLogin() }
+    private static let loginSession: Result<CLISession, any Error> = {
+        let result = Result { try CLISession.withLogin() }
+        // A static is never deinitialised: stop the bus (and remove its folder) at exit.
+        atexit { if case .success(let session) = SharedSessions.loginSession { session.bus.stop() } }
+        return result
+    }()
 
     static func login() throws -> CLISession { try loginSession.get() }
 
