@@ -86,7 +86,8 @@ final class Daemon: @unchecked Sendable {
             secretService.keychainEvent(event)
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
-                                          callers: CallerIdentity(), trimmer: trimmer, logger: logger)
+                                          callers: CallerIdentity(), trimmer: trimmer, logger: logger,
+                                          throttle: PasswordThrottle(environment: environment))
         sleepWatcher = SleepWatcher(store: store, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })

@@ -14,10 +14,12 @@ final class NativeKeychainObject: DBusObject {
     private let callers: CallerIdentity
     private let trimmer: IdleTrimmer
     private let logger: Logger
+    private let throttle: PasswordThrottle
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, trimmer: IdleTrimmer,
-         logger: Logger) {
+         logger: Logger, throttle: PasswordThrottle = PasswordThrottle()) {
         self.store = store
+        self.throttle = throttle
         self.sessions = sessions
         self.autoLock = autoLock
         self.callers = callers
@@ -98,7 +100,9 @@ final class NativeKeychainObject: DBusObject {
         case "Unlock":
             let keychain = string(arguments[0])
             let password = secret(arguments[1])
-            try store.unlock(keychain, password: password)
+            try throttle.check(throttleKey(keychain), name: keychain) { () throws(KeychainError) in
+                try store.unlock(keychain, password: password)
+            }
             autoLock.rearm()
             sessions.keychainUnlocked(keychain, with: password)
             return []
@@ -109,7 +113,10 @@ final class NativeKeychainObject: DBusObject {
             store.lockAll()
             return []
         case "ChangePassword":
-            try store.changePassword(string(arguments[0]), old: secret(arguments[1]), new: secret(arguments[2]))
+            let keychain = string(arguments[0])
+            try throttle.check(throttleKey(keychain), name: keychain) { () throws(KeychainError) in
+                try store.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]))
+            }
             return []
         case "GetInfo":
             return [WireConversion.dbusDictionary(try store.info(string(arguments[0])))]
@@ -120,6 +127,16 @@ final class NativeKeychainObject: DBusObject {
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }
+    }
+
+    /// One key per keychain file however it is named (a name, or its path through symlinks), so
+    /// switching spellings does not reset the guessing delay.
+    private func throttleKey(_ keychain: String) -> String {
+        let path = keychain.hasPrefix("/")
+            ? keychain : store.paths.keychainsDirectory.appendingPathComponent(keychain + ".keychain-db").path
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// The signature was checked, so the argument has the declared type.
