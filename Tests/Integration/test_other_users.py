@@ -1,0 +1,267 @@
+"""Other users and planted files: what another account can and cannot do to a user's Keywell.
+
+The owner runs the real keywelld on a private session bus at $XDG_RUNTIME_DIR/bus; a second
+throwaway user (the attacker) probes it. Where the folders' modes alone would stop the attacker
+we also open a door on purpose (a hard link to the socket in a folder everyone can enter) to
+show that the next line of defence holds too: the bus's EXTERNAL authentication and the
+control socket's SO_PEERCRED check.
+
+Needs root and KEYWELLD (scripts/test.sh sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pam_helpers import (
+    Kit, SyslogCapture, User, dbus_call, keywelld_pids, module_path, require_root_and_tools,
+    start_session_bus,
+)
+from security_figures import record
+
+# Runs as the attacker: tries the owner's bus, control socket, files and daemon memory; prints one
+# line per probe, "<probe> refused <why>" or "<probe> ALLOWED".
+PROBE = r'''
+import os, socket, struct, sys
+import dbus
+
+def probe(name, attempt):
+    try:
+        attempt()
+        print(name, "ALLOWED")
+    except Exception as e:
+        print(name, "refused", type(e).__name__, str(e).replace("\n", " ")[:120])
+
+def bus(address):
+    dbus.bus.BusConnection(address)
+
+def control(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    s.sendall(b"KWC1Q\x00")
+    answer = s.recv(64)
+    if not answer:
+        raise ConnectionError("closed without an answer")
+
+def read(path):
+    with open(path, "rb") as f:
+        f.read(16)
+
+def listing(path):
+    os.listdir(path)
+
+actions = {"bus": bus, "control": control, "read": read, "list": listing}
+for spec in sys.argv[1:]:
+    kind, _, target = spec.partition("=")
+    probe(spec, lambda: actions[kind](target))
+'''
+
+
+@pytest.fixture(scope="module")
+def keywelld():
+    require_root_and_tools()
+    path = os.environ.get("KEYWELLD")
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail("KEYWELLD is not set to the built keywelld (scripts/test.sh sets it)")
+    return os.path.abspath(path)
+
+
+@pytest.fixture
+def kit(keywelld):
+    k = Kit(module_path(), SyslogCapture())
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+def start_daemon(kit: Kit, user: User, keywelld: str, log: str | None = None) -> subprocess.Popen:
+    """keywelld as the user, on the user's session bus, with its stderr in `log`."""
+    env = dict(kit.user_env(user), KEYWELL_TEST_FAST_KDF="1")
+    err = open(log, "ab") if log else subprocess.DEVNULL
+    p = kit.spawn(["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--", keywelld, "--verbose"],
+                  env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not keywelld_pids(user):
+        time.sleep(0.05)
+    return p
+
+
+def stop_daemon(p: subprocess.Popen) -> None:
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=10)
+
+
+def probe_as(kit: Kit, user: User, *specs: str) -> dict[str, str]:
+    r = kit.as_user(user, ["/usr/bin/python3", "-c", PROBE, *specs], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    found = {}
+    for line in r.stdout.splitlines():
+        spec, _, outcome = line.partition(" ")
+        found[spec] = outcome
+    return found
+
+
+def keychains_dir(user: User) -> str:
+    return f"{user.home}/.local/share/keywell/keychains"
+
+
+def owner_with_login(kit: Kit, keywelld: str) -> tuple[User, subprocess.Popen]:
+    owner = kit.user()
+    start_session_bus(kit, owner)
+    daemon = start_daemon(kit, owner, keywelld)
+    r = dbus_call(kit, owner, "create", "login", password=owner.password)
+    assert "ok" in r, r
+    return owner, daemon
+
+
+def exposed_folder(kit: Kit) -> str:
+    """A folder anyone can enter, on the same file system as /run/user (hard links need that)."""
+    d = tempfile.mkdtemp(prefix="kwexpose-", dir="/run/user")
+    os.chmod(d, 0o755)
+    kit.paths.append(d)
+    return d
+
+
+def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_files(kit, keywelld):
+    owner, daemon = owner_with_login(kit, keywelld)
+    attacker = kit.user()
+    run = owner.runtime_dir
+    keychain = f"{keychains_dir(owner)}/login.keychain-db"
+
+    # The real layout: the 0700 folders stop everything at the door.
+    direct = probe_as(kit, attacker, f"bus=unix:path={run}/bus", f"control={run}/keywell/control",
+                      f"read={keychain}", f"list={keychains_dir(owner)}", f"list={run}/keywell")
+    assert all(outcome.startswith("refused") for outcome in direct.values()), direct
+
+    # Doors opened on purpose: hard links to both sockets where the attacker can reach them, the
+    # control socket's mode widened. The bus refuses the attacker's uid (EXTERNAL), the daemon
+    # closes the control connection without a byte (SO_PEERCRED).
+    door = exposed_folder(kit)
+    os.link(f"{run}/bus", f"{door}/bus")
+    os.link(f"{run}/keywell/control", f"{door}/control")
+    os.chmod(f"{door}/bus", 0o666)
+    os.chmod(f"{door}/control", 0o666)
+    try:
+        opened = probe_as(kit, attacker, f"bus=unix:path={door}/bus", f"control={door}/control")
+        # The same doors work for the owner, so the refusals above are the checks, not the links.
+        own = probe_as(kit, owner, f"bus=unix:path={door}/bus", f"control={door}/control")
+    finally:
+        os.chmod(f"{door}/control", 0o600)
+    assert opened[f"bus=unix:path={door}/bus"].startswith("refused"), opened
+    assert opened[f"control={door}/control"].startswith("refused"), opened
+    assert own[f"bus=unix:path={door}/bus"] == "ALLOWED", own
+    assert own[f"control={door}/control"] == "ALLOWED", own
+
+    # Modes on disk and in the runtime folder.
+    modes = {p: stat.S_IMODE(os.lstat(p).st_mode) for p in
+             (keychain, keychains_dir(owner), f"{run}/keywell", f"{run}/keywell/control")}
+    assert modes[keychain] == 0o600 and modes[keychains_dir(owner)] == 0o700, modes
+    assert modes[f"{run}/keywell"] == 0o700 and modes[f"{run}/keywell/control"] == 0o600, modes
+
+    # The daemon's memory: another uid can neither read /proc/<pid>/mem nor attach a debugger.
+    pid = keywelld_pids(owner)[0]
+    memory = probe_as(kit, attacker, f"read=/proc/{pid}/mem", f"read=/proc/{pid}/environ")
+    assert all(outcome.startswith("refused") for outcome in memory.values()), memory
+    stop_daemon(daemon)
+
+    refused = sum(o.startswith("refused") for o in list(direct.values()) + list(opened.values()) + list(memory.values()))
+    total = len(direct) + len(opened) + len(memory)
+    record("another user: session bus, control socket, keychain files, daemon memory",
+           f"{refused} of {total} probes refused (incl. hard-linked sockets: EXTERNAL auth, SO_PEERCRED)",
+           "all refused", refused == total)
+
+
+def test_planted_symlinks_and_writable_folders_are_refused(kit, keywelld):
+    owner, daemon = owner_with_login(kit, keywelld)
+    attacker = kit.user()
+    folder = keychains_dir(owner)
+    outcomes = {}
+
+    # A keychain file that is a symlink to a file the attacker owns (and could swap at will).
+    planted = tempfile.mkdtemp(prefix="kwplant-")
+    os.chmod(planted, 0o755)
+    kit.paths.append(planted)
+    bait = f"{planted}/bait.keychain-db"
+    shutil.copy(f"{folder}/login.keychain-db", bait)
+    os.chown(bait, attacker.uid, attacker.gid)
+    os.chmod(bait, 0o644)
+    os.symlink(bait, f"{folder}/planted.keychain-db")
+    r = dbus_call(kit, owner, "info", "planted")
+    outcomes["keychain file → another user's file"] = r
+    os.unlink(f"{folder}/planted.keychain-db")
+
+    # The keychains folder writable by others.
+    os.chmod(folder, 0o777)
+    r = dbus_call(kit, owner, "create", "newone", password="pw")
+    outcomes["keychains folder mode 0777"] = r
+    os.chmod(folder, 0o700)
+
+    # The keychains folder a symlink to a folder the attacker owns.
+    stop_daemon(daemon)
+    theirs = f"{planted}/theirs"
+    os.mkdir(theirs, 0o755)
+    os.chown(theirs, attacker.uid, attacker.gid)
+    os.rename(folder, folder + ".real")
+    os.symlink(theirs, folder)
+    daemon = start_daemon(kit, owner, keywelld)
+    r = dbus_call(kit, owner, "create", "newtwo", password="pw")
+    outcomes["keychains folder → another user's folder"] = r
+    stop_daemon(daemon)
+    os.unlink(folder)
+    os.rename(folder + ".real", folder)
+    assert os.listdir(theirs) == [], "the daemon wrote into the attacker's folder"
+
+    # $XDG_RUNTIME_DIR/keywell a symlink elsewhere, then `control` a symlink: the daemon uses
+    # neither (no control socket; it says so) and writes nothing through them.
+    run = owner.runtime_dir
+    shutil.rmtree(f"{run}/keywell")
+    elsewhere = f"{owner.home}/elsewhere"
+    os.mkdir(elsewhere, 0o700)
+    os.chown(elsewhere, owner.uid, owner.gid)
+    os.symlink(elsewhere, f"{run}/keywell")
+    os.lchown(f"{run}/keywell", owner.uid, owner.gid)
+    log = f"{planted}/keywelld.log"
+    daemon = start_daemon(kit, owner, keywelld, log=log)
+    dbus_call(kit, owner, "default")
+    stop_daemon(daemon)
+    text = Path(log).read_text(errors="replace")
+    outcomes["runtime folder keywell → elsewhere"] = {
+        "error": "refused" if "not a folder" in text and not os.listdir(elsewhere) else "USED", "message": text[-300:]}
+
+    os.unlink(f"{run}/keywell")
+    os.mkdir(f"{run}/keywell", 0o700)
+    os.chown(f"{run}/keywell", owner.uid, owner.gid)
+    target = f"{owner.home}/precious"
+    Path(target).write_text("keep me")
+    os.chown(target, owner.uid, owner.gid)
+    os.symlink(target, f"{run}/keywell/control")
+    os.lchown(f"{run}/keywell/control", owner.uid, owner.gid)
+    Path(log).write_text("")
+    daemon = start_daemon(kit, owner, keywelld, log=log)
+    dbus_call(kit, owner, "default")
+    stop_daemon(daemon)
+    text = Path(log).read_text(errors="replace")
+    intact = Path(target).read_text() == "keep me" and os.path.islink(f"{run}/keywell/control")
+    outcomes["control socket → a file"] = {
+        "error": "refused" if "not a socket" in text and intact else "USED", "message": text[-300:]}
+
+    refused = {k: v for k, v in outcomes.items() if "error" in v}
+    for name, outcome in outcomes.items():
+        print(name, outcome)
+    record("planted symlinks (keychain file, keychains folder, runtime folder, control socket) and a 0777 folder",
+           f"{len(refused)} of {len(outcomes)} refused", "all refused", len(refused) == len(outcomes))
+    assert len(refused) == len(outcomes), outcomes
+    # The refusals say why.
+    assert "owned by UID" in outcomes["keychain file → another user's file"]["message"]
+    assert "others can write" in outcomes["keychains folder mode 0777"]["message"]
