@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds keywelld, keywell-bench (release) and pam_keywell.so, then prints SECURITY.md's figures
+# table: load, kill -9, password throttling, other users, PAM under stress. Needs root for the
+# other-user and PAM rows (throwaway users, a PAM service); about 3 minutes.
+#   scripts/security-report.sh [keywell-bench security-report options…]
+# SCRATCH=folder picks the build folder (default .build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/toolchain.sh
+
+scratch="${SCRATCH:-.build}"
+echo "== build (release)" >&2
+swift build -c release --scratch-path "$scratch" --product keywelld >&2
+swift build -c release --scratch-path "$scratch" --product keywell-bench >&2
+make -s -C pam >&2
+bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
+
+echo "== security report" >&2
+exec "$bin/keywell-bench" security-report --repository "$PWD" --pam-module "$PWD/pam/build/pam_keywell.so" "$@"
