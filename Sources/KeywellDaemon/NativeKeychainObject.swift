@@ -51,7 +51,8 @@ final class NativeKeychainObject: DBusObject {
             log(call, caller: caller, outcome: "ok", level: level, since: start)
         } catch {
             call.reply(error: DBusError(name: error.dbusErrorName, message: error.wireMessage))
-            let errorLevel: Logger.Level = error.status == SecStatus.authFailed ? .notice : level
+            let errorLevel: Logger.Level = PasswordThrottle.isRefusal(error)
+                ? .debug : error.status == SecStatus.authFailed ? .notice : level
             log(call, caller: caller, outcome: error.wireMessage, level: errorLevel, since: start)
         }
     }

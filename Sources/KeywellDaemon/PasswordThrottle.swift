@@ -15,6 +15,15 @@ final class PasswordThrottle: @unchecked Sendable {
     /// Failures that cost nothing before delays start.
     static let freeFailures = 2
     static let maximumDelay: Duration = .seconds(30)
+    /// How the detail of an attempt refused inside a delay begins.
+    static let refusalPrefix = "too many wrong passwords for "
+
+    /// An attempt refused inside a delay (no password was checked). The daemon logs these at
+    /// debug level only, so a guesser cannot flood the log; the failure that starts each delay
+    /// is logged at notice level.
+    static func isRefusal(_ error: KeychainError) -> Bool {
+        error.status == SecStatus.authFailed && error.detail?.hasPrefix(refusalPrefix) == true
+    }
 
     private struct Record {
         var failures = 0
@@ -53,7 +62,7 @@ final class PasswordThrottle: @unchecked Sendable {
         let blockedUntil = lock.withLock { records[keychain]?.blockedUntil }
         if let blockedUntil, blockedUntil > now {
             throw KeychainError(SecStatus.authFailed,
-                                detail: "too many wrong passwords for \(name); try again in \(Self.text(blockedUntil - now))")
+                                detail: "\(Self.refusalPrefix)\(name); try again in \(Self.text(blockedUntil - now))")
         }
     }
 
