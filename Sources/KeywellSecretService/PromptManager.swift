@@ -184,6 +184,6 @@ final class PromptManager: @unchecked Sendable {
         }
         guard first else { return }
         logger.debug("prompt \(entry.number) \(dismissed ? "dismissed" : "completed")")
-        signals.promptCompleted(entry.number, dismissed: dismissed, result: result)
+        signals.promptCompleted(entry.number, owner: entry.owner, dismissed: dismissed, result: result)
     }
 }

@@ -42,10 +42,13 @@ final class SecretServiceSignals: @unchecked Sendable {
         itemChanged(item, in: collection)
     }
 
-    func promptCompleted(_ number: UInt64, dismissed: Bool, result: DBusValue) {
+    /// Sent to the prompt's owner only: clients such as secretstorage wait for it without asking
+    /// the bus to route it to them (no AddMatch), as gnome-keyring also unicasts it.
+    func promptCompleted(_ number: UInt64, owner: String, dismissed: Bool, result: DBusValue) {
         emit { connection throws(DBusError) in
             try connection.emitSignal(path: ObjectPaths.promptPath(number), interface: SecretServiceNames.promptInterface,
-                                      member: "Completed", arguments: [.bool(dismissed), .variant(result)])
+                                      member: "Completed", arguments: [.bool(dismissed), .variant(result)],
+                                      destination: owner.isEmpty ? nil : owner)
         }
     }
 

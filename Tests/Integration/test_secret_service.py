@@ -1,0 +1,344 @@
+"""The Secret Service of keywelld through clients others wrote: secret-tool (libsecret), python
+secretstorage and keyring, python-dbus, dbus-monitor. Each test has its own private bus on which
+keywelld is D-Bus activated, with temp HOME/XDG folders and a scripted pinentry.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+import dbus
+import pytest
+import secretstorage
+
+from secret_service_helpers import DH, LOGIN_PASSWORD, SECRETS, SERVICE_PATH, KeywellBus, session  # noqa: F401
+
+LOGIN = "/org/freedesktop/secrets/collection/login"
+
+
+# ------------------------------------------------------------------------------------ secret-tool
+
+
+def test_secret_tool_store_lookup_search_clear(session):
+    session.create_login()
+    session.secret_tool("store", "--label=Mail password", "service", "imap", "user", "bob", input="hunter2", check=True)
+    session.secret_tool("store", "--label=Other", "service", "imap", "user", "carol", input="other", check=True)
+
+    assert session.secret_tool("lookup", "service", "imap", "user", "bob").stdout == b"hunter2"
+    search = session.secret_tool("search", "--all", "service", "imap")
+    text = search.stdout.decode() + search.stderr.decode()
+    assert "label = Mail password" in text and "label = Other" in text
+    assert "attribute.user = bob" in text and "secret = hunter2" in text
+
+    # store again with the same attributes replaces (libsecret asks replace=true).
+    session.secret_tool("store", "--label=Mail password", "service", "imap", "user", "bob", input="changed", check=True)
+    assert session.secret_tool("lookup", "service", "imap", "user", "bob").stdout == b"changed"
+    assert session.secret_tool("search", "--all", "service", "imap").stdout.decode().count("label = ") == 2
+
+    session.secret_tool("clear", "service", "imap", "user", "bob", check=True)
+    assert session.secret_tool("lookup", "service", "imap", "user", "bob").returncode != 0
+    assert session.secret_tool("lookup", "service", "imap", "user", "carol").stdout == b"other"
+
+
+def test_secret_tool_creates_the_default_collection_through_a_prompt(session):
+    # No keychain at all: libsecret asks for CreateCollection("Default keyring", alias default).
+    session.pinentry_answers("new-keychain-pw")
+    session.secret_tool("store", "--label=first", "app", "x", input="s1", check=True)
+    assert session.secret_tool("lookup", "app", "x").stdout == b"s1"
+    native = session.native()
+    assert str(native.GetDefaultKeychain()) == "Default keyring"
+    assert any("SETREPEAT" in line for line in session.pinentry_lines())
+    native.Lock("Default keyring")
+    native.Unlock("Default keyring", dbus.ByteArray(b"new-keychain-pw"))
+
+
+# ------------------------------------------------------------------------------------ secretstorage
+
+
+def test_secretstorage_dh_session(session):
+    session.create_login()
+    connection = session.jeepney()
+    from secretstorage.util import open_session
+    assert open_session(connection).encrypted, "secretstorage negotiated the DH algorithm"
+
+    collection = secretstorage.get_default_collection(connection)
+    assert collection.collection_path == "/org/freedesktop/secrets/aliases/default"
+    assert collection.get_label() == "login" and not collection.is_locked()
+    item = collection.create_item("Note", {"app": "notes", "id": "1"}, b"\x00binary\xff", content_type="application/octet-stream")
+    assert item.item_path.startswith(LOGIN + "/")
+    assert item.get_secret() == b"\x00binary\xff"
+    assert item.get_secret_content_type() == "application/octet-stream"
+    item.set_label("Renamed")
+    item.set_attributes({"app": "notes", "id": "2"})
+    found = list(secretstorage.search_items(connection, {"id": "2"}))
+    assert [i.item_path for i in found] == [item.item_path]
+    assert found[0].get_label() == "Renamed"
+    assert time.time() - 60 < item.get_created() <= time.time() + 1
+    item.set_secret(b"new")
+    assert item.get_secret() == b"new"
+    item.delete()
+    assert list(collection.search_items({"app": "notes"})) == []
+
+    paths = [c.collection_path for c in secretstorage.get_all_collections(connection)]
+    assert LOGIN in paths and "/org/freedesktop/secrets/collection/session" in paths
+
+
+def test_secretstorage_create_and_delete_collection(session):
+    session.create_login()
+    connection = session.jeepney()
+    session.pinentry_answers("project-pw")
+    collection = secretstorage.create_collection(connection, "Project keys")
+    assert collection.collection_path == "/org/freedesktop/secrets/collection/Project_20keys"
+    assert collection.get_label() == "Project keys"
+    collection.create_item("k", {"k": "v"}, b"value")
+    assert "Project keys" in [str(k) for k in session.native().ListKeychains()]
+    collection.delete()
+    assert "Project keys" not in [str(k) for k in session.native().ListKeychains()]
+
+
+def test_plain_session_through_python_dbus(session):
+    session.create_login()
+    bus = session.dbus()
+    service = dbus.Interface(bus.get_object(SECRETS, SERVICE_PATH), "org.freedesktop.Secret.Service")
+    output, path = service.OpenSession("plain", dbus.String("", variant_level=1))
+    collection = dbus.Interface(bus.get_object(SECRETS, "/org/freedesktop/secrets/aliases/default"),
+                                "org.freedesktop.Secret.Collection")
+    props = {"org.freedesktop.Secret.Item.Label": dbus.String("plain item", variant_level=1),
+             "org.freedesktop.Secret.Item.Attributes": dbus.Dictionary({"p": "1"}, signature="ss", variant_level=1)}
+    secret = dbus.Struct((path, dbus.ByteArray(b""), dbus.ByteArray(b"in the clear"), "text/plain"), signature="oayays")
+    item_path, prompt = collection.CreateItem(props, secret, True)
+    assert prompt == "/"
+    item = dbus.Interface(bus.get_object(SECRETS, item_path), "org.freedesktop.Secret.Item")
+    got = item.GetSecret(path)
+    assert bytes(got[2]) == b"in the clear" and bytes(got[1]) == b""
+    with pytest.raises(dbus.DBusException) as error:
+        service.OpenSession("blowfish", dbus.String("", variant_level=1))
+    assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.NotSupported"
+    with pytest.raises(dbus.DBusException) as error:
+        dbus.Interface(bus.get_object(SECRETS, LOGIN + "/" + "0" * 32), "org.freedesktop.Secret.Item").GetSecret(path)
+    assert error.value.get_dbus_name() == "org.freedesktop.Secret.Error.NoSuchObject"
+
+
+# ------------------------------------------------------------------------------------ keyring
+
+
+def test_keyring_library(session):
+    session.create_login()
+    with session.environment():
+        from keyring.backends import SecretService
+        ring = SecretService.Keyring()
+        ring.set_password("my-app", "alice", "s3cr3t")
+        assert ring.get_password("my-app", "alice") == "s3cr3t"
+        ring.set_password("my-app", "alice", "updated")
+        assert ring.get_password("my-app", "alice") == "updated"
+        credential = ring.get_credential("my-app", None)
+        assert credential is not None and credential.username == "alice"
+        ring.delete_password("my-app", "alice")
+        assert ring.get_password("my-app", "alice") is None
+
+
+# ------------------------------------------------------------------------------------ locked
+
+
+def test_locked_login_is_unlocked_through_the_prompt(session):
+    session.create_login()
+    session.secret_tool("store", "--label=L", "service", "locked-svc", input="behind-lock", check=True)
+    session.native().Lock("login")
+
+    # Attributes stay readable: the item shows as locked, not as missing.
+    connection = session.jeepney()
+    found = list(secretstorage.search_items(connection, {"service": "locked-svc"}))
+    assert len(found) == 1 and found[0].is_locked()
+
+    session.pinentry_answers("not-it", LOGIN_PASSWORD)
+    result = session.secret_tool("lookup", "service", "locked-svc")
+    assert result.stdout == b"behind-lock", result.stderr
+    lines = session.pinentry_lines()
+    assert sum(line == "GETPIN" for line in lines) == 2
+    assert any(line.startswith("SETERROR") for line in lines)
+    assert any(line.startswith("SETDESC") and "login" in line for line in lines)
+    assert LOGIN_PASSWORD not in session.daemon_log()
+
+
+def test_dismissed_unlock(session):
+    session.create_login()
+    session.secret_tool("store", "--label=L", "service", "x", input="v", check=True)
+    session.native().Lock("login")
+    connection = session.jeepney()
+    collection = secretstorage.get_default_collection(connection)
+    assert collection.is_locked()
+    session.pinentry_answers(None)  # the person presses Cancel
+    assert collection.unlock() is True, "secretstorage reports dismissed"
+    assert collection.is_locked()
+    assert session.secret_tool("lookup", "service", "x").returncode != 0
+    session.pinentry_answers(LOGIN_PASSWORD)
+    assert collection.unlock() is False
+    assert not collection.is_locked()
+    collection.lock()
+    assert collection.is_locked()
+
+
+# ------------------------------------------------------------------------------------ three faces
+
+
+def test_one_item_through_all_three_faces(session):
+    session.create_login()
+    session.secret_tool("store", "--label=Shared", "service", "shared-svc", "account", "dana", input="from-secret-tool",
+                        check=True)
+    native = session.native()
+    found = native.CopyMatching({"class": "genp", "svce": "shared-svc", "acct": "dana",
+                                 "r_Data": True, "r_Attributes": True})
+    assert bytes(found[0]["v_Data"]) == b"from-secret-tool"
+    assert str(found[0]["labl"]) == "Shared"
+
+    # The CLI too, when the test runner built it (KEYWELL).
+    cli = os.environ.get("KEYWELL")
+    if cli and os.access(cli, os.X_OK):
+        result = session.run([cli, "find-generic-password", "-s", "shared-svc", "-a", "dana", "-w"])
+        assert result.returncode == 0 and result.stdout.strip() == b"from-secret-tool", result.stderr
+
+    native.Add({"class": "genp", "svce": "native-svc", "acct": "erin", "labl": "Native",
+                "v_Data": dbus.ByteArray(b"from-native")})
+    assert session.secret_tool("lookup", "service", "native-svc", "account", "erin").stdout == b"from-native"
+    native.Add({"class": "inet", "srvr": "git.example.com", "acct": "frank", "ptcl": "htps",
+                "v_Data": dbus.ByteArray(b"inet-secret")})
+    assert session.secret_tool("lookup", "server", "git.example.com", "protocol", "https").stdout == b"inet-secret"
+    search = session.secret_tool("search", "xdg:schema", "org.keywell.internet-password")
+    assert "attribute.user = frank" in search.stdout.decode() + search.stderr.decode()  # secret-tool puts attributes on stderr
+
+    # secret-tool clear removes native items too (one item, one record).
+    session.secret_tool("clear", "service", "native-svc", "account", "erin", check=True)
+    with pytest.raises(dbus.DBusException):
+        native.CopyMatching({"class": "genp", "svce": "native-svc"})
+
+
+# ------------------------------------------------------------------------------------ on the wire
+
+
+def _monitor(session: KeywellBus) -> subprocess.Popen:
+    monitor = subprocess.Popen(["dbus-monitor", "--address", session.address], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, env=session.env)
+    time.sleep(0.5)  # let it subscribe
+    return monitor
+
+
+def _stop(monitor: subprocess.Popen) -> str:
+    time.sleep(0.3)
+    monitor.terminate()
+    out, _ = monitor.communicate(timeout=5)
+    return out.decode(errors="replace")
+
+
+def _visible(secret: bytes, transcript: str) -> bool:
+    hex_form = " ".join(f"{b:02x}" for b in secret)
+    return secret.decode() in transcript or hex_form in re.sub(r"\s+", " ", transcript)
+
+
+def test_dh_session_secrets_never_cross_the_bus_in_clear(session):
+    session.create_login()
+    session.native()  # activate before watching
+    secret = b"wire-secret-5821"
+    monitor = _monitor(session)
+    session.secret_tool("store", "--label=W", "wire", "1", input=secret.decode(), check=True)
+    assert session.secret_tool("lookup", "wire", "1").stdout == secret
+    connection = session.jeepney()
+    item = next(secretstorage.search_items(connection, {"wire": "1"}))
+    assert item.get_secret() == secret
+    transcript = _stop(monitor)
+    assert DH in transcript, "the clients negotiated the DH session"
+    assert "CreateItem" in transcript and "GetSecrets" in transcript
+    assert not _visible(secret, transcript)
+
+    # The control: a plain session does show it, so the monitor saw everything.
+    monitor = _monitor(session)
+    bus = session.dbus()
+    service = dbus.Interface(bus.get_object(SECRETS, SERVICE_PATH), "org.freedesktop.Secret.Service")
+    _, path = service.OpenSession("plain", dbus.String("", variant_level=1))
+    service.GetSecrets([item.item_path], path)
+    assert _visible(secret, _stop(monitor))
+
+
+# ------------------------------------------------------------------------------------ the name
+
+
+def test_another_owner_is_named_and_replace_takes_the_name():
+    bus = KeywellBus(activate=False)
+    holder = None
+    keywelld = None
+    try:
+        # A stand-in Secret Service that allows replacement, like keywelld itself does.
+        holder = subprocess.Popen(["/usr/bin/python3", "-c", """
+from jeepney import MatchRule, message_bus
+from jeepney.io.blocking import open_dbus_connection
+connection = open_dbus_connection(bus="SESSION")
+reply = connection.send_and_get_reply(message_bus.RequestName("org.freedesktop.secrets", 1))  # allow replacement
+print(reply.body[0], flush=True)
+with connection.filter(MatchRule(member="NameLost")) as lost:
+    print("lost", connection.recv_until_filtered(lost).body[0], flush=True)
+"""], stdout=subprocess.PIPE, env=bus.env, text=True)
+        assert holder.stdout.readline().strip() == "1"
+        keywelld = subprocess.Popen([str(bus.wrapper)], env=bus.env)
+        connection = bus.dbus()
+        _wait(lambda: connection.name_has_owner("org.keywell.Keychain"))
+        _wait(lambda: "waits for the name" in bus.daemon_log())
+        log = bus.daemon_log()
+        assert "org.freedesktop.secrets is owned by /usr/bin/python3" in log and "keywelld --replace" in log
+        keywelld.terminate()
+        keywelld.wait(timeout=10)
+
+        bus.daemon_args = "--replace"
+        bus._write_wrapper()
+        keywelld = subprocess.Popen([str(bus.wrapper)], env=bus.env)
+        assert holder.stdout.readline().strip() == "lost org.freedesktop.secrets"
+        _wait(lambda: "took over org.freedesktop.secrets" in bus.daemon_log())
+        owner = connection.get_name_owner(SECRETS)
+        assert owner == connection.get_name_owner("org.keywell.Keychain")
+    finally:
+        for process in (holder, keywelld):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)
+        bus.close()
+
+
+def test_gnome_keyring_owner_is_named():
+    if subprocess.run(["which", "gnome-keyring-daemon"], capture_output=True).returncode != 0:
+        pytest.fail("gnome-keyring-daemon is missing: run scripts/setup.sh")
+    bus = KeywellBus(activate=False)
+    gnome = None
+    keywelld = None
+    try:
+        gnome = subprocess.Popen(["gnome-keyring-daemon", "--foreground", "--components=secrets", "--unlock"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=bus.env)
+        gnome.stdin.write(b"gk-password")
+        gnome.stdin.close()
+        connection = bus.dbus()
+        _wait(lambda: connection.name_has_owner(SECRETS))
+        keywelld = subprocess.Popen([str(bus.wrapper)], env=bus.env)
+        _wait(lambda: "waits for the name" in bus.daemon_log())
+        assert "org.freedesktop.secrets is owned by /usr/bin/gnome-keyring-daemon" in bus.daemon_log()
+        # The native API still works.
+        bus.create_login()
+        # When gnome-keyring goes, the queue hands the name over.
+        gnome.terminate()
+        gnome.wait(timeout=10)
+        _wait(lambda: "now owning org.freedesktop.secrets" in bus.daemon_log())
+        assert connection.get_name_owner(SECRETS) == connection.get_name_owner("org.keywell.Keychain")
+    finally:
+        for process in (gnome, keywelld):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)
+        bus.close()
+
+
+def _wait(condition, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
