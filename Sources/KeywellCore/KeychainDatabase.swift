@@ -147,18 +147,28 @@ final class KeychainDatabase: Sendable {
         guard let row else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has no keychain header")
         }
-        let version: Int = row["format_version"]
+        // Each column through a conversion that fails softly: GRDB's plain subscripts stop the
+        // process on a NULL or a value of the wrong type, and a damaged file can hold either.
+        func column<Value: DatabaseValueConvertible>(_ name: String) throws(KeychainError) -> Value {
+            let stored: DatabaseValue = row[name] ?? .null
+            guard let value = Value.fromDatabaseValue(stored) else {
+                throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has a damaged header (\(name))")
+            }
+            return value
+        }
+        let version: Int = try column("format_version")
         guard version <= KeychainHeader.currentFormatVersion else {
             throw KeychainError(SecStatus.wrongSecVersion, detail: "\(path) has format \(version); this Keywell reads up to \(KeychainHeader.currentFormatVersion)")
         }
-        guard let uuid = UUID(data: row["uuid"]) else {
+        guard let uuid = UUID(data: try column("uuid")) else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has a damaged header")
         }
         return KeychainHeader(
             formatVersion: version, uuid: uuid,
-            kdf: KDFParameters(opsLimit: row["kdf_ops_limit"], memLimit: row["kdf_mem_limit"]),
-            salt: row["kdf_salt"], wrapNonce: row["wrap_nonce"], wrappedKey: row["wrapped_key"],
-            settings: KeychainSettings(lockOnSleep: row["lock_on_sleep"], lockAfterSeconds: row["lock_after_seconds"]))
+            kdf: KDFParameters(opsLimit: try column("kdf_ops_limit"), memLimit: try column("kdf_mem_limit")),
+            salt: try column("kdf_salt"), wrapNonce: try column("wrap_nonce"), wrappedKey: try column("wrapped_key"),
+            settings: KeychainSettings(
+                lockOnSleep: try column("lock_on_sleep"), lockAfterSeconds: try column("lock_after_seconds")))
     }
 
     /// Replaces the header row (new password or new settings).
