@@ -88,8 +88,8 @@ import Testing
         let start = clock.now
         try store.unlock("real", password: secret("pw"))
         let elapsed = clock.now - start
-        // Well under a second, yet not trivially fast (design.md).
-        #expect(elapsed < .seconds(1.5))
+        // Not trivially fast: guessing must cost. How fast it is stays in `keywell-bench core`
+        // (a timed upper bound here would only measure how busy the machine is).
         #expect(elapsed > .milliseconds(20))
         let limits = try sqlite(environment.path(of: "real"), "SELECT kdf_ops_limit || ',' || kdf_mem_limit FROM keychain")
         #expect(limits == "\(KDFParameters.default.opsLimit),\(KDFParameters.default.memLimit)")
