@@ -23,6 +23,9 @@ struct DaemonBenchmark: ParsableCommand {
     @Option(help: "Item counts for the add-stays-flat check, comma-separated (filled in-process, in batches).")
     var sizes = "1000,10000,100000"
 
+    @Option(help: "Append the measured keywelld's verbose log to this file (slows it down a little).")
+    var daemonLog: String?
+
     @Option(help: "Seconds to wait for the idle memory readings (keywelld gives memory back after 10 s idle).")
     var idleWait = 12
 
@@ -38,11 +41,13 @@ struct DaemonBenchmark: ParsableCommand {
 
         let world = try DaemonBenchmarkWorld()
         let startUp = try measureStarts(world, daemonPath)
-        print(String(format: "start, exec to owning org.keywell.Keychain: median %.1f ms, min %.1f, max %.1f (%d starts)",
-                     startUp.percentile(0.5).seconds * 1000, startUp.percentile(0).seconds * 1000,
-                     startUp.percentile(1).seconds * 1000, startUp.durations.count))
+        if starts > 0 {
+            print(String(format: "start, exec to owning org.keywell.Keychain: median %.1f ms, min %.1f, max %.1f (%d starts)",
+                         startUp.percentile(0.5).seconds * 1000, startUp.percentile(0).seconds * 1000,
+                         startUp.percentile(1).seconds * 1000, startUp.durations.count))
+        }
 
-        let pid = try world.startDaemon(daemonPath)
+        let pid = try world.startDaemon(daemonPath, log: daemonLog)
         defer { world.stopDaemon(pid) }
         let clients = try (0..<8).map { _ in try world.connect() }
         defer { clients.forEach { $0.close() } }

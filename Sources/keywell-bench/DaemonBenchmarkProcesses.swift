@@ -53,9 +53,9 @@ final class DaemonBenchmarkWorld {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    /// Starts keywelld (stderr to /dev/null) and returns its pid at once.
-    func startDaemon(_ path: String) throws -> pid_t {
-        try Spawn.start(path, [], environment: environment, captureOutput: false).pid
+    /// Starts keywelld and returns its pid at once; its stderr goes to `log` (verbose) or /dev/null.
+    func startDaemon(_ path: String, log: String? = nil) throws -> pid_t {
+        try Spawn.start(path, log == nil ? [] : ["--verbose"], environment: environment, captureOutput: false, standardError: log).pid
     }
 
     /// SIGTERM, then waits for the exit.
@@ -68,7 +68,7 @@ final class DaemonBenchmarkWorld {
     func connect() throws -> DBusConnection { try DBusConnection(address: busAddress) }
 }
 
-/// posix_spawn with an explicit environment and stdin/stderr on /dev/null.
+/// posix_spawn with an explicit environment, stdin on /dev/null and stderr on /dev/null or a file.
 enum Spawn {
     struct Started {
         var pid: pid_t
@@ -76,12 +76,13 @@ enum Spawn {
         var output: Int32?
     }
 
-    static func start(_ path: String, _ arguments: [String], environment: [String: String], captureOutput: Bool) throws -> Started {
+    static func start(_ path: String, _ arguments: [String], environment: [String: String], captureOutput: Bool,
+                      standardError: String? = nil) throws -> Started {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
         var pipeEnds: [Int32] = [-1, -1]
         if captureOutput {
             guard pipe(&pipeEnds) == 0 else { throw BenchmarkFailure("pipe failed") }
