@@ -97,3 +97,23 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Fuzz targets (libFuzzer): only when KEYWELL_FUZZ is set, as scripts/fuzz.sh does, because
+// they have no main of their own (libFuzzer's runtime provides it under -sanitize=fuzzer) and
+// would not link in an ordinary build. See Fuzz/README.md.
+if Context.environment["KEYWELL_FUZZ"] != nil {
+    let fuzzerFlags: [SwiftSetting] = [.unsafeFlags(["-parse-as-library"])]
+    package.targets += [
+        .executableTarget(
+            name: "QueryFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
+            path: "Fuzz/QueryFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "DBusDecodeFuzzer", dependencies: ["KeywellDBus", "KeywellDaemon", "KeywellProtocol", "CDBus"],
+            path: "Fuzz/DBusDecodeFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "KeychainHeaderFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
+            path: "Fuzz/KeychainHeaderFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "CLIArgumentFuzzer", path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
+    ]
+}

@@ -25,4 +25,12 @@ if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
   echo "== integration tests (real pamtester, secret-tool, secretstorage, keyring, git)"
   /usr/bin/python3 -m pytest -q -p no:cacheprovider Tests/Integration || status=1
 fi
+
+# A bounded libFuzzer run of every target in Fuzz/ (scripts/fuzz.sh, own build in .build-fuzz);
+# KEYWELL_FUZZ_SECONDS=0 skips it.
+fuzz_seconds="${KEYWELL_FUZZ_SECONDS:-20}"
+if [ "$fuzz_seconds" != 0 ]; then
+  echo "== fuzz (${fuzz_seconds}s per target)"
+  bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
+fi
 exit "$status"

@@ -1,0 +1,1 @@
+../../Sources/keywell/GitCredential/CredentialRequest.swift

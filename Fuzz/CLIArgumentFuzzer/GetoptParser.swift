@@ -1,0 +1,1 @@
+../../Sources/keywell/Parsing/GetoptParser.swift

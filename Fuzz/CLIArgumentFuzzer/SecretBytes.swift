@@ -1,0 +1,1 @@
+../../Sources/keywell/Input/SecretBytes.swift
