@@ -1,0 +1,63 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+import KeywellTestSupport
+import Testing
+
+/// The daemon on a full disk: its data folder is a 2 MiB tmpfs (root only; CI is root).
+@Suite struct DiskFullDaemonTests {
+    static let canMount: Bool = {
+        guard let folder = try? TemporaryDirectory(prefix: "kwmount") else { return false }
+        let point = folder.path
+        guard mountSmallDisk(point, size: "64k") else { return false }
+        unmountSmallDisk(point)
+        return true
+    }()
+
+    static func mountSmallDisk(_ point: String, size: String) -> Bool {
+        guard let mount = try? ChildProcess(executable: "/bin/mount", arguments: ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", point]),
+              let output = try? mount.wait() else { return false }
+        return output.termination.exitCode == 0
+    }
+
+    static func unmountSmallDisk(_ point: String) {
+        _ = try? ChildProcess(executable: "/bin/umount", arguments: ["-l", point]).wait()
+    }
+
+    @Test(.enabled(if: canMount, "needs root to mount a 2 MiB tmpfs (mount -t tmpfs failed)"))
+    func aFullDiskIsDiskFullOverDBusAndTheDaemonKeepsServing() throws {
+        let fixture = try DaemonFixture()
+        let dataHome = fixture.bus.dataHome
+        #expect(Self.mountSmallDisk(dataHome, size: "2m"))
+        defer { Self.unmountSmallDisk(dataHome) }
+        try fixture.createKeychain("login")
+        let pid = try fixture.daemonPID()
+        let ballast = dataHome + "/ballast"
+        try Data(repeating: 0, count: 256 << 10).write(to: URL(fileURLWithPath: ballast))
+
+        var acknowledged: [String: [UInt8]] = [:]
+        var failure: DBusError?
+        for index in 0..<200 {
+            let secret = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
+            do {
+                try fixture.add(["class": "genp", "acct": .string("big-\(index)"), "v_Data": .bytes(secret)])
+                acknowledged["big-\(index)"] = secret
+            } catch {
+                failure = error
+                break
+            }
+        }
+        let error = try #require(failure, "2 MiB never filled up")
+        #expect(error.name == KeywellNames.errorPrefix + "DiskFull", "\(error)")
+        #expect(error.message.hasPrefix("\(SecStatus.diskFull): "), "\(error.message)")
+
+        // Same process, still serving, nothing acknowledged lost.
+        #expect(try fixture.daemonPID() == pid)
+        for (account, secret) in acknowledged {
+            let found = try fixture.copyMatching(["class": "genp", "acct": .string(account), "r_Data": true])
+            #expect(found.first?["v_Data"]?.bytesValue == secret, "\(account)")
+        }
+        unlink(ballast)
+        try fixture.add(["class": "genp", "acct": "after", "v_Data": .bytes(Array("fits again".utf8))])
+    }
+}
