@@ -22,10 +22,15 @@ scratch=.build-fuzz
 # The fuzz targets exist only when KEYWELL_FUZZ is set (Package.swift).
 export KEYWELL_FUZZ=1
 build=(swift build -c debug --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address)
+mkdir -p "$scratch"
 for target in "${targets[@]}"; do
   echo "== build $target"
-  "${build[@]}" --product "$target" 2>&1 | grep -Ev 'ld.gold: warning: Cannot export local symbol' || true
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "fuzz.sh: building $target failed" >&2; exit 1; }
+  # gold warns about every ASan helper symbol; keep the log for real errors.
+  if ! "${build[@]}" --product "$target" >"$scratch/build-$target.log" 2>&1; then
+    grep -v 'ld.gold: warning: Cannot export local symbol' "$scratch/build-$target.log" | tail -40 >&2
+    echo "fuzz.sh: building $target failed" >&2
+    exit 1
+  fi
 done
 bin="$("${build[@]}" --show-bin-path)"
 
