@@ -31,7 +31,15 @@ fi
 if ! keywell login-keychain >/dev/null 2>&1; then
   echo "run: creating your login keychain. Choose its password (use your login password, so that"
   echo "     pam_keywell unlocks it when you log in)."
-  keywell create-keychain login
+  if [ -t 0 ]; then
+    keywell create-keychain login
+  else
+    # keywell asks twice (as security does); give it the one line we were handed, twice.
+    # printf is a shell builtin: the password never reaches an argv.
+    IFS= read -r password || true
+    printf '%s\n%s\n' "$password" "$password" | keywell create-keychain login
+    unset password
+  fi
 elif keywell show-keychain-info login 2>&1 | grep -q "not allowed"; then
   keywell unlock-keychain login
 fi
@@ -39,7 +47,7 @@ fi
 echo "run: keychains in your search list:"
 keywell list-keychains
 keywell show-keychain-info login
-printf 'keywell-demo-secret' | keywell add-generic-password -U -a "$USER" -s keywell-demo -l "Keywell demo" -w
+printf 'keywell-demo-secret\nkeywell-demo-secret\n' | keywell add-generic-password -U -a "$USER" -s keywell-demo -l "Keywell demo" -w
 echo "run: stored and read back a password: $(keywell find-generic-password -a "$USER" -s keywell-demo -w)"
 if command -v secret-tool >/dev/null; then
   echo "run: the same item through the Secret Service (secret-tool): $(secret-tool lookup service keywell-demo account "$USER" 2>/dev/null || echo '(not available)')"
