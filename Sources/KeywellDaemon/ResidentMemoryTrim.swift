@@ -1,14 +1,15 @@
 import Foundation
 
-/// Gives back the library pages start-up touched but the service does not use.
+/// Gives back the file pages the daemon touched but does not need while idle.
 ///
 /// Most of a Swift daemon's resident memory is clean pages of shared libraries (Foundation, the
-/// Swift runtime), and much of it is the kernel's fault-around mapping 16 neighbours of every
-/// page touched while loading. Once started, every read-only, never-written file mapping is
-/// marked random-access (no fault-around) and its pages are dropped from this process's page
-/// tables; the ones it really uses come back on first touch, one page at a time, from the page
-/// cache. Writable mappings and any mapping holding private (relocated) pages are left alone,
-/// so nothing this process changed can be lost.
+/// Swift runtime), much of it the kernel's fault-around mapping 16 neighbours of every page
+/// touched; with a big keychain it is also the engine's read-only SQLite mmap of the file. When
+/// idle, every read-only file mapping that holds no page this process wrote is dropped from its
+/// page tables (`MADV_DONTNEED`): the pages stay in the page cache and come back on first touch.
+/// Writable mappings (the WAL index, data segments) and any mapping with private (relocated)
+/// pages are left alone, so nothing this process changed can be lost: the same as the kernel
+/// evicting clean pages under memory pressure.
 enum ResidentMemoryTrim {
     /// Returns how many KiB were dropped.
     @discardableResult
@@ -21,7 +22,6 @@ enum ResidentMemoryTrim {
             guard let mapping = current, mapping.eligible, rss > 0,
                   let address = UnsafeMutableRawPointer(bitPattern: mapping.start) else { return }
             let length = Int(mapping.end - mapping.start)
-            _ = madvise(address, length, MADV_RANDOM)
             if madvise(address, length, MADV_DONTNEED) == 0 { dropped += rss }
         }
         for line in smaps.split(separator: "\n", omittingEmptySubsequences: true) {
@@ -36,9 +36,8 @@ enum ResidentMemoryTrim {
                     current = nil
                     continue
                 }
-                // Read-only, private, backed by a file (not [vdso], [stack] or anonymous memory).
-                let eligible = permissions.hasPrefix("r") && !permissions.contains("w") && permissions.hasSuffix("p")
-                    && path.hasPrefix("/")
+                // Read-only and backed by a file (not [vdso], [stack] or anonymous memory).
+                let eligible = permissions.hasPrefix("r") && !permissions.contains("w") && path.hasPrefix("/")
                 current = (start, end, eligible)
             } else if line.hasPrefix("Rss:") {
                 rss = kibibytes(line)
