@@ -37,7 +37,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// that made the change, right after it: hand the event on (to the bus) rather than call
     /// back into the store from it.
     public var onEvent: (@Sendable (KeychainEvent) -> Void)? {
-        get { eventHandler.withLock { $0 } }
+        get { eventHandler.read { $0 } }
         set { eventHandler.withLock { $0 = newValue } }
     }
 

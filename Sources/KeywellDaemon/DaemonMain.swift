@@ -81,7 +81,7 @@ final class Daemon: @unchecked Sendable {
         sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, logger: logger)
-        EngineEventForwarding.install(on: store) { [emitter, secretService] event in
+        store.onEvent = { [emitter, secretService] event in
             emitter.emit(event)
             secretService.keychainEvent(event)
         }

@@ -1,0 +1,44 @@
+import Foundation
+import KeywellCore
+import Testing
+
+/// The daemon reads `onEvent` once per event for the life of the process: reading it must not
+/// make the handler any deeper (it once grew by two thunks a read and overflowed a worker's
+/// stack after ~13,000 item changes).
+@Suite struct EventHandlerTests {
+    @Test func twentyThousandEventsOnASmallStack() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore()
+        let password = SecretBytes(copying: Array("pw".utf8))
+        _ = try store.createKeychain("events", password: password)
+        let received = EventCount()
+        store.onEvent = { _ in received.increment() }
+
+        let done = DispatchSemaphore(value: 0)
+        let failures = EventCount()
+        // 512 KiB: with a handler that deepened per read, 20,000 events overflow it many times over.
+        let thread = Thread {
+            for _ in 0..<10_000 {
+                do {
+                    try store.lock("events")
+                    try store.unlock("events", password: password)
+                } catch {
+                    failures.increment()
+                }
+            }
+            done.signal()
+        }
+        thread.stackSize = 512 << 10
+        thread.start()
+        done.wait()
+        #expect(failures.value == 0)
+        #expect(received.value == 20_000)
+    }
+}
+
+private final class EventCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
