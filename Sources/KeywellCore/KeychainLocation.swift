@@ -19,13 +19,13 @@ struct KeychainResolver: Sendable {
     let keychainsDirectory: String
 
     init(keychainsDirectory: String) {
-        self.keychainsDirectory = Self.normalizedPath(keychainsDirectory) ?? keychainsDirectory
+        self.keychainsDirectory = KeychainPath.normalized(keychainsDirectory) ?? keychainsDirectory
     }
 
     /// A name (`login`) or an absolute path; anything else is `errSecParam`.
     func location(for nameOrPath: String) throws(KeychainError) -> KeychainLocation {
         if nameOrPath.hasPrefix("/") {
-            guard let path = Self.normalizedPath(nameOrPath), path != "/", path.utf8.count <= 4096 else {
+            guard let path = KeychainPath.normalized(nameOrPath), path != "/", path.utf8.count <= 4096 else {
                 throw .param("not a usable keychain path: \(nameOrPath)")
             }
             return location(forPath: path)
@@ -66,21 +66,6 @@ struct KeychainResolver: Sendable {
                 return false
             }
         }
-    }
-
-    /// Removes `.`, `..` and repeated slashes without touching the file system (symlinks are
-    /// the user's business); nil for a path that is not absolute or contains a NUL.
-    static func normalizedPath(_ path: String) -> String? {
-        guard path.hasPrefix("/"), !path.utf8.contains(0) else { return nil }
-        var parts: [Substring] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            switch part {
-            case ".": continue
-            case "..": _ = parts.popLast()
-            default: parts.append(part)
-            }
-        }
-        return "/" + parts.joined(separator: "/")
     }
 }
 

@@ -23,14 +23,14 @@ struct KeychainNaming {
         }
         let home = absolute("HOME") ?? NSHomeDirectory()
         let dataHome = absolute("XDG_DATA_HOME") ?? home + "/.local/share"
-        keychainsDirectory = Self.normalized(dataHome + "/keywell/keychains")
+        keychainsDirectory = KeychainPath.normalized(dataHome + "/keywell/keychains") ?? dataHome + "/keywell/keychains"
         currentDirectory = FileManager.default.currentDirectoryPath
     }
 
     /// The name or path to send to the daemon for what the user typed.
     func daemonName(for argument: String) -> String {
-        if argument.hasPrefix("/") { return Self.normalized(argument) }
-        if argument.contains("/") { return Self.normalized(currentDirectory + "/" + argument) }
+        if argument.hasPrefix("/") { return KeychainPath.normalized(argument) ?? argument }
+        if argument.contains("/") { return KeychainPath.normalized(currentDirectory + "/" + argument) ?? argument }
         if argument.hasSuffix(Self.macOSSuffix), argument.count > Self.macOSSuffix.count {
             return String(argument.dropLast(Self.macOSSuffix.count))
         }
@@ -52,18 +52,5 @@ struct KeychainNaming {
             if !short.contains("/") { return short }
         }
         return name
-    }
-
-    /// `.` and `..` and repeated slashes removed, as the daemon does (symlinks untouched).
-    static func normalized(_ path: String) -> String {
-        var parts: [Substring] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            switch part {
-            case ".": continue
-            case "..": _ = parts.popLast()
-            default: parts.append(part)
-            }
-        }
-        return "/" + parts.joined(separator: "/")
     }
 }
