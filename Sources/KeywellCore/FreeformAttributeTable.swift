@@ -51,11 +51,12 @@ enum FreeformAttributeTable {
     /// cost follows the number of matches, not the number of items: `xdg:schema` pairs shared by
     /// thousands of items are never walked when a rarer pair is there.
     static func matchingItems(_ pairs: [String: String], _ db: Database) throws -> [(rowID: Int64, uuid: UUID)] {
-        var estimated: [(name: String, value: String, count: Int)] = []
-        for (name, value) in pairs {
-            let count = try estimate(name, value, db)
-            if count == 0 { return [] }
-            estimated.append((name, value, count))
+        var estimated = pairs.map { (name: $0.key, value: $0.value, count: 1) }
+        // One pair needs no ordering.
+        if estimated.count > 1 {
+            let counts = try estimates(estimated.map { ($0.name, $0.value) }, db)
+            if counts.contains(0) { return [] }
+            for index in estimated.indices { estimated[index].count = counts[index] }
         }
         estimated.sort { ($0.count, $0.name) < ($1.count, $1.name) }
 
@@ -80,13 +81,13 @@ enum FreeformAttributeTable {
         return items
     }
 
-    /// How many items have the pair, counted up to `estimateCap`.
-    private static func estimate(_ name: String, _ value: String, _ db: Database) throws -> Int {
-        let rows = try RawStatement(
-            db, sql: "SELECT count(*) FROM (SELECT 1 FROM item_attribute WHERE name = ? AND value = ? LIMIT \(estimateCap))",
-            values: [name.databaseValue, value.databaseValue])
+    /// How many items have each pair, counted up to `estimateCap`, in one statement.
+    private static func estimates(_ pairs: [(String, String)], _ db: Database) throws -> [Int] {
+        let count = "(SELECT count(*) FROM (SELECT 1 FROM item_attribute WHERE name = ? AND value = ? LIMIT \(estimateCap)))"
+        let sql = "SELECT " + Array(repeating: count, count: pairs.count).joined(separator: ", ")
+        let rows = try RawStatement(db, sql: sql, values: pairs.flatMap { [$0.0.databaseValue, $0.1.databaseValue] })
         defer { rows.finish() }
-        guard try rows.step() else { return 0 }
-        return Int(rows.integer(0))
+        guard try rows.step() else { return Array(repeating: 0, count: pairs.count) }
+        return (0..<pairs.count).map { Int(rows.integer(Int32($0))) }
     }
 }

@@ -80,7 +80,7 @@ final class Daemon: @unchecked Sendable {
         autoLock = AutoLock(store: store, logger: logger)
         sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
-                                               autoLock: autoLock, sessions: sessions, logger: logger)
+                                               autoLock: autoLock, sessions: sessions, trimmer: trimmer, logger: logger)
         store.onEvent = { [emitter, secretService] event in
             emitter.emit(event)
             secretService.keychainEvent(event)

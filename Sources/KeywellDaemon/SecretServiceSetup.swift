@@ -6,17 +6,19 @@ import Logging
 extension Daemon {
     /// The Secret Service over the daemon's store: prompts run `KEYWELL_PINENTRY` (else
     /// `pinentry`), and a keychain a prompt unlocks is treated like one the native `Unlock` opened
-    /// (idle timer re-armed, a drifted login keychain re-wrapped to the login password).
+    /// (idle timer re-armed, a drifted login keychain re-wrapped to the login password); its calls
+    /// count as activity for the idle memory trim, as native calls do.
     static func makeSecretService(
         store: KeychainStore, environment: [String: String], replaceOwner: Bool, autoLock: AutoLock,
-        sessions: LoginSessions, logger: Logger
+        sessions: LoginSessions, trimmer: IdleTrimmer, logger: Logger
     ) -> SecretService {
         let configuration = SecretService.Configuration(
             pinentry: SecretService.Configuration.pinentry(from: environment), replaceOwner: replaceOwner,
             keychainUnlocked: { keychain, password in
                 autoLock.rearm()
                 sessions.keychainUnlocked(keychain, with: password)
-            })
+            },
+            activity: { trimmer.noteActivity() })
         return SecretService(store: store, configuration: configuration, logger: logger)
     }
 }

@@ -49,6 +49,9 @@ struct CollectionObject {
             let ids = try engine(path) { () throws(KeychainError) in try collection.itemIDs() }
             return .objectPathArray(ids.map { ObjectPaths.path(of: $0, in: collection.id) })
         case "Label":
+            if case .keychain(let name) = collection.id, !context.store.keychainExists(name) {
+                throw SecretServiceError.noSuchObject("No collection \(path)")
+            }
             return .string(collection.label)
         case "Locked":
             return .bool(try engine(path) { () throws(KeychainError) in try collection.isLocked() })
@@ -64,6 +67,9 @@ struct CollectionObject {
     func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress) throws(DBusError) {
         let collection = try context.collection(address)
         guard name == "Label", let label = value.stringValue else { throw .propertyReadOnly("\(name) is read-only") }
+        if case .keychain(let name) = collection.id, !context.store.keychainExists(name) {
+            throw SecretServiceError.noSuchObject("No collection \(ObjectPaths.path(of: collection.id))")
+        }
         guard let memory = collection as? MemoryCollection else {
             throw .notSupported("A keychain's label is its name; rename keychains with the keywell command")
         }

@@ -35,6 +35,7 @@ enum SecretObject: Hashable, Sendable {
 /// Each object has exactly one path: encodings other than the canonical one name nothing.
 enum ObjectPaths {
     static let root = SecretServiceNames.servicePath
+    private static let rootBytes = Array(root.utf8)
     static let folders = ["collection", "aliases", "session", "prompt"]
     static let sessionCollectionSegment = "session"
 
@@ -62,7 +63,8 @@ enum ObjectPaths {
                 if isPlain && !(index == 0 && name == sessionCollectionSegment) {
                     encoded.unicodeScalars.append(Unicode.Scalar(byte))
                 } else {
-                    encoded += String(format: "_%02x", byte)
+                    encoded.unicodeScalars.append("_")
+                    appendHex(byte, to: &encoded)
                 }
             }
             return encoded
@@ -70,39 +72,77 @@ enum ObjectPaths {
     }
 
     static func segment(for item: UUID) -> String {
-        withUnsafeBytes(of: item.uuid) { bytes in bytes.map { String(format: "%02x", $0) }.joined() }
+        // By hand: String(format:) costs microseconds per byte, and GetSecrets names 1,000 items.
+        withUnsafeBytes(of: item.uuid) { bytes in
+            String(unsafeUninitializedCapacity: 32) { buffer in
+                for (index, byte) in bytes.enumerated() {
+                    buffer[2 * index] = hexDigits[Int(byte >> 4)]
+                    buffer[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
+                }
+                return 32
+            }
+        }
     }
 
-    static func collection(fromSegment segment: String) -> CollectionID? {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func appendHex(_ byte: UInt8, to text: inout String) {
+        text.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte >> 4)]))
+        text.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte & 0x0f)]))
+    }
+
+    static func collection(fromSegment segment: Substring) -> CollectionID? {
         if segment == sessionCollectionSegment { return .session }
+        guard !segment.isEmpty else { return nil }
+        // Most names need no escapes: they are their own segment.
+        guard segment.utf8.contains(UInt8(ascii: "_")) else {
+            guard segment.utf8.allSatisfy(isPlain) else { return nil }
+            return .keychain(String(segment))
+        }
         var bytes: [UInt8] = []
         var utf8 = segment.utf8[...]
         while let byte = utf8.popFirst() {
             if byte == UInt8(ascii: "_") {
-                guard utf8.count >= 2, let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) else {
-                    return nil
-                }
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
+                guard let high = utf8.popFirst().flatMap(hexValue), let low = utf8.popFirst().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
             } else {
                 bytes.append(byte)
             }
         }
-        guard !bytes.isEmpty, let name = String(bytes: bytes, encoding: .utf8) else { return nil }
+        guard let name = String(bytes: bytes, encoding: .utf8) else { return nil }
         let id = CollectionID.keychain(name)
         return self.segment(for: id) == segment ? id : nil
     }
 
-    static func item(fromSegment segment: String) -> UUID? {
-        let bytes = Array(segment.utf8)
+    static func collection(fromSegment segment: String) -> CollectionID? {
+        collection(fromSegment: segment[...])
+    }
+
+    private static func isPlain(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+    }
+
+    /// Lowercase hex only, so a decoded UUID has exactly this one segment.
+    static func item(fromSegment segment: Substring) -> UUID? {
+        let bytes = segment.utf8
         guard bytes.count == 32 else { return nil }
-        var raw = [UInt8](repeating: 0, count: 16)
-        for index in 0..<16 {
-            guard let high = hexValue(bytes[2 * index]), let low = hexValue(bytes[2 * index + 1]) else { return nil }
-            raw[index] = high << 4 | low
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok = withUnsafeMutableBytes(of: &raw) { buffer -> Bool in
+            var index = bytes.startIndex
+            for offset in 0..<16 {
+                guard let high = hexValue(bytes[index]) else { return false }
+                index = bytes.index(after: index)
+                guard let low = hexValue(bytes[index]) else { return false }
+                index = bytes.index(after: index)
+                buffer[offset] = high << 4 | low
+            }
+            return true
         }
-        let uuid = raw.withUnsafeBytes { UUID(uuid: $0.load(as: uuid_t.self)) }
-        return Self.segment(for: uuid) == segment ? uuid : nil
+        return ok ? UUID(uuid: raw) : nil
+    }
+
+    static func item(fromSegment segment: String) -> UUID? {
+        item(fromSegment: segment[...])
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -116,32 +156,38 @@ enum ObjectPaths {
     /// What `path` names, or nil when it is not one of ours.
     static func parse(_ path: String) -> SecretObject? {
         if path == root { return .service }
-        guard path.hasPrefix(root + "/") else { return nil }
-        let parts = path.dropFirst(root.count + 1).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard let kind = parts.first, folders.contains(kind) else { return nil }
-        if parts.count == 1 { return .folder(kind) }
-        switch (kind, parts.count) {
-        case ("collection", 2), ("collection", 3):
+        // Bytes, not Characters: splitting by Character costs grapheme breaking on every call.
+        let utf8 = path.utf8
+        let slash = UInt8(ascii: "/")
+        guard utf8.count > rootBytes.count + 1, utf8.starts(with: rootBytes) else { return nil }
+        let separator = utf8.index(utf8.startIndex, offsetBy: rootBytes.count)
+        guard utf8[separator] == slash else { return nil }
+        let parts = utf8[utf8.index(after: separator)...].split(separator: slash, maxSplits: 3, omittingEmptySubsequences: false)
+            .map { Substring($0) }
+        guard let kind = parts.first, parts.count <= 3 else { return nil }
+        if parts.count == 1 { return folders.contains(String(kind)) ? .folder(String(kind)) : nil }
+        switch kind {
+        case "collection":
             guard let id = collection(fromSegment: parts[1]) else { return nil }
             return address(.id(id), itemSegment: parts.count == 3 ? parts[2] : nil)
-        case ("aliases", 2), ("aliases", 3):
+        case "aliases":
             guard !parts[1].isEmpty else { return nil }
-            return address(.alias(parts[1]), itemSegment: parts.count == 3 ? parts[2] : nil)
-        case ("session", 2):
+            return address(.alias(String(parts[1])), itemSegment: parts.count == 3 ? parts[2] : nil)
+        case "session" where parts.count == 2:
             return number(parts[1]).map { .session($0) }
-        case ("prompt", 2):
+        case "prompt" where parts.count == 2:
             return number(parts[1]).map { .prompt($0) }
         default:
             return nil
         }
     }
 
-    private static func number(_ segment: String) -> UInt64? {
+    private static func number(_ segment: Substring) -> UInt64? {
         guard let number = UInt64(segment), String(number) == segment else { return nil }
         return number
     }
 
-    private static func address(_ collection: CollectionAddress, itemSegment: String?) -> SecretObject? {
+    private static func address(_ collection: CollectionAddress, itemSegment: Substring?) -> SecretObject? {
         guard let itemSegment else { return .collection(collection) }
         return item(fromSegment: itemSegment).map { .item(collection, $0) }
     }

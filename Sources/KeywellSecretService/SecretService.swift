@@ -14,12 +14,16 @@ public final class SecretService: @unchecked Sendable {
         public var replaceOwner: Bool
         /// Called after a prompt unlocked or created a keychain with this password.
         public var keychainUnlocked: @Sendable (String, SecretBytes) -> Void
+        /// Called for every call and property access (the daemon's idle timers count it as use).
+        public var activity: @Sendable () -> Void
 
         public init(pinentry: String = "pinentry", replaceOwner: Bool = false,
-                    keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in }) {
+                    keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
+                    activity: @escaping @Sendable () -> Void = {}) {
             self.pinentry = pinentry
             self.replaceOwner = replaceOwner
             self.keychainUnlocked = keychainUnlocked
+            self.activity = activity
         }
 
         /// `KEYWELL_PINENTRY`, else `pinentry`.
@@ -45,7 +49,7 @@ public final class SecretService: @unchecked Sendable {
             store: store, directory: CollectionDirectory(store: store), sessions: SessionManager(),
             prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
             signals: signals, logger: logger, keychainUnlocked: configuration.keychainUnlocked)
-        tree = SecretServiceTree(context: context)
+        tree = SecretServiceTree(context: context, activity: configuration.activity)
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the

@@ -7,9 +7,11 @@ import Logging
 /// on objects that do not exist (any more) answer the Secret Service's NoSuchObject.
 final class SecretServiceTree: DBusObject {
     private let context: ServiceContext
+    private let activity: @Sendable () -> Void
 
-    init(context: ServiceContext) {
+    init(context: ServiceContext, activity: @escaping @Sendable () -> Void = {}) {
         self.context = context
+        self.activity = activity
     }
 
     func interfaces(at path: String) -> [DBusInterface]? {
@@ -35,6 +37,7 @@ final class SecretServiceTree: DBusObject {
     }
 
     func handle(_ call: DBusMethodCall) {
+        activity()
         let start = ContinuousClock.now
         do throws(DBusError) {
             try call.requireDeclaredSignature()
@@ -73,6 +76,7 @@ final class SecretServiceTree: DBusObject {
     }
 
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        activity()
         switch ObjectPaths.parse(path) {
         case .service?: return try ServiceObject(context: context).property(name)
         case .collection(let address)?: return try CollectionObject(context: context).property(name, address)
@@ -82,6 +86,7 @@ final class SecretServiceTree: DBusObject {
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
+        activity()
         switch ObjectPaths.parse(path) {
         case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address)
         case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id)

@@ -27,8 +27,10 @@ final class ServiceContext: Sendable {
         self.keychainUnlocked = keychainUnlocked
     }
 
-    /// The collection an address stands for; NoSuchObject when there is none.
+    /// The collection an address stands for; NoSuchObject when an alias names none. A keychain
+    /// named by its path is not checked here: the engine's first use answers NoSuchObject.
     func collection(_ address: CollectionAddress) throws(DBusError) -> any SecretCollection {
+        if case .id(let id) = address { return directory.unchecked(id) }
         guard let collection = directory.resolve(address) else {
             switch address {
             case .alias(let alias): throw SecretServiceError.noSuchObject("No collection has the alias \(alias)")

@@ -68,12 +68,17 @@ struct ServiceObject {
     }
 
     /// `a{o(oayays)}` for the items that exist in unlocked collections; one batch per collection.
-    private func secrets(of paths: [String], for session: SecretSession) throws(DBusError) -> DBusValue {
+    func secrets(of paths: [String], for session: SecretSession) throws(DBusError) -> DBusValue {
         var groups: [CollectionID: (collection: any SecretCollection, items: [(path: String, id: UUID)])] = [:]
         var order: [CollectionID] = []
+        // Each address is looked up once, not once per item.
+        var resolved: [CollectionAddress: (any SecretCollection)?] = [:]
         for path in paths {
-            guard case .item(let address, let id)? = ObjectPaths.parse(path),
-                  let collection = context.directory.resolve(address) else { continue }
+            guard case .item(let address, let id)? = ObjectPaths.parse(path) else { continue }
+            if resolved[address] == nil {
+                resolved[address] = .some(try? context.collection(address))
+            }
+            guard let collection = resolved[address]! else { continue }
             if groups[collection.id] == nil {
                 groups[collection.id] = (collection, [])
                 order.append(collection.id)
@@ -87,8 +92,8 @@ struct ServiceObject {
             let secrets: [UUID: SecretServiceSecret]
             do throws(KeychainError) {
                 secrets = try collection.secrets(items.map(\.id))
-            } catch where error.status == SecStatus.interactionNotAllowed {
-                continue  // locked: the client unlocks first (libsecret does)
+            } catch where error.status == SecStatus.interactionNotAllowed || error.status == SecStatus.noSuchKeychain {
+                continue  // locked (the client unlocks first, as libsecret does) or gone
             } catch {
                 throw error.secretServiceError(ObjectPaths.path(of: id))
             }

@@ -188,3 +188,40 @@ import Testing
         #expect(secrets[ids[7]]?.value == Data("v7".utf8))
     }
 }
+
+/// The associated data that binds sealed secrets must never change its bytes: keychains on disk
+/// were sealed with it. Checked against a plain restatement of the format.
+@Suite struct AssociatedDataFormatTests {
+    private func reference(keychain: UUID, item: KeychainItem) -> Data {
+        var data = Data("keywell item secret v1\0".utf8)
+        data.append(keychain.data)
+        data.append(item.uuid.data)
+        data.append(contentsOf: item.itemClass.rawValue.utf8)
+        for attribute in item.itemClass.primaryKey {
+            data.append(contentsOf: attribute.name.utf8)
+            switch item.keyValue(attribute) {
+            case .text(let text):
+                withUnsafeBytes(of: UInt64(text.utf8.count).bigEndian) { data.append(contentsOf: $0) }
+                data.append(contentsOf: text.utf8)
+            case .integer(let number): withUnsafeBytes(of: UInt64(bitPattern: number).bigEndian) { data.append(contentsOf: $0) }
+            case .bool(let flag): data.append(flag ? 1 : 0)
+            case .data(let bytes):
+                withUnsafeBytes(of: UInt64(bytes.count).bigEndian) { data.append(contentsOf: $0) }
+                data.append(bytes)
+            }
+        }
+        return data
+    }
+
+    @Test func unchangedForBothClasses() {
+        let keychain = UUID()
+        let generic = KeychainItem(rowID: nil, uuid: UUID(), itemClass: .genericPassword,
+                                   attributes: [.service: .text("svc é"), .accessGroup: .text("")], sealedSecret: Data())
+        let internet = KeychainItem(rowID: nil, uuid: UUID(), itemClass: .internetPassword,
+                                    attributes: [.server: .text("example.com"), .port: .integer(443), .protocol: .text("htps"),
+                                                 .account: .text("bob")], sealedSecret: Data())
+        for item in [generic, internet] {
+            #expect(ItemSealing.associatedData(keychain: keychain, item: item) == reference(keychain: keychain, item: item))
+        }
+    }
+}
