@@ -6,7 +6,8 @@ struct KeywellBench: ParsableCommand {
         commandName: "keywell-bench",
         abstract: "Benchmarks for Keywell's parts.",
         subcommands: [CoreBenchmark.self, CoreWriterHelper.self, DaemonBenchmark.self, CLIBenchmark.self,
-                      LoadBenchmark.self, FaultBenchmark.self, ThrottleBenchmark.self, SecurityReport.self]
+                      LoadBenchmark.self, FaultBenchmark.self, ThrottleBenchmark.self, SecurityReport.self,
+                      SecretServiceBenchmark.self]
     )
 }
 

@@ -1,0 +1,391 @@
+import ArgumentParser
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+
+/// `keywell-bench secrets`: the same Secret Service client workload against keywelld and against
+/// gnome-keyring-daemon, each on its own private bus in a scratch home, in one run.
+///
+/// The client speaks D-Bus through KeywellDBus. DH sessions are opened with a random group
+/// element as the client's public key: the service does the same work as for a real key pair,
+/// and the benchmark, which has no AES of its own, checks the shape of the encrypted secrets
+/// (16-byte IV, whole blocks of the right length) instead of decrypting them. CreateItem sends
+/// its secret through a plain session for the same reason; AES of a short secret is a microsecond
+/// for either service.
+struct SecretServiceBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secrets",
+        abstract: "Secret Service (org.freedesktop.secrets): keywelld against gnome-keyring-daemon, same workload."
+    )
+
+    @Option(help: "The keywelld to measure (default: the one next to this program).")
+    var keywelld: String?
+
+    @Option(help: "The gnome-keyring-daemon to compare with; \"none\" to skip it.")
+    var gnomeKeyring = "/usr/bin/gnome-keyring-daemon"
+
+    @Option(help: "Item counts to measure at, comma-separated.")
+    var sizes = "1000,10000"
+
+    @Option(help: "Timed calls per operation (CreateItem and GetSecrets of 1,000 use fewer).")
+    var calls = 300
+
+    @Option(help: "Seconds gnome-keyring may spend filling up before its larger sizes are estimated instead.")
+    var gnomeBudget = 120.0
+
+    func run() throws {
+        let daemonPath = keywelld ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("keywelld").path
+        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
+            throw ValidationError("no keywelld at \(daemonPath); pass --keywelld")
+        }
+        let sizes = self.sizes.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+        guard let smallest = sizes.first, smallest >= 1000 else { throw ValidationError("sizes start at 1000 or more") }
+
+        print("Secret Service benchmark: one client, private dbus-daemon per service, same machine")
+        print("keywelld: \(daemonPath) (fast KDF; the calls are measured, not Argon2id)")
+        var services: [ServiceUnderTest] = [try KeywellService(daemonPath: daemonPath)]
+        if gnomeKeyring != "none" {
+            if FileManager.default.isExecutableFile(atPath: gnomeKeyring) {
+                print("gnome-keyring: \(gnomeKeyring) \(ServiceUnderTest.version(of: gnomeKeyring))")
+                services.append(try GnomeKeyringService(path: gnomeKeyring))
+            } else {
+                print("gnome-keyring: not installed at \(gnomeKeyring); keywelld alone")
+            }
+        }
+        defer { services.forEach { $0.stop() } }
+
+        let commit = LatencySamples(try StorageProbe.durableInsertLatencies(
+            in: URL(fileURLWithPath: NSTemporaryDirectory()), rowBytes: 256, count: 200)).percentile(0.5)
+        print("floor: one durable SQLite commit (WAL, synchronous=FULL) p50 \(formatMicroseconds(commit)) µs; "
+              + "writes are held to Peer.Ping + that commit, reads to Peer.Ping")
+        print("")
+
+        var report = SecretServiceReport(services: services.map(\.name))
+        for size in sizes {
+            for service in services {
+                let fill = try service.fill(to: size, budget: gnomeBudget)
+                if case .estimated(let seconds, let perItem) = fill {
+                    report.note(service.name, size, String(format: "filling to %d would take about %.0f min (CreateItem %.0f ms at %d items and growing with the count); not measured",
+                                                            size, seconds / 60, perItem * 1000, service.count))
+                    continue
+                }
+                report.add(size, service.name, try service.measure(calls: calls, commit: commit))
+            }
+        }
+        report.print()
+    }
+}
+
+// MARK: The services
+
+/// One Secret Service on its own bus: how to start it and the workload against it.
+class ServiceUnderTest {
+    let name: String
+    let world: DaemonBenchmarkWorld
+    let client: DBusConnection
+    /// Paths of the bench items, in creation order.
+    private(set) var items: [String] = []
+    private var plainSession = ""
+    private var dhSession = ""
+    /// CreateItem latencies while filling, for gnome-keyring's estimate.
+    private var lastFillCost: Double = 0
+
+    static let service = "org.freedesktop.secrets"
+    static let collection = "/org/freedesktop/secrets/aliases/default"
+
+    init(name: String) throws {
+        self.name = name
+        world = try DaemonBenchmarkWorld()
+        client = try world.connect()
+    }
+
+    var count: Int { items.count }
+
+    func stop() { client.close() }
+
+    static func version(of path: String) -> String {
+        let pipe = Pipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--version"]
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return "" }
+        process.waitUntilExit()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return text.split(separator: "\n").first.map { String($0.split(separator: " ").last ?? "") } ?? ""
+    }
+
+    /// Waits until the service owns its name, then opens the sessions the workload uses.
+    func ready() throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try !client.nameHasOwner(Self.service) {
+            guard ContinuousClock.now < deadline else { throw BenchmarkFailure("\(name) never owned \(Self.service)") }
+            usleep(10_000)
+        }
+        plainSession = try openSession(dh: false)
+        dhSession = try openSession(dh: true)
+    }
+
+    enum Fill {
+        case done
+        /// Too slow to wait for: the estimated seconds and the last per-item cost.
+        case estimated(Double, Double)
+    }
+
+    /// Adds items until there are `size`; a service whose fill would exceed `budget` seconds stops
+    /// and returns an estimate (cost per item grows linearly with the count for gnome-keyring).
+    func fill(to size: Int, budget: Double) throws -> Fill {
+        let start = ContinuousClock.now
+        let budget = isSlow ? budget : .infinity
+        while items.count < size {
+            let before = ContinuousClock.now
+            items.append(try createItem(items.count))
+            lastFillCost = (ContinuousClock.now - before).seconds
+            let spent = (ContinuousClock.now - start).seconds
+            if spent > budget / 4, items.count % 50 == 0 {
+                // Cost grows with n: the remaining time is about the area under a line through here.
+                let perItemNow = lastFillCost
+                let remaining = Double(size - items.count)
+                let estimate = remaining * perItemNow * (1 + remaining / Double(2 * items.count))
+                if spent + estimate > budget { return .estimated(spent + estimate, perItemNow) }
+            }
+        }
+        return .done
+    }
+
+    // MARK: Calls
+
+    func openSession(dh: Bool) throws -> String {
+        let input: DBusValue
+        if dh {
+            // A random element of the group (below p, above 1).
+            var key = (0..<128).map { _ in UInt8.random(in: 0...255) }
+            key[0] = UInt8.random(in: 0x40...0x7f)
+            input = .bytes(key)
+        } else {
+            input = .string("")
+        }
+        let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
+                                    interface: "org.freedesktop.Secret.Service", member: "OpenSession",
+                                    arguments: [.string(dh ? "dh-ietf1024-sha256-aes128-cbc-pkcs7" : "plain"), .variant(input)])
+        if dh, (reply[0].variantValue?.bytesValue?.count ?? 0) < 64 { throw BenchmarkFailure("\(name): no DH public key") }
+        return try reply.objectPath(at: 1)
+    }
+
+    static func attributes(_ index: Int) -> [String: String] {
+        ["xdg:schema": "org.keywell.Bench", "id": "item-\(index)", "group": "group-\(index % 100)"]
+    }
+
+    static func secret(_ index: Int) -> [UInt8] { Array("password-\(index)-0123456789abcdef".utf8) }
+
+    func createItem(_ index: Int) throws -> String {
+        let properties = DBusValue.stringVariantDict([
+            "org.freedesktop.Secret.Item.Label": .string("Bench item \(index)"),
+            "org.freedesktop.Secret.Item.Attributes": .stringStringDict(Self.attributes(index)),
+        ])
+        let secret = DBusValue.structure([.objectPath(plainSession), .bytes([]), .bytes(Self.secret(index)), .string("text/plain")])
+        let reply = try client.call(destination: Self.service, path: Self.collection, interface: "org.freedesktop.Secret.Collection",
+                                    member: "CreateItem", arguments: [properties, secret, .bool(false)])
+        return try reply.objectPath(at: 0)
+    }
+
+    func searchItems(_ index: Int) throws {
+        let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
+                                    interface: "org.freedesktop.Secret.Service", member: "SearchItems",
+                                    arguments: [.stringStringDict(Self.attributes(index))])
+        guard try reply.objectPathArray(at: 0) == [items[index]] else { throw BenchmarkFailure("\(name): SearchItems \(index) found \(reply)") }
+    }
+
+    func getSecret(_ index: Int) throws {
+        let reply = try client.call(destination: Self.service, path: items[index], interface: "org.freedesktop.Secret.Item",
+                                    member: "GetSecret", arguments: [.objectPath(dhSession)])
+        try checkEncrypted(reply[0], index)
+    }
+
+    func getSecrets(_ indices: [Int]) throws {
+        let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
+                                    interface: "org.freedesktop.Secret.Service", member: "GetSecrets",
+                                    arguments: [.objectPathArray(indices.map { items[$0] }), .objectPath(dhSession)])
+        guard let entries = reply[0].dictionaryEntries, entries.count == indices.count else {
+            throw BenchmarkFailure("\(name): GetSecrets returned \(reply[0].dictionaryEntries?.count ?? 0) of \(indices.count)")
+        }
+    }
+
+    func ping() throws { try client.ping(Self.service) }
+
+    func readAlias() throws {
+        _ = try client.call(destination: Self.service, path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                            member: "ReadAlias", arguments: [.string("default")])
+    }
+
+    /// A DH secret: a 16-byte IV and the PKCS#7-padded length of the secret.
+    private func checkEncrypted(_ value: DBusValue, _ index: Int) throws {
+        guard let fields = value.structureFields, fields.count == 4, fields[1].bytesValue?.count == 16,
+              fields[2].bytesValue?.count == (Self.secret(index).count / 16 + 1) * 16
+        else { throw BenchmarkFailure("\(name): GetSecret \(index) is not an encrypted secret: \(value)") }
+    }
+
+    // MARK: Measuring
+
+    struct Measurement {
+        var count: Int
+        var ping: Duration
+        var commit: Duration
+        var rows: [(operation: String, samples: LatencySamples, write: Bool)]
+    }
+
+    func measure(calls: Int, commit: Duration) throws -> Measurement {
+        let size = items.count
+        func timed(_ n: Int, warmUp: Int = 10, _ body: (Int) throws -> Void) throws -> LatencySamples {
+            for i in 0..<warmUp { try body(i) }
+            var samples = LatencySamples()
+            for i in 0..<n { samples.append(try KeywellBenchTiming.measure { try body(i) }) }
+            return samples
+        }
+        let randomIndex = { (_: Int) -> Int in Int.random(in: 0..<size) }
+        let pings = try timed(calls) { _ in try ping() }
+        var rows: [(String, LatencySamples, Bool)] = []
+        // A method that does no work: what any call costs through the service's D-Bus layer.
+        rows.append(("ReadAlias (no work: the method-call cost)", try timed(calls) { _ in try readAlias() }, false))
+        rows.append(("SearchItems (1 match)", try timed(calls) { try searchItems(randomIndex($0)) }, false))
+        rows.append(("GetSecret (DH)", try timed(calls) { try getSecret(randomIndex($0)) }, false))
+        rows.append(("GetSecrets, 1 item (DH)", try timed(calls) { try getSecrets([randomIndex($0)]) }, false))
+        rows.append(("OpenSession (DH)", try timed(max(20, calls / 3)) { _ in _ = try openSession(dh: true) }, false))
+        let batches = isSlow ? 3 : 10
+        rows.append(("GetSecrets, 1,000 items in one call (DH)", try timed(batches, warmUp: 1) { batch in
+            let start = (batch * 997) % max(1, size - 1000)
+            try getSecrets(Array(start..<min(size, start + 1000)))
+        }, false))
+        // Last: it grows the collection (by a few items only).
+        let creates = isSlow ? 10 : min(calls, 200)
+        rows.append(("CreateItem", try timed(creates, warmUp: 1) { _ in items.append(try createItem(items.count)) }, true))
+        return Measurement(count: size, ping: pings.percentile(0.5), commit: commit, rows: rows)
+    }
+
+    /// gnome-keyring: fewer repetitions of the calls that take tens of milliseconds there.
+    var isSlow: Bool { false }
+}
+
+final class KeywellService: ServiceUnderTest {
+    private var pid: pid_t = 0
+
+    init(daemonPath: String) throws {
+        try super.init(name: "keywelld")
+        pid = try world.startDaemon(daemonPath)
+        try ready()
+        _ = try NativeCalls.call(client, "CreateKeychain", [.string("login"), .bytes(Array("bench".utf8))])
+    }
+
+    override func ready() throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try !client.nameHasOwner(KeywellNames.busName) {
+            guard ContinuousClock.now < deadline else { throw BenchmarkFailure("keywelld never started") }
+            usleep(10_000)
+        }
+        try super.ready()
+    }
+
+    override func stop() {
+        super.stop()
+        world.stopDaemon(pid)
+    }
+}
+
+final class GnomeKeyringService: ServiceUnderTest {
+    private let process = Process()
+
+    init(path: String) throws {
+        try super.init(name: "gnome-keyring")
+        // --unlock reads the login password on stdin and creates the login keyring, unlocked.
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--foreground", "--components=secrets", "--unlock"]
+        process.environment = world.environment
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data("bench".utf8))
+        try input.fileHandleForWriting.close()
+        try ready()
+    }
+
+    override var isSlow: Bool { true }
+
+    override func stop() {
+        super.stop()
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+// MARK: The table
+
+struct SecretServiceReport {
+    let services: [String]
+    private var results: [Int: [String: ServiceUnderTest.Measurement]] = [:]
+    private var notes: [Int: [String: String]] = [:]
+
+    init(services: [String]) {
+        self.services = services
+    }
+
+    mutating func add(_ size: Int, _ service: String, _ measurement: ServiceUnderTest.Measurement) {
+        results[size, default: [:]][service] = measurement
+    }
+
+    mutating func note(_ service: String, _ size: Int, _ text: String) {
+        notes[size, default: [:]][service] = text
+    }
+
+    func print() {
+        let sizes = Set(results.keys).union(notes.keys).sorted()
+        for size in sizes {
+            let measured = results[size] ?? [:]
+            Swift.print("— \(size) items —")
+            for service in services {
+                if let m = measured[service] {
+                    Swift.print("  \(service): Peer.Ping p50 \(formatMicroseconds(m.ping)) µs (read floor); "
+                                + "+ commit = \(formatMicroseconds(m.ping + m.commit)) µs (write floor)")
+                } else if let note = notes[size]?[service] {
+                    Swift.print("  \(service): \(note)")
+                }
+            }
+            var header = "  " + "operation".padding(toLength: 42, withPad: " ", startingAt: 0)
+            for service in services where measured[service] != nil {
+                header += service.padding(toLength: 14, withPad: " ", startingAt: 0) + "p99".padding(toLength: 10, withPad: " ", startingAt: 0)
+                    + "×floor".padding(toLength: 9, withPad: " ", startingAt: 0)
+            }
+            if measured.count > 1 { header += "ratio" }
+            Swift.print(header)
+            guard let first = measured[services[0]] ?? measured.values.first else { continue }
+            for (row, entry) in first.rows.enumerated() {
+                var line = "  " + entry.operation.padding(toLength: 42, withPad: " ", startingAt: 0)
+                var p50s: [Double] = []
+                for service in services {
+                    guard let m = measured[service], row < m.rows.count else { continue }
+                    let samples = m.rows[row].samples
+                    let p50 = samples.percentile(0.5)
+                    let floor = m.rows[row].write ? m.ping + m.commit : m.ping
+                    p50s.append(p50.seconds)
+                    line += (Self.latency(p50)).padding(toLength: 14, withPad: " ", startingAt: 0)
+                        + Self.latency(samples.percentile(0.99)).padding(toLength: 10, withPad: " ", startingAt: 0)
+                        + String(format: "%.1f", p50.seconds / floor.seconds).padding(toLength: 9, withPad: " ", startingAt: 0)
+                }
+                if p50s.count > 1, p50s[0] > 0 {
+                    line += String(format: "%.1f× faster", p50s[1] / p50s[0])
+                }
+                Swift.print(line)
+            }
+            Swift.print("")
+        }
+    }
+
+    /// µs below 10 ms, ms above.
+    static func latency(_ duration: Duration) -> String {
+        duration.seconds < 0.01 ? "\(formatMicroseconds(duration)) µs" : String(format: "%.1f ms", duration.seconds * 1000)
+    }
+}
