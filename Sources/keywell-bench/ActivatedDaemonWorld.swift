@@ -17,9 +17,7 @@ final class ActivatedDaemonWorld {
     /// `extraEnvironment` reaches keywelld through the bus (activated services inherit its environment).
     init(daemonPath: String, extraEnvironment: [String: String] = [:]) throws {
         self.daemonPath = daemonPath
-        var template = Array("/tmp/kwsecurity-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw BenchmarkFailure("cannot create a temporary folder") }
-        root = String(cString: created)
+        root = try PrivateBusConfiguration.makeScratchFolder(prefix: "kwsecurity")
         home = root + "/home"
         runtime = root + "/run"
         let services = root + "/services"
@@ -29,21 +27,10 @@ final class ActivatedDaemonWorld {
                 .write(toFile: "\(services)/\(name).service", atomically: true, encoding: .utf8)
         }
         let listen = "unix:path=\(runtime)/bus"
-        // The session bus's own rules (EXTERNAL: same uid only), plus room for thousands of calls in flight.
-        let configuration = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>\(listen)</listen>
-              <auth>EXTERNAL</auth>
-              <servicedir>\(services)</servicedir>
-              <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
-              <limit name="max_replies_per_connection">50000</limit>
-              <limit name="service_start_timeout">20000</limit>
-            </busconfig>
-            """
-        try configuration.write(toFile: root + "/bus.conf", atomically: true, encoding: .utf8)
+        // Room for thousands of calls in flight, and for activation on a busy machine.
+        try PrivateBusConfiguration.write(
+            to: root + "/bus.conf", listen: listen, serviceDirectory: services,
+            limits: ["max_replies_per_connection": 50000, "service_start_timeout": 20000])
         environment = [
             "HOME": home, "XDG_RUNTIME_DIR": runtime, "XDG_DATA_HOME": home + "/.local/share",
             "XDG_CONFIG_HOME": home + "/.config", "DBUS_SESSION_BUS_ADDRESS": listen, "PATH": "/usr/bin:/bin",

@@ -19,28 +19,15 @@ final class CLIBenchWorld {
 
     /// `activating`: bus name → program the bus starts on the first call (D-Bus activation).
     init(name: String, activating services: [String: String]) throws {
-        var template = Array("/tmp/kwclibench-\(name)-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw BenchmarkFailure("cannot create a temporary folder") }
-        root = String(cString: created)
+        root = try PrivateBusConfiguration.makeScratchFolder(prefix: "kwclibench-\(name)")
         for folder in ["home", "run", "services"] { mkdir(root + "/" + folder, 0o700) }
         for (busName, program) in services {
             try "[D-BUS Service]\nName=\(busName)\nExec=\(program)\n"
                 .write(toFile: "\(root)/services/\(busName).service", atomically: true, encoding: .utf8)
         }
         let listen = "unix:path=\(root)/run/bus"
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>\(listen)</listen>
-              <auth>EXTERNAL</auth>
-              <servicedir>\(root)/services</servicedir>
-              <policy context="default">
-                <allow user="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>
-              </policy>
-            </busconfig>
-            """.write(toFile: root + "/bus.conf", atomically: true, encoding: .utf8)
+        try PrivateBusConfiguration.write(
+            to: root + "/bus.conf", listen: listen, serviceDirectory: root + "/services", allowAnyUser: true)
         let home = root + "/home"
         environment = [
             "HOME": home, "XDG_RUNTIME_DIR": root + "/run", "XDG_DATA_HOME": home + "/.local/share",

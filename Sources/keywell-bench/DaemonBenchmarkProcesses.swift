@@ -11,28 +11,16 @@ final class DaemonBenchmarkWorld {
     private let busPID: pid_t
 
     init() throws {
-        var template = Array("/tmp/kwbench-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw BenchmarkFailure("cannot create a temporary folder") }
-        root = String(cString: created)
+        root = try PrivateBusConfiguration.makeScratchFolder(prefix: "kwbench")
         home = root + "/home"
         runtime = root + "/run"
         for folder in [home, runtime] { mkdir(folder, 0o700) }
         let listen = "unix:path=\(runtime)/bus"
-        let configuration = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>\(listen)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
-              <limit name="max_incoming_bytes">1000000000</limit>
-              <limit name="max_outgoing_bytes">1000000000</limit>
-              <limit name="max_message_size">134217728</limit>
-              <limit name="max_replies_per_connection">50000</limit>
-            </busconfig>
-            """
-        try configuration.write(toFile: root + "/bus.conf", atomically: true, encoding: .utf8)
+        // Room for the million-element and 1,000-item messages and for 8 clients' calls in flight.
+        try PrivateBusConfiguration.write(
+            to: root + "/bus.conf", listen: listen,
+            limits: ["max_incoming_bytes": 1_000_000_000, "max_outgoing_bytes": 1_000_000_000,
+                     "max_message_size": 134_217_728, "max_replies_per_connection": 50000])
         environment = [
             "HOME": home, "XDG_RUNTIME_DIR": runtime, "XDG_DATA_HOME": home + "/.local/share",
             "XDG_CONFIG_HOME": home + "/.config", "DBUS_SESSION_BUS_ADDRESS": listen, "PATH": "/usr/bin:/bin",
