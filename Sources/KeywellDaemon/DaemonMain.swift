@@ -38,6 +38,9 @@ public enum DaemonMain {
         let daemon: Daemon
         do {
             daemon = try Daemon(environment: environment, logger: logger, replaceSecretService: options.replace)
+        } catch let served as AnotherInstanceServes {
+            logger.debug("\(served)")
+            exit(0)
         } catch {
             fail("\(error)")
         }
@@ -92,7 +95,7 @@ final class Daemon: @unchecked Sendable {
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
-                                 logger: logger, onClaimed: { [secretService] connection in
+                                 logger: logger, claimDelay: Self.testClaimDelay(environment), onClaimed: { [secretService] connection in
             secretService.attach(to: connection)
         }, onNameTaken: { message in
             DaemonMain.fail("\(message); exiting")
@@ -105,6 +108,13 @@ final class Daemon: @unchecked Sendable {
     /// it for real keychains. Existing keychains always open with the cost stored in them.
     static func kdfParameters(_ environment: [String: String]) -> KDFParameters {
         environment["KEYWELL_TEST_FAST_KDF"] == "1" ? .fastForTests : .default
+    }
+
+    /// `KEYWELL_TEST_CLAIM_DELAY_MS=N`: wait N ms after connecting to a bus before claiming the
+    /// name, holding the instance lock meanwhile. For tests of the activation race only.
+    static func testClaimDelay(_ environment: [String: String]) -> Duration? {
+        guard let text = environment["KEYWELL_TEST_CLAIM_DELAY_MS"], let milliseconds = Int(text), milliseconds > 0 else { return nil }
+        return .milliseconds(min(milliseconds, 60_000))
     }
 
     /// The single-instance lock, then the PAM module's socket: both before the bus, which may not
@@ -120,7 +130,9 @@ final class Daemon: @unchecked Sendable {
         switch try InstanceLock.acquire(at: folder.lockFilePath) {
         case .heldBy(let pid):
             let who = pid.map { "pid \($0)\(CallerIdentity.executable(of: $0).map { " (\($0))" } ?? "")" } ?? "another process"
-            throw DaemonError("already running for this user: \(who) holds \(folder.lockFilePath); exiting")
+            let refusal = "already running for this user: \(who) holds \(folder.lockFilePath)"
+            guard let starter = ActivationHandOff.starter(environment: environment) else { throw DaemonError("\(refusal); exiting") }
+            instanceLock = try handOff(started: starter, refusal: refusal, lockPath: folder.lockFilePath)
         case .acquired(let lock):
             instanceLock = lock
         }
@@ -135,6 +147,25 @@ final class Daemon: @unchecked Sendable {
             controlServer = server
         } catch {
             logger.warning("no control socket for PAM: \(error)")
+        }
+    }
+
+    /// Started by a bus while another instance holds the lock: wait for that instance to own the
+    /// name there (exit 0), or for the lock (carry on as the one instance). See ActivationHandOff.
+    private func handOff(started starter: ActivationHandOff.Starter, refusal: String, lockPath: String) throws -> InstanceLock {
+        let address: String
+        if case .dbusActivation(let starterAddress) = starter { address = starterAddress } else { address = busLink.address }
+        logger.debug("started by \(starter) while \(refusal); waiting for \(KeywellNames.busName) on \(address)")
+        switch try ActivationHandOff.wait(lockPath: lockPath, busAddress: address) {
+        case .served(let owner):
+            throw AnotherInstanceServes(description: "\(refusal); \(KeywellNames.busName) is owned by \(owner) on \(address), "
+                                            + "which serves this activation; exiting")
+        case .acquired(let lock):
+            logger.info("the other instance went away before claiming \(KeywellNames.busName); carrying on as the one instance")
+            return lock
+        case .timedOut:
+            throw DaemonError("\(refusal), and nobody claimed \(KeywellNames.busName) on \(address) within "
+                              + "\(ActivationHandOff.patience) (is it on another bus?); exiting")
         }
     }
 

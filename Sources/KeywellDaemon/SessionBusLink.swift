@@ -21,13 +21,16 @@ final class SessionBusLink: @unchecked Sendable {
     private let logger: Logger
     private let onClaimed: @Sendable (DBusConnection) -> Void
     private let onNameTaken: @Sendable (String) -> Void
+    /// Test hook (KEYWELL_TEST_CLAIM_DELAY_MS): a pause between connecting and claiming the name.
+    private let claimDelay: Duration?
     private let lock = NSLock()
     private var connection: DBusConnection?
     private var closing = false
 
-    init(address: String, object: any DBusObject, emitter: SignalEmitter, logger: Logger,
+    init(address: String, object: any DBusObject, emitter: SignalEmitter, logger: Logger, claimDelay: Duration? = nil,
          onClaimed: @escaping @Sendable (DBusConnection) -> Void, onNameTaken: @escaping @Sendable (String) -> Void) {
         self.address = address
+        self.claimDelay = claimDelay
         self.object = object
         self.emitter = emitter
         self.logger = logger
@@ -63,6 +66,10 @@ final class SessionBusLink: @unchecked Sendable {
             connection = try DBusConnection(address: address)
         } catch {
             return .noBus(error.message)
+        }
+        if let claimDelay {
+            logger.debug("test hook: waiting \(claimDelay) before claiming \(KeywellNames.busName)")
+            Thread.sleep(forTimeInterval: Double(claimDelay.components.seconds) + Double(claimDelay.components.attoseconds) / 1e18)
         }
         do {
             try connection.register(object, at: KeywellNames.objectPath)
