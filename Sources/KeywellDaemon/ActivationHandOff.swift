@@ -35,6 +35,8 @@ enum ActivationHandOff {
         case served(owner: String)
         /// The holder went away before claiming the name: this instance has the lock now.
         case acquired(InstanceLock)
+        /// The bus that started us went away while we waited: its pending calls went with it.
+        case busGone
         /// Nobody claimed the name within the wait.
         case timedOut
     }
@@ -52,7 +54,7 @@ enum ActivationHandOff {
     }
 
     /// Polls the lock and the name until one of them settles it. A bus that is not reachable
-    /// yet (or drops us) is retried until the deadline.
+    /// yet is retried until the deadline; one that drops us is gone.
     static func wait(lockPath: String, busAddress: String, timeout: Duration = patience) throws(DaemonError) -> Outcome {
         let deadline = ContinuousClock.now + timeout
         var connection: DBusConnection?
@@ -64,8 +66,7 @@ enum ActivationHandOff {
                 do {
                     if let owner = try bus.nameOwner(KeywellNames.busName) { return .served(owner: owner) }
                 } catch {
-                    bus.close()
-                    connection = nil
+                    if !bus.isConnected { return .busGone }
                 }
             }
             guard ContinuousClock.now < deadline else { return .timedOut }
@@ -74,8 +75,9 @@ enum ActivationHandOff {
     }
 }
 
-/// Not a failure: another keywelld owns the name on the bus that started this one, so the
-/// activation is served and this process exits 0 without a word (only `--verbose` says why).
-struct AnotherInstanceServes: Error, CustomStringConvertible {
+/// Not a failure: another keywelld owns the name on the bus that started this one (so the
+/// activation is served), or that bus is gone (nothing left to serve). The process exits 0
+/// without a word; only `--verbose` says why.
+struct QuietExit: Error, CustomStringConvertible {
     let description: String
 }

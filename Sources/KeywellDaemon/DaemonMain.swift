@@ -38,8 +38,8 @@ public enum DaemonMain {
         let daemon: Daemon
         do {
             daemon = try Daemon(environment: environment, logger: logger, replaceSecretService: options.replace)
-        } catch let served as AnotherInstanceServes {
-            logger.debug("\(served)")
+        } catch let quiet as QuietExit {
+            logger.debug("\(quiet)")
             exit(0)
         } catch {
             fail("\(error)")
@@ -158,8 +158,10 @@ final class Daemon: @unchecked Sendable {
         logger.debug("started by \(starter) while \(refusal); waiting for \(KeywellNames.busName) on \(address)")
         switch try ActivationHandOff.wait(lockPath: lockPath, busAddress: address) {
         case .served(let owner):
-            throw AnotherInstanceServes(description: "\(refusal); \(KeywellNames.busName) is owned by \(owner) on \(address), "
-                                            + "which serves this activation; exiting")
+            throw QuietExit(description: "\(refusal); \(KeywellNames.busName) is owned by \(owner) on \(address), "
+                                + "which serves this activation; exiting")
+        case .busGone:
+            throw QuietExit(description: "\(refusal); the bus that started this one (\(address)) went away; exiting")
         case .acquired(let lock):
             logger.info("the other instance went away before claiming \(KeywellNames.busName); carrying on as the one instance")
             return lock
