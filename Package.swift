@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol",
+                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -8,3 +8,12 @@ public enum KeychainEvent: Sendable, Equatable {
     case defaultKeychainChanged(String)
     case searchListChanged([String])
 }
+
+/// Keychains appearing and going, whoever made or removed them (the native API, the CLI, PAM's
+/// first login, the Secret Service). Kept apart from `KeychainEvent`: the native API has no
+/// signal for them (its clients list keychains again), so `onEvent` does not carry them; the
+/// Secret Service turns them into `CollectionCreated` / `CollectionDeleted`.
+public enum KeychainLifecycleEvent: Sendable, Equatable {
+    case created(String)
+    case deleted(String)
+}

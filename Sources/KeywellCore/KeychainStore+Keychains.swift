@@ -3,10 +3,14 @@ import KeywellProtocol
 
 /// Keychain management: create, delete, lists, default, lock state, password, settings.
 extension KeychainStore {
-    /// A new keychain, unlocked, not added to the search list. Returns its absolute path.
-    public func createKeychain(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) -> String {
+    /// A new keychain, unlocked, not added to the search list, with `label` if given (see
+    /// `keychainLabel`). Returns its absolute path.
+    public func createKeychain(_ nameOrPath: String, password: SecretBytes, label: String? = nil) throws(KeychainError) -> String {
         let location = try location(nameOrPath)
-        return try administering { () throws(KeychainError) in
+        if let label, label.utf8.count > Self.labelMaximumBytes || label.utf8.contains(0) {
+            throw .param("a keychain label is at most \(Self.labelMaximumBytes) bytes with no NUL")
+        }
+        return try administering { (lifecycle: inout [KeychainLifecycleEvent]) throws(KeychainError) in
             if location.isInKeychainsFolder {
                 try FileSafety.ensurePrivateDirectory(location.directory)
             } else if try !FileSafety.checkDirectory(location.directory, ownedByUser: false) {
@@ -20,7 +24,10 @@ extension KeychainStore {
             let header = try KeychainHeader.make(
                 uuid: UUID(), masterKey: masterKey, password: password, kdf: kdf, settings: settings)
             try KeychainDatabase.create(at: location.path, header: header)
-            _ = try register(location, masterKey: masterKey)
+            lifecycle.append(.created(location.displayName))
+            let file = try register(location, masterKey: masterKey)
+            // Before it is announced, so nobody sees it without its label.
+            if let label { try Self.writeLabel(label, in: file) }
             logger.debug("created keychain", metadata: ["keychain": "\(location.displayName)"])
             return location.path
         }
@@ -30,7 +37,7 @@ extension KeychainStore {
     /// leaves no default.
     public func deleteKeychain(_ nameOrPath: String) throws(KeychainError) {
         let location = try location(nameOrPath)
-        try administering { () throws(KeychainError) in
+        try administering { (lifecycle: inout [KeychainLifecycleEvent]) throws(KeychainError) in
             // Only the file's existence and ownership matter: a damaged keychain can be deleted.
             guard try fileIdentity(at: location) != nil else {
                 throw KeychainError(SecStatus.noSuchKeychain, detail: location.displayName)
@@ -40,6 +47,8 @@ extension KeychainStore {
                 if unlink(location.path + suffix) != 0, errno != ENOENT {
                     throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(String(cString: strerror(errno)))")
                 }
+                // Gone once its main file is: announced even if a -wal or -shm file stays behind.
+                if suffix.isEmpty { lifecycle.append(.deleted(location.displayName)) }
             }
             let settings = try userSettings.read().settings
             let isListed = settings.searchList.contains { (try? self.location($0)) == location }
@@ -88,7 +97,7 @@ extension KeychainStore {
             let name = try location(entry).displayName
             if !names.contains(name) { names.append(name) }
         }
-        try administering { () throws(KeychainError) in
+        try administering { _ throws(KeychainError) in
             _ = try userSettings.update { $0.searchList = names }
         }
     }
@@ -101,7 +110,7 @@ extension KeychainStore {
     /// The keychain must exist.
     public func setDefaultKeychain(_ nameOrPath: String) throws(KeychainError) {
         let location = try location(nameOrPath)
-        try administering { () throws(KeychainError) in
+        try administering { _ throws(KeychainError) in
             _ = try file(at: location)
             _ = try userSettings.update { $0.defaultKeychain = location.displayName }
         }
@@ -166,19 +175,27 @@ extension KeychainStore {
         try file(at: location(nameOrPath)).updateSettings(settings)
     }
 
-    /// Runs a create, delete or settings change alone, then sends the events for what it changed
-    /// in the default keychain and the search list.
-    private func administering<T>(_ change: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+    /// Runs a create, delete or settings change alone, then sends the events for what it changed:
+    /// the keychains it made or removed (which `change` records), then the default keychain and
+    /// the search list.
+    private func administering<T>(
+        _ change: (inout [KeychainLifecycleEvent]) throws(KeychainError) -> T
+    ) throws(KeychainError) -> T {
+        var lifecycle: [KeychainLifecycleEvent] = []
         var events: [KeychainEvent] = []
-        // Events go out after the lock is released, so a handler may call back into the store.
-        defer { emit(events) }
+        // Events go out after the lock is released, so a handler may call back into the store;
+        // a keychain made or removed is announced even when a later step of the call failed.
+        defer {
+            emit(lifecycle)
+            emit(events)
+        }
         administration.lock()
         defer { administration.unlock() }
         // A damaged default or settings file must not block creating or deleting keychains;
         // it only means no event can describe it.
         let defaultBefore = (try? defaultLocation())?.displayName
         let listBefore = try? userSettings.read().settings.searchList
-        let result = try change()
+        let result = try change(&lifecycle)
         let defaultAfter = (try? defaultLocation())?.displayName
         let listAfter = try? userSettings.read().settings.searchList
         if defaultAfter != defaultBefore { events.append(.defaultKeychainChanged(defaultAfter ?? "")) }

@@ -31,6 +31,7 @@ final class LoginSessions: @unchecked Sendable {
     private let state = NSLock()
     private var openSessions = 0
     private var driftedLoginPassword: SecretBytes?
+    private var lastSessionClosed: (@Sendable () -> Void)?
 
     private static let login = KeywellNames.loginKeychain
 
@@ -41,6 +42,12 @@ final class LoginSessions: @unchecked Sendable {
     }
 
     var sessionCount: Int { state.withLock { openSessions } }
+
+    /// Runs when a close leaves no session open (the Secret Service forgets its in-memory
+    /// `session` collection then); on the control request's thread, before the answer goes out.
+    func onLastSessionClosed(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { lastSessionClosed = handler }
+    }
 
     // MARK: Control requests
 
@@ -84,6 +91,7 @@ final class LoginSessions: @unchecked Sendable {
             }
             logger.info("session closed (\(remaining) open)")
             guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
+            if let handler = state.withLock({ lastSessionClosed }) { handler() }
             do throws(KeychainError) {
                 try store.lock(Self.login)
                 return .ok("login locked")

@@ -7,7 +7,8 @@ extension Daemon {
     /// The Secret Service over the daemon's store: prompts run `KEYWELL_PINENTRY` (else
     /// `pinentry`), and a keychain a prompt unlocks is treated like one the native `Unlock` opened
     /// (idle timer re-armed, a drifted login keychain re-wrapped to the login password); its calls
-    /// count as activity for the idle memory trim, as native calls do.
+    /// count as activity for the idle memory trim, as native calls do. The user's last logout
+    /// empties its in-memory `session` collection.
     static func makeSecretService(
         store: KeychainStore, environment: [String: String], replaceOwner: Bool, autoLock: AutoLock,
         sessions: LoginSessions, trimmer: IdleTrimmer, logger: Logger
@@ -19,6 +20,8 @@ extension Daemon {
                 sessions.keychainUnlocked(keychain, with: password)
             },
             activity: { trimmer.noteActivity() })
-        return SecretService(store: store, configuration: configuration, logger: logger)
+        let service = SecretService(store: store, configuration: configuration, logger: logger)
+        sessions.onLastSessionClosed { [weak service] in service?.loginSessionsEnded() }
+        return service
     }
 }

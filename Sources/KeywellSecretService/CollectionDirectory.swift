@@ -63,25 +63,82 @@ final class CollectionDirectory: Sendable {
     }
 
     /// Listing keychains reads the folder and the settings; the list is kept until either changes
-    /// (two stat calls tell), since SearchItems needs it on every call.
+    /// (two stat calls tell) or the engine reports a change, since SearchItems needs it on every
+    /// call. Stamps alone can miss two changes within one tick of the file system's clock.
     private func orderedKeychainNames() -> [String] {
         let key = ListingKey(folder: FileStamp(keychainsFolder), settings: FileStamp(settingsFile))
-        if let cached = listing.withLock({ $0 }), cached.key == key { return cached.names }
+        let (cached, generation) = listing.withLock { ($0.current, $0.generation) }
+        if let cached, cached.key == key { return cached.names }
         let keychains = (try? store.listKeychains()) ?? []
         var ordered: [String] = []
         if let defaultName = try? store.defaultKeychain() { ordered.append(defaultName) }
         for name in ((try? store.searchList()) ?? []) + keychains where !ordered.contains(name) && keychains.contains(name) {
             ordered.append(name)
         }
-        listing.withLock { $0 = (key, ordered) }
+        // Not kept if a change was reported meanwhile: it may predate that change.
+        listing.withLock { if $0.generation == generation { $0.current = (key, ordered) } }
         return ordered
     }
 
-    private let listing = LockedValue<(key: ListingKey, names: [String])?>(nil)
+    private let listing = LockedValue<(current: (key: ListingKey, names: [String])?, generation: UInt64)>((nil, 0))
 
     /// The ids of every collection (the `Collections` property).
     func allIDs() -> [CollectionID] {
         all().map(\.id)
+    }
+
+    // MARK: Changes to the list
+
+    /// What `Collections` showed when signals about it last went out.
+    private let announced = LockedValue<Announced?>(nil)
+
+    private struct Announced {
+        var names: [String]
+        var defaultName: String?
+    }
+
+    /// How `Collections` changed since the last call: keychains that appeared or went, whether the
+    /// order changed, and the collections the alias `default` left and joined.
+    struct ListChange {
+        var created: [CollectionID] = []
+        var deleted: [CollectionID] = []
+        var reordered = false
+        var defaultMoved: [CollectionID] = []
+        var isEmpty: Bool { created.isEmpty && deleted.isEmpty && !reordered && defaultMoved.isEmpty }
+    }
+
+    /// Notes the list as it is now, without signals: the state later changes are told against.
+    func noteCurrentList() {
+        announced.withLock { $0 = current() }
+    }
+
+    /// After the engine reported a keychain made or removed, or a new default or search list:
+    /// forgets the kept list and tells what changed since the last call. `report` runs under a
+    /// lock, so the signals of two changes never interleave or repeat.
+    func listChanged(_ report: (ListChange) -> Void) {
+        announced.withLock { announced in
+            listing.withLock {
+                $0.current = nil
+                $0.generation &+= 1
+            }
+            let now = current()
+            let before = announced ?? now
+            announced = now
+            var change = ListChange()
+            change.created = now.names.filter { !before.names.contains($0) }.map { .keychain($0) }
+            change.deleted = before.names.filter { !now.names.contains($0) }.map { .keychain($0) }
+            change.reordered = change.created.isEmpty && change.deleted.isEmpty && now.names != before.names
+            if now.defaultName != before.defaultName {
+                // A collection that just appeared or went is announced as such, not as changed.
+                change.defaultMoved = [before.defaultName, now.defaultName].compactMap { $0 }
+                    .filter { now.names.contains($0) && before.names.contains($0) }.map { .keychain($0) }
+            }
+            if !change.isEmpty { report(change) }
+        }
+    }
+
+    private func current() -> Announced {
+        Announced(names: orderedKeychainNames(), defaultName: try? store.defaultKeychain())
     }
 }
 

@@ -49,10 +49,7 @@ struct CollectionObject {
             let ids = try engine(path) { () throws(KeychainError) in try collection.itemIDs() }
             return .objectPathArray(ids.map { ObjectPaths.path(of: $0, in: collection.id) })
         case "Label":
-            if case .keychain(let name) = collection.id, !context.store.keychainExists(name) {
-                throw SecretServiceError.noSuchObject("No collection \(path)")
-            }
-            return .string(collection.label)
+            return .string(try engine(path) { () throws(KeychainError) in try collection.label() })
         case "Locked":
             return .bool(try engine(path) { () throws(KeychainError) in try collection.isLocked() })
         case "Created", "Modified":
@@ -63,31 +60,24 @@ struct CollectionObject {
         }
     }
 
-    /// Only the in-memory collection has a label of its own; a keychain's label is its name.
+    /// `Label` (kept in the keychain file; a locked keychain answers IsLocked, as for every change).
     func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress) throws(DBusError) {
         let collection = try context.collection(address)
-        guard name == "Label", let label = value.stringValue else { throw .propertyReadOnly("\(name) is read-only") }
-        if case .keychain(let name) = collection.id, !context.store.keychainExists(name) {
-            throw SecretServiceError.noSuchObject("No collection \(ObjectPaths.path(of: collection.id))")
-        }
-        guard let memory = collection as? MemoryCollection else {
-            throw .notSupported("A keychain's label is its name; rename keychains with the keywell command")
-        }
-        memory.setLabel(label)
-        context.signals.collectionChanged(memory.id)
+        guard name == "Label" else { throw .propertyReadOnly("\(name) is read-only") }
+        guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
+        try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in try collection.setLabel(label) }
+        context.signals.collectionLabelChanged(collection.id, to: label)
     }
 
-    /// Deleting a keychain's collection deletes the keychain (no prompt, as in gnome-keyring); the
-    /// in-memory one only forgets its items.
+    /// Deleting a keychain's collection deletes the keychain (no prompt, as in gnome-keyring; the
+    /// engine's report of it sends CollectionDeleted); the in-memory one only forgets its items.
     private func delete(_ collection: any SecretCollection) throws(DBusError) {
         switch collection.id {
         case .session:
-            context.directory.sessionCollection.clear()
-            context.signals.collectionChanged(.session)
+            context.clearSessionCollection()
         case .keychain(let name):
             try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in try context.store.deleteKeychain(name) }
             context.logger.info("deleted keychain \"\(name)\" through the Secret Service")
-            context.signals.collectionDeleted(collection.id)
         }
     }
 }

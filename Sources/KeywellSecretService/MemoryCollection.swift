@@ -2,8 +2,9 @@ import Foundation
 import KeywellCore
 import KeywellProtocol
 
-/// The `session` collection: in memory only, never written to disk, always unlocked, gone when
-/// the daemon exits or its session bus goes away (both happen at logout). Apps and test suites
+/// The `session` collection: in memory only, never written to disk, always unlocked, emptied
+/// when the user's last login session closes (PAM tells the daemon), when the daemon exits, or
+/// when its session bus goes away. Apps and test suites
 /// written for gnome-keyring keep throwaway secrets here.
 final class MemoryCollection: SecretCollection, @unchecked Sendable {
     private struct StoredItem {
@@ -23,7 +24,7 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     private let created = Date()
     private var modified = Date()
 
-    var label: String { lock.locked { labelValue } }
+    func label() -> String { lock.locked { labelValue } }
 
     func setLabel(_ label: String) {
         lock.locked {
@@ -32,12 +33,16 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
         }
     }
 
-    /// Forgets every item (a new login session).
-    func clear() {
+    /// Forgets every item (the login session ended, or the collection was deleted); returns
+    /// the items it held, oldest first.
+    @discardableResult
+    func clear() -> [UUID] {
         lock.locked {
+            let removed = order
             items.removeAll()
             order.removeAll()
-            modified = Date()
+            if !removed.isEmpty { modified = Date() }
+            return removed
         }
     }
 

@@ -56,13 +56,14 @@ struct UnlockPrompt {
 }
 
 /// The work of a CreateCollection prompt: asks for the new keychain's password (twice), makes the
-/// keychain, puts it in the search list (so the native API and the CLI see its items) and, for
-/// the alias `default`, makes it the default.
+/// keychain with the collection's label, puts it in the search list (so the native API and the
+/// CLI see its items) and, for the alias `default`, makes it the default. The engine reports the
+/// new keychain, which sends CollectionCreated.
 struct NewKeychainPrompt {
     let context: ServiceContext
     let requester: String?
 
-    func run(name: String, alias: String, _ prompt: PromptContext) -> CollectionID? {
+    func run(name: String, label: String, alias: String, _ prompt: PromptContext) -> CollectionID? {
         let who = requester.map { "\($0) wants" } ?? "An application wants"
         let request = PasswordRequest(
             title: "New Keychain",
@@ -71,13 +72,12 @@ struct NewKeychainPrompt {
         switch prompt.ask(request) {
         case .password(let password):
             do throws(KeychainError) {
-                _ = try context.store.createKeychain(name, password: password)
+                _ = try context.store.createKeychain(name, password: password, label: label.isEmpty ? nil : label)
                 context.keychainUnlocked(name, password)
                 let list = try context.store.searchList()
                 if !list.contains(name) { try context.store.setSearchList(list + [name]) }
                 if alias == "default" { try context.store.setDefaultKeychain(name) }
                 context.logger.info("created keychain \"\(name)\" through the Secret Service")
-                context.signals.collectionCreated(.keychain(name))
                 return .keychain(name)
             } catch {
                 context.logger.error("cannot create keychain \"\(name)\": \(error.wireMessage)")

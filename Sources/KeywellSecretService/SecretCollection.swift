@@ -7,7 +7,8 @@ import KeywellProtocol
 /// `SecretServiceError` turns them into Secret Service errors.
 protocol SecretCollection: Sendable {
     var id: CollectionID { get }
-    var label: String { get }
+    func label() throws(KeychainError) -> String
+    func setLabel(_ label: String) throws(KeychainError)
     func isLocked() throws(KeychainError) -> Bool
     func times() throws(KeychainError) -> (created: Date, modified: Date)
     func itemIDs() throws(KeychainError) -> [UUID]
@@ -29,8 +30,9 @@ struct KeychainCollection: SecretCollection {
     let name: String
 
     var id: CollectionID { .keychain(name) }
-    /// Keychains have no separate display name: the label is the name.
-    var label: String { name }
+    /// The label kept in the keychain file; without one, the keychain's name.
+    func label() throws(KeychainError) -> String { try store.keychainLabel(name) ?? name }
+    func setLabel(_ label: String) throws(KeychainError) { try store.setKeychainLabel(name, label) }
 
     func isLocked() throws(KeychainError) -> Bool { try store.isLocked(name) }
     func times() throws(KeychainError) -> (created: Date, modified: Date) { try store.secretServiceTimes(of: name) }

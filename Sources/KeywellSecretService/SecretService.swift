@@ -50,6 +50,10 @@ public final class SecretService: @unchecked Sendable {
             prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
             signals: signals, logger: logger, keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
+        context.directory.noteCurrentList()
+        // Keychains made or removed through any face, this one included: the one place that
+        // sends CollectionCreated and CollectionDeleted, so none is sent twice.
+        store.observeKeychains { [weak self] _ in self?.collectionListChanged() }
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the
@@ -63,6 +67,7 @@ public final class SecretService: @unchecked Sendable {
         if previous != nil {
             context.prompts.dismissAll()
             context.sessions.closeAll()
+            // Nobody on the old bus to tell.
             context.directory.sessionCollection.clear()
         }
         context.signals.use(connection)
@@ -84,8 +89,21 @@ public final class SecretService: @unchecked Sendable {
         case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
         case .unlocked(let name): context.signals.lockChanged(.keychain(name), locked: false)
         case .itemsChanged(let name): context.signals.collectionChanged(.keychain(name))
-        case .defaultKeychainChanged, .searchListChanged: break
+        // The alias `default` moved, or the order of `Collections` (default first, then the
+        // search list) changed; a path-addressed keychain may have joined or left the list.
+        case .defaultKeychainChanged, .searchListChanged: collectionListChanged()
         }
+    }
+
+    /// The user's last login session closed (PAM told the daemon): the in-memory `session`
+    /// collection is that session's, so its items go now, with ItemDeleted for each.
+    public func loginSessionsEnded() {
+        let count = context.clearSessionCollection()
+        if count > 0 { logger.info("the last login session closed: forgot \(count) item(s) of the session collection") }
+    }
+
+    private func collectionListChanged() {
+        context.directory.listChanged { context.signals.collectionsChanged($0) }
     }
 
     // MARK: The bus name

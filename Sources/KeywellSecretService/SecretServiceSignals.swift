@@ -16,9 +16,26 @@ final class SecretServiceSignals: @unchecked Sendable {
         lock.withLock { self.connection = connection }
     }
 
-    func collectionCreated(_ id: CollectionID) { service("CollectionCreated", id); collectionsChanged() }
-    func collectionDeleted(_ id: CollectionID) { service("CollectionDeleted", id); collectionsChanged() }
     func collectionChanged(_ id: CollectionID) { service("CollectionChanged", id) }
+
+    /// The list of collections changed: `CollectionCreated` and `CollectionDeleted` for each one
+    /// that appeared or went, `CollectionChanged` for those the alias `default` left or joined,
+    /// and `Collections` invalidated once.
+    func collectionsChanged(_ change: CollectionDirectory.ListChange) {
+        change.created.forEach { service("CollectionCreated", $0) }
+        change.deleted.forEach { service("CollectionDeleted", $0) }
+        change.defaultMoved.forEach { service("CollectionChanged", $0) }
+        collectionsChanged()
+    }
+
+    /// A collection's `Label` changed.
+    func collectionLabelChanged(_ id: CollectionID, to label: String) {
+        emit { connection throws(DBusError) in
+            try connection.emitPropertiesChanged(path: ObjectPaths.path(of: id), interface: SecretServiceNames.collectionInterface,
+                                                 changed: ["Label": .string(label)])
+        }
+        collectionChanged(id)
+    }
 
     func itemCreated(_ item: UUID, in collection: CollectionID) { self.item("ItemCreated", item, collection) }
     func itemDeleted(_ item: UUID, in collection: CollectionID) { self.item("ItemDeleted", item, collection) }

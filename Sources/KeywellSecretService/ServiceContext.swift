@@ -53,6 +53,17 @@ final class ServiceContext: Sendable {
         }
     }
 
+    /// Empties the in-memory collection: ItemDeleted for each item it held, then CollectionChanged.
+    /// Returns how many items went.
+    @discardableResult
+    func clearSessionCollection() -> Int {
+        let removed = directory.sessionCollection.clear()
+        guard !removed.isEmpty else { return 0 }
+        removed.forEach { signals.itemDeleted($0, in: .session) }
+        signals.collectionChanged(.session)
+        return removed.count
+    }
+
     /// "/usr/bin/secret-tool (pid 42)" for prompts' text; nil when the bus cannot tell.
     static func describe(_ sender: String, on connection: DBusConnection) -> String? {
         guard !sender.isEmpty, let pid = try? connection.unixProcessID(of: sender) else { return nil }

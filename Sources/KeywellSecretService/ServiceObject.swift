@@ -61,7 +61,7 @@ struct ServiceObject {
                 if try collection.isLocked() { locked += paths } else { unlocked += paths }
             } catch {
                 // One damaged or vanished keychain must not hide the others' items.
-                context.logger.warning("SearchItems skips \(collection.label): \(error.wireMessage)")
+                context.logger.warning("SearchItems skips \(ObjectPaths.path(of: collection.id)): \(error.wireMessage)")
             }
         }
         return [.objectPathArray(unlocked), .objectPathArray(locked)]
@@ -158,6 +158,10 @@ struct ServiceObject {
     /// collection (`o`). An alias that already names a collection returns that one at once.
     private func createCollection(_ properties: PropertyDictionary, alias: String, call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
         let label = try properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
+        // Refused before the password is asked for, not after.
+        guard label.utf8.count <= KeychainStore.labelMaximumBytes else {
+            throw .invalidArgs("A collection label is at most \(KeychainStore.labelMaximumBytes) bytes")
+        }
         if !alias.isEmpty {
             guard CollectionDirectory.aliases.contains(alias) else {
                 throw .notSupported("Only the aliases \(CollectionDirectory.aliases.joined(separator: ", ")) exist")
@@ -170,7 +174,7 @@ struct ServiceObject {
         let requester = ServiceContext.describe(call.sender, on: call.connection)
         let context = self.context
         let prompt = context.prompts.create(owner: call.sender, emptyResult: .objectPath(SecretServiceNames.noObject)) { promptContext in
-            guard let id = NewKeychainPrompt(context: context, requester: requester).run(name: name, alias: alias, promptContext) else {
+            guard let id = NewKeychainPrompt(context: context, requester: requester).run(name: name, label: label, alias: alias, promptContext) else {
                 return nil
             }
             return .objectPath(ObjectPaths.path(of: id))

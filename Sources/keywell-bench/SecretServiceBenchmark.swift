@@ -3,16 +3,15 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import SecretServiceCrypto
 
 /// `keywell-bench secrets`: the same Secret Service client workload against keywelld and against
 /// gnome-keyring-daemon, each on its own private bus in a scratch home, in one run.
 ///
-/// The client speaks D-Bus through KeywellDBus. DH sessions are opened with a random group
-/// element as the client's public key: the service does the same work as for a real key pair,
-/// and the benchmark, which has no AES of its own, checks the shape of the encrypted secrets
-/// (16-byte IV, whole blocks of the right length) instead of decrypting them. CreateItem sends
-/// its secret through a plain session for the same reason; AES of a short secret is a microsecond
-/// for either service.
+/// The client speaks D-Bus through KeywellDBus and does what libsecret does: a real
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` session (its own key pair, the shared key derived), every
+/// secret it sends encrypted and every secret it reads decrypted and checked. Client key pairs for
+/// the OpenSession row are made before the clock starts, so that row times the service's work.
 struct SecretServiceBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "secrets",
@@ -87,8 +86,7 @@ class ServiceUnderTest {
     let client: DBusConnection
     /// Paths of the bench items, in creation order.
     private(set) var items: [String] = []
-    private var plainSession = ""
-    private var dhSession = ""
+    private var session = ClientDHSession(path: "", cipher: nil)
     /// CreateItem latencies while filling, for gnome-keyring's estimate.
     private var lastFillCost: Double = 0
 
@@ -125,8 +123,7 @@ class ServiceUnderTest {
             guard ContinuousClock.now < deadline else { throw BenchmarkFailure("\(name) never owned \(Self.service)") }
             usleep(10_000)
         }
-        plainSession = try openSession(dh: false)
-        dhSession = try openSession(dh: true)
+        session = try openSession(try DHKeyExchange())
     }
 
     enum Fill {
@@ -158,21 +155,20 @@ class ServiceUnderTest {
 
     // MARK: Calls
 
-    func openSession(dh: Bool) throws -> String {
-        let input: DBusValue
-        if dh {
-            // A random element of the group (below p, above 1).
-            var key = (0..<128).map { _ in UInt8.random(in: 0...255) }
-            key[0] = UInt8.random(in: 0x40...0x7f)
-            input = .bytes(key)
-        } else {
-            input = .string("")
-        }
+    /// A DH session from the client's key pair `exchange`; `derive: false` skips the client's
+    /// own key derivation (for the OpenSession row, which times the service).
+    func openSession(_ exchange: DHKeyExchange, derive: Bool = true) throws -> ClientDHSession {
+        // libsecret sends its public key without leading zero bytes.
+        let publicKey = Array(exchange.publicKey.drop(while: { $0 == 0 }))
         let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
                                     interface: "org.freedesktop.Secret.Service", member: "OpenSession",
-                                    arguments: [.string(dh ? "dh-ietf1024-sha256-aes128-cbc-pkcs7" : "plain"), .variant(input)])
-        if dh, (reply[0].variantValue?.bytesValue?.count ?? 0) < 64 { throw BenchmarkFailure("\(name): no DH public key") }
-        return try reply.objectPath(at: 1)
+                                    arguments: [.string(DHKeyExchange.algorithm), .variant(.bytes(publicKey))])
+        guard let serverKey = reply[0].variantValue?.bytesValue, serverKey.count >= 64 else {
+            throw BenchmarkFailure("\(name): no DH public key")
+        }
+        let path = try reply.objectPath(at: 1)
+        guard derive else { return ClientDHSession(path: path, cipher: nil) }
+        return ClientDHSession(path: path, cipher: AESCBCCipher(key: try exchange.deriveKey(peerPublicKey: serverKey)))
     }
 
     static func attributes(_ index: Int) -> [String: String] {
@@ -186,7 +182,7 @@ class ServiceUnderTest {
             "org.freedesktop.Secret.Item.Label": .string("Bench item \(index)"),
             "org.freedesktop.Secret.Item.Attributes": .stringStringDict(Self.attributes(index)),
         ])
-        let secret = DBusValue.structure([.objectPath(plainSession), .bytes([]), .bytes(Self.secret(index)), .string("text/plain")])
+        let secret = try session.encode(Self.secret(index))
         let reply = try client.call(destination: Self.service, path: Self.collection, interface: "org.freedesktop.Secret.Collection",
                                     member: "CreateItem", arguments: [properties, secret, .bool(false)])
         return try reply.objectPath(at: 0)
@@ -201,16 +197,25 @@ class ServiceUnderTest {
 
     func getSecret(_ index: Int) throws {
         let reply = try client.call(destination: Self.service, path: items[index], interface: "org.freedesktop.Secret.Item",
-                                    member: "GetSecret", arguments: [.objectPath(dhSession)])
-        try checkEncrypted(reply[0], index)
+                                    member: "GetSecret", arguments: [.objectPath(session.path)])
+        try check(reply[0], index)
     }
 
-    func getSecrets(_ indices: [Int]) throws {
+    /// Decrypts and checks every secret when `checkAll`, else the first (a client's AES for a
+    /// thousand secrets would be timed as the service's).
+    func getSecrets(_ indices: [Int], checkAll: Bool = false) throws {
         let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
                                     interface: "org.freedesktop.Secret.Service", member: "GetSecrets",
-                                    arguments: [.objectPathArray(indices.map { items[$0] }), .objectPath(dhSession)])
+                                    arguments: [.objectPathArray(indices.map { items[$0] }), .objectPath(session.path)])
         guard let entries = reply[0].dictionaryEntries, entries.count == indices.count else {
             throw BenchmarkFailure("\(name): GetSecrets returned \(reply[0].dictionaryEntries?.count ?? 0) of \(indices.count)")
+        }
+        let indexOfPath = Dictionary(indices.map { (items[$0], $0) }, uniquingKeysWith: { a, _ in a })
+        for entry in checkAll ? entries[...] : entries.prefix(1) {
+            guard let path = entry.key.objectPathValue, let index = indexOfPath[path] else {
+                throw BenchmarkFailure("\(name): GetSecrets answered for \(entry.key), not asked for")
+            }
+            try check(entry.value, index)
         }
     }
 
@@ -221,11 +226,11 @@ class ServiceUnderTest {
                             member: "ReadAlias", arguments: [.string("default")])
     }
 
-    /// A DH secret: a 16-byte IV and the PKCS#7-padded length of the secret.
-    private func checkEncrypted(_ value: DBusValue, _ index: Int) throws {
-        guard let fields = value.structureFields, fields.count == 4, fields[1].bytesValue?.count == 16,
-              fields[2].bytesValue?.count == (Self.secret(index).count / 16 + 1) * 16
-        else { throw BenchmarkFailure("\(name): GetSecret \(index) is not an encrypted secret: \(value)") }
+    /// The secret decrypts to item `index`'s.
+    private func check(_ value: DBusValue, _ index: Int) throws {
+        guard try session.decode(value) == Self.secret(index) else {
+            throw BenchmarkFailure("\(name): the secret of item \(index) does not decrypt to what was stored")
+        }
     }
 
     // MARK: Measuring
@@ -253,8 +258,10 @@ class ServiceUnderTest {
         rows.append(("SearchItems (1 match)", try timed(calls) { try searchItems(randomIndex($0)) }, false))
         rows.append(("GetSecret (DH)", try timed(calls) { try getSecret(randomIndex($0)) }, false))
         rows.append(("GetSecrets, 1 item (DH)", try timed(calls) { try getSecrets([randomIndex($0)]) }, false))
-        rows.append(("OpenSession (DH)", try timed(max(20, calls / 3)) { _ in _ = try openSession(dh: true) }, false))
+        let clientKeys = try (0..<max(20, calls / 3)).map { _ in try DHKeyExchange() }
+        rows.append(("OpenSession (DH)", try timed(clientKeys.count) { _ = try openSession(clientKeys[$0], derive: false) }, false))
         let batches = isSlow ? 3 : 10
+        try getSecrets(Array(0..<min(size, 1000)), checkAll: true)
         rows.append(("GetSecrets, 1,000 items in one call (DH)", try timed(batches, warmUp: 1) { batch in
             let start = (batch * 997) % max(1, size - 1000)
             try getSecrets(Array(start..<min(size, start + 1000)))
@@ -319,6 +326,26 @@ final class GnomeKeyringService: ServiceUnderTest {
         super.stop()
         process.terminate()
         process.waitUntilExit()
+    }
+}
+
+/// The client's side of a DH session: the path, and the AES key both sides derived.
+struct ClientDHSession {
+    let path: String
+    let cipher: AESCBCCipher?
+
+    func encode(_ secret: [UInt8]) throws -> DBusValue {
+        guard let cipher else { throw BenchmarkFailure("session \(path) has no key") }
+        let (iv, ciphertext) = try cipher.seal(secret)
+        return .structure([.objectPath(path), .bytes(iv), .bytes(ciphertext), .string("text/plain")])
+    }
+
+    func decode(_ value: DBusValue) throws -> [UInt8] {
+        guard let cipher else { throw BenchmarkFailure("session \(path) has no key") }
+        guard let fields = value.structureFields, fields.count == 4, fields[0].objectPathValue == path,
+              let iv = fields[1].bytesValue, let ciphertext = fields[2].bytesValue
+        else { throw BenchmarkFailure("not a secret of session \(path): \(value)") }
+        return try cipher.open(iv: iv, ciphertext: ciphertext)
     }
 }
 

@@ -1,25 +1,29 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import SecretServiceCrypto
 
-/// The few Secret Service calls the load test makes, over raw D-Bus, with a `plain` session
-/// (the secret travels as is; the bus is private to the user anyway).
+/// The few Secret Service calls the load test makes, over raw D-Bus, with a
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` session as libsecret opens: secrets travel encrypted.
 struct SecretServiceClient {
     static let service = "org.freedesktop.Secret.Service"
     static let collectionInterface = "org.freedesktop.Secret.Collection"
     static let itemInterface = "org.freedesktop.Secret.Item"
 
     let connection: DBusConnection
-    let session: String
+    let session: ClientDHSession
 
-    /// Opens a plain session on `connection`.
+    /// Opens a DH session on `connection`.
     init(_ connection: DBusConnection) throws {
         self.connection = connection
+        let exchange = try DHKeyExchange()
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: KeywellNames.secretsObjectPath,
                                         interface: Self.service, member: "OpenSession",
-                                        arguments: ["plain", .variant(.string(""))])
-        guard reply.count == 2, let path = reply[1].objectPathValue else { throw BenchmarkFailure("OpenSession: odd reply \(reply)") }
-        session = path
+                                        arguments: [.string(DHKeyExchange.algorithm), .variant(.bytes(exchange.publicKey))])
+        guard reply.count == 2, let path = reply[1].objectPathValue, let serverKey = reply[0].variantValue?.bytesValue else {
+            throw BenchmarkFailure("OpenSession: odd reply \(reply)")
+        }
+        session = ClientDHSession(path: path, cipher: AESCBCCipher(key: try exchange.deriveKey(peerPublicKey: serverKey)))
     }
 
     static func collectionPath(_ keychain: String) -> String {
@@ -36,7 +40,7 @@ struct SecretServiceClient {
         ]
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: Self.collectionPath(keychain),
                                         interface: Self.collectionInterface, member: "CreateItem",
-                                        arguments: [.stringVariantDict(properties), secretStruct(secret), .bool(replace)])
+                                        arguments: [.stringVariantDict(properties), try session.encode(secret), .bool(replace)])
         guard let item = reply.first?.objectPathValue, item != "/" else { throw BenchmarkFailure("CreateItem asked for a prompt") }
         return item
     }
@@ -49,22 +53,16 @@ struct SecretServiceClient {
         return reply.first?.objectPathArrayValue ?? []
     }
 
-    /// Item.GetSecret: the secret's value bytes.
+    /// Item.GetSecret: the secret's value bytes, decrypted.
     func secret(of item: String) throws -> [UInt8] {
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: item, interface: Self.itemInterface,
-                                        member: "GetSecret", arguments: [.objectPath(session)])
-        guard let fields = reply.first?.structureFields, fields.count == 4, let value = fields[2].bytesValue else {
-            throw BenchmarkFailure("GetSecret: odd reply \(reply)")
-        }
-        return value
+                                        member: "GetSecret", arguments: [.objectPath(session.path)])
+        guard let value = reply.first else { throw BenchmarkFailure("GetSecret: odd reply \(reply)") }
+        return try session.decode(value)
     }
 
     func delete(_ item: String) throws {
         _ = try connection.call(destination: KeywellNames.secretsBusName, path: item, interface: Self.itemInterface,
                                 member: "Delete", arguments: [])
-    }
-
-    private func secretStruct(_ value: [UInt8]) -> DBusValue {
-        .structure([.objectPath(session), .bytes([]), .bytes(value), .string("text/plain")])
     }
 }
