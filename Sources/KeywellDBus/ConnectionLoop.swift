@@ -54,13 +54,15 @@ final class ConnectionLoop: @unchecked Sendable {
         let userData = Unmanaged.passRetained(self).toOpaque()
         // libdbus calls these from whatever thread queued work; they only poke the pipe.
         dbus_connection_set_wakeup_main_function(connection, { data in
+            // The loop itself looks at the connection again before it polls.
+            if LoopThread.isRunning(data) { return }
             if SendScope.deferWakeIfSending() { return }  // the sender decides afterwards
             Unmanaged<ConnectionLoop>.fromOpaque(data!).takeUnretainedValue().wake()
         }, userData, { data in
             Unmanaged<ConnectionLoop>.fromOpaque(data!).release()
         })
         dbus_connection_set_dispatch_status_function(connection, { _, status, data in
-            if status == DBUS_DISPATCH_DATA_REMAINS, !SendScope.deferWakeIfSending() {
+            if status == DBUS_DISPATCH_DATA_REMAINS, !LoopThread.isRunning(data), !SendScope.deferWakeIfSending() {
                 Unmanaged<ConnectionLoop>.fromOpaque(data!).takeUnretainedValue().wake()
             }
         }, Unmanaged.passUnretained(self).toOpaque(), nil)
@@ -120,6 +122,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     private func run() {
         lock.withLock { loopThread = pthread_self() }
+        LoopThread.enter(Unmanaged.passUnretained(self).toOpaque())
         var pollSet = [
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
@@ -173,5 +176,23 @@ final class ConnectionLoop: @unchecked Sendable {
         lock.withLock { wakePending = false }
         var buffer = [UInt8](repeating: 0, count: 64)
         while read(wakeRead, &buffer, buffer.count) > 0 {}
+    }
+}
+
+/// Which connection loop, if any, runs on the current thread. Wake-ups requested from a loop's
+/// own thread (a message read, a reply sent by a handler running there) are skipped: the loop
+/// dispatches and flushes before it polls again, and a pipe write would only cost it another turn.
+enum LoopThread {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    static func enter(_ loop: UnsafeMutableRawPointer) { pthread_setspecific(key, loop) }
+
+    static func isRunning(_ loop: UnsafeMutableRawPointer?) -> Bool {
+        guard let loop else { return false }
+        return pthread_getspecific(key) == loop
     }
 }

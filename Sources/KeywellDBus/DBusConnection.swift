@@ -94,6 +94,10 @@ public final class DBusConnection: @unchecked Sendable {
     /// True until the connection is closed or the bus drops it.
     public var isConnected: Bool { !loop.isFinished && dbus_connection_get_is_connected(raw) != 0 }
 
+    /// True on the thread that does this connection's I/O (where `DBusCallPlacement.ioThread`
+    /// handlers run): blocking here holds up every caller, and a blocking call from here fails.
+    public var isOnIOThread: Bool { loop.isOnLoopThread }
+
     /// Blocks the calling thread until the connection is closed (by `close()`, e.g. from a
     /// SIGTERM handler) or lost. A daemon's main thread parks here.
     public func run() { loop.waitUntilFinished() }

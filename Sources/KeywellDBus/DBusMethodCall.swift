@@ -1,6 +1,6 @@
 import CDBus
 
-/// An incoming method call, handed to a `DBusObject` on a worker thread.
+/// An incoming method call, handed to a `DBusObject` on the thread its `placement(of:)` chose.
 ///
 /// Reply exactly once with `reply(_:)` or `reply(error:)`, from any thread, now or later; later
 /// replies are ignored. A call dropped without a reply answers `Failed` so the caller never

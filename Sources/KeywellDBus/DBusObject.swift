@@ -1,7 +1,8 @@
 /// Something exported on a connection: one object at a path, or (registered as a subtree) every
 /// object below a path, such as the Secret Service's `/org/freedesktop/secrets/collection/<c>/<i>`.
 ///
-/// All requirements are called on worker threads, possibly several at once.
+/// All requirements may be called on several threads at once: the connection's I/O thread for
+/// `placement(of:)` and for calls placed there, worker threads for the rest.
 public protocol DBusObject: Sendable {
     /// The interfaces of the object at `path`, or nil when there is no object there (the caller
     /// then gets `UnknownObject`). The standard interfaces are added by the connection.
@@ -15,6 +16,10 @@ public protocol DBusObject: Sendable {
     /// is acceptable is this handler's decision (`call.requireSignature(_:)` helps).
     func handle(_ call: DBusMethodCall)
 
+    /// Where `handle(_:)` (or, for `org.freedesktop.DBus.Properties`, the property accessors)
+    /// runs for this call, decided after its arguments were decoded. The default is `.worker`.
+    func placement(of call: DBusMethodCall) -> DBusCallPlacement
+
     /// `org.freedesktop.DBus.Properties.Get`/`GetAll` for a readable declared property.
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
 
@@ -23,8 +28,21 @@ public protocol DBusObject: Sendable {
     func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError)
 }
 
+/// Where a method call's handler runs.
+public enum DBusCallPlacement: Sendable {
+    /// On the connection's I/O thread, as soon as the call is read: no hand-off to another
+    /// thread, which on a small machine is most of a short call's cost. Only for handlers that
+    /// never block — no prompts, key derivation, durable writes or nested D-Bus calls — since
+    /// every other caller waits meanwhile. Calls with large arguments go to a worker regardless.
+    case ioThread
+    /// On a worker thread, so a slow handler holds up nobody else.
+    case worker
+}
+
 extension DBusObject {
     public func childNodes(at path: String) -> [String] { [] }
+
+    public func placement(of call: DBusMethodCall) -> DBusCallPlacement { .worker }
 
     public func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         throw .unknownProperty("No property \(interface).\(name)")
@@ -44,17 +62,21 @@ public final class DBusClosureObject: DBusObject {
     private let handler: @Sendable (DBusMethodCall) -> Void
     private let getter: PropertyGetter?
     private let setter: PropertySetter?
+    private let placer: @Sendable (DBusMethodCall) -> DBusCallPlacement
 
     public init(interfaces: [DBusInterface], getProperty: PropertyGetter? = nil, setProperty: PropertySetter? = nil,
+                placement: @escaping @Sendable (DBusMethodCall) -> DBusCallPlacement = { _ in .worker },
                 handler: @escaping @Sendable (DBusMethodCall) -> Void) {
         self.exportedInterfaces = interfaces
         self.handler = handler
         self.getter = getProperty
         self.setter = setProperty
+        self.placer = placement
     }
 
     public func interfaces(at path: String) -> [DBusInterface]? { exportedInterfaces }
     public func handle(_ call: DBusMethodCall) { handler(call) }
+    public func placement(of call: DBusMethodCall) -> DBusCallPlacement { placer(call) }
 
     public func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         guard let getter else { throw .unknownProperty("No property \(interface).\(name)") }

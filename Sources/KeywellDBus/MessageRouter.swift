@@ -1,8 +1,8 @@
 import CDBus
 
-/// The connection's message filter, run by libdbus on the I/O thread during dispatch. It only
-/// hands messages on (method calls to the worker pool, signals to the delivery queue), so the
-/// I/O thread is never held up by a handler.
+/// The connection's message filter, run by libdbus on the I/O thread during dispatch. Method
+/// calls go to `MethodDispatcher` (which runs the short ones its objects place on this thread and
+/// hands the rest to the worker pool), signals to the delivery queue.
 final class MessageRouter: @unchecked Sendable {
     /// Weak so that the I/O thread never holds the last reference to the connection.
     private weak let connection: DBusConnection?
@@ -34,11 +34,8 @@ final class MessageRouter: @unchecked Sendable {
     private func route(_ message: OpaquePointer) -> DBusHandlerResult {
         switch dbus_message_get_type(message) {
         case MessageType.methodCall:
-            let call = MessageRef(retaining: message)
-            workers.submit { [self] in
-                guard let connection else { return }
-                MethodDispatcher.dispatch(call, on: connection, registry: registry)
-            }
+            guard let connection else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            MethodDispatcher.receive(MessageRef(retaining: message), on: connection, registry: registry, workers: workers)
             return DBUS_HANDLER_RESULT_HANDLED
         case MessageType.signal:
             if !subscriptions.isEmpty {

@@ -1,7 +1,18 @@
-/// Routes one incoming method call (on a worker thread): standard interfaces first, then the
-/// registered object. `org.freedesktop.DBus.Peer` never gets here: libdbus answers it itself.
+/// Routes one incoming method call: standard interfaces first, then the registered object.
+/// `org.freedesktop.DBus.Peer` never gets here: libdbus answers it itself.
 enum MethodDispatcher {
-    static func dispatch(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry) {
+    /// On the I/O thread. A small call is decoded and resolved here, and runs here when its object
+    /// places it here (`DBusCallPlacement.ioThread`); anything else continues on a worker.
+    static func receive(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, workers: WorkerPool) {
+        guard MessageSize.isSmall(message) else {
+            workers.submit { dispatch(message, on: connection, registry: registry, workers: nil) }
+            return
+        }
+        dispatch(message, on: connection, registry: registry, workers: workers)
+    }
+
+    /// `workers` is nil when already on a worker thread (everything then runs here).
+    static func dispatch(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, workers: WorkerPool?) {
         let arguments: [DBusValue]
         do {
             arguments = try message.arguments()
@@ -13,13 +24,18 @@ enum MethodDispatcher {
         let object = registry.object(at: call.path)
         let interfaces = object?.interfaces(at: call.path)
 
+        func run(_ placement: DBusCallPlacement, _ body: @escaping @Sendable () -> Void) {
+            if let workers, placement == .worker { workers.submit(body) } else { body() }
+        }
+
         switch call.interface {
         case StandardInterface.introspectable?:
-            introspect(call, object: object, interfaces: interfaces, registry: registry)
+            // Listing a subtree's children may be slow (every item of a collection).
+            run(.worker) { introspect(call, object: object, interfaces: interfaces, registry: registry) }
             return
         case StandardInterface.properties?:
             guard let object, let interfaces else { call.reply(error: unknownObject(call)); return }
-            PropertiesDispatcher.handle(call, object: object, interfaces: interfaces)
+            run(object.placement(of: call)) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
             return
         default:
             break
@@ -39,7 +55,8 @@ enum MethodDispatcher {
         } else {
             // No interface given: the first interface declaring the member wins (D-Bus rule).
             if call.member == "Introspect" {
-                introspect(call, object: object, interfaces: interfaces, registry: registry); return
+                run(.worker) { introspect(call, object: object, interfaces: interfaces, registry: registry) }
+                return
             }
             guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member) }).first else {
                 call.reply(error: unknownMethod(call))
@@ -47,7 +64,7 @@ enum MethodDispatcher {
             }
             call.method = method
         }
-        object.handle(call)
+        run(object.placement(of: call)) { object.handle(call) }
     }
 
     private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,

@@ -7,7 +7,9 @@ import Foundation
 /// next caller. Threads above `keepAlive` exit after `idleTimeout` without work.
 final class WorkerPool: @unchecked Sendable {
     private let lock = ConditionLock()
-    private var jobs: [@Sendable () -> Void] = []
+    /// Taken slots are emptied at once: a job's captures (a call that must answer when released)
+    /// must not outlive the job until the next compaction.
+    private var jobs: [(@Sendable () -> Void)?] = []
     private var jobHead = 0
     private var threadCount = 0
     private var idleCount = 0
@@ -59,7 +61,8 @@ final class WorkerPool: @unchecked Sendable {
         lock.lock()
         while true {
             if jobHead < jobs.count {
-                let job = jobs[jobHead]
+                let job = jobs[jobHead]!
+                jobs[jobHead] = nil
                 jobHead += 1
                 if jobHead > 64, jobHead * 2 > jobs.count {
                     // Compact now and then so the queue does not grow without bound.

@@ -11,6 +11,11 @@ final class CallerIdentity: @unchecked Sendable {
     private let lock = NSLock()
     private var cache: [String: String] = [:]
 
+    /// True when `describe` would answer from the cache, without a call to the bus.
+    func isKnown(_ sender: String) -> Bool {
+        sender.isEmpty || lock.withLock { cache[sender] != nil }
+    }
+
     func describe(_ sender: String, on connection: DBusConnection) -> String {
         guard !sender.isEmpty else { return "a peer" }
         if let known = lock.withLock({ cache[sender] }) { return known }

@@ -4,9 +4,11 @@ import KeywellDBus
 import KeywellProtocol
 import Logging
 
-/// `/org/keywell/Keychain`: the native API. Each call runs on a D-Bus worker thread and goes
-/// straight to the engine (thread-safe), so slow calls (a key derivation) never hold up others.
-/// Signals go out from the engine's events during the call, hence before its reply.
+/// `/org/keywell/Keychain`: the native API. Calls go straight to the engine (thread-safe). Reads
+/// run on the D-Bus I/O thread (they never wait for a writer: the engine reads through its own
+/// connection), everything else on a worker, so slow calls (a key derivation, a durable
+/// commit) never hold up others. Signals go out from the engine's events during the call, hence
+/// before its reply.
 final class NativeKeychainObject: DBusObject {
     private let store: KeychainStore
     private let sessions: LoginSessions
@@ -29,6 +31,18 @@ final class NativeKeychainObject: DBusObject {
 
     func interfaces(at path: String) -> [DBusInterface]? {
         path == KeywellNames.objectPath ? [NativeInterface.description] : nil
+    }
+
+    /// Calls that only read: no key derivation, no commit, no prompt.
+    private static let reads: Set<String> = [
+        "CopyMatching", "ListKeychains", "GetSearchList", "GetDefaultKeychain", "GetLoginKeychain", "GetInfo",
+    ]
+
+    func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        guard let method = call.method, Self.reads.contains(method.name) else { return .worker }
+        // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
+        if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
+        return .ioThread
     }
 
     func handle(_ call: DBusMethodCall) {

@@ -36,6 +36,25 @@ final class SecretServiceTree: DBusObject {
         }
     }
 
+    /// Reads answer on the D-Bus I/O thread, the hot path of every client; writes, prompts, DH
+    /// key agreement (about a millisecond of big-number work) and the collections' `Items` lists
+    /// (which grow with the collection) go to a worker.
+    func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        if call.interface == StandardInterface.properties {
+            guard call.member != "Set" else { return .worker }
+            if case .collection? = ObjectPaths.parse(call.path) { return .worker }
+            return .ioThread
+        }
+        switch call.member {
+        case "SearchItems", "GetSecrets", "GetSecret", "ReadAlias":
+            return .ioThread
+        case "OpenSession":
+            return call.arguments.first?.stringValue == SecretServiceNames.plainAlgorithm ? .ioThread : .worker
+        default:
+            return .worker
+        }
+    }
+
     func handle(_ call: DBusMethodCall) {
         activity()
         let start = ContinuousClock.now

@@ -30,6 +30,35 @@ struct ConcurrencyTests {
         otherClient.close()
     }
 
+    @Test func placementChoosesTheHandlerThread() throws {
+        let fixture = try ServiceFixture()
+        #expect(try fixture.call("Where", []) == [.string("io")])
+        #expect(try fixture.call("WhereOnWorker", []) == [.string("worker")])
+        // Large arguments are decoded and handled on a worker whatever the object prefers.
+        let large: [DBusValue] = [.bytes([UInt8](repeating: 7, count: 64 << 10))]
+        #expect(try fixture.call("Where", large) == [.string("worker")])
+        let manyStrings: [DBusValue] = [.array(elementSignature: .string, (0..<2000).map { .string("entry \($0)") })]
+        #expect(try fixture.call("Where", manyStrings) == [.string("worker")])
+        #expect(try fixture.call("Where", [.variant(.variant(.bytes([UInt8](repeating: 1, count: 20_000))))]) == [.string("worker")])
+        #expect(try fixture.call("Where", [.string("small"), .stringVariantDict(["k": .uint32(1)])]) == [.string("io")])
+    }
+
+    @Test func callsOnTheIOThreadAnswerWhileAWorkerIsBusy() throws {
+        let fixture = try ServiceFixture()
+        let otherClient = try fixture.bus.connect()
+        let slowDone = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? fixture.call("Sleep", [.uint32(3000)])
+            slowDone.signal()
+        }.start()
+        usleep(50_000)
+        // Answered while the slow handler still holds its worker: the I/O thread is free.
+        #expect(try fixture.call("Where", [], on: otherClient) == [.string("io")])
+        #expect(slowDone.wait(timeout: .now()) == .timedOut)
+        #expect(slowDone.wait(timeout: .now() + 10) == .success)
+        otherClient.close()
+    }
+
     @Test func manySlowHandlersRunInParallel() throws {
         let fixture = try ServiceFixture()
         let start = ContinuousClock.now

@@ -19,6 +19,9 @@ final class ServiceFixture: @unchecked Sendable {
             DBusMethod(name: "WhoCalls", outputs: [DBusArgument("pid", .uint32), DBusArgument("uid", .uint32)]),
             DBusMethod(name: "ReplyLater", inputs: [DBusArgument("milliseconds", .uint32)], outputs: [DBusArgument("text", .string)]),
             DBusMethod(name: "Forget"),
+            // Which thread the handler ran on ("io" or "worker"); `Where` asks for the I/O thread.
+            DBusMethod(name: "Where", outputs: [DBusArgument("thread", .string)]),
+            DBusMethod(name: "WhereOnWorker", outputs: [DBusArgument("thread", .string)]),
         ],
         signals: [DBusSignalDescription(name: "Said", arguments: [DBusArgument("text", .string)])],
         properties: [
@@ -49,6 +52,7 @@ final class ServiceFixture: @unchecked Sendable {
                 guard name == "Label", let text = value.stringValue else { throw .propertyReadOnly(name) }
                 label.value = text
             },
+            placement: { call in call.member == "Where" ? .ioThread : .worker },
             handler: Self.handle)
         try server.register(object, at: Self.path)
         _ = try server.requestName(Self.name, flags: [.doNotQueue])
@@ -64,6 +68,8 @@ final class ServiceFixture: @unchecked Sendable {
         switch call.member {
         case "Echo":
             call.reply(call.arguments)
+        case "Where", "WhereOnWorker":
+            call.reply([.string(call.connection.isOnIOThread ? "io" : "worker")])
         case "Sleep":
             call.reply { () throws(DBusError) -> [DBusValue] in
                 let milliseconds = try call.arguments.uint32(at: 0)
