@@ -43,7 +43,7 @@ struct KeychainCollection: SecretCollection {
     func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem { try store.secretServiceItem(id, in: name) }
     func contains(_ id: UUID) throws(KeychainError) -> Bool { try store.secretServiceContains(id, in: name) }
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret] {
-        try store.secretServiceSecrets(ids, in: name)
+        try store.secretServiceSecretBatch(ids, in: name)
     }
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
                     replace: Bool) throws(KeychainError) -> (id: UUID, replaced: Bool) {

@@ -25,9 +25,11 @@ enum SecretEncoding {
         }
     }
 
-    /// A secret for `session`: encrypted with a fresh IV in a DH session.
-    static func encode(_ secret: SecretServiceSecret, for session: SecretSession) throws(DBusError) -> DBusValue {
-        let path = DBusValue.objectPath(session.path)
+    /// A secret for `session`: encrypted with a fresh IV in a DH session. `sessionPath` is the
+    /// session's path as a value, for callers that encode many secrets.
+    static func encode(_ secret: SecretServiceSecret, for session: SecretSession,
+                       sessionPath: DBusValue? = nil) throws(DBusError) -> DBusValue {
+        let path = sessionPath ?? .objectPath(session.path)
         guard let cipher = session.cipher else {
             return .structure([path, .bytes([]), .bytes(Array(secret.value)), .string(secret.contentType)])
         }

@@ -68,41 +68,63 @@ struct ServiceObject {
     }
 
     /// `a{o(oayays)}` for the items that exist in unlocked collections; one batch per collection.
+    ///
+    /// A client asks for up to thousands of items, nearly always of one collection: each
+    /// distinct collection part of the paths is parsed and resolved once (consecutive paths
+    /// usually share it, which one comparison tells), each item part is only 32 hex digits to
+    /// read, and the engine reads each collection's secrets in one batch.
     func secrets(of paths: [String], for session: SecretSession) throws(DBusError) -> DBusValue {
-        var groups: [CollectionID: (collection: any SecretCollection, items: [(path: String, id: UUID)])] = [:]
-        var order: [CollectionID] = []
-        // Each address is looked up once, not once per item.
-        var resolved: [CollectionAddress: (any SecretCollection)?] = [:]
+        var groups: [(collection: any SecretCollection, items: [(path: String, id: UUID)])] = []
+        var groupOfPrefix: [Substring: Int?] = [:]
+        var last: (prefix: Substring, group: Int?)?
         for path in paths {
-            guard case .item(let address, let id)? = ObjectPaths.parse(path) else { continue }
-            if resolved[address] == nil {
-                resolved[address] = .some(try? context.collection(address))
+            let utf8 = path.utf8
+            guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")), let id = ObjectPaths.item(fromSegment: path[utf8.index(after: slash)...])
+            else { continue }
+            let prefix = path[..<slash]
+            let group: Int?
+            if let last, last.prefix == prefix {
+                group = last.group
+            } else if let known = groupOfPrefix[prefix] {
+                group = known
+            } else {
+                group = self.group(ofCollectionAt: String(prefix), &groups)
+                groupOfPrefix[prefix] = .some(group)
             }
-            guard let collection = resolved[address]! else { continue }
-            if groups[collection.id] == nil {
-                groups[collection.id] = (collection, [])
-                order.append(collection.id)
-            }
-            groups[collection.id]!.items.append((path, id))
+            last = (prefix, group)
+            if let group { groups[group].items.append((path, id)) }
         }
         var entries: [DBusDictEntry] = []
         entries.reserveCapacity(paths.count)
-        for id in order {
-            let (collection, items) = groups[id]!
+        // One value for every secret's session field.
+        let sessionPath = DBusValue.objectPath(session.path)
+        for (collection, items) in groups {
             let secrets: [UUID: SecretServiceSecret]
             do throws(KeychainError) {
                 secrets = try collection.secrets(items.map(\.id))
             } catch where error.status == SecStatus.interactionNotAllowed || error.status == SecStatus.noSuchKeychain {
                 continue  // locked (the client unlocks first, as libsecret does) or gone
             } catch {
-                throw error.secretServiceError(ObjectPaths.path(of: id))
+                throw error.secretServiceError(ObjectPaths.path(of: collection.id))
             }
             for (path, itemID) in items {
                 guard let secret = secrets[itemID] else { continue }
-                entries.append(DBusDictEntry(key: .objectPath(path), value: try SecretEncoding.encode(secret, for: session)))
+                entries.append(DBusDictEntry(key: .objectPath(path),
+                                             value: try SecretEncoding.encode(secret, for: session, sessionPath: sessionPath)))
             }
         }
         return .dictionary(keySignature: .objectPath, valueSignature: SecretEncoding.signature, entries)
+    }
+
+    /// The index in `groups` of the collection at `path` (an alias path resolves to the collection
+    /// it names, which may have a group already); nil when `path` names none.
+    private func group(ofCollectionAt path: String,
+                       _ groups: inout [(collection: any SecretCollection, items: [(path: String, id: UUID)])]) -> Int? {
+        guard case .collection(let address)? = ObjectPaths.parse(path),
+              let collection = try? context.collection(address) else { return nil }
+        if let existing = groups.firstIndex(where: { $0.collection.id == collection.id }) { return existing }
+        groups.append((collection, []))
+        return groups.count - 1
     }
 
     // MARK: Lock state
