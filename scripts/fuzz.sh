@@ -2,17 +2,22 @@
 # Builds the libFuzzer targets in Fuzz/ (Swift's -sanitize=fuzzer,address) and runs each for a
 # bounded time on a copy of its seed corpus in Fuzz/corpus/<target>/. Fails when a target
 # crashes, leaks or trips an invariant; the reproducer is left in .build-fuzz/artifacts/.
-#   scripts/fuzz.sh [--seconds N] [target ...]     (default 20 s each, every target)
+#   scripts/fuzz.sh [--seconds N] [--summary FILE] [target ...]   (default 20 s each, every target)
+# --summary FILE: one JSON line per target (executions, corpus size, crashes) for
+# `keywell-bench security-report`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
 
 seconds=20
+summary=""
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --seconds=*) seconds="${1#*=}"; shift ;;
+    --summary) summary="$2"; shift 2 ;;
+    --summary=*) summary="${1#*=}"; shift ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -46,12 +51,22 @@ for target in "${targets[@]}"; do
   cp Fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true
   echo "== fuzz $target for ${seconds}s"
   log="$scratch/$target.log"
+  seeds=$(find "$corpus" -type f | wc -l)
+  artifacts_before=$(find "$scratch/artifacts" -name "$target-*" | wc -l)
   # -detect_leaks=0: LeakSanitizer cannot follow Swift's tagged references (an enum payload with
   # spare bits, as in Data), so it calls lazily made globals leaks; ASan still checks every access.
   "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -detect_leaks=0 \
     -print_final_stats=1 -artifact_prefix="$scratch/artifacts/$target-" "$corpus" >"$log" 2>&1
   code=$?
   grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec|#[0-9]+ *DONE)' "$log" | sed 's/^/  /'
+  if [ -n "$summary" ]; then
+    # Crashes: reproducers this run wrote (libFuzzer stops at the first), or a failing exit without one.
+    executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    crashes=$(( $(find "$scratch/artifacts" -name "$target-*" | wc -l) - artifacts_before ))
+    [ "$code" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
+    printf '{"target":"%s","seconds":%s,"exit":%d,"executions":%d,"seeds":%d,"corpus":%d,"crashes":%d}\n' \
+      "$target" "$seconds" "$code" "${executions:-0}" "$seeds" "$(find "$corpus" -type f | wc -l)" "$crashes" >>"$summary"
+  fi
   if [ "$code" -ne 0 ]; then
     echo "fuzz.sh: $target failed (exit $code); last lines of $log:" >&2
     tail -40 "$log" >&2

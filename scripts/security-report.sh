@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds keywelld, keywell-bench (release) and pam_keywell.so, then prints SECURITY.md's figures
-# table: load, kill -9, password throttling, other users, PAM under stress. Needs root for the
-# other-user and PAM rows (throwaway users, a PAM service); about 3 minutes.
+# table: load, kill -9, password throttling, fuzzing (scripts/fuzz.sh, its own build in
+# .build-fuzz), corrupt files, disk full, memory scan, dbus-monitor, other users, PAM under
+# stress. Needs root for the disk-full (tmpfs), memory-scan, other-user and PAM rows; about
+# 6 minutes once built.
 #   scripts/security-report.sh [keywell-bench security-report options…]
+#   (--fuzz-seconds N, --corrupt-files N, --section TITLE …: see keywell-bench security-report --help)
 # SCRATCH=folder picks the build folder (default .build).
 set -euo pipefail
 cd "$(dirname "$0")/.."

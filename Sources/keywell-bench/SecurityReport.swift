@@ -6,7 +6,7 @@ import Foundation
 struct SecurityReport: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "security-report",
-        abstract: "Load, kill -9, throttling and other-user/PAM checks; prints SECURITY.md's figures table."
+        abstract: "Load, kill -9, throttling, fuzzing, corrupt files, disk full, memory scan, bus monitor, other-user/PAM checks; prints SECURITY.md's figures table."
     )
 
     @Option(help: "The keywelld to check (default: the one next to this program).")
@@ -24,12 +24,26 @@ struct SecurityReport: ParsableCommand {
     @Option(help: "SIGKILLs in the fault run.")
     var kills = 100
 
+    @Option(help: "Seconds of fuzzing per libFuzzer target.")
+    var fuzzSeconds = 30
+
+    @Option(help: "Damaged keychain files to open.")
+    var corruptFiles = 200
+
+    @Option(help: "Run only the sections with these titles (repeatable; default: all).")
+    var section: [String] = []
+
     func run() throws {
         let context = SecurityCheckContext(daemonPath: try locateKeywelld(keywelld), repository: repository,
                                            pamModule: pamModule ?? "\(repository)/pam/build/pam_keywell.so",
-                                           loadSeconds: loadSeconds, kills: kills)
+                                           loadSeconds: loadSeconds, kills: kills, fuzzSeconds: fuzzSeconds,
+                                           corruptFiles: corruptFiles)
         var rows: [SecurityFigure] = []
-        for section in SecurityReport.sections {
+        let chosen = SecurityReport.sections.filter { self.section.isEmpty || self.section.contains($0.title) }
+        guard !chosen.isEmpty else {
+            throw ValidationError("no such section; sections: \(SecurityReport.sections.map(\.title).joined(separator: ", "))")
+        }
+        for section in chosen {
             FileHandle.standardError.write(Data("security-report: \(section.title)…\n".utf8))
             let started = ContinuousClock.now
             do {
@@ -44,10 +58,10 @@ struct SecurityReport: ParsableCommand {
         if rows.contains(where: { !$0.met }) { throw ExitCode(1) }
     }
 
-    /// The report's sections, in the order the table shows them. The fuzzing, corrupt-file,
-    /// disk-full and memory-scan checks (part A of the hardening work) add their sections here.
+    /// The report's sections, in the order the table shows them.
     static let sections: [any SecurityReportSection] = [
-        LoadSection(), FaultSection(), ThrottleSection(), IntegrationTestSection(),
+        LoadSection(), FaultSection(), ThrottleSection(), FuzzingSection(), CorruptFileSection(), DiskFullSection(),
+        MemoryScanSection(), PytestFiguresSection.busMonitor, PytestFiguresSection.otherUsersAndPAM,
     ]
 }
 
@@ -57,6 +71,8 @@ struct SecurityCheckContext {
     var pamModule: String
     var loadSeconds: Double
     var kills: Int
+    var fuzzSeconds: Int
+    var corruptFiles: Int
 }
 
 /// One part of the report: runs its checks and returns their rows.
@@ -138,37 +154,52 @@ struct ThrottleSection: SecurityReportSection {
     }
 }
 
-/// The checks that need root and real users: other users' access (test_other_users.py) and PAM
-/// under stress (test_pam_stress.py). Each test writes its figure rows to a JSON-lines file.
-struct IntegrationTestSection: SecurityReportSection {
-    let title = "other users and PAM stress (pytest)"
-    static let files = ["Tests/Integration/test_other_users.py", "Tests/Integration/test_pam_stress.py"]
+/// Checks that live in the integration tests, which write their figure rows to a JSON-lines
+/// file: the Secret Service on the wire under dbus-monitor (test_secret_service.py), other users'
+/// access (test_other_users.py) and PAM under stress (test_pam_stress.py).
+struct PytestFiguresSection: SecurityReportSection {
+    let title: String
+    /// Test files or node ids under the repository.
+    let tests: [String]
+    let needsRoot: Bool
+    /// The row saying the tests passed; without it a row appears only when they fail.
+    let passCheck: String?
+
+    static let busMonitor = PytestFiguresSection(
+        title: "dbus-monitor (pytest)",
+        tests: ["Tests/Integration/test_secret_service.py::test_dh_session_secrets_never_cross_the_bus_in_clear"],
+        needsRoot: false, passCheck: nil)
+    static let otherUsersAndPAM = PytestFiguresSection(
+        title: "other users and PAM stress (pytest)",
+        tests: ["Tests/Integration/test_other_users.py", "Tests/Integration/test_pam_stress.py"],
+        needsRoot: true, passCheck: "other-user and PAM stress tests pass")
 
     func figures(_ context: SecurityCheckContext) throws -> [SecurityFigure] {
-        guard geteuid() == 0 else {
+        guard !needsRoot || geteuid() == 0 else {
             return [SecurityFigure(check: title, figure: "skipped: needs root (throwaway users, PAM stacks)", target: "runs", met: false)]
         }
         let figuresFile = NSTemporaryDirectory() + "keywell-security-figures-\(getpid()).jsonl"
+        try? FileManager.default.removeItem(atPath: figuresFile)
         defer { try? FileManager.default.removeItem(atPath: figuresFile) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-m", "pytest", "-q", "-p", "no:cacheprovider"] + Self.files.map { "\(context.repository)/\($0)" }
         var environment = ProcessInfo.processInfo.environment
         environment["KEYWELLD"] = context.daemonPath
         environment["PAM_KEYWELL_SO"] = context.pamModule
         environment["KEYWELL_SECURITY_FIGURES"] = figuresFile
-        process.environment = environment
         // pytest's own output goes to stderr, so stdout stays the table.
-        process.standardOutput = FileHandle.standardError
-        try process.run()
-        process.waitUntilExit()
+        let status = try ReportChild.run("/usr/bin/python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider"] + tests.map { "\(context.repository)/\($0)" },
+                                         environment: environment)
         var rows: [SecurityFigure] = []
         let text = (try? String(contentsOfFile: figuresFile, encoding: .utf8)) ?? ""
         for line in text.split(separator: "\n") {
             if let row = try? JSONDecoder().decode(SecurityFigure.self, from: Data(line.utf8)) { rows.append(row) }
         }
-        rows.append(SecurityFigure(check: "other-user and PAM stress tests pass", figure: process.terminationStatus == 0 ? "all pass" : "failures (see pytest output)",
-                                   target: "all pass", met: process.terminationStatus == 0))
+        let passed = status == 0
+        if let passCheck {
+            rows.append(SecurityFigure(check: passCheck, figure: passed ? "all pass" : "failures (see pytest output)",
+                                       target: "all pass", met: passed))
+        } else if !passed || rows.isEmpty {
+            rows.append(SecurityFigure(check: "\(title): the test passes", figure: "fails (see pytest output)", target: "passes", met: false))
+        }
         return rows
     }
 }
