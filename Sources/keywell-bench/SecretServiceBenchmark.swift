@@ -210,9 +210,8 @@ class ServiceUnderTest {
         guard let entries = reply[0].dictionaryEntries, entries.count == indices.count else {
             throw BenchmarkFailure("\(name): GetSecrets returned \(reply[0].dictionaryEntries?.count ?? 0) of \(indices.count)")
         }
-        let indexOfPath = Dictionary(indices.map { (items[$0], $0) }, uniquingKeysWith: { a, _ in a })
         for entry in checkAll ? entries[...] : entries.prefix(1) {
-            guard let path = entry.key.objectPathValue, let index = indexOfPath[path] else {
+            guard let path = entry.key.objectPathValue, let index = indices.first(where: { items[$0] == path }) else {
                 throw BenchmarkFailure("\(name): GetSecrets answered for \(entry.key), not asked for")
             }
             try check(entry.value, index)
