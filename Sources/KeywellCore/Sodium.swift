@@ -117,9 +117,8 @@ enum Sodium {
         guard let length = openedLength(of: sealed) else {
             throw KeychainError(SecStatus.decode, detail: "sealed secret is truncated")
         }
-        var plaintext = Data(count: length)
-        let opened = plaintext.withUnsafeMutableBytes { open(sealed, key: key, associatedData: associatedData, into: $0) }
-        guard opened else {
+        // Storage wiped on release, so the plaintext does not outlive its last holder.
+        guard let plaintext = SecretWipe.wipingData(count: length, { open(sealed, key: key, associatedData: associatedData, into: $0) }) else {
             throw KeychainError(SecStatus.decode, detail: "sealed secret failed to authenticate")
         }
         return plaintext

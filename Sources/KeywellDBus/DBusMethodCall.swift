@@ -41,6 +41,9 @@ public final class DBusMethodCall: @unchecked Sendable {
         if !replied, expectsReply {
             connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
         }
+        // Handlers copy what they keep; the call's byte arrays (passwords, secrets) go now.
+        ByteArrayWipe.wipe(arguments)
+        ByteArrayWipe.wipe(message)
     }
 
     public var hasReplied: Bool { lock.withLock { replied } }

@@ -79,14 +79,22 @@ final class NativeKeychainObject: DBusObject {
 
     private func perform(_ member: String, _ arguments: [DBusValue], _ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
         switch member {
+        // Plaintext secrets (`v_Data` in and out) are wiped once converted: see SecretWipe.
         case "Add":
-            let result = try store.add(WireConversion.wireDictionary(arguments[0]))
+            var attributes = try WireConversion.wireDictionary(arguments[0])
+            defer { SecretWipe.wipe(&attributes) }
+            var result = try store.add(attributes)
+            defer { SecretWipe.wipe(&result) }
             return [WireConversion.dbusDictionary(result)]
         case "CopyMatching":
-            let results = try store.copyMatching(WireConversion.wireDictionary(arguments[0]))
+            var results = try store.copyMatching(WireConversion.wireDictionary(arguments[0]))
+            defer { for index in results.indices { SecretWipe.wipe(&results[index]) } }
             return [WireConversion.dbusDictionaryArray(results)]
         case "Update":
-            try store.update(WireConversion.wireDictionary(arguments[0]), WireConversion.wireDictionary(arguments[1]))
+            let query = try WireConversion.wireDictionary(arguments[0])
+            var changes = try WireConversion.wireDictionary(arguments[1])
+            defer { SecretWipe.wipe(&changes) }
+            try store.update(query, changes)
             return []
         case "Delete":
             try store.delete(WireConversion.wireDictionary(arguments[0]))

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellCore
 import KeywellDBus
 import KeywellProtocol
 
@@ -44,7 +45,7 @@ enum WireConversion {
         switch value {
         case .string(let text): return .string(text)
         case .bool(let flag): return .bool(flag)
-        case .bytes(let bytes): return .data(Data(bytes))
+        case .bytes(let bytes): return .data(SecretWipe.wipingData(copying: bytes))  // may be a secret
         case .byte, .int16, .uint16, .int32, .uint32, .int64, .uint64:
             guard let number = value.integerValue else { throw .param("\(key) is out of range") }
             return .integer(number)
@@ -55,7 +56,7 @@ enum WireConversion {
             return .strings(elements.compactMap(\.stringValue))
         case .array(let element, _) where element == .byte:
             guard let bytes = value.bytesValue else { throw .param("\(key) has the wrong type") }
-            return .data(Data(bytes))
+            return .data(SecretWipe.wipingData(copying: bytes))
         default:
             throw .param("\(key) has the unsupported type \(value.signature.rawValue)")
         }

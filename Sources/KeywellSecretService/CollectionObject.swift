@@ -26,6 +26,7 @@ struct CollectionObject {
             let attributes = try properties.stringDictionary(SecretServiceNames.itemAttributesProperty) ?? [:]
             let type = try properties.string(SecretServiceNames.itemTypeProperty)
             let secret = try SecretEncoding.decode(arguments.argument(1), caller: call.sender, sessions: context.sessions)
+            defer { SecretWipe.wipe(secret.value) }
             let replace = try arguments.bool(at: 2)
             let (id, replaced) = try engine(path) { () throws(KeychainError) in
                 try collection.createItem(label: label, attributes: attributes, type: type, secret: secret, replace: replace)

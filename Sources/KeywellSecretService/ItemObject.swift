@@ -19,9 +19,11 @@ struct ItemObject {
             let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
             let secrets = try engine(path) { () throws(KeychainError) in try collection.secrets([id]) }
             guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path)") }
+            defer { SecretWipe.wipe(secret.value) }
             return [try SecretEncoding.encode(secret, for: session)]
         case "SetSecret":
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
+            defer { SecretWipe.wipe(secret.value) }
             try engine(path) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
             context.signals.itemChanged(id, in: collection.id)
             return []

@@ -74,14 +74,16 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     func secrets(_ ids: [UUID]) -> [UUID: SecretServiceSecret] {
         lock.locked {
             var result: [UUID: SecretServiceSecret] = [:]
-            for id in ids { result[id] = items[id]?.secret }
+            // Copies: callers wipe what they are given once it is sent.
+            for id in ids { result[id] = items[id].map { Self.ownCopy($0.secret) } }
             return result
         }
     }
 
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
                     replace: Bool) -> (id: UUID, replaced: Bool) {
-        lock.locked {
+        let secret = Self.ownCopy(secret)
+        return lock.locked {
             let now = Date()
             modified = now
             if replace, let existing = order.first(where: { items[$0]!.attributes == attributes }) {
@@ -106,7 +108,13 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     }
 
     func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError) {
+        let secret = Self.ownCopy(secret)
         try change(id) { $0.secret = secret }
+    }
+
+    /// The secret with storage of its own: the request's copy is wiped after the call.
+    private static func ownCopy(_ secret: SecretServiceSecret) -> SecretServiceSecret {
+        SecretServiceSecret(value: SecretWipe.ownCopy(secret.value), contentType: secret.contentType)
     }
 
     func deleteItem(_ id: UUID) throws(KeychainError) {

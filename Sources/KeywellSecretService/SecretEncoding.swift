@@ -16,10 +16,12 @@ enum SecretEncoding {
         else { throw .invalidArgs("A secret is (oayays), got \(value.signature.rawValue)") }
         let session = try sessions.session(at: sessionPath, for: caller)
         guard let cipher = session.cipher else {
-            return SecretServiceSecret(value: Data(payload), contentType: contentType)
+            return SecretServiceSecret(value: SecretWipe.wipingData(copying: payload), contentType: contentType)
         }
         do {
-            return SecretServiceSecret(value: Data(try cipher.open(iv: parameters, ciphertext: payload)), contentType: contentType)
+            let opened = try cipher.open(iv: parameters, ciphertext: payload)
+            defer { SecretWipe.wipe(opened) }
+            return SecretServiceSecret(value: SecretWipe.wipingData(copying: opened), contentType: contentType)
         } catch {
             throw .invalidArgs("The secret cannot be decrypted with the session key (bad IV, length or padding)")
         }
@@ -34,7 +36,9 @@ enum SecretEncoding {
             return .structure([path, .bytes([]), .bytes(Array(secret.value)), .string(secret.contentType)])
         }
         do {
-            let (iv, ciphertext) = try cipher.seal(Array(secret.value))
+            let plaintext = Array(secret.value)
+            defer { SecretWipe.wipe(plaintext) }
+            let (iv, ciphertext) = try cipher.seal(plaintext)
             return .structure([path, .bytes(iv), .bytes(ciphertext), .string(secret.contentType)])
         } catch {
             throw .failed("Cannot encrypt the secret: \(error)")

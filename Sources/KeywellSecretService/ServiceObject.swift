@@ -107,6 +107,7 @@ struct ServiceObject {
             } catch {
                 throw error.secretServiceError(ObjectPaths.path(of: collection.id))
             }
+            defer { secrets.values.forEach { SecretWipe.wipe($0.value) } }
             for (path, itemID) in items {
                 guard let secret = secrets[itemID] else { continue }
                 entries.append(DBusDictEntry(key: .objectPath(path),

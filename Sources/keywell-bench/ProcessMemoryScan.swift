@@ -12,6 +12,9 @@ struct ProcessMemoryScan {
     /// Where one needle was found.
     struct Findings {
         var count = 0
+        /// Copies in D-Bus wire format (right after their own length, as an `ay` is marshalled):
+        /// message and socket buffers rather than values of the program's own.
+        var inWireFormat = 0
         /// The mappings holding it: their file or [heap]/[stack], "anonymous" for the rest.
         var places: Set<String> = []
         var summary: String { "\(count) \(count == 1 ? "copy" : "copies")" + (places.isEmpty ? "" : " (in \(places.sorted().joined(separator: ", ")))") }
@@ -28,10 +31,11 @@ struct ProcessMemoryScan {
         var findings = Array(repeating: Findings(), count: needles.count)
         for line in maps.split(separator: "\n") {
             guard let range = Self.addressRange(line) else { continue }
-            var counts = Array(repeating: 0, count: needles.count)
+            var counts = Array(repeating: (all: 0, wire: 0), count: needles.count)
             scan(range, descriptor, needles, &counts)
-            for (index, count) in counts.enumerated() where count > 0 {
-                findings[index].count += count
+            for (index, count) in counts.enumerated() where count.all > 0 {
+                findings[index].count += count.all
+                findings[index].inWireFormat += count.wire
                 findings[index].places.insert(Self.mappingName(line))
             }
         }
@@ -71,8 +75,9 @@ struct ProcessMemoryScan {
 
     /// Reads the mapping in chunks; the tail of each chunk is carried over so a needle that
     /// straddles two chunks is still found (and counted once).
-    private func scan(_ range: Range<UInt64>, _ descriptor: Int32, _ needles: [[UInt8]], _ counts: inout [Int]) {
-        let carryLength = max(0, (needles.map(\.count).max() ?? 1) - 1)
+    private func scan(_ range: Range<UInt64>, _ descriptor: Int32, _ needles: [[UInt8]], _ counts: inout [(all: Int, wire: Int)]) {
+        // Four more bytes than the longest needle, to see the length in front of a copy.
+        let carryLength = max(0, (needles.map(\.count).max() ?? 1) - 1) + 4
         var carry: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: Self.chunk)
         var address = range.lowerBound
@@ -87,7 +92,9 @@ struct ProcessMemoryScan {
             }
             let window = carry + buffer[0..<got]
             for (index, needle) in needles.enumerated() {
-                counts[index] += Self.count(needle, in: window, endingAfter: carry.count)
+                let found = Self.count(needle, in: window, endingAfter: carry.count)
+                counts[index].all += found.all
+                counts[index].wire += found.wire
             }
             carry = Array(window.suffix(carryLength))
             address += UInt64(got)
@@ -95,10 +102,12 @@ struct ProcessMemoryScan {
     }
 
     /// Occurrences of `needle` in `haystack` that end past `offset` (those inside the carried-over
-    /// bytes were counted with the previous chunk).
-    static func count(_ needle: [UInt8], in haystack: [UInt8], endingAfter offset: Int) -> Int {
-        guard let first = needle.first, haystack.count >= needle.count else { return 0 }
+    /// bytes were counted with the previous chunk), and how many follow their own length.
+    static func count(_ needle: [UInt8], in haystack: [UInt8], endingAfter offset: Int) -> (all: Int, wire: Int) {
+        guard let first = needle.first, haystack.count >= needle.count else { return (0, 0) }
         var found = 0
+        var wire = 0
+        let length = withUnsafeBytes(of: UInt32(needle.count).littleEndian) { Array($0) }
         haystack.withUnsafeBufferPointer { hay in
             needle.withUnsafeBufferPointer { pin in
                 let last = hay.count - pin.count
@@ -106,11 +115,14 @@ struct ProcessMemoryScan {
                 while start <= last {
                     guard let hit = memchr(hay.baseAddress! + start, Int32(first), last - start + 1) else { break }
                     let position = hay.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                    if memcmp(hay.baseAddress! + position, pin.baseAddress!, pin.count) == 0 { found += 1 }
+                    if memcmp(hay.baseAddress! + position, pin.baseAddress!, pin.count) == 0 {
+                        found += 1
+                        if position >= 4, memcmp(hay.baseAddress! + position - 4, length, 4) == 0 { wire += 1 }
+                    }
                     start = position + 1
                 }
             }
         }
-        return found
+        return (found, wire)
     }
 }

@@ -62,6 +62,26 @@ struct ConnectionTests {
         #expect(try fixture.call("CountKeys", [.stringVariantDict(["a": .int32(1), "b": .bool(false)])]) == [.uint32(2)])
     }
 
+    @Test func byteArraysOfACallAreWipedOnceItIsDone() throws {
+        let fixture = try ServiceFixture()
+        let secret = Array("a secret that must not linger".utf8)
+        let arguments: [DBusValue] = [.string("label"), .bytes(secret), .stringVariantDict(["v_Data": .bytes(secret)])]
+        // The reply carries the bytes intact: wiping happens after it is written.
+        #expect(try fixture.call("Keep", arguments) == arguments)
+        var keptBytes: [[UInt8]] = []
+        let deadline = ContinuousClock.now + .seconds(5)
+        repeat {
+            let kept = ServiceFixture.kept.value
+            keptBytes = [kept[1].bytesValue ?? [], kept[2].asStringVariantDict()?["v_Data"]?.bytesValue ?? []]
+            if keptBytes.allSatisfy({ $0.allSatisfy { $0 == 0 } }) { break }
+            usleep(10_000)
+        } while ContinuousClock.now < deadline
+        // The handler kept the arrays without copying them: it sees zeros now, of the same length.
+        #expect(keptBytes.map(\.count) == [secret.count, secret.count])
+        #expect(keptBytes.allSatisfy { $0.allSatisfy { $0 == 0 } })
+        #expect(ServiceFixture.kept.value[0] == .string("label"))
+    }
+
     @Test func repliesFromAnotherThreadLaterAndDroppedCalls() throws {
         #expect(try fixture.call("ReplyLater", [.uint32(50)]) == [.string("later")])
         do {

@@ -22,6 +22,8 @@ final class ServiceFixture: @unchecked Sendable {
             // Which thread the handler ran on ("io" or "worker"); `Where` asks for the I/O thread.
             DBusMethod(name: "Where", outputs: [DBusArgument("thread", .string)]),
             DBusMethod(name: "WhereOnWorker", outputs: [DBusArgument("thread", .string)]),
+            // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
+            DBusMethod(name: "Keep"),
         ],
         signals: [DBusSignalDescription(name: "Said", arguments: [DBusArgument("text", .string)])],
         properties: [
@@ -64,6 +66,9 @@ final class ServiceFixture: @unchecked Sendable {
         bus.stop()
     }
 
+    /// What `Keep` was last called with.
+    static let kept = LockedValue<[DBusValue]>([])
+
     static func handle(_ call: DBusMethodCall) {
         switch call.member {
         case "Echo":
@@ -104,6 +109,9 @@ final class ServiceFixture: @unchecked Sendable {
             }
         case "Forget":
             break  // dropped without a reply: the layer must answer for us
+        case "Keep":
+            kept.value = call.arguments
+            call.reply(call.arguments)
         default:
             call.reply(error: .unknownMethod(call.member))
         }

@@ -1,0 +1,68 @@
+import CSodium
+import Foundation
+import KeywellProtocol
+
+/// Zeroes the storage of plaintext secrets once a request is done with them. Freed memory is not
+/// cleared, so a secret left to the allocator stays readable in the daemon (and may reach swap)
+/// after its keychain is locked. Every holder of the same storage sees zeros afterwards: only
+/// for values made for one request (copies that something keeps must be copies of their own).
+public enum SecretWipe {
+    public static func wipe(_ data: Data) {
+        data.withUnsafeBytes { buffer in
+            if let base = buffer.baseAddress { sodium_memzero(UnsafeMutableRawPointer(mutating: base), buffer.count) }
+        }
+    }
+
+    public static func wipe(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            if let base = buffer.baseAddress { sodium_memzero(UnsafeMutableRawPointer(mutating: base), buffer.count) }
+        }
+    }
+
+    /// The data values (`v_Data` and any other) of a request's or a result's dictionary: their
+    /// storage, and the dictionary's own slots, where Foundation keeps values of up to 14 bytes
+    /// (overwritten in place when the dictionary is not shared).
+    public static func wipe(_ dictionary: inout WireDictionary) {
+        for (key, value) in dictionary {
+            guard case .data(let data) = value else { continue }
+            wipe(data)
+            dictionary[key] = .data(Data(count: data.count))
+        }
+    }
+
+    /// A copy with storage of its own, for secrets that outlive the request that brought them;
+    /// wiped when its last holder lets go.
+    public static func ownCopy(_ data: Data) -> Data {
+        data.withUnsafeBytes { wipingData(copying: $0) }
+    }
+
+    /// A plaintext secret whose storage is zeroed when the last holder releases it. Foundation
+    /// keeps short values (up to 14 bytes) inside the `Data` value itself, where no explicit wipe
+    /// can reach them once they were copied into a dictionary; this storage is always separate.
+    public static func wipingData(copying bytes: UnsafeRawBufferPointer) -> Data {
+        let copy = wipingData(count: bytes.count) { buffer in
+            if let base = bytes.baseAddress, !bytes.isEmpty { buffer.copyMemory(from: UnsafeRawBufferPointer(start: base, count: bytes.count)) }
+            return true
+        }
+        return copy!  // `fill` cannot fail here
+    }
+
+    public static func wipingData(copying bytes: [UInt8]) -> Data {
+        bytes.withUnsafeBytes { wipingData(copying: $0) }
+    }
+
+    /// Storage of `count` bytes filled by `fill`; nil (and wiped) when `fill` fails.
+    public static func wipingData(count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Bool) -> Data? {
+        let memory = malloc(max(count, 1))!
+        guard fill(UnsafeMutableRawBufferPointer(start: memory, count: count)) else {
+            sodium_memzero(memory, max(count, 1))
+            free(memory)
+            return nil
+        }
+        return Data(bytesNoCopy: memory, count: count, deallocator: .custom { pointer, length in
+            sodium_memzero(pointer, max(length, 1))
+            free(pointer)
+        })
+    }
+
+}

@@ -1,0 +1,61 @@
+import CDBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Wipes byte arrays (`ay`) once a call is done with them. Secrets and passwords travel as `ay`,
+/// and freed memory is not cleared: without this, a secret stays readable in the daemon's heap
+/// (and may reach swap) long after its keychain was locked. Everything else is left alone.
+enum ByteArrayWipe {
+    /// Zeroes every `ay` in a message's body, in libdbus's own buffer. Only for messages nobody
+    /// reads any more: a received call once handled, a reply once written out.
+    static func wipe(_ message: MessageRef) {
+        guard message.signature.rawValue.contains("ay") else { return }
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message.pointer, &iter) != 0 else { return }
+        wipeSequence(&iter, depth: 0)
+    }
+
+    /// Zeroes the storage of every `.bytes` inside `values` (all owners of that storage see zeros).
+    static func wipe(_ values: [DBusValue]) {
+        for value in values { wipe(value, depth: 0) }
+    }
+
+    private static func wipe(_ value: DBusValue, depth: Int) {
+        guard depth < maximumContainerDepth else { return }
+        switch value {
+        case .bytes(let bytes):
+            bytes.withUnsafeBytes { buffer in
+                if let base = buffer.baseAddress { explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count) }
+            }
+        case .array(_, let elements), .structure(let elements):
+            for element in elements { wipe(element, depth: depth + 1) }
+        case .dictionary(_, _, let entries):
+            for entry in entries { wipe(entry.value, depth: depth + 1) }
+        case .variant(let inner):
+            wipe(inner, depth: depth + 1)
+        default:
+            break
+        }
+    }
+
+    private static func wipeSequence(_ iter: inout DBusMessageIter, depth: Int) {
+        guard depth < maximumContainerDepth else { return }
+        repeat {
+            let type = dbus_message_iter_get_arg_type(&iter)
+            guard type != TypeCode.invalid else { return }
+            if type == TypeCode.array, dbus_message_iter_get_element_type(&iter) == TypeCode.byte {
+                var elements = DBusMessageIter()
+                dbus_message_iter_recurse(&iter, &elements)
+                var base: UnsafeMutableRawPointer? = nil
+                var count: Int32 = 0
+                withUnsafeMutablePointer(to: &base) { dbus_message_iter_get_fixed_array(&elements, $0, &count) }
+                if let base, count > 0 { explicit_bzero(base, Int(count)) }
+            } else if type == TypeCode.array || type == TypeCode.variant || type == TypeCode.structure || type == TypeCode.dictEntry {
+                var inner = DBusMessageIter()
+                dbus_message_iter_recurse(&iter, &inner)
+                wipeSequence(&inner, depth: depth + 1)
+            }
+        } while dbus_message_iter_next(&iter) != 0
+    }
+}
