@@ -147,5 +147,9 @@ enum QueryParser {
 
 extension WireDictionary {
     /// Keys in a fixed order, so that a dictionary with several faults always reports the same one.
-    fileprivate var sortedByKey: [(key: String, value: WireValue)] { sorted { $0.key < $1.key } }
+    /// Only the keys are copied into the sorted list: values (secrets among them) stay in the
+    /// caller's dictionary, which the daemon wipes after the request.
+    fileprivate var sortedByKey: LazyMapSequence<[String], (key: String, value: WireValue)> {
+        keys.sorted().lazy.map { (key: $0, value: self[$0]!) }
+    }
 }

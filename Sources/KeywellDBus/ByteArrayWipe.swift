@@ -10,7 +10,9 @@ enum ByteArrayWipe {
     /// Zeroes every `ay` in a message's body, in libdbus's own buffer. Only for messages nobody
     /// reads any more: a received call once handled, a reply once written out.
     static func wipe(_ message: MessageRef) {
-        guard message.signature.rawValue.contains("ay") else { return }
+        // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`).
+        let signature = message.signature.rawValue
+        guard signature.contains("ay") || signature.contains("v") else { return }
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message.pointer, &iter) != 0 else { return }
         wipeSequence(&iter, depth: 0)
