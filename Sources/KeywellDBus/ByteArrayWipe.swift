@@ -11,11 +11,20 @@ enum ByteArrayWipe {
     /// reads any more: a received call once handled, a reply once written out.
     static func wipe(_ message: MessageRef) {
         // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`).
-        let signature = message.signature.rawValue
-        guard signature.contains("ay") || signature.contains("v") else { return }
+        guard mayHoldBytes(message.signature.rawValue.utf8) else { return }
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message.pointer, &iter) != 0 else { return }
         wipeSequence(&iter, depth: 0)
+    }
+
+    /// `ay` or `v` in a signature (a byte scan: Foundation's `contains` is a costly string search).
+    private static func mayHoldBytes(_ signature: String.UTF8View) -> Bool {
+        var previous: UInt8 = 0
+        for code in signature {
+            if code == UInt8(ascii: "v") || (previous == UInt8(ascii: "a") && code == UInt8(ascii: "y")) { return true }
+            previous = code
+        }
+        return false
     }
 
     /// Zeroes the storage of every `.bytes` inside `values` (all owners of that storage see zeros).
