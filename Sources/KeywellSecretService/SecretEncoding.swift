@@ -44,4 +44,23 @@ enum SecretEncoding {
             throw .failed("Cannot encrypt the secret: \(error)")
         }
     }
+
+    /// `encode` for many secrets of one session: in a DH session one cipher context and one draw
+    /// of random IVs serve them all.
+    static func encodeAll(_ secrets: [SecretServiceSecret], for session: SecretSession,
+                          sessionPath: DBusValue) throws(DBusError) -> [DBusValue] {
+        guard let cipher = session.cipher else {
+            return secrets.map { .structure([sessionPath, .bytes([]), .bytes(Array($0.value)), .string($0.contentType)]) }
+        }
+        let plaintexts = secrets.map { Array($0.value) }
+        defer { plaintexts.forEach(SecretWipe.wipe) }
+        do {
+            let sealed = try cipher.sealAll(plaintexts)
+            return zip(sealed, secrets).map { box, secret in
+                .structure([sessionPath, .bytes(box.iv), .bytes(box.ciphertext), .string(secret.contentType)])
+            }
+        } catch {
+            throw .failed("Cannot encrypt the secrets: \(error)")
+        }
+    }
 }

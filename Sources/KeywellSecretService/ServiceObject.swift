@@ -108,10 +108,10 @@ struct ServiceObject {
                 throw error.secretServiceError(ObjectPaths.path(of: collection.id))
             }
             defer { secrets.values.forEach { SecretWipe.wipe($0.value) } }
-            for (path, itemID) in items {
-                guard let secret = secrets[itemID] else { continue }
-                entries.append(DBusDictEntry(key: .objectPath(path),
-                                             value: try SecretEncoding.encode(secret, for: session, sessionPath: sessionPath)))
+            let found = items.compactMap { item in secrets[item.id].map { (path: item.path, secret: $0) } }
+            let encoded = try SecretEncoding.encodeAll(found.map(\.secret), for: session, sessionPath: sessionPath)
+            for (item, value) in zip(found, encoded) {
+                entries.append(DBusDictEntry(key: .objectPath(item.path), value: value))
             }
         }
         return .dictionary(keySignature: .objectPath, valueSignature: SecretEncoding.signature, entries)

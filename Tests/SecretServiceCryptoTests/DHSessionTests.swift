@@ -76,6 +76,19 @@ private func keyBytes(_ key: LockedKey) -> [UInt8] { key.withUnsafeBytes { Array
     }
 }
 
+@Test func sealingManyAtOnceGivesEachItsOwnIV() throws {
+    let cipher = AESCBCCipher(key: [UInt8](repeating: 3, count: 16).withUnsafeBytes { LockedKey(copying: $0) })
+    let plaintexts = [Array("one".utf8), [], Array("the same".utf8), Array("the same".utf8), [UInt8](repeating: 9, count: 100)]
+    let sealed = try cipher.sealAll(plaintexts)
+    #expect(sealed.count == plaintexts.count)
+    #expect(Set(sealed.map(\.iv)).count == plaintexts.count)  // fresh IVs: equal plaintexts differ on the wire
+    #expect(sealed[2].ciphertext != sealed[3].ciphertext)
+    for (box, plaintext) in zip(sealed, plaintexts) {
+        #expect(try cipher.open(iv: box.iv, ciphertext: box.ciphertext) == plaintext)
+    }
+    #expect(try cipher.sealAll([]).isEmpty)
+}
+
 @Test func malformedCiphertextIsRefused() throws {
     let key = [UInt8](repeating: 1, count: 16).withUnsafeBytes { LockedKey(copying: $0) }
     let cipher = AESCBCCipher(key: key)
