@@ -42,19 +42,20 @@ public struct DBusAnnotation: Sendable, Hashable {
 
 public struct DBusMethod: Sendable, Hashable {
     public var name: String
-    public var inputs: [DBusArgument]
+    public var inputs: [DBusArgument] { didSet { inputSignature = .concatenating(inputs.map(\.signature)) } }
     public var outputs: [DBusArgument]
     public var annotations: [DBusAnnotation]
+    /// The signature a well-formed call carries; kept, since every call is checked against it.
+    public private(set) var inputSignature: DBusSignature
 
     public init(name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], annotations: [DBusAnnotation] = []) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
         self.annotations = annotations
+        self.inputSignature = .concatenating(inputs.map(\.signature))
     }
 
-    /// The signature a well-formed call carries.
-    public var inputSignature: DBusSignature { .concatenating(inputs.map(\.signature)) }
     public var outputSignature: DBusSignature { .concatenating(outputs.map(\.signature)) }
 }
 

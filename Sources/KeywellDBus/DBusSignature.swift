@@ -24,7 +24,7 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
 
     /// True when the signature is exactly one complete type (what a variant or array element holds).
     public var isSingleCompleteType: Bool {
-        guard !rawValue.utf8.contains(0) else { return false }
+        guard !rawValue.containsNUL else { return false }
         return rawValue.withCString { dbus_signature_validate_single($0, nil) } != 0
     }
 
@@ -50,7 +50,7 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
     }
 
     static func isValid(_ raw: String) -> Bool {
-        if raw.utf8.contains(0) { return false }
+        if raw.containsNUL { return false }
         return raw.withCString { dbus_signature_validate($0, nil) } != 0
     }
 
