@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from keywell_helpers import built, session_bus_config
+
 HERE = Path(__file__).resolve().parent
 PINENTRY = HERE / "scripted_pinentry.py"
 SECRETS = "org.freedesktop.secrets"
@@ -30,15 +32,6 @@ NATIVE_IFACE = "org.keywell.Keychain1"
 SERVICE_PATH = "/org/freedesktop/secrets"
 DH = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
 LOGIN_PASSWORD = "login-password"
-
-
-def built(variable: str) -> str:
-    path = os.environ.get(variable)
-    if not path:
-        pytest.fail(f"{variable} is not set: point it at the built binary (scripts/test.sh does)")
-    if not os.path.isfile(path) or not os.access(path, os.X_OK):
-        pytest.fail(f"{variable}={path} is not an executable file")
-    return os.path.abspath(path)
 
 
 class KeywellBus:
@@ -65,20 +58,7 @@ class KeywellBus:
         self.socket = self.runtime / "bus"
         self.address = f"unix:path={self.socket}"
         config = self.root / "session.conf"
-        config.write_text(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={self.socket}</listen>
-  <auth>EXTERNAL</auth>
-  <servicedir>{self.services}</servicedir>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-""")
+        config.write_text(session_bus_config(self.socket, self.services))
         self.env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": str(self.home),

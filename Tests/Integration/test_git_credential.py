@@ -16,18 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from keywell_helpers import built, session_bus_config
+
 REPO = Path(__file__).resolve().parents[2]
 WRAPPER = REPO / "scripts" / "git-credential-keywell"
 LOGIN_PASSWORD = "login-pw"
-
-
-def built(variable: str) -> str:
-    path = os.environ.get(variable)
-    if not path:
-        pytest.fail(f"{variable} is not set: point it at the built binary (scripts/test.sh does)")
-    if not os.path.isfile(path) or not os.access(path, os.X_OK):
-        pytest.fail(f"{variable}={path} is not an executable file")
-    return os.path.abspath(path)
 
 
 class Session:
@@ -51,21 +44,7 @@ class Session:
         (self.bin / "keywell").symlink_to(keywell)
         bus_socket = runtime / "bus"
         config = self.root / "session.conf"
-        config.write_text(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={bus_socket}</listen>
-  <auth>EXTERNAL</auth>
-  <servicedir>{services}</servicedir>
-  <policy context="default">
-    <allow user="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-""")
+        config.write_text(session_bus_config(bus_socket, services, allow_user=True))
         self.env = {
             "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(home),

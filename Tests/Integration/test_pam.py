@@ -22,28 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from pam_helpers import (
-    LOGIN_BOUND_S, SERVICE, CLEAN_ENV, Kit, SyslogCapture, login, module_path, mode_of,
-    pamtester, require_root_and_tools, sha256, status_bits,
-)
+from keywell_helpers import module, open_kit  # noqa: F401 (module: a fixture)
+from pam_helpers import LOGIN_BOUND_S, SERVICE, CLEAN_ENV, login, mode_of, pamtester, sha256, status_bits
 
 ERR_AUTH_FAILED = -25293
 
 
-@pytest.fixture(scope="session")
-def module():
-    require_root_and_tools()
-    return module_path()
-
-
 @pytest.fixture
 def kit(module):
-    k = Kit(module, SyslogCapture())
-    try:
-        yield k
-        k.assert_no_leaks()
-    finally:
-        k.close()
+    yield from open_kit(module)
 
 
 def ops(stub):

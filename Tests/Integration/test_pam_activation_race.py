@@ -20,10 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pam_helpers import (
-    LOGIN_BOUND_S, Kit, SyslogCapture, User, ensure_runtime_dir, keywelld_pids, login, module_path,
-    require_root_and_tools,
-)
+from keywell_helpers import built, module, open_kit, session_bus_config  # noqa: F401 (module: a fixture)
+from pam_helpers import LOGIN_BOUND_S, Kit, User, ensure_runtime_dir, keywelld_pids, login
 
 ROUNDS = 3
 
@@ -46,29 +44,13 @@ except dbus.DBusException as e:
 
 
 @pytest.fixture(scope="session")
-def module():
-    require_root_and_tools()
-    return module_path()
-
-
-@pytest.fixture(scope="session")
 def keywelld():
-    path = os.environ.get("KEYWELLD")
-    if not path:
-        pytest.fail("KEYWELLD is not set: point it at the built keywelld (scripts/test.sh does)")
-    if not os.path.isfile(path) or not os.access(path, os.X_OK):
-        pytest.fail(f"KEYWELLD={path} is not an executable file")
-    return os.path.abspath(path)
+    return built("KEYWELLD", "keywelld")
 
 
 @pytest.fixture
 def kit(module, keywelld):
-    k = Kit(module, SyslogCapture())
-    try:
-        yield k
-        k.assert_no_leaks()
-    finally:
-        k.close()
+    yield from open_kit(module)
 
 
 def activation_folder(kit: Kit, user: User, keywelld: str) -> Path:
@@ -91,18 +73,7 @@ exit "$status"
     wrapper.chmod(0o755)
     (services / "org.keywell.Keychain.service").write_text(
         f"[D-BUS Service]\nName=org.keywell.Keychain\nExec={wrapper}\n")
-    (folder / "bus.conf").write_text(f"""<busconfig>
-  <type>session</type>
-  <listen>unix:path={user.runtime_dir}/bus</listen>
-  <auth>EXTERNAL</auth>
-  <servicedir>{services}</servicedir>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-""")
+    (folder / "bus.conf").write_text(session_bus_config(f"{user.runtime_dir}/bus", services, doctype=False))
     return folder
 
 

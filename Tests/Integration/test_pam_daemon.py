@@ -13,40 +13,21 @@ import time
 
 import pytest
 
+from keywell_helpers import built, module, open_kit  # noqa: F401 (module: a fixture)
 from pam_helpers import (
-    LOGIN_BOUND_S, Kit, SyslogCapture, dbus_call, ensure_runtime_dir, keywelld_pids, login,
-    module_path, pamtester, require_root_and_tools, start_session_bus,
+    LOGIN_BOUND_S, dbus_call, ensure_runtime_dir, keywelld_pids, login, pamtester, start_session_bus,
 )
 
 
 
 @pytest.fixture(scope="session")
-def module():
-    require_root_and_tools()
-    return module_path()
-
-
-@pytest.fixture(scope="session")
 def keywelld():
-    path = os.environ.get("KEYWELLD")
-    if not path:
-        pytest.fail("KEYWELLD is not set: point it at the built keywelld (scripts/test.sh does)")
-    if not os.path.isfile(path) or not os.access(path, os.X_OK):
-        pytest.fail(f"KEYWELLD={path} is not an executable file")
-    st = os.stat(path)
-    if st.st_mode & 0o022:
-        pytest.fail(f"{path} is writable by others; pam_keywell refuses to start it")
-    return os.path.abspath(path)
+    return built("KEYWELLD", "keywelld", refuse_writable=True)
 
 
 @pytest.fixture
 def kit(module, keywelld):
-    k = Kit(module, SyslogCapture())
-    try:
-        yield k
-        k.assert_no_leaks()
-    finally:
-        k.close()
+    yield from open_kit(module)
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from keywell_helpers import open_kit
 from pam_helpers import (
-    LOGIN_BOUND_S, Kit, SyslogCapture, User, dbus_call, keywelld_pids, module_path, pamtester,
+    LOGIN_BOUND_S, Kit, User, dbus_call, keywelld_pids, module_path, pamtester,
     require_root_and_tools, start_session_bus,
 )
 from security_figures import record
@@ -36,12 +37,7 @@ def keywelld():
 
 @pytest.fixture
 def kit(keywelld):
-    k = Kit(module_path(), SyslogCapture())
-    try:
-        yield k
-        k.assert_no_leaks()
-    finally:
-        k.close()
+    yield from open_kit(module_path())
 
 
 def full_login(stack: str, user: User):

@@ -29,23 +29,12 @@ from pathlib import Path
 
 import pytest
 
+from keywell_helpers import built, open_kit
 from pam_helpers import (
-    CLEAN_ENV, Kit, SyslogCapture, User, dbus_call, keywelld_pids, module_path, require_root_and_tools,
-    start_session_bus,
+    CLEAN_ENV, Kit, User, dbus_call, keywelld_pids, module_path, require_root_and_tools, start_session_bus,
 )
 
 PAM_SU = Path("/etc/pam.d/su")
-
-
-def built(variable: str) -> str:
-    path = os.environ.get(variable)
-    if not path:
-        pytest.fail(f"{variable} is not set: point it at the built binary (scripts/test.sh does)")
-    if not os.path.isfile(path) or not os.access(path, os.X_OK):
-        pytest.fail(f"{variable}={path} is not an executable file")
-    if os.stat(path).st_mode & 0o022:
-        pytest.fail(f"{path} is writable by others; pam_keywell refuses to start it")
-    return os.path.abspath(path)
 
 
 @pytest.fixture(scope="session")
@@ -59,12 +48,12 @@ def module():
 
 @pytest.fixture(scope="session")
 def keywelld():
-    return built("KEYWELLD")
+    return built("KEYWELLD", refuse_writable=True)
 
 
 @pytest.fixture(scope="session")
 def keywell():
-    return built("KEYWELL")
+    return built("KEYWELL", refuse_writable=True)
 
 
 def file_digest(path: Path) -> str:
@@ -80,12 +69,9 @@ def host_mounts_over_pam_su() -> list[str]:
 @pytest.fixture
 def kit(module, keywelld):
     before = file_digest(PAM_SU)
-    k = Kit(module, SyslogCapture())
     try:
-        yield k
-        k.assert_no_leaks()
+        yield from open_kit(module)
     finally:
-        k.close()
         # The machine's PAM configuration is exactly as it was, whatever happened in the test.
         assert file_digest(PAM_SU) == before
         assert host_mounts_over_pam_su() == []

@@ -121,12 +121,12 @@ import Testing
         let first = try fixture.createItem(["app": "a"], in: memory, session: session)
         let second = try fixture.createItem(["app": "b"], in: memory, session: session)
         let control = fixture.bus.runtimeDirectory + "/keywell/control"
-        #expect(try ControlRequest.send(socket: control, op: "O") == 0)
-        #expect(try ControlRequest.send(socket: control, op: "O") == 0)
-        #expect(try ControlRequest.send(socket: control, op: "C") == 0)
+        #expect(try ControlClient.send(socket: control, op: "O").status == 0)
+        #expect(try ControlClient.send(socket: control, op: "O").status == 0)
+        #expect(try ControlClient.send(socket: control, op: "C").status == 0)
         #expect(try fixture.property(memory, "Collection", "Items").objectPathArrayValue == [first, second], "one session is still open")
 
-        #expect(try ControlRequest.send(socket: control, op: "C") == 0)
+        #expect(try ControlClient.send(socket: control, op: "C").status == 0)
         #expect(try fixture.property(memory, "Collection", "Items").objectPathArrayValue == [])
         #expect(try fixture.search(["app": "a"]) == ([], []))
         try signals.sync(fixture)
@@ -220,35 +220,6 @@ final class SecretSignals: @unchecked Sendable {
     private func isSync(_ signal: DBusSignal) -> Bool {
         guard signal.path == CollectionSignalTests.collection("session") || signal.arguments.first?.objectPathValue == CollectionSignalTests.collection("session") else { return false }
         return signal.member == "PropertiesChanged" || signal.member == "CollectionChanged"
-    }
-}
-
-/// One request on the PAM module's control socket (docs/control-protocol.md); returns the status.
-enum ControlRequest {
-    static func send(socket path: String, op: Character) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw TestSupportError("connect \(path): \(String(cString: strerror(errno)))") }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = Array("KWC1".utf8) + [UInt8(ascii: op.unicodeScalars.first!), 0]
-        _ = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let got = recv(fd, &buffer, buffer.count, 0)
-            if got <= 0 { break }
-            answer += buffer[..<got]
-        }
-        guard answer.count >= 12, Array(answer[0..<4]) == Array("KWC1".utf8) else { throw TestSupportError("no answer from \(path)") }
-        return Int32(bitPattern: UInt32(answer[4]) << 24 | UInt32(answer[5]) << 16 | UInt32(answer[6]) << 8 | UInt32(answer[7]))
     }
 }
 

@@ -11,12 +11,7 @@ import Testing
     let store: KeychainStore
 
     init() throws {
-        directory = try TemporaryDirectory(prefix: "kwss-engine")
-        store = try KeychainStore(paths: KeywellPaths(
-            keychainsDirectory: directory.url.appendingPathComponent("keychains"),
-            configDirectory: directory.url.appendingPathComponent("config"),
-            runtimeDirectory: directory.url.appendingPathComponent("run")), kdf: .fastForTests)
-        _ = try store.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
+        (directory, store) = try makeLoginKeychainStore(prefix: "kwss-engine")
     }
 
     private func secret(_ text: String, type: String = "text/plain") -> SecretServiceSecret {

@@ -12,12 +12,7 @@ import Testing
     let store: KeychainStore
 
     init() throws {
-        directory = try TemporaryDirectory(prefix: "kwss-batch")
-        store = try KeychainStore(paths: KeywellPaths(
-            keychainsDirectory: directory.url.appendingPathComponent("keychains"),
-            configDirectory: directory.url.appendingPathComponent("config"),
-            runtimeDirectory: directory.url.appendingPathComponent("run")), kdf: .fastForTests)
-        _ = try store.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
+        (directory, store) = try makeLoginKeychainStore(prefix: "kwss-batch")
     }
 
     private func ids(ofClass itemClass: String) throws -> [UUID] {
