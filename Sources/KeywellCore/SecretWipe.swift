@@ -23,8 +23,13 @@ public enum SecretWipe {
     /// storage, and the dictionary's own slots, where Foundation keeps values of up to 14 bytes
     /// (overwritten in place when the dictionary is not shared).
     public static func wipe(_ dictionary: inout WireDictionary) {
-        for (key, value) in dictionary {
-            guard case .data(let data) = value else { continue }
+        // The keys first: iterating the dictionary itself would share its storage, and the
+        // assignments below would then copy it instead of overwriting it.
+        let keys = dictionary.compactMap { entry -> String? in
+            if case .data = entry.value { return entry.key } else { return nil }
+        }
+        for key in keys {
+            guard case .data(let data)? = dictionary[key] else { continue }
             wipe(data)
             dictionary[key] = .data(Data(count: data.count))
         }
