@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol", "SecretServiceCrypto",
+                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol", "KeywellTestSupport", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import KeywellTestSupport
 
 /// Damaged keychain files opened through the daemon: copies of a real keychain cut short or with
 /// bytes flipped, each put in the keychains folder under its own name, unlocked and read in full
@@ -149,19 +150,6 @@ struct KeychainDamage {
             }
             return KeychainDamage(kind: kind, cut: fileSize, flips: flips)
         }
-    }
-}
-
-/// splitmix64: small and deterministic.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

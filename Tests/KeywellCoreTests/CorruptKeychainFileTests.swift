@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 @testable import KeywellCore
@@ -143,7 +144,7 @@ import Testing
         let environment = try TestEnvironment()
         let (original, secrets) = try Self.makeKeychain(environment)
         let path = environment.path(of: "login")
-        var generator = SeededGenerator(seed: 0x6b65_7977_656c_6c21)
+        var generator = SplitMix64(seed: 0x6b65_7977_656c_6c21)
         let regions: [(String, Range<Int>)] = [
             ("SQLite header", 0..<100), ("first pages", 100..<min(3 * 4096, original.count)), ("anywhere", 0..<original.count),
         ]
@@ -161,18 +162,5 @@ import Testing
                 for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
             }
         }
-    }
-}
-
-/// splitmix64: a small deterministic generator for repeatable damage.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
