@@ -27,26 +27,13 @@ enum SecretEncoding {
         }
     }
 
-    /// A secret for `session`: encrypted with a fresh IV in a DH session. `sessionPath` is the
-    /// session's path as a value, for callers that encode many secrets.
-    static func encode(_ secret: SecretServiceSecret, for session: SecretSession,
-                       sessionPath: DBusValue? = nil) throws(DBusError) -> DBusValue {
-        let path = sessionPath ?? .objectPath(session.path)
-        guard let cipher = session.cipher else {
-            return .structure([path, .bytes([]), .bytes(Array(secret.value)), .string(secret.contentType)])
-        }
-        do {
-            let plaintext = Array(secret.value)
-            defer { SecretWipe.wipe(plaintext) }
-            let (iv, ciphertext) = try cipher.seal(plaintext)
-            return .structure([path, .bytes(iv), .bytes(ciphertext), .string(secret.contentType)])
-        } catch {
-            throw .failed("Cannot encrypt the secret: \(error)")
-        }
+    /// A secret for `session`: encrypted with a fresh IV in a DH session.
+    static func encode(_ secret: SecretServiceSecret, for session: SecretSession) throws(DBusError) -> DBusValue {
+        try encodeAll([secret], for: session, sessionPath: .objectPath(session.path))[0]
     }
 
-    /// `encode` for many secrets of one session: in a DH session one cipher context and one draw
-    /// of random IVs serve them all.
+    /// Secrets for `session` (`sessionPath` is its path as a value): in a DH session each gets a
+    /// fresh IV, and one cipher context and one draw of random IVs serve them all.
     static func encodeAll(_ secrets: [SecretServiceSecret], for session: SecretSession,
                           sessionPath: DBusValue) throws(DBusError) -> [DBusValue] {
         guard let cipher = session.cipher else {
