@@ -23,7 +23,6 @@ final class ConnectionLoop: @unchecked Sendable {
     private var stopRequested = false
     private var finished = false
     private var started = false
-    private var loopThread: pthread_t?
     private let onFinish: @Sendable () -> Void
 
     /// The connection must be open and authenticated; `onFinish` runs on the loop thread when it ends.
@@ -74,9 +73,7 @@ final class ConnectionLoop: @unchecked Sendable {
         thread.start()
     }
 
-    var isOnLoopThread: Bool {
-        lock.withLock { loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
+    var isOnLoopThread: Bool { LoopThread.isRunning(Unmanaged.passUnretained(self).toOpaque()) }
 
     var isFinished: Bool { lock.withLock { finished } }
 
@@ -121,7 +118,6 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     private func run() {
-        lock.withLock { loopThread = pthread_self() }
         LoopThread.enter(Unmanaged.passUnretained(self).toOpaque())
         var pollSet = [
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
@@ -153,7 +149,6 @@ final class ConnectionLoop: @unchecked Sendable {
         onFinish()
         lock.withLock {
             finished = true
-            loopThread = nil
             lock.broadcast()
         }
     }
