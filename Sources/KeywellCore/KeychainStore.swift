@@ -12,7 +12,15 @@ public final class KeychainStore: @unchecked Sendable {
     let resolver: KeychainResolver
     let userSettings: UserSettingsFile
 
-    private let openFiles = Protected<[String: KeychainFile]>([:])
+    private let openFiles = Protected<[String: OpenKeychain]>([:])
+    /// Lets a call skip re-checking files nothing has touched since the last check.
+    let changes = PathChangeWatch()
+
+    private struct OpenKeychain {
+        let file: KeychainFile
+        /// Its folder reported no change since the file was last checked while this is current.
+        var checked: PathChangeWatch.Mark?
+    }
     private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
     /// Serialises calls that create or delete keychains or change the settings, so the events
     /// each one sends describe exactly its own change.
@@ -30,7 +38,7 @@ public final class KeychainStore: @unchecked Sendable {
         self.kdf = kdf
         self.logger = logger
         resolver = KeychainResolver(keychainsDirectory: paths.keychainsDirectory.path)
-        userSettings = UserSettingsFile(configDirectory: paths.configDirectory.path, logger: logger)
+        userSettings = UserSettingsFile(configDirectory: paths.configDirectory.path, logger: logger, changes: changes)
     }
 
     /// Receives every `KeychainEvent`; set once by the daemon before use. It runs on the thread
@@ -66,9 +74,15 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// The open keychain at `location`, or nil when there is no file. Every call checks that the
-    /// file is still the user's alone and notices a file deleted or replaced behind our back; the
-    /// folder is checked when a file is opened (a replaced file is opened, and checked, anew).
+    /// file is still the user's alone and notices a file deleted or replaced behind our back
+    /// (looking again only when its folder, or one on the way to it, reported a change since the
+    /// last look); the folder is checked when a file is opened (a replaced file is opened, and
+    /// checked, anew).
     func existingFile(at location: KeychainLocation) throws(KeychainError) -> KeychainFile? {
+        if let open = openFiles.withLock({ $0[location.path] }), changes.isUnchanged(since: open.checked) {
+            return open.file
+        }
+        let checked = changes.mark(watching: location.path, edits: false)
         let identity = try FileSafety.checkPrivateFile(location.path)
         var lostUnlocked = false
         defer {
@@ -77,16 +91,25 @@ public final class KeychainStore: @unchecked Sendable {
         }
         return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
             if let open = files[location.path] {
-                if let identity, open.identity.isSameFile(as: identity) { return open }
-                lostUnlocked = !open.isLocked
+                if let identity, open.file.identity.isSameFile(as: identity) {
+                    files[location.path]?.checked = checked
+                    return open.file
+                }
+                lostUnlocked = !open.file.isLocked
                 files[location.path] = nil
             }
             guard identity != nil, try fileIdentity(at: location) != nil else { return nil }
             for suffix in ["-wal", "-shm"] { _ = try FileSafety.checkPrivateFile(location.path + suffix) }
             let file = try KeychainFile(location: location, identity: identity!)
-            files[location.path] = file
+            files[location.path] = OpenKeychain(file: file, checked: checked)
             return file
         }
+    }
+
+    /// True when `location` is open and nothing changed since its file was last checked.
+    private func isOpenAndUnchanged(_ location: KeychainLocation) -> Bool {
+        guard let open = openFiles.withLock({ $0[location.path] }) else { return false }
+        return changes.isUnchanged(since: open.checked)
     }
 
     /// The identity of the keychain file at `location`, nil when there is none; throws when the
@@ -102,7 +125,8 @@ public final class KeychainStore: @unchecked Sendable {
             throw KeychainError(SecStatus.noSuchKeychain, detail: location.displayName)
         }
         let file = try KeychainFile(location: location, identity: identity, masterKey: masterKey)
-        openFiles.withLock { $0[location.path] = file }
+        // Not marked as checked: the first use looks at the file again and starts watching it.
+        openFiles.withLock { $0[location.path] = OpenKeychain(file: file, checked: nil) }
         return file
     }
 
@@ -112,15 +136,15 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// Keychains open in this process (every unlocked one is).
     var allOpenFiles: [KeychainFile] {
-        openFiles.withLock { Array($0.values) }.sorted { $0.location.path < $1.location.path }
+        openFiles.withLock { $0.values.map(\.file) }.sorted { $0.location.path < $1.location.path }
     }
 
     /// The default keychain if one is set and its file exists.
     func defaultLocation() throws(KeychainError) -> KeychainLocation? {
         guard let name = try userSettings.read().settings.defaultKeychain,
-            let location = try? location(name),
-            try fileIdentity(at: location) != nil
+            let location = try? location(name)
         else { return nil }
-        return location
+        if isOpenAndUnchanged(location) { return location }
+        return try fileIdentity(at: location) != nil ? location : nil
     }
 }

@@ -14,25 +14,30 @@ struct UserSettings: Codable, Equatable, Sendable {
 }
 
 /// `settings.json` in the config folder. Cached in memory and re-read only when the file changes
-/// on disk; written atomically (temporary file, fsync, rename, fsync of the folder).
+/// on disk (looked at again only once its folder reports a change); written atomically
+/// (temporary file, fsync, rename, fsync of the folder).
 final class UserSettingsFile: Sendable {
     let path: String
     private let folder: String
     private let logger: Logger
+    private let changes: PathChangeWatch
 
     private struct Cache {
         var identity: FileIdentity?
         var settings: UserSettings
         var exists: Bool
+        /// Nothing in the folder changed since `identity` was read while this stays current.
+        var checked: PathChangeWatch.Mark?
     }
 
     /// Also serialises read-modify-write updates.
     private let cache = Protected<Cache?>(nil)
 
-    init(configDirectory: String, logger: Logger) {
+    init(configDirectory: String, logger: Logger, changes: PathChangeWatch) {
         folder = configDirectory
         path = configDirectory + "/settings.json"
         self.logger = logger
+        self.changes = changes
     }
 
     /// The current settings, and whether the file exists (a fresh user has none).
@@ -55,17 +60,24 @@ final class UserSettingsFile: Sendable {
             try change(&settings)
             if settings != current.settings || !current.exists {
                 try write(settings)
-                cache = Cache(identity: try FileSafety.checkPrivateFile(path), settings: settings, exists: true)
+                let checked = changes.mark(watching: path, edits: true)
+                cache = Cache(identity: try FileSafety.checkPrivateFile(path), settings: settings, exists: true, checked: checked)
             }
             return (current.settings, settings)
         }
     }
 
     private func load(_ cache: inout Cache?) throws(KeychainError) -> Cache {
+        if let cached = cache, changes.isUnchanged(since: cached.checked) { return cached }
+        let checked = changes.mark(watching: path, edits: true)
         let identity = try FileSafety.checkPrivateFile(path)
-        if let cached = cache, cached.identity == identity { return cached }
+        if var cached = cache, cached.identity == identity {
+            cached.checked = checked
+            cache = cached
+            return cached
+        }
         _ = try FileSafety.checkDirectory(folder, ownedByUser: true)
-        var loaded = Cache(identity: identity, settings: .fresh, exists: identity != nil)
+        var loaded = Cache(identity: identity, settings: .fresh, exists: identity != nil, checked: checked)
         if identity != nil {
             do {
                 loaded.settings = try JSONDecoder().decode(UserSettings.self, from: Data(contentsOf: URL(fileURLWithPath: path)))

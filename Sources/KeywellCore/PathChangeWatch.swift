@@ -1,0 +1,174 @@
+import Foundation
+
+/// Says whether a file checked earlier may have changed since, from inotify, so the engine can
+/// skip re-checking a keychain file and the settings file on every call (a stat and a geteuid
+/// each, the largest part of a lookup's cost outside SQLite) and still notice a file replaced,
+/// deleted, re-moded, re-owned or edited behind its back.
+///
+/// A watched file's folder reports every change inside it; each folder on the way there reports
+/// the one entry that leads on, so a folder renamed or swapped for a symlink anywhere on the path
+/// counts as a change too. Any such event moves `generation` on; a change on the way also drops
+/// every watch (they may now watch the wrong folders), to be made afresh at the next check.
+/// inotify queues an event within the system call that makes the change, so reading the queue
+/// at each call sees every change made before the call. When inotify is unavailable or a folder
+/// cannot be watched there is no mark, and callers check every time as before. Mounts over a
+/// path are not seen (only root can make them).
+final class PathChangeWatch: @unchecked Sendable {
+    /// What a check was made against: nothing changed while `generation` stays the same.
+    struct Mark: Equatable, Sendable {
+        fileprivate let generation: UInt64
+    }
+
+    private struct Watch {
+        let path: String
+        /// The entries that matter in this folder; nil for the folder holding watched files.
+        var entries: Set<String>?
+        var mask: UInt32
+    }
+
+    private let descriptor: Int32
+    private let lock = NSLock()
+    private let eventBuffer = UnsafeMutableRawPointer.allocate(byteCount: PathChangeWatch.eventBufferSize, alignment: 8)
+    private static let eventBufferSize = 16 * 1024
+    private var generation: UInt64 = 0
+    /// How many times every watch was dropped.
+    private var resets = 0
+    private var watches: [Int32: Watch] = [:]
+    private var descriptorsByPath: [String: Int32] = [:]
+
+    /// Events on a folder's entries that can replace or re-mode a file, or change the folder itself.
+    private static let folderEvents = UInt32(
+        IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
+    /// The same for folders on the way: only renames, deletions and creations matter there.
+    private static let pathEvents = UInt32(
+        IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+    /// Events after which a watch no longer watches what it was made for.
+    private static let watchGone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW)
+
+    init() {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+        eventBuffer.deallocate()
+    }
+
+    /// Watches `path`'s folder and the way to it, then returns the mark a check of `path` made
+    /// from now on is valid for. Take it *before* checking, so a change during the check counts.
+    /// `edits`: also count writes to files in place (settings.json edited by hand), which a
+    /// keychain folder leaves out because SQLite writes its files all the time.
+    func mark(watching path: String, edits: Bool) -> Mark? {
+        guard descriptor >= 0 else { return nil }
+        lock.lock()
+        defer { lock.unlock() }
+        // Events queued before the watches were (re)made may drop them all: make them again.
+        for _ in 0..<3 {
+            guard watchPath(to: path, edits: edits) else { return nil }
+            let resetsBefore = resets
+            drainEvents()
+            if resets == resetsBefore { return Mark(generation: generation) }
+        }
+        return nil  // the way keeps changing: check every time
+    }
+
+    /// True when nothing that could affect the file behind `mark` changed since it was taken.
+    func isUnchanged(since mark: Mark?) -> Bool {
+        guard let mark else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        drainEvents()
+        return generation == mark.generation
+    }
+
+    // MARK: Watches (under the lock)
+
+    private func watchPath(to path: String, edits: Bool) -> Bool {
+        let folder = (path as NSString).deletingLastPathComponent
+        guard folder.hasPrefix("/") else { return false }
+        var components = folder.split(separator: "/").map(String.init)
+        // The file's own folder reports all its entries; each folder above it the one entry that
+        // leads on. A folder that does not exist yet is left to its parent, which reports its
+        // creation.
+        var entryOnTheWay: String?
+        while true {
+            let current = "/" + components.joined(separator: "/")
+            let mask = entryOnTheWay == nil ? Self.folderEvents | (edits ? UInt32(IN_MODIFY) : 0) : Self.pathEvents
+            let result = add(current, mask: mask, entry: entryOnTheWay)
+            if result == .failed { return false }
+            guard let last = components.popLast() else { return result == .watched }
+            entryOnTheWay = last
+        }
+    }
+
+    private enum AddResult { case watched, missing, failed }
+
+    private func add(_ folder: String, mask: UInt32, entry: String?) -> AddResult {
+        if let existing = descriptorsByPath[folder], var watch = watches[existing] {
+            let wantsAll = entry == nil
+            let hasAll = watch.entries == nil
+            if (watch.mask & mask) == mask, hasAll || (!wantsAll && watch.entries!.contains(entry!)) { return .watched }
+            // Widen the existing watch (same folder, same descriptor).
+            guard inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR)) == existing else {
+                return .failed
+            }
+            watch.mask |= mask
+            if wantsAll { watch.entries = nil } else if !hasAll { watch.entries!.insert(entry!) }
+            watches[existing] = watch
+            return .watched
+        }
+        let watchDescriptor = inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))
+        guard watchDescriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .failed }
+        if var watch = watches[watchDescriptor] {
+            // The same folder reached by another name (a symlink on the way): one watch serves both.
+            watch.mask |= mask
+            if entry == nil { watch.entries = nil } else { watch.entries?.insert(entry!) }
+            watches[watchDescriptor] = watch
+        } else {
+            watches[watchDescriptor] = Watch(path: folder, entries: entry.map { [$0] }, mask: mask)
+        }
+        descriptorsByPath[folder] = watchDescriptor
+        return .watched
+    }
+
+    /// Reads every queued event (the descriptor does not block) and moves `generation` on for
+    /// those that matter.
+    private func drainEvents() {
+        let headerSize = 16  // int wd; uint32_t mask, cookie, len; then `len` bytes of name
+        let buffer = eventBuffer
+        while true {
+            let count = read(descriptor, buffer, Self.eventBufferSize)
+            guard count > 0 else { return }  // EAGAIN: the queue is empty
+            var offset = 0
+            while offset + headerSize <= count {
+                let watchDescriptor = buffer.load(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
+                let nameLength = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+                let name = nameLength > 0
+                    ? String(cString: buffer.advanced(by: offset + headerSize).assumingMemoryBound(to: CChar.self)) : ""
+                handle(watchDescriptor, mask, name)
+                offset += headerSize + nameLength
+            }
+        }
+    }
+
+    private func handle(_ watchDescriptor: Int32, _ mask: UInt32, _ name: String) {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 { return forgetAllWatches() }
+        // Events of a watch already dropped (IN_IGNORED follows every removal) mean nothing now.
+        guard let watch = watches[watchDescriptor] else { return }
+        if mask & Self.watchGone != 0 { return forgetAllWatches() }
+        guard let entries = watch.entries else {
+            generation &+= 1
+            return
+        }
+        if entries.contains(name) { forgetAllWatches() }
+    }
+
+    private func forgetAllWatches() {
+        for watchDescriptor in watches.keys { inotify_rm_watch(descriptor, watchDescriptor) }
+        watches.removeAll()
+        descriptorsByPath.removeAll()
+        generation &+= 1
+        resets += 1
+    }
+}
