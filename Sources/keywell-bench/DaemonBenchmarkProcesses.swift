@@ -109,3 +109,17 @@ func residentKiB(of pid: pid_t, field: String = "VmRSS:") -> Int {
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
     return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
 }
+
+/// CPU time all of a process's threads have run so far (the scheduler's own count, in ns,
+/// from /proc/PID/task/*/schedstat), or nil when it cannot be read.
+func cpuNanoseconds(of pid: pid_t) -> UInt64? {
+    guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+    var total: UInt64 = 0
+    for thread in threads {
+        // Threads may end between the listing and the read; their time is gone with them.
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/schedstat", encoding: .utf8),
+              let first = text.split(separator: " ").first, let runtime = UInt64(first) else { continue }
+        total += runtime
+    }
+    return total
+}
