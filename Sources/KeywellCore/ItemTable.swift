@@ -43,29 +43,25 @@ enum ItemTable {
 
     /// Matching items in insertion order.
     static func fetch(_ filter: ItemFilter, limit: MatchLimit, _ db: Database) throws -> [KeychainItem] {
-        var clauses: [String] = []
+        let present = filter.attributes.sorted { $0.key.rawValue < $1.key.rawValue }
+        var shape = FetchShape(
+            itemClass: filter.itemClass, byUUID: filter.itemUUID != nil, attributes: 0,
+            caseInsensitive: filter.caseInsensitive, ordered: true)
         var arguments: [DatabaseValue] = []
-        if let itemClass = filter.itemClass {
-            // A literal, not a parameter: SQLite only uses the partial indexes for literals.
-            clauses.append("class = '\(itemClass.rawValue)'")
+        arguments.reserveCapacity(present.count + 2)
+        if let uuid = filter.itemUUID { arguments.append(uuid.data.databaseValue) }
+        for (attribute, value) in present {
+            shape.attributes |= 1 << UInt64(attribute.rawValue)
+            arguments.append(argument(attribute, value, caseInsensitive: filter.caseInsensitive))
         }
-        if let uuid = filter.itemUUID {
-            clauses.append("uuid = ?")
-            arguments.append(uuid.data.databaseValue)
-        }
-        // Canonical order keeps the number of distinct statements (and cached statements) small.
-        for attribute in ItemAttribute.allCases {
-            guard let value = filter.attributes[attribute] else { continue }
-            let (clause, argument) = condition(attribute, value, caseInsensitive: filter.caseInsensitive)
-            clauses.append(clause)
-            arguments.append(argument)
-        }
-        var sql = "SELECT \(selectColumns) FROM item"
-        if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
-        sql += " ORDER BY id LIMIT ?"
-        arguments.append(limit.sqlValue.databaseValue)
+        // A generic password's service and account, matched exactly, leave at most one item per
+        // access group (the key's unique index): sorting those few here spares SQLite a sorter,
+        // a good part of a lookup's cost.
+        shape.ordered = !(filter.itemClass == .genericPassword && !filter.caseInsensitive
+            && filter.attributes[.service] != nil && filter.attributes[.account] != nil)
+        if shape.ordered { arguments.append(limit.sqlValue.databaseValue) }
 
-        let rows = try RawStatement(db, sql: sql, values: arguments)
+        let rows = try RawStatement(db, sql: sql(for: shape), values: arguments)
         var items: [KeychainItem] = []
         do {
             while try rows.step() {
@@ -75,24 +71,66 @@ enum ItemTable {
             rows.finish()
             throw error
         }
+        if !shape.ordered {
+            items.sort { ($0.rowID ?? 0) < ($1.rowID ?? 0) }  // rows always have one
+            if case .count(let count) = limit, items.count > count { items.removeSubrange(count...) }
+        }
         return items
     }
 
-    private static func condition(
-        _ attribute: ItemAttribute, _ value: AttributeValue, caseInsensitive: Bool
-    ) -> (String, DatabaseValue) {
+    /// What a fetch's SQL depends on: which conditions it has, not their values.
+    private struct FetchShape: Hashable {
+        var itemClass: ItemClass?
+        var byUUID: Bool
+        /// One bit per `ItemAttribute.rawValue`.
+        var attributes: UInt64
+        var caseInsensitive: Bool
+        /// ORDER BY id with a LIMIT; otherwise the caller sorts and limits.
+        var ordered: Bool
+    }
+
+    /// Built once per shape: building it (and the match columns' names) cost more than running it.
+    private static let fetchSQL = Protected<[FetchShape: String]>([:])
+
+    private static func sql(for shape: FetchShape) -> String {
+        if let sql = fetchSQL.withLock({ $0[shape] }) { return sql }
+        var clauses: [String] = []
+        if let itemClass = shape.itemClass {
+            // A literal, not a parameter: SQLite only uses the partial indexes for literals.
+            clauses.append("class = '\(itemClass.rawValue)'")
+        }
+        if shape.byUUID { clauses.append("uuid = ?") }
+        // Canonical order keeps the number of distinct statements (and cached statements) small.
+        for attribute in ItemAttribute.allCases where shape.attributes & (1 << UInt64(attribute.rawValue)) != 0 {
+            clauses.append(condition(attribute, caseInsensitive: shape.caseInsensitive))
+        }
+        var sql = "SELECT \(selectColumns) FROM item"
+        if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
+        if shape.ordered { sql += " ORDER BY id LIMIT ?" }
+        fetchSQL.withLock { $0[shape] = sql }
+        return sql
+    }
+
+    private static func condition(_ attribute: ItemAttribute, caseInsensitive: Bool) -> String {
         switch attribute.kind {
         case .text, .fourCharCode:
-            let form: MatchColumn.Form = caseInsensitive ? .folded : .normalized
-            let column = MatchColumn(attribute: attribute, form: form)
-            return ("\(column.name) = ?", MatchColumn.transform(value, form))
+            "\(MatchColumn(attribute: attribute, form: caseInsensitive ? .folded : .normalized).name) = ?"
         case .integer:
-            return ("\(MatchColumn(attribute: attribute, form: .number).name) = ?", MatchColumn.transform(value, .number))
+            "\(MatchColumn(attribute: attribute, form: .number).name) = ?"
         case .bool:
             // An item without the flag counts as false.
-            return ("ifnull(\"\(attribute.name)\", 0) = ?", databaseValue(value))
+            "ifnull(\"\(attribute.name)\", 0) = ?"
         case .data, .date:
-            return ("\"\(attribute.name)\" = ?", databaseValue(value))
+            "\"\(attribute.name)\" = ?"
+        }
+    }
+
+    /// The value `condition(attribute, …)` compares with.
+    private static func argument(_ attribute: ItemAttribute, _ value: AttributeValue, caseInsensitive: Bool) -> DatabaseValue {
+        switch attribute.kind {
+        case .text, .fourCharCode: MatchColumn.transform(value, caseInsensitive ? .folded : .normalized)
+        case .integer: MatchColumn.transform(value, .number)
+        case .bool, .data, .date: databaseValue(value)
         }
     }
 

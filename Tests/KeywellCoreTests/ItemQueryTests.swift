@@ -22,6 +22,24 @@ import Testing
         }
     }
 
+    /// A lookup by service and account is answered without SQLite's sorter; the order stays the
+    /// order items were added, whatever their access groups sort as.
+    @Test func aKeyLookupAcrossAccessGroupsKeepsInsertionOrder() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        for group in ["m", "z", "a"] { _ = try store.add(genp("me", "svc", ["agrp": .string(group), "labl": .string(group)])) }
+        let query = genp("me", "svc") + returnAttributes
+        #expect(try store.copyMatching(query).map { $0["agrp"] } == [.string("m")])
+        #expect(try store.copyMatching(query + limitAll).map { $0["agrp"] } == ["m", "z", "a"].map { .string($0) })
+        #expect(try store.copyMatching(query + [WireKey.matchLimit: .integer(2)]).map { $0["agrp"] } == ["m", "z"].map { .string($0) })
+        #expect(try store.copyMatching(query + ["labl": .string("z")] + limitAll).map { $0["agrp"] } == [.string("z")])
+        // Case-insensitive and partial keys keep SQL's own ordering.
+        let folded = genp("ME", "SVC") + returnAttributes + [WireKey.matchCaseInsensitive: .bool(true)] + limitAll
+        #expect(try store.copyMatching(folded).map { $0["agrp"] } == ["m", "z", "a"].map { .string($0) })
+        #expect(try store.copyMatching([WireKey.class: .string("genp"), "svce": .string("svc")] + returnAttributes + limitAll)
+            .map { $0["agrp"] } == ["m", "z", "a"].map { .string($0) })
+    }
+
     @Test func withoutReturnKeysEachMatchIsAnEmptyDictionary() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])
