@@ -54,26 +54,18 @@ enum FreeformAttributeTable {
         var estimated = pairs.map { (name: $0.key, value: $0.value, count: 1) }
         // One pair needs no ordering.
         if estimated.count > 1 {
-            let counts = try estimates(estimated.map { ($0.name, $0.value) }, db)
-            if counts.contains(0) { return [] }
+            guard let counts = try estimates(estimated, db) else { return [] }
             for index in estimated.indices { estimated[index].count = counts[index] }
         }
         estimated.sort { ($0.count, $0.name) < ($1.count, $1.name) }
 
-        // CROSS JOIN fixes the loop order: the rarest pair outermost, then primary-key checks.
-        var sql = "SELECT item.id, item.uuid FROM item_attribute AS a0"
-        for index in 1..<estimated.count { sql += " CROSS JOIN item_attribute AS a\(index)" }
-        sql += " CROSS JOIN item WHERE a0.name = ? AND a0.value = ? AND item.id = a0.item_id"
-        for index in 1..<estimated.count {
-            sql += " AND a\(index).item_id = a0.item_id AND a\(index).name = ? AND a\(index).value = ?"
-        }
-        sql += " ORDER BY a0.item_id"
         var values: [DatabaseValue] = []
+        values.reserveCapacity(2 * estimated.count)
         for pair in estimated {
             values.append(pair.name.databaseValue)
             values.append(pair.value.databaseValue)
         }
-        let rows = try RawStatement(db, sql: sql, values: values)
+        let rows = try RawStatement(db, sql: SQLByPairCount.matching(estimated.count), values: values)
         var items: [(rowID: Int64, uuid: UUID)] = []
         while try rows.step() {
             if let uuid = UUID(data: rows.blob(1)) { items.append((rows.integer(0), uuid)) }
@@ -81,13 +73,61 @@ enum FreeformAttributeTable {
         return items
     }
 
-    /// How many items have each pair, counted up to `estimateCap`, in one statement.
-    private static func estimates(_ pairs: [(String, String)], _ db: Database) throws -> [Int] {
-        let count = "(SELECT count(*) FROM (SELECT 1 FROM item_attribute WHERE name = ? AND value = ? LIMIT \(estimateCap)))"
-        let sql = "SELECT " + Array(repeating: count, count: pairs.count).joined(separator: ", ")
-        let rows = try RawStatement(db, sql: sql, values: pairs.flatMap { [$0.0.databaseValue, $0.1.databaseValue] })
+    /// Fewer than this many rows is a rare pair, known exactly: nearly every query has one (an id,
+    /// a user name), so the common pairs (`xdg:schema`) cost only this many steps each.
+    private static let quickCap = 8
+
+    /// How many items have each pair, in one statement; nil when a pair has none. Counted up to
+    /// `quickCap` first; only when every pair reaches it are they counted up to `estimateCap`.
+    private static func estimates(_ pairs: [(name: String, value: String, count: Int)], _ db: Database) throws -> [Int]? {
+        let quick = try counts(pairs, cappedAt: quickCap, db)
+        if quick.contains(0) { return nil }
+        guard !quick.contains(where: { $0 < quickCap }) else { return quick }
+        return try counts(pairs, cappedAt: estimateCap, db)
+    }
+
+    /// Each pair's number of rows, counted up to `cap`.
+    private static func counts(_ pairs: [(name: String, value: String, count: Int)], cappedAt cap: Int, _ db: Database) throws -> [Int] {
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(3 * pairs.count)
+        let limit = cap.databaseValue
+        for pair in pairs {
+            values.append(pair.name.databaseValue)
+            values.append(pair.value.databaseValue)
+            values.append(limit)
+        }
+        let rows = try RawStatement(db, sql: SQLByPairCount.estimates(pairs.count), values: values)
         defer { rows.finish() }
         guard try rows.step() else { return Array(repeating: 0, count: pairs.count) }
         return (0..<pairs.count).map { Int(rows.integer(Int32($0))) }
+    }
+}
+
+/// The statements' text depends only on the number of pairs: built once for the usual numbers,
+/// since joining it on every search cost more than running it.
+private enum SQLByPairCount {
+    static let prebuilt = 8
+    static let matchingTexts = (0...prebuilt).map(matchingText)
+    static let estimateTexts = (0...prebuilt).map(estimateText)
+
+    static func matching(_ count: Int) -> String { count <= prebuilt ? matchingTexts[count] : matchingText(count) }
+    static func estimates(_ count: Int) -> String { count <= prebuilt ? estimateTexts[count] : estimateText(count) }
+
+    /// CROSS JOIN fixes the loop order: the first pair (the rarest) outermost, then primary-key
+    /// checks of the others.
+    static func matchingText(_ count: Int) -> String {
+        var sql = "SELECT item.id, item.uuid FROM item_attribute AS a0"
+        for index in 1..<max(1, count) { sql += " CROSS JOIN item_attribute AS a\(index)" }
+        sql += " CROSS JOIN item WHERE a0.name = ? AND a0.value = ? AND item.id = a0.item_id"
+        for index in 1..<max(1, count) {
+            sql += " AND a\(index).item_id = a0.item_id AND a\(index).name = ? AND a\(index).value = ?"
+        }
+        return sql + " ORDER BY a0.item_id"
+    }
+
+    /// One count per pair (name, value, then the cap as LIMIT).
+    static func estimateText(_ count: Int) -> String {
+        let one = "(SELECT count(*) FROM (SELECT 1 FROM item_attribute WHERE name = ? AND value = ? LIMIT ?))"
+        return "SELECT " + Array(repeating: one, count: count).joined(separator: ", ")
     }
 }

@@ -17,6 +17,30 @@ extension KeychainStore {
         return (try? existingFile(at: location)) != nil
     }
 
+    /// What a kept list of keychains was checked against: valid while inotify reports no change
+    /// in the keychains folder, in the config folder (settings.json: default keychain, search
+    /// list) or on the way to either.
+    public struct KeychainListingMark: Sendable {
+        fileprivate let mark: PathChangeWatch.Mark
+    }
+
+    /// Take it before listing the keychains (a change while listing then counts); nil when the
+    /// folders cannot be watched, and the list must be checked every time.
+    public func keychainListingMark() -> KeychainListingMark? {
+        // Marks only move forward, so the first is the one to compare against.
+        guard let folder = changes.mark(watching: resolver.keychainsDirectory + "/listing", edits: false),
+              changes.mark(watching: userSettings.path, edits: true) != nil
+        else { return nil }
+        return KeychainListingMark(mark: folder)
+    }
+
+    /// True when nothing that could change the list of keychains happened since `mark`: one
+    /// read of the inotify queue instead of looking at the folder and the settings file.
+    public func keychainListingIsUnchanged(since mark: KeychainListingMark?) -> Bool {
+        guard let mark else { return false }
+        return changes.isUnchanged(since: mark.mark)
+    }
+
     /// A collection's `Created` and `Modified`: when its oldest item was made (the file's time for
     /// an empty one), and the last write to the file or its log.
     public func secretServiceTimes(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
@@ -43,22 +67,30 @@ extension KeychainStore {
     /// Every item of the keychain, oldest first.
     public func secretServiceItemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
         let file = try file(at: location(keychain))
-        return try file.database.read { db in
-            let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
-            var ids: [UUID] = []
-            while try rows.step() {
-                if let uuid = UUID(data: rows.blob(0)) { ids.append(uuid) }
-            }
-            return ids
+        return try file.database.read(Self.allItemIDs)
+    }
+
+    private static func allItemIDs(_ db: Database) throws -> [UUID] {
+        let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
+        var ids: [UUID] = []
+        while try rows.step() {
+            if let uuid = UUID(data: rows.blob(0)) { ids.append(uuid) }
         }
+        return ids
     }
 
     /// Items whose Secret Service attributes include every pair of `attributes` (exact match);
     /// all items for an empty query. Works while locked.
     public func secretServiceSearch(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> [UUID] {
-        guard !attributes.isEmpty else { return try secretServiceItemIDs(in: keychain) }
+        try secretServiceMatches(attributes, in: keychain).ids
+    }
+
+    /// `secretServiceSearch` and whether the keychain is locked, from one look-up of its file
+    /// (SearchItems needs both, and each look-up checks the file on disk).
+    public func secretServiceMatches(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
         let file = try file(at: location(keychain))
-        return try file.database.read { db in
+        let ids = try file.database.read { db in
+            guard !attributes.isEmpty else { return try Self.allItemIDs(db) }
             var found = try FreeformAttributeTable.matchingItems(attributes, db)
             let native = try Self.nativeMatches(attributes, db)
             if !native.isEmpty {
@@ -68,6 +100,7 @@ extension KeychainStore {
             }
             return found.map { $0.uuid }
         }
+        return (ids, file.isLocked)
     }
 
     /// Native items (not made through the Secret Service) whose derived attributes match.

@@ -113,29 +113,31 @@ enum SecretServiceMapping {
     static func nativeConditions(
         for query: [String: String], itemClass: ItemClass
     ) -> [(attribute: ItemAttribute, value: AttributeValue)]? {
-        var conditions: [(ItemAttribute, AttributeValue)] = []
-        for (name, value) in query.sorted(by: { $0.key < $1.key }) {
+        // In the query's order first: most searches name an attribute no native item has, and
+        // learn it without sorting. Sorted by name after, so the same query makes the same SQL.
+        var conditions: [(name: String, attribute: ItemAttribute, value: AttributeValue)] = []
+        for (name, value) in query {
             switch (itemClass, name) {
             case (_, schemaAttribute):
                 guard value == (itemClass == .genericPassword ? genericSchema : internetSchema) else { return nil }
-            case (.genericPassword, "service"): conditions.append((.service, .text(value)))
-            case (.genericPassword, "account"), (.internetPassword, "user"): conditions.append((.account, .text(value)))
-            case (.internetPassword, "server"): conditions.append((.server, .text(value)))
-            case (.internetPassword, "path"): conditions.append((.path, .text(value)))
-            case (.internetPassword, "domain"): conditions.append((.securityDomain, .text(value)))
+            case (.genericPassword, "service"): conditions.append((name, .service, .text(value)))
+            case (.genericPassword, "account"), (.internetPassword, "user"): conditions.append((name, .account, .text(value)))
+            case (.internetPassword, "server"): conditions.append((name, .server, .text(value)))
+            case (.internetPassword, "path"): conditions.append((name, .path, .text(value)))
+            case (.internetPassword, "domain"): conditions.append((name, .securityDomain, .text(value)))
             case (.internetPassword, "protocol"):
                 guard let code = protocolCode(value) else { return nil }
-                conditions.append((.protocol, .text(code)))
+                conditions.append((name, .protocol, .text(code)))
             case (.internetPassword, "authtype"):
                 guard !value.isEmpty, value.utf8.count <= 4 else { return nil }
-                conditions.append((.authenticationType, .text(value.padding(toLength: 4, withPad: " ", startingAt: 0))))
+                conditions.append((name, .authenticationType, .text(value.padding(toLength: 4, withPad: " ", startingAt: 0))))
             case (.internetPassword, "port"):
                 guard let port = Int64(value), port > 0, String(port) == value else { return nil }
-                conditions.append((.port, .integer(port)))
+                conditions.append((name, .port, .integer(port)))
             default:
                 return nil
             }
         }
-        return conditions
+        return conditions.sorted { $0.name < $1.name }.map { ($0.attribute, $0.value) }
     }
 }

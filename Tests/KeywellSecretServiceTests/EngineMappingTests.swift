@@ -107,6 +107,37 @@ import Testing
         #expect(try store.secretServiceSecrets(all, in: "login").mapValues(\.value) == [all[0]: Data("pw".utf8), all[1]: Data("pw2".utf8)])
     }
 
+    /// Pairs that many items share are counted further before one is picked to drive the search;
+    /// whichever drives it, the matches and their order are the same.
+    @Test func searchesOfCommonPairsFindEveryMatchInOrder() throws {
+        var ids: [UUID] = []
+        for index in 0..<12 {
+            ids.append(try create(["xdg:schema": "org.example.Common", "group": "g", "tag": index < 3 ? "rare" : "t\(index)"]))
+        }
+        #expect(try store.secretServiceSearch(["xdg:schema": "org.example.Common", "group": "g"], in: "login") == ids)
+        #expect(try store.secretServiceSearch(["xdg:schema": "org.example.Common", "group": "g", "tag": "rare"], in: "login")
+            == Array(ids.prefix(3)))
+        #expect(try store.secretServiceSearch(["group": "g", "tag": "t11"], in: "login") == [ids[11]])
+        #expect(try store.secretServiceSearch(["xdg:schema": "org.example.Common", "group": "none"], in: "login").isEmpty)
+        #expect(try store.secretServiceSearch(["xdg:schema": "org.example.Common", "tag": "t1"], in: "login").isEmpty)
+    }
+
+    @Test func searchesOfManyPairs() throws {
+        let many = Dictionary(uniqueKeysWithValues: (0..<11).map { ("k\($0)", "v\($0)") })
+        let id = try create(many)
+        try create(many.filter { $0.key != "k10" })
+        #expect(try store.secretServiceSearch(many, in: "login") == [id])
+    }
+
+    @Test func matchesComeWithTheLockState() throws {
+        let id = try create(["service": "s"])
+        #expect(try store.secretServiceMatches(["service": "s"], in: "login") == ([id], false))
+        try store.lock("login")
+        #expect(try store.secretServiceMatches(["service": "s"], in: "login") == ([id], true))
+        #expect(try store.secretServiceMatches([:], in: "login") == ([id], true))
+        #expect(throws: KeychainError.self) { try store.secretServiceMatches(["service": "s"], in: "missing") }
+    }
+
     @Test func secretServiceItemsAreNotMatchedTwice() throws {
         let id = try create(["service": "svc", "account": "a"])
         #expect(try store.secretServiceSearch(["service": "svc", "account": "a"], in: "login") == [id])
