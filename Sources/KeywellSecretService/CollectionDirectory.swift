@@ -59,16 +59,28 @@ final class CollectionDirectory: Sendable {
     /// Every collection, in the order searches report them: the default keychain, the rest of the
     /// search list, other keychains, then `session`.
     func all() -> [any SecretCollection] {
-        orderedKeychainNames().map { KeychainCollection(store: store, name: $0) } + [sessionCollection]
+        let names = orderedKeychainNames()
+        var all: [any SecretCollection] = []
+        all.reserveCapacity(names.count + 1)
+        for name in names { all.append(KeychainCollection(store: store, name: name)) }
+        all.append(sessionCollection)
+        return all
     }
 
     /// Listing keychains reads the folder and the settings; the list is kept until either changes
-    /// (two stat calls tell) or the engine reports a change, since SearchItems needs it on every
-    /// call. Stamps alone can miss two changes within one tick of the file system's clock.
+    /// or the engine reports a change, since SearchItems needs it on every call. inotify tells of
+    /// changes without a look at either; without it, or after an event that may be one, two stat
+    /// calls tell. Stamps alone can miss two changes within one tick of the file system's clock.
     private func orderedKeychainNames() -> [String] {
-        let key = ListingKey(folder: FileStamp(keychainsFolder), settings: FileStamp(settingsFile))
         let (cached, generation) = listing.withLock { ($0.current, $0.generation) }
-        if let cached, cached.key == key { return cached.names }
+        if let cached, store.keychainListingIsUnchanged(since: cached.mark) { return cached.names }
+        let mark = store.keychainListingMark()
+        let key = ListingKey(folder: FileStamp(keychainsFolder), settings: FileStamp(settingsFile))
+        if let cached, cached.key == key {
+            // An event that changed nothing here (a keychain file written): the list stands.
+            listing.withLock { if $0.generation == generation { $0.current?.mark = mark } }
+            return cached.names
+        }
         let keychains = (try? store.listKeychains()) ?? []
         var ordered: [String] = []
         if let defaultName = try? store.defaultKeychain() { ordered.append(defaultName) }
@@ -76,11 +88,17 @@ final class CollectionDirectory: Sendable {
             ordered.append(name)
         }
         // Not kept if a change was reported meanwhile: it may predate that change.
-        listing.withLock { if $0.generation == generation { $0.current = (key, ordered) } }
+        listing.withLock { if $0.generation == generation { $0.current = Listing(key: key, mark: mark, names: ordered) } }
         return ordered
     }
 
-    private let listing = LockedValue<(current: (key: ListingKey, names: [String])?, generation: UInt64)>((nil, 0))
+    private struct Listing {
+        var key: ListingKey
+        var mark: KeychainStore.KeychainListingMark?
+        var names: [String]
+    }
+
+    private let listing = LockedValue<(current: Listing?, generation: UInt64)>((nil, 0))
 
     /// The ids of every collection (the `Collections` property).
     func allIDs() -> [CollectionID] {

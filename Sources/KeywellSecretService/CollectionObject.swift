@@ -10,7 +10,7 @@ struct CollectionObject {
 
     func handle(_ call: DBusMethodCall, _ address: CollectionAddress) throws(DBusError) -> [DBusValue] {
         let collection = try context.collection(address)
-        let path = ObjectPaths.path(of: collection.id)
+        func path() -> String { ObjectPaths.path(of: collection.id) }
         let arguments = call.arguments
         switch call.member {
         case "Delete":
@@ -18,8 +18,8 @@ struct CollectionObject {
             return [.objectPath(SecretServiceNames.noObject)]
         case "SearchItems":
             let attributes = try arguments.stringStringDict(at: 0)
-            let ids = try engine(path) { () throws(KeychainError) in try collection.search(attributes) }
-            return [.objectPathArray(ids.map { ObjectPaths.path(of: $0, in: collection.id) })]
+            let ids = try engine(path()) { () throws(KeychainError) in try collection.search(attributes) }
+            return [.objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))]
         case "CreateItem":
             let properties = try PropertyDictionary(arguments.argument(0))
             let label = try properties.string(SecretServiceNames.itemLabelProperty) ?? ""
@@ -28,7 +28,7 @@ struct CollectionObject {
             let secret = try SecretEncoding.decode(arguments.argument(1), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
             let replace = try arguments.bool(at: 2)
-            let (id, replaced) = try engine(path) { () throws(KeychainError) in
+            let (id, replaced) = try engine(path()) { () throws(KeychainError) in
                 try collection.createItem(label: label, attributes: attributes, type: type, secret: secret, replace: replace)
             }
             if replaced {
@@ -44,17 +44,17 @@ struct CollectionObject {
 
     func property(_ name: String, _ address: CollectionAddress) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
-        let path = ObjectPaths.path(of: collection.id)
+        func path() -> String { ObjectPaths.path(of: collection.id) }
         switch name {
         case "Items":
-            let ids = try engine(path) { () throws(KeychainError) in try collection.itemIDs() }
-            return .objectPathArray(ids.map { ObjectPaths.path(of: $0, in: collection.id) })
+            let ids = try engine(path()) { () throws(KeychainError) in try collection.itemIDs() }
+            return .objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))
         case "Label":
-            return .string(try engine(path) { () throws(KeychainError) in try collection.label() })
+            return .string(try engine(path()) { () throws(KeychainError) in try collection.label() })
         case "Locked":
-            return .bool(try engine(path) { () throws(KeychainError) in try collection.isLocked() })
+            return .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
         case "Created", "Modified":
-            let times = try engine(path) { () throws(KeychainError) in try collection.times() }
+            let times = try engine(path()) { () throws(KeychainError) in try collection.times() }
             return .uint64(UInt64(max(0, (name == "Created" ? times.created : times.modified).timeIntervalSince1970)))
         default:
             throw .unknownProperty("No property \(name)")
@@ -83,11 +83,12 @@ struct CollectionObject {
     }
 }
 
-/// Runs engine code, turning its errors into Secret Service errors about `object`.
-func engine<T>(_ object: String, _ body: () throws(KeychainError) -> T) throws(DBusError) -> T {
+/// Runs engine code, turning its errors into Secret Service errors about `object` (built only
+/// for an error: reads that succeed need no path).
+func engine<T>(_ object: @autoclosure () -> String, _ body: () throws(KeychainError) -> T) throws(DBusError) -> T {
     do {
         return try body()
     } catch {
-        throw error.secretServiceError(object)
+        throw error.secretServiceError(object())
     }
 }

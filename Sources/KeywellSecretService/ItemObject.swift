@@ -9,22 +9,23 @@ struct ItemObject {
 
     func handle(_ call: DBusMethodCall, _ address: CollectionAddress, _ id: UUID) throws(DBusError) -> [DBusValue] {
         let collection = try context.collection(address)
-        let path = ObjectPaths.path(of: id, in: collection.id)
+        // Only errors name the item: a read that succeeds builds no path.
+        func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         switch call.member {
         case "Delete":
-            try engine(path) { () throws(KeychainError) in try collection.deleteItem(id) }
+            try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
             context.signals.itemDeleted(id, in: collection.id)
             return [.objectPath(SecretServiceNames.noObject)]
         case "GetSecret":
             let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
-            let secrets = try engine(path) { () throws(KeychainError) in try collection.secrets([id]) }
-            guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path)") }
+            let secrets = try engine(path()) { () throws(KeychainError) in try collection.secrets([id]) }
+            guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path())") }
             defer { SecretWipe.wipe(secret.value) }
             return [try SecretEncoding.encode(secret, for: session)]
         case "SetSecret":
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
-            try engine(path) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
+            try engine(path()) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
             context.signals.itemChanged(id, in: collection.id)
             return []
         default:
@@ -34,14 +35,14 @@ struct ItemObject {
 
     func property(_ name: String, _ address: CollectionAddress, _ id: UUID) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
-        let path = ObjectPaths.path(of: id, in: collection.id)
+        func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         if name == "Locked" {
-            guard try engine(path, { () throws(KeychainError) in try collection.contains(id) }) else {
-                throw SecretServiceError.noSuchObject("No item \(path)")
+            guard try engine(path(), { () throws(KeychainError) in try collection.contains(id) }) else {
+                throw SecretServiceError.noSuchObject("No item \(path())")
             }
-            return .bool(try engine(path) { () throws(KeychainError) in try collection.isLocked() })
+            return .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
         }
-        let item = try engine(path) { () throws(KeychainError) in try collection.item(id) }
+        let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
         switch name {
         case "Attributes": return .stringStringDict(item.attributes)
         case "Label": return .string(item.label)
@@ -55,15 +56,15 @@ struct ItemObject {
     /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).
     func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, _ id: UUID) throws(DBusError) {
         let collection = try context.collection(address)
-        let path = ObjectPaths.path(of: id, in: collection.id)
+        func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         switch name {
         case "Label":
             guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
-            try engine(path) { () throws(KeychainError) in try collection.updateItem(id, label: label, attributes: nil) }
+            try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: label, attributes: nil) }
             context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
         case "Attributes":
             guard let attributes = value.asStringStringDict() else { throw .invalidArgs("Attributes is a{ss}") }
-            try engine(path) { () throws(KeychainError) in try collection.updateItem(id, label: nil, attributes: attributes) }
+            try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: nil, attributes: attributes) }
             context.signals.itemPropertiesChanged(id, in: collection.id, ["Attributes": .stringStringDict(attributes)])
         default:
             throw .propertyReadOnly("\(name) is read-only")

@@ -59,6 +59,10 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
         }
     }
 
+    func searchWithLockState(_ attributes: [String: String]) -> (ids: [UUID], locked: Bool) {
+        (search(attributes), false)
+    }
+
     func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem {
         try lock.locked { () throws(KeychainError) -> SecretServiceItem in
             guard let stored = items[id] else { throw KeychainError(SecStatus.itemNotFound) }

@@ -44,7 +44,28 @@ enum ObjectPaths {
     }
 
     static func path(of item: UUID, in collection: CollectionID) -> String {
-        path(of: collection) + "/" + segment(for: item)
+        path(of: item, inCollectionSegment: segment(for: collection))
+    }
+
+    /// The paths of many items of one collection: its segment is encoded once.
+    static func paths(of items: [UUID], in collection: CollectionID) -> [String] {
+        guard !items.isEmpty else { return [] }
+        let segment = segment(for: collection)
+        return items.map { path(of: $0, inCollectionSegment: segment) }
+    }
+
+    private static let collectionFolderBytes = Array((root + "/collection/").utf8)
+
+    /// `…/collection/<c>/<i>` written into one new string (every search result is one).
+    private static func path(of item: UUID, inCollectionSegment segment: String) -> String {
+        let count = collectionFolderBytes.count + segment.utf8.count + 1 + 32
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var offset = buffer.initialize(fromContentsOf: collectionFolderBytes)
+            offset = buffer[offset...].initialize(fromContentsOf: segment.utf8)
+            buffer[offset] = slash
+            writeSegment(of: item, to: UnsafeMutableBufferPointer(rebasing: buffer[(offset + 1)...]))
+            return count
+        }
     }
 
     static func aliasPath(_ alias: String) -> String { "\(root)/aliases/\(alias)" }
@@ -56,6 +77,8 @@ enum ObjectPaths {
         case .session:
             return sessionCollectionSegment
         case .keychain(let name):
+            // Most names are plain: their own segment.
+            if name != sessionCollectionSegment, name.utf8.allSatisfy(isPlain) { return name }
             var encoded = ""
             for (index, byte) in name.utf8.enumerated() {
                 let isPlain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
@@ -72,14 +95,19 @@ enum ObjectPaths {
     }
 
     static func segment(for item: UUID) -> String {
-        // By hand: String(format:) costs microseconds per byte, and GetSecrets names 1,000 items.
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            writeSegment(of: item, to: buffer)
+            return 32
+        }
+    }
+
+    /// The 32 hex digits of an item's segment. By hand: String(format:) costs microseconds per
+    /// byte, and GetSecrets names 1,000 items.
+    private static func writeSegment(of item: UUID, to buffer: UnsafeMutableBufferPointer<UInt8>) {
         withUnsafeBytes(of: item.uuid) { bytes in
-            String(unsafeUninitializedCapacity: 32) { buffer in
-                for (index, byte) in bytes.enumerated() {
-                    buffer[2 * index] = hexDigits[Int(byte >> 4)]
-                    buffer[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
-                }
-                return 32
+            for (index, byte) in bytes.enumerated() {
+                buffer[2 * index] = hexDigits[Int(byte >> 4)]
+                buffer[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
             }
         }
     }
@@ -91,19 +119,40 @@ enum ObjectPaths {
         text.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte & 0x0f)]))
     }
 
+    // MARK: Parsing
+
+    /// Paths are parsed in place, as bytes: parsing runs several times per call (the bus layer,
+    /// the handler, a session argument), and String and Substring indexing cost more than the rest.
+    private typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+
+    /// Calls `body` with the bytes of `text` (in place for native strings, which are contiguous).
+    private static func withBytes<T>(_ text: some StringProtocol, _ body: (Bytes) -> T) -> T {
+        if let result = text.utf8.withContiguousStorageIfAvailable({ body($0[...]) }) { return result }
+        var copy = String(text)
+        return copy.withUTF8 { body($0[...]) }
+    }
+
     static func collection(fromSegment segment: Substring) -> CollectionID? {
-        if segment == sessionCollectionSegment { return .session }
+        withBytes(segment, collection(fromSegment:))
+    }
+
+    static func collection(fromSegment segment: String) -> CollectionID? {
+        withBytes(segment, collection(fromSegment:))
+    }
+
+    private static func collection(fromSegment segment: Bytes) -> CollectionID? {
+        if segment.elementsEqual(sessionCollectionSegment.utf8) { return .session }
         guard !segment.isEmpty else { return nil }
         // Most names need no escapes: they are their own segment.
-        guard segment.utf8.contains(UInt8(ascii: "_")) else {
-            guard segment.utf8.allSatisfy(isPlain) else { return nil }
-            return .keychain(String(segment))
+        guard segment.contains(UInt8(ascii: "_")) else {
+            guard segment.allSatisfy(isPlain) else { return nil }
+            return .keychain(String(decoding: segment, as: UTF8.self))
         }
         var bytes: [UInt8] = []
-        var utf8 = segment.utf8[...]
-        while let byte = utf8.popFirst() {
+        var rest = segment
+        while let byte = rest.popFirst() {
             if byte == UInt8(ascii: "_") {
-                guard let high = utf8.popFirst().flatMap(hexValue), let low = utf8.popFirst().flatMap(hexValue) else { return nil }
+                guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue) else { return nil }
                 bytes.append(high << 4 | low)
             } else {
                 bytes.append(byte)
@@ -111,11 +160,7 @@ enum ObjectPaths {
         }
         guard let name = String(bytes: bytes, encoding: .utf8) else { return nil }
         let id = CollectionID.keychain(name)
-        return self.segment(for: id) == segment ? id : nil
-    }
-
-    static func collection(fromSegment segment: String) -> CollectionID? {
-        collection(fromSegment: segment[...])
+        return self.segment(for: id).utf8.elementsEqual(segment) ? id : nil
     }
 
     private static func isPlain(_ byte: UInt8) -> Bool {
@@ -124,25 +169,26 @@ enum ObjectPaths {
 
     /// Lowercase hex only, so a decoded UUID has exactly this one segment.
     static func item(fromSegment segment: Substring) -> UUID? {
-        let bytes = segment.utf8
-        guard bytes.count == 32 else { return nil }
+        withBytes(segment, item(fromSegment:))
+    }
+
+    static func item(fromSegment segment: String) -> UUID? {
+        withBytes(segment, item(fromSegment:))
+    }
+
+    private static func item(fromSegment segment: Bytes) -> UUID? {
+        guard segment.count == 32 else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let ok = withUnsafeMutableBytes(of: &raw) { buffer -> Bool in
-            var index = bytes.startIndex
+            var index = segment.startIndex
             for offset in 0..<16 {
-                guard let high = hexValue(bytes[index]) else { return false }
-                index = bytes.index(after: index)
-                guard let low = hexValue(bytes[index]) else { return false }
-                index = bytes.index(after: index)
+                guard let high = hexValue(segment[index]), let low = hexValue(segment[index + 1]) else { return false }
                 buffer[offset] = high << 4 | low
+                index += 2
             }
             return true
         }
         return ok ? UUID(uuid: raw) : nil
-    }
-
-    static func item(fromSegment segment: String) -> UUID? {
-        item(fromSegment: segment[...])
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -155,39 +201,48 @@ enum ObjectPaths {
 
     /// What `path` names, or nil when it is not one of ours.
     static func parse(_ path: String) -> SecretObject? {
-        if path == root { return .service }
-        // Bytes, not Characters: splitting by Character costs grapheme breaking on every call.
-        let utf8 = path.utf8
-        let slash = UInt8(ascii: "/")
-        guard utf8.count > rootBytes.count + 1, utf8.starts(with: rootBytes) else { return nil }
-        let separator = utf8.index(utf8.startIndex, offsetBy: rootBytes.count)
-        guard utf8[separator] == slash else { return nil }
-        let parts = utf8[utf8.index(after: separator)...].split(separator: slash, maxSplits: 3, omittingEmptySubsequences: false)
-            .map { Substring($0) }
-        guard let kind = parts.first, parts.count <= 3 else { return nil }
-        if parts.count == 1 { return folders.contains(String(kind)) ? .folder(String(kind)) : nil }
-        switch kind {
-        case "collection":
-            guard let id = collection(fromSegment: parts[1]) else { return nil }
-            return address(.id(id), itemSegment: parts.count == 3 ? parts[2] : nil)
-        case "aliases":
-            guard !parts[1].isEmpty else { return nil }
-            return address(.alias(String(parts[1])), itemSegment: parts.count == 3 ? parts[2] : nil)
-        case "session" where parts.count == 2:
-            return number(parts[1]).map { .session($0) }
-        case "prompt" where parts.count == 2:
-            return number(parts[1]).map { .prompt($0) }
-        default:
-            return nil
-        }
+        withBytes(path, parse(bytes:))
     }
 
-    private static func number(_ segment: Substring) -> UInt64? {
-        guard let number = UInt64(segment), String(number) == segment else { return nil }
+    private static func parse(bytes path: Bytes) -> SecretObject? {
+        let rootEnd = path.startIndex + rootBytes.count
+        guard path.count > rootBytes.count + 1, path[..<rootEnd].elementsEqual(rootBytes), path[rootEnd] == slash else {
+            return path.elementsEqual(rootBytes) ? .service : nil
+        }
+        // At most three segments below the root: kind, name or number, item.
+        let (kind, afterKind) = splitFirst(path[(rootEnd + 1)...])
+        guard let afterKind else { return folders.first { $0.utf8.elementsEqual(kind) }.map { .folder($0) } }
+        let (name, itemSegment) = splitFirst(afterKind)
+        if let itemSegment, itemSegment.contains(slash) { return nil }
+        if kind.elementsEqual("collection".utf8) {
+            guard let id = collection(fromSegment: name) else { return nil }
+            return address(.id(id), itemSegment: itemSegment)
+        }
+        if kind.elementsEqual("aliases".utf8) {
+            guard !name.isEmpty else { return nil }
+            return address(.alias(String(decoding: name, as: UTF8.self)), itemSegment: itemSegment)
+        }
+        guard itemSegment == nil else { return nil }
+        if kind.elementsEqual("session".utf8) { return number(name).map { .session($0) } }
+        if kind.elementsEqual("prompt".utf8) { return number(name).map { .prompt($0) } }
+        return nil
+    }
+
+    private static let slash = UInt8(ascii: "/")
+
+    /// The bytes before the first `/` and, if there is one, the bytes after it.
+    private static func splitFirst(_ bytes: Bytes) -> (Bytes, Bytes?) {
+        guard let index = bytes.firstIndex(of: slash) else { return (bytes, nil) }
+        return (bytes[..<index], bytes[(index + 1)...])
+    }
+
+    private static func number(_ segment: Bytes) -> UInt64? {
+        let text = String(decoding: segment, as: UTF8.self)
+        guard let number = UInt64(text), String(number) == text else { return nil }
         return number
     }
 
-    private static func address(_ collection: CollectionAddress, itemSegment: Substring?) -> SecretObject? {
+    private static func address(_ collection: CollectionAddress, itemSegment: Bytes?) -> SecretObject? {
         guard let itemSegment else { return .collection(collection) }
         return item(fromSegment: itemSegment).map { .item(collection, $0) }
     }

@@ -13,6 +13,8 @@ protocol SecretCollection: Sendable {
     func times() throws(KeychainError) -> (created: Date, modified: Date)
     func itemIDs() throws(KeychainError) -> [UUID]
     func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID]
+    /// `search` and `isLocked` together: for a keychain, one look-up of its file instead of two.
+    func searchWithLockState(_ attributes: [String: String]) throws(KeychainError) -> (ids: [UUID], locked: Bool)
     func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem
     func contains(_ id: UUID) throws(KeychainError) -> Bool
     /// Secrets of the items that exist; needs the collection unlocked.
@@ -39,6 +41,9 @@ struct KeychainCollection: SecretCollection {
     func itemIDs() throws(KeychainError) -> [UUID] { try store.secretServiceItemIDs(in: name) }
     func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID] {
         try store.secretServiceSearch(attributes, in: name)
+    }
+    func searchWithLockState(_ attributes: [String: String]) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
+        try store.secretServiceMatches(attributes, in: name)
     }
     func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem { try store.secretServiceItem(id, in: name) }
     func contains(_ id: UUID) throws(KeychainError) -> Bool { try store.secretServiceContains(id, in: name) }

@@ -37,9 +37,9 @@ enum SecretEncoding {
     static func encodeAll(_ secrets: [SecretServiceSecret], for session: SecretSession,
                           sessionPath: DBusValue) throws(DBusError) -> [DBusValue] {
         guard let cipher = session.cipher else {
-            return secrets.map { .structure([sessionPath, .bytes([]), .bytes(Array($0.value)), .string($0.contentType)]) }
+            return secrets.map { .structure([sessionPath, .bytes([]), .bytes(bytes($0.value)), .string($0.contentType)]) }
         }
-        let plaintexts = secrets.map { Array($0.value) }
+        let plaintexts = secrets.map { bytes($0.value) }
         defer { plaintexts.forEach(SecretWipe.wipe) }
         do {
             let sealed = try cipher.sealAll(plaintexts)
@@ -49,5 +49,10 @@ enum SecretEncoding {
         } catch {
             throw .failed("Cannot encrypt the secrets: \(error)")
         }
+    }
+
+    /// One copy of the bytes: `Array(data)` walks them through Data's iterator.
+    private static func bytes(_ data: Data) -> [UInt8] {
+        data.withUnsafeBytes { [UInt8]($0) }
     }
 }

@@ -57,7 +57,8 @@ final class SecretServiceTree: DBusObject {
 
     func handle(_ call: DBusMethodCall) {
         activity()
-        let start = ContinuousClock.now
+        // Only debug logging reads the clock.
+        let start = context.logger.logLevel <= .debug ? ContinuousClock.now : nil
         do throws(DBusError) {
             try call.requireDeclaredSignature()
             switch ObjectPaths.parse(call.path) {
@@ -114,8 +115,8 @@ final class SecretServiceTree: DBusObject {
     }
 
     /// Debug level only: calls are frequent, and arguments (secrets) are never logged.
-    private func log(_ call: DBusMethodCall, _ outcome: String, since start: ContinuousClock.Instant) {
-        guard context.logger.logLevel <= .debug else { return }
+    private func log(_ call: DBusMethodCall, _ outcome: String, since start: ContinuousClock.Instant?) {
+        guard let start else { return }
         let elapsed = ContinuousClock.now - start
         let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
         context.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: ["caller": "\(call.sender)", "us": "\(microseconds)"])

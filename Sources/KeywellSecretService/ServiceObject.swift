@@ -55,10 +55,10 @@ struct ServiceObject {
         var locked: [String] = []
         for collection in context.directory.all() {
             do throws(KeychainError) {
-                let ids = try collection.search(attributes)
+                let (ids, isLocked) = try collection.searchWithLockState(attributes)
                 guard !ids.isEmpty else { continue }
-                let paths = ids.map { ObjectPaths.path(of: $0, in: collection.id) }
-                if try collection.isLocked() { locked += paths } else { unlocked += paths }
+                let paths = ObjectPaths.paths(of: ids, in: collection.id)
+                if isLocked { locked += paths } else { unlocked += paths }
             } catch {
                 // One damaged or vanished keychain must not hide the others' items.
                 context.logger.warning("SearchItems skips \(ObjectPaths.path(of: collection.id)): \(error.wireMessage)")

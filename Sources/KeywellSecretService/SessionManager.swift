@@ -10,13 +10,15 @@ final class SecretSession: Sendable {
     /// Nil for `plain`; the AES key agreed through Diffie-Hellman otherwise.
     let cipher: AESCBCCipher?
 
+    /// Kept: every secret sent back names it.
+    let path: String
+
     init(number: UInt64, owner: String, cipher: AESCBCCipher?) {
         self.number = number
         self.owner = owner
         self.cipher = cipher
+        path = ObjectPaths.sessionPath(number)
     }
-
-    var path: String { ObjectPaths.sessionPath(number) }
 }
 
 /// Open sessions, per owner. Sessions end with `Close`, when their owner leaves the bus

@@ -48,6 +48,36 @@ import Testing
         #expect(ObjectPaths.parse("/org/freedesktop/secrets/other/x") == nil)
     }
 
+    @Test func refusesPathsThatNameNothing() {
+        let item = ObjectPaths.segment(for: UUID())
+        for path in [
+            "", "/", "/org/freedesktop/secrets/", "/org/freedesktop/secretsx/collection/login", "/org/freedesktop/secret",
+            "/org/freedesktop/secrets/collection/", "/org/freedesktop/secrets/collection//" + item,
+            "/org/freedesktop/secrets/collection/login/", "/org/freedesktop/secrets/collection/login/\(item)/x",
+            "/org/freedesktop/secrets/aliases/", "/org/freedesktop/secrets/session/", "/org/freedesktop/secrets/session/1/x",
+            "/org/freedesktop/secrets/session/+1", "/org/freedesktop/secrets/session/-1", "/org/freedesktop/secrets/prompt/x",
+            "/org/freedesktop/secrets/session/18446744073709551616", "/org/freedesktop/secrets/folder",
+        ] {
+            #expect(ObjectPaths.parse(path) == nil, "\(path)")
+        }
+        #expect(ObjectPaths.parse("/org/freedesktop/secrets/session") == .folder("session"))
+        #expect(ObjectPaths.parse("/org/freedesktop/secrets/session/0") == .session(0))
+        #expect(ObjectPaths.parse("/org/freedesktop/secrets/session/18446744073709551615") == .session(.max))
+        #expect(ObjectPaths.parse("/org/freedesktop/secrets/collection/_73ession") == .collection(.id(.keychain("session"))))
+        #expect(ObjectPaths.parse("/org/freedesktop/secrets/collection/session") == .collection(.id(.session)))
+    }
+
+    @Test func itemPathsOfACollectionAreItsPathAndTheirSegments() {
+        let ids = [UUID(), UUID(), UUID()]
+        for collection in [CollectionID.keychain("login"), .keychain("my.keys"), .keychain("session"), .session] {
+            let paths = ObjectPaths.paths(of: ids, in: collection)
+            #expect(paths == ids.map { ObjectPaths.path(of: collection) + "/" + ObjectPaths.segment(for: $0) })
+            #expect(paths.map(ObjectPaths.parse) == ids.map { .item(.id(collection), $0) })
+        }
+        #expect(ObjectPaths.paths(of: [], in: .session).isEmpty)
+        #expect(ObjectPaths.segment(for: .keychain("Login2")) == "Login2")
+    }
+
     @Test func pinentryEscaping() {
         #expect(PinentryConversation.escape("100%\nsure\r") == "100%25%0Asure%0D")
         #expect(PinentryConversation.unescape(Array("a%25b%0Ac%zz".utf8)) == Array("a%b\nc%zz".utf8))
