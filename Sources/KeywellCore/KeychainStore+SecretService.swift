@@ -137,7 +137,7 @@ extension KeychainStore {
     public func secretServiceItem(_ id: UUID, in keychain: String) throws(KeychainError) -> SecretServiceItem {
         let file = try file(at: location(keychain))
         return try file.database.read { db in
-            let row = try Self.row(id, withSecret: false, db)
+            let row = try Self.row(id, db)
             return row.view(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
         }
     }
@@ -276,7 +276,7 @@ extension KeychainStore {
         let file = try file(at: location(keychain))
         _ = try file.masterKey()
         try file.database.write { db in
-            let row = try Self.row(id, withSecret: false, db)
+            let row = try Self.row(id, db)
             try FreeformAttributeTable.deleteAll(itemID: row.rowID, db)
             try ItemTable.delete(rowID: row.rowID, db)
         }
@@ -312,7 +312,7 @@ extension KeychainStore {
         let key = try file.masterKey()
         let now = Date()
         try file.database.write { db in
-            let row = try Self.row(id, withSecret: false, db)
+            let row = try Self.row(id, db)
             var item = try Self.fullItem(rowID: row.rowID, db)
             try change(&item, row, db, key, file.uuid)
             item.attributes[.modificationDate] = .integer(millisecondsSince1970(now))
@@ -322,13 +322,16 @@ extension KeychainStore {
         emit([.itemsChanged(file.location.displayName)])
     }
 
-    private static func row(_ id: UUID, withSecret: Bool, _ db: Database) throws -> SecretServiceRow {
-        let sql = "SELECT \(SecretServiceRow.columns)\(withSecret ? ", item.secret" : "") FROM item WHERE item.uuid = ?"
-        let rows = try RawStatement(db, sql: sql, values: [id.data.databaseValue])
+    /// The item's row without its secret (property reads and changes).
+    private static func row(_ id: UUID, _ db: Database) throws -> SecretServiceRow {
+        let rows = try RawStatement(db, sql: rowSQL, values: [id.data.databaseValue])
         guard try rows.step() else { throw KeychainError(SecStatus.itemNotFound) }
         defer { rows.finish() }
-        return try SecretServiceRow(rows, withSecret: withSecret)
+        return try SecretServiceRow(rows, withSecret: false)
     }
+
+    /// Built once: every property read runs it.
+    private static let rowSQL = "SELECT \(SecretServiceRow.columns) FROM item WHERE item.uuid = ?"
 
     /// Every attribute of the item, for a full-row update.
     private static func fullItem(rowID: Int64, _ db: Database) throws -> KeychainItem {
