@@ -12,7 +12,31 @@ enum ItemTable {
     }
 
     private static let attributeColumns = ItemAttribute.allCases.map { "\"\($0.name)\"" }
-    private static let selectColumns = (["id", "uuid", "class"] + attributeColumns + ["secret"]).joined(separator: ", ")
+
+    /// Which attributes a fetch reads.
+    enum Columns: Hashable, Sendable {
+        /// Every attribute.
+        case all
+        /// Only the primary key's attributes (what opening the secret needs): for lookups that
+        /// return the secret or a reference but not the attributes.
+        case keyAndSecret
+
+        var attributes: [ItemAttribute] {
+            switch self {
+            case .all: ItemAttribute.allCases
+            case .keyAndSecret: ItemTable.keyAttributes
+            }
+        }
+    }
+
+    /// Every class's primary-key attributes.
+    private static let keyAttributes = ItemAttribute.allCases.filter { attribute in
+        ItemClass.allCases.contains { $0.primaryKey.contains(attribute) }
+    }
+
+    private static func selectColumns(_ columns: Columns) -> String {
+        (["id", "uuid", "class"] + columns.attributes.map { "\"\($0.name)\"" } + ["secret"]).joined(separator: ", ")
+    }
     private static let writtenColumns = attributeColumns + matchColumns.map { $0.name } + ["secret"]
 
     private static let insertSQL =
@@ -42,11 +66,13 @@ enum ItemTable {
     }
 
     /// Matching items in insertion order.
-    static func fetch(_ filter: ItemFilter, limit: MatchLimit, _ db: Database) throws -> [KeychainItem] {
+    static func fetch(
+        _ filter: ItemFilter, limit: MatchLimit, columns: Columns = .all, _ db: Database
+    ) throws -> [KeychainItem] {
         let present = filter.attributes.sorted { $0.key.rawValue < $1.key.rawValue }
         var shape = FetchShape(
             itemClass: filter.itemClass, byUUID: filter.itemUUID != nil, attributes: 0,
-            caseInsensitive: filter.caseInsensitive, ordered: true)
+            caseInsensitive: filter.caseInsensitive, ordered: true, columns: columns)
         var arguments: [DatabaseValue] = []
         arguments.reserveCapacity(present.count + 2)
         if let uuid = filter.itemUUID { arguments.append(uuid.data.databaseValue) }
@@ -65,7 +91,7 @@ enum ItemTable {
         var items: [KeychainItem] = []
         do {
             while try rows.step() {
-                items.append(try decode(rows))
+                items.append(try decode(rows, columns.attributes))
             }
         } catch {
             rows.finish()
@@ -87,6 +113,7 @@ enum ItemTable {
         var caseInsensitive: Bool
         /// ORDER BY id with a LIMIT; otherwise the caller sorts and limits.
         var ordered: Bool
+        var columns: Columns
     }
 
     /// Built once per shape: building it (and the match columns' names) cost more than running it.
@@ -104,7 +131,7 @@ enum ItemTable {
         for attribute in ItemAttribute.allCases where shape.attributes & (1 << UInt64(attribute.rawValue)) != 0 {
             clauses.append(condition(attribute, caseInsensitive: shape.caseInsensitive))
         }
-        var sql = "SELECT \(selectColumns) FROM item"
+        var sql = "SELECT \(selectColumns(shape.columns)) FROM item"
         if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
         if shape.ordered { sql += " ORDER BY id LIMIT ?" }
         fetchSQL.withLock { $0[shape] = sql }
@@ -156,14 +183,14 @@ enum ItemTable {
         }
     }
 
-    /// The columns of `selectColumns`: id, uuid, class, every attribute, secret.
-    private static func decode(_ row: RawStatement) throws -> KeychainItem {
+    /// The columns of `selectColumns`: id, uuid, class, the attributes asked for, secret.
+    private static func decode(_ row: RawStatement, _ columns: [ItemAttribute]) throws -> KeychainItem {
         guard let uuid = UUID(data: row.blob(1)), let itemClass = ItemClass(rawValue: row.text(2)) else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(row.integer(0)) is damaged")
         }
         var attributes: [ItemAttribute: AttributeValue] = [:]
-        for attribute in ItemAttribute.allCases {
-            let column = Int32(3 + attribute.rawValue)
+        for (offset, attribute) in columns.enumerated() {
+            let column = Int32(3 + offset)
             guard !row.isNull(column) else { continue }
             switch attribute.kind {
             case .text, .fourCharCode: attributes[attribute] = .text(row.text(column))
@@ -174,6 +201,6 @@ enum ItemTable {
         }
         return KeychainItem(
             rowID: row.integer(0), uuid: uuid, itemClass: itemClass, attributes: attributes,
-            sealedSecret: row.blob(Int32(3 + ItemAttribute.allCases.count)))
+            sealedSecret: row.blob(Int32(3 + columns.count)))
     }
 }

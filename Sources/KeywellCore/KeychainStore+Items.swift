@@ -66,12 +66,14 @@ extension KeychainStore {
                 remaining = .count(count - results.count)
             }
             let key = try? file.masterKey()
+            // Attributes are read only when returned; the secret needs just the primary key.
+            let columns: ItemTable.Columns = query.returns.attributes ? .all : .keyAndSecret
             if query.returns.data && key == nil {
-                let matched = try file.database.read { db in try ItemTable.fetch(query.filter, limit: .one, db) }
+                let matched = try file.database.read { db in try ItemTable.fetch(query.filter, limit: .one, columns: .keyAndSecret, db) }
                 lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
                 continue
             }
-            let items = try file.database.read { db in try ItemTable.fetch(query.filter, limit: remaining, db) }
+            let items = try file.database.read { db in try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) }
             file.markUsed()
             for item in items {
                 results.append(try result(for: item, in: file, returns: query.returns, key: key))
