@@ -4,7 +4,7 @@
 /// signature. `ay` has its own case (`bytes`) because secrets and blobs travel as `ay` and a
 /// byte-per-enum representation would be 30× larger: decoding always yields `.bytes` for `ay`,
 /// encoding accepts both `.bytes` and `.array(elementSignature: "y", …)`.
-public indirect enum DBusValue: Sendable, Hashable {
+public enum DBusValue: Sendable, Hashable {
     case byte(UInt8)
     case bool(Bool)
     case int16(Int16)
@@ -30,7 +30,7 @@ public indirect enum DBusValue: Sendable, Hashable {
     /// `(…)`; at least one field.
     case structure([DBusValue])
     /// `v`.
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 }
 
 /// One entry of a D-Bus dictionary.
