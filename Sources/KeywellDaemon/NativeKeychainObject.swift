@@ -51,16 +51,20 @@ final class NativeKeychainObject: DBusObject {
             return
         }
         let start = ContinuousClock.now
-        trimmer.noteActivity()
         let level: Logger.Level = Self.changesKeychains.contains(method.name) ? .info : .debug
         // Asked before the reply, while the caller is surely still connected; only when logged.
         let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil
+        var afterReply = AfterReply()
+        defer {
+            afterReply.finish()
+            trimmer.noteActivity()
+        }
         do throws(KeychainError) {
             // design.md: a call whose D-Bus signature is wrong is Param (not InvalidArgs).
             guard call.signature == method.inputSignature else {
                 throw KeychainError.param("\(method.name) takes (\(method.inputSignature.rawValue)), got (\(call.signature.rawValue))")
             }
-            let values = try perform(method.name, call.arguments, call)
+            let values = try perform(method.name, call.arguments, call, &afterReply)
             call.reply(values)
             log(call, caller: caller, outcome: "ok", level: level, since: start)
         } catch {
@@ -77,23 +81,28 @@ final class NativeKeychainObject: DBusObject {
         "ChangePassword", "SetSettings",
     ]
 
-    private func perform(_ member: String, _ arguments: [DBusValue], _ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
+    private func perform(
+        _ member: String, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply
+    ) throws(KeychainError) -> [DBusValue] {
         switch member {
-        // Plaintext secrets (`v_Data` in and out) are wiped once converted: see SecretWipe.
+        // Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right
+        // after the reply has gone.
         case "Add":
-            var attributes = try WireConversion.wireDictionary(arguments[0])
-            defer { SecretWipe.wipe(&attributes) }
-            var result = try store.add(attributes)
-            defer { SecretWipe.wipe(&result) }
+            let attributes = try WireConversion.wireDictionary(arguments[0])
+            afterReply.wipe(attributes)
+            let result = try store.add(attributes)
+            afterReply.wipe(result)
             return [WireConversion.dbusDictionary(result)]
         case "CopyMatching":
-            var results = try store.copyMatching(WireConversion.wireDictionary(arguments[0]))
-            defer { for index in results.indices { SecretWipe.wipe(&results[index]) } }
+            let query = try WireConversion.wireDictionary(arguments[0])
+            afterReply.wipe(query)
+            let results = try store.copyMatching(query)
+            afterReply.wipe(results)
             return [WireConversion.dbusDictionaryArray(results)]
         case "Update":
             let query = try WireConversion.wireDictionary(arguments[0])
-            var changes = try WireConversion.wireDictionary(arguments[1])
-            defer { SecretWipe.wipe(&changes) }
+            let changes = try WireConversion.wireDictionary(arguments[1])
+            afterReply.wipe(changes)
             try store.update(query, changes)
             return []
         case "Delete":
@@ -183,5 +192,19 @@ final class NativeKeychainObject: DBusObject {
             "caller": "\(caller ?? callers.describe(call.sender, on: call.connection))",
             "us": "\(microseconds)",
         ])
+    }
+}
+
+/// What a call's plaintext passed through, wiped (and freed) once its reply has gone: the caller
+/// waits for the reply, not for the clean-up.
+private struct AfterReply {
+    private var dictionaries: [WireDictionary] = []
+
+    mutating func wipe(_ dictionary: WireDictionary) { dictionaries.append(dictionary) }
+    mutating func wipe(_ list: [WireDictionary]) { dictionaries += list }
+
+    mutating func finish() {
+        for index in dictionaries.indices { SecretWipe.wipe(&dictionaries[index]) }
+        dictionaries = []
     }
 }
