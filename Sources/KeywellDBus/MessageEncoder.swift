@@ -12,7 +12,8 @@ enum MessageEncoder {
         for value in values where !isWithinDepthLimit(value, depth: 0) {
             throw DBusError(name: DBusError.Name.limitsExceeded, message: "Value nested deeper than \(maximumContainerDepth) containers")
         }
-        let signature = values.signature
+        // One value (most replies) is its own signature: no joining of the parts.
+        let signature = values.count == 1 ? values[0].signature : values.signature
         guard signature.isValid else {
             throw DBusError(name: DBusError.Name.invalidSignature, message: "Invalid argument signature \(signature.rawValue.debugDescription)")
         }
@@ -78,10 +79,8 @@ enum MessageEncoder {
                 try appendFixedArray(&sub, TypeCode.byte, bytes)
             }
         case .array(let element, let elements):
-            // The enclosing signature was validated, so checking "exactly one complete type" suffices.
-            let elementBytes = Array(element.rawValue.utf8)
-            guard !elementBytes.isEmpty, elementBytes[0] != UInt8(ascii: "{"),
-                  DBusSignature.endOfCompleteType(elementBytes, from: 0) == elementBytes.count else {
+            // Exactly one complete type, and not a bare dict entry (libdbus refuses "{…}" alone).
+            guard element.isSingleCompleteType else {
                 throw DBusError(name: DBusError.Name.invalidSignature, message: "Invalid array element type \(element.rawValue.debugDescription)")
             }
             try appendArray(&iter, element, elements)

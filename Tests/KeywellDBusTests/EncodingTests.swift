@@ -22,6 +22,8 @@ struct EncodingTests {
         expectRejected([.signature("a{vs}")])
         expectRejected([.array(elementSignature: .string, [.int32(1)])], DBusError.Name.invalidArgs)
         expectRejected([.array(elementSignature: "{sv}", [])])
+        // "ass" is a valid signature (two types), but "ss" is not one element type.
+        expectRejected([.array(elementSignature: "ss", [])])
         expectRejected([.dictionary(keySignature: .variant, valueSignature: .string, [])])
         expectRejected([.stringVariantDict(["k": .string("x")]).replacingFirstValue(with: .string("not a variant"))])
         expectRejected([.structure([])])
