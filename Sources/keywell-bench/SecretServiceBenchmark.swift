@@ -236,39 +236,52 @@ class ServiceUnderTest {
 
     struct Measurement {
         var count: Int
+        /// The p50 of all the Pings alternated with the calls.
         var ping: Duration
         var commit: Duration
-        var rows: [(operation: String, samples: LatencySamples, write: Bool)]
+        /// Each row's floor is the Ping measured alternately with its own calls, so that a noisy
+        /// neighbour on a shared machine weighs on the call and its floor alike.
+        var rows: [(operation: String, samples: LatencySamples, ping: Duration, write: Bool)]
     }
 
     func measure(calls: Int, commit: Duration) throws -> Measurement {
         let size = items.count
+        var allPings = LatencySamples()
+        var rowPings = LatencySamples()
+        /// `n` rounds of Ping then `body`, timed separately.
         func timed(_ n: Int, warmUp: Int = 10, _ body: (Int) throws -> Void) throws -> LatencySamples {
-            for i in 0..<warmUp { try body(i) }
+            for i in 0..<warmUp { try ping(); try body(i) }
             var samples = LatencySamples()
-            for i in 0..<n { samples.append(try KeywellBenchTiming.measure { try body(i) }) }
+            rowPings = LatencySamples()
+            for i in 0..<n {
+                rowPings.append(try KeywellBenchTiming.measure { try ping() })
+                samples.append(try KeywellBenchTiming.measure { try body(i) })
+            }
+            for duration in rowPings.durations { allPings.append(duration) }
             return samples
         }
         let randomIndex = { (_: Int) -> Int in Int.random(in: 0..<size) }
-        let pings = try timed(calls) { _ in try ping() }
-        var rows: [(String, LatencySamples, Bool)] = []
+        var rows: [(String, LatencySamples, Duration, Bool)] = []
+        func row(_ name: String, write: Bool = false, _ samples: LatencySamples) {
+            rows.append((name, samples, rowPings.percentile(0.5), write))
+        }
         // A method that does no work: what any call costs through the service's D-Bus layer.
-        rows.append(("ReadAlias (no work: the method-call cost)", try timed(calls) { _ in try readAlias() }, false))
-        rows.append(("SearchItems (1 match)", try timed(calls) { try searchItems(randomIndex($0)) }, false))
-        rows.append(("GetSecret (DH)", try timed(calls) { try getSecret(randomIndex($0)) }, false))
-        rows.append(("GetSecrets, 1 item (DH)", try timed(calls) { try getSecrets([randomIndex($0)]) }, false))
+        row("ReadAlias (no work: the method-call cost)", try timed(calls) { _ in try readAlias() })
+        row("SearchItems (1 match)", try timed(calls) { try searchItems(randomIndex($0)) })
+        row("GetSecret (DH)", try timed(calls) { try getSecret(randomIndex($0)) })
+        row("GetSecrets, 1 item (DH)", try timed(calls) { try getSecrets([randomIndex($0)]) })
         let clientKeys = try (0..<max(20, calls / 3)).map { _ in try DHKeyExchange() }
-        rows.append(("OpenSession (DH)", try timed(clientKeys.count) { _ = try openSession(clientKeys[$0], derive: false) }, false))
+        row("OpenSession (DH)", try timed(clientKeys.count) { _ = try openSession(clientKeys[$0], derive: false) })
         let batches = isSlow ? 3 : 10
         try getSecrets(Array(0..<min(size, 1000)), checkAll: true)
-        rows.append(("GetSecrets, 1,000 items in one call (DH)", try timed(batches, warmUp: 1) { batch in
+        row("GetSecrets, 1,000 items in one call (DH)", try timed(batches, warmUp: 1) { batch in
             let start = (batch * 997) % max(1, size - 1000)
             try getSecrets(Array(start..<min(size, start + 1000)))
-        }, false))
+        })
         // Last: it grows the collection (by a few items only).
         let creates = isSlow ? 10 : min(calls, 200)
-        rows.append(("CreateItem", try timed(creates, warmUp: 1) { _ in items.append(try createItem(items.count)) }, true))
-        return Measurement(count: size, ping: pings.percentile(0.5), commit: commit, rows: rows)
+        row("CreateItem", write: true, try timed(creates, warmUp: 1) { _ in items.append(try createItem(items.count)) })
+        return Measurement(count: size, ping: allPings.percentile(0.5), commit: commit, rows: rows)
     }
 
     /// gnome-keyring: fewer repetitions of the calls that take tens of milliseconds there.
@@ -374,8 +387,8 @@ struct SecretServiceReport {
             Swift.print("— \(size) items —")
             for service in services {
                 if let m = measured[service] {
-                    Swift.print("  \(service): Peer.Ping p50 \(formatMicroseconds(m.ping)) µs (read floor); "
-                                + "+ commit = \(formatMicroseconds(m.ping + m.commit)) µs (write floor)")
+                    Swift.print("  \(service): Peer.Ping p50 \(formatMicroseconds(m.ping)) µs (read floor; each row uses the Pings "
+                                + "alternated with its own calls); + commit = \(formatMicroseconds(m.ping + m.commit)) µs (write floor)")
                 } else if let note = notes[size]?[service] {
                     Swift.print("  \(service): \(note)")
                 }
@@ -395,7 +408,7 @@ struct SecretServiceReport {
                     guard let m = measured[service], row < m.rows.count else { continue }
                     let samples = m.rows[row].samples
                     let p50 = samples.percentile(0.5)
-                    let floor = m.rows[row].write ? m.ping + m.commit : m.ping
+                    let floor = m.rows[row].write ? m.rows[row].ping + m.commit : m.rows[row].ping
                     p50s.append(p50.seconds)
                     line += (Self.latency(p50)).padding(toLength: 14, withPad: " ", startingAt: 0)
                         + Self.latency(samples.percentile(0.99)).padding(toLength: 10, withPad: " ", startingAt: 0)
