@@ -23,6 +23,10 @@ public protocol DBusObject: Sendable {
     /// `org.freedesktop.DBus.Properties.Get`/`GetAll` for a readable declared property.
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
 
+    /// `GetAll` in one go, for objects whose properties come from one read (an item's row):
+    /// every readable declared property of `interface` by name, or nil to be asked one by one.
+    func allProperties(interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> [String: DBusValue]?
+
     /// `org.freedesktop.DBus.Properties.Set` for a writable declared property; the value's type
     /// has already been checked against the declaration.
     func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError)
@@ -46,6 +50,10 @@ extension DBusObject {
 
     public func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         throw .unknownProperty("No property \(interface).\(name)")
+    }
+
+    public func allProperties(interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> [String: DBusValue]? {
+        nil
     }
 
     public func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {

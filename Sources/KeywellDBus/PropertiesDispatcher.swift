@@ -17,8 +17,14 @@ enum PropertiesDispatcher {
                 if selected.isEmpty { throw .unknownInterface("No interface \(name) at \(call.path)") }
                 var entries: [DBusDictEntry] = []
                 for interface in selected {
+                    let all = try object.allProperties(interface: interface.name, at: call.path, call: call)
                     for property in interface.properties where property.access.isReadable {
-                        let value = try value(of: property, in: interface, object: object, call: call)
+                        let value: DBusValue
+                        if let all {
+                            value = try checked(all[property.name], property, interface)
+                        } else {
+                            value = try self.value(of: property, in: interface, object: object, call: call)
+                        }
                         entries.append(DBusDictEntry(key: .string(property.name), value: .variant(value)))
                     }
                 }
@@ -52,7 +58,11 @@ enum PropertiesDispatcher {
     /// wrongly typed value on the bus.
     private static func value(of property: DBusProperty, in interface: DBusInterface, object: any DBusObject,
                               call: DBusMethodCall) throws(DBusError) -> DBusValue {
-        let value = try object.property(property.name, interface: interface.name, at: call.path, call: call)
+        try checked(try object.property(property.name, interface: interface.name, at: call.path, call: call), property, interface)
+    }
+
+    private static func checked(_ value: DBusValue?, _ property: DBusProperty, _ interface: DBusInterface) throws(DBusError) -> DBusValue {
+        guard let value else { throw .failed("Property \(interface.name).\(property.name) is declared but the service gave no value") }
         guard value.signature == property.signature else {
             throw .failed("Property \(interface.name).\(property.name) is declared \(property.signature.rawValue) but the service gave \(value.signature.rawValue)")
         }

@@ -43,14 +43,29 @@ struct ItemObject {
             return .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
         }
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
-        switch name {
-        case "Attributes": return .stringStringDict(item.attributes)
-        case "Label": return .string(item.label)
-        case "Type": return .string(item.type)
-        case "Created": return .uint64(UInt64(max(0, item.created.timeIntervalSince1970)))
-        case "Modified": return .uint64(UInt64(max(0, item.modified.timeIntervalSince1970)))
-        default: throw .unknownProperty("No property \(name)")
-        }
+        guard let value = Self.values(of: item, locked: nil)[name] else { throw .unknownProperty("No property \(name)") }
+        return value
+    }
+
+    /// GetAll: the item read once (libsecret's item proxies ask for all six properties), not once
+    /// per property.
+    func allProperties(_ address: CollectionAddress, _ id: UUID) throws(DBusError) -> [String: DBusValue] {
+        let collection = try context.collection(address)
+        func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
+        let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
+        return Self.values(of: item, locked: try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
+    }
+
+    private static func values(of item: SecretServiceItem, locked: Bool?) -> [String: DBusValue] {
+        var values: [String: DBusValue] = [
+            "Attributes": .stringStringDict(item.attributes),
+            "Label": .string(item.label),
+            "Type": .string(item.type),
+            "Created": .uint64(UInt64(max(0, item.created.timeIntervalSince1970))),
+            "Modified": .uint64(UInt64(max(0, item.modified.timeIntervalSince1970))),
+        ]
+        if let locked { values["Locked"] = .bool(locked) }
+        return values
     }
 
     /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).

@@ -105,6 +105,12 @@ final class SecretServiceTree: DBusObject {
         }
     }
 
+    func allProperties(interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> [String: DBusValue]? {
+        guard interface == SecretServiceNames.itemInterface, case .item(let address, let id)? = ObjectPaths.parse(path) else { return nil }
+        activity()
+        return try ItemObject(context: context).allProperties(address, id)
+    }
+
     func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
         activity()
         switch ObjectPaths.parse(path) {

@@ -24,6 +24,13 @@ import Testing
         let created = try fixture.property(item, "Item", "Created").uint64Value ?? 0
         #expect(abs(Double(created) - Date().timeIntervalSince1970) < 60)
 
+        // GetAll on the item (what libsecret's item proxies ask for) agrees with every Get.
+        let itemProperties = try fixture.client.call(destination: SecretServiceFixture.service, path: item,
+                                                     interface: "org.freedesktop.DBus.Properties", member: "GetAll",
+                                                     arguments: [.string("org.freedesktop.Secret.Item")]).stringVariantDict(at: 0)
+        #expect(Set(itemProperties.keys) == ["Locked", "Attributes", "Label", "Type", "Created", "Modified"])
+        for (name, value) in itemProperties { #expect(try fixture.property(item, "Item", name) == value, "\(name)") }
+
         try fixture.setProperty(item, "Item", "Label", .string("Renamed"))
         try fixture.setProperty(item, "Item", "Attributes", .stringStringDict(["service": "imap", "user": "carol"]))
         #expect(try fixture.property(item, "Item", "Label") == .string("Renamed"))
