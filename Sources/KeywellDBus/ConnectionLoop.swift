@@ -154,9 +154,13 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     private func dispatchQueuedMessages() {
+        var dispatched = false
+        // Once the round's replies are sent: what the handlers left on this stack goes.
+        defer { if dispatched { keywell_scrub_stack() } }
         while true {
             switch dbus_connection_get_dispatch_status(connection) {
             case DBUS_DISPATCH_DATA_REMAINS:
+                dispatched = true
                 dbus_connection_dispatch(connection)
             case DBUS_DISPATCH_NEED_MEMORY:
                 usleep(1000)

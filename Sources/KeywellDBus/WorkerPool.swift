@@ -1,3 +1,4 @@
+import CDBus
 import Foundation
 
 /// Runs method handlers off the connection's I/O thread.
@@ -71,6 +72,8 @@ final class WorkerPool: @unchecked Sendable {
                 }
                 lock.unlock()
                 job()
+                // What the job left on this stack (short secrets live inside Swift values) goes.
+                keywell_scrub_stack()
                 lock.lock()
                 continue
             }
