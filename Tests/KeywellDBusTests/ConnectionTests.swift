@@ -115,7 +115,9 @@ struct ConnectionTests {
         do {
             _ = try await fixture.client.callAsync(destination: ServiceFixture.name, path: ServiceFixture.path,
                                                    interface: ServiceFixture.interfaceName, member: "Sleep",
-                                                   arguments: [.uint32(1000)], timeout: .milliseconds(100))
+                                                   // A reply 30× later than the timeout: a busy machine may run the
+                                                   // timer late, but not by seconds.
+                                                   arguments: [.uint32(3000)], timeout: .milliseconds(100))
             Issue.record("expected a timeout")
         } catch {
             #expect(error.isTimeout)
