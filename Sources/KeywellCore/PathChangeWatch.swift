@@ -20,10 +20,21 @@ final class PathChangeWatch: @unchecked Sendable {
     }
 
     private struct Watch {
-        let path: String
         /// The entries that matter in this folder; nil for the folder holding watched files.
         var entries: Set<String>?
         var mask: UInt32
+
+        /// Reports `mask`'s events for `entry` (nil: for every entry) already.
+        func covers(mask: UInt32, entry: String?) -> Bool {
+            guard self.mask & mask == mask else { return false }
+            guard let entries else { return true }
+            return entry.map(entries.contains) ?? false
+        }
+
+        mutating func widen(mask: UInt32, entry: String?) {
+            self.mask |= mask
+            if let entry { entries?.insert(entry) } else { entries = nil }
+        }
     }
 
     private let descriptor: Int32
@@ -105,28 +116,21 @@ final class PathChangeWatch: @unchecked Sendable {
 
     private func add(_ folder: String, mask: UInt32, entry: String?) -> AddResult {
         if let existing = descriptorsByPath[folder], var watch = watches[existing] {
-            let wantsAll = entry == nil
-            let hasAll = watch.entries == nil
-            if (watch.mask & mask) == mask, hasAll || (!wantsAll && watch.entries!.contains(entry!)) { return .watched }
-            // Widen the existing watch (same folder, same descriptor).
+            if watch.covers(mask: mask, entry: entry) { return .watched }
+            // Widening an existing watch keeps its descriptor.
             guard inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR)) == existing else {
                 return .failed
             }
-            watch.mask |= mask
-            if wantsAll { watch.entries = nil } else if !hasAll { watch.entries!.insert(entry!) }
+            watch.widen(mask: mask, entry: entry)
             watches[existing] = watch
             return .watched
         }
         let watchDescriptor = inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))
         guard watchDescriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .failed }
-        if var watch = watches[watchDescriptor] {
-            // The same folder reached by another name (a symlink on the way): one watch serves both.
-            watch.mask |= mask
-            if entry == nil { watch.entries = nil } else { watch.entries?.insert(entry!) }
-            watches[watchDescriptor] = watch
-        } else {
-            watches[watchDescriptor] = Watch(path: folder, entries: entry.map { [$0] }, mask: mask)
-        }
+        // The same folder may be reached by another name (a symlink on the way): one watch serves both.
+        var watch = watches[watchDescriptor] ?? Watch(entries: [], mask: 0)
+        watch.widen(mask: mask, entry: entry)
+        watches[watchDescriptor] = watch
         descriptorsByPath[folder] = watchDescriptor
         return .watched
     }
