@@ -26,17 +26,27 @@ final class ObjectRegistry: @unchecked Sendable {
         }
     }
 
-    /// The object responsible for `path`, if any.
+    /// The object responsible for `path`, if any. Subtrees are few (a service registers one or
+    /// two), so each is compared with the path in place: looking up every prefix of the path
+    /// made a string for each, on every call to an object below a subtree.
     func object(at path: String) -> (any DBusObject)? {
         lock.withLock {
             if let object = exact[path] { return object }
-            var prefix = Substring(path)
-            while true {
-                if let object = subtrees[String(prefix)] { return object }
-                guard prefix != "/", let slash = prefix.lastIndex(of: "/") else { return nil }
-                prefix = slash == prefix.startIndex ? "/" : prefix[..<slash]
+            var deepest: (depth: Int, object: any DBusObject)?
+            for (root, object) in subtrees where Self.path(path, isInside: root) {
+                if root.utf8.count > deepest?.depth ?? -1 { deepest = (root.utf8.count, object) }
             }
+            return deepest?.object
         }
+    }
+
+    /// `path` is `root` or below it (`/a/b` is inside `/a`, `/ab` is not).
+    private static func path(_ path: String, isInside root: String) -> Bool {
+        if root == "/" { return true }
+        let bytes = path.utf8
+        guard bytes.starts(with: root.utf8) else { return false }
+        let end = bytes.index(bytes.startIndex, offsetBy: root.utf8.count)
+        return end == bytes.endIndex || bytes[end] == UInt8(ascii: "/")
     }
 
     /// First path elements of registrations strictly below `path` (for introspecting parents).

@@ -255,6 +255,18 @@ struct ConnectionTests {
                                               interface: StandardInterface.introspectable, member: "Introspect").string(at: 0)
         #expect(listing.contains("<node name=\"1\"/>") && listing.contains("<node name=\"2\"/>"))
         #expect(throws: DBusError.self) { try fixture.server.registerSubtree(Collections(), at: "/org/freedesktop/secrets") }
+
+        // The deepest subtree answers; a path that only starts with the same letters is not inside.
+        try fixture.server.registerSubtree(
+            DBusClosureObject(interfaces: [DBusInterface(name: "org.example.Deep", methods: [DBusMethod(name: "Where")])]) { call in
+                call.reply([.string("deep")])
+            }, at: "/org/freedesktop/secrets/collection/login/deep")
+        #expect(try fixture.client.call(destination: ServiceFixture.name, path: "/org/freedesktop/secrets/collection/login/deep/x",
+                                        interface: "org.example.Deep", member: "Where") == [.string("deep")])
+        #expect(throws: DBusError.self) {
+            try fixture.client.call(destination: ServiceFixture.name, path: "/org/freedesktop/secretsmore/collection/login/2",
+                                    interface: "org.freedesktop.Secret.Item", member: "Where")
+        }
     }
 
     @Test func requestNameResults() throws {
