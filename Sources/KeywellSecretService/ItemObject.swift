@@ -43,7 +43,7 @@ struct ItemObject {
             return .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
         }
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
-        guard let value = Self.values(of: item, locked: nil)[name] else { throw .unknownProperty("No property \(name)") }
+        guard let value = Self.value(name, of: item) else { throw .unknownProperty("No property \(name)") }
         return value
     }
 
@@ -53,19 +53,23 @@ struct ItemObject {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
-        return Self.values(of: item, locked: try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
+        var values: [String: DBusValue] = ["Locked": .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })]
+        for name in Self.rowProperties { values[name] = Self.value(name, of: item) }
+        return values
     }
 
-    private static func values(of item: SecretServiceItem, locked: Bool?) -> [String: DBusValue] {
-        var values: [String: DBusValue] = [
-            "Attributes": .stringStringDict(item.attributes),
-            "Label": .string(item.label),
-            "Type": .string(item.type),
-            "Created": .uint64(UInt64(max(0, item.created.timeIntervalSince1970))),
-            "Modified": .uint64(UInt64(max(0, item.modified.timeIntervalSince1970))),
-        ]
-        if let locked { values["Locked"] = .bool(locked) }
-        return values
+    /// The properties an item's row answers (`Locked` is its keychain's).
+    private static let rowProperties = ["Attributes", "Label", "Type", "Created", "Modified"]
+
+    private static func value(_ name: String, of item: SecretServiceItem) -> DBusValue? {
+        switch name {
+        case "Attributes": .stringStringDict(item.attributes)
+        case "Label": .string(item.label)
+        case "Type": .string(item.type)
+        case "Created": .uint64(UInt64(max(0, item.created.timeIntervalSince1970)))
+        case "Modified": .uint64(UInt64(max(0, item.modified.timeIntervalSince1970)))
+        default: nil
+        }
     }
 
     /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).

@@ -50,6 +50,10 @@ import Testing
 
         #expect(try fixture.call(item, "Item", "Delete") == [.objectPath("/")])
         expectError("org.freedesktop.Secret.Error.NoSuchObject") { _ = try fixture.property(item, "Item", "Label") }
+        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+            _ = try fixture.client.call(destination: SecretServiceFixture.service, path: item, interface: "org.freedesktop.DBus.Properties",
+                                        member: "GetAll", arguments: [.string("org.freedesktop.Secret.Item")])
+        }
         expectError("org.freedesktop.Secret.Error.NoSuchObject") { try fixture.call(item, "Item", "Delete") }
     }
 
