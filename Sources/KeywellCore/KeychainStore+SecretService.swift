@@ -28,7 +28,7 @@ extension KeychainStore {
     /// folders cannot be watched, and the list must be checked every time.
     public func keychainListingMark() -> KeychainListingMark? {
         // Marks only move forward, so the first is the one to compare against.
-        guard let folder = changes.mark(watching: resolver.keychainsDirectory + "/listing", edits: false),
+        guard let folder = changes.mark(watchingFolder: resolver.keychainsDirectory, edits: false),
               changes.mark(watching: userSettings.path, edits: true) != nil
         else { return nil }
         return KeychainListingMark(mark: folder)

@@ -70,12 +70,17 @@ final class PathChangeWatch: @unchecked Sendable {
     /// `edits`: also count writes to files in place (settings.json edited by hand), which a
     /// keychain folder leaves out because SQLite writes its files all the time.
     func mark(watching path: String, edits: Bool) -> Mark? {
+        mark(watchingFolder: (path as NSString).deletingLastPathComponent, edits: edits)
+    }
+
+    /// The same for everything in `folder` (a listing of it, say).
+    func mark(watchingFolder folder: String, edits: Bool) -> Mark? {
         guard descriptor >= 0 else { return nil }
         lock.lock()
         defer { lock.unlock() }
         // Events queued before the watches were (re)made may drop them all: make them again.
         for _ in 0..<3 {
-            guard watchPath(to: path, edits: edits) else { return nil }
+            guard watchPath(to: folder, edits: edits) else { return nil }
             let resetsBefore = resets
             drainEvents()
             if resets == resetsBefore { return Mark(generation: generation) }
@@ -94,8 +99,7 @@ final class PathChangeWatch: @unchecked Sendable {
 
     // MARK: Watches (under the lock)
 
-    private func watchPath(to path: String, edits: Bool) -> Bool {
-        let folder = (path as NSString).deletingLastPathComponent
+    private func watchPath(to folder: String, edits: Bool) -> Bool {
         guard folder.hasPrefix("/") else { return false }
         var components = folder.split(separator: "/").map(String.init)
         // The file's own folder reports all its entries; each folder above it the one entry that

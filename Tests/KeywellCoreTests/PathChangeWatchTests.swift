@@ -99,6 +99,15 @@ import Testing
         #expect(!watch.isUnchanged(since: mark))
     }
 
+    @Test func aFolderMarkReportsAnyEntry() throws {
+        defer { remove() }
+        let watch = PathChangeWatch()
+        let mark = try #require(watch.mark(watchingFolder: folder, edits: false))
+        #expect(watch.isUnchanged(since: mark))
+        #expect(FileManager.default.createFile(atPath: folder + "/work.keychain-db", contents: Data()))
+        #expect(!watch.isUnchanged(since: mark))
+    }
+
     @Test func noMarkMeansCheckEveryTime() {
         let watch = PathChangeWatch()
         #expect(!watch.isUnchanged(since: nil))
