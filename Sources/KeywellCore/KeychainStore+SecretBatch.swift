@@ -13,12 +13,12 @@ extension KeychainStore {
     public func secretServiceSecretBatch(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
         let file = try file(at: location(keychain))
         let key = try file.masterKey()
-        let found = try file.database.read { db -> [(KeychainItem, String?)] in
-            guard ids.count > SecretBatchRows.chunk else { return try SecretBatchRows.fetch(ids[...], db) }
+        let found = try file.database.read { db -> [SealedRow] in
+            guard ids.count > SecretBatchRows.chunk else { return try SecretBatchRows.fetch(ids[...], keychain: file.uuid, db) }
             // One snapshot for the whole batch; BEGIN and COMMIT would cost a short one more than they save.
-            var rows: [(KeychainItem, String?)] = []
+            var rows: [SealedRow] = []
             try db.inTransaction(.deferred) {
-                rows = try SecretBatchRows.fetch(ids[...], db)
+                rows = try SecretBatchRows.fetch(ids[...], keychain: file.uuid, db)
                 return .commit
             }
             return rows
@@ -26,12 +26,20 @@ extension KeychainStore {
         file.markUsed()
         var secrets: [UUID: SecretServiceSecret] = [:]
         secrets.reserveCapacity(found.count)
-        for (item, contentType) in found {
-            let value = try ItemSealing.open(item, keychain: file.uuid, key: key)
-            secrets[item.uuid] = SecretServiceSecret(value: value, contentType: contentType ?? SecretServiceMapping.defaultContentType)
+        for row in found {
+            let value = try Sodium.open(row.sealedSecret, key: key, associatedData: row.associatedData)
+            secrets[row.uuid] = SecretServiceSecret(value: value, contentType: row.contentType ?? SecretServiceMapping.defaultContentType)
         }
         return secrets
     }
+}
+
+/// One item's sealed secret as read, with the associated data its sealing binds.
+private struct SealedRow {
+    let uuid: UUID
+    let associatedData: Data
+    let sealedSecret: Data
+    let contentType: String?
 }
 
 private enum SecretBatchRows {
@@ -66,9 +74,10 @@ private enum SecretBatchRows {
             + " WHERE item.uuid IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
 
-    /// The items among `ids` (what sealing binds, and the sealed secret) and their content types.
-    static func fetch(_ ids: ArraySlice<UUID>, _ db: Database) throws -> [(KeychainItem, String?)] {
-        var found: [(KeychainItem, String?)] = []
+    /// The items among `ids`: their sealed secrets, what the sealing binds (built from the key
+    /// columns in place, without an item and its attribute dictionary), their content types.
+    static func fetch(_ ids: ArraySlice<UUID>, keychain: UUID, _ db: Database) throws -> [SealedRow] {
+        var found: [SealedRow] = []
         found.reserveCapacity(ids.count)
         var start = ids.startIndex
         while start < ids.endIndex {
@@ -77,16 +86,22 @@ private enum SecretBatchRows {
             let rows = try RawStatement(db, sql: chunkSQL[part.count],
                                         values: [SecretServiceMapping.contentTypeRow.databaseValue] + part.map { $0.data.databaseValue })
             while try rows.step() {
-                guard let uuid = UUID(data: rows.blob(0)), let itemClass = ItemClass(rawValue: rows.text(1)),
+                guard let uuid = rows.uuid(0), let itemClass = ItemClass(rawValue: rows.text(1)),
                       let columns = keyColumnsOfClass[itemClass]
                 else { throw KeychainError(SecStatus.invalidKeychain, detail: "an item row is damaged") }
-                var attributes = [ItemAttribute: AttributeValue](minimumCapacity: columns.count)
-                for (attribute, column) in columns where !rows.isNull(column) {
-                    attributes[attribute] = attribute.kind == .integer ? .integer(rows.integer(column)) : .text(rows.text(column))
+                // As `ItemSealing.associatedData` builds it from an item: a missing part is "" or 0.
+                var associatedData = AssociatedData(keychain: keychain, item: uuid, itemClass: itemClass)
+                for (attribute, column) in columns {
+                    if attribute.kind == .integer {
+                        associatedData.appendInteger(attribute, rows.isNull(column) ? 0 : rows.integer(column))
+                    } else if rows.isNull(column) {
+                        associatedData.appendBytes(attribute, UnsafeRawBufferPointer(start: nil, count: 0))
+                    } else {
+                        rows.withBytes(column) { associatedData.appendBytes(attribute, $0) }
+                    }
                 }
-                let item = KeychainItem(rowID: nil, uuid: uuid, itemClass: itemClass, attributes: attributes,
-                                        sealedSecret: rows.blob(secretColumn))
-                found.append((item, rows.isNull(typeColumn) ? nil : rows.text(typeColumn)))
+                found.append(SealedRow(uuid: uuid, associatedData: associatedData.finished, sealedSecret: rows.blob(secretColumn),
+                                       contentType: rows.isNull(typeColumn) ? nil : rows.text(typeColumn)))
             }
         }
         return found

@@ -100,4 +100,19 @@ struct RawStatement {
         guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: bytes, count: count)
     }
+
+    /// A 16-byte blob as a UUID, read in place; nil for anything else.
+    func uuid(_ column: Int32) -> UUID? {
+        guard sqlite3_column_bytes(handle, column) == 16, let bytes = sqlite3_column_blob(handle, column) else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: 16)) }
+        return UUID(uuid: value)
+    }
+
+    /// A text or blob column's bytes, valid only inside `body` (and until the next step).
+    func withBytes<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        // The pointer first: it converts the value if needed, and the count must come after.
+        let bytes = sqlite3_column_blob(handle, column)
+        return body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : Int(sqlite3_column_bytes(handle, column))))
+    }
 }

@@ -233,16 +233,17 @@ public final class DBusConnection: @unchecked Sendable {
 
     // MARK: Replies (used by DBusMethodCall)
 
-    /// The reply's byte arrays are wiped once sent: the handler made them for this reply alone.
-    func sendReply(to call: MessageRef, values: [DBusValue]) {
-        defer { ByteArrayWipe.wipe(values) }
+    /// The reply's byte arrays are wiped once sent (the handler made them for this reply alone),
+    /// unless `wipe` is false: the call said they hold no secrets.
+    func sendReply(to call: MessageRef, values: [DBusValue], wipe: Bool = true) {
+        defer { if wipe { ByteArrayWipe.wipe(values) } }
         guard call.expectsReply else { return }
         do {
             let reply = try call.methodReturn()
             try reply.append(values)
             try send(reply)
             // Written out already (nothing queued): libdbus is done with the buffer.
-            if dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(reply) }
+            if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(reply) }
         } catch let error where error.name == DBusError.Name.disconnected {
             return
         } catch {

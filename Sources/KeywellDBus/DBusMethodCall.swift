@@ -24,6 +24,16 @@ public final class DBusMethodCall: @unchecked Sendable {
     let message: MessageRef
     private let lock = ConditionLock()
     private var replied = false
+    private var replyWipe = true
+
+    /// Whether the reply's byte arrays may hold secrets, to be wiped from memory once it is out
+    /// (the default). A handler whose reply carries only public or encrypted bytes (a Secret
+    /// Service DH session's secrets) clears it before replying, sparing a walk over every byte
+    /// array of the reply, twice.
+    public var replyMayHoldSecrets: Bool {
+        get { lock.withLock { replyWipe } }
+        set { lock.withLock { replyWipe = newValue } }
+    }
 
     init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue]) {
         self.connection = connection
@@ -53,7 +63,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     @discardableResult
     public func reply(_ values: [DBusValue] = []) -> Bool {
         guard claimReply() else { return false }
-        connection.sendReply(to: message, values: values)
+        connection.sendReply(to: message, values: values, wipe: replyMayHoldSecrets)
         return true
     }
 

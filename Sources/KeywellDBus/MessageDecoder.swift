@@ -66,24 +66,48 @@ enum MessageDecoder {
     }
 
     private static func decodeArray(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> DBusValue {
+        var sub = DBusMessageIter()
+        // Arrays of one-letter types need no signature from libdbus (an allocation and two
+        // string copies for every `ay` of a reply with a thousand secrets).
+        switch dbus_message_iter_get_element_type(&iter) {
+        case TypeCode.byte:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .bytes(fixedArray(&sub, UInt8.self))
+        case TypeCode.bool:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .bool, fixedArray(&sub, dbus_bool_t.self).map { .bool($0 != 0) })
+        case TypeCode.int16:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .int16, fixedArray(&sub, Int16.self).map(DBusValue.int16))
+        case TypeCode.uint16:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .uint16, fixedArray(&sub, UInt16.self).map(DBusValue.uint16))
+        case TypeCode.int32:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .int32, fixedArray(&sub, Int32.self).map(DBusValue.int32))
+        case TypeCode.uint32:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .uint32, fixedArray(&sub, UInt32.self).map(DBusValue.uint32))
+        case TypeCode.int64:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .int64, fixedArray(&sub, Int64.self).map(DBusValue.int64))
+        case TypeCode.uint64:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .uint64, fixedArray(&sub, UInt64.self).map(DBusValue.uint64))
+        case TypeCode.double:
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: .double, fixedArray(&sub, Double.self).map(DBusValue.double))
+        case TypeCode.string:
+            return .array(elementSignature: .string, try decodeElements(&iter, depth: depth))
+        case TypeCode.objectPath:
+            return .array(elementSignature: .objectPath, try decodeElements(&iter, depth: depth))
+        default:
+            break
+        }
         let arraySignature = currentSignature(&iter)
         guard arraySignature.hasPrefix("a") else { throw .invalidArgs("Array with signature \(arraySignature)") }
         let element = DBusSignature(unchecked: String(arraySignature.dropFirst()))
-        var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &sub)
-
-        switch element.rawValue {
-        case "y": return .bytes(fixedArray(&sub, UInt8.self))
-        case "b": return .array(elementSignature: element, fixedArray(&sub, dbus_bool_t.self).map { .bool($0 != 0) })
-        case "n": return .array(elementSignature: element, fixedArray(&sub, Int16.self).map(DBusValue.int16))
-        case "q": return .array(elementSignature: element, fixedArray(&sub, UInt16.self).map(DBusValue.uint16))
-        case "i": return .array(elementSignature: element, fixedArray(&sub, Int32.self).map(DBusValue.int32))
-        case "u": return .array(elementSignature: element, fixedArray(&sub, UInt32.self).map(DBusValue.uint32))
-        case "x": return .array(elementSignature: element, fixedArray(&sub, Int64.self).map(DBusValue.int64))
-        case "t": return .array(elementSignature: element, fixedArray(&sub, UInt64.self).map(DBusValue.uint64))
-        case "d": return .array(elementSignature: element, fixedArray(&sub, Double.self).map(DBusValue.double))
-        default: break
-        }
 
         if element.rawValue.hasPrefix("{") {
             // `{kv}`: the key is one basic type code, the value is the rest.
@@ -103,12 +127,14 @@ enum MessageDecoder {
             return .dictionary(keySignature: keySignature, valueSignature: valueSignature, entries)
         }
 
-        var elements: [DBusValue] = []
-        while dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid {
-            elements.append(try decodeValue(&sub, depth: depth))
-            dbus_message_iter_next(&sub)
-        }
-        return .array(elementSignature: element, elements)
+        return .array(elementSignature: element, try decodeSequence(&sub, depth: depth))
+    }
+
+    /// The elements of the array at `iter`, one by one.
+    private static func decodeElements(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> [DBusValue] {
+        var sub = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &sub)
+        return try decodeSequence(&sub, depth: depth)
     }
 
     private static func basic<T: FixedWidthInteger>(_ iter: inout DBusMessageIter, _ type: T.Type) -> T {

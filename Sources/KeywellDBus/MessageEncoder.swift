@@ -137,10 +137,8 @@ enum MessageEncoder {
     /// An element must have exactly its container's declared type; libdbus would otherwise
     /// write a corrupt message (or abort).
     private static func requireType(_ value: DBusValue, _ expected: DBusSignature) throws(DBusError) {
-        // `.bytes` and `.array(y)` are both `ay`; compare cheaply for basic types first.
-        let actual = value.signature
-        guard actual == expected else {
-            throw .invalidArgs("Element of type \(actual.rawValue) in a container of \(expected.rawValue)")
+        guard value.hasType(expected) else {
+            throw .invalidArgs("Element of type \(value.signature.rawValue) in a container of \(expected.rawValue)")
         }
     }
 

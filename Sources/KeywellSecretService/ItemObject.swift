@@ -21,6 +21,7 @@ struct ItemObject {
             let secrets = try engine(path()) { () throws(KeychainError) in try collection.secrets([id]) }
             guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path())") }
             defer { SecretWipe.wipe(secret.value) }
+            call.replyMayHoldSecrets = !session.isEncrypted
             return [try SecretEncoding.encode(secret, for: session)]
         case "SetSecret":
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)

@@ -28,6 +28,7 @@ struct ServiceObject {
             return []
         case "GetSecrets":
             let session = try context.sessions.session(at: arguments.objectPath(at: 1), for: call.sender)
+            call.replyMayHoldSecrets = !session.isEncrypted
             return [try secrets(of: arguments.objectPathArray(at: 0), for: session)]
         case "ReadAlias":
             let alias = try arguments.string(at: 0)

@@ -9,6 +9,8 @@ final class SecretSession: Sendable {
     let owner: String
     /// Nil for `plain`; the AES key agreed through Diffie-Hellman otherwise.
     let cipher: AESCBCCipher?
+    /// Secrets travel encrypted (a DH session): what crosses the bus is no secret.
+    var isEncrypted: Bool { cipher != nil }
 
     /// Kept: every secret sent back names it.
     let path: String

@@ -82,6 +82,17 @@ struct ConnectionTests {
         #expect(ServiceFixture.kept.value[0] == .string("label"))
     }
 
+    /// A reply whose byte arrays the handler declared public (encrypted secrets) is not wiped:
+    /// the handler's own copy keeps its bytes after the reply went out.
+    @Test func repliesDeclaredPublicAreNotWiped() throws {
+        let fixture = try ServiceFixture()
+        let ciphertext: [UInt8] = Array(repeating: 0xA5, count: 48)
+        #expect(try fixture.call("KeepPublic", [.bytes(ciphertext)]) == [.bytes(ciphertext)])
+        // A round trip later, the reply's wipe would have run long ago.
+        #expect(try fixture.call("Echo", [.string("after")]) == [.string("after")])
+        #expect(ServiceFixture.keptPublic.value == [.bytes(ciphertext)])
+    }
+
     @Test func repliesFromAnotherThreadLaterAndDroppedCalls() throws {
         #expect(try fixture.call("ReplyLater", [.uint32(50)]) == [.string("later")])
         do {

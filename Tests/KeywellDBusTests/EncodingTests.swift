@@ -32,6 +32,38 @@ struct EncodingTests {
         #expect(try fixture.call("Echo", [.string("ok")]) == [.string("ok")])
     }
 
+    /// Elements are checked against their container's declared type at every depth (without
+    /// building each element's signature): a mismatch anywhere is refused, a match is sent.
+    @Test func elementsMustHaveTheirContainersTypeAtEveryDepth() throws {
+        let secret = DBusValue.structure([.objectPath("/s"), .bytes([]), .bytes([1]), .string("text/plain")])
+        func secrets(_ value: DBusValue) -> DBusValue {
+            .dictionary(keySignature: .objectPath, valueSignature: "(oayays)", [
+                DBusDictEntry(key: .objectPath("/i/1"), value: secret),
+                DBusDictEntry(key: .objectPath("/i/2"), value: value),
+            ])
+        }
+        // A field of the wrong type, one field too many or too few, a wrong key type.
+        expectRejected([secrets(.structure([.string("/s"), .bytes([]), .bytes([1]), .string("t")]))], DBusError.Name.invalidArgs)
+        expectRejected([secrets(.structure([.objectPath("/s"), .bytes([]), .bytes([1]), .string("t"), .string("more")]))], DBusError.Name.invalidArgs)
+        expectRejected([secrets(.structure([.objectPath("/s"), .bytes([]), .bytes([1])]))], DBusError.Name.invalidArgs)
+        expectRejected([secrets(.string("not a struct"))], DBusError.Name.invalidArgs)
+        expectRejected([.dictionary(keySignature: .objectPath, valueSignature: "(oayays)", [DBusDictEntry(key: .string("/i"), value: secret)])],
+                       DBusError.Name.invalidArgs)
+        // Nested arrays: the inner array's declared type must be the outer element type.
+        expectRejected([.array(elementSignature: "ai", [.array(elementSignature: .uint32, [])])], DBusError.Name.invalidArgs)
+        expectRejected([.array(elementSignature: "a{ss}", [.stringVariantDict([:])])], DBusError.Name.invalidArgs)
+        expectRejected([.array(elementSignature: "(is)", [.structure([.int32(1), .string("a")]), .structure([.string("a"), .int32(1)])])],
+                       DBusError.Name.invalidArgs)
+        // Both forms of `ay` are `ay`; a variant element is any variant.
+        let accepted: [DBusValue] = [
+            secrets(.structure([.objectPath("/s"), .array(elementSignature: .byte, [.byte(2)]), .bytes([]), .string("")])),
+            .array(elementSignature: .bytes, [.bytes([1]), .array(elementSignature: .byte, [])]),
+            .array(elementSignature: .variant, [.variant(.int32(1)), .variant(.structure([.string("x")]))]),
+            .array(elementSignature: "a{sv}", [.stringVariantDict(["k": .variant(.bool(true))])]),
+        ]
+        #expect(try fixture.call("Echo", accepted).count == accepted.count)
+    }
+
     @Test func tooDeepNestingIsRefused() throws {
         var value = DBusValue.string("core")
         for _ in 0..<100 { value = .variant(value) }

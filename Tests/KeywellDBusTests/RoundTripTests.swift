@@ -58,6 +58,29 @@ struct RoundTripTests {
         #expect(try echo(values) == values)
     }
 
+    /// Arrays of every one-letter element type decode without asking libdbus for a signature:
+    /// each must still come back with its own element type.
+    @Test func arraysOfEveryOneLetterElementType() throws {
+        let values: [DBusValue] = [
+            .array(elementSignature: .bool, [.bool(false), .bool(true)]),
+            .array(elementSignature: .int16, [.int16(.min), .int16(7)]),
+            .array(elementSignature: .uint16, [.uint16(.max)]),
+            .array(elementSignature: .int32, [.int32(-1)]),
+            .array(elementSignature: .uint32, [.uint32(3), .uint32(4)]),
+            .array(elementSignature: .int64, [.int64(.min)]),
+            .array(elementSignature: .uint64, []),
+            .array(elementSignature: .double, [.double(0.5)]),
+            .array(elementSignature: .string, [.string(""), .string("é")]),
+            .array(elementSignature: .objectPath, [.objectPath("/")]),
+            .array(elementSignature: .signature, [.signature("a{sv}")]),
+            .array(elementSignature: .variant, [.variant(.bytes([1]))]),
+            .bytes([0, 1, 255]),
+            .bytes([]),
+            .structure([.objectPathArray([]), .stringArray(["x"]), .bytes([7])]),
+        ]
+        #expect(try echo(values) == values)
+    }
+
     @Test func byteArrayOfOneMebibyte() throws {
         let bytes = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let reply = try echo([.bytes(bytes)])

@@ -24,6 +24,7 @@ final class ServiceFixture: @unchecked Sendable {
             DBusMethod(name: "WhereOnWorker", outputs: [DBusArgument("thread", .string)]),
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
             DBusMethod(name: "Keep"),
+            DBusMethod(name: "KeepPublic"),
         ],
         signals: [DBusSignalDescription(name: "Said", arguments: [DBusArgument("text", .string)])],
         properties: [
@@ -68,6 +69,7 @@ final class ServiceFixture: @unchecked Sendable {
 
     /// What `Keep` was last called with.
     static let kept = LockedValue<[DBusValue]>([])
+    static let keptPublic = LockedValue<[DBusValue]>([])
 
     static func handle(_ call: DBusMethodCall) {
         switch call.member {
@@ -112,6 +114,15 @@ final class ServiceFixture: @unchecked Sendable {
         case "Keep":
             kept.value = call.arguments
             call.reply(call.arguments)
+        case "KeepPublic":
+            // The same, but the handler says the bytes are no secret: the reply leaves them alone.
+            let copies = call.arguments.map { value -> DBusValue in
+                guard case .bytes(let bytes) = value else { return value }
+                return .bytes(bytes.withUnsafeBufferPointer { Array($0) })  // storage of its own, not the call's
+            }
+            keptPublic.value = copies
+            call.replyMayHoldSecrets = false
+            call.reply(copies)
         default:
             call.reply(error: .unknownMethod(call.member))
         }

@@ -46,6 +46,30 @@ import Testing
         #expect(Set(natives.compactMap { all[$0]?.value }) == [Data("g".utf8), Data("i".utf8), Data("b".utf8)])
     }
 
+    /// The batch binds each secret to the item's identity from the row's key columns as the
+    /// item path does: a row renamed on disk, or given another port, does not open.
+    @Test func aKeyColumnChangedOnDiskIsDecode() throws {
+        _ = try store.add(["class": .string("genp"), "svce": .string("svc"), "acct": .string("alice"), "v_Data": .data(Data("g".utf8))])
+        _ = try store.add(["class": .string("inet"), "srvr": .string("example.com"), "acct": .string("bob"), "port": .integer(8443),
+                           "v_Data": .data(Data("i".utf8))])
+        let ids = try ids(ofClass: "genp") + ids(ofClass: "inet")
+        #expect(try store.secretServiceSecretBatch(ids, in: "login").count == 2)
+        let file = directory.url.appendingPathComponent("keychains/login.keychain-db").path
+        for change in ["UPDATE item SET acct = 'mallory', acct_n = 'mallory', acct_f = 'mallory' WHERE acct = 'alice'",
+                       "UPDATE item SET port = 443 WHERE acct = 'bob'"] {
+            let sqlite = Process()
+            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            sqlite.arguments = [file, change]
+            try sqlite.run()
+            sqlite.waitUntilExit()
+            #expect(sqlite.terminationStatus == 0)
+        }
+        for id in ids {
+            let failure = #expect(throws: KeychainError.self) { _ = try store.secretServiceSecretBatch([id], in: "login") }
+            #expect(failure?.status == SecStatus.decode)
+        }
+    }
+
     @Test func lockedAndMissingKeychainsFail() throws {
         let id = try store.secretServiceCreateItem(in: "login", label: "L", attributes: ["a": "b"], type: nil,
                                                    secret: SecretServiceSecret(value: Data("v".utf8), contentType: "text/plain"),
