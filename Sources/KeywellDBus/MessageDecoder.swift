@@ -67,36 +67,25 @@ enum MessageDecoder {
 
     private static func decodeArray(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> DBusValue {
         var sub = DBusMessageIter()
+        // A fixed-size element type's array, copied in one go.
+        func fixed<T>(_ element: DBusSignature, _ type: T.Type, _ wrap: (T) -> DBusValue) -> DBusValue {
+            dbus_message_iter_recurse(&iter, &sub)
+            return .array(elementSignature: element, fixedArray(&sub, type).map(wrap))
+        }
         // Arrays of one-letter types need no signature from libdbus (an allocation and two
         // string copies for every `ay` of a reply with a thousand secrets).
         switch dbus_message_iter_get_element_type(&iter) {
         case TypeCode.byte:
             dbus_message_iter_recurse(&iter, &sub)
             return .bytes(fixedArray(&sub, UInt8.self))
-        case TypeCode.bool:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .bool, fixedArray(&sub, dbus_bool_t.self).map { .bool($0 != 0) })
-        case TypeCode.int16:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .int16, fixedArray(&sub, Int16.self).map(DBusValue.int16))
-        case TypeCode.uint16:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .uint16, fixedArray(&sub, UInt16.self).map(DBusValue.uint16))
-        case TypeCode.int32:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .int32, fixedArray(&sub, Int32.self).map(DBusValue.int32))
-        case TypeCode.uint32:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .uint32, fixedArray(&sub, UInt32.self).map(DBusValue.uint32))
-        case TypeCode.int64:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .int64, fixedArray(&sub, Int64.self).map(DBusValue.int64))
-        case TypeCode.uint64:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .uint64, fixedArray(&sub, UInt64.self).map(DBusValue.uint64))
-        case TypeCode.double:
-            dbus_message_iter_recurse(&iter, &sub)
-            return .array(elementSignature: .double, fixedArray(&sub, Double.self).map(DBusValue.double))
+        case TypeCode.bool: return fixed(.bool, dbus_bool_t.self) { .bool($0 != 0) }
+        case TypeCode.int16: return fixed(.int16, Int16.self, DBusValue.int16)
+        case TypeCode.uint16: return fixed(.uint16, UInt16.self, DBusValue.uint16)
+        case TypeCode.int32: return fixed(.int32, Int32.self, DBusValue.int32)
+        case TypeCode.uint32: return fixed(.uint32, UInt32.self, DBusValue.uint32)
+        case TypeCode.int64: return fixed(.int64, Int64.self, DBusValue.int64)
+        case TypeCode.uint64: return fixed(.uint64, UInt64.self, DBusValue.uint64)
+        case TypeCode.double: return fixed(.double, Double.self, DBusValue.double)
         case TypeCode.string:
             return .array(elementSignature: .string, try decodeElements(&iter, depth: depth))
         case TypeCode.objectPath:
