@@ -103,7 +103,8 @@ struct RawStatement {
 
     /// A 16-byte blob as a UUID, read in place; nil for anything else.
     func uuid(_ column: Int32) -> UUID? {
-        guard sqlite3_column_bytes(handle, column) == 16, let bytes = sqlite3_column_blob(handle, column) else { return nil }
+        // The pointer before the count, as SQLite asks (a conversion would change the count).
+        guard let bytes = sqlite3_column_blob(handle, column), sqlite3_column_bytes(handle, column) == 16 else { return nil }
         var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: 16)) }
         return UUID(uuid: value)
@@ -111,7 +112,7 @@ struct RawStatement {
 
     /// A text or blob column's bytes, valid only inside `body` (and until the next step).
     func withBytes<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
-        // The pointer first: it converts the value if needed, and the count must come after.
+        // The pointer before the count, as in `uuid`.
         let bytes = sqlite3_column_blob(handle, column)
         return body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : Int(sqlite3_column_bytes(handle, column))))
     }
