@@ -101,6 +101,9 @@ class ServiceUnderTest {
 
     var count: Int { items.count }
 
+    /// The service's process, whose CPU time each row reads (nil: not known).
+    var servicePID: pid_t? { nil }
+
     func stop() { client.close() }
 
     static func version(of path: String) -> String {
@@ -251,28 +254,48 @@ class ServiceUnderTest {
         /// Each row's floor is the Ping measured alternately with its own calls, so that a noisy
         /// neighbour on a shared machine weighs on the call and its floor alike.
         var rows: [(operation: String, samples: LatencySamples, ping: Duration, write: Bool)]
+        /// The service's own CPU time per Ping, and per call of each row with a Ping's taken off
+        /// (the scheduler's run time of all its threads): what the service itself spends, apart
+        /// from what the machine adds to a round trip. Empty when it cannot be read.
+        var pingCPU: Duration?
+        var rowCPU: [Duration?]
     }
 
     func measure(calls: Int, commit: Duration) throws -> Measurement {
         let size = items.count
         var allPings = LatencySamples()
         var rowPings = LatencySamples()
+        let cpuTime = { () -> UInt64? in self.servicePID.flatMap(cpuNanoseconds(of:)) }
+        /// CPU per call since `before`; nil when unknown (a thread that ended took its time along).
+        func cpuPerCall(since before: UInt64?, calls: Int) -> Duration? {
+            guard let before, let after = cpuTime(), after >= before else { return nil }
+            return .nanoseconds(Int64(after - before) / Int64(calls))
+        }
+        // The service's CPU per Ping, taken off each row's (a row's calls alternate with Pings).
+        let pingStart = cpuTime()
+        for _ in 0..<calls { try ping() }
+        let pingCPU = cpuPerCall(since: pingStart, calls: calls)
+        var lastCPU: Duration?
         /// `n` rounds of Ping then `body`, timed separately.
         func timed(_ n: Int, warmUp: Int = 10, _ body: (Int) throws -> Void) throws -> LatencySamples {
             for i in 0..<warmUp { try ping(); try body(i) }
             var samples = LatencySamples()
             rowPings = LatencySamples()
+            let before = cpuTime()
             for i in 0..<n {
                 rowPings.append(try KeywellBenchTiming.measure { try ping() })
                 samples.append(try KeywellBenchTiming.measure { try body(i) })
             }
+            lastCPU = pingCPU.flatMap { ping in cpuPerCall(since: before, calls: n).map { $0 - ping } }
             for duration in rowPings.durations { allPings.append(duration) }
             return samples
         }
         let randomIndex = { (_: Int) -> Int in Int.random(in: 0..<size) }
         var rows: [(String, LatencySamples, Duration, Bool)] = []
+        var rowCPU: [Duration?] = []
         func row(_ name: String, write: Bool = false, _ samples: LatencySamples) {
             rows.append((name, samples, rowPings.percentile(0.5), write))
+            rowCPU.append(lastCPU)
         }
         // A method that does no work: what any call costs through the service's D-Bus layer.
         row("ReadAlias (no work: the method-call cost)", try timed(calls) { _ in try readAlias() })
@@ -292,7 +315,7 @@ class ServiceUnderTest {
         let firstCreated = items.count
         let creations = try (0..<creates + 1).map { try createArguments(firstCreated + $0) }
         row("CreateItem", write: true, try timed(creates, warmUp: 1) { _ in items.append(try createItem(creations[items.count - firstCreated])) })
-        return Measurement(count: size, ping: allPings.percentile(0.5), commit: commit, rows: rows)
+        return Measurement(count: size, ping: allPings.percentile(0.5), commit: commit, rows: rows, pingCPU: pingCPU, rowCPU: rowCPU)
     }
 
     /// gnome-keyring: fewer repetitions of the calls that take tens of milliseconds there.
@@ -317,6 +340,8 @@ final class KeywellService: ServiceUnderTest {
         }
         try super.ready()
     }
+
+    override var servicePID: pid_t? { pid }
 
     override func stop() {
         super.stop()
@@ -344,6 +369,8 @@ final class GnomeKeyringService: ServiceUnderTest {
     }
 
     override var isSlow: Bool { true }
+
+    override var servicePID: pid_t? { process.processIdentifier }
 
     override func stop() {
         super.stop()
@@ -430,8 +457,21 @@ struct SecretServiceReport {
                 }
                 Swift.print(line)
             }
+            for service in services {
+                guard let m = measured[service], let pingCPU = m.pingCPU else { continue }
+                let parts = zip(m.rows, m.rowCPU).compactMap { row, cpu in
+                    cpu.map { "\(Self.shortName(row.operation)) \(Self.latency(max($0, .zero)))" }
+                }
+                Swift.print("  \(service) CPU per call (all its threads, user and kernel, less a Ping's \(formatMicroseconds(pingCPU)) µs): "
+                            + parts.joined(separator: ", "))
+            }
             Swift.print("")
         }
+    }
+
+    /// A row's name without its parenthesis ("GetSecret (DH)" → "GetSecret").
+    static func shortName(_ operation: String) -> String {
+        operation.split(separator: " (").first.map(String.init) ?? operation
     }
 
     /// µs below 10 ms, ms above.
