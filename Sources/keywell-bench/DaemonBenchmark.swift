@@ -178,19 +178,12 @@ struct DaemonBenchmark: ParsableCommand {
         print(String(format: "targets: CopyMatching by key p50 %.2f × Ping (≤ 2) %@; Add p50 %.2f × (Ping + commit) (≤ 2) %@",
                      findRatio, findRatio <= 2 ? "met" : "NOT met", addRatio, addRatio <= 2 ? "met" : "NOT met"))
         // What each call costs keywelld itself, free of the wake-ups the round trips wait for.
-        let pingCPU = try daemonCPU(daemon, calls: calls) { n in try connection.ping(KeywellNames.busName) }
-        let findCPU = try daemonCPU(daemon, calls: calls) { n in try find(connection, n) }
+        let pingCPU = try cpuTimePerCall(of: daemon, calls: calls) { _ in try connection.ping(KeywellNames.busName) }
+        let findCPU = try cpuTimePerCall(of: daemon, calls: calls) { n in try find(connection, n) }
         if let pingCPU, let findCPU {
-            print(String(format: "keywelld CPU per call: Ping %.1f µs, CopyMatching by key %.1f µs", pingCPU, findCPU))
+            print(String(format: "keywelld CPU per call: Ping %.1f µs, CopyMatching by key %.1f µs",
+                         pingCPU.seconds * 1e6, findCPU.seconds * 1e6))
         }
-    }
-
-    /// keywelld's CPU time per call over `calls` calls, in µs.
-    private func daemonCPU(_ daemon: pid_t, calls: Int, _ call: (Int) throws -> Void) throws -> Double? {
-        guard let before = cpuNanoseconds(of: daemon) else { return nil }
-        for n in 0..<calls { try call(n) }
-        guard let after = cpuNanoseconds(of: daemon) else { return nil }
-        return Double(after - before) / 1000 / Double(calls)
     }
 
     /// `--targets-only N`: a daemon with 1,000 items, then the two targets N times (for repeated checks).

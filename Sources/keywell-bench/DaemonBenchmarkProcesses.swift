@@ -123,3 +123,12 @@ func cpuNanoseconds(of pid: pid_t) -> UInt64? {
     }
     return total
 }
+
+/// The process's CPU time per call over `calls` runs of `body`; nil when it cannot be read, or when
+/// the total went down (a thread that ended meanwhile took its time along).
+func cpuTimePerCall(of pid: pid_t?, calls: Int, _ body: (Int) throws -> Void) rethrows -> Duration? {
+    let before = pid.flatMap(cpuNanoseconds(of:))
+    for n in 0..<calls { try body(n) }
+    guard let pid, let before, let after = cpuNanoseconds(of: pid), after >= before, calls > 0 else { return nil }
+    return .nanoseconds(Int64(after - before) / Int64(calls))
+}

@@ -265,28 +265,19 @@ class ServiceUnderTest {
         let size = items.count
         var allPings = LatencySamples()
         var rowPings = LatencySamples()
-        let cpuTime = { () -> UInt64? in self.servicePID.flatMap(cpuNanoseconds(of:)) }
-        /// CPU per call since `before`; nil when unknown (a thread that ended took its time along).
-        func cpuPerCall(since before: UInt64?, calls: Int) -> Duration? {
-            guard let before, let after = cpuTime(), after >= before else { return nil }
-            return .nanoseconds(Int64(after - before) / Int64(calls))
-        }
         // The service's CPU per Ping, taken off each row's (a row's calls alternate with Pings).
-        let pingStart = cpuTime()
-        for _ in 0..<calls { try ping() }
-        let pingCPU = cpuPerCall(since: pingStart, calls: calls)
+        let pingCPU = try cpuTimePerCall(of: servicePID, calls: calls) { _ in try ping() }
         var lastCPU: Duration?
         /// `n` rounds of Ping then `body`, timed separately.
         func timed(_ n: Int, warmUp: Int = 10, _ body: (Int) throws -> Void) throws -> LatencySamples {
             for i in 0..<warmUp { try ping(); try body(i) }
             var samples = LatencySamples()
             rowPings = LatencySamples()
-            let before = cpuTime()
-            for i in 0..<n {
+            let cpu = try cpuTimePerCall(of: servicePID, calls: n) { i in
                 rowPings.append(try KeywellBenchTiming.measure { try ping() })
                 samples.append(try KeywellBenchTiming.measure { try body(i) })
             }
-            lastCPU = pingCPU.flatMap { ping in cpuPerCall(since: before, calls: n).map { $0 - ping } }
+            lastCPU = pingCPU.flatMap { ping in cpu.map { $0 - ping } }
             for duration in rowPings.durations { allPings.append(duration) }
             return samples
         }
