@@ -14,6 +14,11 @@ enum ItemClass: String, CaseIterable, Sendable {
         }
     }
 
+    /// Every attribute that is part of either class's primary key, in `ItemAttribute` order.
+    static let anyPrimaryKey = ItemAttribute.allCases.filter { attribute in
+        allCases.contains { $0.primaryKey.contains(attribute) }
+    }
+
     private static let genericPasswordKey: [ItemAttribute] = [.account, .service, .accessGroup]
     private static let internetPasswordKey: [ItemAttribute] = [
         .account, .securityDomain, .server, .protocol, .authenticationType, .port, .path, .accessGroup,

@@ -24,14 +24,9 @@ enum ItemTable {
         var attributes: [ItemAttribute] {
             switch self {
             case .all: ItemAttribute.allCases
-            case .keyAndSecret: ItemTable.keyAttributes
+            case .keyAndSecret: ItemClass.anyPrimaryKey
             }
         }
-    }
-
-    /// Every class's primary-key attributes.
-    private static let keyAttributes = ItemAttribute.allCases.filter { attribute in
-        ItemClass.allCases.contains { $0.primaryKey.contains(attribute) }
     }
 
     private static func selectColumns(_ columns: Columns) -> String {

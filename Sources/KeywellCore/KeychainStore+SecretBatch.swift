@@ -46,21 +46,13 @@ private enum SecretBatchRows {
     /// Items per statement.
     static let chunk = 64
 
-    /// Every primary-key attribute of either class, in one fixed column order.
-    static let keyColumns: [ItemAttribute] = {
-        var columns: [ItemAttribute] = []
-        for itemClass in ItemClass.allCases {
-            for attribute in itemClass.primaryKey where !columns.contains(attribute) { columns.append(attribute) }
-        }
-        return columns
-    }()
-
-    /// Each class's primary key as (attribute, result column) pairs.
+    /// Each class's primary key as (attribute, result column) pairs: after uuid and class come
+    /// the key columns of either class (`ItemClass.anyPrimaryKey`), then the secret and the type.
     static let keyColumnsOfClass: [ItemClass: [(ItemAttribute, Int32)]] = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { itemClass in
-        (itemClass, itemClass.primaryKey.map { attribute in (attribute, Int32(2 + keyColumns.firstIndex(of: attribute)!)) })
+        (itemClass, itemClass.primaryKey.map { attribute in (attribute, Int32(2 + ItemClass.anyPrimaryKey.firstIndex(of: attribute)!)) })
     })
 
-    static let secretColumn = Int32(2 + keyColumns.count)
+    static let secretColumn = Int32(2 + ItemClass.anyPrimaryKey.count)
     static let typeColumn = secretColumn + 1
 
     /// The statement for every chunk size, built once (statements are cached by their text,
@@ -68,7 +60,7 @@ private enum SecretBatchRows {
     static let chunkSQL = (0...chunk).map(sql(count:))
 
     static func sql(count: Int) -> String {
-        "SELECT item.uuid, item.class, " + keyColumns.map { "item.\"\($0.name)\"" }.joined(separator: ", ")
+        "SELECT item.uuid, item.class, " + ItemClass.anyPrimaryKey.map { "item.\"\($0.name)\"" }.joined(separator: ", ")
             + ", item.secret, type.value FROM item"
             + " LEFT JOIN item_attribute AS type ON type.item_id = item.id AND type.name = ?"
             + " WHERE item.uuid IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"

@@ -79,9 +79,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// last look); the folder is checked when a file is opened (a replaced file is opened, and
     /// checked, anew).
     func existingFile(at location: KeychainLocation) throws(KeychainError) -> KeychainFile? {
-        if let open = openFiles.withLock({ $0[location.path] }), changes.isUnchanged(since: open.checked) {
-            return open.file
-        }
+        if let file = openAndUnchanged(location) { return file }
         let checked = changes.mark(watching: location.path, edits: false)
         let identity = try FileSafety.checkPrivateFile(location.path)
         var lostUnlocked = false
@@ -106,10 +104,10 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
-    /// True when `location` is open and nothing changed since its file was last checked.
-    private func isOpenAndUnchanged(_ location: KeychainLocation) -> Bool {
-        guard let open = openFiles.withLock({ $0[location.path] }) else { return false }
-        return changes.isUnchanged(since: open.checked)
+    /// The open file at `location` when nothing changed since it was last checked.
+    private func openAndUnchanged(_ location: KeychainLocation) -> KeychainFile? {
+        guard let open = openFiles.withLock({ $0[location.path] }), changes.isUnchanged(since: open.checked) else { return nil }
+        return open.file
     }
 
     /// The identity of the keychain file at `location`, nil when there is none; throws when the
@@ -144,7 +142,7 @@ public final class KeychainStore: @unchecked Sendable {
         guard let name = try userSettings.read().settings.defaultKeychain,
             let location = try? location(name)
         else { return nil }
-        if isOpenAndUnchanged(location) { return location }
+        if openAndUnchanged(location) != nil { return location }
         return try fileIdentity(at: location) != nil ? location : nil
     }
 }

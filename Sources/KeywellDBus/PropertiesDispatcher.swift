@@ -34,7 +34,7 @@ enum PropertiesDispatcher {
                 let (interface, property) = try find(call.arguments[0].stringValue!, call.arguments[1].stringValue!, in: interfaces)
                 guard property.access.isWritable else { throw .propertyReadOnly("Property \(interface.name).\(property.name) is read-only") }
                 let newValue = call.arguments[2].variantValue!
-                guard newValue.signature == property.signature else {
+                guard newValue.hasType(property.signature) else {
                     throw .invalidArgs("Property \(interface.name).\(property.name) has type \(property.signature.rawValue), got \(newValue.signature.rawValue)")
                 }
                 try object.setProperty(property.name, interface: interface.name, value: newValue, at: call.path, call: call)
@@ -63,7 +63,7 @@ enum PropertiesDispatcher {
 
     private static func checked(_ value: DBusValue?, _ property: DBusProperty, _ interface: DBusInterface) throws(DBusError) -> DBusValue {
         guard let value else { throw .failed("Property \(interface.name).\(property.name) is declared but the service gave no value") }
-        guard value.signature == property.signature else {
+        guard value.hasType(property.signature) else {
             throw .failed("Property \(interface.name).\(property.name) is declared \(property.signature.rawValue) but the service gave \(value.signature.rawValue)")
         }
         return value

@@ -81,9 +81,8 @@ enum ObjectPaths {
             if name != sessionCollectionSegment, name.utf8.allSatisfy(isPlain) { return name }
             var encoded = ""
             for (index, byte) in name.utf8.enumerated() {
-                let isPlain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 // A keychain named like the in-memory collection gets its first byte escaped.
-                if isPlain && !(index == 0 && name == sessionCollectionSegment) {
+                if isPlain(byte) && !(index == 0 && name == sessionCollectionSegment) {
                     encoded.unicodeScalars.append(Unicode.Scalar(byte))
                 } else {
                     encoded.unicodeScalars.append("_")
