@@ -47,6 +47,26 @@ extension UUID {
 
     var data: Data { withUnsafeBytes(of: uuid) { Data($0) } }
 
+    /// The 32 lowercase hex digits of the UUID, without dashes (an item's D-Bus path segment and
+    /// its Secret Service access group). By hand: `uuidString` and Foundation's string replacing
+    /// cost tens of microseconds, a measurable share of a CreateItem.
+    public var compactHex: String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            writeCompactHex(to: buffer)
+            return 32
+        }
+    }
+
+    /// Writes `compactHex` into the first 32 bytes of `buffer`.
+    public func writeCompactHex(to buffer: UnsafeMutableBufferPointer<UInt8>) {
+        withUnsafeBytes(of: uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                buffer[2 * index] = lowercaseHexDigits[Int(byte >> 4)]
+                buffer[2 * index + 1] = lowercaseHexDigits[Int(byte & 0x0f)]
+            }
+        }
+    }
+
     init?(data: Data) {
         guard data.count == 16 else { return nil }
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -54,6 +74,8 @@ extension UUID {
         self.init(uuid: bytes)
     }
 }
+
+private let lowercaseHexDigits = Array("0123456789abcdef".utf8)
 
 /// Milliseconds since 1970, the unit of `cdat` and `mdat`.
 func millisecondsSince1970(_ date: Date) -> Int64 {

@@ -28,7 +28,7 @@ enum SecretServiceMapping {
     static let defaultContentType = "text/plain"
 
     static func accessGroup(for item: UUID) -> String {
-        accessGroupPrefix + item.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        accessGroupPrefix + item.compactHex
     }
 
     static func isSecretServiceItem(accessGroup: String?) -> Bool {

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellCore
 
 /// Which collection: a keychain (by the name outputs give it) or the in-memory `session` one.
 enum CollectionID: Hashable, Sendable {
@@ -63,7 +64,7 @@ enum ObjectPaths {
             var offset = buffer.initialize(fromContentsOf: collectionFolderBytes)
             offset = buffer[offset...].initialize(fromContentsOf: segment.utf8)
             buffer[offset] = slash
-            writeSegment(of: item, to: UnsafeMutableBufferPointer(rebasing: buffer[(offset + 1)...]))
+            item.writeCompactHex(to: UnsafeMutableBufferPointer(rebasing: buffer[(offset + 1)...]))
             return count
         }
     }
@@ -93,23 +94,7 @@ enum ObjectPaths {
         }
     }
 
-    static func segment(for item: UUID) -> String {
-        String(unsafeUninitializedCapacity: 32) { buffer in
-            writeSegment(of: item, to: buffer)
-            return 32
-        }
-    }
-
-    /// The 32 hex digits of an item's segment. By hand: String(format:) costs microseconds per
-    /// byte, and GetSecrets names 1,000 items.
-    private static func writeSegment(of item: UUID, to buffer: UnsafeMutableBufferPointer<UInt8>) {
-        withUnsafeBytes(of: item.uuid) { bytes in
-            for (index, byte) in bytes.enumerated() {
-                buffer[2 * index] = hexDigits[Int(byte >> 4)]
-                buffer[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
-            }
-        }
-    }
+    static func segment(for item: UUID) -> String { item.compactHex }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 

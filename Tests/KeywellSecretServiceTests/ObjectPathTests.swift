@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeywellCore
 import Testing
 
 @testable import KeywellSecretService
@@ -31,6 +32,20 @@ import Testing
         #expect(ObjectPaths.item(fromSegment: segment) == id)
         #expect(ObjectPaths.item(fromSegment: segment.uppercased()) == nil)
         #expect(ObjectPaths.parse("/org/freedesktop/secrets/session/01") == nil)
+    }
+
+    /// Item segments and Secret Service access groups are the UUID's hex, lowercase, no dashes:
+    /// both are stored or handed out, so the format is fixed.
+    @Test func itemSegmentsAndAccessGroupsSpellTheUUID() throws {
+        let id = try #require(UUID(uuidString: "0192F3A4-B5C6-7D8E-9FA0-B1C2D3E4F506"))
+        #expect(ObjectPaths.segment(for: id) == "0192f3a4b5c67d8e9fa0b1c2d3e4f506")
+        #expect(ObjectPaths.path(of: id, in: .keychain("login"))
+            == "/org/freedesktop/secrets/collection/login/0192f3a4b5c67d8e9fa0b1c2d3e4f506")
+        #expect(SecretServiceMapping.accessGroup(for: id) == "org.freedesktop.secrets/0192f3a4b5c67d8e9fa0b1c2d3e4f506")
+        for _ in 0..<100 {
+            let random = UUID()
+            #expect(random.compactHex == random.uuidString.lowercased().filter { $0 != "-" })
+        }
     }
 
     @Test func parsesEveryKindOfPath() {
