@@ -6,11 +6,12 @@ private let threadsInitialized: Bool = dbus_threads_init_default() != 0
 
 /// A connection to a bus (or a peer), with its own I/O thread.
 ///
-/// Threading: one I/O thread per connection reads, writes and dispatches (see `ConnectionLoop`).
-/// Incoming method calls run on a worker pool; signals are delivered in order on a serial
+/// Threading: one loop per connection reads, writes and dispatches, on one of the connection's
+/// worker threads at a time (see `ConnectionLoop`). Incoming method calls run there when their
+/// object says so and otherwise on the worker pool; signals are delivered in order on a serial
 /// queue; `call` blocks only the calling thread and is safe from any number of threads at once
-/// (never from the I/O thread itself, which runs no user code anyway). Sending is allowed from
-/// any thread: libdbus serialises it and writes the message at once when it can.
+/// (never from the loop's thread, where it would deadlock). Sending is allowed from any thread:
+/// libdbus serialises it and writes the message at once when it can.
 public final class DBusConnection: @unchecked Sendable {
     let raw: OpaquePointer
     /// The unique name the bus gave this connection (`:1.42`); nil on a peer-to-peer connection.
@@ -19,7 +20,7 @@ public final class DBusConnection: @unchecked Sendable {
     public var canPassFileDescriptors: Bool { dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0 }
     let isBusConnection: Bool
 
-    private let loop: ConnectionLoop
+    let loop: ConnectionLoop
     private let pendingReplies: PendingReplyTable
     let registry = ObjectRegistry()
     let subscriptions = SignalSubscriptions()
@@ -79,9 +80,9 @@ public final class DBusConnection: @unchecked Sendable {
         self.uniqueName = isBus ? dbus_bus_get_unique_name(raw).map { String(cString: $0) } : nil
         let pendingReplies = PendingReplyTable()
         self.pendingReplies = pendingReplies
-        self.loop = try ConnectionLoop(connection: raw, onFinish: { pendingReplies.closeAll() })
-        MessageRouter.install(on: raw, for: self)
-        loop.start()
+        self.loop = try ConnectionLoop(connection: raw, workers: workers, onFinish: { pendingReplies.closeAll() })
+        let router = MessageRouter.install(on: raw, for: self)
+        loop.start(methodCalls: { message in router.receive(methodCall: message) })
     }
 
     deinit {

@@ -1,25 +1,27 @@
 import CDBus
 
-/// The connection's message filter, run by libdbus on the I/O thread during dispatch. Method
-/// calls go to `MethodDispatcher` (which runs the short ones its objects place on this thread and
-/// hands the rest to the worker pool), signals to the delivery queue.
+/// Where a connection's incoming messages go, on the loop's leader. Method calls (which the loop
+/// takes out of libdbus's queue itself) go to `MethodDispatcher`, which runs the short ones its
+/// objects place on the loop and the rest off it; signals reach the delivery queue through a
+/// libdbus filter, run during dispatch.
 final class MessageRouter: @unchecked Sendable {
-    /// Weak so that the I/O thread never holds the last reference to the connection.
+    /// Weak so that the loop never holds the last reference to the connection.
     private weak let connection: DBusConnection?
     private let registry: ObjectRegistry
-    private let workers: WorkerPool
+    private let loop: ConnectionLoop
     private let subscriptions: SignalSubscriptions
     private let signalQueue: DispatchQueueBox
 
     private init(connection: DBusConnection) {
         self.connection = connection
         self.registry = connection.registry
-        self.workers = connection.workers
+        self.loop = connection.loop
         self.subscriptions = connection.subscriptions
         self.signalQueue = DispatchQueueBox(queue: connection.signalQueue)
     }
 
-    static func install(on raw: OpaquePointer, for connection: DBusConnection) {
+    /// Installs the signal filter; the returned router takes the method calls.
+    static func install(on raw: OpaquePointer, for connection: DBusConnection) -> MessageRouter {
         let router = MessageRouter(connection: connection)
         let userData = Unmanaged.passRetained(router).toOpaque()
         let added = dbus_connection_add_filter(raw, { _, message, data in
@@ -29,23 +31,23 @@ final class MessageRouter: @unchecked Sendable {
             if let data { Unmanaged<MessageRouter>.fromOpaque(data).release() }
         })
         if added == 0 { Unmanaged<MessageRouter>.fromOpaque(userData).release() }
+        return router
+    }
+
+    func receive(methodCall message: MessageRef) {
+        // A call arriving while the connection is being torn down gets no answer (libdbus is closing).
+        guard let connection else { return }
+        MethodDispatcher.receive(message, on: connection, registry: registry, loop: loop)
     }
 
     private func route(_ message: OpaquePointer) -> DBusHandlerResult {
-        switch dbus_message_get_type(message) {
-        case MessageType.methodCall:
-            guard let connection else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            MethodDispatcher.receive(MessageRef(retaining: message), on: connection, registry: registry, workers: workers)
-            return DBUS_HANDLER_RESULT_HANDLED
-        case MessageType.signal:
-            if !subscriptions.isEmpty {
-                let signal = MessageRef(retaining: message)
-                signalQueue.queue.async { [subscriptions] in subscriptions.deliver(signal) }
-            }
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-        default:
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        if dbus_message_get_type(message) == MessageType.signal, !subscriptions.isEmpty {
+            let signal = MessageRef(retaining: message)
+            signalQueue.queue.async { [subscriptions] in subscriptions.deliver(signal) }
         }
+        // Method calls never get here (the loop takes them) except the Peer interface's, which
+        // libdbus answers itself.
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     }
 }
 

@@ -1,18 +1,18 @@
 /// Routes one incoming method call: standard interfaces first, then the registered object.
 /// `org.freedesktop.DBus.Peer` never gets here: libdbus answers it itself.
 enum MethodDispatcher {
-    /// On the I/O thread. A small call is decoded and resolved here, and runs here when its object
-    /// places it here (`DBusCallPlacement.ioThread`); anything else continues on a worker.
-    static func receive(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, workers: WorkerPool) {
+    /// On the loop's leader. A small call is decoded and resolved here, and runs here when its
+    /// object places it here (`DBusCallPlacement.ioThread`); anything else continues off the loop.
+    static func receive(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop) {
         guard MessageSize.isSmall(message) else {
-            workers.submit { dispatch(message, on: connection, registry: registry, workers: nil) }
+            loop.runOffLoop { dispatch(message, on: connection, registry: registry, loop: nil) }
             return
         }
-        dispatch(message, on: connection, registry: registry, workers: workers)
+        dispatch(message, on: connection, registry: registry, loop: loop)
     }
 
-    /// `workers` is nil when already on a worker thread (everything then runs here).
-    static func dispatch(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, workers: WorkerPool?) {
+    /// `loop` is nil when already off the loop (everything then runs here).
+    static func dispatch(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
         let arguments: [DBusValue]
         do {
             arguments = try message.arguments()
@@ -25,7 +25,7 @@ enum MethodDispatcher {
         let interfaces = object?.interfaces(at: call.path)
 
         func run(_ placement: DBusCallPlacement, _ body: @escaping @Sendable () -> Void) {
-            if let workers, placement == .worker { workers.submit(body) } else { body() }
+            if let loop, placement == .worker { loop.runOffLoop(body) } else { body() }
         }
 
         switch call.interface {

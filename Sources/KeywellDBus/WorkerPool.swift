@@ -28,19 +28,32 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     func submit(_ job: @escaping @Sendable () -> Void) {
+        _ = enqueue(job, onlyIfRunnableNow: false)
+    }
+
+    /// Submits `job` only if a thread can take it at once (an idle worker, or a new one within
+    /// the limit); false, and nothing queued, when every thread is busy at the limit or the pool
+    /// has stopped.
+    func submitToRunNow(_ job: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(job, onlyIfRunnableNow: true)
+    }
+
+    private func enqueue(_ job: @escaping @Sendable () -> Void, onlyIfRunnableNow: Bool) -> Bool {
         lock.lock()
-        if stopped {
+        let pending = jobs.count - jobHead + 1
+        let runnableNow = pending <= idleCount || threadCount < maximumThreads
+        if stopped || (onlyIfRunnableNow && !runnableNow) {
             lock.unlock()
-            return
+            return false
         }
         jobs.append(job)
-        let pending = jobs.count - jobHead
         // Start a thread only when the idle ones cannot take every queued job.
         let startThread = pending > idleCount && threadCount < maximumThreads
         if startThread { threadCount += 1 }
         if idleCount > 0 { lock.signal() }
         lock.unlock()
         if startThread { startWorker() }
+        return true
     }
 
     /// Lets queued jobs finish but accepts no new ones; idle workers exit.

@@ -59,6 +59,29 @@ struct ConcurrencyTests {
         otherClient.close()
     }
 
+    /// A call placed off the loop does not wait for a worker to wake: the thread that read it
+    /// runs it and an idle worker takes the loop over.
+    @Test func aCallPlacedOffTheLoopRunsOnTheThreadThatReadIt() throws {
+        let fixture = try ServiceFixture()
+        let otherClient = try fixture.bus.connect()
+        let leader = try fixture.call("ThreadID")
+        let offLoop = LockedValue<[DBusValue]?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            offLoop.value = try? fixture.call("ThreadIDOffLoop", [.uint32(500)])
+            done.signal()
+        }.start()
+        usleep(100_000)
+        // While the first leader runs the slow call, another thread leads the loop.
+        let nextLeader = try fixture.call("ThreadID", on: otherClient)
+        #expect(nextLeader != leader)
+        #expect(try fixture.call("Where", on: otherClient) == [.string("io")])
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(offLoop.value == leader)
+        #expect(try fixture.call("WhereOnWorker") == [.string("worker")])
+        otherClient.close()
+    }
+
     @Test func manySlowHandlersRunInParallel() throws {
         let fixture = try ServiceFixture()
         let start = ContinuousClock.now

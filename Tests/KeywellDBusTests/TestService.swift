@@ -22,6 +22,10 @@ final class ServiceFixture: @unchecked Sendable {
             // Which thread the handler ran on ("io" or "worker"); `Where` asks for the I/O thread.
             DBusMethod(name: "Where", outputs: [DBusArgument("thread", .string)]),
             DBusMethod(name: "WhereOnWorker", outputs: [DBusArgument("thread", .string)]),
+            // The pthread id of the thread the handler ran on, on the loop and off it.
+            DBusMethod(name: "ThreadID", outputs: [DBusArgument("thread", .uint64)]),
+            DBusMethod(name: "ThreadIDOffLoop", inputs: [DBusArgument("milliseconds", .uint32)],
+                       outputs: [DBusArgument("thread", .uint64)]),
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
             DBusMethod(name: "Keep"),
             DBusMethod(name: "KeepPublic"),
@@ -55,7 +59,7 @@ final class ServiceFixture: @unchecked Sendable {
                 guard name == "Label", let text = value.stringValue else { throw .propertyReadOnly(name) }
                 label.value = text
             },
-            placement: { call in call.member == "Where" ? .ioThread : .worker },
+            placement: { call in call.member == "Where" || call.member == "ThreadID" ? .ioThread : .worker },
             handler: Self.handle)
         try server.register(object, at: Self.path)
         _ = try server.requestName(Self.name, flags: [.doNotQueue])
@@ -77,6 +81,13 @@ final class ServiceFixture: @unchecked Sendable {
             call.reply(call.arguments)
         case "Where", "WhereOnWorker":
             call.reply([.string(call.connection.isOnIOThread ? "io" : "worker")])
+        case "ThreadID":
+            call.reply([.uint64(UInt64(pthread_self()))])
+        case "ThreadIDOffLoop":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                usleep(try call.arguments.uint32(at: 0) * 1000)
+                return [.uint64(UInt64(pthread_self()))]
+            }
         case "Sleep":
             call.reply { () throws(DBusError) -> [DBusValue] in
                 let milliseconds = try call.arguments.uint32(at: 0)
