@@ -1,4 +1,7 @@
 import CDBus
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An incoming method call, handed to a `DBusObject` on the thread its `placement(of:)` chose.
 ///
@@ -24,7 +27,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     let message: MessageRef
     private let lock = ConditionLock()
     private var replied = false
+    private var replySent = false
     private var replyWipe = true
+    private var afterReplyWork: [@Sendable () -> Void] = []
 
     /// Whether the reply's byte arrays may hold secrets, to be wiped from memory once it is out
     /// (the default). A handler whose reply carries only public or encrypted bytes (a Secret
@@ -51,6 +56,7 @@ public final class DBusMethodCall: @unchecked Sendable {
         if !replied, expectsReply {
             connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
         }
+        for work in afterReplyWork { work() }
         // Handlers copy what they keep; the call's byte arrays (passwords, secrets) go now.
         ByteArrayWipe.wipe(arguments)
         ByteArrayWipe.wipe(message)
@@ -64,6 +70,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     public func reply(_ values: [DBusValue] = []) -> Bool {
         guard claimReply() else { return false }
         connection.sendReply(to: message, values: values, wipe: replyMayHoldSecrets)
+        replyIsOut()
         return true
     }
 
@@ -72,6 +79,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     public func reply(error: DBusError) -> Bool {
         guard claimReply() else { return false }
         connection.sendReply(to: message, error: error)
+        replyIsOut()
         return true
     }
 
@@ -94,6 +102,49 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// Throws `InvalidArgs` unless the call matches its declared input signature.
     public func requireDeclaredSignature() throws(DBusError) {
         if let method { try requireSignature(method.inputSignature) }
+    }
+
+    /// Runs `work` once this call's reply is out: at once if it already is, and also if the call
+    /// is dropped without one. For what only other clients wait for (the signals of the service's
+    /// other face), which then leaves off the caller's round trip: every message a service sends
+    /// before its reply delays the reply by the bus's turn for it. The call keeps `work` until
+    /// then, so `work` must not keep the call.
+    public func afterReply(_ work: @escaping @Sendable () -> Void) {
+        let runNow = lock.withLock { () -> Bool in
+            if replySent { return true }
+            afterReplyWork.append(work)
+            return false
+        }
+        if runNow { work() }
+    }
+
+    /// The call whose handler runs on this thread now (while its object's `handle` or a property
+    /// handler runs), for code under a handler that has no other way to reach it.
+    public static var current: DBusMethodCall? {
+        pthread_getspecific(currentKey).map { Unmanaged<DBusMethodCall>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Runs `body` with `call` as `current` on this thread.
+    static func withCurrent(_ call: DBusMethodCall, _ body: () -> Void) {
+        let previous = pthread_getspecific(currentKey)
+        pthread_setspecific(currentKey, Unmanaged.passUnretained(call).toOpaque())
+        defer { pthread_setspecific(currentKey, previous) }
+        body()
+    }
+
+    private static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    private func replyIsOut() {
+        let work = lock.withLock { () -> [@Sendable () -> Void] in
+            replySent = true
+            defer { afterReplyWork = [] }
+            return afterReplyWork
+        }
+        for item in work { item() }
     }
 
     private func claimReply() -> Bool {

@@ -35,7 +35,9 @@ enum MethodDispatcher {
             return
         case StandardInterface.properties?:
             guard let object, let interfaces else { call.reply(error: unknownObject(call)); return }
-            run(object.placement(of: call)) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
+            run(object.placement(of: call)) {
+                DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
+            }
             return
         default:
             break
@@ -64,7 +66,7 @@ enum MethodDispatcher {
             }
             call.method = method
         }
-        run(object.placement(of: call)) { object.handle(call) }
+        run(object.placement(of: call)) { DBusMethodCall.withCurrent(call) { object.handle(call) } }
     }
 
     private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,

@@ -85,8 +85,26 @@ final class Daemon: @unchecked Sendable {
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, trimmer: trimmer, logger: logger)
         store.onEvent = { [emitter, secretService] event in
-            emitter.emit(event)
-            secretService.keychainEvent(event)
+            let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
+            let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
+            // A face's clients get its signals before the reply to the call that caused them
+            // (they may update caches from them). "Items changed" on the other face only asks
+            // its clients to look again, so it leaves after the reply, off the caller's round
+            // trip; state changes (lock, default keychain) keep their order with everything else.
+            if case .itemsChanged = event, let call = DBusMethodCall.current {
+                if SecretServiceNames.isServiceObject(call.path) {
+                    secretServiceSignals()
+                    call.afterReply(nativeSignal)
+                    return
+                }
+                if call.path == KeywellNames.objectPath {
+                    nativeSignal()
+                    call.afterReply(secretServiceSignals)
+                    return
+                }
+            }
+            nativeSignal()
+            secretServiceSignals()
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), trimmer: trimmer, logger: logger,

@@ -104,6 +104,29 @@ struct ConnectionTests {
         }
     }
 
+    /// What a handler leaves for after its reply (another face's signals) runs once the reply
+    /// is out, and also for a call dropped without one; `current` is the call only inside it.
+    @Test func workForAfterTheReply() throws {
+        ServiceFixture.afterReplyRuns.value = []
+        #expect(try fixture.call("AfterReply") == [.bool(true)])
+        try waitUntil { ServiceFixture.afterReplyRuns.value.count == 2 }
+        #expect(ServiceFixture.afterReplyRuns.value == [true, true])
+        #expect(DBusMethodCall.current == nil)
+
+        ServiceFixture.afterReplyRuns.value = []
+        #expect(throws: DBusError.self) { try fixture.call("AfterReplyDrop", timeout: .seconds(5)) }
+        try waitUntil { ServiceFixture.afterReplyRuns.value.count == 1 }
+        #expect(ServiceFixture.afterReplyRuns.value == [false])
+    }
+
+    private func waitUntil(_ condition: () -> Bool) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "timed out")
+            usleep(1000)
+        }
+    }
+
     @Test func callTimeout() throws {
         let start = ContinuousClock.now
         do {

@@ -19,6 +19,10 @@ final class ServiceFixture: @unchecked Sendable {
             DBusMethod(name: "WhoCalls", outputs: [DBusArgument("pid", .uint32), DBusArgument("uid", .uint32)]),
             DBusMethod(name: "ReplyLater", inputs: [DBusArgument("milliseconds", .uint32)], outputs: [DBusArgument("text", .string)]),
             DBusMethod(name: "Forget"),
+            // Registers work for after the reply, then replies (or, for the Drop form, does not)
+            // with whether the call was `DBusMethodCall.current` while its handler ran.
+            DBusMethod(name: "AfterReply", outputs: [DBusArgument("wasCurrent", .bool)]),
+            DBusMethod(name: "AfterReplyDrop"),
             // Which thread the handler ran on ("io" or "worker"); `Where` asks for the I/O thread.
             DBusMethod(name: "Where", outputs: [DBusArgument("thread", .string)]),
             DBusMethod(name: "WhereOnWorker", outputs: [DBusArgument("thread", .string)]),
@@ -74,6 +78,8 @@ final class ServiceFixture: @unchecked Sendable {
     /// What `Keep` was last called with.
     static let kept = LockedValue<[DBusValue]>([])
     static let keptPublic = LockedValue<[DBusValue]>([])
+    /// For each piece of after-reply work as it ran: whether the call had replied by then.
+    static let afterReplyRuns = LockedValue<[Bool]>([])
 
     static func handle(_ call: DBusMethodCall) {
         switch call.member {
@@ -122,6 +128,13 @@ final class ServiceFixture: @unchecked Sendable {
             }
         case "Forget":
             break  // dropped without a reply: the layer must answer for us
+        case "AfterReply", "AfterReplyDrop":
+            let runs = afterReplyRuns
+            call.afterReply { [weak call] in runs.value.append(call?.hasReplied ?? false) }
+            guard call.member == "AfterReply" else { break }
+            call.reply([.bool(DBusMethodCall.current === call)])
+            // Already replied: this one runs at once. (Weak: work kept by the call must not keep it.)
+            call.afterReply { [weak call] in runs.value.append(call?.hasReplied ?? false) }
         case "Keep":
             kept.value = call.arguments
             call.reply(call.arguments)

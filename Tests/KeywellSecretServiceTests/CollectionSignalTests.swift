@@ -59,6 +59,27 @@ import Testing
         #expect(try collections(fixture) == [Self.collection("session")])
     }
 
+    /// An item added through the native API changes its collection for Secret Service clients
+    /// too: one CollectionChanged, sent once the native call's reply is out (so it may come
+    /// after the caller's next call: a late "look again" is harmless).
+    @Test func nativeItemChangesAreAnnouncedOnce() throws {
+        let (fixture, signals) = try started()
+        try fixture.createLogin()
+        try signals.sync(fixture)
+        let login = Self.collection("login")
+        let changes = SignalWaiter()
+        let subscription = try fixture.client.addMatch(DBusMatchRule(interface: "org.freedesktop.Secret.Service", member: "CollectionChanged")) {
+            changes.deliver($0)
+        }
+        defer { subscription.cancel() }
+        try fixture.native("Add", [.stringVariantDict([
+            "class": .string("genp"), "svce": .string("native-svc"), "acct": .string("nat"), "v_Data": .bytes(Array("pw".utf8)),
+        ])])
+        #expect(changes.wait { $0.arguments.first == .objectPath(login) } != nil)
+        try signals.sync(fixture)
+        #expect(changes.all.filter { $0.arguments.first == .objectPath(login) }.count == 1)
+    }
+
     @Test func aCollectionLabelIsSetKeptAndAnnounced() throws {
         let (fixture, signals) = try started()
         try fixture.createLogin()
