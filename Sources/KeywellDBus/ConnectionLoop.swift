@@ -230,7 +230,8 @@ final class ConnectionLoop: @unchecked Sendable {
         handler(MessageRef(owning: message))
     }
 
-    private static let peerInterface = "org.freedesktop.DBus.Peer"
+    /// As C text once: a String handed to C is copied into a new C string on every call.
+    private static let peerInterface = Array("org.freedesktop.DBus.Peer".utf8CString)
 
     private func drainWakePipe() {
         lock.withLock { wakePending = false }
