@@ -45,8 +45,8 @@ final class MessageRouter: @unchecked Sendable {
             let signal = MessageRef(retaining: message)
             signalQueue.queue.async { [subscriptions] in subscriptions.deliver(signal) }
         }
-        // Method calls never get here (the loop takes them) except the Peer interface's, which
-        // libdbus answers itself.
+        // Method calls never get here: the loop takes them, and libdbus answers the Peer
+        // interface's before it runs any filter.
         return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     }
 }

@@ -2,11 +2,6 @@
 public enum SecretServiceNames {
     public static let busName = "org.freedesktop.secrets"
     public static let servicePath = "/org/freedesktop/secrets"
-
-    /// Whether `path` is one of the Secret Service's objects (the service or anything under it).
-    public static func isServiceObject(_ path: String) -> Bool {
-        path.hasPrefix(servicePath) && (path.utf8.count == servicePath.utf8.count || path.utf8.dropFirst(servicePath.utf8.count).first == UInt8(ascii: "/"))
-    }
     public static let serviceInterface = "org.freedesktop.Secret.Service"
     public static let collectionInterface = "org.freedesktop.Secret.Collection"
     public static let itemInterface = "org.freedesktop.Secret.Item"
@@ -25,4 +20,9 @@ public enum SecretServiceNames {
     public static let plainAlgorithm = "plain"
     /// "/": no object (no prompt needed, no collection for an alias).
     public static let noObject = "/"
+
+    /// Whether `path` is one of the Secret Service's objects (the service or anything under it).
+    public static func isServiceObject(_ path: String) -> Bool {
+        path.hasPrefix(servicePath) && (path.utf8.count == servicePath.utf8.count || path.utf8.dropFirst(servicePath.utf8.count).first == UInt8(ascii: "/"))
+    }
 }

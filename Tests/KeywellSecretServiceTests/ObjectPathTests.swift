@@ -48,6 +48,14 @@ import Testing
         }
     }
 
+    @Test func serviceObjectsAreTheServiceAndWhatIsUnderIt() {
+        #expect(SecretServiceNames.isServiceObject("/org/freedesktop/secrets"))
+        #expect(SecretServiceNames.isServiceObject("/org/freedesktop/secrets/collection/login"))
+        #expect(!SecretServiceNames.isServiceObject("/org/freedesktop/secretsx"))
+        #expect(!SecretServiceNames.isServiceObject("/org/freedesktop"))
+        #expect(!SecretServiceNames.isServiceObject("/org/keywell/Keychain"))
+    }
+
     @Test func parsesEveryKindOfPath() {
         let id = UUID()
         let item = ObjectPaths.path(of: id, in: .keychain("login"))
