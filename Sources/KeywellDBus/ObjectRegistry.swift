@@ -33,20 +33,11 @@ final class ObjectRegistry: @unchecked Sendable {
         lock.withLock {
             if let object = exact[path] { return object }
             var deepest: (depth: Int, object: any DBusObject)?
-            for (root, object) in subtrees where Self.path(path, isInside: root) {
+            for (root, object) in subtrees where ObjectPathNamespace.path(path, isIn: root) {
                 if root.utf8.count > deepest?.depth ?? -1 { deepest = (root.utf8.count, object) }
             }
             return deepest?.object
         }
-    }
-
-    /// `path` is `root` or below it (`/a/b` is inside `/a`, `/ab` is not).
-    private static func path(_ path: String, isInside root: String) -> Bool {
-        if root == "/" { return true }
-        let bytes = path.utf8
-        guard bytes.starts(with: root.utf8) else { return false }
-        let end = bytes.index(bytes.startIndex, offsetBy: root.utf8.count)
-        return end == bytes.endIndex || bytes[end] == UInt8(ascii: "/")
     }
 
     /// First path elements of registrations strictly below `path` (for introspecting parents).

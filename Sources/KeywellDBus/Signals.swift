@@ -74,9 +74,7 @@ public struct DBusMatchRule: Sendable, Hashable {
             if sender.hasPrefix(":") || sender == StandardInterface.busName { return false }
         }
         if let path, path != signal.path { return false }
-        if let pathNamespace, pathNamespace != "/", signal.path != pathNamespace, !signal.path.hasPrefix(pathNamespace + "/") {
-            return false
-        }
+        if let pathNamespace, !ObjectPathNamespace.path(signal.path, isIn: pathNamespace) { return false }
         if let interface, interface != signal.interface { return false }
         if let member, member != signal.member { return false }
         for (index, expected) in arguments {

@@ -1,3 +1,5 @@
+import KeywellDBus
+
 /// Names of the freedesktop Secret Service API (the published specification).
 public enum SecretServiceNames {
     public static let busName = "org.freedesktop.secrets"
@@ -23,6 +25,6 @@ public enum SecretServiceNames {
 
     /// Whether `path` is one of the Secret Service's objects (the service or anything under it).
     public static func isServiceObject(_ path: String) -> Bool {
-        path.hasPrefix(servicePath) && (path.utf8.count == servicePath.utf8.count || path.utf8.dropFirst(servicePath.utf8.count).first == UInt8(ascii: "/"))
+        ObjectPathNamespace.path(path, isIn: servicePath)
     }
 }
