@@ -197,8 +197,9 @@ final class ConnectionLoop: @unchecked Sendable {
     /// Dispatches until the queue is empty or a handler took the loop's lead elsewhere.
     private func dispatchQueuedMessages() {
         var dispatched = false
-        // Once the round's replies are sent: what the handlers left on this stack goes.
-        defer { if dispatched { keywell_scrub_stack() } }
+        // Once the round's replies are sent: what the handlers left on this stack goes. A thread
+        // that handed the loop on leaves at once for its pool, which scrubs after every job.
+        defer { if dispatched, isOnLoopThread { keywell_scrub_stack() } }
         while isOnLoopThread {
             switch dbus_connection_get_dispatch_status(connection) {
             case DBUS_DISPATCH_DATA_REMAINS:

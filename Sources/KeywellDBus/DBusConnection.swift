@@ -4,7 +4,7 @@ import Foundation
 /// libdbus must know that it is used from several threads before anything else happens.
 private let threadsInitialized: Bool = dbus_threads_init_default() != 0
 
-/// A connection to a bus (or a peer), with its own I/O thread.
+/// A connection to a bus (or a peer), with its own loop and worker threads.
 ///
 /// Threading: one loop per connection reads, writes and dispatches, on one of the connection's
 /// worker threads at a time (see `ConnectionLoop`). Incoming method calls run there when their

@@ -1,7 +1,8 @@
 import CDBus
 import Foundation
 
-/// Runs method handlers off the connection's I/O thread.
+/// A connection's threads: they run its loop (one at a time, see `ConnectionLoop`) and its
+/// method handlers off the loop.
 ///
 /// Threads are reused (no thread per message) and the pool grows whenever every worker is busy,
 /// so a handler that blocks (a 300 ms key derivation, a nested D-Bus call) never holds up the
