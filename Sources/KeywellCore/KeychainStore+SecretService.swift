@@ -91,46 +91,36 @@ extension KeychainStore {
         let file = try file(at: location(keychain))
         let ids = try file.database.read { db in
             guard !attributes.isEmpty else { return try Self.allItemIDs(db) }
-            var found = try FreeformAttributeTable.matchingItems(attributes, db)
-            let native = try Self.nativeMatches(attributes, db)
-            if !native.isEmpty {
-                let known = Set(found.map { $0.rowID })
-                found += native.filter { !known.contains($0.rowID) }
-                found.sort { $0.rowID < $1.rowID }
-            }
-            return found.map { $0.uuid }
+            return try FreeformAttributeTable.matchingItems(attributes, db, including: Self.nativeBranches(attributes)).map(\.uuid)
         }
         return (ids, file.isLocked)
     }
 
-    /// Native items (not made through the Secret Service) whose derived attributes match.
-    private static func nativeMatches(_ query: [String: String], _ db: Database) throws -> [(rowID: Int64, uuid: UUID)] {
-        var found: [(rowID: Int64, uuid: UUID)] = []
+    /// Native items (not made through the Secret Service) whose derived attributes would match,
+    /// one branch per item class the query can name.
+    private static func nativeBranches(_ query: [String: String]) -> [FreeformAttributeTable.ItemBranch] {
+        var branches: [FreeformAttributeTable.ItemBranch] = []
         for itemClass in ItemClass.allCases {
             guard let conditions = SecretServiceMapping.nativeConditions(for: query, itemClass: itemClass) else { continue }
             let prefix = SecretServiceMapping.accessGroupPrefix
-            var sql = "SELECT id, uuid FROM item WHERE class = '\(itemClass.rawValue)'"
-                + " AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) != ?"
+            var condition = "class = '\(itemClass.rawValue)' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) != ?"
             var values: [DatabaseValue] = [prefix.databaseValue]
             for (attribute, value) in conditions {
                 if attribute.kind == .integer {
                     let column = MatchColumn(attribute: attribute, form: .number)
-                    sql += " AND \(column.name) = ?"
+                    condition += " AND \(column.name) = ?"
                     values.append(MatchColumn.transform(value, .number))
                     continue
                 }
                 // The normalised column lets SQLite use the primary-key index; the raw one makes the match exact.
                 let column = MatchColumn(attribute: attribute, form: .normalized)
-                sql += " AND \(column.name) = ? AND \"\(attribute.name)\" = ?"
+                condition += " AND \(column.name) = ? AND \"\(attribute.name)\" = ?"
                 values.append(MatchColumn.transform(value, .normalized))
                 if case .text(let text) = value { values.append(text.databaseValue) }
             }
-            let rows = try RawStatement(db, sql: sql + " ORDER BY id", values: values)
-            while try rows.step() {
-                if let uuid = UUID(data: rows.blob(1)) { found.append((rows.integer(0), uuid)) }
-            }
+            branches.append(FreeformAttributeTable.ItemBranch(condition: condition, values: values))
         }
-        return found.sorted { $0.rowID < $1.rowID }
+        return branches
     }
 
     /// One item's attributes, label, type and dates. Works while locked.

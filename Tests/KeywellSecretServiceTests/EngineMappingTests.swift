@@ -122,6 +122,40 @@ import Testing
         #expect(try store.secretServiceSearch(["xdg:schema": "org.example.Common", "tag": "t1"], in: "login").isEmpty)
     }
 
+    /// A search first tries a pair not known to be common; when that pair turns out to be
+    /// common it is counted against the others, remembered, and tried last from then on.
+    @Test func aCommonPairTriedFirstIsLearnedAndChangesNoResult() throws {
+        let group = "g-" + UUID().uuidString  // the memory is shared by every test in the process
+        var ids: [UUID] = []
+        for index in 0..<12 { ids.append(try create(["group": group, "tag": "t\(index)"])) }
+        #expect(CommonPairs.shared.contains([("group", group), ("tag", "t5")]) == [false, false])
+        // "group" sorts first, drives the first try, and has more candidates than a try walks.
+        #expect(try store.secretServiceSearch(["group": group, "tag": "t5"], in: "login") == [ids[5]])
+        #expect(CommonPairs.shared.contains([("group", group), ("tag", "t5")]) == [true, false])
+        #expect(try store.secretServiceSearch(["group": group, "tag": "t5"], in: "login") == [ids[5]])
+        #expect(try store.secretServiceSearch(["group": group, "tag": "none"], in: "login").isEmpty)
+        #expect(try store.secretServiceSearch(["group": group], in: "login") == ids)
+    }
+
+    /// Native items matched through derived attributes come in the same statement as the
+    /// Secret Service's own, in the order the items were made, each once.
+    @Test func nativeAndSecretServiceMatchesComeInOneOrderedList() throws {
+        let first = try create(["service": "svc", "account": "a"])
+        _ = try store.add(["class": .string("genp"), "svce": .string("svc"), "acct": .string("a"), "v_Data": .data(Data("pw".utf8))])
+        let nativeID = try #require(try store.secretServiceItemIDs(in: "login").last)
+        #expect(nativeID != first)
+        let last = try create(["service": "svc", "account": "a", "extra": "1"])
+        #expect(try store.secretServiceSearch(["service": "svc", "account": "a"], in: "login") == [first, nativeID, last])
+        #expect(try store.secretServiceSearch(["service": "svc"], in: "login") == [first, nativeID, last])
+        // Only the native item has this schema (derived); the others drive the search and fail.
+        let schema = ["service": "svc", "account": "a", "xdg:schema": "org.keywell.generic-password"]
+        #expect(try store.secretServiceSearch(schema, in: "login") == [nativeID])
+        // With more candidates than a first try walks, the pairs are counted: one has no row at
+        // all, and the native item is still found.
+        for index in 0..<9 { try create(["service": "svc", "account": "a", "n": "\(index)"]) }
+        #expect(try store.secretServiceSearch(schema, in: "login") == [nativeID])
+    }
+
     @Test func searchesOfManyPairs() throws {
         let many = Dictionary(uniqueKeysWithValues: (0..<11).map { ("k\($0)", "v\($0)") })
         let id = try create(many)
