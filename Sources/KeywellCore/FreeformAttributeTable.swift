@@ -204,8 +204,8 @@ private enum SQLByPairCount {
     static func estimates(_ count: Int) -> String { count <= prebuilt ? estimateTexts[count] : estimateText(count) }
 
     /// The driver's rows (the last pair bound) each with 1 when the item has the other pairs too
-    /// (checked by primary key; the first pairs bound), else 0. Rows come in item order (the
-    /// lookup index ends with the item id).
+    /// (checked by primary key; the first pairs bound), else 0. No ORDER BY: branches may follow,
+    /// and the rows are put in id order after.
     static func candidateText(_ count: Int) -> String {
         let checks = (1..<max(1, count)).map { index in
             "EXISTS (SELECT 1 FROM item_attribute AS a\(index) WHERE a\(index).item_id = a0.item_id"
