@@ -10,34 +10,61 @@ public enum StorageProbe {
     public static func durableInsertLatencies(
         in directory: URL, rowBytes: Int, count: Int
     ) throws(KeychainError) -> [Duration] {
-        let path = directory.appendingPathComponent("storage-probe-\(getpid()).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
-        }
-        return try KeychainError.rethrowing(path: path) {
+        let probe = try DurableCommitProbe(in: directory, rowBytes: rowBytes)
+        var latencies: [Duration] = []
+        latencies.reserveCapacity(count)
+        for _ in 0..<count { latencies.append(try probe.commit()) }
+        return latencies
+    }
+}
+
+/// One durable commit at a time, on demand, so a benchmark can measure the floor alternately with
+/// the writes it holds to it (a disk that slows down then weighs on both alike). Its scratch
+/// file in `directory` goes with it.
+public final class DurableCommitProbe {
+    private let path: String
+    private let queue: DatabaseQueue
+    private let payload: Data
+    private let clock = ContinuousClock()
+
+    public init(in directory: URL, rowBytes: Int) throws(KeychainError) {
+        let path = directory.appendingPathComponent("storage-probe-\(getpid())-\(UUID().uuidString).sqlite").path
+        self.path = path
+        payload = Sodium.randomData(count: rowBytes)
+        do {
             var configuration = Configuration()
             configuration.journalMode = .wal
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 try db.execute(sql: "CREATE TABLE probe (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)")
             }
-            let payload = Sodium.randomData(count: rowBytes)
-            let clock = ContinuousClock()
-            var latencies: [Duration] = []
-            latencies.reserveCapacity(count)
-            for _ in 0..<count {
-                let start = clock.now
-                try queue.writeWithoutTransaction { db in
-                    try db.inTransaction(.immediate) {
-                        try db.cachedStatement(sql: "INSERT INTO probe (payload) VALUES (?)").execute(arguments: [payload])
-                        return .commit
-                    }
-                }
-                latencies.append(clock.now - start)
-            }
-            try queue.close()
-            return latencies
+        } catch {
+            Self.remove(path)
+            throw KeychainError.from(error, path: path)
         }
+    }
+
+    deinit {
+        try? queue.close()
+        Self.remove(path)
+    }
+
+    /// Inserts one row in its own IMMEDIATE transaction; returns how long it took.
+    public func commit() throws(KeychainError) -> Duration {
+        let start = clock.now
+        try KeychainError.rethrowing(path: path) {
+            try queue.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try db.cachedStatement(sql: "INSERT INTO probe (payload) VALUES (?)").execute(arguments: [payload])
+                    return .commit
+                }
+            }
+        }
+        return clock.now - start
+    }
+
+    private static func remove(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
     }
 }

@@ -28,7 +28,7 @@ struct SecretServiceBenchmark: ParsableCommand {
     var sizes = "1000,10000"
 
     @Option(help: "Timed calls per operation (CreateItem and GetSecrets of 1,000 use fewer).")
-    var calls = 300
+    var calls = 2000
 
     @Option(help: "Seconds gnome-keyring may spend filling up before its larger sizes are estimated instead.")
     var gnomeBudget = 120.0
@@ -55,10 +55,10 @@ struct SecretServiceBenchmark: ParsableCommand {
         }
         defer { services.forEach { $0.stop() } }
 
-        let commit = LatencySamples(try StorageProbe.durableInsertLatencies(
-            in: URL(fileURLWithPath: NSTemporaryDirectory()), rowBytes: 256, count: 200)).percentile(0.5)
-        print("floor: one durable SQLite commit (WAL, synchronous=FULL) p50 \(formatMicroseconds(commit)) µs; "
-              + "writes are held to Peer.Ping + that commit, reads to Peer.Ping")
+        let commits = try DurableCommitProbe(in: URL(fileURLWithPath: NSTemporaryDirectory()), rowBytes: 256)
+        let commit = try LatencySamples((0..<200).map { _ in try commits.commit() }).percentile(0.5)
+        print("floor: one durable SQLite commit (WAL, synchronous=FULL) p50 \(formatMicroseconds(commit)) µs at the start; "
+              + "writes are held to Peer.Ping + such a commit (measured again just before them), reads to Peer.Ping")
         print("")
 
         var report = SecretServiceReport(services: services.map(\.name))
@@ -70,7 +70,7 @@ struct SecretServiceBenchmark: ParsableCommand {
                                                             size, seconds / 60, perItem * 1000, service.count))
                     continue
                 }
-                report.add(size, service.name, try service.measure(calls: calls, commit: commit))
+                report.add(size, service.name, try service.measure(calls: calls, commits: commits))
             }
         }
         report.print()
@@ -250,10 +250,13 @@ class ServiceUnderTest {
         var count: Int
         /// The p50 of all the Pings alternated with the calls.
         var ping: Duration
+        /// The p50 of the durable commits measured just before the writes.
         var commit: Duration
         /// Each row's floor is the Ping measured alternately with its own calls, so that a noisy
-        /// neighbour on a shared machine weighs on the call and its floor alike.
-        var rows: [(operation: String, samples: LatencySamples, ping: Duration, write: Bool)]
+        /// neighbour on a shared machine weighs on the call and its floor alike; a write's adds
+        /// the commits measured right before it (one after another, as the writes run: a commit
+        /// alternated with them would also slow the write that follows it).
+        var rows: [(operation: String, samples: LatencySamples, floor: Duration)]
         /// The service's own CPU time per Ping, and per call of each row with a Ping's taken off
         /// (the scheduler's run time of all its threads): what the service itself spends, apart
         /// from what the machine adds to a round trip. Empty when it cannot be read.
@@ -261,7 +264,7 @@ class ServiceUnderTest {
         var rowCPU: [Duration?]
     }
 
-    func measure(calls: Int, commit: Duration) throws -> Measurement {
+    func measure(calls: Int, commits: DurableCommitProbe) throws -> Measurement {
         let size = items.count
         var allPings = LatencySamples()
         var rowPings = LatencySamples()
@@ -282,10 +285,11 @@ class ServiceUnderTest {
             return samples
         }
         let randomIndex = { (_: Int) -> Int in Int.random(in: 0..<size) }
-        var rows: [(String, LatencySamples, Duration, Bool)] = []
+        var rows: [(String, LatencySamples, Duration)] = []
         var rowCPU: [Duration?] = []
-        func row(_ name: String, write: Bool = false, _ samples: LatencySamples) {
-            rows.append((name, samples, rowPings.percentile(0.5), write))
+        /// After `timed`: its samples, held to the Pings alternated with them (plus `commit`).
+        func row(_ name: String, plus commit: Duration = .zero, _ samples: LatencySamples) {
+            rows.append((name, samples, rowPings.percentile(0.5) + commit))
             rowCPU.append(lastCPU)
         }
         // A method that does no work: what any call costs through the service's D-Bus layer.
@@ -305,7 +309,8 @@ class ServiceUnderTest {
         let creates = isSlow ? 10 : min(calls, 200)
         let firstCreated = items.count
         let creations = try (0..<creates + 1).map { try createArguments(firstCreated + $0) }
-        row("CreateItem", write: true, try timed(creates, warmUp: 1) { _ in items.append(try createItem(creations[items.count - firstCreated])) })
+        let commit = try LatencySamples((0..<100).map { _ in try commits.commit() }).percentile(0.5)
+        row("CreateItem", plus: commit, try timed(creates, warmUp: 1) { _ in items.append(try createItem(creations[items.count - firstCreated])) })
         return Measurement(count: size, ping: allPings.percentile(0.5), commit: commit, rows: rows, pingCPU: pingCPU, rowCPU: rowCPU)
     }
 
@@ -437,7 +442,7 @@ struct SecretServiceReport {
                     guard let m = measured[service], row < m.rows.count else { continue }
                     let samples = m.rows[row].samples
                     let p50 = samples.percentile(0.5)
-                    let floor = m.rows[row].write ? m.rows[row].ping + m.commit : m.rows[row].ping
+                    let floor = m.rows[row].floor
                     p50s.append(p50.seconds)
                     line += (Self.latency(p50)).padding(toLength: 14, withPad: " ", startingAt: 0)
                         + Self.latency(samples.percentile(0.99)).padding(toLength: 10, withPad: " ", startingAt: 0)
