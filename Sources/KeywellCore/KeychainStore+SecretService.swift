@@ -212,8 +212,9 @@ extension KeychainStore {
             var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: .genericPassword, attributes: native, sealedSecret: Data())
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             let rowID = try ItemTable.insert(item, db)
-            try FreeformAttributeTable.insert(attributes, itemID: rowID, db)
-            try Self.setHiddenRows(contentType: secret.contentType, type: type, itemID: rowID, db)
+            // A new item has no hidden rows to replace or delete: only those that say something.
+            let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
+            try FreeformAttributeTable.insert(rows, itemID: rowID, db)
             return (uuid, false)
         }
         file.markUsed()
@@ -359,6 +360,15 @@ extension KeychainStore {
             }
         }
         return nil
+    }
+
+    /// The hidden rows an item needs: none for the default content type and no type. Their names
+    /// start with NUL, which no D-Bus string holds, so they never meet an attribute's.
+    private static func hiddenRows(contentType: String, type: String?) -> [String: String] {
+        var rows: [String: String] = [:]
+        if contentType != SecretServiceMapping.defaultContentType { rows[SecretServiceMapping.contentTypeRow] = contentType }
+        if let type { rows[SecretServiceMapping.typeRow] = type }
+        return rows
     }
 
     private static func setHiddenRows(contentType: String, type: String?, itemID: Int64, _ db: Database) throws {
