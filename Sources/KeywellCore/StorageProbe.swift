@@ -18,9 +18,9 @@ public enum StorageProbe {
     }
 }
 
-/// One durable commit at a time, on demand, so a benchmark can measure the floor alternately with
-/// the writes it holds to it (a disk that slows down then weighs on both alike). Its scratch
-/// file in `directory` goes with it.
+/// One durable commit at a time, on demand, so a benchmark can measure the floor again right
+/// before the writes it holds to it (a disk that slowed down since start-up then weighs on both
+/// alike). Its scratch file in `directory` goes with it.
 public final class DurableCommitProbe {
     private let path: String
     private let queue: DatabaseQueue
