@@ -256,10 +256,8 @@ extension KeychainStore {
     public func secretServiceSetSecret(_ secret: SecretServiceSecret, of id: UUID, in keychain: String) throws(KeychainError) {
         try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: keychainUUID, key: key)
-            try FreeformAttributeTable.set(
-                SecretServiceMapping.contentTypeRow,
-                to: secret.contentType == SecretServiceMapping.defaultContentType ? nil : secret.contentType,
-                itemID: row.rowID, db)
+            try FreeformAttributeTable.set(SecretServiceMapping.contentTypeRow, to: Self.storedContentType(secret.contentType),
+                                           itemID: row.rowID, db)
         }
     }
 
@@ -366,15 +364,21 @@ extension KeychainStore {
     /// start with NUL, which no D-Bus string holds, so they never meet an attribute's.
     private static func hiddenRows(contentType: String, type: String?) -> [String: String] {
         var rows: [String: String] = [:]
-        if contentType != SecretServiceMapping.defaultContentType { rows[SecretServiceMapping.contentTypeRow] = contentType }
-        if let type { rows[SecretServiceMapping.typeRow] = type }
+        rows[SecretServiceMapping.contentTypeRow] = storedContentType(contentType)
+        rows[SecretServiceMapping.typeRow] = type
         return rows
     }
 
+    /// What the content-type row holds: nothing for the default type (no row).
+    private static func storedContentType(_ contentType: String) -> String? {
+        contentType == SecretServiceMapping.defaultContentType ? nil : contentType
+    }
+
+    /// An existing item's hidden rows made to match: written, or deleted when no longer needed.
     private static func setHiddenRows(contentType: String, type: String?, itemID: Int64, _ db: Database) throws {
-        try FreeformAttributeTable.set(
-            SecretServiceMapping.contentTypeRow,
-            to: contentType == SecretServiceMapping.defaultContentType ? nil : contentType, itemID: itemID, db)
-        try FreeformAttributeTable.set(SecretServiceMapping.typeRow, to: type, itemID: itemID, db)
+        let needed = hiddenRows(contentType: contentType, type: type)
+        for name in SecretServiceMapping.hiddenRows {
+            try FreeformAttributeTable.set(name, to: needed[name], itemID: itemID, db)
+        }
     }
 }
