@@ -180,7 +180,7 @@ enum ItemTable {
 
     /// The columns of `selectColumns`: id, uuid, class, the attributes asked for, secret.
     private static func decode(_ row: RawStatement, _ columns: [ItemAttribute]) throws -> KeychainItem {
-        guard let uuid = UUID(data: row.blob(1)), let itemClass = ItemClass(rawValue: row.text(2)) else {
+        guard let uuid = row.uuid(1), let itemClass = ItemClass(rawValue: row.text(2)) else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(row.integer(0)) is damaged")
         }
         var attributes: [ItemAttribute: AttributeValue] = [:]

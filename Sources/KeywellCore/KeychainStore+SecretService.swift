@@ -74,7 +74,7 @@ extension KeychainStore {
         let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
         var ids: [UUID] = []
         while try rows.step() {
-            if let uuid = UUID(data: rows.blob(0)) { ids.append(uuid) }
+            if let uuid = rows.uuid(0) { ids.append(uuid) }
         }
         return ids
     }
@@ -325,7 +325,7 @@ extension KeychainStore {
     /// Every attribute of the item, for a full-row update.
     private static func fullItem(rowID: Int64, _ db: Database) throws -> KeychainItem {
         let rows = try RawStatement(db, sql: "SELECT uuid FROM item WHERE id = ?", values: [rowID.databaseValue])
-        guard try rows.step(), let uuid = UUID(data: rows.blob(0)) else { throw KeychainError(SecStatus.itemNotFound) }
+        guard try rows.step(), let uuid = rows.uuid(0) else { throw KeychainError(SecStatus.itemNotFound) }
         rows.finish()
         guard var item = try ItemTable.fetch(ItemFilter(itemClass: nil, itemUUID: uuid), limit: .one, db).first else {
             throw KeychainError(SecStatus.itemNotFound)

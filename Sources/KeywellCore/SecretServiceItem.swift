@@ -61,7 +61,7 @@ struct SecretServiceRow {
 
     /// Decodes `columns` (then, with `withSecret`, the sealed secret) starting at column 0.
     init(_ row: RawStatement, withSecret: Bool) throws {
-        guard let uuid = UUID(data: row.blob(1)), let itemClass = ItemClass(rawValue: row.text(2)) else {
+        guard let uuid = row.uuid(1), let itemClass = ItemClass(rawValue: row.text(2)) else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(row.integer(0)) is damaged")
         }
         var attributes: [ItemAttribute: AttributeValue] = [:]
