@@ -62,6 +62,7 @@ struct SecurityReport: ParsableCommand {
     static let sections: [any SecurityReportSection] = [
         LoadSection(), FaultSection(), ThrottleSection(), FuzzingSection(), CorruptFileSection(), DiskFullSection(),
         MemoryScanSection(), PytestFiguresSection.busMonitor, PytestFiguresSection.otherUsersAndPAM,
+        PytestFiguresSection.attacks,
     ]
 }
 
@@ -159,7 +160,8 @@ struct ThrottleSection: SecurityReportSection {
 /// access (test_other_users.py) and PAM under stress (test_pam_stress.py).
 struct PytestFiguresSection: SecurityReportSection {
     let title: String
-    /// Test files or node ids under the repository.
+    /// Test files or node ids under the repository; a name ending in `*` stands for every file of
+    /// its folder that starts with what comes before the star.
     let tests: [String]
     let needsRoot: Bool
     /// The row saying the tests passed; without it a row appears only when they fail.
@@ -173,6 +175,12 @@ struct PytestFiguresSection: SecurityReportSection {
         title: "other users and PAM stress (pytest)",
         tests: ["Tests/Integration/test_other_users.py", "Tests/Integration/test_pam_stress.py"],
         needsRoot: true, passCheck: "other-user and PAM stress tests pass")
+    /// Each attack an outside review reproduced, run again as it was run then: one file per attack
+    /// (`test_attack_<topic>.py`), each recording its own rows.
+    static let attacks = PytestFiguresSection(
+        title: "attacks (pytest)",
+        tests: ["Tests/Integration/test_attack_*"],
+        needsRoot: true, passCheck: "every reproduced attack fails")
 
     func figures(_ context: SecurityCheckContext) throws -> [SecurityFigure] {
         guard !needsRoot || geteuid() == 0 else {
@@ -186,7 +194,8 @@ struct PytestFiguresSection: SecurityReportSection {
         environment["PAM_KEYWELL_SO"] = context.pamModule
         environment["KEYWELL_SECURITY_FIGURES"] = figuresFile
         // pytest's own output goes to stderr, so stdout stays the table.
-        let status = try ReportChild.run("/usr/bin/python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider"] + tests.map { "\(context.repository)/\($0)" },
+        let paths = try tests.flatMap { try expand($0, in: context.repository) }
+        let status = try ReportChild.run("/usr/bin/python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider"] + paths,
                                          environment: environment)
         var rows: [SecurityFigure] = []
         let text = (try? String(contentsOfFile: figuresFile, encoding: .utf8)) ?? ""
@@ -201,5 +210,18 @@ struct PytestFiguresSection: SecurityReportSection {
             rows.append(SecurityFigure(check: "\(title): the test passes", figure: "fails (see pytest output)", target: "passes", met: false))
         }
         return rows
+    }
+
+    /// The paths one entry of `tests` names, sorted; a pattern that matches nothing is an error, so a
+    /// renamed file cannot quietly drop its rows from the table.
+    private func expand(_ entry: String, in repository: String) throws -> [String] {
+        guard entry.hasSuffix("*") else { return ["\(repository)/\(entry)"] }
+        let pattern = (entry.dropLast() as Substring)
+        let folder = (String(pattern) as NSString).deletingLastPathComponent
+        let prefix = (String(pattern) as NSString).lastPathComponent
+        let names = try FileManager.default.contentsOfDirectory(atPath: "\(repository)/\(folder)")
+            .filter { $0.hasPrefix(prefix) && $0.hasSuffix(".py") }.sorted()
+        guard !names.isEmpty else { throw ValidationError("no test file matches \(entry)") }
+        return names.map { "\(repository)/\(folder)/\($0)" }
     }
 }
