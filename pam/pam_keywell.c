@@ -526,11 +526,14 @@ static uint32_t get_u32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* The daemon's message is logged, so keep it to one line of printable text. */
+/*
+ * The daemon's message is logged, so keep it to one line of printable ASCII: bytes from 0x80 up
+ * could carry terminal controls (C1, 0x9b is CSI) or bidi overrides to whoever reads the log.
+ */
 static void sanitize(char *s)
 {
     for (; *s != '\0'; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
             *s = '?';
 }
 
@@ -674,6 +677,11 @@ static void grandchild(const struct spawn_plan *s, int status_fd)
         dup2(null, 0);
         dup2(null, 1);
         dup2(null, 2);
+    } else {
+        /* Closed stdio rather than the login's terminal, pipes or log. */
+        close(0);
+        close(1);
+        close(2);
     }
     close_from(3, st);
 
