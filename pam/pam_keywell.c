@@ -142,23 +142,45 @@ static struct secret *secret_from_string(const char *str)
     return s;
 }
 
+/*
+ * The password kept from auth, bound to the account pam_unix checked it for. PAM_USER may be
+ * changed between auth and the session (sudo authenticates the caller, then opens the session
+ * of the target user): the password then belongs to someone else and must never be sent.
+ */
+struct stash {
+    uid_t uid;
+    char *user;          /* the passwd name PAM_USER resolved to at auth */
+    struct secret *tok;
+};
+
 static void stash_cleanup(pam_handle_t *pamh, void *data, int error_status)
 {
     (void)pamh;
     (void)error_status;
-    secret_free(data);
+    struct stash *k = data;
+    if (k == NULL)
+        return;
+    secret_free(k->tok);
+    free(k->user);
+    free(k);
 }
 
-/* Keeps a copy of the password in PAM's private data until open_session hands it over. */
-static void stash_token(pam_handle_t *pamh, const char *tok)
+/* Keeps a copy of the password of `pw` in PAM's private data until open_session hands it over. */
+static void stash_token(pam_handle_t *pamh, const struct passwd *pw, const char *tok)
 {
-    struct secret *s = secret_from_string(tok);
-    if (s == NULL) {
+    struct stash *k = calloc(1, sizeof *k);
+    if (k != NULL) {
+        k->uid = pw->pw_uid;
+        k->user = strdup(pw->pw_name);
+        k->tok = secret_from_string(tok);
+    }
+    if (k == NULL || k->user == NULL || k->tok == NULL) {
+        stash_cleanup(pamh, k, 0);
         pam_syslog(pamh, LOG_ERR, "cannot allocate memory for the password");
         return;
     }
-    if (pam_set_data(pamh, KW_TOKEN_DATA, s, stash_cleanup) != PAM_SUCCESS) {
-        secret_free(s);
+    if (pam_set_data(pamh, KW_TOKEN_DATA, k, stash_cleanup) != PAM_SUCCESS) {
+        stash_cleanup(pamh, k, 0);
         pam_syslog(pamh, LOG_ERR, "cannot keep the password in PAM data");
     }
 }
@@ -167,6 +189,27 @@ static void stash_token(pam_handle_t *pamh, const char *tok)
 static void drop_token(pam_handle_t *pamh)
 {
     (void)pam_set_data(pamh, KW_TOKEN_DATA, NULL, NULL);
+}
+
+/*
+ * The kept password, if it was checked for `pw` (same uid and same name). One kept for anybody
+ * else is wiped here and NULL returned: the caller goes on as for a login without a password.
+ */
+static const struct secret *kept_token(pam_handle_t *pamh, const struct passwd *pw,
+                                       const char *phase)
+{
+    const void *data = NULL;
+    if (pam_get_data(pamh, KW_TOKEN_DATA, &data) != PAM_SUCCESS || data == NULL)
+        return NULL;
+    const struct stash *k = data;
+    if (k->uid == pw->pw_uid && strcmp(k->user, pw->pw_name) == 0)
+        return k->tok;
+    pam_syslog(pamh, LOG_NOTICE,
+               "%s: the password was checked for %s (uid %lu), but the user is now %s "
+               "(uid %lu); it is dropped, not sent",
+               phase, k->user, (unsigned long)k->uid, pw->pw_name, (unsigned long)pw->pw_uid);
+    drop_token(pamh);
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- options and user */
@@ -483,11 +526,14 @@ static uint32_t get_u32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* The daemon's message is logged, so keep it to one line of printable text. */
+/*
+ * The daemon's message is logged, so keep it to one line of printable ASCII: bytes from 0x80 up
+ * could carry terminal controls (C1, 0x9b is CSI) or bidi overrides to whoever reads the log.
+ */
 static void sanitize(char *s)
 {
     for (; *s != '\0'; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
             *s = '?';
 }
 
@@ -631,6 +677,11 @@ static void grandchild(const struct spawn_plan *s, int status_fd)
         dup2(null, 0);
         dup2(null, 1);
         dup2(null, 2);
+    } else {
+        /* Closed stdio rather than the login's terminal, pipes or log. */
+        close(0);
+        close(1);
+        close(2);
     }
     close_from(3, st);
 
@@ -913,7 +964,7 @@ KW_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
             pam_syslog(pamh, LOG_DEBUG, "auth: no password to keep for %s", pw->pw_name);
         return PAM_IGNORE;
     }
-    stash_token(pamh, tok);
+    stash_token(pamh, pw, tok);
     if (o.debug)
         pam_syslog(pamh, LOG_DEBUG, "auth: kept the password of %s for the session", pw->pw_name);
     return PAM_IGNORE;
@@ -938,15 +989,12 @@ KW_EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const
         return PAM_IGNORE;
     }
 
-    const void *data = NULL;
-    const struct secret *tok = NULL;
-    if (pam_get_data(pamh, KW_TOKEN_DATA, &data) == PAM_SUCCESS)
-        tok = data;
+    const struct secret *tok = kept_token(pamh, pw, "open_session");
     if (tok != NULL && tok->len > KW_MAX_FIELD) {
         pam_syslog(pamh, LOG_NOTICE, "open_session: password too long to hand over");
         tok = NULL;
     }
-    /* Without a password (ssh keys, su from root) the session is counted all the same. */
+    /* Without a password (ssh keys, su from root, sudo) the session is counted all the same. */
     const struct secret *fields[1] = {tok};
     bool ok = talk(pamh, &o, pw, o.auto_start, 'O', fields, tok ? 1 : 0, "open_session");
     /* Handed over or not, the login process has no further use for the password. */
@@ -1003,8 +1051,7 @@ KW_EXPORT int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const ch
     secret_free(s_new);
 
     /* An expired password changed during login: the session must unlock with the new one. */
-    const void *kept = NULL;
-    if (ok && pam_get_data(pamh, KW_TOKEN_DATA, &kept) == PAM_SUCCESS && kept != NULL)
-        stash_token(pamh, new);
+    if (kept_token(pamh, pw, "chauthtok") != NULL && ok)
+        stash_token(pamh, pw, new);
     return ok ? PAM_SUCCESS : PAM_IGNORE;
 }

@@ -10,7 +10,7 @@ packages=(
   dbus dbus-daemon libsodium23 libpam-runtime pinentry-tty
   # test: real clients and real PAM
   pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
-  python3-pytest git sqlite3 passwd procps psmisc util-linux
+  python3-pytest git sqlite3 passwd procps psmisc util-linux sudo
   # benchmark against the incumbent
   gnome-keyring
 )

@@ -7,12 +7,15 @@ when a test fails.
 
 from __future__ import annotations
 
+import errno
 import grp
 import hashlib
 import json
 import os
+import pty
 import pwd
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -240,6 +243,75 @@ def pamtester(service: str, user: str, *ops: str, stdin: str = "", pam_env: dict
 def login(service: str, user: User, password: str | None = None, **kw) -> PamResult:
     pw = user.password if password is None else password
     return pamtester(service, user.name, "authenticate", "open_session", stdin=pw + "\n", **kw)
+
+
+# ------------------------------------------------------------------------------------ a terminal
+
+
+class Terminal:
+    """A program on a pseudo-terminal of its own (its controlling terminal, as in a login)."""
+
+    def __init__(self, argv: list[str], env: dict):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: nothing but exec
+            try:
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.transcript = b""
+        self.status = None
+
+    def _read(self, timeout: float) -> bool:
+        """Reads what is there within `timeout`; False at end of output."""
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return True
+        try:
+            data = os.read(self.fd, 4096)
+        except OSError as e:  # EIO: the other side is closed
+            if e.errno != errno.EIO:
+                raise
+            return False
+        if not data:
+            return False
+        self.transcript += data
+        return True
+
+    def expect(self, text: bytes, timeout: float = 30) -> None:
+        start = len(self.transcript)
+        deadline = time.monotonic() + timeout
+        while text not in self.transcript[start:]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._read(min(remaining, 0.2)) and text not in self.transcript[start:]:
+                pytest.fail(f"never saw {text!r} on the terminal; it shows {self.transcript!r}")
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def wait(self, timeout: float = 30) -> int:
+        """The exit status, once the program ended (reading its output meanwhile)."""
+        deadline = time.monotonic() + timeout
+        while self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"still running after {timeout} s; the terminal shows {self.transcript!r}")
+            if not self._read(0.1):
+                time.sleep(0.05)
+        return self.status
+
+    def close(self) -> None:
+        if self.status is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)  # its own session and process group
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.status = -signal.SIGKILL
+        os.close(self.fd)
+
 
 
 # ------------------------------------------------------------------------------------ the stub

@@ -232,6 +232,17 @@ def test_daemon_error_message_is_logged_as_one_clean_line(kit):
     assert any("keywelld answered -25291: line one?forged: line two?[31m" in l for l in lines), lines
 
 
+def test_daemon_message_bytes_above_ascii_are_replaced_in_the_log(kit):
+    user = kit.user()
+    # U+009B is the one-byte CSI of C1 terminals (0xc2 0x9b in UTF-8); U+202E reverses the line.
+    stub = kit.stub(user, status=-25291, message="caf\u00e9 \u009b31m \u202etxt.exe")
+    svc = kit.stack(daemon=stub.path)
+    assert login(svc, user).ok
+    lines = [l for l in kit.syslog.keywell_lines() if "keywelld answered -25291" in l]
+    assert any("keywelld answered -25291: caf?? ??31m ???txt.exe" in l for l in lines), lines
+    assert all(l.isascii() for l in lines), lines
+
+
 # ------------------------------------------------------------------------------------ sessions
 
 
@@ -349,6 +360,30 @@ def test_daemon_runs_as_the_user_with_a_clean_environment(kit):
     for name in ("environ", "cmdline"):
         data = Path(f"/proc/{s['pid']}/{name}").read_bytes()
         assert user.password.encode() not in data
+
+
+def test_daemon_gets_closed_stdio_when_dev_null_cannot_be_opened(kit):
+    """Never the login process's fds 0-2 (here pamtester's pipes): /dev/null is made unopenable
+    for the user by bind-mounting a root-only file over it in a private mount namespace."""
+    user = kit.user()
+    stub = kit.stub(user)
+    svc = kit.stack(daemon=stub.path)
+    blocker = os.path.join(kit.bindir(), "not-null")
+    Path(blocker).write_text("")
+    os.chmod(blocker, 0o600)
+    inner = 'mount --bind "$1" /dev/null && exec pamtester -v "$2" "$3" open_session'
+    # Files, not pipes, for the login's stdio: a daemon holding them must not hang this test.
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out:
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", inner,
+                            "sh", blocker, svc, user.name], stdin=stdin, stdout=out, stderr=out,
+                           env=dict(CLEAN_ENV), start_new_session=True, timeout=60)
+        out.seek(0)
+        assert p.returncode == 0, out.read()
+    (req,) = stub.requests()  # the daemon started and answered: its fds were recorded before
+    assert req["op"] == "O"
+    (s,) = stub.starts()
+    fds = {int(k): v for k, v in s["fds"].items() if not v.startswith("/proc/")}
+    assert fds == {}, "stdio is closed, not inherited"
 
 
 def _ignore_and_block_signals():

@@ -15,23 +15,19 @@ Needs: root, KEYWELLD and KEYWELL (the built daemon and CLI; scripts/test.sh set
 PAM_KEYWELL_SO or `make -C pam`. Without them the tests fail; they do not skip.
 """
 
-import errno
 import hashlib
 import json
 import os
-import pty
-import select
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from keywell_helpers import built, open_kit
 from pam_helpers import (
-    CLEAN_ENV, Kit, User, dbus_call, keywelld_pids, module_path, require_root_and_tools, start_session_bus,
+    CLEAN_ENV, Kit, Terminal, User, dbus_call, keywelld_pids, module_path, require_root_and_tools,
+    start_session_bus,
 )
 
 PAM_SU = Path("/etc/pam.d/su")
@@ -91,71 +87,6 @@ def su_stack(kit, keywelld) -> str:
     Path(path).write_text("\n".join(lines) + "\n")
     os.chmod(path, 0o644)
     return path
-
-
-class Terminal:
-    """A program on a pseudo-terminal of its own (its controlling terminal, as in a login)."""
-
-    def __init__(self, argv: list[str], env: dict):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: nothing but exec
-            try:
-                os.execve(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        self.transcript = b""
-        self.status = None
-
-    def _read(self, timeout: float) -> bool:
-        """Reads what is there within `timeout`; False at end of output."""
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return True
-        try:
-            data = os.read(self.fd, 4096)
-        except OSError as e:  # EIO: the other side is closed
-            if e.errno != errno.EIO:
-                raise
-            return False
-        if not data:
-            return False
-        self.transcript += data
-        return True
-
-    def expect(self, text: bytes, timeout: float = 30) -> None:
-        start = len(self.transcript)
-        deadline = time.monotonic() + timeout
-        while text not in self.transcript[start:]:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._read(min(remaining, 0.2)) and text not in self.transcript[start:]:
-                pytest.fail(f"never saw {text!r} on the terminal; it shows {self.transcript!r}")
-
-    def type(self, text: str) -> None:
-        os.write(self.fd, text.encode())
-
-    def wait(self, timeout: float = 30) -> int:
-        """The exit status, once the program ended (reading its output meanwhile)."""
-        deadline = time.monotonic() + timeout
-        while self.status is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.status = os.waitstatus_to_exitcode(status)
-                break
-            if time.monotonic() > deadline:
-                pytest.fail(f"still running after {timeout} s; the terminal shows {self.transcript!r}")
-            if not self._read(0.1):
-                time.sleep(0.05)
-        return self.status
-
-    def close(self) -> None:
-        if self.status is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)  # its own session and process group
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
-            self.status = -signal.SIGKILL
-        os.close(self.fd)
 
 
 def run_su(kit: Kit, stack: str, caller: User, target: User, command: str) -> Terminal:
