@@ -10,7 +10,7 @@ packages=(
   dbus dbus-daemon libsodium23 libpam-runtime pinentry-tty
   # test: real clients and real PAM
   pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
-  python3-pytest git sqlite3 passwd procps psmisc util-linux sudo
+  python3-pytest python3-pip git sqlite3 passwd procps psmisc util-linux sudo
   # benchmark against the incumbent
   gnome-keyring
 )
@@ -31,6 +31,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# The upstream test suites of secretstorage and keyring (PyPI sdists, pinned and checked).
+bash "$(dirname "$0")/upstream-tests.sh"
 
 source "$(dirname "$0")/lib/toolchain.sh"
 echo "setup: ready ($(swift --version 2>&1 | head -n1))"

@@ -16,7 +16,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// Nil when the caller left the interface out (allowed by D-Bus; the method was found by name).
     public let interface: String?
     public let member: String
-    /// The signature the caller sent.
+    /// The signature the caller sent: the method's declared one (SignatureCheck).
     public let signature: DBusSignature
     public let arguments: [DBusValue]
     /// The declaration matched for this call (nil for the standard interfaces).
@@ -90,18 +90,6 @@ public final class DBusMethodCall: @unchecked Sendable {
         } catch {
             reply(error: error)
         }
-    }
-
-    /// Throws `InvalidArgs` unless the call carries exactly `expected`.
-    public func requireSignature(_ expected: DBusSignature) throws(DBusError) {
-        guard signature == expected else {
-            throw .invalidArgs("\(interface.map { $0 + "." } ?? "")\(member) takes (\(expected.rawValue)), got (\(signature.rawValue))")
-        }
-    }
-
-    /// Throws `InvalidArgs` unless the call matches its declared input signature.
-    public func requireDeclaredSignature() throws(DBusError) {
-        if let method { try requireSignature(method.inputSignature) }
     }
 
     /// Runs `work` once this call's reply is out: at once if it already is, and also if the call

@@ -5,16 +5,21 @@
 /// `placement(of:)` and for calls placed there, worker threads for the rest.
 public protocol DBusObject: Sendable {
     /// The interfaces of the object at `path`, or nil when there is no object there (the caller
-    /// then gets `UnknownObject`). The standard interfaces are added by the connection.
+    /// then gets `UnknownMethod`, as from libdbus and GDBus). The standard interfaces are added by
+    /// the connection.
     func interfaces(at path: String) -> [DBusInterface]?
 
     /// Names (single path elements) of objects directly below `path`, for introspection.
     func childNodes(at path: String) -> [String]
 
-    /// A call to a method declared in `interfaces(at:)`. Reply exactly once through `call`,
-    /// now or later, from any thread. The received signature is `call.signature`; whether it
-    /// is acceptable is this handler's decision (`call.requireSignature(_:)` helps).
+    /// A call to a method declared in `interfaces(at:)`, carrying exactly the input signature
+    /// declared for it (the layer refuses other calls first). Reply exactly once through
+    /// `call`, now or later, from any thread.
     func handle(_ call: DBusMethodCall)
+
+    /// The error a call whose signature differs from its method's declared one gets, instead of
+    /// reaching `handle(_:)`. The default is `org.freedesktop.DBus.Error.InvalidArgs`.
+    func signatureRefusal(_ call: DBusMethodCall, expected: DBusSignature) -> DBusError
 
     /// Where `handle(_:)` (or, for `org.freedesktop.DBus.Properties`, the property accessors)
     /// runs for this call, decided after its arguments were decoded. The default is `.worker`.

@@ -34,7 +34,11 @@ enum MethodDispatcher {
             run(.worker) { introspect(call, object: object, interfaces: interfaces, registry: registry) }
             return
         case StandardInterface.properties?:
-            guard let object, let interfaces else { call.reply(error: unknownObject(call)); return }
+            guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
+            if let refusal = SignatureCheck.refusal(ofStandardCall: call, interface: StandardInterface.properties) {
+                call.reply(error: refusal)
+                return
+            }
             run(object.placement(of: call)) {
                 DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
             }
@@ -43,7 +47,7 @@ enum MethodDispatcher {
             break
         }
 
-        guard let object, let interfaces else { call.reply(error: unknownObject(call)); return }
+        guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
         if let interfaceName = call.interface {
             guard let interface = interfaces.first(where: { $0.name == interfaceName }) else {
                 call.reply(error: .unknownInterface("No interface \(interfaceName) at \(call.path)"))
@@ -66,23 +70,34 @@ enum MethodDispatcher {
             }
             call.method = method
         }
+        if let method = call.method, let refusal = SignatureCheck.refusal(of: call, to: method, by: object) {
+            call.reply(error: refusal)
+            return
+        }
         run(object.placement(of: call)) { DBusMethodCall.withCurrent(call) { object.handle(call) } }
     }
 
     private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,
                                    registry: ObjectRegistry) {
         guard call.member == "Introspect" else { call.reply(error: unknownMethod(call)); return }
+        if let refusal = SignatureCheck.refusal(ofStandardCall: call, interface: StandardInterface.introspectable) {
+            call.reply(error: refusal)
+            return
+        }
         var children = Set(registry.registeredChildren(of: call.path))
         // A subtree may have bare intermediate nodes (no interfaces) that still list children.
         if let object { children.formUnion(object.childNodes(at: call.path)) }
-        if interfaces == nil && children.isEmpty { call.reply(error: unknownObject(call)); return }
+        // Any path answers, with what is below it (libdbus and GDBus do the same): a client
+        // walking the tree finds empty nodes, not errors.
         let xml = Introspection.document(interfaces: interfaces ?? [], children: children.sorted(),
                                          includeStandard: interfaces != nil)
         call.reply([.string(xml)])
     }
 
-    static func unknownObject(_ call: DBusMethodCall) -> DBusError {
-        .unknownObject("No object at path \(call.path)")
+    /// A call to a path where nothing is: UnknownMethod, the answer of libdbus, GDBus and so
+    /// gnome-keyring, which is what clients take for "not found" (docs/secret-service.md).
+    static func missingObject(_ call: DBusMethodCall) -> DBusError {
+        .unknownMethod("No object at path \(call.path) (method \(call.interface.map { $0 + "." } ?? "")\(call.member))")
     }
 
     static func unknownMethod(_ call: DBusMethodCall) -> DBusError {

@@ -1,16 +1,15 @@
 /// `org.freedesktop.DBus.Properties` for exported objects: checks names, access and types
-/// against the declarations, then asks the object for values.
+/// against the declarations, then asks the object for values. The call's signature has been
+/// checked already (SignatureCheck).
 enum PropertiesDispatcher {
     static func handle(_ call: DBusMethodCall, object: any DBusObject, interfaces: [DBusInterface]) {
         call.reply { () throws(DBusError) -> [DBusValue] in
             switch call.member {
             case "Get":
-                try call.requireSignature("ss")
                 let (interface, property) = try find(call.arguments[0].stringValue!, call.arguments[1].stringValue!, in: interfaces)
                 guard property.access.isReadable else { throw .accessDenied("Property \(interface.name).\(property.name) is write-only") }
                 return [.variant(try value(of: property, in: interface, object: object, call: call))]
             case "GetAll":
-                try call.requireSignature("s")
                 let name = call.arguments[0].stringValue!
                 // An empty interface name means every interface (the specification allows it).
                 let selected = name.isEmpty ? interfaces : interfaces.filter { $0.name == name }
@@ -30,7 +29,6 @@ enum PropertiesDispatcher {
                 }
                 return [.dictionary(keySignature: .string, valueSignature: .variant, entries)]
             case "Set":
-                try call.requireSignature("ssv")
                 let (interface, property) = try find(call.arguments[0].stringValue!, call.arguments[1].stringValue!, in: interfaces)
                 guard property.access.isWritable else { throw .propertyReadOnly("Property \(interface.name).\(property.name) is read-only") }
                 let newValue = call.arguments[2].variantValue!

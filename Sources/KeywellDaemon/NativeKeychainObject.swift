@@ -45,6 +45,13 @@ final class NativeKeychainObject: DBusObject {
         return .ioThread
     }
 
+    /// A call whose D-Bus signature is not its method's declared one is Param, not InvalidArgs,
+    /// like every other refusal of this API; the layer sends it before `handle` runs.
+    func signatureRefusal(_ call: DBusMethodCall, expected: DBusSignature) -> DBusError {
+        let error = KeychainError.param("\(call.member) takes (\(expected.rawValue)), got (\(call.signature.rawValue))")
+        return DBusError(name: error.dbusErrorName, message: error.wireMessage)
+    }
+
     func handle(_ call: DBusMethodCall) {
         guard let method = call.method else {
             call.reply(error: .unknownMethod("No method \(call.member)"))
@@ -60,10 +67,6 @@ final class NativeKeychainObject: DBusObject {
             trimmer.noteActivity()
         }
         do throws(KeychainError) {
-            // design.md: a call whose D-Bus signature is wrong is Param (not InvalidArgs).
-            guard call.signature == method.inputSignature else {
-                throw KeychainError.param("\(method.name) takes (\(method.inputSignature.rawValue)), got (\(call.signature.rawValue))")
-            }
             let values = try perform(method.name, call.arguments, call, &afterReply)
             call.reply(values)
             log(call, caller: caller, outcome: "ok", level: level, since: start)

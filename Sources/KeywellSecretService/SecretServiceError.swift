@@ -7,6 +7,12 @@ enum SecretServiceError {
         DBusError(name: SecretServiceNames.errorNoSuchObject, message: message)
     }
 
+    /// A session named in the arguments (`GetSecret(s)`, a secret's first field) that does not
+    /// exist or is another connection's.
+    static func noSession(_ message: String) -> DBusError {
+        DBusError(name: SecretServiceNames.errorNoSession, message: message)
+    }
+
     static func isLocked(_ message: String) -> DBusError {
         DBusError(name: SecretServiceNames.errorIsLocked, message: message)
     }

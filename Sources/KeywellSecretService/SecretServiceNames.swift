@@ -11,6 +11,7 @@ public enum SecretServiceNames {
     public static let promptInterface = "org.freedesktop.Secret.Prompt"
     public static let errorIsLocked = "org.freedesktop.Secret.Error.IsLocked"
     public static let errorNoSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
+    public static let errorNoSession = "org.freedesktop.Secret.Error.NoSession"
     public static let errorAlreadyExists = "org.freedesktop.Secret.Error.AlreadyExists"
 
     /// Keys of the `a{sv}` property dictionaries of CreateItem and CreateCollection.

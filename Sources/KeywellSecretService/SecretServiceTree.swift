@@ -3,8 +3,9 @@ import KeywellDBus
 import Logging
 
 /// Everything under `/org/freedesktop/secrets`, registered as one subtree: parses the path and
-/// hands the call to the object it names. Any well-formed path gets its interfaces, so that calls
-/// on objects that do not exist (any more) answer the Secret Service's NoSuchObject.
+/// hands the call to the object it names. Any well-formed path gets its interfaces (whether the
+/// object exists is learnt when the call runs, sparing a look-up on every call); calls on objects
+/// that do not exist (any more) answer UnknownMethod, as on every other path (MissingObject).
 final class SecretServiceTree: DBusObject {
     private let context: ServiceContext
     private let activity: @Sendable () -> Void
@@ -59,9 +60,9 @@ final class SecretServiceTree: DBusObject {
         activity()
         // Only debug logging reads the clock.
         let start = context.logger.logLevel <= .debug ? ContinuousClock.now : nil
+        let object = ObjectPaths.parse(call.path)
         do throws(DBusError) {
-            try call.requireDeclaredSignature()
-            switch ObjectPaths.parse(call.path) {
+            switch object {
             case .service?:
                 call.reply(try ServiceObject(context: context).handle(call))
             case .collection(let address)?:
@@ -78,8 +79,9 @@ final class SecretServiceTree: DBusObject {
             }
             log(call, "ok", since: start)
         } catch {
-            call.reply(error: error)
-            log(call, error.name, since: start)
+            let answer = MissingObject.answer(error, calling: call.path, object)
+            call.reply(error: answer)
+            log(call, answer.name, since: start)
         }
     }
 
@@ -97,26 +99,41 @@ final class SecretServiceTree: DBusObject {
 
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         activity()
-        switch ObjectPaths.parse(path) {
-        case .service?: return try ServiceObject(context: context).property(name)
-        case .collection(let address)?: return try CollectionObject(context: context).property(name, address)
-        case .item(let address, let id)?: return try ItemObject(context: context).property(name, address, id)
-        default: throw .unknownProperty("No property \(interface).\(name) at \(path)")
+        let object = ObjectPaths.parse(path)
+        do throws(DBusError) {
+            switch object {
+            case .service?: return try ServiceObject(context: context).property(name)
+            case .collection(let address)?: return try CollectionObject(context: context).property(name, address)
+            case .item(let address, let id)?: return try ItemObject(context: context).property(name, address, id)
+            default: throw .unknownProperty("No property \(interface).\(name) at \(path)")
+            }
+        } catch {
+            throw MissingObject.answer(error, calling: path, object)
         }
     }
 
     func allProperties(interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> [String: DBusValue]? {
-        guard interface == SecretServiceNames.itemInterface, case .item(let address, let id)? = ObjectPaths.parse(path) else { return nil }
+        let object = ObjectPaths.parse(path)
+        guard interface == SecretServiceNames.itemInterface, case .item(let address, let id)? = object else { return nil }
         activity()
-        return try ItemObject(context: context).allProperties(address, id)
+        do throws(DBusError) {
+            return try ItemObject(context: context).allProperties(address, id)
+        } catch {
+            throw MissingObject.answer(error, calling: path, object)
+        }
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
         activity()
-        switch ObjectPaths.parse(path) {
-        case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address)
-        case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id)
-        default: throw .propertyReadOnly("Property \(interface).\(name) is read-only")
+        let object = ObjectPaths.parse(path)
+        do throws(DBusError) {
+            switch object {
+            case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address)
+            case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id)
+            default: throw .propertyReadOnly("Property \(interface).\(name) is read-only")
+            }
+        } catch {
+            throw MissingObject.answer(error, calling: path, object)
         }
     }
 

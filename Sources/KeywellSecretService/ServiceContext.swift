@@ -76,28 +76,16 @@ final class ServiceContext: Sendable {
 }
 
 /// Reading the `a{sv}` property dictionaries of CreateItem and CreateCollection: unknown keys are
-/// ignored (clients send properties of newer versions), known ones must have their type.
+/// ignored (clients send properties of newer versions), the declared properties of the object
+/// being made must have exactly their declared type (QualifiedProperties: no nested variants).
 struct PropertyDictionary {
-    let values: [String: DBusValue]
+    private let values: QualifiedProperties
 
-    init(_ value: DBusValue) throws(DBusError) {
-        guard let values = value.asStringVariantDict() else {
-            throw .invalidArgs("Properties are a{sv}, got \(value.signature.rawValue)")
-        }
-        self.values = values
+    init(_ value: DBusValue, of interface: DBusInterface) throws(DBusError) {
+        values = try QualifiedProperties(value, declaredBy: [interface])
     }
 
-    func string(_ key: String) throws(DBusError) -> String? {
-        guard let value = values[key]?.unwrappingVariants else { return nil }
-        guard let text = value.stringValue else { throw .invalidArgs("\(key) is s, got \(value.signature.rawValue)") }
-        return text
-    }
+    func string(_ key: String) -> String? { values[key]?.stringValue }
 
-    func stringDictionary(_ key: String) throws(DBusError) -> [String: String]? {
-        guard let value = values[key]?.unwrappingVariants else { return nil }
-        guard let dictionary = value.asStringStringDict() else {
-            throw .invalidArgs("\(key) is a{ss}, got \(value.signature.rawValue)")
-        }
-        return dictionary
-    }
+    func stringDictionary(_ key: String) -> [String: String]? { values[key]?.asStringStringDict() }
 }

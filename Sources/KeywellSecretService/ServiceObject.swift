@@ -16,7 +16,7 @@ struct ServiceObject {
                 algorithm: arguments.string(at: 0), input: arguments.variant(at: 1), owner: call.sender)
             return [.variant(output), .objectPath(session.path)]
         case "CreateCollection":
-            return try createCollection(PropertyDictionary(arguments.argument(0)), alias: arguments.string(at: 1), call: call)
+            return try createCollection(PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection), alias: arguments.string(at: 1), call: call)
         case "SearchItems":
             return try searchItems(arguments.stringStringDict(at: 0))
         case "Unlock":
@@ -181,7 +181,7 @@ struct ServiceObject {
     /// A keychain needs a password, so creating one is a prompt; it completes with the new
     /// collection (`o`). An alias that already names a collection returns that one at once.
     private func createCollection(_ properties: PropertyDictionary, alias: String, call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
-        let label = try properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
+        let label = properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
         // Refused before the password is asked for, not after.
         guard label.utf8.count <= KeychainStore.labelMaximumBytes else {
             throw .invalidArgs("A collection label is at most \(KeychainStore.labelMaximumBytes) bytes")

@@ -38,6 +38,10 @@ final class SessionManager: @unchecked Sendable {
         let cipher: AESCBCCipher?
         switch algorithm {
         case SecretServiceNames.plainAlgorithm:
+            // The input is unused, but of the specification's type, as gnome-keyring requires.
+            guard input.stringValue != nil else {
+                throw .invalidArgs("\(SecretServiceNames.plainAlgorithm) takes an empty string as input, got \(input.signature.rawValue)")
+            }
             output = .string("")
             cipher = nil
         case DHKeyExchange.algorithm:
@@ -63,11 +67,11 @@ final class SessionManager: @unchecked Sendable {
         return (output, session)
     }
 
-    /// The session at `path` if `caller` owns it; anything else is NoSuchObject.
+    /// The session at `path` if `caller` owns it; anything else is NoSession (gnome-keyring's answer).
     func session(at path: String, for caller: String) throws(DBusError) -> SecretSession {
         guard case .session(let number)? = ObjectPaths.parse(path),
               let session = lock.withLock({ sessions[number] }), session.owner == caller
-        else { throw SecretServiceError.noSuchObject("No session \(path) of this connection") }
+        else { throw SecretServiceError.noSession("No session \(path) of this connection") }
         return session
     }
 

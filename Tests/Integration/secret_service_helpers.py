@@ -106,10 +106,10 @@ exec '{self.keywelld}' --verbose {self.daemon_args} 2>>'{self.log_path}'
     # ---------------------------------------------------------------- clients
 
     def run(self, args, input: bytes | str | None = None, timeout: float = 30, check: bool = False,
-            env: dict | None = None) -> subprocess.CompletedProcess:
+            env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
         data = input.encode() if isinstance(input, str) else input
         result = subprocess.run(args, input=data, capture_output=True, timeout=timeout,
-                                env={**self.env, **(env or {})})
+                                env={**self.env, **(env or {})}, cwd=cwd)
         if check and result.returncode != 0:
             raise AssertionError(f"{args} failed ({result.returncode}): {result.stderr.decode(errors='replace')}\n"
                                  f"daemon log:\n{self.daemon_log()[-3000:]}")

@@ -120,7 +120,56 @@ def test_plain_session_through_python_dbus(session):
     assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.NotSupported"
     with pytest.raises(dbus.DBusException) as error:
         dbus.Interface(bus.get_object(SECRETS, LOGIN + "/" + "0" * 32), "org.freedesktop.Secret.Item").GetSecret(path)
-    assert error.value.get_dbus_name() == "org.freedesktop.Secret.Error.NoSuchObject"
+    # gnome-keyring's answer on a missing object, the one clients read as "not found".
+    assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.UnknownMethod"
+
+
+def test_secretstorage_raises_item_not_found_for_deleted_and_missing_items(session):
+    session.create_login()
+    connection = session.jeepney()
+    collection = secretstorage.get_default_collection(connection)
+    item = collection.create_item("Gone soon", {"app": "deleted"}, b"s")
+    path = item.item_path
+    item.delete()
+    for call in (item.delete, item.get_secret, item.get_label, item.get_attributes):
+        with pytest.raises(secretstorage.exceptions.ItemNotFoundException):
+            call()
+    for missing in (path, "/not/existing/path", "/org/freedesktop/secrets/collection/nope/1"):
+        with pytest.raises(secretstorage.exceptions.ItemNotFoundException):
+            secretstorage.Item(connection, missing)
+    with pytest.raises(secretstorage.exceptions.ItemNotFoundException):
+        secretstorage.Collection(connection, "/org/freedesktop/secrets/collection/nope")
+
+
+def test_malformed_calls_are_refused_with_invalid_args(session):
+    """Sent with python-dbus, which marshals whatever it is given: a Label nested 32 variants
+    deep, Introspect with an argument, methods with the wrong signature."""
+    session.create_login()
+    bus = session.dbus()
+    _, plain = bus.call_blocking(SECRETS, SERVICE_PATH, "org.freedesktop.Secret.Service", "OpenSession", "sv",
+                                 ("plain", dbus.String("", variant_level=1)))
+    secret = dbus.Struct((plain, dbus.ByteArray(b""), dbus.ByteArray(b"pw"), "text/plain"))
+
+    def refused(path, interface, member, signature, arguments):
+        with pytest.raises(dbus.DBusException) as error:
+            bus.call_blocking(SECRETS, path, interface, member, signature, arguments, timeout=20)
+        assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.InvalidArgs", (member, signature)
+
+    nested = dbus.Dictionary({"org.freedesktop.Secret.Item.Label": dbus.String("deep", variant_level=32),
+                              "org.freedesktop.Secret.Item.Attributes":
+                                  dbus.Dictionary({"app": "nested"}, signature="ss", variant_level=1)}, signature="sv")
+    refused(LOGIN, "org.freedesktop.Secret.Collection", "CreateItem", "a{sv}(oayays)b", (nested, secret, False))
+    assert list(secretstorage.search_items(session.jeepney(), {"app": "nested"})) == []
+    refused(SERVICE_PATH, "org.freedesktop.DBus.Introspectable", "Introspect", "s", ("x",))
+    refused(LOGIN, "org.freedesktop.DBus.Introspectable", "Introspect", "s", ("x",))
+    refused(SERVICE_PATH, "org.freedesktop.DBus.Properties", "Get", "s", ("org.freedesktop.Secret.Service",))
+    refused(SERVICE_PATH, "org.freedesktop.Secret.Service", "SearchItems", "a{sv}", (dbus.Dictionary({}, signature="sv"),))
+    refused(SERVICE_PATH, "org.freedesktop.Secret.Service", "GetSecrets", "ao", (dbus.Array([], signature="o"),))
+    refused(LOGIN, "org.freedesktop.Secret.Collection", "CreateItem", "a{sv}(oayays)", (nested, secret))
+    refused(LOGIN, "org.freedesktop.Secret.Collection", "Delete", "b", (True,))
+    # Still there, unchanged.
+    assert bus.call_blocking(SECRETS, LOGIN, "org.freedesktop.DBus.Properties", "Get", "ss",
+                             ("org.freedesktop.Secret.Collection", "Locked")) == 0
 
 
 # ------------------------------------------------------------------------------------ keyring

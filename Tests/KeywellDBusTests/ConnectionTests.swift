@@ -33,7 +33,10 @@ struct ConnectionTests {
     @Test func unknownMethodObjectAndInterface() throws {
         let cases: [(String?, String, String, String)] = [
             (ServiceFixture.interfaceName, ServiceFixture.path, "NoSuchMethod", DBusError.Name.unknownMethod),
-            (ServiceFixture.interfaceName, "/no/such/object", "Echo", DBusError.Name.unknownObject),
+            // Nothing at the path: UnknownMethod, as libdbus and GDBus answer (clients read it as "not found").
+            (ServiceFixture.interfaceName, "/no/such/object", "Echo", DBusError.Name.unknownMethod),
+            (StandardInterface.properties, "/no/such/object", "GetAll", DBusError.Name.unknownMethod),
+            (nil, "/no/such/object", "Echo", DBusError.Name.unknownMethod),
             ("org.keywell.Nope", ServiceFixture.path, "Echo", DBusError.Name.unknownInterface),
             (nil, ServiceFixture.path, "NoSuchMethod", DBusError.Name.unknownMethod),
         ]
@@ -212,9 +215,53 @@ struct ConnectionTests {
         #expect(parsed.first { $0.name == ServiceFixture.interfaceName } == ServiceFixture.interface)
     }
 
+    @Test func everyCallIsCheckedAgainstItsDeclaredSignatureBeforeItsHandler() throws {
+        // Fail(ss) no longer checks its own arguments: a call that reached it with anything
+        // else would throw the first string as an error name, or trap on a missing one.
+        let calls: [(String?, String, String, [DBusValue])] = [
+            (ServiceFixture.interfaceName, ServiceFixture.path, "Fail", []),
+            (ServiceFixture.interfaceName, ServiceFixture.path, "Fail", [.string("org.x.Error.Reached")]),
+            (ServiceFixture.interfaceName, ServiceFixture.path, "Fail", [.string("org.x.Error.Reached"), .string("m"), .string("extra")]),
+            (ServiceFixture.interfaceName, ServiceFixture.path, "Fail", [.string("org.x.Error.Reached"), .variant(.string("m"))]),
+            (nil, ServiceFixture.path, "Fail", [.string("org.x.Error.Reached")]),
+            (ServiceFixture.interfaceName, ServiceFixture.path, "Forget", [.string("x")]),
+            (StandardInterface.introspectable, ServiceFixture.path, "Introspect", [.string("x")]),
+            (nil, ServiceFixture.path, "Introspect", [.string("x")]),
+            (StandardInterface.introspectable, "/no/such/object", "Introspect", [.string("x")]),
+            (StandardInterface.properties, ServiceFixture.path, "Get", [.string(ServiceFixture.interfaceName)]),
+            (StandardInterface.properties, ServiceFixture.path, "Get", [.string(ServiceFixture.interfaceName), .string("Label"), .bool(true)]),
+            (StandardInterface.properties, ServiceFixture.path, "GetAll", []),
+            (StandardInterface.properties, ServiceFixture.path, "GetAll", [.objectPath("/")]),
+            (StandardInterface.properties, ServiceFixture.path, "Set", [.string(ServiceFixture.interfaceName), .string("Label"), .string("x")]),
+        ]
+        for (interface, path, member, arguments) in calls {
+            do {
+                _ = try fixture.client.call(destination: ServiceFixture.name, path: path, interface: interface,
+                                            member: member, arguments: arguments)
+                Issue.record("\(member)(\(arguments.signature)) should fail")
+            } catch {
+                #expect(error.name == DBusError.Name.invalidArgs, "\(member)(\(arguments.signature)): \(error)")
+                #expect(error.message.contains("expected"), "\(error)")
+            }
+        }
+        #expect(fixture.label.value == "initial")
+        // The declared shapes go through; Introspect answers on any path, with what is below it.
+        do {
+            _ = try fixture.call("Fail", [.string("org.x.Error.Reached"), .string("m")])
+            Issue.record("Fail should fail")
+        } catch {
+            #expect(error.name == "org.x.Error.Reached")
+        }
+        let empty = try fixture.client.call(destination: ServiceFixture.name, path: "/no/such/object",
+                                            interface: StandardInterface.introspectable, member: "Introspect").string(at: 0)
+        #expect(empty.contains("<node>\n</node>"))
+        #expect(try fixture.client.call(destination: ServiceFixture.name, path: ServiceFixture.path, interface: nil,
+                                        member: "Introspect").string(at: 0).contains("org.keywell.Test1"))
+    }
+
     @Test func parsesTheKeychainInterfaceFile() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../dbus/org.keywell.Keychain1.xml")
-        guard let xml = try? String(contentsOf: url, encoding: .utf8) else { return }
+        let xml = try String(contentsOf: url, encoding: .utf8)
         let interfaces = try DBusInterface.parse(introspectionXML: xml)
         let keychain = try #require(interfaces.first { $0.name == "org.keywell.Keychain1" })
         #expect(keychain.method(named: "Add")?.inputSignature == "a{sv}")

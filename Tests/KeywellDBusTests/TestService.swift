@@ -11,7 +11,8 @@ final class ServiceFixture: @unchecked Sendable {
     static let interface = DBusInterface(
         name: interfaceName,
         methods: [
-            DBusMethod(name: "Echo"),  // any arguments, returned as they came
+            // Any arguments, returned as they came.
+            DBusMethod(name: "Echo", annotations: [DBusMethod.anyArgumentsAnnotation]),
             DBusMethod(name: "Sleep", inputs: [DBusArgument("milliseconds", .uint32)]),
             DBusMethod(name: "Fail", inputs: [DBusArgument("name", .string), DBusArgument("message", .string)]),
             DBusMethod(name: "CountKeys", inputs: [DBusArgument("dict", .stringVariantDict)], outputs: [DBusArgument("count", .uint32)]),
@@ -24,15 +25,15 @@ final class ServiceFixture: @unchecked Sendable {
             DBusMethod(name: "AfterReply", outputs: [DBusArgument("wasCurrent", .bool)]),
             DBusMethod(name: "AfterReplyDrop"),
             // Which thread the handler ran on ("io" or "worker"); `Where` asks for the I/O thread.
-            DBusMethod(name: "Where", outputs: [DBusArgument("thread", .string)]),
+            DBusMethod(name: "Where", outputs: [DBusArgument("thread", .string)], annotations: [DBusMethod.anyArgumentsAnnotation]),
             DBusMethod(name: "WhereOnWorker", outputs: [DBusArgument("thread", .string)]),
             // The pthread id of the thread the handler ran on, on the loop and off it.
             DBusMethod(name: "ThreadID", outputs: [DBusArgument("thread", .uint64)]),
             DBusMethod(name: "ThreadIDOffLoop", inputs: [DBusArgument("milliseconds", .uint32)],
                        outputs: [DBusArgument("thread", .uint64)]),
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
-            DBusMethod(name: "Keep"),
-            DBusMethod(name: "KeepPublic"),
+            DBusMethod(name: "Keep", annotations: [DBusMethod.anyArgumentsAnnotation]),
+            DBusMethod(name: "KeepPublic", annotations: [DBusMethod.anyArgumentsAnnotation]),
         ],
         signals: [DBusSignalDescription(name: "Said", arguments: [DBusArgument("text", .string)])],
         properties: [
@@ -102,12 +103,10 @@ final class ServiceFixture: @unchecked Sendable {
             }
         case "Fail":
             call.reply { () throws(DBusError) -> [DBusValue] in
-                try call.requireDeclaredSignature()
                 throw DBusError(name: try call.arguments.string(at: 0), message: try call.arguments.string(at: 1))
             }
         case "CountKeys":
             call.reply { () throws(DBusError) -> [DBusValue] in
-                try call.requireDeclaredSignature()
                 return [.uint32(UInt32(try call.arguments.stringVariantDict(at: 0).count))]
             }
         case "Emit":

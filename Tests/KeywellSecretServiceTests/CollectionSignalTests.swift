@@ -103,7 +103,7 @@ import Testing
         expectError("org.freedesktop.Secret.Error.IsLocked") {
             try fixture.setProperty(login, "Collection", "Label", .string("other"))
         }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             try fixture.setProperty(Self.collection("ghost"), "Collection", "Label", .string("x"))
         }
         #expect(!fixture.daemonLog.contains("login-pw"))

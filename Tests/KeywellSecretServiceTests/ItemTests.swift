@@ -49,12 +49,12 @@ import Testing
         #expect(try fixture.property(Self.login, "Collection", "Items").objectPathArrayValue == [item])
 
         #expect(try fixture.call(item, "Item", "Delete") == [.objectPath("/")])
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") { _ = try fixture.property(item, "Item", "Label") }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") { _ = try fixture.property(item, "Item", "Label") }
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             _ = try fixture.client.call(destination: SecretServiceFixture.service, path: item, interface: "org.freedesktop.DBus.Properties",
                                         member: "GetAll", arguments: [.string("org.freedesktop.Secret.Item")])
         }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") { try fixture.call(item, "Item", "Delete") }
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") { try fixture.call(item, "Item", "Delete") }
     }
 
     @Test func replaceFollowsTheExactAttributeSet() throws {
@@ -115,7 +115,7 @@ import Testing
 
     @Test func aliasesAndCollections() throws {
         let fixture = try SecretServiceFixture()
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             _ = try fixture.property(Self.defaultAlias, "Collection", "Label")
         }
         #expect(try fixture.service("ReadAlias", [.string("default")]) == [.objectPath("/")])
@@ -174,14 +174,14 @@ import Testing
         let fixture = try SecretServiceFixture()
         try fixture.createLogin()
         let missing = Self.login + "/" + String(repeating: "a", count: 32)
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") { _ = try fixture.property(missing, "Item", "Label") }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") { _ = try fixture.property(missing, "Item", "Label") }
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             _ = try fixture.property("/org/freedesktop/secrets/collection/nope", "Collection", "Items")
         }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             try fixture.call("/org/freedesktop/secrets/session/999", "Session", "Close")
         }
-        expectError("org.freedesktop.DBus.Error.UnknownObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             try fixture.call("/org/freedesktop/secrets/collection/login/zz", "Item", "Delete")
         }
         expectError("org.freedesktop.DBus.Error.InvalidArgs") { try fixture.service("SearchItems", [.string("x")]) }

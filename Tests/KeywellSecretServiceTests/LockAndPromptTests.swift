@@ -58,7 +58,7 @@ import Testing
         #expect(try fixture.service("Unlock", [.objectPathArray([item, Self.login])])
                 == [.objectPathArray([item, Self.login]), .objectPath("/")])
         // A prompt is gone once completed.
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") { try fixture.call(prompt, "Prompt", "Prompt", [.string("")]) }
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") { try fixture.call(prompt, "Prompt", "Prompt", [.string("")]) }
     }
 
     @Test func cancelledAndDismissedPromptsCompleteDismissed() throws {
@@ -83,7 +83,7 @@ import Testing
         let other = try fixture.bus.connect()
         defer { other.close() }
         let mine = try fixture.service("Unlock", [.objectPathArray([Self.login])]).objectPath(at: 1)
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") { try fixture.call(mine, "Prompt", "Prompt", [.string("")], on: other) }
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") { try fixture.call(mine, "Prompt", "Prompt", [.string("")], on: other) }
     }
 
     @Test func lockNeedsNoPrompt() throws {

@@ -56,23 +56,23 @@ import Testing
         let item = try fixture.createItem(["k": "v"], session: mine)
         let other = try fixture.bus.connect()
         defer { other.close() }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.Secret.Error.NoSession") {
             try fixture.call(item, "Item", "GetSecret", [.objectPath(mine.path)], on: other)
         }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.DBus.Error.UnknownMethod") {
             try fixture.call(mine.path, "Session", "Close", on: other)
         }
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.Secret.Error.NoSession") {
             try fixture.service("GetSecrets", [.objectPathArray([item]), .objectPath(mine.path)], on: other)
         }
         // A secret sent through someone else's session is refused too.
         let properties = DBusValue.stringVariantDict(["org.freedesktop.Secret.Item.Attributes": .stringStringDict(["x": "y"])])
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.Secret.Error.NoSession") {
             try fixture.call("/org/freedesktop/secrets/aliases/default", "Collection", "CreateItem",
                              [properties, try mine.encode("s"), .bool(false)], on: other)
         }
         try fixture.call(mine.path, "Session", "Close")
-        expectError("org.freedesktop.Secret.Error.NoSuchObject") {
+        expectError("org.freedesktop.Secret.Error.NoSession") {
             try fixture.call(item, "Item", "GetSecret", [.objectPath(mine.path)])
         }
     }
