@@ -59,7 +59,8 @@ struct UnlockPrompt {
     /// What the dialog says after a failed try; the throttle's wait, when there is one, in its words.
     static func complaint(about error: KeychainError) -> String {
         let wait = error.detail.flatMap { detail in
-            detail.range(of: "; ").map { String(detail[$0.upperBound...]) }
+            // From the end: a keychain's name may hold "; " too.
+            detail.range(of: "; ", options: .backwards).map { String(detail[$0.upperBound...]) }
         }
         if PasswordThrottle.isRefusal(error) {
             return "Too many wrong passwords: the password was not checked; \(wait ?? "try again later")."
