@@ -130,6 +130,14 @@ extension KeychainStore {
         }
     }
 
+    /// The random identity written into the keychain's header when it was created. It stays
+    /// through password changes, and a copy of the file carries it too; since the wrapped
+    /// master key's associated data covers it, a copy whose identity was edited opens with no
+    /// password at all. Works while locked.
+    public func keychainIdentity(_ nameOrPath: String) throws(KeychainError) -> UUID {
+        try file(at: location(nameOrPath)).uuid
+    }
+
     public func lock(_ nameOrPath: String) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         if file.lock() {

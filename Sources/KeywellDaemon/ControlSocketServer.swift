@@ -10,7 +10,7 @@ import Logging
 /// read, then served on its own short-lived thread with 5 s timeouts, so a stalled client never
 /// stalls the daemon.
 final class ControlSocketServer: @unchecked Sendable {
-    typealias Handler = @Sendable (ControlProtocol.Request) -> LoginSessions.Outcome
+    typealias Handler = @Sendable (ControlProtocol.Request, LoginSessions.Sender) -> LoginSessions.Outcome
 
     let path: String
     private let handler: Handler
@@ -117,7 +117,7 @@ final class ControlSocketServer: @unchecked Sendable {
         do {
             let request = try ControlProtocol.readRequest(from: connection)
             logger.debug("control request \(Character(UnicodeScalar(request.operation.rawValue))) from pid \(peer.pid) (uid \(peer.uid))")
-            outcome = handler(request)
+            outcome = handler(request, peer.uid == 0 ? .root : .user)
         } catch let rejection as ControlProtocol.Rejection {
             logger.notice("control request from pid \(peer.pid) refused: \(rejection.message)")
             outcome = LoginSessions.Outcome(status: rejection.status, message: rejection.message)

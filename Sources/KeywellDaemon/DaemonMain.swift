@@ -81,9 +81,12 @@ final class Daemon: @unchecked Sendable {
         trimmer = IdleTrimmer(logger: logger)
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
-        sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
+        // One throttle for every way a password is checked: native calls, PAM, prompts.
+        let throttle = PasswordThrottle(environment: environment)
+        sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
-                                               autoLock: autoLock, sessions: sessions, trimmer: trimmer, logger: logger)
+                                               autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
+                                               logger: logger)
         store.onEvent = { [emitter, secretService] event in
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
@@ -108,7 +111,7 @@ final class Daemon: @unchecked Sendable {
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), trimmer: trimmer, logger: logger,
-                                          throttle: PasswordThrottle(environment: environment))
+                                          throttle: throttle)
         sleepWatcher = SleepWatcher(store: store, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
@@ -157,9 +160,9 @@ final class Daemon: @unchecked Sendable {
         do {
             let sessions = self.sessions
             let trimmer = self.trimmer
-            let server = try ControlSocketServer(path: folder.controlSocketPath, logger: logger) { request in
+            let server = try ControlSocketServer(path: folder.controlSocketPath, logger: logger) { request, sender in
                 trimmer.noteActivity()
-                return Daemon.serve(request, sessions: sessions)
+                return Daemon.serve(request, from: sender, sessions: sessions)
             }
             server.start()
             controlServer = server
@@ -189,11 +192,12 @@ final class Daemon: @unchecked Sendable {
         }
     }
 
-    private static func serve(_ request: ControlProtocol.Request, sessions: LoginSessions) -> LoginSessions.Outcome {
+    private static func serve(_ request: ControlProtocol.Request, from sender: LoginSessions.Sender,
+                              sessions: LoginSessions) -> LoginSessions.Outcome {
         switch request.operation {
-        case .openSession: sessions.openSession(password: request.fields.first)
+        case .openSession: sessions.openSession(password: request.fields.first, from: sender)
         case .closeSession: sessions.closeSession()
-        case .changePassword: sessions.changePassword(old: request.fields[0], new: request.fields[1])
+        case .changePassword: sessions.changePassword(old: request.fields[0], new: request.fields[1], from: sender)
         case .ping: .ok("keywelld \(DaemonOptions.version)")
         }
     }

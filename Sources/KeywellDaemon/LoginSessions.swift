@@ -9,9 +9,23 @@ import Logging
 ///
 /// Drift (the keychain's password is not the login password any more, e.g. root reset it): the
 /// login password is kept, in locked memory, until the user unlocks `login` with its old
-/// password through D-Bus; that unlock re-wraps the keychain to the login password (macOS's
-/// "Update Keychain Password") and drops it. The last logout drops it too.
+/// password through D-Bus or a prompt; that unlock re-wraps the keychain to the login password
+/// (macOS's "Update Keychain Password") and drops it. The last logout drops it too. Only a
+/// password from root is kept: the PAM module runs as root and sends a password only after the
+/// PAM stack accepted it, while any process of the user could send any password and so choose
+/// what `login` gets re-wrapped to (docs/control-protocol.md §3).
+///
+/// Every password check goes through the daemon's `PasswordThrottle`, like the native `Unlock`;
+/// inside a guessing delay `O` is answered at once and the login goes on with `login` locked.
 final class LoginSessions: @unchecked Sendable {
+    /// Who sent a control request, by `SO_PEERCRED`.
+    enum Sender: Sendable, Equatable {
+        /// uid 0: the login process (the PAM module), which vouches for the password.
+        case root
+        /// One of the user's own processes, which vouches for nothing.
+        case user
+    }
+
     struct Outcome: Sendable {
         var status: OSStatus
         var message: String
@@ -26,6 +40,7 @@ final class LoginSessions: @unchecked Sendable {
     private let store: KeychainStore
     private let autoLock: AutoLock
     private let logger: Logger
+    private let throttle: PasswordThrottle
     /// One control request at a time: two logins at once must not both create `login`.
     private let serial = NSLock()
     private let state = NSLock()
@@ -35,8 +50,9 @@ final class LoginSessions: @unchecked Sendable {
 
     private static let login = KeywellNames.loginKeychain
 
-    init(store: KeychainStore, autoLock: AutoLock, logger: Logger) {
+    init(store: KeychainStore, autoLock: AutoLock, throttle: PasswordThrottle, logger: Logger) {
         self.store = store
+        self.throttle = throttle
         self.autoLock = autoLock
         self.logger = logger
     }
@@ -52,7 +68,7 @@ final class LoginSessions: @unchecked Sendable {
     // MARK: Control requests
 
     /// `O`: one more session; with a password, unlock `login` or create it.
-    func openSession(password: SecretBytes?) -> Outcome {
+    func openSession(password: SecretBytes?, from sender: Sender) -> Outcome {
         serial.withLock {
             let count = state.withLock { () -> Int in
                 openSessions += 1
@@ -62,7 +78,7 @@ final class LoginSessions: @unchecked Sendable {
             guard let password else { return .ok("session counted") }
             do throws(KeychainError) {
                 guard try store.isLocked(Self.login) else { return .ok("login is already unlocked") }
-                try store.unlock(Self.login, password: password)
+                try throttle.unlock(Self.login, password: password, in: store)
                 autoLock.rearm()
                 state.withLock { driftedLoginPassword = nil }
                 logger.info("unlocked login at login")
@@ -70,15 +86,29 @@ final class LoginSessions: @unchecked Sendable {
             } catch let error where error.status == SecStatus.noSuchKeychain {
                 return createLoginKeychain(password: password)
             } catch let error where error.status == SecStatus.authFailed {
-                state.withLock { driftedLoginPassword = password }
-                logger.notice("the login keychain has a different password than the login; it stays locked")
-                return Outcome(status: error.status, message:
-                    "the login keychain's password is not the login password; unlock it once with its own password to update it")
+                return loginStaysLocked(error, loginPassword: password, from: sender)
             } catch {
                 logger.error("cannot unlock login at login: \(error.wireMessage)")
                 return Outcome(error)
             }
         }
+    }
+
+    /// `O` whose password did not open `login` (wrong, or not checked inside a guessing delay).
+    private func loginStaysLocked(_ error: KeychainError, loginPassword: SecretBytes, from sender: Sender) -> Outcome {
+        let refused = PasswordThrottle.isRefusal(error)
+        guard sender == .root else {
+            if !refused { logger.notice("a process of the user sent a password that does not open login; ignored") }
+            return Outcome(error)
+        }
+        state.withLock { driftedLoginPassword = loginPassword }
+        if refused {
+            logger.notice("login stays locked: \(error.wireMessage)")
+            return Outcome(error)
+        }
+        logger.notice("the login keychain has a different password than the login; it stays locked")
+        return Outcome(status: error.status, message:
+            "the login keychain's password is not the login password; unlock it once with its own password to update it")
     }
 
     /// `C`: one session less; the last one locks `login`.
@@ -105,17 +135,19 @@ final class LoginSessions: @unchecked Sendable {
     }
 
     /// `P`: re-wrap `login` from the old login password to the new one.
-    func changePassword(old: SecretBytes, new: SecretBytes) -> Outcome {
+    func changePassword(old: SecretBytes, new: SecretBytes, from sender: Sender) -> Outcome {
         serial.withLock {
             do throws(KeychainError) {
-                try store.changePassword(Self.login, old: old, new: new)
+                try throttle.changePassword(Self.login, old: old, new: new, in: store)
                 state.withLock { driftedLoginPassword = nil }
                 logger.info("login keychain password changed with the login password")
                 return .ok("login re-wrapped")
             } catch let error where error.status == SecStatus.authFailed {
-                // Already drifted: the keychain keeps an older password; remember the new one.
-                state.withLock { driftedLoginPassword = new }
-                logger.notice("the login keychain's password was not the old login password; not changed")
+                // From root: already drifted, the keychain keeps an older password; remember the new one.
+                if sender == .root { state.withLock { driftedLoginPassword = new } }
+                if !PasswordThrottle.isRefusal(error) {
+                    logger.notice("the login keychain's password was not the old login password; not changed")
+                }
                 return Outcome(error)
             } catch {
                 if error.status != SecStatus.noSuchKeychain {
@@ -128,8 +160,9 @@ final class LoginSessions: @unchecked Sendable {
 
     // MARK: From the native API
 
-    /// After a successful `Unlock` through D-Bus: if `login` has drifted from the login password,
-    /// the password that just opened it re-wraps it to the login password.
+    /// After a successful `Unlock` through D-Bus or a prompt: if `login` has drifted from the
+    /// login password root sent, the password that just opened it (the old one, now proven)
+    /// re-wraps it to that login password.
     func keychainUnlocked(_ keychain: String, with password: SecretBytes) {
         guard let loginPassword = state.withLock({ driftedLoginPassword }) else { return }
         guard (try? store.info(keychain)[KeychainInfoKey.isLogin]) == .bool(true) else { return }

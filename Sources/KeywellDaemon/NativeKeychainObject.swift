@@ -19,7 +19,7 @@ final class NativeKeychainObject: DBusObject {
     private let throttle: PasswordThrottle
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, trimmer: IdleTrimmer,
-         logger: Logger, throttle: PasswordThrottle = PasswordThrottle()) {
+         logger: Logger, throttle: PasswordThrottle) {
         self.store = store
         self.throttle = throttle
         self.sessions = sessions
@@ -135,9 +135,7 @@ final class NativeKeychainObject: DBusObject {
         case "Unlock":
             let keychain = string(arguments[0])
             let password = secret(arguments[1])
-            try throttle.check(throttleKey(keychain), name: keychain) { () throws(KeychainError) in
-                try store.unlock(keychain, password: password)
-            }
+            try throttle.unlock(keychain, password: password, in: store)
             autoLock.rearm()
             sessions.keychainUnlocked(keychain, with: password)
             return []
@@ -149,9 +147,7 @@ final class NativeKeychainObject: DBusObject {
             return []
         case "ChangePassword":
             let keychain = string(arguments[0])
-            try throttle.check(throttleKey(keychain), name: keychain) { () throws(KeychainError) in
-                try store.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]))
-            }
+            try throttle.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]), in: store)
             return []
         case "GetInfo":
             return [WireConversion.dbusDictionary(try store.info(string(arguments[0])))]
@@ -162,16 +158,6 @@ final class NativeKeychainObject: DBusObject {
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }
-    }
-
-    /// One key per keychain file however it is named (a name, or its path through symlinks), so
-    /// switching spellings does not reset the guessing delay.
-    private func throttleKey(_ keychain: String) -> String {
-        let path = keychain.hasPrefix("/")
-            ? keychain : store.paths.keychainsDirectory.appendingPathComponent(keychain + ".keychain-db").path
-        guard let resolved = realpath(path, nil) else { return path }
-        defer { free(resolved) }
-        return String(cString: resolved)
     }
 
     /// The signature was checked, so the argument has the declared type.

@@ -9,6 +9,11 @@ import Logging
 ///
 /// The system bus is `DBUS_SYSTEM_BUS_ADDRESS`, else `/run/dbus/system_bus_socket` when it
 /// exists; without one (containers, CI) the daemon carries on without lock-on-sleep.
+///
+/// Any connection on the system bus may send a signal straight to this one, with any path,
+/// interface and member, so `PrepareForSleep` counts only when its sender is the unique name
+/// that owns `org.freedesktop.login1` right now (asked once at start, then followed through
+/// the bus's own `NameOwnerChanged`, which nobody else can send).
 final class SleepWatcher: @unchecked Sendable {
     private static let login1 = "org.freedesktop.login1"
     private static let login1Path = "/org/freedesktop/login1"
@@ -19,6 +24,10 @@ final class SleepWatcher: @unchecked Sendable {
     private let lock = NSLock()
     private var connection: DBusConnection?
     private var inhibitor: Int32 = -1
+    /// The unique name owning login1; nil while nobody does.
+    private var login1Owner: String?
+    /// A NameOwnerChanged was seen: it is newer than the GetNameOwner answer may be.
+    private var ownerFollowed = false
 
     init(store: KeychainStore, logger: Logger) {
         self.store = store
@@ -46,17 +55,38 @@ final class SleepWatcher: @unchecked Sendable {
     private func connect(to address: String) {
         do {
             let connection = try DBusConnection(address: address)
+            // Follow the owner first, then ask for it, so no change falls in between.
+            try connection.addMatch(.nameOwnerChanged(name: Self.login1)) { [weak self] signal in
+                guard let self, signal.arguments.count == 3, let owner = signal.arguments[2].stringValue else { return }
+                lock.withLock {
+                    login1Owner = owner.isEmpty ? nil : owner
+                    ownerFollowed = true
+                }
+            }
             try connection.addMatch(DBusMatchRule(sender: Self.login1, path: Self.login1Path, interface: Self.managerInterface,
                                                   member: "PrepareForSleep")) { [weak self] signal in
                 guard let self, let sleeping = signal.arguments.first?.boolValue else { return }
+                guard isFromLogind(signal) else {
+                    // Debug only: anyone on the system bus could flood a louder log.
+                    logger.debug("ignored PrepareForSleep from \(signal.sender), which does not own \(Self.login1)")
+                    return
+                }
                 sleeping ? prepareForSleep() : resumed()
             }
-            lock.withLock { self.connection = connection }
+            let owner = try connection.nameOwner(Self.login1)
+            lock.withLock {
+                if !ownerFollowed { login1Owner = owner }
+                self.connection = connection
+            }
             takeInhibitor()
             logger.debug("watching logind for sleep")
         } catch {
             logger.debug("no lock on sleep: the system bus at \(address) is not usable (\(error.message))")
         }
+    }
+
+    private func isFromLogind(_ signal: DBusSignal) -> Bool {
+        lock.withLock { login1Owner != nil && login1Owner == signal.sender }
     }
 
     private func prepareForSleep() {

@@ -33,13 +33,15 @@ struct UnlockPrompt {
             switch prompt.ask(request, error: complaint) {
             case .password(let password):
                 do throws(KeychainError) {
-                    try context.store.unlock(name, password: password)
+                    try context.throttle.unlock(name, password: password, in: context.store)
                     context.keychainUnlocked(name, password)
                     context.logger.info("unlocked keychain \"\(name)\" through a Secret Service prompt")
                     return true
                 } catch where error.status == SecStatus.authFailed {
-                    complaint = "The password you entered is not correct."
-                    context.logger.notice("wrong password for keychain \"\(name)\" in a Secret Service prompt")
+                    complaint = Self.complaint(about: error)
+                    if !PasswordThrottle.isRefusal(error) {
+                        context.logger.notice("wrong password for keychain \"\(name)\" in a Secret Service prompt")
+                    }
                 } catch let failure {
                     context.logger.error("cannot unlock \"\(name)\": \(failure.wireMessage)")
                     return false
@@ -52,6 +54,18 @@ struct UnlockPrompt {
             }
         }
         return false
+    }
+
+    /// What the dialog says after a failed try; the throttle's wait, when there is one, in its words.
+    static func complaint(about error: KeychainError) -> String {
+        let wait = error.detail.flatMap { detail in
+            // From the end: a keychain's name may hold "; " too.
+            detail.range(of: "; ", options: .backwards).map { String(detail[$0.upperBound...]) }
+        }
+        if PasswordThrottle.isRefusal(error) {
+            return "Too many wrong passwords: the password was not checked; \(wait ?? "try again later")."
+        }
+        return "The password you entered is not correct." + (wait.map { " \($0.prefix(1).uppercased())\($0.dropFirst())." } ?? "")
     }
 }
 

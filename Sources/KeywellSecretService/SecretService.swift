@@ -12,16 +12,19 @@ public final class SecretService: @unchecked Sendable {
         public var pinentry: String
         /// Take `org.freedesktop.secrets` from its current owner (`keywelld --replace`).
         public var replaceOwner: Bool
+        /// Every password a prompt checks goes through it (shared with the daemon's other ways in).
+        public var throttle: PasswordThrottle
         /// Called after a prompt unlocked or created a keychain with this password.
         public var keychainUnlocked: @Sendable (String, SecretBytes) -> Void
         /// Called for every call and property access (the daemon's idle timers count it as use).
         public var activity: @Sendable () -> Void
 
-        public init(pinentry: String = "pinentry", replaceOwner: Bool = false,
+        public init(pinentry: String = "pinentry", replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
                     keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
                     activity: @escaping @Sendable () -> Void = {}) {
             self.pinentry = pinentry
             self.replaceOwner = replaceOwner
+            self.throttle = throttle
             self.keychainUnlocked = keychainUnlocked
             self.activity = activity
         }
@@ -48,7 +51,7 @@ public final class SecretService: @unchecked Sendable {
         context = ServiceContext(
             store: store, directory: CollectionDirectory(store: store), sessions: SessionManager(),
             prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
-            signals: signals, logger: logger, keychainUnlocked: configuration.keychainUnlocked)
+            signals: signals, logger: logger, throttle: configuration.throttle, keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
         context.directory.noteCurrentList()
         // Keychains made or removed through any face, this one included: the one place that

@@ -12,18 +12,21 @@ final class ServiceContext: Sendable {
     let prompts: PromptManager
     let signals: SecretServiceSignals
     let logger: Logger
+    /// Password checks of prompts: the daemon's guessing throttle.
+    let throttle: PasswordThrottle
     /// Told about every unlock a prompt does (the daemon re-arms its idle timer and repairs a
     /// login keychain whose password drifted from the login password).
     let keychainUnlocked: @Sendable (String, SecretBytes) -> Void
 
     init(store: KeychainStore, directory: CollectionDirectory, sessions: SessionManager, prompts: PromptManager,
-         signals: SecretServiceSignals, logger: Logger, keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void) {
+         signals: SecretServiceSignals, logger: Logger, throttle: PasswordThrottle, keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void) {
         self.store = store
         self.directory = directory
         self.sessions = sessions
         self.prompts = prompts
         self.signals = signals
         self.logger = logger
+        self.throttle = throttle
         self.keychainUnlocked = keychainUnlocked
     }
 

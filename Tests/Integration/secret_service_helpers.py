@@ -37,7 +37,8 @@ LOGIN_PASSWORD = "login-password"
 class KeywellBus:
     """One private session: dbus-daemon + (activated) keywelld + temp home."""
 
-    def __init__(self, keywelld: str | None = None, daemon_args: str = "", activate: bool = True) -> None:
+    def __init__(self, keywelld: str | None = None, daemon_args: str = "", activate: bool = True,
+                 daemon_env: dict | None = None) -> None:
         if shutil.which("dbus-daemon") is None:
             pytest.fail("dbus-daemon is missing: run scripts/setup.sh")
         self.keywelld = keywelld or built("KEYWELLD")
@@ -52,6 +53,8 @@ class KeywellBus:
         self.answers_path = self.root / "pinentry-answers.json"
         self.wrapper = self.root / "keywelld-test"
         self.daemon_args = daemon_args
+        # More variables for the activated daemon (test knobs such as KEYWELL_TEST_THROTTLE_UNIT_MS).
+        self.daemon_env = dict(daemon_env or {})
         self._write_wrapper()
         if activate:
             self.install_activation()
@@ -77,8 +80,9 @@ class KeywellBus:
         self._connections = []
 
     def _write_wrapper(self) -> None:
+        exports = "".join(f"export {key}='{value}'\n" for key, value in self.daemon_env.items())
         self.wrapper.write_text(f"""#!/bin/sh
-export KEYWELL_TEST_FAST_KDF=1
+{exports}export KEYWELL_TEST_FAST_KDF=1
 export KEYWELL_PINENTRY='{PINENTRY}'
 export SCRIPTED_PINENTRY_ANSWERS='{self.answers_path}'
 export SCRIPTED_PINENTRY_LOG='{self.pinentry_log}'

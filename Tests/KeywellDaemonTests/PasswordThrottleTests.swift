@@ -1,4 +1,5 @@
 import Foundation
+import KeywellCore
 import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport

@@ -1,0 +1,126 @@
+import Foundation
+import KeywellProtocol
+
+/// Slows down guessing of a keychain's password, whichever way the guesses come: the native
+/// `Unlock` and `ChangePassword`, the PAM module's control socket (`O`, `P`) and the Secret
+/// Service's unlock prompt all check passwords through one instance.
+///
+/// The first two wrong passwords for a keychain cost nothing (typos happen); from the third on,
+/// each failure closes the keychain to password checks for a delay that doubles (1 s, 2 s, 4 s …,
+/// capped at 30 s). Attempts inside the delay are answered `AuthFailed` at once, without looking
+/// at the password, and the error's detail says how long to wait. Answering instead of sleeping
+/// keeps worker threads free, so a guesser with many parallel calls cannot starve other clients,
+/// a login never waits on it, and it still caps the guessing rate at one real check per delay.
+/// A right password resets the count.
+///
+/// The count belongs to the keychain's identity (`KeychainStore.keychainIdentity`), not to its
+/// path: copies of a file, under any names, share one count. It lives in memory only: a
+/// restarted daemon starts again from zero (the Argon2id cost per check remains).
+public final class PasswordThrottle: @unchecked Sendable {
+    /// Failures that cost nothing before delays start.
+    public static let freeFailures = 2
+    public static let maximumDelay: Duration = .seconds(30)
+    /// How the detail of an attempt refused inside a delay begins.
+    public static let refusalPrefix = "too many wrong passwords for "
+    /// How the detail of a wrong password that starts a delay names it.
+    public static let nextAttemptText = "next attempt allowed in "
+
+    /// An attempt refused inside a delay (no password was checked). The daemon logs these at
+    /// debug level only, so a guesser cannot flood the log; the failure that starts each delay
+    /// is logged at notice level.
+    public static func isRefusal(_ error: KeychainError) -> Bool {
+        error.status == SecStatus.authFailed && error.detail?.hasPrefix(refusalPrefix) == true
+    }
+
+    private struct Record {
+        var failures = 0
+        var blockedUntil: ContinuousClock.Instant?
+    }
+
+    private let unit: Duration
+    private let lock = NSLock()
+    private var records: [UUID: Record] = [:]
+
+    /// `unit` is the first delay; tests shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
+    public init(unit: Duration = .seconds(1)) {
+        self.unit = unit
+    }
+
+    /// From the daemon's environment: the test knob, else one second.
+    public convenience init(environment: [String: String]) {
+        if let text = environment["KEYWELL_TEST_THROTTLE_UNIT_MS"], let milliseconds = Int(text), milliseconds > 0 {
+            self.init(unit: .milliseconds(milliseconds))
+        } else {
+            self.init()
+        }
+    }
+
+    /// The delay after `failures` wrong passwords in a row.
+    public func delay(afterFailures failures: Int) -> Duration {
+        guard failures > Self.freeFailures else { return .zero }
+        let doublings = min(failures - Self.freeFailures - 1, 16)
+        return min(unit * (1 << doublings), Self.maximumDelay)
+    }
+
+    /// Runs a password check under the throttle of the keychain whose identity is `keychain`:
+    /// refused during a delay; a wrong password is counted and its error carries the delay it
+    /// started. `name` is what the messages call the keychain.
+    public func check<T>(_ keychain: UUID, name: String, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+        try checkAllowed(keychain, name: name)
+        do {
+            let result = try body()
+            recordSuccess(keychain)
+            return result
+        } catch where error.status == SecStatus.authFailed {
+            let delay = recordFailure(keychain)
+            guard delay > .zero else { throw error }
+            throw KeychainError(SecStatus.authFailed,
+                                detail: "wrong password for \(name); \(Self.nextAttemptText)\(Self.text(delay))")
+        }
+    }
+
+    /// `KeychainStore.unlock` under the throttle.
+    public func unlock(_ nameOrPath: String, password: SecretBytes, in store: KeychainStore) throws(KeychainError) {
+        try check(store.keychainIdentity(nameOrPath), name: nameOrPath) { () throws(KeychainError) in
+            try store.unlock(nameOrPath, password: password)
+        }
+    }
+
+    /// `KeychainStore.changePassword` under the throttle (the old password is the one checked).
+    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, in store: KeychainStore) throws(KeychainError) {
+        try check(store.keychainIdentity(nameOrPath), name: nameOrPath) { () throws(KeychainError) in
+            try store.changePassword(nameOrPath, old: old, new: new)
+        }
+    }
+
+    /// Throws `AuthFailed` (with the time left) while `keychain` is in a delay.
+    func checkAllowed(_ keychain: UUID, name: String) throws(KeychainError) {
+        let now = ContinuousClock.now
+        let blockedUntil = lock.withLock { records[keychain]?.blockedUntil }
+        if let blockedUntil, blockedUntil > now {
+            throw KeychainError(SecStatus.authFailed,
+                                detail: "\(Self.refusalPrefix)\(name); try again in \(Self.text(blockedUntil - now))")
+        }
+    }
+
+    /// Counts a wrong password and returns the delay it starts (zero for the free ones).
+    func recordFailure(_ keychain: UUID) -> Duration {
+        lock.withLock {
+            var record = records[keychain] ?? Record()
+            record.failures += 1
+            let delay = delay(afterFailures: record.failures)
+            record.blockedUntil = delay > .zero ? ContinuousClock.now + delay : nil
+            records[keychain] = record
+            return delay
+        }
+    }
+
+    func recordSuccess(_ keychain: UUID) {
+        _ = lock.withLock { records.removeValue(forKey: keychain) }
+    }
+
+    public static func text(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : String(format: "%.3f s", Double(milliseconds) / 1000)
+    }
+}
