@@ -18,6 +18,7 @@ struct CollectionObject {
             return [.objectPath(SecretServiceNames.noObject)]
         case "SearchItems":
             let attributes = try arguments.stringStringDict(at: 0)
+            try CallLimits.checkAttributes(attributes, "A search has")
             let ids = try engine(path()) { () throws(KeychainError) in try collection.search(attributes) }
             return [.objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))]
         case "CreateItem":

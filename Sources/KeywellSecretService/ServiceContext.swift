@@ -84,6 +84,7 @@ struct PropertyDictionary {
         guard let values = value.asStringVariantDict() else {
             throw .invalidArgs("Properties are a{sv}, got \(value.signature.rawValue)")
         }
+        try CallLimits.check(values.count, atMost: ServiceLimits.propertiesPerCall, "Properties have", "entries")
         self.values = values
     }
 
@@ -98,6 +99,7 @@ struct PropertyDictionary {
         guard let dictionary = value.asStringStringDict() else {
             throw .invalidArgs("\(key) is a{ss}, got \(value.signature.rawValue)")
         }
+        try CallLimits.checkAttributes(dictionary, "\(key) has")
         return dictionary
     }
 }
