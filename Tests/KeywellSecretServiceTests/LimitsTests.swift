@@ -63,6 +63,15 @@ struct LimitsTests {
                 try session.encode("s"), .bool(false),
             ])
         }
+        expectLimitsExceeded(mentioning: ServiceLimits.sessionKeyBytes) {
+            _ = try fixture.service("OpenSession", [.string(SecretServiceFixture.dh),
+                                                    .variant(.bytes([UInt8](repeating: 1, count: ServiceLimits.sessionKeyBytes + 1)))])
+        }
+        var properties: [String: DBusValue] = [:]
+        for index in 0...ServiceLimits.propertiesPerCall { properties["p\(index)"] = .string("v") }
+        expectLimitsExceeded(mentioning: ServiceLimits.propertiesPerCall) {
+            _ = try fixture.service("CreateCollection", [.stringVariantDict(properties), .string("")])
+        }
         // At the cap, a search is answered (nothing matches).
         attributes["a0"] = nil
         #expect(try fixture.search(attributes).unlocked.isEmpty)
