@@ -93,9 +93,10 @@ extension KeychainStore {
     /// Keychains need not exist yet (searches skip missing ones). Repeats are dropped.
     public func setSearchList(_ list: [String]) throws(KeychainError) {
         var names: [String] = []
+        var seen: Set<String> = []
         for entry in list {
             let name = try location(entry).displayName
-            if !names.contains(name) { names.append(name) }
+            if seen.insert(name).inserted { names.append(name) }
         }
         try administering { _ throws(KeychainError) in
             _ = try userSettings.update { $0.searchList = names }

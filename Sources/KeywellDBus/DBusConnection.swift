@@ -26,8 +26,10 @@ public final class DBusConnection: @unchecked Sendable {
     let subscriptions = SignalSubscriptions()
     let workers = WorkerPool(name: "dbus-worker")
     let signalQueue = DispatchQueue(label: "keywell.dbus.signals")
-    private let stateLock = ConditionLock()
+    let stateLock = ConditionLock()
     private var closed = false
+    let inFlight = InFlightCalls()
+    var limits = (deadline: Duration.seconds(25), decodedValues: Int.max)
 
     // MARK: Opening
 

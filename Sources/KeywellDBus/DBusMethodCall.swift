@@ -25,10 +25,12 @@ public final class DBusMethodCall: @unchecked Sendable {
     public let expectsReply: Bool
 
     let message: MessageRef
+    private let abandonment: CallAbandonment
     private let lock = ConditionLock()
     private var replied = false
     private var replySent = false
     private var replyWipe = true
+    private var abandonNoted = false
     private var afterReplyWork: [@Sendable () -> Void] = []
 
     /// Whether the reply's byte arrays may hold secrets, to be wiped from memory once it is out
@@ -40,9 +42,10 @@ public final class DBusMethodCall: @unchecked Sendable {
         set { lock.withLock { replyWipe = newValue } }
     }
 
-    init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue]) {
+    init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue], abandonment: CallAbandonment) {
         self.connection = connection
         self.message = message
+        self.abandonment = abandonment
         self.sender = message.sender ?? ""
         self.path = message.path ?? "/"
         self.interface = message.interface
@@ -53,6 +56,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     }
 
     deinit {
+        connection.inFlight.unregister(abandonment)
         if !replied, expectsReply {
             connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
         }
@@ -63,6 +67,30 @@ public final class DBusMethodCall: @unchecked Sendable {
     }
 
     public var hasReplied: Bool { lock.withLock { replied } }
+
+    /// True once nobody waits for the reply: the caller left the bus (noticed on a connection
+    /// that `watchCallersLeaving()`) or the connection's `callDeadline` passed since the call
+    /// arrived.
+    public var isAbandoned: Bool {
+        abandonment.hasCallerLeft || ContinuousClock.now >= abandonment.deadline
+    }
+
+    /// For handlers of long calls, every so many items: throws LimitsExceeded once the call is
+    /// abandoned (see `isAbandoned`), so the handler stops working for nobody. The error reply
+    /// reaches a caller that set a longer timeout than the deadline; the bus drops it otherwise.
+    public func checkStillWanted() throws(DBusError) {
+        guard isAbandoned else { return }
+        let first = lock.withLock { () -> Bool in
+            defer { abandonNoted = true }
+            return !abandonNoted
+        }
+        if first { connection.inFlight.noteAbandoned() }
+        if abandonment.hasCallerLeft {
+            throw DBusError(name: DBusError.Name.limitsExceeded, message: "\(member) stopped: its caller left the bus")
+        }
+        throw DBusError(name: DBusError.Name.limitsExceeded,
+                        message: "\(member) stopped: it ran past its deadline of \(connection.callDeadline)")
+    }
 
     /// Sends the return values. Values that cannot be encoded turn into a `Failed` error reply.
     /// Returns false if the call had already been answered.
@@ -136,10 +164,12 @@ public final class DBusMethodCall: @unchecked Sendable {
     }
 
     private func claimReply() -> Bool {
-        lock.withLock {
+        let claimed = lock.withLock { () -> Bool in
             if replied { return false }
             replied = true
             return true
         }
+        if claimed { connection.inFlight.unregister(abandonment) }
+        return claimed
     }
 }

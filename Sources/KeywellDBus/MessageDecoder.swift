@@ -4,25 +4,48 @@ import CDBus
 ///
 /// libdbus validates every message it receives (UTF-8, signatures, nesting ≤ 64), so what
 /// remains is to stay linear and bounded: fixed-size arrays are copied in one go, other arrays
-/// are walked once, and recursion stops with an error past the wire format's depth limit.
+/// are walked once, recursion stops with an error past the wire format's depth limit, and
+/// decoding stops with LimitsExceeded past `maximumValues` values (a byte array counts as one),
+/// which bounds the memory a small message of many tiny values would take once decoded.
 enum MessageDecoder {
-    static func decodeArguments(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+    static func decodeArguments(of message: OpaquePointer, maximumValues: Int = .max) throws(DBusError) -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }  // no arguments
-        return try decodeSequence(&iter, depth: 0)
+        var budget = Budget(maximum: maximumValues)
+        return try decodeSequence(&iter, depth: 0, &budget)
+    }
+
+    /// Values left to decode.
+    private struct Budget {
+        let maximum: Int
+        private var left: Int
+
+        init(maximum: Int) {
+            self.maximum = maximum
+            left = maximum
+        }
+
+        mutating func spend(_ count: Int) throws(DBusError) {
+            left -= count
+            guard left >= 0 else {
+                throw DBusError(name: DBusError.Name.limitsExceeded,
+                                message: "The arguments hold more than \(maximum) values, the most one call may have")
+            }
+        }
     }
 
     /// Decodes every value from the iterator's position to the end of its container.
-    private static func decodeSequence(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> [DBusValue] {
+    private static func decodeSequence(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget) throws(DBusError) -> [DBusValue] {
         var values: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&iter) != TypeCode.invalid {
-            values.append(try decodeValue(&iter, depth: depth))
+            values.append(try decodeValue(&iter, depth: depth, &budget))
             dbus_message_iter_next(&iter)
         }
         return values
     }
 
-    private static func decodeValue(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> DBusValue {
+    private static func decodeValue(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget) throws(DBusError) -> DBusValue {
+        try budget.spend(1)
         let type = dbus_message_iter_get_arg_type(&iter)
         switch type {
         case TypeCode.byte: return .byte(basic(&iter, UInt8.self))
@@ -42,34 +65,36 @@ enum MessageDecoder {
             guard depth < maximumContainerDepth else {
                 throw DBusError(name: DBusError.Name.limitsExceeded, message: "Message nested deeper than \(maximumContainerDepth) containers")
             }
-            return try decodeContainer(&iter, type: type, depth: depth + 1)
+            return try decodeContainer(&iter, type: type, depth: depth + 1, &budget)
         default:
             throw .invalidArgs("Unknown D-Bus type code \(type)")
         }
     }
 
-    private static func decodeContainer(_ iter: inout DBusMessageIter, type: Int32, depth: Int) throws(DBusError) -> DBusValue {
+    private static func decodeContainer(_ iter: inout DBusMessageIter, type: Int32, depth: Int, _ budget: inout Budget) throws(DBusError) -> DBusValue {
         var sub = DBusMessageIter()
         switch type {
         case TypeCode.variant:
             dbus_message_iter_recurse(&iter, &sub)
             guard dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid else { throw .invalidArgs("Empty variant") }
-            return .variant(try decodeValue(&sub, depth: depth))
+            return .variant(try decodeValue(&sub, depth: depth, &budget))
         case TypeCode.structure:
             dbus_message_iter_recurse(&iter, &sub)
-            return .structure(try decodeSequence(&sub, depth: depth))
+            return .structure(try decodeSequence(&sub, depth: depth, &budget))
         case TypeCode.dictEntry:
             throw .invalidArgs("Dictionary entry outside an array")
         default:
-            return try decodeArray(&iter, depth: depth)
+            return try decodeArray(&iter, depth: depth, &budget)
         }
     }
 
-    private static func decodeArray(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> DBusValue {
+    private static func decodeArray(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget) throws(DBusError) -> DBusValue {
         var sub = DBusMessageIter()
         // A fixed-size element type's array, copied in one go.
-        func fixed<T>(_ element: DBusSignature, _ type: T.Type, _ wrap: (T) -> DBusValue) -> DBusValue {
+        // Each element becomes a value of its own (unlike a byte array's), so each counts.
+        func fixed<T>(_ element: DBusSignature, _ type: T.Type, _ wrap: (T) -> DBusValue) throws(DBusError) -> DBusValue {
             dbus_message_iter_recurse(&iter, &sub)
+            try budget.spend(Int(keywell_iter_array_byte_length(&sub)) / MemoryLayout<T>.size)
             return .array(elementSignature: element, fixedArray(&sub, type).map(wrap))
         }
         // Arrays of one-letter types need no signature from libdbus (an allocation and two
@@ -78,18 +103,18 @@ enum MessageDecoder {
         case TypeCode.byte:
             dbus_message_iter_recurse(&iter, &sub)
             return .bytes(fixedArray(&sub, UInt8.self))
-        case TypeCode.bool: return fixed(.bool, dbus_bool_t.self) { .bool($0 != 0) }
-        case TypeCode.int16: return fixed(.int16, Int16.self, DBusValue.int16)
-        case TypeCode.uint16: return fixed(.uint16, UInt16.self, DBusValue.uint16)
-        case TypeCode.int32: return fixed(.int32, Int32.self, DBusValue.int32)
-        case TypeCode.uint32: return fixed(.uint32, UInt32.self, DBusValue.uint32)
-        case TypeCode.int64: return fixed(.int64, Int64.self, DBusValue.int64)
-        case TypeCode.uint64: return fixed(.uint64, UInt64.self, DBusValue.uint64)
-        case TypeCode.double: return fixed(.double, Double.self, DBusValue.double)
+        case TypeCode.bool: return try fixed(.bool, dbus_bool_t.self) { .bool($0 != 0) }
+        case TypeCode.int16: return try fixed(.int16, Int16.self, DBusValue.int16)
+        case TypeCode.uint16: return try fixed(.uint16, UInt16.self, DBusValue.uint16)
+        case TypeCode.int32: return try fixed(.int32, Int32.self, DBusValue.int32)
+        case TypeCode.uint32: return try fixed(.uint32, UInt32.self, DBusValue.uint32)
+        case TypeCode.int64: return try fixed(.int64, Int64.self, DBusValue.int64)
+        case TypeCode.uint64: return try fixed(.uint64, UInt64.self, DBusValue.uint64)
+        case TypeCode.double: return try fixed(.double, Double.self, DBusValue.double)
         case TypeCode.string:
-            return .array(elementSignature: .string, try decodeElements(&iter, depth: depth))
+            return .array(elementSignature: .string, try decodeElements(&iter, depth: depth, &budget))
         case TypeCode.objectPath:
-            return .array(elementSignature: .objectPath, try decodeElements(&iter, depth: depth))
+            return .array(elementSignature: .objectPath, try decodeElements(&iter, depth: depth, &budget))
         default:
             break
         }
@@ -107,23 +132,23 @@ enum MessageDecoder {
             while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
                 var pair = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &pair)
-                let key = try decodeValue(&pair, depth: depth + 1)
+                let key = try decodeValue(&pair, depth: depth + 1, &budget)
                 guard dbus_message_iter_next(&pair) != 0 else { throw .invalidArgs("Dictionary entry without a value") }
-                let value = try decodeValue(&pair, depth: depth + 1)
+                let value = try decodeValue(&pair, depth: depth + 1, &budget)
                 entries.append(DBusDictEntry(key: key, value: value))
                 dbus_message_iter_next(&sub)
             }
             return .dictionary(keySignature: keySignature, valueSignature: valueSignature, entries)
         }
 
-        return .array(elementSignature: element, try decodeSequence(&sub, depth: depth))
+        return .array(elementSignature: element, try decodeSequence(&sub, depth: depth, &budget))
     }
 
     /// The elements of the array at `iter`, one by one.
-    private static func decodeElements(_ iter: inout DBusMessageIter, depth: Int) throws(DBusError) -> [DBusValue] {
+    private static func decodeElements(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget) throws(DBusError) -> [DBusValue] {
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &sub)
-        return try decodeSequence(&sub, depth: depth)
+        return try decodeSequence(&sub, depth: depth, &budget)
     }
 
     private static func basic<T: FixedWidthInteger>(_ iter: inout DBusMessageIter, _ type: T.Type) -> T {

@@ -72,8 +72,8 @@ final class MessageRef: @unchecked Sendable {
         try MessageEncoder.append(arguments, to: pointer)
     }
 
-    func arguments() throws(DBusError) -> [DBusValue] {
-        try MessageDecoder.decodeArguments(of: pointer)
+    func arguments(maximumValues: Int = .max) throws(DBusError) -> [DBusValue] {
+        try MessageDecoder.decodeArguments(of: pointer, maximumValues: maximumValues)
     }
 
     /// For error messages: the error name and its first string argument.

@@ -4,23 +4,29 @@ enum MethodDispatcher {
     /// On the loop's leader. A small call is decoded and resolved here, and runs here when its
     /// object places it here (`DBusCallPlacement.ioThread`); anything else continues off the loop.
     static func receive(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop) {
+        // Registered here, in the order the bus delivered it: the caller's departure, read later,
+        // then finds it even when it is decoded off the loop.
+        let abandonment = CallAbandonment(sender: message.sender ?? "", deadline: connection.deadlineForCallArrivingNow())
+        connection.inFlight.register(abandonment)
         guard MessageSize.isSmall(message) else {
-            loop.runOffLoop { dispatch(message, on: connection, registry: registry, loop: nil) }
+            loop.runOffLoop { dispatch(message, abandonment, on: connection, registry: registry, loop: nil) }
             return
         }
-        dispatch(message, on: connection, registry: registry, loop: loop)
+        dispatch(message, abandonment, on: connection, registry: registry, loop: loop)
     }
 
     /// `loop` is nil when already off the loop (everything then runs here).
-    static func dispatch(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
+    static func dispatch(_ message: MessageRef, _ abandonment: CallAbandonment, on connection: DBusConnection,
+                         registry: ObjectRegistry, loop: ConnectionLoop?) {
         let arguments: [DBusValue]
         do {
-            arguments = try message.arguments()
+            arguments = try message.arguments(maximumValues: connection.maximumDecodedValuesPerCall)
         } catch {
+            connection.inFlight.unregister(abandonment)
             connection.sendReply(to: message, error: error)
             return
         }
-        let call = DBusMethodCall(connection: connection, message: message, arguments: arguments)
+        let call = DBusMethodCall(connection: connection, message: message, arguments: arguments, abandonment: abandonment)
         let object = registry.object(at: call.path)
         let interfaces = object?.interfaces(at: call.path)
 

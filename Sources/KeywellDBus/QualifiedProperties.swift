@@ -22,6 +22,9 @@ public struct QualifiedProperties: Sendable {
         self.values = values
     }
 
+    /// How many entries the dictionary has, declared or not.
+    public var count: Int { values.count }
+
     /// The value given for `key` (a variant's content, of the declared type), if any.
     public subscript(key: String) -> DBusValue? { values[key] }
 

@@ -116,7 +116,8 @@ final class Daemon: @unchecked Sendable {
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
-                                 logger: logger, claimDelay: Self.testClaimDelay(environment), onClaimed: { [secretService] connection in
+                                 logger: logger, claimDelay: Self.testClaimDelay(environment),
+                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService] connection in
             secretService.attach(to: connection)
         }, onNameTaken: { message in
             DaemonMain.fail("\(message); exiting")
@@ -136,6 +137,15 @@ final class Daemon: @unchecked Sendable {
     static func testClaimDelay(_ environment: [String: String]) -> Duration? {
         guard let text = environment["KEYWELL_TEST_CLAIM_DELAY_MS"], let milliseconds = Int(text), milliseconds > 0 else { return nil }
         return .milliseconds(min(milliseconds, 60_000))
+    }
+
+    /// `ServiceLimits.callDeadline`, or for tests `KEYWELL_TEST_CALL_DEADLINE_MS` (0 makes every
+    /// long call give up at its first check, which shows that it checks).
+    static func callDeadline(_ environment: [String: String]) -> Duration {
+        guard let text = environment["KEYWELL_TEST_CALL_DEADLINE_MS"], let milliseconds = Int(text), milliseconds >= 0 else {
+            return ServiceLimits.callDeadline
+        }
+        return .milliseconds(min(milliseconds, 600_000))
     }
 
     /// The single-instance lock, then the PAM module's socket: both before the bus, which may not

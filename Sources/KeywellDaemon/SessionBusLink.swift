@@ -23,14 +23,19 @@ final class SessionBusLink: @unchecked Sendable {
     private let onNameTaken: @Sendable (String) -> Void
     /// Test hook (KEYWELL_TEST_CLAIM_DELAY_MS): a pause between connecting and claiming the name.
     private let claimDelay: Duration?
+    /// How long a handler may work on one call (`ServiceLimits.callDeadline`; a test hook
+    /// shortens it).
+    private let callDeadline: Duration
     private let lock = NSLock()
     private var connection: DBusConnection?
     private var closing = false
 
     init(address: String, object: any DBusObject, emitter: SignalEmitter, logger: Logger, claimDelay: Duration? = nil,
+         callDeadline: Duration = ServiceLimits.callDeadline,
          onClaimed: @escaping @Sendable (DBusConnection) -> Void, onNameTaken: @escaping @Sendable (String) -> Void) {
         self.address = address
         self.claimDelay = claimDelay
+        self.callDeadline = callDeadline
         self.object = object
         self.emitter = emitter
         self.logger = logger
@@ -67,11 +72,15 @@ final class SessionBusLink: @unchecked Sendable {
         } catch {
             return .noBus(error.message)
         }
+        connection.maximumDecodedValuesPerCall = ServiceLimits.decodedValuesPerCall
+        connection.callDeadline = callDeadline
         if let claimDelay {
             logger.debug("test hook: waiting \(claimDelay) before claiming \(KeywellNames.busName)")
             Thread.sleep(forTimeInterval: Double(claimDelay.components.seconds) + Double(claimDelay.components.attoseconds) / 1e18)
         }
         do {
+            // Before the object is there: no call can come in before the watch is.
+            try connection.watchCallersLeaving()
             try connection.register(object, at: KeywellNames.objectPath)
             switch try connection.requestName(KeywellNames.busName, flags: [.doNotQueue]) {
             case .primaryOwner, .alreadyOwner:

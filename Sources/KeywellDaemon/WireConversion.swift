@@ -12,9 +12,9 @@ import KeywellProtocol
 /// `mdat`: milliseconds since 1970) `x`.
 enum WireConversion {
     /// More keys than any valid dictionary has (about 35 exist); larger input is hostile or broken.
-    static let maximumDictionaryEntries = 64
-    /// Longest accepted list of keychains (`m_SearchList`, `SetSearchList`).
-    static let maximumListLength = 1024
+    static let maximumDictionaryEntries = ServiceLimits.dictionaryEntries
+    /// Longest accepted list of keychains (`m_SearchList`, `SetSearchList`) or strings.
+    static let maximumListLength = ServiceLimits.keychainListLength
 
     /// Integer results that travel as `u` (everything else integer is `x`).
     static let unsignedKeys: Set<String> = ["port", KeychainInfoKey.itemCount, KeychainInfoKey.lockAfterSeconds]

@@ -83,8 +83,13 @@ final class CollectionDirectory: Sendable {
         }
         let keychains = (try? store.listKeychains()) ?? []
         var ordered: [String] = []
-        if let defaultName = try? store.defaultKeychain() { ordered.append(defaultName) }
-        for name in ((try? store.searchList()) ?? []) + keychains where !ordered.contains(name) && keychains.contains(name) {
+        var placed: Set<String> = []
+        let existing = Set(keychains)
+        if let defaultName = try? store.defaultKeychain() {
+            ordered.append(defaultName)
+            placed.insert(defaultName)
+        }
+        for name in ((try? store.searchList()) ?? []) + keychains where existing.contains(name) && placed.insert(name).inserted {
             ordered.append(name)
         }
         // Not kept if a change was reported meanwhile: it may predate that change.
@@ -143,8 +148,9 @@ final class CollectionDirectory: Sendable {
             let before = announced ?? now
             announced = now
             var change = ListChange()
-            change.created = now.names.filter { !before.names.contains($0) }.map { .keychain($0) }
-            change.deleted = before.names.filter { !now.names.contains($0) }.map { .keychain($0) }
+            let (nowNames, beforeNames) = (Set(now.names), Set(before.names))
+            change.created = now.names.filter { !beforeNames.contains($0) }.map { .keychain($0) }
+            change.deleted = before.names.filter { !nowNames.contains($0) }.map { .keychain($0) }
             change.reordered = change.created.isEmpty && change.deleted.isEmpty && now.names != before.names
             if now.defaultName != before.defaultName {
                 // A collection that just appeared or went is announced as such, not as changed.

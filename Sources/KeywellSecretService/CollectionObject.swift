@@ -18,12 +18,13 @@ struct CollectionObject {
             return [.objectPath(SecretServiceNames.noObject)]
         case "SearchItems":
             let attributes = try arguments.stringStringDict(at: 0)
+            try CallLimits.checkAttributes(attributes, "A search has")
             let ids = try engine(path()) { () throws(KeychainError) in try collection.search(attributes) }
             return [.objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))]
         case "CreateItem":
             let properties = try PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.item)
             let label = properties.string(SecretServiceNames.itemLabelProperty) ?? ""
-            let attributes = properties.stringDictionary(SecretServiceNames.itemAttributesProperty) ?? [:]
+            let attributes = try properties.stringDictionary(SecretServiceNames.itemAttributesProperty) ?? [:]
             let type = properties.string(SecretServiceNames.itemTypeProperty)
             let secret = try SecretEncoding.decode(arguments.argument(1), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }

@@ -84,6 +84,7 @@ struct ItemObject {
             context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
         case "Attributes":
             guard let attributes = value.asStringStringDict() else { throw .invalidArgs("Attributes is a{ss}") }
+            try CallLimits.checkAttributes(attributes, "Attributes has")
             try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: nil, attributes: attributes) }
             context.signals.itemPropertiesChanged(id, in: collection.id, ["Attributes": .stringStringDict(attributes)])
         default:

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import KeywellProtocol
 import Logging
 
 /// What a prompt's work sees: a password dialog opened on first use, and whether the prompt was
@@ -91,20 +92,31 @@ final class PromptManager: @unchecked Sendable {
     private let logger: Logger
     private let lock = NSLock()
     private var entries: [UInt64: Entry] = [:]
+    /// Each owner's prompts not completed yet (how many it holds, and which to dismiss when it leaves).
+    private var numbersByOwner: [String: Set<UInt64>] = [:]
     private var nextNumber: UInt64 = 1
+    private let maximumPerOwner: Int
 
-    init(asker: any PasswordAsking, signals: SecretServiceSignals, logger: Logger) {
+    init(asker: any PasswordAsking, signals: SecretServiceSignals, logger: Logger,
+         maximumPerOwner: Int = ServiceLimits.promptsPerConnection) {
         self.asker = asker
         self.signals = signals
         self.logger = logger
+        self.maximumPerOwner = maximumPerOwner
     }
 
-    /// A new prompt; returns its path.
-    func create(owner: String, emptyResult: DBusValue, work: @escaping Work) -> String {
-        lock.withLock {
+    /// A new prompt; returns its path. An owner holding `ServiceLimits.promptsPerConnection`
+    /// prompts not completed yet gets LimitsExceeded.
+    func create(owner: String, emptyResult: DBusValue, work: @escaping Work) throws(DBusError) -> String {
+        try lock.locked { () throws(DBusError) -> String in
+            guard (numbersByOwner[owner]?.count ?? 0) < maximumPerOwner else {
+                throw CallLimits.exceeded("This connection has \(maximumPerOwner) prompts not completed, the most one may have: "
+                                          + "run or dismiss them first")
+            }
             let entry = Entry(number: nextNumber, owner: owner, emptyResult: emptyResult, work: work)
             nextNumber += 1
             entries[entry.number] = entry
+            numbersByOwner[owner, default: []].insert(entry.number)
             return ObjectPaths.promptPath(entry.number)
         }
     }
@@ -138,7 +150,7 @@ final class PromptManager: @unchecked Sendable {
 
     /// Dismisses the prompts of a client that left the bus.
     func dismissAll(ownedBy owner: String) {
-        let owned = lock.withLock { entries.values.filter { $0.owner == owner } }
+        let owned = lock.withLock { (numbersByOwner[owner] ?? []).compactMap { entries[$0] } }
         owned.forEach { dismissal(of: $0)() }
     }
 
@@ -180,6 +192,10 @@ final class PromptManager: @unchecked Sendable {
             guard !entry.completed else { return false }
             entry.completed = true
             entries[entry.number] = nil
+            if var numbers = numbersByOwner[entry.owner] {
+                numbers.remove(entry.number)
+                numbersByOwner[entry.owner] = numbers.isEmpty ? nil : numbers
+            }
             return true
         }
         guard first else { return }

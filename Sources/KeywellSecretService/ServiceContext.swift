@@ -86,9 +86,14 @@ struct PropertyDictionary {
 
     init(_ value: DBusValue, of interface: DBusInterface) throws(DBusError) {
         values = try QualifiedProperties(value, declaredBy: [interface])
+        try CallLimits.check(values.count, atMost: ServiceLimits.propertiesPerCall, "Properties have", "entries")
     }
 
     func string(_ key: String) -> String? { values[key]?.stringValue }
 
-    func stringDictionary(_ key: String) -> [String: String]? { values[key]?.asStringStringDict() }
+    func stringDictionary(_ key: String) throws(DBusError) -> [String: String]? {
+        guard let dictionary = values[key]?.asStringStringDict() else { return nil }
+        try CallLimits.checkAttributes(dictionary, "\(key) has")
+        return dictionary
+    }
 }

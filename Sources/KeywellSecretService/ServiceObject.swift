@@ -18,18 +18,18 @@ struct ServiceObject {
         case "CreateCollection":
             return try createCollection(PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection), alias: arguments.string(at: 1), call: call)
         case "SearchItems":
-            return try searchItems(arguments.stringStringDict(at: 0))
+            return try searchItems(arguments.stringStringDict(at: 0), call: call)
         case "Unlock":
             return try unlock(arguments.objectPathArray(at: 0), call: call)
         case "Lock":
-            return [.objectPathArray(try lock(arguments.objectPathArray(at: 0))), .objectPath(SecretServiceNames.noObject)]
+            return [.objectPathArray(try lock(arguments.objectPathArray(at: 0), call: call)), .objectPath(SecretServiceNames.noObject)]
         case "LockService":
             context.store.lockAll()
             return []
         case "GetSecrets":
             let session = try context.sessions.session(at: arguments.objectPath(at: 1), for: call.sender)
             call.replyMayHoldSecrets = !session.isEncrypted
-            return [try secrets(of: arguments.objectPathArray(at: 0), for: session)]
+            return [try secrets(of: arguments.objectPathArray(at: 0), for: session, call: call)]
         case "ReadAlias":
             let alias = try arguments.string(at: 0)
             let target = context.directory.target(ofAlias: alias).flatMap(context.directory.collection)
@@ -51,10 +51,12 @@ struct ServiceObject {
 
     /// Every collection's matches, split by lock state: attributes stay readable while a keychain
     /// is locked, so its matches show as `locked` and the client asks to unlock them.
-    private func searchItems(_ attributes: [String: String]) throws(DBusError) -> [DBusValue] {
+    private func searchItems(_ attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        try CallLimits.checkAttributes(attributes, "A search has")
         var unlocked: [String] = []
         var locked: [String] = []
         for collection in context.directory.all() {
+            try call.checkStillWanted()
             do throws(KeychainError) {
                 let (ids, isLocked) = try collection.searchWithLockState(attributes)
                 guard !ids.isEmpty else { continue }
@@ -73,12 +75,16 @@ struct ServiceObject {
     /// A client asks for up to thousands of items, nearly always of one collection: each
     /// distinct collection part of the paths is parsed and resolved once (consecutive paths
     /// usually share it, which one comparison tells), each item part is only 32 hex digits to
-    /// read, and the engine reads each collection's secrets in one batch.
-    func secrets(of paths: [String], for session: SecretSession) throws(DBusError) -> DBusValue {
-        var groups: [(collection: any SecretCollection, items: [(path: String, id: UUID)])] = []
+    /// read, and the engine reads each collection's secrets in one batch. Every step is linear in
+    /// the paths however many collections they name (dictionaries, no searches through lists).
+    func secrets(of paths: [String], for session: SecretSession, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "GetSecrets takes", "object paths")
+        var groups: [SecretGroup] = []
+        var groupOfCollection: [CollectionID: Int] = [:]
         var groupOfPrefix: [Substring: Int?] = [:]
         var last: (prefix: Substring, group: Int?)?
-        for path in paths {
+        for (index, path) in paths.enumerated() {
+            if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             let utf8 = path.utf8
             guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")), let id = ObjectPaths.item(fromSegment: path[utf8.index(after: slash)...])
             else { continue }
@@ -89,7 +95,7 @@ struct ServiceObject {
             } else if let known = groupOfPrefix[prefix] {
                 group = known
             } else {
-                group = self.group(ofCollectionAt: String(prefix), &groups)
+                group = self.group(ofCollectionAt: String(prefix), &groups, &groupOfCollection)
                 groupOfPrefix[prefix] = .some(group)
             }
             last = (prefix, group)
@@ -99,7 +105,9 @@ struct ServiceObject {
         entries.reserveCapacity(paths.count)
         // One value for every secret's session field.
         let sessionPath = DBusValue.objectPath(session.path)
-        for (collection, items) in groups {
+        for (index, (collection, items)) in groups.enumerated() {
+            // Each group costs at least a look for its keychain's file.
+            if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             let secrets: [UUID: SecretServiceSecret]
             do throws(KeychainError) {
                 secrets = try collection.secrets(items.map(\.id))
@@ -118,14 +126,18 @@ struct ServiceObject {
         return .dictionary(keySignature: .objectPath, valueSignature: SecretEncoding.signature, entries)
     }
 
+    /// The items GetSecrets asks of one collection.
+    private typealias SecretGroup = (collection: any SecretCollection, items: [(path: String, id: UUID)])
+
     /// The index in `groups` of the collection at `path` (an alias path resolves to the collection
     /// it names, which may have a group already); nil when `path` names none.
-    private func group(ofCollectionAt path: String,
-                       _ groups: inout [(collection: any SecretCollection, items: [(path: String, id: UUID)])]) -> Int? {
+    private func group(ofCollectionAt path: String, _ groups: inout [SecretGroup],
+                       _ groupOfCollection: inout [CollectionID: Int]) -> Int? {
         guard case .collection(let address)? = ObjectPaths.parse(path),
               let collection = try? context.collection(address) else { return nil }
-        if let existing = groups.firstIndex(where: { $0.collection.id == collection.id }) { return existing }
+        if let existing = groupOfCollection[collection.id] { return existing }
         groups.append((collection, []))
+        groupOfCollection[collection.id] = groups.count - 1
         return groups.count - 1
     }
 
@@ -134,9 +146,11 @@ struct ServiceObject {
     /// Objects in unlocked collections come back at once; locked ones wait for a prompt that
     /// asks for their keychains' passwords and completes with them (`ao`).
     private func unlock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Unlock takes", "object paths")
         var unlocked: [String] = []
         var pending: [(path: String, keychain: String)] = []
-        for path in paths {
+        for (index, path) in paths.enumerated() {
+            if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             guard let (collection, _) = context.existingObject(path) else { continue }
             if (try? collection.isLocked()) == true, case .keychain(let name) = collection.id {
                 pending.append((path, name))
@@ -148,11 +162,12 @@ struct ServiceObject {
             return [.objectPathArray(unlocked), .objectPath(SecretServiceNames.noObject)]
         }
         var keychains: [String] = []
-        for (_, name) in pending where !keychains.contains(name) { keychains.append(name) }
+        var seen: Set<String> = []
+        for (_, name) in pending where seen.insert(name).inserted { keychains.append(name) }
         let requester = ServiceContext.describe(call.sender, on: call.connection)
         let context = self.context
         let waiting = pending
-        let prompt = context.prompts.create(owner: call.sender, emptyResult: .objectPathArray([])) { [keychains] promptContext in
+        let prompt = try context.prompts.create(owner: call.sender, emptyResult: .objectPathArray([])) { [keychains] promptContext in
             let opened = UnlockPrompt(context: context, requester: requester).run(keychains, promptContext)
             guard !opened.isEmpty else { return nil }
             return .objectPathArray(waiting.filter { opened.contains($0.keychain) }.map(\.path))
@@ -160,18 +175,23 @@ struct ServiceObject {
         return [.objectPathArray(unlocked), .objectPath(prompt)]
     }
 
-    /// Locks the keychains of the objects given (no prompt); returns those now locked. The
-    /// in-memory `session` collection does not lock.
-    private func lock(_ paths: [String]) throws(DBusError) -> [String] {
+    /// Locks the keychains of the objects given (no prompt), each keychain once; returns the
+    /// objects now locked. The in-memory `session` collection does not lock.
+    private func lock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [String] {
+        try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Lock takes", "object paths")
         var locked: [String] = []
-        for path in paths {
+        var done: Set<String> = []
+        for (index, path) in paths.enumerated() {
+            if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             guard let (collection, _) = context.existingObject(path), case .keychain(let name) = collection.id else { continue }
-            do throws(KeychainError) {
-                try context.store.lock(name)
-                locked.append(path)
-            } catch {
-                throw error.secretServiceError(path)
+            if done.insert(name).inserted {
+                do throws(KeychainError) {
+                    try context.store.lock(name)
+                } catch {
+                    throw error.secretServiceError(path)
+                }
             }
+            locked.append(path)
         }
         return locked
     }
@@ -197,7 +217,7 @@ struct ServiceObject {
         let name = alias == "login" ? KeywellNames.loginKeychain : KeychainNaming.unusedName(forLabel: label, store: context.store)
         let requester = ServiceContext.describe(call.sender, on: call.connection)
         let context = self.context
-        let prompt = context.prompts.create(owner: call.sender, emptyResult: .objectPath(SecretServiceNames.noObject)) { promptContext in
+        let prompt = try context.prompts.create(owner: call.sender, emptyResult: .objectPath(SecretServiceNames.noObject)) { promptContext in
             guard let id = NewKeychainPrompt(context: context, requester: requester).run(name: name, label: label, alias: alias, promptContext) else {
                 return nil
             }

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import KeywellProtocol
 import SecretServiceCrypto
 
 /// One client's session: how secrets travel between it and us.
@@ -24,16 +25,27 @@ final class SecretSession: Sendable {
 }
 
 /// Open sessions, per owner. Sessions end with `Close`, when their owner leaves the bus
-/// (NameOwnerChanged), or when the daemon moves to a new bus.
+/// (NameOwnerChanged), or when the daemon moves to a new bus. One connection holds at most
+/// `ServiceLimits.sessionsPerConnection`.
 final class SessionManager: @unchecked Sendable {
     private let lock = NSLock()
     private var sessions: [UInt64: SecretSession] = [:]
+    /// The numbers of each owner's sessions: a departing client's are found without a walk
+    /// over everybody's, and its count is at hand.
+    private var numbersByOwner: [String: Set<UInt64>] = [:]
     private var nextNumber: UInt64 = 1
     private let keyPairs = DHKeyPairPool()
+    private let maximumPerOwner: Int
+
+    init(maximumPerOwner: Int = ServiceLimits.sessionsPerConnection) {
+        self.maximumPerOwner = maximumPerOwner
+    }
 
     /// `OpenSession`: the output value and the session. Unknown algorithms are `NotSupported`,
-    /// the one clients fall back to `plain` on.
+    /// the one clients fall back to `plain` on; an owner at its cap is `LimitsExceeded`.
     func open(algorithm: String, input: DBusValue, owner: String) throws(DBusError) -> (output: DBusValue, session: SecretSession) {
+        // Checked before the key agreement too, so that refusals cost nothing.
+        try lock.locked { () throws(DBusError) in try checkRoom(for: owner) }
         let output: DBusValue
         let cipher: AESCBCCipher?
         switch algorithm {
@@ -48,6 +60,7 @@ final class SessionManager: @unchecked Sendable {
             guard let peerKey = input.bytesValue else {
                 throw .invalidArgs("\(DHKeyExchange.algorithm) takes the client's public key as ay, got \(input.signature.rawValue)")
             }
+            try CallLimits.check(peerKey.count, atMost: ServiceLimits.sessionKeyBytes, "A public key has", "bytes")
             let exchange = try keyPairs.take()
             do {
                 cipher = AESCBCCipher(key: try exchange.deriveKey(peerPublicKey: peerKey))
@@ -58,13 +71,29 @@ final class SessionManager: @unchecked Sendable {
         default:
             throw .notSupported("Algorithm \(algorithm) is not supported (plain and \(DHKeyExchange.algorithm) are)")
         }
-        let session = lock.withLock { () -> SecretSession in
+        let session = try lock.locked { () throws(DBusError) -> SecretSession in
+            try checkRoom(for: owner)
             let session = SecretSession(number: nextNumber, owner: owner, cipher: cipher)
             nextNumber += 1
             sessions[session.number] = session
+            numbersByOwner[owner, default: []].insert(session.number)
             return session
         }
         return (output, session)
+    }
+
+    /// Under the lock.
+    private func checkRoom(for owner: String) throws(DBusError) {
+        guard (numbersByOwner[owner]?.count ?? 0) >= maximumPerOwner else { return }
+        throw CallLimits.exceeded("This connection has \(maximumPerOwner) open sessions, the most one may have: close some first")
+    }
+
+    /// Under the lock.
+    private func forget(_ session: SecretSession) {
+        sessions[session.number] = nil
+        guard var numbers = numbersByOwner[session.owner] else { return }
+        numbers.remove(session.number)
+        numbersByOwner[session.owner] = numbers.isEmpty ? nil : numbers
     }
 
     /// The session at `path` if `caller` owns it; anything else is NoSession (gnome-keyring's answer).
@@ -82,7 +111,7 @@ final class SessionManager: @unchecked Sendable {
             guard let session = sessions[number], session.owner == caller else {
                 throw SecretServiceError.noSuchObject("No session \(ObjectPaths.sessionPath(number)) of this connection")
             }
-            sessions[number] = nil
+            forget(session)
         }
     }
 
@@ -90,14 +119,17 @@ final class SessionManager: @unchecked Sendable {
     @discardableResult
     func closeAll(ownedBy owner: String) -> Int {
         lock.withLock {
-            let before = sessions.count
-            sessions = sessions.filter { $0.value.owner != owner }
-            return before - sessions.count
+            guard let numbers = numbersByOwner.removeValue(forKey: owner) else { return 0 }
+            for number in numbers { sessions[number] = nil }
+            return numbers.count
         }
     }
 
     func closeAll() {
-        lock.withLock { sessions.removeAll() }
+        lock.withLock {
+            sessions.removeAll()
+            numbersByOwner.removeAll()
+        }
     }
 
     var count: Int { lock.withLock { sessions.count } }

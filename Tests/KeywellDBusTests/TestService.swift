@@ -34,6 +34,10 @@ final class ServiceFixture: @unchecked Sendable {
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
             DBusMethod(name: "Keep", annotations: [DBusMethod.anyArgumentsAnnotation]),
             DBusMethod(name: "KeepPublic", annotations: [DBusMethod.anyArgumentsAnnotation]),
+            // A long call's handler: works (polling `isAbandoned`) until its caller left or its
+            // deadline passed, then replies with `checkStillWanted()`'s error; `abandonedBy`
+            // records which. Hang guard: 60 s.
+            DBusMethod(name: "WorkUntilAbandoned"),
         ],
         signals: [DBusSignalDescription(name: "Said", arguments: [DBusArgument("text", .string)])],
         properties: [
@@ -146,10 +150,25 @@ final class ServiceFixture: @unchecked Sendable {
             keptPublic.value = copies
             call.replyMayHoldSecrets = false
             call.reply(copies)
+        case "WorkUntilAbandoned":
+            let stop = ContinuousClock.now + .seconds(60)
+            while !call.isAbandoned, ContinuousClock.now < stop { usleep(1000) }
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                do throws(DBusError) {
+                    try call.checkStillWanted()
+                } catch {
+                    abandonedBy.mutate { $0.append(error.message) }
+                    throw error
+                }
+                return []
+            }
         default:
             call.reply(error: .unknownMethod(call.member))
         }
     }
+
+    /// The messages of `WorkUntilAbandoned`'s `checkStillWanted()` errors.
+    static let abandonedBy = LockedValue<[String]>([])
 
     /// Calls the test service from the client connection.
     func call(_ member: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25),

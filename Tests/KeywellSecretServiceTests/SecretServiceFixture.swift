@@ -47,7 +47,8 @@ final class SecretServiceFixture: @unchecked Sendable {
 
         """
 
-    init(arguments: String = "", activation: Bool = true) throws {
+    /// `environment`: more variables for keywelld (test hooks), as `NAME=value` words.
+    init(arguments: String = "", environment: String = "", activation: Bool = true) throws {
         bus = try PrivateSessionBus()
         logPath = bus.directory.subpath("keywelld.log")
         answersPath = bus.directory.subpath("answers")
@@ -56,7 +57,7 @@ final class SecretServiceFixture: @unchecked Sendable {
         let wrapper = try bus.directory.write("""
             #!/bin/sh
             export KEYWELL_TEST_FAST_KDF=1 KEYWELL_PINENTRY='\(pinentry)'
-            export PINENTRY_ANSWERS='\(answersPath)' PINENTRY_LOG='\(pinentryLogPath)'
+            export PINENTRY_ANSWERS='\(answersPath)' PINENTRY_LOG='\(pinentryLogPath)' \(environment)
             exec '\(Self.keywelldPath)' --verbose \(arguments) 2>>'\(logPath)'
 
             """, to: "keywelld-test", mode: 0o755)

@@ -1,0 +1,45 @@
+/// What a serving connection allows one incoming call: how many values its arguments may
+/// decode to, and how long its handler works before giving up; and whether it notices callers
+/// leaving the bus.
+extension DBusConnection {
+    /// Time from a call's arrival after which `DBusMethodCall.checkStillWanted()` says nobody
+    /// waits any more (default 25 s, the default timeout of a D-Bus call).
+    public var callDeadline: Duration {
+        get { stateLock.withLock { limits.deadline } }
+        set { stateLock.withLock { limits.deadline = newValue } }
+    }
+
+    /// Most values an incoming call's arguments may decode to (a byte array counts as one);
+    /// a call with more is answered LimitsExceeded without reaching a handler. Unlimited by
+    /// default; replies this connection receives are never limited.
+    public var maximumDecodedValuesPerCall: Int {
+        get { stateLock.withLock { limits.decodedValues } }
+        set { stateLock.withLock { limits.decodedValues = newValue } }
+    }
+
+    /// Subscribes to callers leaving the bus, so that `checkStillWanted()` of their calls still
+    /// being handled fails. For a service whose handlers may work long (a connection that only
+    /// makes calls has no use for it).
+    public func watchCallersLeaving() throws(DBusError) {
+        inFlight.startWatching()
+        let inFlight = self.inFlight
+        // arg2 '': the name has no owner any more; unique names (":1.42") are never reused.
+        var rule = DBusMatchRule.nameOwnerChanged()
+        rule.arguments[2] = ""
+        _ = try addMatch(rule) { signal in
+            guard let name = signal.arguments.first?.stringValue, name.hasPrefix(":") else { return }
+            inFlight.callerLeft(name)
+        }
+    }
+
+    /// How many calls handlers gave up on because their caller left or their deadline passed.
+    public var abandonedCallCount: Int { inFlight.abandonedCount }
+
+    /// The deadline a call arriving now gets.
+    func deadlineForCallArrivingNow() -> ContinuousClock.Instant {
+        let deadline = callDeadline
+        let now = ContinuousClock.now
+        // Durations too long to add (`.seconds(.max)`) mean no deadline.
+        return deadline >= .seconds(Int64.max / 4) ? now.advanced(by: .seconds(Int64.max / 4)) : now.advanced(by: deadline)
+    }
+}

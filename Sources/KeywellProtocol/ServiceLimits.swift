@@ -1,0 +1,52 @@
+/// What one caller may ask of keywelld in one call, and keep it holding, on both D-Bus faces.
+/// Every cap sits far above what real clients do, so that only hostile or broken input meets it;
+/// input over a cap is refused with a clear error before any work (docs/secret-service.md,
+/// "Limits", has the table and the reasons).
+public enum ServiceLimits {
+    // MARK: Any incoming call
+
+    /// Values decoded from one incoming call's arguments (a byte array counts as one): bounds
+    /// the memory an `as` of empty strings (8 bytes each on the wire, 16 million in a message of
+    /// the bus's 128 MiB) would take once decoded. Above every list cap below.
+    public static let decodedValuesPerCall = 1 << 20
+
+    /// How long a handler works on a call before it gives up: the default timeout of a D-Bus
+    /// call, after which the caller has stopped waiting. Long calls check it (and whether the
+    /// caller is still on the bus) as they go.
+    public static let callDeadline: Duration = .seconds(25)
+
+    // MARK: Secret Service
+
+    /// Object paths in one `GetSecrets`, `Unlock` or `Lock`: all the items of a huge keychain
+    /// (a 7 MiB message); the work is linear in it.
+    public static let objectPathsPerCall = 100_000
+
+    /// Attributes in one `SearchItems` query or one item (`CreateItem`, the `Attributes`
+    /// property). libsecret's schemas have at most 32.
+    public static let attributesPerItem = 128
+
+    /// Entries in a `CreateItem` or `CreateCollection` properties dictionary (three are known;
+    /// unknown ones are ignored).
+    public static let propertiesPerCall = 64
+
+    /// Bytes of a Diffie-Hellman public key in `OpenSession` (1024-bit group: 128).
+    public static let sessionKeyBytes = 1024
+
+    /// Open sessions of one bus connection. libsecret opens one per connection; secretstorage
+    /// one per item object it reads a secret through, so a script walking a big keychain on one
+    /// connection may hold thousands.
+    public static let sessionsPerConnection = 4_096
+
+    /// Prompts of one bus connection not completed yet. Each waits for a person, so a client
+    /// has one or two; an Unlock prompt keeps the paths it will report (up to
+    /// `objectPathsPerCall` of them).
+    public static let promptsPerConnection = 16
+
+    // MARK: Native API (org.keywell.Keychain1)
+
+    /// Keys in one attribute or query dictionary: about 35 exist.
+    public static let dictionaryEntries = 64
+
+    /// Keychains in one list (`SetSearchList`, `m_SearchList`) and strings in one `as` value.
+    public static let keychainListLength = 1024
+}

@@ -1,0 +1,66 @@
+import Foundation
+import KeywellDBus
+import KeywellTestSupport
+import Testing
+
+/// What a serving connection bounds: values decoded per call, a call's deadline, and calls whose
+/// caller left the bus (docs/secret-service.md, "Limits").
+@Suite("Call limits and abandoned calls", .serialized)
+struct CallLimitsTests {
+    @Test func argumentsDecodingToTooManyValuesAreRefusedBeforeTheHandler() throws {
+        let fixture = try ServiceFixture()
+        fixture.server.maximumDecodedValuesPerCall = 1000
+        // The array is one value, each element another.
+        let fits = DBusValue.stringArray((0..<999).map { "s\($0)" })
+        #expect(try fixture.call("Echo", [fits]) == [fits])
+        do {
+            _ = try fixture.call("Echo", [.stringArray((0..<1000).map { "s\($0)" })])
+            Issue.record("1,001 values were decoded")
+        } catch {
+            #expect(error.name == DBusError.Name.limitsExceeded)
+            #expect(error.message.contains("1000"))
+        }
+        // Fixed-size elements count one each too (they decode to a value each); a byte array is one value.
+        do {
+            _ = try fixture.call("Echo", [.array(elementSignature: .int32, (0..<5000).map { DBusValue.int32(Int32($0)) })])
+            Issue.record("5,001 values were decoded")
+        } catch {
+            #expect(error.name == DBusError.Name.limitsExceeded)
+        }
+        let bytes = DBusValue.bytes([UInt8](repeating: 7, count: 100_000))
+        #expect(try fixture.call("Echo", [bytes]) == [bytes])
+        // The service goes on.
+        #expect(try fixture.call("Echo", [.string("after")]) == [.string("after")])
+    }
+
+    @Test func aCallPastItsDeadlineStopsWithLimitsExceeded() throws {
+        let fixture = try ServiceFixture()
+        fixture.server.callDeadline = .milliseconds(0)
+        let before = fixture.server.abandonedCallCount
+        do {
+            _ = try fixture.call("WorkUntilAbandoned")
+            Issue.record("the call was answered as if wanted")
+        } catch {
+            #expect(error.name == DBusError.Name.limitsExceeded)
+            #expect(error.message.contains("deadline"))
+        }
+        #expect(fixture.server.abandonedCallCount == before + 1)
+    }
+
+    @Test func aCallerLeavingTheBusMakesItsLongCallStop() throws {
+        let fixture = try ServiceFixture()
+        try fixture.server.watchCallersLeaving()
+        let caller = try fixture.bus.connect()
+        let before = fixture.server.abandonedCallCount
+        let abandonedBefore = ServiceFixture.abandonedBy.value.count
+        try caller.callWithoutReply(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                    interface: ServiceFixture.interfaceName, member: "WorkUntilAbandoned")
+        // close() sends the call first: the bus delivers it before the caller's departure.
+        caller.close()
+        // Positive signal: the handler noticed (the hang guard is a minute away).
+        #expect(eventually(timeout: .seconds(30)) { fixture.server.abandonedCallCount == before + 1 })
+        let messages = ServiceFixture.abandonedBy.value.dropFirst(abandonedBefore)
+        #expect(messages.count == 1)
+        #expect(messages.first?.contains("caller left the bus") == true)
+    }
+}
