@@ -7,8 +7,8 @@ enum HelpCommand {
             return CommandStatus.success
         }
         for name in names {
-            // `help` wants the full name, not an abbreviation.
-            guard let spec = CommandTable.all.first(where: { $0.name == name }) else {
+            // Abbreviations work here too (`help find` is find-generic-password), as in `security`.
+            guard let spec = CommandTable.match(name) else {
                 context.diagnostics.error("help: no such command: \(name)")
                 return CommandStatus.failure
             }
@@ -19,7 +19,8 @@ enum HelpCommand {
 
     static func commandList() -> String {
         CommandTable.all.map { spec in
-            let padded = spec.name.count >= 17 ? spec.name : spec.name + String(repeating: " ", count: 17 - spec.name.count)
+            // printf's `%-36s`, as `security` lists them.
+            let padded = spec.name.count >= 36 ? spec.name : spec.name + String(repeating: " ", count: 36 - spec.name.count)
             return "    \(padded) \(spec.summary)\n"
         }.joined()
     }
@@ -46,7 +47,7 @@ enum HelpCommand {
 
     /// `<cmd> --help`: the usage, then Keywell's notes and long options, on stdout.
     static func fullHelp(_ spec: CommandSpec, progname: String) -> String {
-        var text = usageLines(spec)
+        var text = "Usage: \(spec.name) \(spec.usage)\n        \(spec.correctedSummary ?? spec.summary)\n"
         if !spec.helpNotes.isEmpty {
             text += "\n" + spec.helpNotes.joined(separator: "\n") + "\n"
         }
