@@ -141,6 +141,13 @@ import Testing
         #expect(global.stdout.hasPrefix("Usage: keywell [-h] "))
     }
 
+    /// `security -v` echoes the command on stderr: its full name, then each argument quoted.
+    @Test func verboseEchoesTheCommandAsSecurityDoes() throws {
+        let result = try session.run(["-v", "list", "-d", "user"])
+        #expect(result.exit == 0)
+        #expect(result.stderr == "list-keychains \"-d\" \"user\"\n")
+    }
+
     @Test func errorCommandPrintsMessagesAndExits1() throws {
         let result = try session.run(["error", "-25300", "0xFFFF9D2D", "-25308"])
         #expect(result.exit == 1)

@@ -11,13 +11,19 @@ import Glibc
 /// terminal and `-q` was not given, so a script sees exactly what `security` prints.
 struct Diagnostics {
     let progname: String
+    let quiet: Bool
     /// Whether hint lines are printed (stderr is a terminal, no `-q`).
     let hints: Bool
 
     init(progname: String, quiet: Bool, stderrIsTerminal: Bool = isatty(2) == 1) {
         self.progname = progname
+        self.quiet = quiet
         hints = !quiet && stderrIsTerminal
     }
+
+    /// For Keywell's own commands, which have no macOS output to match: hints wherever stderr
+    /// goes (git shows a credential helper's stderr to its user), still not with `-q`.
+    var hintingAnywhere: Diagnostics { Diagnostics(progname: progname, quiet: quiet, stderrIsTerminal: true) }
 
     /// `sec_error`: `<progname>: <message>`.
     func error(_ message: String) {

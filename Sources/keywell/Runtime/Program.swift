@@ -48,7 +48,8 @@ enum Program {
             return CommandStatus.failure
         }
         if verbose {
-            StandardStreams.error.write(words.map { ShellQuoting.quote($0) }.joined(separator: " ") + "\n")
+            // `security -v`: the command's full name, then each argument in double quotes.
+            StandardStreams.error.write(spec.name + words.dropFirst().map { " \"\($0)\"" }.joined() + "\n")
         }
         var words = words
         words[0] = spec.name
