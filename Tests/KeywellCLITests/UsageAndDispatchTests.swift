@@ -9,7 +9,16 @@ import Testing
     @Test func noCommandPrintsTheGlobalUsageOnStdoutWithExit2() throws {
         let result = try session.run([])
         #expect(result.exit == 2)
-        #expect(result.stdout.hasPrefix("Usage: keywell [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]\n"))
+        #expect(result.stdout.hasPrefix("""
+            Usage: keywell [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
+                -i    Run in interactive mode.
+                -l    Run /usr/bin/leaks -nocontext before exiting.
+                -p    Set the prompt to "prompt" (implies -i).
+                -q    Be less verbose.
+                -v    Be more verbose about what's going on.
+            keywell commands are:
+
+            """))
         // printf("    %-36s %s\n"), as `security` lists its commands.
         #expect(result.stdout.contains("\n    find-generic-password                Find a generic password item.\n"))
         #expect(result.stdout.contains("\n    help                                 Show all commands, or show usage for a command.\n"))
@@ -17,6 +26,7 @@ import Testing
         let help = try session.run(["--help"])
         #expect(help.exit == 0)
         #expect(help.stdout.hasPrefix("Usage: keywell "))
+        #expect(help.stdout.contains("\nKeywell: -l is accepted and does nothing."))
     }
 
     @Test func helpForACommandPrintsItsUsageOnStdout() throws {

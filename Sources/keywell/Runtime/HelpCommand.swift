@@ -25,19 +25,28 @@ enum HelpCommand {
         }.joined()
     }
 
-    /// What `keywell` with no command, or with `-h`, prints on stdout (exit 2); `--help` prints
-    /// it too, with exit 0.
-    static func globalUsage(progname: String) -> String {
-        """
-        Usage: \(progname) [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
-            -i    Run in interactive mode.
-            -l    Accepted for compatibility (macOS runs leaks(1) before exiting).
-            -p    Set the prompt to "prompt" (implies -i).
-            -q    Be less verbose (no hint lines after errors).
-            -v    Be more verbose about what's going on.
-        \(progname) commands are:
+    /// What `keywell` with no command, or with `-h`, prints on stdout (exit 2), word for word as
+    /// `security` does; `--help` prints it too, with exit 0 and Keywell's notes after it.
+    static func globalUsage(progname: String, notes: Bool = false) -> String {
+        var text = """
+            Usage: \(progname) [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
+                -i    Run in interactive mode.
+                -l    Run /usr/bin/leaks -nocontext before exiting.
+                -p    Set the prompt to "prompt" (implies -i).
+                -q    Be less verbose.
+                -v    Be more verbose about what's going on.
+            \(progname) commands are:
 
-        """ + commandList()
+            """ + commandList()
+        if notes {
+            text += """
+
+                Keywell: -l is accepted and does nothing. Hint lines after errors appear only when stderr is a
+                terminal, and -q turns them off there too. `\(progname) <command> --help` shows a command's full help.
+
+                """
+        }
+        return text
     }
 
     /// `Usage: <cmd> <usage>` and the one-line help: what a command returning 2 prints on stderr.

@@ -17,7 +17,7 @@ enum Program {
             return CommandStatus.usage
         }
         if parsed.longFlags.contains("help") {
-            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
+            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname, notes: true))
             return CommandStatus.success
         }
         if parsed.has("h") {
