@@ -31,7 +31,7 @@ complete -c keywell -n '__fish_seen_subcommand_from login-keychain' -l help
 complete -c keywell -n '__fish_seen_subcommand_from login-keychain' -l json
 complete -c keywell -n __fish_use_subcommand -a create-keychain -d 'Create keychains and add them to the search list.'
 complete -c keywell -n '__fish_seen_subcommand_from create-keychain' -s p -d 'Use "password" as the password for the keychains being created' -r
-complete -c keywell -n '__fish_seen_subcommand_from create-keychain' -s P -d 'Prompt the user for a password using the SecurityAgent (not on Linux)'
+complete -c keywell -n '__fish_seen_subcommand_from create-keychain' -s P -d 'Prompt the user for a password using the SecurityAgent'
 complete -c keywell -n '__fish_seen_subcommand_from create-keychain' -l help
 complete -c keywell -n '__fish_seen_subcommand_from create-keychain' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a delete-keychain -d 'Delete keychains and remove them from the search list.'
@@ -43,7 +43,7 @@ complete -c keywell -n '__fish_seen_subcommand_from lock-keychain' -l help
 complete -c keywell -n '__fish_seen_subcommand_from lock-keychain' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a unlock-keychain -d 'Unlock the specified keychain.'
 complete -c keywell -n '__fish_seen_subcommand_from unlock-keychain' -s p -d 'Use "password" as the password to unlock the keychain' -r
-complete -c keywell -n '__fish_seen_subcommand_from unlock-keychain' -s u -d 'Do not use the password (macOS asks its SecurityAgent; not on Linux)'
+complete -c keywell -n '__fish_seen_subcommand_from unlock-keychain' -s u -d 'Do not use the password'
 complete -c keywell -n '__fish_seen_subcommand_from unlock-keychain' -l help
 complete -c keywell -n '__fish_seen_subcommand_from unlock-keychain' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a set-keychain-settings -d 'Set settings for a keychain.'
@@ -53,8 +53,8 @@ complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s t 
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l help
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a set-keychain-password -d 'Set password for a keychain.'
-complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s o -d 'Old keychain password' -r
-complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s p -d 'New keychain password' -r
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s o -d 'Old keychain password (if not provided, will prompt)' -r
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s p -d 'New keychain password (if not provided, will prompt)' -r
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -l help
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a show-keychain-info -d 'Show the settings for keychain.'
@@ -79,7 +79,7 @@ complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s j -
 complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s l -d 'Specify label (if omitted, service name is used as default label)' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s s -d 'Specify service name (required)' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s p -d 'Specify password to be added (legacy option, equivalent to -w)' -r
-complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s w -d 'Specify password to be added. Put at end of command to be prompted (recommended)' -r
+complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s w -d 'Specify password to be added' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s X -d 'Specify password data to be added as a hexadecimal string' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s A -d 'Allow any application to access this item without warning (insecure, not recommended!)'
 complete -c keywell -n '__fish_seen_subcommand_from add-generic-password' -s T -d 'Specify an application which may access this item (multiple -T options are allowed)' -r -F
@@ -99,7 +99,7 @@ complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s P 
 complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s r -d 'Specify protocol (optional four-character SecProtocolType, e.g. "http", "ftp ")' -r -a 'ftp ftpa http irc nntp pop3 smtp sox imap ldap atlk afp teln ssh ftps htps htpx htsx ftpx cifs smb rtsp rtsx daap eppc ipp ntps ldps tels imps ircs pops cvsp svn'
 complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s s -d 'Specify server name (required)' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s t -d 'Specify authentication type (as a four-character SecAuthenticationType, default is "dflt")' -r -a 'ntlm msna dpaa rpaa http httd form dflt'
-complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s w -d 'Specify password to be added. Put at end of command to be prompted (recommended)' -r
+complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s w -d 'Specify password to be added' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s X -d 'Specify password data to be added as a hexadecimal string' -r
 complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s A -d 'Allow any application to access this item without warning (insecure, not recommended!)'
 complete -c keywell -n '__fish_seen_subcommand_from add-internet-password' -s T -d 'Specify an application which may access this item (multiple -T options are allowed)' -r -F

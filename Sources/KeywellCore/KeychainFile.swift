@@ -106,8 +106,11 @@ final class KeychainFile: Sendable {
             rewrapped.settings = current.settings
             try KeychainDatabase.writeHeader(rewrapped, db)
         }
+        markUsed()
     }
 
+    /// Counts as use, as macOS's setParameters does: a shorter timeout then runs from now, and
+    /// never locks at once a keychain that was idle longer than the new value.
     func updateSettings(_ changes: WireDictionary) throws(KeychainError) {
         let settings = try database.write { db in
             var header = try KeychainDatabase.readHeader(db, path: location.path)
@@ -115,6 +118,9 @@ final class KeychainFile: Sendable {
             try KeychainDatabase.writeHeader(header, db)
             return header.settings
         }
-        state.withLock { $0.settings = settings }
+        state.withLock { state in
+            state.settings = settings
+            state.lastUse = Date()
+        }
     }
 }

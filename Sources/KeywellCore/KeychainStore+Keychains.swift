@@ -53,10 +53,11 @@ extension KeychainStore {
             let settings = try userSettings.read().settings
             let isListed = settings.searchList.contains { (try? self.location($0)) == location }
             let isDefault = settings.defaultKeychain.map { (try? self.location($0)) == location } ?? false
-            // Only then: a fresh user without a settings file keeps the fresh-user rules.
+            // Only then: a fresh user without a settings file keeps the fresh-user rules. From
+            // here on the list is kept as it is now, even one that followed the default.
             if isListed || isDefault {
                 try userSettings.update { (settings: inout UserSettings) throws(KeychainError) in
-                    settings.searchList.removeAll { (try? self.location($0)) == location }
+                    settings.explicitSearchList = settings.searchList.filter { (try? self.location($0)) != location }
                     if isDefault { settings.defaultKeychain = nil }
                 }
             }
@@ -90,7 +91,9 @@ extension KeychainStore {
         try userSettings.read().settings.searchList
     }
 
-    /// Keychains need not exist yet (searches skip missing ones). Repeats are dropped.
+    /// Keychains need not exist yet (searches skip missing ones). Repeats are dropped. As macOS
+    /// does, a list of just `login` while `login` is the default is stored as no list at all, so
+    /// it goes on following the default.
     public func setSearchList(_ list: [String]) throws(KeychainError) {
         var names: [String] = []
         var seen: Set<String> = []
@@ -98,8 +101,13 @@ extension KeychainStore {
             let name = try location(entry).displayName
             if seen.insert(name).inserted { names.append(name) }
         }
+        let login = loginLocation
         try administering { _ throws(KeychainError) in
-            _ = try userSettings.update { $0.searchList = names }
+            _ = try userSettings.update { (settings: inout UserSettings) throws(KeychainError) in
+                let onlyLogin = names.count == 1 && (try? location(names[0])) == login
+                let defaultIsLogin = settings.defaultKeychain.map { (try? location($0)) == login } ?? false
+                settings.explicitSearchList = onlyLogin && defaultIsLogin ? nil : names
+            }
         }
     }
 

@@ -7,10 +7,43 @@ import Logging
 struct UserSettings: Codable, Equatable, Sendable {
     /// Nil once the default was deleted: there is no default until one is set.
     var defaultKeychain: String?
-    var searchList: [String]
+    /// The list the user set; nil while they never set one, and the list then follows the
+    /// default keychain (docs/cli.md "The search list").
+    var explicitSearchList: [String]?
 
-    /// A fresh user's settings (no file yet).
-    static let fresh = UserSettings(defaultKeychain: KeywellNames.loginKeychain, searchList: [KeywellNames.loginKeychain])
+    /// What searches walk: the list as set, else `[default keychain]` (empty without a default).
+    var searchList: [String] { explicitSearchList ?? [defaultKeychain].compactMap { $0 } }
+
+    /// A fresh user's settings (no file yet): the default is `login`, the list follows it.
+    static let fresh = UserSettings(defaultKeychain: KeywellNames.loginKeychain, explicitSearchList: nil)
+
+    init(defaultKeychain: String?, explicitSearchList: [String]?) {
+        self.defaultKeychain = defaultKeychain
+        self.explicitSearchList = explicitSearchList
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case defaultKeychain, explicitSearchList = "searchList", format
+    }
+
+    /// Files before format 2 always stored a list, and stored `[login]` for every user who never
+    /// set one: that list is read as never set, so it follows the default as it always should have.
+    private static let format = 2
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        defaultKeychain = try container.decodeIfPresent(String.self, forKey: .defaultKeychain)
+        let list = try container.decodeIfPresent([String].self, forKey: .explicitSearchList)
+        let format = try container.decodeIfPresent(Int.self, forKey: .format) ?? 1
+        explicitSearchList = format < Self.format && list == [KeywellNames.loginKeychain] ? nil : list
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.format, forKey: .format)
+        try container.encodeIfPresent(defaultKeychain, forKey: .defaultKeychain)
+        try container.encodeIfPresent(explicitSearchList, forKey: .explicitSearchList)
+    }
 }
 
 /// `settings.json` in the config folder. Cached in memory and re-read only when the file changes

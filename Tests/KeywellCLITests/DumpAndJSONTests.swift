@@ -33,7 +33,8 @@ import Testing
         #expect(try session.run(["dump-keychain", keychain]).stdout.contains("\"svce\"<blob>=\"s\""))
         let result = try session.security(["dump-keychain", "-d", keychain])
         #expect(result.exit == 0)
-        #expect(result.stdout == "keychain: \"\(session.path(of: keychain))\"\nversion: 512\nclass: \"genp\"\n")
+        // Up to the attributes header, as `security` prints before fetching attributes and data.
+        #expect(result.stdout == "keychain: \"\(session.path(of: keychain))\"\nversion: 512\nclass: \"genp\"\nattributes:\n")
         #expect(result.stderr == "security: SecKeychainItemCopyAttributesAndData: User interaction is not allowed.\n")
         // A keychain named on the command line that does not exist: the search fails, exit 1.
         #expect(try session.run(["dump-keychain", "no-such-keychain"]).exit == 1)

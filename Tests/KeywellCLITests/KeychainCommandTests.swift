@@ -93,6 +93,13 @@ import Testing
         let dynamic = try session.run(["default-keychain", "-d", "dynamic"])
         #expect(dynamic.exit == 1)
         #expect(dynamic.stderr == "keywell: SecKeychainCopyDomainDefault dynamic: The specified preferences domain is not valid.\n")
+        // With -d, security names the domain-variant function and the domain (no colon between).
+        let withDomain = try session.run(["default-keychain", "-d", "user", "-s", "nope"])
+        #expect(withDomain.exit == 1)
+        #expect(withDomain.stderrLines.last == "keywell: SecKeychainSetDomainDefault user: Write permissions error.")
+        let system = try session.run(["list-keychains", "-d", "system", "-s", "other"])
+        #expect(system.exit == 1)
+        #expect(system.stderr == "keywell: SecKeychainSetDomainSearchList system: The specified preferences domain is not valid.\n")
     }
 
     @Test func loginKeychainPrintsThePathAndIgnoresSetting() throws {

@@ -9,35 +9,50 @@ import Testing
     @Test func noCommandPrintsTheGlobalUsageOnStdoutWithExit2() throws {
         let result = try session.run([])
         #expect(result.exit == 2)
-        #expect(result.stdout.hasPrefix("Usage: keywell [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]\n"))
-        #expect(result.stdout.contains("\n    find-generic-password Find a generic password item.\n"))
-        #expect(result.stdout.contains("\n    help              Show all commands, or show usage for a command.\n"))
+        #expect(result.stdout.hasPrefix("""
+            Usage: keywell [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
+                -i    Run in interactive mode.
+                -l    Run /usr/bin/leaks -nocontext before exiting.
+                -p    Set the prompt to "prompt" (implies -i).
+                -q    Be less verbose.
+                -v    Be more verbose about what's going on.
+            keywell commands are:
+
+            """))
+        // printf("    %-36s %s\n"), as `security` lists its commands.
+        #expect(result.stdout.contains("\n    find-generic-password                Find a generic password item.\n"))
+        #expect(result.stdout.contains("\n    help                                 Show all commands, or show usage for a command.\n"))
         #expect(try session.run(["-h"]).exit == 2)
         let help = try session.run(["--help"])
         #expect(help.exit == 0)
         #expect(help.stdout.hasPrefix("Usage: keywell "))
+        #expect(help.stdout.contains("\nKeywell: -l is accepted and does nothing."))
     }
 
     @Test func helpForACommandPrintsItsUsageOnStdout() throws {
         let result = try session.run(["help", "find-generic-password"])
         #expect(result.exit == 0)
-        #expect(result.stdout.hasPrefix("Usage: find-generic-password [-a account] [-s service] [options...] [-g] [keychain...]\n"))
+        #expect(result.stdout.hasPrefix("Usage: find-generic-password [-h] [-a account] [-s service] [options...] [-g] [keychain...]\n"))
         #expect(result.stderr.isEmpty)
+        // `help` matches abbreviations as command dispatch does.
+        #expect(try session.run(["help", "find"]).stdout == result.stdout)
         let listing = try session.run(["help"])
         #expect(listing.exit == 0)
-        #expect(listing.stdout.contains("    list-keychains    Display or manipulate the keychain search list.\n"))
+        #expect(listing.stdout.contains("    list-keychains                       Display or manipulate the keychain search list.\n"))
         let unknown = try session.run(["help", "frobnicate"])
         #expect(unknown.exit == 1)
         #expect(unknown.stderr.contains("frobnicate"))
     }
 
+    /// `h` is one of the command's getopt letters in `security` (all but show-keychain-info), so
+    /// getopt says nothing before the usage.
     @Test(arguments: ["find-generic-password", "add-internet-password", "list-keychains", "lock-keychain",
-                      "unlock-keychain", "dump-keychain", "set-keychain-settings", "show-keychain-info"])
+                      "unlock-keychain", "dump-keychain", "set-keychain-settings", "delete-keychain"])
     func dashHAfterACommandIsUsageWithExit2(command: String) throws {
         let result = try session.run([command, "-h"])
         #expect(result.exit == 2)
         #expect(result.stdout.isEmpty)
-        #expect(result.stderr.hasPrefix("Usage: \(command) "))
+        #expect(result.stderr.hasPrefix("Usage: \(command) [-"))
         // The one-line help closes the usage, indented by 8 spaces.
         #expect(result.stderrLines.contains { $0.hasPrefix("        ") && $0.hasSuffix(".") })
     }
@@ -109,15 +124,38 @@ import Testing
         #expect(try session.run(["find-generic-password", "-s", dashed, "-w", "--"]).stdout == "-pw-\n")
     }
 
+    /// getopt(3) on macOS names the command by its argv[0] (the word as typed), then the usage.
     @Test func optionsWithoutValuesAndUnknownOptionsAreUsageErrors() throws {
         let missing = try session.run(["find-generic-password", "-s"])
         #expect(missing.exit == 2)
-        #expect(missing.stderr.hasPrefix("Usage: find-generic-password "))
-        let unknown = try session.run(["find-generic-password", "-Z"])
+        #expect(missing.stderrLines.first == "find-generic-password: option requires an argument -- s")
+        #expect(missing.stderrLines.dropFirst().first?.hasPrefix("Usage: find-generic-password [-h] ") == true)
+        let unknown = try session.run(["find-gen", "-Z"])
         #expect(unknown.exit == 2)
+        #expect(unknown.stderrLines.first == "find-gen: illegal option -- Z")
+        #expect(try session.run(["find-generic-password", "--bogus"]).stderrLines.first == "find-generic-password: illegal option -- -")
+        let info = try session.run(["show-keychain-info", "-h"])
+        #expect(info.exit == 2)
+        #expect(info.stderr == "show-keychain-info: illegal option -- h\nUsage: show-keychain-info [keychain]\n        Show the settings for keychain.\n")
+        // The add commands' option strings start with ':': getopt is silent there.
+        let add = try session.run(["add-generic-password", "-Z"])
+        #expect(add.exit == 2)
+        #expect(add.stderr.hasPrefix("Usage: add-generic-password [-h] "))
+        // `g` is a getopt letter of the delete commands, which answer it with the usage alone.
         let deleteWithG = try session.run(["delete-generic-password", "-g", "-s", "x"])
         #expect(deleteWithG.exit == 2)
-        #expect(deleteWithG.stderr.hasPrefix("Usage: delete-generic-password "))
+        #expect(deleteWithG.stderr.hasPrefix("Usage: delete-generic-password [-h] "))
+        let global = try session.run(["-z"])
+        #expect(global.exit == 2)
+        #expect(global.stderr == "keywell: illegal option -- z\n")
+        #expect(global.stdout.hasPrefix("Usage: keywell [-h] "))
+    }
+
+    /// `security -v` echoes the command on stderr: its full name, then each argument quoted.
+    @Test func verboseEchoesTheCommandAsSecurityDoes() throws {
+        let result = try session.run(["-v", "list", "-d", "user"])
+        #expect(result.exit == 0)
+        #expect(result.stderr == "list-keychains \"-d\" \"user\"\n")
     }
 
     @Test func errorCommandPrintsMessagesAndExits1() throws {

@@ -151,6 +151,52 @@ import Testing
         #expect(events.take() == [.searchListChanged([])])
     }
 
+    /// Issue 21: create a keychain, make it the default, store, read back without naming it.
+    @Test func aSearchListNeverSetFollowsTheDefaultKeychain() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore()
+        _ = try store.createKeychain("A", password: secret("pw"))
+        #expect(try store.searchList() == ["login"])
+        let events = EventRecorder(store)
+        try store.setDefaultKeychain("A")
+        #expect(events.take() == [.defaultKeychainChanged("A"), .searchListChanged(["A"])])
+        #expect(try store.searchList() == ["A"])
+        _ = try store.add(genp("u", "svc"))
+        #expect(try store.copyMatching(genp("u", "svc")).count == 1)
+        #expect(try environment.makeStore().searchList() == ["A"])
+
+        // A list the user set stays as set when the default moves.
+        _ = try store.createKeychain("B", password: secret("pw"))
+        try store.setSearchList(["A"])
+        try store.setDefaultKeychain("B")
+        #expect(try store.searchList() == ["A"])
+        // As on macOS, a list of just login while login is the default is stored as no list.
+        _ = try store.createKeychain("login", password: secret("pw"))
+        try store.setDefaultKeychain("login")
+        try store.setSearchList(["login"])
+        try store.setDefaultKeychain("B")
+        #expect(try store.searchList() == ["B"])
+    }
+
+    /// Older settings files stored `[login]` for every user who never set a list.
+    @Test func anOldSettingsFileWithTheFreshListFollowsTheDefault() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["A", "B"])
+        let folder = environment.paths.configDirectory.path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let path = folder + "/settings.json"
+        func writeOld(_ json: String) throws {
+            try? FileManager.default.removeItem(atPath: path)
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600]))
+        }
+        try writeOld(#"{"defaultKeychain": "A", "searchList": ["login"]}"#)
+        #expect(try environment.makeStore().searchList() == ["A"])
+        try writeOld(#"{"defaultKeychain": "A", "searchList": ["B", "login"]}"#)
+        #expect(try environment.makeStore().searchList() == ["B", "login"])
+        _ = store
+    }
+
     @Test func listKeychainsShowsTheFolderSortedThenPathKeychainsInTheSettings() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["zeta", "alpha", "login"])

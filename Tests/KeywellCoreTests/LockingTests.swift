@@ -144,6 +144,26 @@ import Testing
         #expect(store.nextIdleDeadline() == nil)
     }
 
+    /// Issue 21: lowering the timeout of a keychain idle longer than the new value must not lock
+    /// it at once; changing settings (and the password) is use, as macOS's setParameters is.
+    @Test func changingSettingsOrThePasswordRearmsTheIdleTimer() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["work"])
+        let file = try store.file(at: store.location("work"))
+        file.markUsed(at: Date().addingTimeInterval(-3600))
+        let changed = Date()
+        try store.setSettings("work", [KeychainInfoKey.lockAfterSeconds: .integer(60)])
+        #expect(store.lockIdleKeychains(now: Date()) == [])
+        #expect(try #require(store.nextIdleDeadline()) >= changed.addingTimeInterval(60))
+        // It still locks once the new timeout passes without use.
+        #expect(store.lockIdleKeychains(now: Date().addingTimeInterval(61)) == ["work"])
+
+        try store.unlock("work", password: secret("pw"))
+        file.markUsed(at: Date().addingTimeInterval(-3600))
+        try store.changePassword("work", old: secret("pw"), new: secret("new"))
+        #expect(store.lockIdleKeychains(now: Date()) == [])
+    }
+
     @Test func sleepLocksOnlyKeychainsSetToLockOnSleep() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login", "work", "awake"])

@@ -27,6 +27,8 @@ import Testing
             signal("KeychainLocked", "login"),
             signal("KeychainUnlocked", "login"),
             signal("DefaultKeychainChanged", "work"),
+            // A search list never set follows the default keychain.
+            .init(member: "SearchListChanged", argument: .stringArray(["work"])),
             .init(member: "SearchListChanged", argument: .stringArray(["work", "login"])),
         ])
     }

@@ -33,6 +33,10 @@ enum GitCredentialCommand {
             if code == 0 { StandardStreams.output.write(message + "\n") } else { StandardStreams.error.write(message + "\n") }
             return code
         }
+        // Only for this command (interactive mode shares the context).
+        let diagnostics = context.diagnostics
+        context.diagnostics = diagnostics.hintingAnywhere
+        defer { context.diagnostics = diagnostics }
         let helper = GitCredentialHelper(context: context)
         switch arguments.operation {
         case "get": return helper.get(CredentialRequest.read())

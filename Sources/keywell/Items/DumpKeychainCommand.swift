@@ -34,7 +34,8 @@ enum DumpKeychainCommand {
         do {
             scope = try search.scope(invocation.operands)
         } catch {
-            context.diagnostics.perror("SecKeychainCopySearchList", error.status)
+            // security only creates the search, which reads the search list.
+            context.diagnostics.perror("SecKeychainSearchCreateFromAttributes", error.status)
             context.diagnostics.hint(for: error.status, keychain: nil)
             return CommandStatus.failure
         }

@@ -48,9 +48,19 @@ enum FindDeleteCommands {
             }
             if error.status != SecStatus.itemNotFound {
                 context.diagnostics.hint(for: error.status, keychain: error.keychain)
+            } else if let typed = invocation.operands.first(where: { error.missing.contains(context.naming.daemonName(for: $0)) }) {
+                missingKeychainHint(typed, itemClass, context)
             }
             return .failure(CommandExit(status: error.status))
         }
+    }
+
+    /// `find-generic-password myapp`: a forgotten `-s` makes the service a keychain name, which
+    /// `security` skips in silence. People get told.
+    private static func missingKeychainHint(_ typed: String, _ itemClass: ItemClass, _ context: CommandContext) {
+        let what = itemClass == .genericPassword ? "service" : "server"
+        context.diagnostics.hint("no keychain \"\(typed)\" exists (names after the options are keychains); "
+            + "to search for the \(what) \"\(typed)\", use -s \(ShellQuoting.quote(typed))")
     }
 
     private static func find(_ itemClass: ItemClass, _ context: CommandContext, _ invocation: Invocation) -> Int32 {
@@ -90,6 +100,7 @@ enum FindDeleteCommands {
     }
 
     private static func delete(_ itemClass: ItemClass, _ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        guard !invocation.has("g") else { return CommandStatus.usage }
         guard let filters = filters(itemClass, context, invocation) else { return CommandStatus.failure }
         guard !filters.isEmpty else { return CommandStatus.usage }
         let item: FoundItem

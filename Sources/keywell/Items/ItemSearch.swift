@@ -12,6 +12,8 @@ struct ItemSearch {
         let status: OSStatus
         /// The keychain the failure concerns, when it is one keychain (for hints).
         let keychain: String?
+        /// Keychains of the scope that do not exist (skipped, as `security` does; for hints).
+        var missing: [String] = []
     }
 
     let context: CommandContext
@@ -38,6 +40,7 @@ struct ItemSearch {
 
     /// The first match in `scope`, with its secret when `secret` is set.
     func first(_ itemClass: ItemClass, _ filters: WireDictionary, scope: [String], secret: Bool) throws(Failure) -> FoundItem {
+        var missing: [String] = []
         for keychain in scope {
             do {
                 var results = try context.client.copyMatching(query(itemClass, filters, in: keychain, secret: secret))
@@ -54,7 +57,10 @@ struct ItemSearch {
                 return FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
             } catch {
                 switch error.status {
-                case SecStatus.itemNotFound, SecStatus.noSuchKeychain: continue
+                case SecStatus.itemNotFound: continue
+                case SecStatus.noSuchKeychain:
+                    missing.append(keychain)
+                    continue
                 case SecStatus.interactionNotAllowed:
                     throw Failure(status: error.status, keychain: context.naming.displayName(for: keychain))
                 default:
@@ -62,7 +68,7 @@ struct ItemSearch {
                 }
             }
         }
-        throw Failure(status: SecStatus.itemNotFound, keychain: nil)
+        throw Failure(status: SecStatus.itemNotFound, keychain: nil, missing: missing)
     }
 
     /// The secret of one item, by its persistent reference.

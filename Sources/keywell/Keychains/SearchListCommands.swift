@@ -24,6 +24,17 @@ enum SearchListCommands {
         return .success(domain)
     }
 
+    /// `security`'s error line: with `-d`, the domain-variant function and the domain name
+    /// (`SecKeychainSetDomainSearchList system: …`), else `<function>: …`.
+    private static func failure(_ function: String, _ domainFunction: String, _ domain: Domain?, _ status: OSStatus,
+                                _ context: CommandContext) {
+        if let domain {
+            context.diagnostics.error("\(domainFunction) \(domain.rawValue): \(SecStatus.message(for: status))")
+        } else {
+            context.diagnostics.perror(function, status)
+        }
+    }
+
     static func printPaths(_ names: [String], _ context: CommandContext) {
         for name in names { context.output.write("    \"\(context.naming.path(for: name))\"\n") }
     }
@@ -37,13 +48,13 @@ enum SearchListCommands {
         if invocation.has("s") {
             let names = invocation.operands.map(context.naming.daemonName)
             guard domain == nil || domain == .user else {
-                context.diagnostics.perror("SecKeychainSetDomainSearchList", SecStatus.invalidPrefsDomain)
+                failure("SecKeychainSetSearchList", "SecKeychainSetDomainSearchList", domain, SecStatus.invalidPrefsDomain, context)
                 return CommandStatus.failure
             }
             do {
                 try context.client.setSearchList(names)
             } catch {
-                context.diagnostics.perror(domain == nil ? "SecKeychainSetSearchList" : "SecKeychainSetDomainSearchList", error.status)
+                failure("SecKeychainSetSearchList", "SecKeychainSetDomainSearchList", domain, error.status, context)
                 return CommandStatus.failure
             }
             return CommandStatus.success
@@ -54,7 +65,7 @@ enum SearchListCommands {
             do {
                 names = try context.client.searchList()
             } catch {
-                context.diagnostics.perror(domain == nil ? "SecKeychainCopySearchList" : "SecKeychainCopyDomainSearchList", error.status)
+                failure("SecKeychainCopySearchList", "SecKeychainCopyDomainSearchList", domain, error.status, context)
                 context.diagnostics.hint(for: error, keychain: nil)
                 return CommandStatus.failure
             }
@@ -78,19 +89,19 @@ enum SearchListCommands {
             // `-s` alone resolves to the current default: nothing changes (reference §1.5).
             guard let typed = invocation.operands.first else { return CommandStatus.success }
             guard domain == nil || domain == .user else {
-                context.diagnostics.perror("SecKeychainSetDomainDefault", SecStatus.invalidPrefsDomain)
+                failure("SecKeychainSetDefault", "SecKeychainSetDomainDefault", domain, SecStatus.invalidPrefsDomain, context)
                 return CommandStatus.failure
             }
             let name = context.naming.daemonName(for: typed)
             do {
                 try context.client.setDefaultKeychain(name)
             } catch {
-                if error.status == SecStatus.noSuchKeychain {
+                var status = error.status
+                if status == SecStatus.noSuchKeychain {
                     context.diagnostics.line("Will not set default: file \(context.naming.path(for: name)) does not exist")
-                    context.diagnostics.perror("SecKeychainSetDefault", SecStatus.wrPerm)
-                } else {
-                    context.diagnostics.perror("SecKeychainSetDefault", error.status)
+                    status = SecStatus.wrPerm
                 }
+                failure("SecKeychainSetDefault", "SecKeychainSetDomainDefault", domain, status, context)
                 return CommandStatus.failure
             }
             return CommandStatus.success

@@ -15,15 +15,18 @@ enum ItemRendering {
     /// `version_partition`: what macOS 10.11.4 and later print for every keychain.
     static let blobVersion = 512
 
-    /// The first three lines, which `dump-keychain` prints even when the item then fails.
+    /// The lines up to `attributes:`, which `dump-keychain` prints even when the item's
+    /// attributes and data then cannot be read (`security` fetches them together, after this).
     static func header(_ item: FoundItem, keychainPath: String) -> String {
         "keychain: \(PrintBuffer.render(Array(keychainPath.utf8)))\n"
             + "version: \(blobVersion)\n"
             + "class: \(PrintBuffer.render(Array(item.itemClass.rawValue.utf8)))\n"
+            + "attributes:\n"
     }
 
+    /// One line per schema attribute, after the header.
     static func attributeLines(_ item: FoundItem) -> String {
-        var text = "attributes:\n"
+        var text = ""
         for attribute in item.itemClass.schema {
             text += "    \(tag(attribute))<\(attribute.format.rawValue)>=\(value(attribute, of: item))\n"
         }

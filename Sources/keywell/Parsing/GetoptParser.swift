@@ -33,6 +33,18 @@ struct GetoptParser {
     enum Failure: Error, Equatable {
         case unknownOption(String)
         case missingValue(Character)
+
+        /// What macOS's getopt(3) prints on stderr before the command's usage; it names the
+        /// program by the argv[0] it was given. An unknown `--word` is the option `-`.
+        func getoptLine(argv0: String) -> String {
+            switch self {
+            case .unknownOption(let word):
+                let letter = word.hasPrefix("--") ? "-" : String(word.dropFirst().prefix(1))
+                return "\(argv0): illegal option -- \(letter)\n"
+            case .missingValue(let letter):
+                return "\(argv0): option requires an argument -- \(letter)\n"
+            }
+        }
     }
 
     /// Letters without a value, and letters followed by `:` in `optionString` take one.

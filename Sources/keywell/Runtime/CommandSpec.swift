@@ -7,8 +7,11 @@ struct CommandSpec: Sendable {
     let synopsis: String
     let options: [OptionSpec]
     let usageNotes: [String]
-    /// The one-line description (`security help` lists these).
+    /// The one-line description (`security help` lists these), exactly as `security` has it.
     let summary: String
+    /// What `--help` says instead where `security`'s line is wrong (create-keychain's "and add
+    /// them to the search list": it does not, on macOS either).
+    let correctedSummary: String?
     let operands: ValueCompletion
     /// Whether `--json` is accepted.
     let json: Bool
@@ -21,22 +24,28 @@ struct CommandSpec: Sendable {
     let trailingWPrompts: Bool
     /// The command prints its own `--help` (the ones parsed with swift-argument-parser).
     let ownHelp: Bool
+    /// `h` is one of `security`'s getopt letters for the command, so `-h` is its usage without a
+    /// getopt complaint (every command but show-keychain-info).
+    let knowsDashH: Bool
     let run: @Sendable (CommandContext, Invocation) -> Int32
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
-         summary: String, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
-         usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
+         summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
+         usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
+         run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
         self.options = options
         self.usageNotes = usageNotes
         self.summary = summary
+        self.correctedSummary = correctedSummary
         self.operands = operands
         self.json = json
         self.helpNotes = helpNotes
         self.usesGetopt = usesGetopt
         self.trailingWPrompts = trailingWPrompts
         self.ownHelp = ownHelp
+        self.knowsDashH = knowsDashH
         self.run = run
     }
 
@@ -46,6 +55,14 @@ struct CommandSpec: Sendable {
     }
 
     var longFlags: Set<String> { json ? ["help", "json"] : ["help"] }
+
+    /// Whether getopt(3) prints its own line for `failure` before the usage. The add commands'
+    /// option strings start with `:` (that is how a `-w` without a value comes to prompt), which
+    /// silences getopt; elsewhere only `-h`, where the command knows it, passes in silence.
+    func getoptComplains(about failure: GetoptParser.Failure) -> Bool {
+        if trailingWPrompts { return false }
+        return !(knowsDashH && failure == .unknownOption("-h"))
+    }
 
     /// The text after `Usage: <name> `.
     var usage: String {

@@ -1,14 +1,29 @@
 import Foundation
 import KeywellProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The error lines `security` prints, and Keywell's hint lines after them.
 ///
 /// The first line keeps `security`'s exact shape, `<progname>: <function> <keychain>: <message>`,
-/// because scripts match it. A hint that says what to do may follow on its own stderr line;
-/// `-q` turns hints off.
+/// because scripts match it. Hints are for people: they are printed only when stderr is a
+/// terminal and `-q` was not given, so a script sees exactly what `security` prints.
 struct Diagnostics {
     let progname: String
-    var quiet = false
+    let quiet: Bool
+    /// Whether hint lines are printed (stderr is a terminal, no `-q`).
+    let hints: Bool
+
+    init(progname: String, quiet: Bool, stderrIsTerminal: Bool = isatty(2) == 1) {
+        self.progname = progname
+        self.quiet = quiet
+        hints = !quiet && stderrIsTerminal
+    }
+
+    /// For Keywell's own commands, which have no macOS output to match: hints wherever stderr
+    /// goes (git shows a credential helper's stderr to its user), still not with `-q`.
+    var hintingAnywhere: Diagnostics { Diagnostics(progname: progname, quiet: quiet, stderrIsTerminal: true) }
 
     /// `sec_error`: `<progname>: <message>`.
     func error(_ message: String) {
@@ -26,7 +41,7 @@ struct Diagnostics {
     }
 
     func hint(_ text: String) {
-        guard !quiet else { return }
+        guard hints else { return }
         StandardStreams.error.write("\(progname): \(text)\n")
     }
 

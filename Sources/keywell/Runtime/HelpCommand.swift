@@ -7,8 +7,8 @@ enum HelpCommand {
             return CommandStatus.success
         }
         for name in names {
-            // `help` wants the full name, not an abbreviation.
-            guard let spec = CommandTable.all.first(where: { $0.name == name }) else {
+            // Abbreviations work here too (`help find` is find-generic-password), as in `security`.
+            guard let spec = CommandTable.match(name) else {
                 context.diagnostics.error("help: no such command: \(name)")
                 return CommandStatus.failure
             }
@@ -19,24 +19,34 @@ enum HelpCommand {
 
     static func commandList() -> String {
         CommandTable.all.map { spec in
-            let padded = spec.name.count >= 17 ? spec.name : spec.name + String(repeating: " ", count: 17 - spec.name.count)
+            // printf's `%-36s`, as `security` lists them.
+            let padded = spec.name.count >= 36 ? spec.name : spec.name + String(repeating: " ", count: 36 - spec.name.count)
             return "    \(padded) \(spec.summary)\n"
         }.joined()
     }
 
-    /// What `keywell` with no command, or with `-h`, prints on stdout (exit 2); `--help` prints
-    /// it too, with exit 0.
-    static func globalUsage(progname: String) -> String {
-        """
-        Usage: \(progname) [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
-            -i    Run in interactive mode.
-            -l    Accepted for compatibility (macOS runs leaks(1) before exiting).
-            -p    Set the prompt to "prompt" (implies -i).
-            -q    Be less verbose (no hint lines after errors).
-            -v    Be more verbose about what's going on.
-        \(progname) commands are:
+    /// What `keywell` with no command, or with `-h`, prints on stdout (exit 2), word for word as
+    /// `security` does; `--help` prints it too, with exit 0 and Keywell's notes after it.
+    static func globalUsage(progname: String, notes: Bool = false) -> String {
+        var text = """
+            Usage: \(progname) [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
+                -i    Run in interactive mode.
+                -l    Run /usr/bin/leaks -nocontext before exiting.
+                -p    Set the prompt to "prompt" (implies -i).
+                -q    Be less verbose.
+                -v    Be more verbose about what's going on.
+            \(progname) commands are:
 
-        """ + commandList()
+            """ + commandList()
+        if notes {
+            text += """
+
+                Keywell: -l is accepted and does nothing. Hint lines after errors appear only when stderr is a
+                terminal, and -q turns them off there too. `\(progname) <command> --help` shows a command's full help.
+
+                """
+        }
+        return text
     }
 
     /// `Usage: <cmd> <usage>` and the one-line help: what a command returning 2 prints on stderr.
@@ -46,7 +56,7 @@ enum HelpCommand {
 
     /// `<cmd> --help`: the usage, then Keywell's notes and long options, on stdout.
     static func fullHelp(_ spec: CommandSpec, progname: String) -> String {
-        var text = usageLines(spec)
+        var text = "Usage: \(spec.name) \(spec.usage)\n        \(spec.correctedSummary ?? spec.summary)\n"
         if !spec.helpNotes.isEmpty {
             text += "\n" + spec.helpNotes.joined(separator: "\n") + "\n"
         }

@@ -12,11 +12,12 @@ enum Program {
         do {
             parsed = try global.parse([progname] + arguments.dropFirst(), trailingLongFlags: false)
         } catch {
+            StandardStreams.error.write(error.getoptLine(argv0: progname))
             StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
             return CommandStatus.usage
         }
         if parsed.longFlags.contains("help") {
-            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname))
+            StandardStreams.output.write(HelpCommand.globalUsage(progname: progname, notes: true))
             return CommandStatus.success
         }
         if parsed.has("h") {
@@ -47,7 +48,8 @@ enum Program {
             return CommandStatus.failure
         }
         if verbose {
-            StandardStreams.error.write(words.map { ShellQuoting.quote($0) }.joined(separator: " ") + "\n")
+            // `security -v`: the command's full name, then each argument in double quotes.
+            StandardStreams.error.write(spec.name + words.dropFirst().map { " \"\($0)\"" }.joined() + "\n")
         }
         var words = words
         words[0] = spec.name
@@ -68,14 +70,11 @@ enum Program {
         do {
             arguments = try parser.parse(words, firstWordIndex: argvIndex ?? 0)
         } catch {
+            // getopt's own line names the command as typed (its argv[0]), then the usage.
+            if spec.getoptComplains(about: error) { StandardStreams.error.write(error.getoptLine(argv0: typed)) }
             StandardStreams.error.write(HelpCommand.usageLines(spec))
-            switch error {
-            case .unknownOption("-h"):
+            if error == .unknownOption("-h") {
                 context.diagnostics.hint("-h prints this usage (exit 2) as in macOS security; `\(context.progname) \(spec.name) --help` prints the full help")
-            case .unknownOption(let option):
-                context.diagnostics.hint("unknown option \(option)")
-            case .missingValue(let letter):
-                context.diagnostics.hint("option -\(letter) needs a value")
             }
             return CommandStatus.usage
         }
