@@ -193,8 +193,10 @@ def test_seahorse_survives_keychains_made_and_deleted_by_the_cli(session, displa
             assert window in seahorse.windows(), "Seahorse's window went"
         except AssertionError as failure:
             seahorse.screenshot("failure.png")
-            raise AssertionError(f"{failure}\nSeahorse's output:\n{seahorse.log_text()}\n"
-                                 f"screenshot: {artifacts / 'failure.png'}") from None
+            (artifacts / "bus.log").write_text("\n".join(watch.lines))
+            raise AssertionError(f"{failure}\nSeahorse's exit status: {seahorse.process.poll()}\n"
+                                 f"Seahorse's output:\n{seahorse.log_text()}\n"
+                                 f"screenshot and bus log: {artifacts}") from None
         # For a look by eye (kept when KEYWELL_ARTIFACTS names the folder).
         seahorse.screenshot("keychains.png")
         passed.append(True)

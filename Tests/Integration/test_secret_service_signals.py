@@ -75,12 +75,60 @@ class Monitor:
         return [s for s in found if not ((s[0] == "PropertiesChanged" and s[1] == MEMORY)
                                          or (s[0] == "CollectionChanged" and s[2] == MEMORY))]
 
+    def messages(self) -> list[tuple[str, str, list[str]]]:
+        """Every signal so far as (member, path, the lines of its body), markers left out."""
+        found = []
+        for line in self.lines:
+            if line.startswith(("signal ", "method ", "error ")):
+                fields = dict(part.split("=", 1) for part in line.replace(";", "").split() if "=" in part)
+                found.append((fields.get("member", ""), fields.get("path", ""), []) if line.startswith("signal ") else None)
+            elif found and found[-1] is not None:
+                found[-1][2].append(line)
+        found = [m for m in found if m is not None]
+        return [m for m in found if not (m[1] == MEMORY or (m[0] == "CollectionChanged" and MEMORY in "".join(m[2])))]
+
+    def sequence(self) -> list[tuple]:
+        """The signals in order: (member, path, argument) for the Secret Service's own, and
+        (PropertiesChanged, path, {property: value text}) for property changes. Fails on any
+        PropertiesChanged that invalidates instead of sending the value."""
+        result = []
+        for member, path, body in self.messages():
+            if member != "PropertiesChanged":
+                argument = body[0].strip().split('"')[1] if body and '"' in body[0] else ""
+                result.append((member, path, argument))
+                continue
+            changed, invalidated = _properties(body)
+            assert not invalidated, f"{path} invalidated {invalidated} instead of sending the values"
+            result.append((member, path, changed))
+        return result
+
     def named(self, *members: str) -> list[tuple[str, str]]:
         return [(member, argument) for member, _, argument in self.signals() if member in members]
 
     def close(self) -> None:
         self.process.terminate()
         self.process.communicate(timeout=5)
+
+
+def _properties(body: list[str]) -> tuple[dict[str, str], list[str]]:
+    """A PropertiesChanged body as dbus-monitor prints it: each changed property with its value
+    (the printed lines, joined), and the invalidated names."""
+    top = [i for i, line in enumerate(body) if line.startswith("   ") and not line.startswith("    ")]
+    # top: interface, "array [" (changed), "]", "array [" (invalidated), "]"
+    changed_lines = body[top[1] + 1:top[2]]
+    invalidated = [line.strip().split('"')[1] for line in body[top[3] + 1:top[4]] if '"' in line]
+    changed: dict[str, str] = {}
+    name = None
+    for line in changed_lines:
+        text = line.strip()
+        if line.startswith("         string ") and name is None:
+            name = text.split('"')[1]
+            changed[name] = ""
+        elif text == ")":
+            name = None
+        elif name is not None and text != "dict entry(":
+            changed[name] += " " + text.replace("variant", "").strip()
+    return {k: v.strip() for k, v in changed.items()}, invalidated
 
 
 def _started(session: KeywellBus) -> Monitor:
