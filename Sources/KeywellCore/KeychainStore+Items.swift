@@ -13,7 +13,7 @@ extension KeychainStore {
         var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
         item.rowID = try file.database.write { db in try ItemTable.insert(item, db) }
         file.markUsed()
-        emit([.itemsChanged(file.location.displayName)])
+        emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, created: [item.uuid])])
         return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret)
     }
 
@@ -41,15 +41,17 @@ extension KeychainStore {
         var keys: [SecretBytes] = []
         for file in files { keys.append(try file.masterKey()) }
         let now = Date()
-        try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
-            for (index, db) in dbs.enumerated() {
-                for newItem in groups[index] {
-                    _ = try ItemTable.insert(newItem.makeItem(keychain: files[index].uuid, key: keys[index], now: now), db)
+        let created: [[UUID]] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+            try dbs.enumerated().map { index, db in
+                try groups[index].map { newItem in
+                    let item = newItem.makeItem(keychain: files[index].uuid, key: keys[index], now: now)
+                    _ = try ItemTable.insert(item, db)
+                    return item.uuid
                 }
             }
         }
         files.forEach { $0.markUsed() }
-        emit(files.map { .itemsChanged($0.location.displayName) })
+        emit(itemChanges: zip(files, created).map { KeychainItemsEvent(keychain: $0.location.displayName, created: $1) })
     }
 
     /// One dictionary per match, in search order. Locked keychains answer attribute and reference
@@ -93,7 +95,7 @@ extension KeychainStore {
         let query = try QueryParser.parseQuery(query, for: .update)
         let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
         let now = Date()
-        try changeMatches(of: query) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
             let key = try file.masterKey()
             for item in items {
                 let updated = try changes.apply(to: item, keychain: file.uuid, key: key, now: now)
@@ -105,7 +107,7 @@ extension KeychainStore {
     /// Deletes every match in scope, whatever `m_Limit` says; all or nothing.
     public func delete(_ query: WireDictionary) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
-        try changeMatches(of: query) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
             for item in items {
                 try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
             }
@@ -116,12 +118,14 @@ extension KeychainStore {
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.
+    /// `report` names what happened to a keychain's matched items (by keychain and item ids).
     private func changeMatches(
         of query: ItemQuery,
+        report: (String, [UUID]) -> KeychainItemsEvent,
         _ change: (KeychainFile, [KeychainItem], Database) throws(KeychainError) -> Void
     ) throws(KeychainError) {
         let files = try files(inScopeOf: query)
-        let changed: [KeychainFile] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+        let changed: [(KeychainFile, [KeychainItem])] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
             let matches = try dbs.map { db in try ItemTable.fetch(query.filter, limit: .all, db) }
             guard matches.contains(where: { !$0.isEmpty }) else { throw KeychainError(SecStatus.itemNotFound) }
             if let locked = zip(files, matches).first(where: { $0.0.isLocked && !$0.1.isEmpty })?.0 {
@@ -130,10 +134,10 @@ extension KeychainStore {
             for (index, db) in dbs.enumerated() where !matches[index].isEmpty {
                 try change(files[index], matches[index], db)
             }
-            return zip(files, matches).filter { !$0.1.isEmpty }.map { $0.0 }
+            return zip(files, matches).filter { !$0.1.isEmpty }
         }
         files.forEach { $0.markUsed() }
-        emit(changed.map { .itemsChanged($0.location.displayName) })
+        emit(itemChanges: changed.map { file, items in report(file.location.displayName, items.map(\.uuid)) })
     }
 
     /// `u_Keychain` (which must exist), else `m_SearchList` or the search list, without missing
