@@ -88,9 +88,11 @@ struct NewKeychainPrompt {
             do throws(KeychainError) {
                 _ = try context.store.createKeychain(name, password: password, label: label.isEmpty ? nil : label)
                 context.keychainUnlocked(name, password)
+                // The default first: a search list the user never set follows the default, so the
+                // new default is in it without turning it into a list of their own.
+                if alias == "default" { try context.store.setDefaultKeychain(name) }
                 let list = try context.store.searchList()
                 if !list.contains(name) { try context.store.setSearchList(list + [name]) }
-                if alias == "default" { try context.store.setDefaultKeychain(name) }
                 context.logger.info("created keychain \"\(name)\" through the Secret Service")
                 return .keychain(name)
             } catch {

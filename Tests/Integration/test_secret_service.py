@@ -51,9 +51,14 @@ def test_secret_tool_creates_the_default_collection_through_a_prompt(session):
     assert session.secret_tool("lookup", "app", "x").stdout == b"s1"
     native = session.native()
     assert str(native.GetDefaultKeychain()) == "Default keyring"
+    assert [str(n) for n in native.GetSearchList()] == ["Default keyring"]
     assert any("SETREPEAT" in line for line in session.pinentry_lines())
     native.Lock("Default keyring")
     native.Unlock("Default keyring", dbus.ByteArray(b"new-keychain-pw"))
+    # The new default did not turn the never-set search list into a set one: it still follows the default.
+    native.CreateKeychain("other", dbus.ByteArray(b"other-pw"))
+    native.SetDefaultKeychain("other")
+    assert [str(n) for n in native.GetSearchList()] == ["other"]
 
 
 # ------------------------------------------------------------------------------------ secretstorage
