@@ -29,7 +29,7 @@ enum ItemIntegrity {
     /// Checks the items at `rowIDs` (one statement per 64): `errSecDecode` naming the first whose
     /// row or free-form rows differ from what its MAC covers, or that has no MAC.
     static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws {
-        for item in try read(.rowID, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
+        for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
             try item.check(key)
         }
     }
@@ -47,7 +47,7 @@ enum ItemIntegrity {
     /// Computes and stores the MAC of the item at `rowID` from what its rows now hold: after a
     /// change, once `check` passed on the item as it was.
     static func renew(rowID: Int64, keychain: UUID, key: IntegrityKey, _ db: Database) throws {
-        for item in try read(.rowID, [rowID.databaseValue], keychain: keychain, db, extra: { _ in () }) {
+        for item in try read(.check, [rowID.databaseValue], keychain: keychain, db, extra: { _ in () }) {
             try store(key.mac(item.input), rowID: item.rowID, db)
         }
     }
@@ -57,7 +57,7 @@ enum ItemIntegrity {
         let ids = try Int64.fetchAll(db, sql: "SELECT id FROM item")
         for start in stride(from: 0, to: ids.count, by: chunk) {
             let part = ids[start..<min(ids.count, start + chunk)]
-            for item in try read(.rowID, part.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
+            for item in try read(.check, part.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
                 try store(key.mac(item.input), rowID: item.rowID, db)
             }
         }
@@ -72,7 +72,7 @@ enum ItemIntegrity {
     /// Items per statement.
     static let chunk = 64
 
-    /// How a read names its items.
+    /// How a statement names its items.
     enum Key: String {
         case rowID = "id"
         case uuid
@@ -132,24 +132,32 @@ enum ItemIntegrity {
             + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
 
-    private static let selectSQL = Protected<[String: String]>([:])
+    /// What a read is for, and so which statement it runs.
+    enum Purpose {
+        /// Rows named by id, nothing more than the check needs.
+        case check
+        /// Rows named by uuid, with the sealed secret (`item.secret`) as the extra column.
+        case secrets
+
+        fileprivate var key: Key { self == .check ? .rowID : .uuid }
+        fileprivate var extraColumns: [String] { self == .check ? [] : ["item.secret"] }
+    }
+
+    /// The statements for every chunk size, built once (statements are cached by their text, and
+    /// building one cost more than a single item's check).
+    private static let checkSQL = (0...chunk).map { select(.rowID, count: $0) }
+    private static let secretsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"]) }
 
     /// Reads the items named by `keys` (at most `chunk`), in the order SQLite returns them;
     /// `extra` reads the caller's columns from each item's first row.
     static func read<Extra>(
-        _ key: Key, _ keys: [DatabaseValue], keychain: UUID, extraColumns: [String] = [], _ db: Database,
+        _ purpose: Purpose, _ keys: [DatabaseValue], keychain: UUID, _ db: Database,
         extra: (RawStatement) throws -> Extra
     ) throws -> [Row<Extra>] {
         precondition(keys.count <= chunk)
         guard !keys.isEmpty else { return [] }
-        let cacheKey = "\(key.rawValue) \(keys.count) \(extraColumns.joined(separator: ","))"
-        let sql = selectSQL.withLock { cache in
-            if let sql = cache[cacheKey] { return sql }
-            let sql = select(key, count: keys.count, extraColumns: extraColumns)
-            cache[cacheKey] = sql
-            return sql
-        }
-        let nameColumn = firstExtraColumn + Int32(extraColumns.count)
+        let sql = purpose == .check ? checkSQL[keys.count] : secretsSQL[keys.count]
+        let nameColumn = firstExtraColumn + Int32(purpose.extraColumns.count)
         let rows = try RawStatement(db, sql: sql, values: keys)
         var items: [Row<Extra>] = []
         var indexOfRow: [Int64: Int] = [:]

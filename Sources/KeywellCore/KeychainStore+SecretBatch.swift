@@ -60,8 +60,7 @@ private enum SecretBatchRows {
         while start < ids.endIndex {
             let part = ids[start..<min(ids.endIndex, start + ItemIntegrity.chunk)]
             start = part.endIndex
-            found += try ItemIntegrity.read(.uuid, part.map { $0.data.databaseValue }, keychain: keychain,
-                                            extraColumns: ["item.secret"], db) { rows in
+            found += try ItemIntegrity.read(.secrets, part.map { $0.data.databaseValue }, keychain: keychain, db) { rows in
                 try sealedSecret(rows, keychain: keychain)
             }
         }
