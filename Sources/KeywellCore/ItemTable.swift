@@ -32,24 +32,32 @@ enum ItemTable {
     private static func selectColumns(_ columns: Columns) -> String {
         (["id", "uuid", "class"] + columns.attributes.map { "\"\($0.name)\"" } + ["secret"]).joined(separator: ", ")
     }
-    private static let writtenColumns = attributeColumns + matchColumns.map { $0.name } + ["secret"]
+    /// Every column a write sets besides uuid, class, secret and mac: the attributes, then their
+    /// match columns (what the integrity MAC covers after uuid and class).
+    static let attributeAndMatchColumns = attributeColumns + matchColumns.map { $0.name }
+    private static let updatedColumns = attributeAndMatchColumns + ["secret"]
 
     private static let insertSQL =
-        "INSERT INTO item (uuid, class, \(writtenColumns.joined(separator: ", "))) VALUES (?, ?, "
-        + Array(repeating: "?", count: writtenColumns.count).joined(separator: ", ") + ")"
+        "INSERT INTO item (uuid, class, \((updatedColumns + ["mac"]).joined(separator: ", "))) VALUES (?, ?, "
+        + Array(repeating: "?", count: updatedColumns.count + 1).joined(separator: ", ") + ")"
     private static let updateSQL =
-        "UPDATE item SET " + writtenColumns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
+        "UPDATE item SET " + updatedColumns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
 
-    /// Inserts a new item; a primary-key collision is `errSecDuplicateItem`.
-    static func insert(_ item: KeychainItem, _ db: Database) throws -> Int64 {
+    /// Inserts a new item with its integrity MAC (`ItemIntegrity.mac`); a primary-key collision
+    /// is `errSecDuplicateItem`.
+    static func insert(_ item: KeychainItem, mac: Data, _ db: Database) throws -> Int64 {
         var values = [item.uuid.data.databaseValue, item.itemClass.rawValue.databaseValue]
-        values += writtenValues(item)
+        values += attributeAndMatchValues(item)
+        values += [item.sealedSecret.databaseValue, mac.databaseValue]
         try RawStatement(db, sql: insertSQL, values: values).run()
         return db.lastInsertedRowID
     }
 
+    /// Writes the item's attributes and secret; its MAC is left to the caller to renew
+    /// (`ItemIntegrity.renew`) once the item's free-form rows are final too.
     static func update(_ item: KeychainItem, _ db: Database) throws {
-        try RawStatement(db, sql: updateSQL, values: writtenValues(item) + [item.rowID.databaseValue]).run()
+        let values = attributeAndMatchValues(item) + [item.sealedSecret.databaseValue, item.rowID.databaseValue]
+        try RawStatement(db, sql: updateSQL, values: values).run()
     }
 
     static func delete(rowID: Int64, _ db: Database) throws {
@@ -156,16 +164,16 @@ enum ItemTable {
         }
     }
 
-    private static func writtenValues(_ item: KeychainItem) -> [DatabaseValue] {
+    /// The values of `attributeAndMatchColumns` for `item`.
+    static func attributeAndMatchValues(_ item: KeychainItem) -> [DatabaseValue] {
         var values: [DatabaseValue] = []
-        values.reserveCapacity(ItemAttribute.allCases.count + matchColumns.count + 1)
+        values.reserveCapacity(ItemAttribute.allCases.count + matchColumns.count + 2)
         for attribute in ItemAttribute.allCases {
             values.append(item.attributes[attribute].map(databaseValue) ?? .null)
         }
         for column in matchColumns {
             values.append(column.value(for: item))
         }
-        values.append(item.sealedSecret.databaseValue)
         return values
     }
 

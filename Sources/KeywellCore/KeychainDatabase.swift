@@ -109,6 +109,24 @@ final class KeychainDatabase: Sendable {
         }
     }
 
+    /// Several statements in one read transaction: they all see the same commit (a check and
+    /// the data it vouches for must not come from different writes).
+    /// BEGIN and COMMIT are prepared once per connection, as in `nest`: GRDB's `inTransaction`
+    /// cost several times a small read.
+    func snapshot<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
+        try read { db in
+            try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+            do {
+                let result = try body(db)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                return result
+            } catch {
+                try? db.rollback()
+                throw error
+            }
+        }
+    }
+
     /// One IMMEDIATE transaction: rolled back if `body` throws.
     func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         try Self.writeTogether([self]) { try body($0[0]) }
@@ -186,12 +204,16 @@ final class KeychainDatabase: Sendable {
         guard let uuid = UUID(data: try column("uuid")) else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has a damaged header")
         }
-        return KeychainHeader(
+        var header = KeychainHeader(
             formatVersion: version, uuid: uuid,
             kdf: KDFParameters(opsLimit: try column("kdf_ops_limit"), memLimit: try column("kdf_mem_limit")),
             salt: try column("kdf_salt"), wrapNonce: try column("wrap_nonce"), wrappedKey: try column("wrapped_key"),
             settings: KeychainSettings(
                 lockOnSleep: try column("lock_on_sleep"), lockAfterSeconds: try column("lock_after_seconds")))
+        // Absent in format 1; a missing or damaged one in a later format fails `checkMAC`.
+        let mac: DatabaseValue = row["settings_mac"] ?? .null
+        header.settingsMAC = Data.fromDatabaseValue(mac)
+        return header
     }
 
     /// Replaces the header row (new password or new settings).
@@ -200,16 +222,19 @@ final class KeychainDatabase: Sendable {
         try insertHeader(header, db)
     }
 
+    /// Format 1 files have no `settings_mac` column (headers are written in the current format
+    /// only, after `KeychainUpgrade` added it).
     private static func insertHeader(_ header: KeychainHeader, _ db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO keychain (id, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit,
-                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds)
-                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac)
+                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 header.formatVersion, header.uuid.data, header.salt, header.kdf.opsLimit, header.kdf.memLimit,
                 header.wrapNonce, header.wrappedKey, header.settings.lockOnSleep, header.settings.lockAfterSeconds,
+                header.settingsMAC,
             ])
     }
 

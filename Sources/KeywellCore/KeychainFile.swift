@@ -12,7 +12,11 @@ final class KeychainFile: Sendable {
     let identity: FileIdentity
 
     private struct State {
-        var masterKey: SecretBytes?
+        var masterKey: SecretBytes? {
+            didSet { integrityKey = masterKey.map(IntegrityKey.init(masterKey:)) }
+        }
+        /// Derived from the master key; present exactly when it is.
+        private(set) var integrityKey: IntegrityKey?
         var settings: KeychainSettings
         var lastUse: Date
     }
@@ -25,7 +29,9 @@ final class KeychainFile: Sendable {
         database = try KeychainDatabase(opening: location.path)
         let header = try database.readHeader()
         uuid = header.uuid
-        state = Protected(State(masterKey: masterKey, settings: header.settings, lastUse: Date()))
+        var initial = State(masterKey: nil, settings: header.settings, lastUse: Date())
+        initial.masterKey = masterKey
+        state = Protected(initial)
     }
 
     var isLocked: Bool { state.withLock { $0.masterKey == nil } }
@@ -38,15 +44,34 @@ final class KeychainFile: Sendable {
         return key
     }
 
+    /// Both keys; `errSecInteractionNotAllowed` while locked.
+    func keys() throws(KeychainError) -> (master: SecretBytes, integrity: IntegrityKey) {
+        guard let keys = state.withLock({ state in state.masterKey.map { ($0, state.integrityKey!) } }) else {
+            throw KeychainError(SecStatus.interactionNotAllowed, detail: "keychain \(location.displayName) is locked")
+        }
+        return keys
+    }
+
+    /// The key of the integrity MACs; `errSecInteractionNotAllowed` while locked.
+    func integrityKey() throws(KeychainError) -> IntegrityKey {
+        try keys().integrity
+    }
+
+    /// The key of the integrity MACs while unlocked, else nil (reads then go unchecked).
+    var integrityKeyIfUnlocked: IntegrityKey? {
+        state.withLock { $0.integrityKey }
+    }
+
     /// Re-arms the idle timer.
     func markUsed(at date: Date = Date()) {
         state.withLock { $0.lastUse = date }
     }
 
     /// Checks the password even when already unlocked. Returns whether the state changed.
+    /// Upgrades a file of format 1 (`KeychainUpgrade`); refuses (`errSecDecode`) a header
+    /// whose lock settings were edited outside Keywell.
     func unlock(password: SecretBytes) throws(KeychainError) -> Bool {
-        let header = try database.readHeader()
-        let key = try header.unwrapMasterKey(password: password)
+        let (header, key) = try currentHeader(password: password)
         return state.withLock { state in
             state.settings = header.settings
             state.lastUse = Date()
@@ -95,32 +120,52 @@ final class KeychainFile: Sendable {
     /// Re-wraps the master key under a new password; the lock state stays as it was. The slow
     /// key derivations run before the write, so the keychain stays usable meanwhile.
     func changePassword(old: SecretBytes, new: SecretBytes, kdf: KDFParameters) throws(KeychainError) {
-        let header = try database.readHeader()
-        let masterKey = try header.unwrapMasterKey(password: old)
-        var rewrapped = try header.rewrapped(masterKey: masterKey, password: new, kdf: kdf)
+        let (header, masterKey) = try currentHeader(password: old)
+        let integrity = IntegrityKey(masterKey: masterKey)
+        let rewrapped = try header.rewrapped(masterKey: masterKey, password: new, kdf: kdf)
         try database.write { db in
             let current = try KeychainDatabase.readHeader(db, path: location.path)
             guard current.salt == header.salt, current.wrappedKey == header.wrappedKey else {
                 throw KeychainError(SecStatus.authFailed, detail: "the password of \(location.displayName) changed meanwhile")
             }
-            rewrapped.settings = current.settings
-            try KeychainDatabase.writeHeader(rewrapped, db)
+            // Settings changed through the API meanwhile are kept; settings edited on disk are not.
+            try current.checkMAC(integrity, path: location.path)
+            try KeychainDatabase.writeHeader(rewrapped.withSettings(current.settings, key: integrity), db)
         }
         markUsed()
     }
 
     /// Counts as use, as macOS's setParameters does: a shorter timeout then runs from now, and
     /// never locks at once a keychain that was idle longer than the new value.
+    /// Needs the keychain unlocked (the new settings get a new MAC), as on macOS.
     func updateSettings(_ changes: WireDictionary) throws(KeychainError) {
+        let integrity = try integrityKey()
         let settings = try database.write { db in
-            var header = try KeychainDatabase.readHeader(db, path: location.path)
-            header.settings = try header.settings.applying(changes)
-            try KeychainDatabase.writeHeader(header, db)
-            return header.settings
+            let header = try KeychainDatabase.readHeader(db, path: location.path)
+            try header.checkMAC(integrity, path: location.path)
+            let updated = header.withSettings(try header.settings.applying(changes), key: integrity)
+            try KeychainDatabase.writeHeader(updated, db)
+            return updated.settings
         }
         state.withLock { state in
             state.settings = settings
             state.lastUse = Date()
         }
+    }
+
+    /// The header, upgraded to the current format if it was older, with its MAC checked, and
+    /// the master key `password` unwraps from it.
+    private func currentHeader(password: SecretBytes) throws(KeychainError) -> (KeychainHeader, SecretBytes) {
+        var header = try database.readHeader()
+        let (masterKey, wrappingKey) = try header.unwrapKeys(password: password)
+        if header.formatVersion < KeychainHeader.firstVersionWithMACs {
+            try KeychainUpgrade.upgradeIfNeeded(database, from: header, masterKey: masterKey, wrappingKey: wrappingKey)
+            header = try database.readHeader()
+            guard header.formatVersion >= KeychainHeader.firstVersionWithMACs else {
+                throw KeychainError(SecStatus.authFailed, detail: "the password of \(location.displayName) changed meanwhile")
+            }
+        }
+        try header.checkMAC(IntegrityKey(masterKey: masterKey), path: location.path)
+        return (header, masterKey)
     }
 }

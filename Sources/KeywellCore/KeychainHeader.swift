@@ -2,9 +2,14 @@ import Foundation
 import KeywellProtocol
 
 /// The keychain's identity and its master key, wrapped under a key derived from the password.
-/// The wrapped key's associated data covers every other field, so none of them can be swapped.
+/// The wrapped key's associated data covers the format version, identity and key-derivation
+/// fields, so none of them can be swapped; `settingsMAC` (format 2 on) covers every field,
+/// the lock settings included, under the keychain's `IntegrityKey` (docs/file-format.md).
 struct KeychainHeader: Sendable {
-    static let currentFormatVersion = 1
+    /// 2: items and the header carry integrity MACs. Files of format 1 are upgraded when the
+    /// master key is first at hand (`KeychainUpgrade`).
+    static let currentFormatVersion = 2
+    static let firstVersionWithMACs = 2
     private static let domain = Data("keywell master key v1\0".utf8)
 
     let formatVersion: Int
@@ -15,6 +20,8 @@ struct KeychainHeader: Sendable {
     /// The master key sealed with XChaCha20-Poly1305: ciphertext ‖ tag.
     let wrappedKey: Data
     var settings: KeychainSettings
+    /// The header's MAC (`settingsMACInput`); nil in files of format 1.
+    var settingsMAC: Data?
 
     /// A header for a new keychain: `masterKey` wrapped under `password`.
     static func make(
@@ -22,14 +29,25 @@ struct KeychainHeader: Sendable {
     ) throws(KeychainError) -> KeychainHeader {
         let salt = Sodium.randomData(count: Sodium.saltLength)
         let wrappingKey = try Sodium.deriveKey(password: password, salt: salt, parameters: kdf)
+        return wrapping(masterKey, under: wrappingKey, uuid: uuid, kdf: kdf, salt: salt, settings: settings)
+    }
+
+    /// `masterKey` wrapped in the current format under an existing wrapping key, with a fresh
+    /// nonce and the header's MAC.
+    static func wrapping(
+        _ masterKey: SecretBytes, under wrappingKey: SecretBytes, uuid: UUID, kdf: KDFParameters, salt: Data,
+        settings: KeychainSettings
+    ) -> KeychainHeader {
         let associatedData = wrapAssociatedData(formatVersion: currentFormatVersion, uuid: uuid, kdf: kdf, salt: salt)
         let sealed = masterKey.withUnsafeBytes {
             Sodium.seal($0, key: wrappingKey, associatedData: associatedData)
         }
-        return KeychainHeader(
+        var header = KeychainHeader(
             formatVersion: currentFormatVersion, uuid: uuid, kdf: kdf, salt: salt,
             wrapNonce: sealed.prefix(Sodium.nonceLength), wrappedKey: sealed.dropFirst(Sodium.nonceLength),
             settings: settings)
+        header.settingsMAC = header.computedMAC(IntegrityKey(masterKey: masterKey))
+        return header
     }
 
     init(
@@ -47,6 +65,12 @@ struct KeychainHeader: Sendable {
 
     /// The master key, or `errSecAuthFailed` when the password is wrong.
     func unwrapMasterKey(password: SecretBytes) throws(KeychainError) -> SecretBytes {
+        try unwrapKeys(password: password).masterKey
+    }
+
+    /// The master key and the key derived from the password that wraps it (an upgrade wraps the
+    /// master key again under it, without a second slow derivation).
+    func unwrapKeys(password: SecretBytes) throws(KeychainError) -> (masterKey: SecretBytes, wrappingKey: SecretBytes) {
         let wrappingKey = try Sodium.deriveKey(password: password, salt: salt, parameters: kdf)
         let sealed = wrapNonce + wrappedKey
         guard Sodium.openedLength(of: sealed) == Sodium.keyLength else {
@@ -58,12 +82,43 @@ struct KeychainHeader: Sendable {
             Sodium.open(sealed, key: wrappingKey, associatedData: associatedData, into: $0)
         }
         guard opened else { throw KeychainError(SecStatus.authFailed) }
-        return masterKey
+        return (masterKey, wrappingKey)
     }
 
     /// The same keychain and master key, wrapped under a new password with fresh salt.
     func rewrapped(masterKey: SecretBytes, password: SecretBytes, kdf: KDFParameters) throws(KeychainError) -> KeychainHeader {
         try Self.make(uuid: uuid, masterKey: masterKey, password: password, kdf: kdf, settings: settings)
+    }
+
+    /// The same header with new settings and their MAC.
+    func withSettings(_ settings: KeychainSettings, key: IntegrityKey) -> KeychainHeader {
+        var header = self
+        header.settings = settings
+        header.settingsMAC = header.computedMAC(key)
+        return header
+    }
+
+    /// `errSecDecode` unless `settingsMAC` covers this header as read (always, for format 1:
+    /// such a file has no MAC until its upgrade).
+    func checkMAC(_ key: IntegrityKey, path: String) throws(KeychainError) {
+        guard formatVersion >= Self.firstVersionWithMACs else { return }
+        guard key.verifies(macInput, settingsMAC) else {
+            throw KeychainError(
+                SecStatus.decode,
+                detail: "the header of \(path) fails its integrity check: its lock settings were changed outside Keywell")
+        }
+    }
+
+    private func computedMAC(_ key: IntegrityKey) -> Data { key.mac(macInput) }
+
+    /// Every field of the header, the lock settings included.
+    private var macInput: MACInput {
+        var input = MACInput(domain: "keywell keychain header v1", keychain: uuid)
+        for number in [formatVersion, kdf.opsLimit, kdf.memLimit] { input.appendInteger(Int64(number)) }
+        for field in [salt, wrapNonce, wrappedKey] { field.withUnsafeBytes { input.appendBlob($0) } }
+        input.appendInteger(settings.lockOnSleep ? 1 : 0)
+        input.appendInteger(Int64(settings.lockAfterSeconds))
+        return input
     }
 
     private static func wrapAssociatedData(formatVersion: Int, uuid: UUID, kdf: KDFParameters, salt: Data) -> Data {

@@ -1,6 +1,7 @@
-/// The tables of a keychain file (format version 1).
+/// The tables of a keychain file (format version 2; docs/file-format.md).
 ///
-/// `keychain` holds one row: identity, the wrapped master key and the lock settings.
+/// `keychain` holds one row: identity, the wrapped master key, the lock settings and the
+/// header's MAC. `item.mac` is each item's integrity MAC (`ItemIntegrity`).
 /// `item` holds one row per item: every attribute as given, plus `<attr>_n` (NFC, for exact
 /// matches and uniqueness) and `<attr>_f` (NFC case-folded, for `m_CaseInsensitive`) for text
 /// attributes, and `port_n`. Primary-key parts an item lacks are "" / 0 in those columns, so
@@ -20,7 +21,8 @@ enum KeychainSchema {
                 wrap_nonce BLOB NOT NULL,
                 wrapped_key BLOB NOT NULL,
                 lock_on_sleep INTEGER NOT NULL,
-                lock_after_seconds INTEGER NOT NULL
+                lock_after_seconds INTEGER NOT NULL,
+                settings_mac BLOB
             )
             """,
             "CREATE TABLE item (\n" + itemColumnDefinitions.joined(separator: ",\n") + "\n)",
@@ -42,6 +44,12 @@ enum KeychainSchema {
         ]
     }
 
+    /// Format 1 → 2: the MAC columns (filled by `KeychainUpgrade` in the same transaction).
+    static let addedInVersion2 = [
+        "ALTER TABLE item ADD COLUMN mac BLOB",
+        "ALTER TABLE keychain ADD COLUMN settings_mac BLOB",
+    ]
+
     private static var itemColumnDefinitions: [String] {
         var columns = [
             "id INTEGER PRIMARY KEY",
@@ -55,6 +63,7 @@ enum KeychainSchema {
             columns.append("\(column.name) \(column.isNumeric ? "INTEGER" : "TEXT")")
         }
         columns.append("secret BLOB NOT NULL")
+        columns.append("mac BLOB")
         return columns
     }
 

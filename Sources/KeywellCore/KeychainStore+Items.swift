@@ -9,9 +9,10 @@ extension KeychainStore {
     public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
         let newItem = try QueryParser.parseAdd(attributes)
         let file = try targetFile(newItem.keychain)
-        let key = try file.masterKey()
+        let (key, integrity) = try file.keys()
         var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
-        item.rowID = try file.database.write { db in try ItemTable.insert(item, db) }
+        let mac = ItemIntegrity.mac(for: item, freeform: [:], keychain: file.uuid, key: integrity)
+        item.rowID = try file.database.write { db in try ItemTable.insert(item, mac: mac, db) }
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, created: [item.uuid])])
         return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret)
@@ -38,14 +39,16 @@ extension KeychainStore {
             groups[groupByTarget[newItem.keychain]!].append(newItem)
         }
         guard !files.isEmpty else { return }
-        var keys: [SecretBytes] = []
-        for file in files { keys.append(try file.masterKey()) }
+        var keys: [(master: SecretBytes, integrity: IntegrityKey)] = []
+        for file in files { keys.append(try file.keys()) }
         let now = Date()
         let created: [[UUID]] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
             try dbs.enumerated().map { index, db in
-                try groups[index].map { newItem in
-                    let item = newItem.makeItem(keychain: files[index].uuid, key: keys[index], now: now)
-                    _ = try ItemTable.insert(item, db)
+                let keychain = files[index].uuid
+                return try groups[index].map { newItem in
+                    let item = newItem.makeItem(keychain: keychain, key: keys[index].master, now: now)
+                    let mac = ItemIntegrity.mac(for: item, freeform: [:], keychain: keychain, key: keys[index].integrity)
+                    _ = try ItemTable.insert(item, mac: mac, db)
                     return item.uuid
                 }
             }
@@ -56,7 +59,9 @@ extension KeychainStore {
 
     /// One dictionary per match, in search order. Locked keychains answer attribute and reference
     /// searches; a search for secrets skips them, and fails with `errSecInteractionNotAllowed`
-    /// only when they alone held matches.
+    /// only when they alone held matches. In an unlocked keychain every match is checked against
+    /// its integrity MAC first: a tampered item fails the whole search with `errSecDecode`
+    /// rather than being listed, or left out unnoticed.
     public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
         let query = try QueryParser.parseQuery(query, for: .copyMatching)
         var results: [WireDictionary] = []
@@ -75,7 +80,16 @@ extension KeychainStore {
                 lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
                 continue
             }
-            let items = try file.database.read { db in try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) }
+            let items: [KeychainItem]
+            if let integrity = file.integrityKeyIfUnlocked {
+                items = try file.database.snapshot { db in
+                    let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db)
+                    try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                    return items
+                }
+            } else {
+                items = try file.database.read { db in try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) }
+            }
             file.markUsed()
             for item in items {
                 results.append(try result(for: item, in: file, returns: query.returns, key: key))
@@ -96,15 +110,22 @@ extension KeychainStore {
         let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
         let now = Date()
         try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
-            let key = try file.masterKey()
+            let (key, integrity) = try file.keys()
+            // A change must not vouch for an edit made on disk.
+            try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
             for item in items {
                 let updated = try changes.apply(to: item, keychain: file.uuid, key: key, now: now)
-                try KeychainError.rethrowing(path: file.location.path) { try ItemTable.update(updated, db) }
+                try KeychainError.rethrowing(path: file.location.path) {
+                    try ItemTable.update(updated, db)
+                    try ItemIntegrity.renew(rowID: item.rowID!, keychain: file.uuid, key: integrity, db)
+                }
             }
         }
     }
 
-    /// Deletes every match in scope, whatever `m_Limit` says; all or nothing.
+    /// Deletes every match in scope, whatever `m_Limit` says; all or nothing. Matches are not
+    /// checked against their MACs: deleting a tampered item is how one gets rid of it, and
+    /// whoever can edit the file can delete rows anyway.
     public func delete(_ query: WireDictionary) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
         try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in

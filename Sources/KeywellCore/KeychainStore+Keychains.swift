@@ -175,6 +175,8 @@ extension KeychainStore {
         let (header, itemCount) = try file.database.read { db in
             (try KeychainDatabase.readHeader(db, path: location.path), try ItemTable.count(db))
         }
+        // Unlocked, the settings shown are the ones the header's MAC vouches for.
+        if let integrity = file.integrityKeyIfUnlocked { try header.checkMAC(integrity, path: location.path) }
         return [
             KeychainInfoKey.name: .string(location.displayName),
             KeychainInfoKey.path: .string(location.path),
@@ -187,7 +189,8 @@ extension KeychainStore {
         ]
     }
 
-    /// Changes only the keys given (`lockOnSleep`, `lockAfterSeconds`); applies at once.
+    /// Changes only the keys given (`lockOnSleep`, `lockAfterSeconds`); applies at once. Needs
+    /// the keychain unlocked: the header's MAC covers the settings.
     public func setSettings(_ nameOrPath: String, _ settings: WireDictionary) throws(KeychainError) {
         try file(at: location(nameOrPath)).updateSettings(settings)
     }

@@ -7,7 +7,9 @@ import KeywellProtocol
 /// so the native API sees them, and changes send the same `itemsChanged` events.
 ///
 /// Locked keychains answer searches and attribute reads; secrets and changes need them unlocked
-/// (`errSecInteractionNotAllowed`). Unknown items are `errSecItemNotFound`.
+/// (`errSecInteractionNotAllowed`). Unknown items are `errSecItemNotFound`. While unlocked, every
+/// item a search, property read or secret read returns is checked against its integrity MAC
+/// first (`ItemIntegrity`): a tampered one fails the call with `errSecDecode`.
 extension KeychainStore {
     // MARK: Keychains as collections
 
@@ -86,14 +88,36 @@ extension KeychainStore {
     }
 
     /// `secretServiceSearch` and whether the keychain is locked, from one look-up of its file
-    /// (SearchItems needs both, and each look-up checks the file on disk).
+    /// (SearchItems needs both, and each look-up checks the file on disk). Unlocked, the matches
+    /// are checked against their MACs in the same snapshot: a search never lists an item that
+    /// matches only through an edit made on disk.
     public func secretServiceMatches(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
         let file = try file(at: location(keychain))
-        let ids = try file.database.read { db in
-            guard !attributes.isEmpty else { return try Self.allItemIDs(db) }
-            return try FreeformAttributeTable.matchingItems(attributes, db, including: Self.nativeBranches(attributes)).map(\.uuid)
+        guard let integrity = file.integrityKeyIfUnlocked else {
+            let ids = try file.database.read { db in try Self.matches(attributes, db).map(\.uuid) }
+            return (ids, true)
         }
-        return (ids, file.isLocked)
+        let ids = try file.database.snapshot { db in
+            let matches = try Self.matches(attributes, db)
+            for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
+                let part = matches[start..<min(matches.count, start + ItemIntegrity.chunk)]
+                try ItemIntegrity.check(rowIDs: part.map(\.rowID), keychain: file.uuid, key: integrity, db)
+            }
+            return matches.map(\.uuid)
+        }
+        return (ids, false)
+    }
+
+    private static func matches(_ attributes: [String: String], _ db: Database) throws -> [FreeformAttributeTable.Match] {
+        guard !attributes.isEmpty else {
+            let rows = try RawStatement(db, sql: "SELECT id, uuid FROM item ORDER BY id", values: [])
+            var all: [FreeformAttributeTable.Match] = []
+            while try rows.step() {
+                if let uuid = rows.uuid(1) { all.append((rows.integer(0), uuid)) }
+            }
+            return all
+        }
+        return try FreeformAttributeTable.matchingItems(attributes, db, including: nativeBranches(attributes))
     }
 
     /// Native items (not made through the Secret Service) whose derived attributes would match,
@@ -123,11 +147,19 @@ extension KeychainStore {
         return branches
     }
 
-    /// One item's attributes, label, type and dates. Works while locked.
+    /// One item's attributes, label, type and dates. Works while locked (unchecked); unlocked,
+    /// checked against the item's MAC.
     public func secretServiceItem(_ id: UUID, in keychain: String) throws(KeychainError) -> SecretServiceItem {
         let file = try file(at: location(keychain))
-        return try file.database.read { db in
+        guard let integrity = file.integrityKeyIfUnlocked else {
+            return try file.database.read { db in
+                let row = try Self.row(id, db)
+                return row.view(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
+            }
+        }
+        return try file.database.snapshot { db in
             let row = try Self.row(id, db)
+            try ItemIntegrity.check(rowIDs: [row.rowID], keychain: file.uuid, key: integrity, db)
             return row.view(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
         }
     }
@@ -146,10 +178,10 @@ extension KeychainStore {
     /// transaction, then one decryption each. Unknown items are left out.
     public func secretServiceSecrets(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
         let file = try file(at: location(keychain))
-        let key = try file.masterKey()
+        let (key, integrity) = try file.keys()
         let chunk = 64
-        // A batch reads in one transaction; BEGIN and COMMIT would cost a single read more than they save.
-        let found = try Self.snapshot(file, when: ids.count > chunk) { db -> [(SecretServiceRow, String?)] in
+        // One transaction: the items' checks and their rows come from the same commit.
+        let found = try file.database.snapshot { db -> [(SecretServiceRow, String?)] in
             var found: [(SecretServiceRow, String?)] = []
             found.reserveCapacity(ids.count)
             let typeColumn = Int32(3 + SecretServiceRow.attributes.count + 1)
@@ -160,10 +192,13 @@ extension KeychainStore {
                     + " WHERE item.uuid IN (" + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
                 let rows = try RawStatement(db, sql: sql, values: [SecretServiceMapping.contentTypeRow.databaseValue]
                                                 + part.map { $0.data.databaseValue })
+                var rowIDs: [Int64] = []
                 while try rows.step() {
                     let row = try SecretServiceRow(rows, withSecret: true)
                     found.append((row, rows.isNull(typeColumn) ? nil : rows.text(typeColumn)))
+                    rowIDs.append(row.rowID)
                 }
+                try ItemIntegrity.check(rowIDs: rowIDs, keychain: file.uuid, key: integrity, db)
             }
             return found
         }
@@ -187,19 +222,22 @@ extension KeychainStore {
         secret: SecretServiceSecret, replace: Bool
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
-        let key = try file.masterKey()
+        let (key, integrity) = try file.keys()
         let now = Date()
         let milliseconds = AttributeValue.integer(millisecondsSince1970(now))
         // Kept only when it says more than the schema attribute.
         let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
         let result = try file.database.write { db -> (UUID, Bool) in
             if replace, let existing = try Self.itemWithExactly(attributes, db) {
+                // Replacing must not vouch for an edit made on disk.
+                try ItemIntegrity.check(rowIDs: [existing], keychain: file.uuid, key: integrity, db)
                 var item = try Self.fullItem(rowID: existing, db)
                 SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: label, ssAttributes: attributes)
                 item.attributes[.modificationDate] = milliseconds
                 item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
                 try ItemTable.update(item, db)
                 try Self.setHiddenRows(contentType: secret.contentType, type: type, itemID: existing, db)
+                try ItemIntegrity.renew(rowID: existing, keychain: file.uuid, key: integrity, db)
                 return (item.uuid, true)
             }
             let uuid = UUID.timeOrdered(at: now)
@@ -211,9 +249,10 @@ extension KeychainStore {
             SecretServiceMapping.applyDerivedNativeAttributes(to: &native, label: label, ssAttributes: attributes)
             var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: .genericPassword, attributes: native, sealedSecret: Data())
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
-            let rowID = try ItemTable.insert(item, db)
             // A new item has no hidden rows to replace or delete: only those that say something.
             let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
+            let mac = ItemIntegrity.mac(for: item, freeform: rows, keychain: file.uuid, key: integrity)
+            let rowID = try ItemTable.insert(item, mac: mac, db)
             try FreeformAttributeTable.insert(rows, itemID: rowID, db)
             return (uuid, false)
         }
@@ -277,37 +316,24 @@ extension KeychainStore {
 
     // MARK: Helpers
 
-    /// Many statements in one read transaction: SQLite takes the WAL read lock (a few fcntl calls)
-    /// once instead of once per statement, which dominated batch reads.
-    private static func snapshot<T>(
-        _ file: KeychainFile, when batch: Bool, _ body: (Database) throws -> T
-    ) throws(KeychainError) -> T {
-        try file.database.read { db in
-            guard batch else { return try body(db) }
-            var result: T?
-            try db.inTransaction(.deferred) {
-                result = try body(db)
-                return .commit
-            }
-            return result!
-        }
-    }
-
-    /// Loads the whole item in a write transaction, lets `change` alter it, stores it with a new
-    /// `mdat`. Needs the keychain unlocked.
+    /// Loads the whole item in a write transaction, checks it against its MAC (a change must not
+    /// vouch for an edit made on disk), lets `change` alter it, stores it with a new `mdat` and
+    /// a new MAC. Needs the keychain unlocked.
     private func changeItem(
         _ id: UUID, in keychain: String,
         _ change: (inout KeychainItem, SecretServiceRow, Database, SecretBytes, UUID) throws -> Void
     ) throws(KeychainError) {
         let file = try file(at: location(keychain))
-        let key = try file.masterKey()
+        let (key, integrity) = try file.keys()
         let now = Date()
         try file.database.write { db in
             let row = try Self.row(id, db)
+            try ItemIntegrity.check(rowIDs: [row.rowID], keychain: file.uuid, key: integrity, db)
             var item = try Self.fullItem(rowID: row.rowID, db)
             try change(&item, row, db, key, file.uuid)
             item.attributes[.modificationDate] = .integer(millisecondsSince1970(now))
             try ItemTable.update(item, db)
+            try ItemIntegrity.renew(rowID: row.rowID, keychain: file.uuid, key: integrity, db)
         }
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, changed: [id])])

@@ -85,6 +85,15 @@ struct RawStatement {
         sqlite3_column_type(handle, column) == SQLITE_NULL
     }
 
+    /// SQLITE_NULL, SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT or SQLITE_BLOB.
+    func storageType(_ column: Int32) -> Int32 {
+        sqlite3_column_type(handle, column)
+    }
+
+    func real(_ column: Int32) -> Double {
+        sqlite3_column_double(handle, column)
+    }
+
     func integer(_ column: Int32) -> Int64 {
         sqlite3_column_int64(handle, column)
     }

@@ -2,7 +2,8 @@ import CSodium
 import Foundation
 import KeywellProtocol
 
-/// The libsodium primitives Keywell uses: random bytes, Argon2id, XChaCha20-Poly1305.
+/// The libsodium primitives Keywell uses: random bytes, Argon2id, XChaCha20-Poly1305, subkeys
+/// (BLAKE2b key derivation) and keyed BLAKE2b MACs.
 enum Sodium {
     static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
     static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
@@ -122,5 +123,48 @@ enum Sodium {
             throw KeychainError(SecStatus.decode, detail: "sealed secret failed to authenticate")
         }
         return plaintext
+    }
+
+    static let macLength = Int(crypto_generichash_bytes())
+
+    /// A subkey of `key` (`crypto_kdf_derive_from_key`): keys for different jobs from one master
+    /// key, none of which tells anything about the others. `context` is exactly 8 bytes.
+    static func deriveSubkey(of key: SecretBytes, id: UInt64, context: StaticString) -> SecretBytes {
+        precondition(context.utf8CodeUnitCount == Int(crypto_kdf_contextbytes()) && key.count == Int(crypto_kdf_keybytes()))
+        let subkey = SecretBytes(count: keyLength)
+        subkey.withUnsafeMutableBytes { output in
+            key.withUnsafeBytes { master in
+                context.withUTF8Buffer { name in
+                    _ = name.withMemoryRebound(to: CChar.self) { name in
+                        crypto_kdf_derive_from_key(
+                            output.baseAddress!.assumingMemoryBound(to: UInt8.self), keyLength, id, name.baseAddress!,
+                            master.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    }
+                }
+            }
+        }
+        return subkey
+    }
+
+    /// Keyed BLAKE2b of `message`: `macLength` bytes.
+    static func mac(_ message: UnsafeRawBufferPointer, key: SecretBytes) -> Data {
+        var output = Data(count: macLength)
+        output.withUnsafeMutableBytes { out in
+            key.withUnsafeBytes { keyBytes in
+                _ = crypto_generichash(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), macLength,
+                    message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count),
+                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+            }
+        }
+        return output
+    }
+
+    /// Compares two MACs in constant time; false when the lengths differ.
+    static func macsEqual(_ left: Data, _ right: Data) -> Bool {
+        guard left.count == right.count, left.count > 0 else { return false }
+        return left.withUnsafeBytes { a in
+            right.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, left.count) == 0 }
+        }
     }
 }

@@ -65,8 +65,9 @@ import Testing
         _ = try fixture.copyMatching(genp("a"))
         try fixture.call("SetDefaultKeychain", ["login"])  // already the default
         try fixture.call("SetSearchList", [.stringArray(["login"])])  // the same list
-        try fixture.call("SetSettings", ["login", .stringVariantDict(["lockOnSleep": true])])
+        _ = try? fixture.call("SetSettings", ["login", .stringVariantDict(["lockOnSleep": true])])  // refused: locked
         try fixture.call("Unlock", ["login", secret("pw")])
+        try fixture.call("SetSettings", ["login", .stringVariantDict(["lockOnSleep": true])])  // sends nothing
         try fixture.call("Unlock", ["login", secret("pw")])  // already unlocked
         #expect(try recorder.signals(before: fixture) == [signal("KeychainUnlocked", "login")])
     }

@@ -1,0 +1,187 @@
+import Foundation
+import GRDB
+import KeywellProtocol
+
+/// The MAC that binds an item's attributes to it (docs/file-format.md, "Integrity MACs"): keyed
+/// BLAKE2b under the keychain's `IntegrityKey` over the keychain's identity, the item's uuid and
+/// class, every attribute column and match column of its row, and every free-form row (Secret
+/// Service attributes, content type, type). Stored in `item.mac`.
+///
+/// Written by every change of an item; checked whenever an item is returned while its keychain is
+/// unlocked, and before an item is changed (a change must never bless an edit made on disk).
+/// Reads while locked return attributes unchecked, as on macOS: nothing can check them then.
+enum ItemIntegrity {
+    private static let domain = "keywell item attributes v1"
+
+    /// The item columns covered, in order, as read by `select`.
+    static let coveredColumns = ["uuid", "class"] + ItemTable.attributeAndMatchColumns
+
+    /// The MAC of an item about to be written with these free-form rows.
+    static func mac(for item: KeychainItem, freeform: [String: String], keychain: UUID, key: IntegrityKey) -> Data {
+        var input = MACInput(domain: domain, keychain: keychain)
+        input.append(item.uuid.data.databaseValue)
+        input.append(item.itemClass.rawValue.databaseValue)
+        for value in ItemTable.attributeAndMatchValues(item) { input.append(value) }
+        input.appendFreeform(freeform.map { (Array($0.key.utf8), Array($0.value.utf8)) })
+        return key.mac(input)
+    }
+
+    /// Checks the items at `rowIDs` (one statement per 64): `errSecDecode` naming the first whose
+    /// row or free-form rows differ from what its MAC covers, or that has no MAC.
+    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws {
+        for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
+            try item.check(key)
+        }
+    }
+
+    /// `check` for fetched items, one statement per 64 (SQLite's errors as `KeychainError`s of `path`).
+    static func check(_ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database) throws(KeychainError) {
+        let ids = items.compactMap(\.rowID)
+        try KeychainError.rethrowing(path: path) {
+            for start in stride(from: 0, to: ids.count, by: chunk) {
+                try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db)
+            }
+        }
+    }
+
+    /// Computes and stores the MAC of the item at `rowID` from what its rows now hold: after a
+    /// change, once `check` passed on the item as it was.
+    static func renew(rowID: Int64, keychain: UUID, key: IntegrityKey, _ db: Database) throws {
+        for item in try read(.check, [rowID.databaseValue], keychain: keychain, db, extra: { _ in () }) {
+            try store(key.mac(item.input), rowID: item.rowID, db)
+        }
+    }
+
+    /// Computes and stores every item's MAC (the upgrade of a file written before MACs existed).
+    static func renewAll(keychain: UUID, key: IntegrityKey, _ db: Database) throws {
+        let ids = try Int64.fetchAll(db, sql: "SELECT id FROM item")
+        for start in stride(from: 0, to: ids.count, by: chunk) {
+            let part = ids[start..<min(ids.count, start + chunk)]
+            for item in try read(.check, part.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
+                try store(key.mac(item.input), rowID: item.rowID, db)
+            }
+        }
+    }
+
+    private static func store(_ mac: Data, rowID: Int64, _ db: Database) throws {
+        try RawStatement(db, sql: "UPDATE item SET mac = ? WHERE id = ?", values: [mac.databaseValue, rowID.databaseValue]).run()
+    }
+
+    // MARK: Reading rows with what their MAC covers
+
+    /// Items per statement.
+    static let chunk = 64
+
+    /// How a statement names its items.
+    enum Key: String {
+        case rowID = "id"
+        case uuid
+    }
+
+    /// One item as read: what its MAC covers, the MAC stored, its free-form rows, and what the
+    /// caller read from its first row (`Extra`).
+    struct Row<Extra> {
+        let rowID: Int64
+        let uuid: UUID?
+        fileprivate(set) var input: MACInput
+        let storedMAC: Data?
+        fileprivate(set) var freeform: [(name: [UInt8], value: [UInt8])]
+        let extra: Extra
+
+        /// `errSecDecode` unless the stored MAC covers exactly what was read.
+        func check(_ key: IntegrityKey) throws(KeychainError) {
+            guard key.verifies(input, storedMAC) else {
+                let name = uuid.map { "item \($0.uuidString)" } ?? "item row \(rowID)"
+                throw KeychainError(
+                    SecStatus.decode,
+                    detail: "\(name) fails its integrity check: its attributes were changed outside Keywell")
+            }
+        }
+
+        /// A free-form row's value, by name.
+        func freeformValue(_ name: String) -> String? {
+            let wanted = Array(name.utf8)
+            return freeform.first { $0.name == wanted }.map { String(decoding: $0.value, as: UTF8.self) }
+        }
+
+        var freeformDictionary: [String: String] {
+            var result: [String: String] = [:]
+            for row in freeform {
+                result[String(decoding: row.name, as: UTF8.self)] = String(decoding: row.value, as: UTF8.self)
+            }
+            return result
+        }
+    }
+
+    /// Result columns of `select`: the row id, the covered columns from 1 on, the MAC, then
+    /// `extraColumns`, then a free-form row's name and value (NULL for an item without any).
+    static let firstCoveredColumn: Int32 = 1
+    static let macColumn = Int32(1 + coveredColumns.count)
+    static let firstExtraColumn = macColumn + 1
+
+    /// One statement: an item's columns repeat on each of its free-form rows (LEFT JOIN), so the
+    /// row and the free-form rows come from one snapshot.
+    static func select(_ key: Key, count: Int, extraColumns: [String] = []) -> String {
+        var columns: [String] = ["item.id"]
+        columns += coveredColumns.map { "item." + $0 }
+        columns.append("item.mac")
+        columns += extraColumns
+        columns += ["a.name", "a.value"]
+        return "SELECT " + columns.joined(separator: ", ")
+            + " FROM item LEFT JOIN item_attribute AS a ON a.item_id = item.id WHERE item.\(key.rawValue) IN ("
+            + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
+    }
+
+    /// What a read is for, and so which statement it runs.
+    enum Purpose {
+        /// Rows named by id, nothing more than the check needs.
+        case check
+        /// Rows named by uuid, with the sealed secret (`item.secret`) as the extra column.
+        case secrets
+
+        fileprivate var key: Key { self == .check ? .rowID : .uuid }
+        fileprivate var extraColumns: [String] { self == .check ? [] : ["item.secret"] }
+    }
+
+    /// The statements for every chunk size, built once (statements are cached by their text, and
+    /// building one cost more than a single item's check).
+    private static let checkSQL = (0...chunk).map { select(.rowID, count: $0) }
+    private static let secretsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"]) }
+
+    /// Reads the items named by `keys` (at most `chunk`), in the order SQLite returns them;
+    /// `extra` reads the caller's columns from each item's first row.
+    static func read<Extra>(
+        _ purpose: Purpose, _ keys: [DatabaseValue], keychain: UUID, _ db: Database,
+        extra: (RawStatement) throws -> Extra
+    ) throws -> [Row<Extra>] {
+        precondition(keys.count <= chunk)
+        guard !keys.isEmpty else { return [] }
+        let sql = purpose == .check ? checkSQL[keys.count] : secretsSQL[keys.count]
+        let nameColumn = firstExtraColumn + Int32(purpose.extraColumns.count)
+        let rows = try RawStatement(db, sql: sql, values: keys)
+        var items: [Row<Extra>] = []
+        var indexOfRow: [Int64: Int] = [:]
+        while try rows.step() {
+            let rowID = rows.integer(0)
+            let index: Int
+            if let known = indexOfRow[rowID] {
+                index = known
+            } else {
+                var input = MACInput(domain: domain, keychain: keychain)
+                for column in firstCoveredColumn..<macColumn { input.appendColumn(rows, column) }
+                let stored = rows.isNull(macColumn) ? nil : rows.blob(macColumn)
+                index = items.count
+                indexOfRow[rowID] = index
+                items.append(Row(rowID: rowID, uuid: rows.uuid(firstCoveredColumn), input: input, storedMAC: stored,
+                                 freeform: [], extra: try extra(rows)))
+            }
+            if !rows.isNull(nameColumn) {
+                let name = rows.withBytes(nameColumn) { Array($0) }
+                let value = rows.withBytes(nameColumn + 1) { Array($0) }
+                items[index].freeform.append((name, value))
+            }
+        }
+        for index in items.indices { items[index].input.appendFreeform(items[index].freeform) }
+        return items
+    }
+}
