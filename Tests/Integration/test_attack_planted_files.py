@@ -156,6 +156,7 @@ def test_planted_companion_files_in_a_shared_folder_are_refused(kit, binaries, u
         nonlocal written
         r = keywell(kit, owner, binaries["KEYWELL"], *command)
         written += bytes_in(bait)
+        print(case, "→", r.stderr.strip().replace("\n", " | "))
         # The message names the planted file and says it refused it (not some later I/O error).
         named = "refusing" in r.stderr and any(p in r.stderr for p in planted)
         outcomes[case] = "refused" if r.returncode != 0 and named and bytes_in(bait) == 0 else \
