@@ -151,6 +151,9 @@ import Testing
             #expect(info.st_mode & S_IFMT == S_IFREG && info.st_mode & 0o7777 == 0o600, "\(suffix)")
             #expect(info.st_uid == geteuid() && info.st_nlink == 1, "\(suffix)")
         }
+        // Nothing else: the temporary the keychain was built under went with its own companions.
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(names == ["x.keychain-db", "x.keychain-db-journal", "x.keychain-db-shm", "x.keychain-db-wal"])
         #expect(Self.size(path + "-wal") == 0)
         #expect(Self.size(path + "-journal") == 0)
         #expect(try sqlite(path, "PRAGMA journal_mode") == "wal")
