@@ -20,6 +20,7 @@ struct FileIdentity: Equatable {
 }
 
 /// Keywell's file rules: folders 0700, files 0600, owned by the user and writable by nobody else.
+/// A keychain's own files follow the stricter `KeychainFileSet` rule.
 enum FileSafety {
     static let privateFileMode: mode_t = 0o600
     static let privateDirectoryMode: mode_t = 0o700
@@ -69,11 +70,6 @@ enum FileSafety {
         // mkdir's mode is filtered by the umask; set it exactly.
         chmod(path, privateDirectoryMode)
         _ = try checkDirectory(path, ownedByUser: true)
-    }
-
-    /// Sets 0600 on a file we own, if it exists (SQLite's -wal and -shm companions included).
-    static func restrictFileMode(_ path: String) {
-        chmod(path, privateFileMode)
     }
 
     private static func checkOwnerAndMode(

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import KeywellProtocol
 
 /// One keychain file's SQLite database. WAL with `synchronous=FULL`, so a write is on disk before
@@ -26,7 +27,27 @@ final class KeychainDatabase: Sendable {
         // No memory-mapped I/O (SQLite's default): mapped pages count in the daemon's resident
         // memory, and random lookups over a 100k-item keychain touch tens of MiB of them. With
         // pread a page lives in the kernel's cache instead; a lookup costs ~10 µs more.
+        configuration.prepareDatabase(keepCompanionFiles)
         return configuration
+    }
+
+    /// The -wal size SQLite trims back to after a checkpoint, and to zero when the last
+    /// connection closes: above the ~4 MiB its automatic checkpoints let the file reach, so the
+    /// trimming costs nothing in normal use.
+    static let walSizeLimit = 8 << 20
+
+    /// SQLite removes -wal and -shm when the last connection to a WAL database closes, and makes
+    /// them again at the next open: the names would be free meanwhile for another user to take in
+    /// a shared folder. Persistent WAL keeps both files (the -wal emptied, through
+    /// `journal_size_limit`), so once `KeychainFileSet` has claimed them they stay the user's;
+    /// each open still checks all four (docs/file-format.md).
+    private static func keepCompanionFiles(_ db: Database) throws {
+        var persist: Int32 = 1
+        let status = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        guard status == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: status), message: "cannot keep the -wal and -shm files")
+        }
+        try db.execute(sql: "PRAGMA journal_size_limit = \(walSizeLimit)")
     }
 
     private static var readingConfiguration: Configuration {
@@ -40,9 +61,11 @@ final class KeychainDatabase: Sendable {
     }
 
     /// Opens an existing keychain file. A file that is not a keychain is refused before the
-    /// connection switches it to WAL, so a wrong path never alters someone else's database.
+    /// connection switches it to WAL, so a wrong path never alters someone else's database; the
+    /// four files are checked (and the companions claimed) before SQLite opens any of them.
     init(opening path: String) throws(KeychainError) {
         self.path = path
+        _ = try KeychainFileSet.prepareForOpening(path)
         do {
             var probing = Self.configuration
             probing.journalMode = .default
@@ -56,17 +79,20 @@ final class KeychainDatabase: Sendable {
         } catch {
             throw KeychainError.from(error, path: path)
         }
-        for suffix in ["-wal", "-shm"] { FileSafety.restrictFileMode(path + suffix) }
     }
 
     /// Writes a new keychain file at `path`: built under a temporary name in the same folder, then
     /// linked into place, so the name never shows a half-made keychain and never replaces a file.
+    /// Its companions are claimed first, so a refused create leaves no keychain behind; and it is
+    /// born in WAL mode, so its first open does not switch modes through (and then remove) the
+    /// -journal file.
     static func create(at path: String, header: KeychainHeader) throws(KeychainError) {
         let folder = (path as NSString).deletingLastPathComponent
+        try KeychainFileSet.claimCompanions(of: path)
+        // The temporary's own companions get unguessable names from it.
         let temporary = folder + "/." + Sodium.randomData(count: 8).map { String(format: "%02x", $0) }.joined() + ".creating"
         defer {
-            unlink(temporary)
-            unlink(temporary + "-journal")
+            for suffix in [""] + KeychainFileSet.companionSuffixes { unlink(temporary + suffix) }
         }
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, FileSafety.privateFileMode)
         guard descriptor >= 0 else {
@@ -85,6 +111,8 @@ final class KeychainDatabase: Sendable {
                     try insertHeader(header, db)
                     return .commit
                 }
+                // Written into the file itself (through the rollback journal), before the link.
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
             try queue.close()
         } catch {

@@ -16,7 +16,7 @@ extension KeychainStore {
             } else if try !FileSafety.checkDirectory(location.directory, ownedByUser: false) {
                 throw .param("folder \(location.directory) does not exist")
             }
-            if try FileSafety.checkPrivateFile(location.path) != nil {
+            if try KeychainFileSet.check(location.path) != nil {
                 throw KeychainError(SecStatus.duplicateKeychain, detail: location.displayName)
             }
             let masterKey = Sodium.randomKey()
@@ -80,7 +80,7 @@ extension KeychainStore {
         for entry in settings.searchList + [settings.defaultKeychain].compactMap({ $0 }) {
             guard let location = try? location(entry), !location.isInKeychainsFolder,
                 !names.contains(location.displayName),
-                (try? FileSafety.checkPrivateFile(location.path)) != nil
+                (try? KeychainFileSet.check(location.path)) != nil
             else { continue }
             names.append(location.displayName)
         }

@@ -74,14 +74,14 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// The open keychain at `location`, or nil when there is no file. Every call checks that the
-    /// file is still the user's alone and notices a file deleted or replaced behind our back
+    /// file, and its -wal, -shm and -journal, are still the user's alone and notices a file deleted or replaced behind our back
     /// (looking again only when its folder, or one on the way to it, reported a change since the
     /// last look); the folder is checked when a file is opened (a replaced file is opened, and
     /// checked, anew).
     func existingFile(at location: KeychainLocation) throws(KeychainError) -> KeychainFile? {
         if let file = openAndUnchanged(location) { return file }
         let checked = changes.mark(watching: location.path, edits: false)
-        let identity = try FileSafety.checkPrivateFile(location.path)
+        let identity = try KeychainFileSet.check(location.path)
         var lostUnlocked = false
         defer {
             // The key went with the old file: for the daemon that keychain is now locked.
@@ -90,6 +90,7 @@ public final class KeychainStore: @unchecked Sendable {
         return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
             if let open = files[location.path] {
                 if let identity, open.file.identity.isSameFile(as: identity) {
+                    try KeychainFileSet.checkCompanions(of: location.path)
                     files[location.path]?.checked = checked
                     return open.file
                 }
@@ -97,7 +98,6 @@ public final class KeychainStore: @unchecked Sendable {
                 files[location.path] = nil
             }
             guard identity != nil, try fileIdentity(at: location) != nil else { return nil }
-            for suffix in ["-wal", "-shm"] { _ = try FileSafety.checkPrivateFile(location.path + suffix) }
             let file = try KeychainFile(location: location, identity: identity!)
             files[location.path] = OpenKeychain(file: file, checked: checked)
             return file
@@ -114,12 +114,12 @@ public final class KeychainStore: @unchecked Sendable {
     /// file or its folder is not the user's alone.
     func fileIdentity(at location: KeychainLocation) throws(KeychainError) -> FileIdentity? {
         guard try FileSafety.checkDirectory(location.directory, ownedByUser: location.isInKeychainsFolder) else { return nil }
-        return try FileSafety.checkPrivateFile(location.path)
+        return try KeychainFileSet.check(location.path)
     }
 
     /// Registers a keychain this store just created, unlocked with its master key.
     func register(_ location: KeychainLocation, masterKey: SecretBytes) throws(KeychainError) -> KeychainFile {
-        guard let identity = try FileSafety.checkPrivateFile(location.path) else {
+        guard let identity = try KeychainFileSet.check(location.path) else {
             throw KeychainError(SecStatus.noSuchKeychain, detail: location.displayName)
         }
         let file = try KeychainFile(location: location, identity: identity, masterKey: masterKey)

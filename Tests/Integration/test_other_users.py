@@ -263,5 +263,5 @@ def test_planted_symlinks_and_writable_folders_are_refused(kit, keywelld):
            f"{len(refused)} of {len(outcomes)} refused", "all refused", len(refused) == len(outcomes))
     assert len(refused) == len(outcomes), outcomes
     # The refusals say why.
-    assert "owned by UID" in outcomes["keychain file → another user's file"]["message"]
+    assert "symbolic link" in outcomes["keychain file → another user's file"]["message"]
     assert "others can write" in outcomes["keychains folder mode 0777"]["message"]

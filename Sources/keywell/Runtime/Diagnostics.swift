@@ -46,9 +46,10 @@ struct Diagnostics {
     }
 
     /// For a daemon error: its own explanation of a refused parameter (a keychain name that is
-    /// not allowed, a folder that does not exist), else the usual advice for the status.
+    /// not allowed, a folder that does not exist) or of a refused file (which one, and why),
+    /// else the usual advice for the status.
     func hint(for error: KeychainError, keychain: String?) {
-        if error.status == SecStatus.param, let detail = error.detail {
+        if error.status == SecStatus.param || error.status == SecStatus.wrPerm, let detail = error.detail {
             hint(detail)
         } else {
             hint(for: error.status, keychain: keychain)
