@@ -18,6 +18,7 @@ Needs root and KEYWELLD/KEYWELL (scripts/test.sh sets them).
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import subprocess
 import tempfile
@@ -104,6 +105,15 @@ def keywell(kit: Kit, user: User, binary: str, *args: str) -> subprocess.Complet
                        stdin=subprocess.DEVNULL)
 
 
+def keywell_on_terminal(kit: Kit, user: User, binary: str, *args: str) -> subprocess.CompletedProcess:
+    """As a person runs it: on a terminal (script(1)'s pty), where the CLI adds the daemon's
+    explanation to macOS's error line; through a pipe it prints macOS's line alone. The
+    terminal's output (stdout and stderr together) comes back as `stderr`."""
+    r = kit.as_user(user, ["script", "-qec", shlex.join([binary, *args]), "/dev/null"],
+                    capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.CompletedProcess(r.args, r.returncode, "", r.stdout + r.stderr)
+
+
 def serving(kit: Kit, user: User, binary: str) -> None:
     """Waits until the user's keywelld answers on the bus (it starts before it owns its name)."""
     for _ in range(600):
@@ -154,7 +164,7 @@ def test_planted_companion_files_in_a_shared_folder_are_refused(kit, binaries, u
 
     def attempt(case: str, path: str, planted: list[str], bait: list[str], *command: str) -> None:
         nonlocal written
-        r = keywell(kit, owner, binaries["KEYWELL"], *command)
+        r = keywell_on_terminal(kit, owner, binaries["KEYWELL"], *command)
         written += bytes_in(bait)
         print(case, "→", r.stderr.strip().replace("\n", " | "))
         # The message names the planted file and says it refused it (not some later I/O error).

@@ -17,6 +17,7 @@ how fast the machine is.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import socket
 import struct
@@ -76,6 +77,7 @@ def test_copies_of_a_keychain_share_one_throttle(session):
     names = ["target"] + [f"copy{n}" for n in range(1, 6)]
     for name in names[1:]:
         shutil.copyfile(keychain_file(session, "target"), keychain_file(session, name))
+        os.chmod(keychain_file(session, name), 0o600)  # a keychain file is the user's alone (docs/file-format.md)
     assert set(names) <= set(native.ListKeychains())
 
     attempts = checks = 0
@@ -148,6 +150,7 @@ def test_every_door_counts_against_one_keychain_identity(slow_session):
     native = session.native()
     native.Lock("login")
     shutil.copyfile(keychain_file(session, "login"), keychain_file(session, "copy"))
+    os.chmod(keychain_file(session, "copy"), 0o600)
 
     # Three wrong passwords, each through another door and name: the third starts the delay.
     first = wrong_unlock(native, "copy", 0)
