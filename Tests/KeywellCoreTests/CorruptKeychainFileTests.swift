@@ -9,10 +9,11 @@ import Testing
 /// must give a clear KeychainError, never a crash and never a secret other than the one stored.
 @Suite struct CorruptKeychainFileTests {
     /// What a damaged file may answer: each names the problem (a flipped salt or wrapped key
-    /// reads as a wrong password, which is the most the header's seal can tell).
+    /// reads as a wrong password, which is the most the header's seal can tell). Not
+    /// `itemNotFound`: the search reads every stored item, so "none" would be a silent loss.
     static let clearStatuses: Set<OSStatus> = [
         SecStatus.invalidKeychain, SecStatus.decode, SecStatus.io, SecStatus.authFailed,
-        SecStatus.wrongSecVersion, SecStatus.itemNotFound, SecStatus.wrPerm,
+        SecStatus.wrongSecVersion, SecStatus.wrPerm,
     ]
 
     /// A login keychain with `itemCount` items, closed and checkpointed so that the main file
@@ -49,7 +50,8 @@ import Testing
         }
     }
 
-    /// The outcome is a clear error, or items whose secrets are exactly the stored ones.
+    /// The outcome is a clear error, or every stored item, once each, with its own secret: a read
+    /// that succeeds with fewer items would lose them silently.
     static func expectClearOrCorrect(
         _ environment: TestEnvironment, _ secrets: [String: Data], _ what: String,
         sourceLocation: SourceLocation = #_sourceLocation
@@ -57,14 +59,23 @@ import Testing
         switch readEverything(environment) {
         case .failure(let error):
             #expect(clearStatuses.contains(error.status), "\(what): \(error)", sourceLocation: sourceLocation)
-            if error.status != SecStatus.authFailed && error.status != SecStatus.itemNotFound {
+            if error.status != SecStatus.authFailed {
                 #expect(error.detail != nil, "\(what): \(error) has no detail", sourceLocation: sourceLocation)
             }
         case .success(let items):
+            var found: [String: Data] = [:]
             for item in items {
-                guard let account = item["acct"]?.stringValue else { continue }
-                #expect(item[WireKey.valueData]?.dataValue == secrets[account],
-                        "\(what): wrong secret for \(account)", sourceLocation: sourceLocation)
+                guard let account = item["acct"]?.stringValue else {
+                    Issue.record("\(what): an item without its account: \(item)", sourceLocation: sourceLocation)
+                    continue
+                }
+                #expect(found[account] == nil, "\(what): \(account) read twice", sourceLocation: sourceLocation)
+                found[account] = item[WireKey.valueData]?.dataValue ?? Data()
+            }
+            let lost = secrets.keys.filter { found[$0] == nil }.sorted()
+            #expect(lost.isEmpty, "\(what): the read succeeded without \(lost)", sourceLocation: sourceLocation)
+            for (account, value) in found {
+                #expect(value == secrets[account], "\(what): wrong secret for \(account)", sourceLocation: sourceLocation)
             }
         }
     }
