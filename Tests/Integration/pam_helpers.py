@@ -1,6 +1,6 @@
 """Shared pieces of the PAM integration tests (test_pam.py, test_pam_daemon.py).
 
-Everything here runs as root: it makes throwaway users, writes /etc/pam.d/keywell-test, drives
+Everything here runs as root: it makes throwaway users, writes /etc/pam.d/keywell-test-<pid>, drives
 the real PAM stack with pamtester and listens to syslog. All of it is undone afterwards, also
 when a test fails.
 """
@@ -28,7 +28,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SERVICE = "keywell-test"
+# One PAM service per test process: test runs side by side (several worktrees on one machine)
+# would otherwise rewrite each other's stack between a test's writing it and its login.
+SERVICE = f"keywell-test-{os.getpid()}"
 PAM_D = Path("/etc/pam.d")
 # What PAM sees as the process environment: nothing that points at the caller's runtime folder.
 CLEAN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
