@@ -74,8 +74,9 @@ import Testing
     @Test func hugeInputsAreRefusedQuickly() throws {
         let fixture = try DaemonFixture()
         try fixture.createKeychain("login")
-        // Each refusal must come within its call's timeout (60 s; 20 s for the Add), a hang guard: a check whose cost
-        // grew faster than the list would take hours here. How fast it is belongs to the benchmarks.
+        // Each refusal must come within its call's timeout (60 s; 20 s for the Add), a hang
+        // guard: a check whose cost grew faster than the list would take hours here. How fast it
+        // is belongs to the benchmarks.
         let million = (0..<1_000_000).map { DBusValue.string("k\($0)") }
         expectKeychainError("Param", SecStatus.param) {
             try fixture.call("SetSearchList", [.array(elementSignature: .string, million)], timeout: .seconds(60))
