@@ -131,7 +131,9 @@ final class KeychainDatabase: Sendable {
     /// good part of a lookup's cost.
     func read<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {
-            return try reader.unsafeRead(body)
+            return try reader.unsafeRead { db in
+                do { return try body(db) } catch { throw SQLiteSystemFailure.annotating(error, db) }
+            }
         } catch {
             throw KeychainError.from(error, path: path)
         }
@@ -196,8 +198,10 @@ final class KeychainDatabase: Sendable {
                 }
                 try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
             } catch {
+                // The errno is read before the rollback, whose own I/O could replace it.
+                let annotated = SQLiteSystemFailure.annotating(error, db)
                 try? db.rollback()  // nothing to do when SQLite ended the transaction already
-                throw error
+                throw annotated
             }
         }
     }

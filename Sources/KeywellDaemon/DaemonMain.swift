@@ -21,6 +21,9 @@ public enum DaemonMain {
         sigaddset(&terminationSignals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &terminationSignals, nil)
         signal(SIGPIPE, SIG_IGN)
+        // A write past a file size limit (RLIMIT_FSIZE) then fails with EFBIG, which the caller
+        // hears as DiskFull, instead of killing the daemon (docs/storage.md).
+        signal(SIGXFSZ, SIG_IGN)
 
         let options: DaemonOptions
         switch DaemonOptions.parse(Array(arguments.dropFirst())) {

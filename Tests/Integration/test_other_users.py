@@ -29,7 +29,9 @@ from pam_helpers import (
 from security_figures import record
 
 # Runs as the attacker: tries the owner's bus, control socket, files and daemon memory; prints one
-# line per probe, "<probe> refused <why>" or "<probe> ALLOWED".
+# line per probe, "<probe> refused <exception> <message>" or "<probe> ALLOWED". Every probe also
+# runs where it must succeed (as the owner, or as root for the daemon's memory): a probe with a
+# wrong path or a broken check would fail there, so a refusal counts only next to that success.
 PROBE = r'''
 import os, socket, struct, sys
 import dbus
@@ -57,10 +59,18 @@ def read(path):
     with open(path, "rb") as f:
         f.read(16)
 
+def memory(spec):
+    # "<pid>:<address>": 16 bytes of a mapped address (offset 0 of /proc/<pid>/mem is never mapped).
+    pid, _, address = spec.partition(":")
+    with open("/proc/%s/mem" % pid, "rb") as f:
+        f.seek(int(address, 16))
+        if len(f.read(16)) != 16:
+            raise EOFError("short read")
+
 def listing(path):
     os.listdir(path)
 
-actions = {"bus": bus, "control": control, "read": read, "list": listing}
+actions = {"bus": bus, "control": control, "read": read, "list": listing, "mem": memory}
 for spec in sys.argv[1:]:
     kind, _, target = spec.partition("=")
     probe(spec, lambda: actions[kind](target))
@@ -102,14 +112,45 @@ def stop_daemon(p: subprocess.Popen) -> None:
     p.wait(timeout=10)
 
 
-def probe_as(kit: Kit, user: User, *specs: str) -> dict[str, str]:
-    r = kit.as_user(user, ["/usr/bin/python3", "-c", PROBE, *specs], capture_output=True, text=True, timeout=60)
+def probe_as(kit: Kit, user: User | None, *specs: str) -> dict[str, str]:
+    """Runs the probes as `user` (as root, the test's own identity, when None)."""
+    args = ["/usr/bin/python3", "-c", PROBE, *specs]
+    if user is None:
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    else:
+        r = kit.as_user(user, args, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     found = {}
     for line in r.stdout.splitlines():
         spec, _, outcome = line.partition(" ")
         found[spec] = outcome
     return found
+
+
+# What each refusal must be: the kernel's or the daemon's no, not some other failure (a missing
+# file, a read at an unmapped address, a typo in a path) that a bare "it raised" would accept.
+PERMISSION = ("PermissionError", "Permission denied", "Operation not permitted")
+
+
+def refused_because(outcome: str, *reasons: str) -> bool:
+    return outcome.startswith("refused") and any(reason in outcome for reason in reasons)
+
+
+def expect_refused_where_allowed(refused: dict[str, str], allowed: dict[str, str], reasons: dict[str, tuple]) -> None:
+    """Every probe refused for its reason in `refused` and the very same probe ALLOWED in `allowed`."""
+    assert set(refused) == set(allowed) == set(reasons), (refused, allowed)
+    for spec, why in reasons.items():
+        assert allowed[spec] == "ALLOWED", f"the control failed, so the probe proves nothing: {spec}: {allowed[spec]}"
+        assert refused_because(refused[spec], *why), f"{spec}: {refused[spec]} (expected one of {why})"
+
+
+def first_mapped_address(pid: int) -> str:
+    """A readable address of process `pid` (read as root from its maps)."""
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        span, perms = line.split()[:2]
+        if perms.startswith("r"):
+            return span.split("-")[0]
+    raise AssertionError(f"no readable mapping in /proc/{pid}/maps")
 
 
 def keychains_dir(user: User) -> str:
@@ -139,10 +180,12 @@ def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_fil
     run = owner.runtime_dir
     keychain = f"{keychains_dir(owner)}/login.keychain-db"
 
-    # The real layout: the 0700 folders stop everything at the door.
-    direct = probe_as(kit, attacker, f"bus=unix:path={run}/bus", f"control={run}/keywell/control",
-                      f"read={keychain}", f"list={keychains_dir(owner)}", f"list={run}/keywell")
-    assert all(outcome.startswith("refused") for outcome in direct.values()), direct
+    # The real layout: the 0700 folders stop everything at the door; the owner gets through.
+    direct_reasons = {spec: PERMISSION for spec in (
+        f"bus=unix:path={run}/bus", f"control={run}/keywell/control", f"read={keychain}",
+        f"list={keychains_dir(owner)}", f"list={run}/keywell")}
+    direct = probe_as(kit, attacker, *direct_reasons)
+    expect_refused_where_allowed(direct, probe_as(kit, owner, *direct_reasons), direct_reasons)
 
     # Doors opened on purpose: hard links to both sockets where the attacker can reach them, the
     # control socket's mode widened. The bus refuses the attacker's uid (EXTERNAL), the daemon
@@ -158,10 +201,13 @@ def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_fil
         own = probe_as(kit, owner, f"bus=unix:path={door}/bus", f"control={door}/control")
     finally:
         os.chmod(f"{door}/control", 0o600)
-    assert opened[f"bus=unix:path={door}/bus"].startswith("refused"), opened
-    assert opened[f"control={door}/control"].startswith("refused"), opened
-    assert own[f"bus=unix:path={door}/bus"] == "ALLOWED", own
-    assert own[f"control={door}/control"] == "ALLOWED", own
+    expect_refused_where_allowed(opened, own, {
+        # dbus-daemon rejects the attacker's uid in the EXTERNAL handshake and hangs up, which
+        # libdbus reports as NoReply to its Hello.
+        f"bus=unix:path={door}/bus": ("org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.AuthFailed"),
+        # The daemon closes the connection without a byte (SO_PEERCRED).
+        f"control={door}/control": ("closed without an answer", "ConnectionResetError", "BrokenPipeError"),
+    })
 
     # Modes on disk and in the runtime folder.
     modes = {p: stat.S_IMODE(os.lstat(p).st_mode) for p in
@@ -169,10 +215,12 @@ def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_fil
     assert modes[keychain] == 0o600 and modes[keychains_dir(owner)] == 0o700, modes
     assert modes[f"{run}/keywell"] == 0o700 and modes[f"{run}/keywell/control"] == 0o600, modes
 
-    # The daemon's memory: another uid can neither read /proc/<pid>/mem nor attach a debugger.
+    # The daemon's memory: another uid can read neither its memory (at an address that is mapped)
+    # nor its environment; root, who may, reads both with the same probes.
     pid = keywelld_pids(owner)[0]
-    memory = probe_as(kit, attacker, f"read=/proc/{pid}/mem", f"read=/proc/{pid}/environ")
-    assert all(outcome.startswith("refused") for outcome in memory.values()), memory
+    memory_reasons = {f"mem={pid}:{first_mapped_address(pid)}": PERMISSION, f"read=/proc/{pid}/environ": PERMISSION}
+    memory = probe_as(kit, attacker, *memory_reasons)
+    expect_refused_where_allowed(memory, probe_as(kit, None, *memory_reasons), memory_reasons)
     stop_daemon(daemon)
 
     refused = sum(o.startswith("refused") for o in list(direct.values()) + list(opened.values()) + list(memory.values()))

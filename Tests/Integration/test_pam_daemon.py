@@ -16,6 +16,7 @@ import pytest
 from keywell_helpers import built, module, open_kit  # noqa: F401 (module: a fixture)
 from pam_helpers import (
     LOGIN_BOUND_S, dbus_call, ensure_runtime_dir, keywelld_pids, login, pamtester, start_session_bus,
+    started_nothing,
 )
 
 
@@ -132,10 +133,9 @@ def test_wrong_password_fails_and_leaves_nothing(kit, stack):
     user = kit.user()
     wrong = "Wrong-" + user.password
     kit.secrets.append(wrong)
-    r = login(stack, user, password=wrong)
+    r, left = started_nothing(lambda: login(stack, user, password=wrong))
     assert not r.ok
-    time.sleep(0.3)
-    assert keywelld_pids(user) == []
+    assert left == [] and keywelld_pids(user) == []
     assert not os.path.exists(os.path.join(user.home, ".local/share/keywell/keychains/login.keychain-db"))
     kit.assert_no_leaks()
 
@@ -163,7 +163,10 @@ def test_crashed_daemon_is_replaced_at_the_next_login(kit, stack):
     assert login(stack, user).ok
     (pid,) = keywelld_pids(user)
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 30  # a hang guard: the kill is what ends it
+    while pid in keywelld_pids(user) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pid not in keywelld_pids(user), "SIGKILL did not end the daemon"
     r = login(stack, user)
     assert r.ok and r.elapsed < LOGIN_BOUND_S, r
     assert locked(kit, user) is False

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
+import threading
 import time
 
 import dbus
@@ -273,18 +275,43 @@ def test_one_item_through_all_three_faces(session):
 # ------------------------------------------------------------------------------------ on the wire
 
 
-def _monitor(session: KeywellBus) -> subprocess.Popen:
-    monitor = subprocess.Popen(["dbus-monitor", "--address", session.address], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, env=session.env)
-    time.sleep(0.5)  # let it subscribe
-    return monitor
+class _Monitor:
+    """dbus-monitor on the session's bus. Started once it is a monitor (the bus then takes its
+    name away: NameLost), stopped once a marker call sent after everything else has shown up,
+    so the transcript holds every message in between, with no sleep to guess how long that takes."""
 
+    def __init__(self, session: KeywellBus) -> None:
+        self.session = session
+        self.lines: list[str] = []
+        self.changed = threading.Condition()
+        self.process = subprocess.Popen(["dbus-monitor", "--address", session.address], stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=session.env, text=True, errors="replace")
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        assert self._wait_for("member=NameLost"), "dbus-monitor never became a monitor"
 
-def _stop(monitor: subprocess.Popen) -> str:
-    time.sleep(0.3)
-    monitor.terminate()
-    out, _ = monitor.communicate(timeout=5)
-    return out.decode(errors="replace")
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            with self.changed:
+                self.lines.append(line)
+                self.changed.notify_all()
+
+    def _wait_for(self, text: str, timeout: float = 30) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: any(text in line for line in self.lines), timeout)
+
+    def stop(self) -> str:
+        marker = f"keywell.monitor.marker.{secrets.token_hex(8)}"
+        subprocess.run(["dbus-send", f"--address={self.session.address}", "--print-reply", "--dest=org.freedesktop.DBus",
+                        "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", f"string:{marker}"],
+                       env=self.session.env, capture_output=True, timeout=30)
+        seen = self._wait_for(marker)
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.reader.join(10)
+        assert seen, "the marker call never reached dbus-monitor"
+        with self.changed:
+            return "".join(self.lines)
 
 
 def _occurrences(secret: bytes, transcript: str) -> int:
@@ -297,23 +324,23 @@ def test_dh_session_secrets_never_cross_the_bus_in_clear(session):
     session.create_login()
     session.native()  # activate before watching
     secret = b"wire-secret-5821"
-    monitor = _monitor(session)
+    monitor = _Monitor(session)
     session.secret_tool("store", "--label=W", "wire", "1", input=secret.decode(), check=True)
     assert session.secret_tool("lookup", "wire", "1").stdout == secret
     connection = session.jeepney()
     item = next(secretstorage.search_items(connection, {"wire": "1"}))
     assert item.get_secret() == secret
-    transcript = _stop(monitor)
+    transcript = monitor.stop()
     negotiated = DH in transcript and "CreateItem" in transcript and "GetSecrets" in transcript
     seen = _occurrences(secret, transcript)
 
     # The control: a plain session does show it, so the monitor saw everything.
-    monitor = _monitor(session)
+    monitor = _Monitor(session)
     bus = session.dbus()
     service = dbus.Interface(bus.get_object(SECRETS, SERVICE_PATH), "org.freedesktop.Secret.Service")
     _, path = service.OpenSession("plain", dbus.String("", variant_level=1))
     service.GetSecrets([item.item_path], path)
-    control = _occurrences(secret, _stop(monitor))
+    control = _occurrences(secret, monitor.stop())
 
     record("dbus-monitor on the bus while secret-tool (libsecret) and python secretstorage store and read a secret "
            "over DH sessions", f"the secret appears {seen}× in {len(transcript.splitlines())} lines of monitor output "

@@ -9,10 +9,11 @@ import Testing
 /// must give a clear KeychainError, never a crash and never a secret other than the one stored.
 @Suite struct CorruptKeychainFileTests {
     /// What a damaged file may answer: each names the problem (a flipped salt or wrapped key
-    /// reads as a wrong password, which is the most the header's seal can tell).
+    /// reads as a wrong password, which is the most the header's seal can tell). Not
+    /// `itemNotFound`: the search reads every stored item, so "none" would be a silent loss.
     static let clearStatuses: Set<OSStatus> = [
         SecStatus.invalidKeychain, SecStatus.decode, SecStatus.io, SecStatus.authFailed,
-        SecStatus.wrongSecVersion, SecStatus.itemNotFound, SecStatus.wrPerm,
+        SecStatus.wrongSecVersion, SecStatus.wrPerm,
     ]
 
     /// A login keychain with `itemCount` items, closed and checkpointed so that the main file
@@ -49,7 +50,8 @@ import Testing
         }
     }
 
-    /// The outcome is a clear error, or items whose secrets are exactly the stored ones.
+    /// The outcome is a clear error, or every stored item, once each, with its own secret: a read
+    /// that succeeds with fewer items would lose them silently.
     static func expectClearOrCorrect(
         _ environment: TestEnvironment, _ secrets: [String: Data], _ what: String,
         sourceLocation: SourceLocation = #_sourceLocation
@@ -57,14 +59,52 @@ import Testing
         switch readEverything(environment) {
         case .failure(let error):
             #expect(clearStatuses.contains(error.status), "\(what): \(error)", sourceLocation: sourceLocation)
-            if error.status != SecStatus.authFailed && error.status != SecStatus.itemNotFound {
+            if error.status != SecStatus.authFailed {
                 #expect(error.detail != nil, "\(what): \(error) has no detail", sourceLocation: sourceLocation)
             }
         case .success(let items):
+            var found: [String: Data] = [:]
             for item in items {
-                guard let account = item["acct"]?.stringValue else { continue }
-                #expect(item[WireKey.valueData]?.dataValue == secrets[account],
-                        "\(what): wrong secret for \(account)", sourceLocation: sourceLocation)
+                guard let account = item["acct"]?.stringValue else {
+                    Issue.record("\(what): an item without its account: \(item)", sourceLocation: sourceLocation)
+                    continue
+                }
+                #expect(found[account] == nil, "\(what): \(account) read twice", sourceLocation: sourceLocation)
+                found[account] = item[WireKey.valueData]?.dataValue ?? Data()
+            }
+            let lost = secrets.keys.filter { found[$0] == nil }.sorted()
+            #expect(lost.isEmpty, "\(what): silently lost \(lost) (the read succeeded without them)", sourceLocation: sourceLocation)
+            for (account, value) in found {
+                #expect(value == secrets[account], "\(what): wrong secret for \(account)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    /// Each item looked up on its own (through the indexes, where the full read scans the table):
+    /// its own secret, or a clear error; "not found" for a stored item is a silent loss.
+    static func expectEachLookupClearOrCorrect(
+        _ environment: TestEnvironment, _ secrets: [String: Data], _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let store: KeychainStore
+        do {
+            store = try environment.makeStore()
+            try store.unlock("login", password: secret("pw"))
+        } catch {
+            return  // the open or the unlock refused: expectClearOrCorrect judges that error
+        }
+        for (account, value) in secrets.sorted(by: { $0.key < $1.key }) {
+            do {
+                let found = try store.copyMatching(genp(account, "corrupt-test") + returnData + returnAttributes)
+                let accounts = found.map { $0["acct"]?.stringValue ?? "?" }
+                let owners = found.map { item in secrets.first { $0.value == item[WireKey.valueData]?.dataValue }?.key ?? "nobody's" }
+                #expect(found.count == 1 && found.first?[WireKey.valueData]?.dataValue == value,
+                        "\(what): lookup of \(account) answered rows of \(accounts) with the secrets of \(owners)",
+                        sourceLocation: sourceLocation)
+            } catch where error.status == SecStatus.itemNotFound {
+                Issue.record("\(what): silently lost \(account) (its lookup finds nothing)", sourceLocation: sourceLocation)
+            } catch {
+                #expect(clearStatuses.contains(error.status), "\(what): lookup of \(account): \(error)", sourceLocation: sourceLocation)
             }
         }
     }
@@ -148,19 +188,83 @@ import Testing
         let regions: [(String, Range<Int>)] = [
             ("SQLite header", 0..<100), ("first pages", 100..<min(3 * 4096, original.count)), ("anywhere", 0..<original.count),
         ]
+        let pageSize = Int(try sqlite(path, "PRAGMA page_size"))!
+        let pageOwners = try Self.pageOwners(path)
         for (name, region) in regions {
             for trial in 0..<25 {
                 var damaged = original
                 let flips = Int.random(in: 1...4, using: &generator)
+                var pages: Set<String> = []
                 for _ in 0..<flips {
                     let position = Int.random(in: region, using: &generator)
                     damaged[position] ^= UInt8.random(in: 1...255, using: &generator)
+                    pages.insert(pageOwners[position / pageSize + 1] ?? "free")
                 }
                 try damaged.write(to: URL(fileURLWithPath: path))
                 chmod(path, 0o600)
-                Self.expectClearOrCorrect(environment, secrets, "\(name) trial \(trial)")
+                let what = "\(name) trial \(trial) (pages of \(pages.sorted()))"
+                let inAnIndex = pages.contains { $0.hasPrefix("item_") || $0.hasPrefix("sqlite_autoindex_item") }
+                Self.expectClearOrCorrect(environment, secrets, what)
+                // Known: a flipped byte in an index can make a lookup find nothing, or find another
+                // item (see aLeafThatLosesACell…); no check reads would notice it without one that
+                // reads the whole file (PRAGMA quick_check) or a format change.
+                withKnownIssue("damage in an index misleads lookups", isIntermittent: true) {
+                    Self.expectEachLookupClearOrCorrect(environment, secrets, what)
+                } matching: { issue in
+                    inAnIndex && issue.comments.contains { $0.rawValue.contains("silently lost") || $0.rawValue.contains("answered rows of") }
+                }
                 for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
             }
+        }
+    }
+
+    /// Which table or index each page (1-based) of the file at `path` belongs to.
+    static func pageOwners(_ path: String) throws -> [Int: String] {
+        var owners: [Int: String] = [:]
+        for line in try sqlite(path, "SELECT pageno || ' ' || name FROM dbstat").split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, let page = Int(parts[0]) { owners[page] = String(parts[1]) }
+        }
+        return owners
+    }
+
+    /// Damage that SQLite's own reads cannot see: a leaf page of the item table or of one of its
+    /// indexes claiming one cell fewer than it holds (the two header bytes at 3..<5 of the page's
+    /// b-tree header). Every page in turn; each is checked as any damage is.
+    ///
+    /// Known to lose items silently today: a table leaf's last item is missing from every read,
+    /// an index leaf's last entry from lookups through that index. Nothing in the file says how
+    /// many items there are, so only a check that reads the whole file (`PRAGMA quick_check`
+    /// reports each of these pages) or a format change (a count or a MAC over the set of items)
+    /// can tell. Marked as a known issue, matched on the words "silently lost" only, so that any
+    /// other failure here (a wrong secret, an unclear error) still fails the test, and so that the
+    /// day the engine catches this damage the marker must go.
+    @Test func aLeafThatLosesACellIsAClearErrorOrTheRightSecrets() throws {
+        let environment = try TestEnvironment()
+        let (original, secrets) = try Self.makeKeychain(environment)
+        let path = environment.path(of: "login")
+        let pageSize = Int(try sqlite(path, "PRAGMA page_size"))!
+        let leaves = try sqlite(path, "SELECT name || ' ' || pageno FROM dbstat WHERE pagetype = 'leaf' AND (name = 'item' OR name LIKE 'item_%' OR name LIKE 'sqlite_autoindex_item%') ORDER BY pageno")
+            .split(separator: "\n").map { $0.split(separator: " ") }
+        #expect(!leaves.isEmpty)
+        for leaf in leaves {
+            let (name, page) = (String(leaf[0]), Int(leaf[1])!)
+            let header = (page - 1) * pageSize + (page == 1 ? 100 : 0)
+            let cells = Int(original[header + 3]) << 8 | Int(original[header + 4])
+            guard cells > 0 else { continue }
+            var damaged = original
+            damaged[header + 3] = UInt8((cells - 1) >> 8)
+            damaged[header + 4] = UInt8((cells - 1) & 0xff)
+            try damaged.write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o600)
+            let what = "\(name) leaf page \(page): \(cells) cells claimed as \(cells - 1)"
+            withKnownIssue("a leaf that claims fewer cells hides items", isIntermittent: name != "item") {
+                Self.expectClearOrCorrect(environment, secrets, what)
+                Self.expectEachLookupClearOrCorrect(environment, secrets, what)
+            } matching: { issue in
+                issue.comments.contains { $0.rawValue.contains("silently lost") }
+            }
+            for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
         }
     }
 }

@@ -4,8 +4,9 @@ import Testing
 
 @testable import KeywellCore
 
-/// A small tmpfs as the data folder: mounting needs root (CI runs as root); elsewhere the test is
-/// disabled, and the reason shows in the test's name.
+/// A small tmpfs as the data folder: mounting needs root (CI runs as root); elsewhere that test is
+/// disabled, and the reason shows in the test's name. The file-size-limit test needs no mount and
+/// always runs, so no machine passes without a disk-full test.
 enum SmallDisk {
     static let canMount: Bool = {
         guard let folder = try? TestEnvironment() else { return false }
@@ -75,5 +76,58 @@ enum SmallDisk {
         _ = try store.add(genp("after", "disk", [WireKey.valueData: data("small secret after the disk emptied")]))
         #expect(try store.copyMatching(genp("after", "disk") + returnData).count == 1)
         try expectEverythingAcknowledged(store, "after freeing space")
+    }
+
+    /// Without a mount: the engine in its own process (`keywell-bench core-writer`) under a 2 MiB
+    /// RLIMIT_FSIZE with SIGXFSZ ignored, where the kernel refuses writes past the limit with
+    /// EFBIG, as a disk quota does (EDQUOT) and a full disk (ENOSPC). The limit is a process's,
+    /// so it cannot be set on this test process, whose other tests run at the same time.
+    @Test func aFileSizeLimitIsDiskFullAndTheKeychainSurvives() throws {
+        let environment = try TestEnvironment()
+        do {
+            let creator = try environment.makeStore(with: ["login"])
+            try creator.lock("login")
+        }
+        let secretBytes = 64 << 10
+        func arguments(prefix: String, count: Int) -> [String] {
+            CoreWriter.arguments(environment, keychain: "login", prefix: prefix, count: count)
+                + ["--secret-bytes", "\(secretBytes)", "--file-size-limit", "\(2 << 20)"]
+        }
+        func refusal(_ output: Data) -> Substring? {
+            String(decoding: output, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("refused ") }
+        }
+
+        let (output, writer) = try CoreWriter.run(arguments(prefix: "big", count: 200))
+        let acknowledged = CoreWriter.acknowledged(output)
+        #expect(writer.terminationReason == .exit, "killed by signal \(writer.terminationStatus) (SIGXFSZ?)")
+        #expect(writer.terminationStatus == 3, "2 MiB never filled up: \(acknowledged.count) acknowledged")
+        let refused = try #require(refusal(output), "no refusal: \(String(decoding: output, as: UTF8.self))")
+        #expect(refused.hasPrefix("refused \(SecStatus.diskFull) "), "\(refused)")
+        #expect(refused.count > "refused \(SecStatus.diskFull) ".count, "no detail: \(refused)")
+        #expect(!acknowledged.isEmpty)
+        #expect(acknowledged == Array(0..<acknowledged.count))
+
+        // Opened again under the limit: it unlocks, takes more until the main file reaches the
+        // limit too (the limit is per file: a checkpoint can make room in the WAL), and then
+        // refuses as clearly.
+        let (again, secondWriter) = try CoreWriter.run(arguments(prefix: "again", count: 200))
+        let acknowledgedAgain = CoreWriter.acknowledged(again)
+        #expect(secondWriter.terminationReason == .exit && secondWriter.terminationStatus == 3)
+        #expect(refusal(again)?.hasPrefix("refused \(SecStatus.diskFull) ") == true, "\(String(decoding: again, as: UTF8.self))")
+
+        // No limit here: every acknowledged item is there with its secret, the file is sound, and
+        // adds work again.
+        #expect(try sqlite(environment.path(of: "login"), "PRAGMA integrity_check") == "ok")
+        let store = try environment.makeStore()
+        try store.unlock("login", password: secret("pw"))
+        for (prefix, indices) in [("big", acknowledged), ("again", acknowledgedAgain)] {
+            for index in indices {
+                let value = Data((0..<secretBytes).map { UInt8(truncatingIfNeeded: $0 &+ index) })
+                let found = try store.copyMatching(genp("\(prefix)-\(index)", "core-writer") + returnData)
+                #expect(found == [[WireKey.valueData: .data(value)]], "\(prefix)-\(index)")
+            }
+        }
+        _ = try store.add(genp("after", "disk", [WireKey.valueData: data("small secret after the limit")]))
+        #expect(try store.copyMatching(genp("after", "disk") + returnData).count == 1)
     }
 }

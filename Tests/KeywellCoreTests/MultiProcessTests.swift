@@ -6,24 +6,10 @@ import Testing
 
 /// Real processes (`keywell-bench core-writer`) writing the same keychain file.
 @Suite struct MultiProcessTests {
-    /// keywell-bench is built next to the test binary (`swift build` / `swift test` build all products).
-    private func writerExecutable() throws -> String {
-        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = testBinary.deletingLastPathComponent().appendingPathComponent("keywell-bench").path
-        guard FileManager.default.isExecutableFile(atPath: candidate) else {
-            throw TestFailure("keywell-bench is not built next to the tests (\(candidate)); run swift build first")
-        }
-        return candidate
-    }
-
     private func startWriter(_ environment: TestEnvironment, prefix: String, count: Int) throws -> (Process, Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try writerExecutable())
-        process.arguments = [
-            "core-writer", "--keychains-directory", environment.keychainsDirectory,
-            "--config-directory", environment.paths.configDirectory.path,
-            "--keychain", "shared", "--prefix", prefix, "--count", "\(count)",
-        ]
+        process.executableURL = URL(fileURLWithPath: try CoreWriter.executable())
+        process.arguments = CoreWriter.arguments(environment, keychain: "shared", prefix: prefix, count: count)
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input
@@ -34,11 +20,7 @@ import Testing
         return (process, output)
     }
 
-    private func acknowledged(_ output: Data) -> [Int] {
-        String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { line in
-            line.hasPrefix("ack ") ? Int(line.dropFirst(4)) : nil
-        }
-    }
+    private func acknowledged(_ output: Data) -> [Int] { CoreWriter.acknowledged(output) }
 
     private func expectItems(_ store: KeychainStore, prefix: String, indices: [Int]) throws {
         for index in indices {

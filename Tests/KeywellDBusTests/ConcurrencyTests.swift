@@ -7,26 +7,19 @@ struct ConcurrencyTests {
     @Test func slowHandlerDoesNotDelayAnotherClient() throws {
         let fixture = try ServiceFixture()
         let otherClient = try fixture.bus.connect()
-        let slowFinished = LockedValue<Duration?>(nil)
-        let start = ContinuousClock.now
+        let gate = UUID().uuidString
         let slowDone = DispatchSemaphore(value: 0)
         Thread {
-            _ = try? fixture.call("Sleep", [.uint32(500)])
-            slowFinished.value = ContinuousClock.now - start
+            _ = try? fixture.call("Hold", [.string(gate)])
             slowDone.signal()
         }.start()
-        usleep(50_000)  // the slow call is in its handler now
+        #expect(HandlerGates.shared.waitUntilHeld(gate), "the slow call never reached its handler")
 
-        let fastStart = ContinuousClock.now
-        #expect(try fixture.call("Echo", [.string("fast")], on: otherClient) == [.string("fast")])
-        let fast = ContinuousClock.now - fastStart
-        let fastFinishedAt = ContinuousClock.now - start
-
-        #expect(slowDone.wait(timeout: .now() + 5) == .success)
-        let slow = try #require(slowFinished.value)
-        print("[keywell-dbus] fast call during a 500 ms handler: \(milliseconds(fast)) ms (slow call finished after \(milliseconds(slow)) ms)")
-        #expect(fast < .milliseconds(200))
-        #expect(fastFinishedAt < slow)
+        // Answered while the slow handler still holds its worker (the gate is shut until below).
+        #expect(try fixture.call("Echo", [.string("fast")], timeout: .seconds(20), on: otherClient) == [.string("fast")])
+        #expect(slowDone.wait(timeout: .now()) == .timedOut, "the slow call ended before its gate opened")
+        HandlerGates.shared.open(gate)
+        #expect(slowDone.wait(timeout: .now() + 30) == .success)
         otherClient.close()
     }
 
@@ -46,16 +39,18 @@ struct ConcurrencyTests {
     @Test func callsOnTheIOThreadAnswerWhileAWorkerIsBusy() throws {
         let fixture = try ServiceFixture()
         let otherClient = try fixture.bus.connect()
+        let gate = UUID().uuidString
         let slowDone = DispatchSemaphore(value: 0)
         Thread {
-            _ = try? fixture.call("Sleep", [.uint32(3000)])
+            _ = try? fixture.call("Hold", [.string(gate)])
             slowDone.signal()
         }.start()
-        usleep(50_000)
+        #expect(HandlerGates.shared.waitUntilHeld(gate), "the slow call never reached its handler")
         // Answered while the slow handler still holds its worker: the I/O thread is free.
-        #expect(try fixture.call("Where", [], on: otherClient) == [.string("io")])
+        #expect(try fixture.call("Where", [], timeout: .seconds(20), on: otherClient) == [.string("io")])
         #expect(slowDone.wait(timeout: .now()) == .timedOut)
-        #expect(slowDone.wait(timeout: .now() + 10) == .success)
+        HandlerGates.shared.open(gate)
+        #expect(slowDone.wait(timeout: .now() + 30) == .success)
         otherClient.close()
     }
 
@@ -67,37 +62,43 @@ struct ConcurrencyTests {
         let leader = try fixture.call("ThreadID")
         let offLoop = LockedValue<[DBusValue]?>(nil)
         let done = DispatchSemaphore(value: 0)
+        let gate = UUID().uuidString
         Thread {
-            offLoop.value = try? fixture.call("ThreadIDOffLoop", [.uint32(500)])
+            offLoop.value = try? fixture.call("ThreadIDOffLoopHeld", [.string(gate)])
             done.signal()
         }.start()
-        usleep(100_000)
+        #expect(HandlerGates.shared.waitUntilHeld(gate), "the off-loop call never reached its handler")
         // While the first leader runs the slow call, another thread leads the loop.
         let nextLeader = try fixture.call("ThreadID", on: otherClient)
         #expect(nextLeader != leader)
         #expect(try fixture.call("Where", on: otherClient) == [.string("io")])
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        HandlerGates.shared.open(gate)
+        #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(offLoop.value == leader)
         #expect(try fixture.call("WhereOnWorker") == [.string("worker")])
         otherClient.close()
     }
 
+    /// Twelve handlers inside at the same moment: they run in parallel, whatever the machine's
+    /// speed (the time they take is the benchmarks' business).
     @Test func manySlowHandlersRunInParallel() throws {
         let fixture = try ServiceFixture()
-        let start = ContinuousClock.now
+        let gate = UUID().uuidString
         // Real threads: concurrentPerform would only run as many callers as there are cores.
         let group = DispatchGroup()
+        let failures = LockedValue(0)
         for _ in 0..<12 {
             group.enter()
             Thread {
-                _ = try? fixture.call("Sleep", [.uint32(300)])
+                do { _ = try fixture.call("Hold", [.string(gate)]) } catch { failures.mutate { $0 += 1 } }
                 group.leave()
             }.start()
         }
-        group.wait()
-        let elapsed = ContinuousClock.now - start
-        print("[keywell-dbus] 12 concurrent 300 ms handlers took \(milliseconds(elapsed)) ms")
-        #expect(elapsed < .milliseconds(1500))
+        let allInside = HandlerGates.shared.waitUntilHeld(gate, count: 12)
+        HandlerGates.shared.open(gate)
+        #expect(allInside, "12 handlers were never inside at once")
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(failures.value == 0)
     }
 
     @Test func manyClientsConcurrently() throws {

@@ -131,30 +131,35 @@ struct ConnectionTests {
     }
 
     @Test func callTimeout() throws {
+        // The handler cannot reply before its gate opens, so the call can only end by its timeout.
+        let gate = UUID().uuidString
+        defer { HandlerGates.shared.open(gate) }
         let start = ContinuousClock.now
         do {
-            _ = try fixture.call("Sleep", [.uint32(2000)], timeout: .milliseconds(200))
+            _ = try fixture.call("Hold", [.string(gate)], timeout: .milliseconds(200))
             Issue.record("expected a timeout")
         } catch {
             #expect(error.isTimeout)
             #expect(error.name == DBusError.Name.noReply)
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(190) && elapsed < .milliseconds(1500), "took \(elapsed)")
+        #expect(elapsed >= .milliseconds(190), "timed out early: \(elapsed)")
+        HandlerGates.shared.open(gate)
         // The connection is fine afterwards.
         #expect(try fixture.call("Echo", [.string("after")]) == [.string("after")])
     }
 
     @Test func asyncCalls() async throws {
+        let gate = UUID().uuidString
+        defer { HandlerGates.shared.open(gate) }
         let reply = try await fixture.client.callAsync(destination: ServiceFixture.name, path: ServiceFixture.path,
                                                        interface: ServiceFixture.interfaceName, member: "Echo", arguments: [.string("a")])
         #expect(reply == [.string("a")])
         do {
+            // No reply before the gate opens: only the timeout can end the call.
             _ = try await fixture.client.callAsync(destination: ServiceFixture.name, path: ServiceFixture.path,
-                                                   interface: ServiceFixture.interfaceName, member: "Sleep",
-                                                   // A reply 30× later than the timeout: a busy machine may run the
-                                                   // timer late, but not by seconds.
-                                                   arguments: [.uint32(3000)], timeout: .milliseconds(100))
+                                                   interface: ServiceFixture.interfaceName, member: "Hold",
+                                                   arguments: [.string(gate)], timeout: .milliseconds(100))
             Issue.record("expected a timeout")
         } catch {
             #expect(error.isTimeout)
@@ -179,8 +184,10 @@ struct ConnectionTests {
 
         subscription.cancel()
         _ = try fixture.call("Emit", [.string("four")])
-        #expect(eventually { other.value == 1 })
-        usleep(100_000)
+        // Then a signal the live subscription takes: signals reach a connection in order, so once
+        // it is in, "four" has been handed out too, and the cancelled subscription must not have it.
+        _ = try fixture.call("Emit", [.string("two")])
+        #expect(eventually { other.value == 2 })
         #expect(received.value.count == 3)
     }
 

@@ -14,6 +14,8 @@ final class ServiceFixture: @unchecked Sendable {
             // Any arguments, returned as they came.
             DBusMethod(name: "Echo", annotations: [DBusMethod.anyArgumentsAnnotation]),
             DBusMethod(name: "Sleep", inputs: [DBusArgument("milliseconds", .uint32)]),
+            // Holds its worker until the test opens the named gate (HandlerGates).
+            DBusMethod(name: "Hold", inputs: [DBusArgument("gate", .string)]),
             DBusMethod(name: "Fail", inputs: [DBusArgument("name", .string), DBusArgument("message", .string)]),
             DBusMethod(name: "CountKeys", inputs: [DBusArgument("dict", .stringVariantDict)], outputs: [DBusArgument("count", .uint32)]),
             DBusMethod(name: "Emit", inputs: [DBusArgument("text", .string)]),
@@ -30,6 +32,8 @@ final class ServiceFixture: @unchecked Sendable {
             // The pthread id of the thread the handler ran on, on the loop and off it.
             DBusMethod(name: "ThreadID", outputs: [DBusArgument("thread", .uint64)]),
             DBusMethod(name: "ThreadIDOffLoop", inputs: [DBusArgument("milliseconds", .uint32)],
+                       outputs: [DBusArgument("thread", .uint64)]),
+            DBusMethod(name: "ThreadIDOffLoopHeld", inputs: [DBusArgument("gate", .string)],
                        outputs: [DBusArgument("thread", .uint64)]),
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
             DBusMethod(name: "Keep", annotations: [DBusMethod.anyArgumentsAnnotation]),
@@ -99,10 +103,20 @@ final class ServiceFixture: @unchecked Sendable {
                 usleep(try call.arguments.uint32(at: 0) * 1000)
                 return [.uint64(UInt64(pthread_self()))]
             }
+        case "ThreadIDOffLoopHeld":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                HandlerGates.shared.hold(try call.arguments.string(at: 0))
+                return [.uint64(UInt64(pthread_self()))]
+            }
         case "Sleep":
             call.reply { () throws(DBusError) -> [DBusValue] in
                 let milliseconds = try call.arguments.uint32(at: 0)
                 usleep(milliseconds * 1000)
+                return []
+            }
+        case "Hold":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                HandlerGates.shared.hold(try call.arguments.string(at: 0))
                 return []
             }
         case "Fail":
@@ -175,6 +189,45 @@ final class ServiceFixture: @unchecked Sendable {
               on connection: DBusConnection? = nil) throws(DBusError) -> [DBusValue] {
         try (connection ?? client).call(destination: Self.name, path: Self.path, interface: Self.interfaceName,
                                         member: member, arguments: arguments, timeout: timeout)
+    }
+}
+
+/// Gates for the `Hold` handler: a test knows exactly when handlers are inside (`waitUntilHeld`)
+/// and when they may leave (`open`), instead of guessing with sleeps. Gates are named, so tests
+/// running at the same time do not share one.
+final class HandlerGates: @unchecked Sendable {
+    static let shared = HandlerGates()
+    private let condition = NSCondition()
+    private var held: [String: Int] = [:]
+    private var opened: Set<String> = []
+
+    /// Called by the handler: counts itself in, then waits for the gate (60 s at most, a hang guard).
+    func hold(_ gate: String) {
+        condition.lock()
+        defer { condition.unlock() }
+        held[gate, default: 0] += 1
+        condition.broadcast()
+        let deadline = Date() + 60
+        while !opened.contains(gate), condition.wait(until: deadline) {}
+        held[gate, default: 0] -= 1
+    }
+
+    /// Waits until `count` handlers are inside `gate` at once; false after `timeout`.
+    func waitUntilHeld(_ gate: String, count: Int = 1, timeout: TimeInterval = 30) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date() + timeout
+        while held[gate, default: 0] < count {
+            guard condition.wait(until: deadline) else { return held[gate, default: 0] >= count }
+        }
+        return true
+    }
+
+    func open(_ gate: String) {
+        condition.lock()
+        opened.insert(gate)
+        condition.broadcast()
+        condition.unlock()
     }
 }
 

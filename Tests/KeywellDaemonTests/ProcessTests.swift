@@ -70,7 +70,8 @@ import Testing
                                      arguments: ["--reuid=\(UnprivilegedDaemon.uid)", "--regid=\(UnprivilegedDaemon.uid)", "--clear-groups",
                                                  "/bin/sleep", "5"])
         defer { plain.kill() }
-        usleep(100_000)
+        // Once it runs sleep, setpriv has changed its uid (it does so before exec).
+        try waitUntil { (try? String(contentsOfFile: "/proc/\(plain.pid)/comm", encoding: .utf8)) == "sleep\n" }
         var plainInfo = stat()
         #expect(stat("/proc/\(plain.pid)/status", &plainInfo) == 0)
         #expect(plainInfo.st_uid == UnprivilegedDaemon.uid, "the control case: an ordinary process")

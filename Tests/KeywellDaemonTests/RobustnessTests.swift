@@ -50,7 +50,7 @@ import Testing
         try waitUntil { acknowledged.count >= 50 }
         let pid = try fixture.daemonPID()
         kill(pid, SIGKILL)
-        try waitUntil { !writer.isExecuting && acknowledged.isFrozen(after: .milliseconds(200)) }
+        try waitUntil { !writer.isExecuting }  // it appends nothing more once it has ended
         // The next call activates a new daemon; the keychain is locked now, but attributes are readable.
         let found = try fixture.copyMatching(["class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true])
         let stored = Set(found.compactMap { $0["acct"]?.stringValue })
@@ -62,29 +62,52 @@ import Testing
     @Test func idleKeychainLocksAfterItsTimeout() throws {
         let fixture = try DaemonFixture()
         try fixture.createKeychain("login")
-        try fixture.createKeychain("short")
         let recorder = try SignalRecorder(fixture.client)
         let clock = ContinuousClock()
+        // Before any use of "short" can have happened: its lock comes at least 1 s after this.
+        let beforeUse = clock.now
+        try fixture.createKeychain("short")
         try fixture.call("SetSettings", ["short", .stringVariantDict(["lockAfterSeconds": .uint32(1)])])
-        let start = clock.now
-        #expect(recorder.wait(for: signal("KeychainLocked", "short"), timeout: .seconds(3)))
-        #expect(clock.now - start < .milliseconds(2500))
+        // How soon after the second it locks is the benchmarks' business; the wait is a hang guard.
+        #expect(recorder.wait(for: signal("KeychainLocked", "short"), timeout: .seconds(30)))
+        #expect(clock.now - beforeUse >= .milliseconds(950), "locked before its timeout")
         #expect(try fixture.info("short")["locked"] == true)
         #expect(try fixture.info("login")["locked"] == false, "login never locks by itself")
     }
 
+    /// Uses 250 ms apart keep a 1 s idle timer from firing. On a busy machine a gap can grow past
+    /// the second, and then a lock is right: so a lock is checked against the gap the client saw
+    /// (a use that finds the keychain locked began at least 1 s after the one before it was sent),
+    /// never against a wall-clock deadline.
     @Test func useRearmsTheIdleTimer() throws {
         let fixture = try DaemonFixture()
+        let recorder = try SignalRecorder(fixture.client)
+        let clock = ContinuousClock()
+        let timeout = Duration.seconds(1)
+        var lastSent = clock.now  // before every use so far: creating, adding, the setting
         try fixture.createKeychain("short")
         try fixture.add(genp("a", ["u_Keychain": "short"]))
         try fixture.call("SetSettings", ["short", .stringVariantDict(["lockAfterSeconds": .uint32(1)])])
-        // Keep using it for 2 s: it stays unlocked.
+        var uses = 0
         for _ in 0..<8 {
             usleep(250_000)
-            _ = try fixture.copyMatching(genp("a", ["u_Keychain": "short", "r_Data": true]))
+            let sent = clock.now
+            do {
+                _ = try fixture.copyMatching(genp("a", ["u_Keychain": "short", "r_Data": true]))
+                uses += 1
+            } catch {
+                // Locked since the last use: only right if that use was a whole timeout ago.
+                #expect(error.name == KeywellNames.errorPrefix + "InteractionNotAllowed", "\(error)")
+                #expect(clock.now - lastSent >= timeout, "locked \(clock.now - lastSent) after a use")
+                return
+            }
+            lastSent = sent
         }
-        #expect(try fixture.info("short")["locked"] == false)
-        try waitUntil(timeout: .seconds(3)) { try fixture.info("short")["locked"] == true }
+        #expect(uses == 8)
+        // Left alone now, it locks, and not before a whole timeout after the last use was sent.
+        #expect(recorder.wait(for: signal("KeychainLocked", "short"), timeout: .seconds(30)))
+        #expect(clock.now - lastSent >= timeout * 0.95)
+        #expect(try fixture.info("short")["locked"] == true)
     }
 }
 
@@ -101,10 +124,4 @@ final class LockedList: @unchecked Sendable {
     func append(_ item: String) { lock.withLock { items.append(item) } }
     var all: [String] { lock.withLock { items } }
     var count: Int { lock.withLock { items.count } }
-    /// True when nothing was appended for `interval`.
-    func isFrozen(after interval: Duration) -> Bool {
-        let before = count
-        usleep(UInt32(interval.components.attoseconds / 1_000_000_000_000 + interval.components.seconds * 1_000_000))
-        return count == before
-    }
 }
