@@ -116,8 +116,11 @@ enum KeychainBackup {
     private static func notAKeychain(_ error: any Error, path: String) -> KeychainError {
         let error = KeychainError.from(error, path: path)
         switch error.status {
-        case SecStatus.invalidKeychain, SecStatus.wrongSecVersion, SecStatus.wrPerm, SecStatus.diskFull: return error
-        default: return KeychainError(SecStatus.invalidKeychain, detail: "\(path) is not a Keywell keychain")
+        case SecStatus.wrongSecVersion, SecStatus.wrPerm, SecStatus.diskFull, SecStatus.noSuchKeychain: return error
+        default:
+            if let detail = error.detail, detail.contains("Keywell keychain") || detail.contains("damaged") { return error }
+            let reason = error.detail.map { " (\($0))" } ?? ""
+            return KeychainError(SecStatus.invalidKeychain, detail: "\(path) is not a Keywell keychain\(reason)")
         }
     }
 
