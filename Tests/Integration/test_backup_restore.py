@@ -229,9 +229,9 @@ def test_plain_copy_of_a_locked_keychain_file_holds_every_item(accounts, tmp_pat
     for index in range(12):
         add_item(account, "work", index)
     account.run("lock-keychain", "work")
+    check_plain_copy(accounts, copy_main_file_alone(account, "work", tmp_path), 12)
     # The -wal stays (persistent WAL), emptied by the checkpoint.
     assert (account.keychains / "work.keychain-db-wal").stat().st_size == 0
-    check_plain_copy(accounts, copy_main_file_alone(account, "work", tmp_path), 12)
 
 
 def test_plain_copy_after_the_daemon_is_stopped_holds_every_item(accounts, tmp_path):
