@@ -11,7 +11,7 @@ complete -c keywell -n __fish_use_subcommand -s v -d 'Be more verbose'
 complete -c keywell -n __fish_use_subcommand -s i -d 'Run in interactive mode'
 complete -c keywell -n __fish_use_subcommand -l help -d 'Show the help'
 complete -c keywell -n __fish_use_subcommand -a help -d 'Show all commands, or show usage for a command.'
-complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error git-credential completion'
+complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore git-credential completion'
 complete -c keywell -n __fish_use_subcommand -a list-keychains -d 'Display or manipulate the keychain search list.'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s d -d 'Use the specified preference domain' -r -a 'user system common dynamic'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s s -d 'Set the search list to the specified keychains'
@@ -165,6 +165,15 @@ complete -c keywell -n '__fish_seen_subcommand_from find-internet-password' -l h
 complete -c keywell -n '__fish_seen_subcommand_from find-internet-password' -l json
 complete -c keywell -n '__fish_seen_subcommand_from find-internet-password' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a error -d 'Display a descriptive message for the given error code(s).'
+complete -c keywell -n __fish_use_subcommand -a backup -d 'Keywell: write a consistent copy of a keychain, locked or not, in use or not.'
+complete -c keywell -n '__fish_seen_subcommand_from backup' -s k -d 'Back up this keychain (default: the default keychain)' -r -a '(__keywell_keychains)'
+complete -c keywell -n '__fish_seen_subcommand_from backup' -s f -d 'Replace "file" if it exists'
+complete -c keywell -n '__fish_seen_subcommand_from backup' -l help
+complete -c keywell -n '__fish_seen_subcommand_from backup' -F
+complete -c keywell -n __fish_use_subcommand -a restore -d 'Keywell: install a keychain file (a backup) as a keychain.'
+complete -c keywell -n '__fish_seen_subcommand_from restore' -s f -d 'Replace the keychain if one of that name exists'
+complete -c keywell -n '__fish_seen_subcommand_from restore' -l help
+complete -c keywell -n '__fish_seen_subcommand_from restore' -F
 complete -c keywell -n __fish_use_subcommand -a git-credential -d 'Keywell: git credential helper (credential.helper=keywell).'
 complete -c keywell -n '__fish_seen_subcommand_from git-credential' -a 'get store erase'
 complete -c keywell -n __fish_use_subcommand -a completion -d 'Keywell: print the shell completion script.'

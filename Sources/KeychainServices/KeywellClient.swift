@@ -191,6 +191,22 @@ public final class KeywellClient: Sendable {
         _ = try call("SetSettings", [.string(name), .stringVariantDict(settings)])
     }
 
+    /// Keywell's own: the daemon writes a consistent copy of the keychain to `path` (absolute),
+    /// refusing an existing file unless `replace` (docs/cli.md, "Backing up").
+    public func backupKeychain(_ name: String, to path: String, replace: Bool) throws(KeychainError) {
+        _ = try call("BackupKeychain", [.string(name), .string(path), .bool(replace)])
+    }
+
+    /// Keywell's own: installs the keychain file at `path` (absolute) as keychain `name`,
+    /// refusing an existing keychain unless `replace`. Returns the new keychain's path.
+    public func restoreKeychain(from path: String, as name: String, replace: Bool) throws(KeychainError) -> String {
+        let reply = try call("RestoreKeychain", [.string(path), .string(name), .bool(replace)])
+        guard let installed = reply.first?.stringValue else {
+            throw KeychainError(SecStatus.io, detail: "RestoreKeychain reply without a path")
+        }
+        return installed
+    }
+
     // MARK: Transport
 
     private func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {

@@ -19,7 +19,7 @@ final class KeychainDatabase: Sendable {
 
     private static let busyTimeout: TimeInterval = 10
 
-    private static var configuration: Configuration {
+    static var configuration: Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "keywell.keychain"
@@ -50,7 +50,7 @@ final class KeychainDatabase: Sendable {
         try db.execute(sql: "PRAGMA journal_size_limit = \(walSizeLimit)")
     }
 
-    private static var readingConfiguration: Configuration {
+    static var readingConfiguration: Configuration {
         var configuration = Self.configuration
         // Not SQLITE_OPEN_READONLY: a read-only connection maps the WAL index read-only and then
         // rebuilds it from the whole WAL file in every transaction (lookups 3× slower). This one
@@ -206,6 +206,22 @@ final class KeychainDatabase: Sendable {
         }
     }
 
+    /// Moves every commit in the -wal into the keychain file and empties the -wal (it stays, 0
+    /// bytes: persistent WAL), so that the `.keychain-db` alone holds every item
+    /// (docs/cli.md, "Backing up"). Best effort: a reader in another process that holds an old
+    /// snapshot makes it stop short (SQLITE_BUSY after the busy timeout), which loses nothing.
+    @discardableResult
+    func checkpoint() -> Bool {
+        do {
+            return try queue.writeWithoutTransaction { db in
+                let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                return (row?[0] as Int?) == 0
+            }
+        } catch {
+            return false
+        }
+    }
+
     func readHeader() throws(KeychainError) -> KeychainHeader {
         try read { db in try Self.readHeader(db, path: path) }
     }
@@ -270,7 +286,7 @@ final class KeychainDatabase: Sendable {
             ])
     }
 
-    private static func syncToDisk(_ path: String) throws(KeychainError) {
+    static func syncToDisk(_ path: String) throws(KeychainError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }

@@ -150,12 +150,21 @@ extension KeychainStore {
     public func lock(_ nameOrPath: String) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         if file.lock() {
+            file.database.checkpoint()
             emit([.locked(file.location.displayName)])
         }
     }
 
     public func lockAll() {
-        emit(allOpenFiles.filter { $0.lock() }.map { .locked($0.location.displayName) })
+        let locked = allOpenFiles.filter { $0.lock() }
+        for file in locked { file.database.checkpoint() }
+        emit(locked.map { .locked($0.location.displayName) })
+    }
+
+    /// Every open keychain's -wal moved into its file (`KeychainDatabase.checkpoint`), so that
+    /// the `.keychain-db` files alone are complete: when the daemon exits.
+    public func checkpointAll() {
+        for file in allOpenFiles { file.database.checkpoint() }
     }
 
     public func isLocked(_ nameOrPath: String) throws(KeychainError) -> Bool {
@@ -198,7 +207,7 @@ extension KeychainStore {
     /// Runs a create, delete or settings change alone, then sends the events for what it changed:
     /// the keychains it made or removed (which `change` records), then the default keychain and
     /// the search list.
-    private func administering<T>(
+    func administering<T>(
         _ change: (inout [KeychainLifecycleEvent]) throws(KeychainError) -> T
     ) throws(KeychainError) -> T {
         var lifecycle: [KeychainLifecycleEvent] = []

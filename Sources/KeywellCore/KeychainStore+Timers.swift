@@ -19,7 +19,10 @@ extension KeychainStore {
     }
 
     private func lockEach(_ lock: (KeychainFile) -> Bool) -> [String] {
-        let names = allOpenFiles.filter(lock).map { $0.location.displayName }
+        let locked = allOpenFiles.filter(lock)
+        // A locked keychain's file alone holds every item (docs/cli.md, "Backing up").
+        for file in locked { file.database.checkpoint() }
+        let names = locked.map { $0.location.displayName }
         emit(names.map { .locked($0) })
         return names
     }

@@ -222,10 +222,12 @@ final class Daemon: @unchecked Sendable {
         trimmer.start()
     }
 
-    /// SIGTERM/SIGINT: lock every keychain (the signals go out), flush the bus, remove the socket.
+    /// SIGTERM/SIGINT: lock every keychain (the signals go out), move every -wal into its keychain
+    /// file (docs/cli.md, "Backing up"), flush the bus, remove the socket.
     func shutDown(signal: Int32) {
         logger.info("\(signal == SIGINT ? "SIGINT" : "SIGTERM"): locking every keychain and exiting")
         store.lockAll()
+        store.checkpointAll()
         busLink.close()
         controlServer?.removeSocketFile()
     }

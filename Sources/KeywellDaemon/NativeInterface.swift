@@ -25,6 +25,8 @@ enum NativeInterface {
             method("ChangePassword", in: [("keychain", "s"), ("old_password", "ay"), ("new_password", "ay")]),
             method("GetInfo", in: [("keychain", "s")], out: [("info", "a{sv}")]),
             method("SetSettings", in: [("keychain", "s"), ("settings", "a{sv}")]),
+            method("BackupKeychain", in: [("keychain", "s"), ("path", "s"), ("replace", "b")]),
+            method("RestoreKeychain", in: [("path", "s"), ("keychain", "s"), ("replace", "b")], out: [("keychain_path", "s")]),
         ],
         signals: [
             signal("KeychainLocked", ("keychain", "s")),

@@ -81,7 +81,7 @@ final class NativeKeychainObject: DBusObject {
     /// Calls logged at info level: they change keychains, not items.
     private static let changesKeychains: Set<String> = [
         "CreateKeychain", "DeleteKeychain", "SetSearchList", "SetDefaultKeychain", "Unlock", "Lock", "LockAll",
-        "ChangePassword", "SetSettings",
+        "ChangePassword", "SetSettings", "BackupKeychain", "RestoreKeychain",
     ]
 
     private func perform(
@@ -155,6 +155,12 @@ final class NativeKeychainObject: DBusObject {
             try store.setSettings(string(arguments[0]), WireConversion.wireDictionary(arguments[1]))
             autoLock.rearm()
             return []
+        case "BackupKeychain":
+            try store.backupKeychain(string(arguments[0]), to: string(arguments[1]), replacing: bool(arguments[2]))
+            return []
+        case "RestoreKeychain":
+            let path = try store.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
+            return [.string(path)]
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }
@@ -162,6 +168,8 @@ final class NativeKeychainObject: DBusObject {
 
     /// The signature was checked, so the argument has the declared type.
     private func string(_ value: DBusValue) -> String { value.stringValue ?? "" }
+
+    private func bool(_ value: DBusValue) -> Bool { value.boolValue ?? false }
 
     /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
     private func secret(_ value: DBusValue) -> SecretBytes {

@@ -1,0 +1,57 @@
+import Foundation
+import KeychainServices
+
+/// `backup` and `restore`: Keywell's own (docs/cli.md, "Backing up"). The daemon does the work,
+/// since it owns the keychain files; paths are made absolute here, where the current folder is.
+enum BackupCommands {
+    static func backup(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let operands = invocation.operands
+        guard operands.count == 1, !operands[0].isEmpty else { return CommandStatus.usage }
+        let typed = invocation.value("k")
+        let target = absolute(operands[0])
+        do {
+            let name = try context.keychainName(typed)
+            try context.client.backupKeychain(name, to: target, replace: invocation.has("f"))
+            return CommandStatus.success
+        } catch {
+            context.diagnostics.error("backup \(typed ?? "<default>") to \(operands[0]): \(explained(error))")
+            context.diagnostics.hint(for: error, keychain: typed)
+            return error.status
+        }
+    }
+
+    static func restore(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let operands = invocation.operands
+        guard (1...2).contains(operands.count), !operands[0].isEmpty else { return CommandStatus.usage }
+        let source = absolute(operands[0])
+        let typedName = operands.count == 2 ? operands[1] : defaultName(for: source)
+        do {
+            let name = context.naming.daemonName(for: typedName)
+            _ = try context.client.restoreKeychain(from: source, as: name, replace: invocation.has("f"))
+            return CommandStatus.success
+        } catch {
+            context.diagnostics.error("restore \(operands[0]) as \(typedName): \(explained(error))")
+            return error.status
+        }
+    }
+
+    /// The file's name without `.keychain-db` or `.keychain`: `login.keychain-db` restores as `login`.
+    static func defaultName(for path: String) -> String {
+        var name = (path as NSString).lastPathComponent
+        for suffix in [".keychain-db", ".keychain"] where name.hasSuffix(suffix) && name.count > suffix.count {
+            name.removeLast(suffix.count)
+            break
+        }
+        return name
+    }
+
+    /// Keywell's own commands have no `security` wording to match: the daemon's detail (which
+    /// file, why) follows Apple's text.
+    private static func explained(_ error: KeychainError) -> String {
+        error.detail.map { "\(error.message) (\($0))" } ?? error.message
+    }
+
+    private static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}

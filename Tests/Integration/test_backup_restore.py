@@ -1,0 +1,334 @@
+"""`keywell backup` / `keywell restore`, and the checkpoint that makes a locked keychain's file
+complete (docs/cli.md, "Backing up"): the real keywell and keywelld on private session buses,
+real SQLite files, each restore into a fresh account (its own HOME and bus).
+
+Needs the built binaries: KEYWELL=/path/to/keywell and KEYWELLD=/path/to/keywelld
+(scripts/test.sh sets both). Without them the tests fail; they do not skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from keywell_helpers import built, session_bus_config
+
+PASSWORD = "backup-pw"
+
+
+class Account:
+    """A fresh user account as far as Keywell can tell: temp HOME and XDG folders and a private
+    dbus-daemon whose only service is keywelld (started by D-Bus activation)."""
+
+    def __init__(self, keywell: str, keywelld: str) -> None:
+        if shutil.which("dbus-daemon") is None:
+            pytest.fail("dbus-daemon is needed: run scripts/setup.sh")
+        self.keywell = keywell
+        self.root = Path(tempfile.mkdtemp(prefix="kwbackup-"))
+        home = self.root / "home"
+        runtime = self.root / "runtime"
+        services = self.root / "services"
+        for folder in (home, runtime, services):
+            folder.mkdir(mode=0o700)
+        (services / "org.keywell.Keychain.service").write_text(
+            f"[D-BUS Service]\nName=org.keywell.Keychain\nExec={keywelld}\n")
+        bus_socket = runtime / "bus"
+        config = self.root / "session.conf"
+        config.write_text(session_bus_config(bus_socket, services, allow_user=True))
+        self.keychains = home / ".local/share/keywell/keychains"
+        self.env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(runtime),
+            "XDG_DATA_HOME": str(home / ".local/share"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={bus_socket}",
+            "LANG": "C.UTF-8",
+        }
+        self.log = self.root / "bus.log"
+        with open(self.log, "wb") as log:
+            self.bus = subprocess.Popen(
+                ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
+                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True)
+        line = self.bus.stdout.readline().decode()
+        if not line.startswith("unix:"):
+            self.close()
+            pytest.fail(f"dbus-daemon did not start: {line!r}")
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
+                                stdin=subprocess.DEVNULL, timeout=120)
+        if check and result.returncode != 0:
+            pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
+                        f"{self.log.read_text(errors='replace')}")
+        return result
+
+    def items(self, keychain: str) -> dict[str, str]:
+        """account -> secret of every generic password in `keychain` (unlocked)."""
+        dumped = json.loads(self.run("dump-keychain", "-d", "--json", keychain).stdout)
+        assert all("error" not in item for item in dumped), dumped
+        return {item["account"]: item["password"] for item in dumped}
+
+    def daemon_pid(self) -> int:
+        reply = subprocess.run(
+            ["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+             "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.keywell.Keychain"],
+            capture_output=True, text=True, env=self.env, timeout=30, check=True)
+        return int(reply.stdout.split()[-1])
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.bus.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        self.bus.wait(timeout=30)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def binaries():
+    return built("KEYWELL"), built("KEYWELLD")
+
+
+@pytest.fixture
+def accounts(binaries):
+    made: list[Account] = []
+
+    def make() -> Account:
+        made.append(Account(*binaries))
+        return made[-1]
+
+    yield make
+    for account in made:
+        account.close()
+
+
+def secret_of(index: int) -> str:
+    return f"secret-{index}-" + "x" * (index % 7)
+
+
+def add_item(account: Account, keychain: str, index: int, check: bool = True) -> subprocess.CompletedProcess:
+    return account.run("add-generic-password", "-a", f"acct-{index}", "-s", "svc", "-w", secret_of(index),
+                       keychain, check=check)
+
+
+def integrity(path: Path) -> tuple[str, int]:
+    """SQLite's integrity check and the item count of the file at `path`, opened read-only."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return db.execute("PRAGMA integrity_check").fetchone()[0], db.execute("SELECT count(*) FROM item").fetchone()[0]
+
+
+def restore_and_read(accounts, backup: Path, name: str) -> tuple[dict[str, str], Path]:
+    """Restores `backup` as `name` in a fresh account; its items and the installed file."""
+    other = accounts()
+    other.run("restore", str(backup), name)
+    other.run("unlock-keychain", "-p", PASSWORD, name)
+    installed = other.keychains / f"{name}.keychain-db"
+    assert installed.stat().st_mode & 0o777 == 0o600
+    return other.items(name), installed
+
+
+def test_backups_taken_during_writes_restore_every_acknowledged_item(accounts, tmp_path):
+    account = accounts()
+    account.run("create-keychain", "-p", PASSWORD, "work")
+    for index in range(20):
+        add_item(account, "work", index)
+    acknowledged = list(range(20))
+    lock = threading.Lock()
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def writer() -> None:
+        index = 20
+        while not stop.is_set():
+            result = add_item(account, "work", index, check=False)
+            if result.returncode != 0:
+                failures.append(result.stderr)
+                return
+            with lock:
+                acknowledged.append(index)
+            index += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    backups: list[tuple[Path, list[int]]] = []
+    try:
+        for round in range(4):
+            # Wait for the writer to have added something since the last backup.
+            deadline = time.monotonic() + 120
+            while len(acknowledged) < 20 + 5 * (round + 1) and time.monotonic() < deadline and thread.is_alive():
+                time.sleep(0.01)
+            with lock:
+                before = list(acknowledged)
+            target = tmp_path / f"work-{round}.keychain-db"
+            account.run("backup", "-k", "work", str(target))
+            backups.append((target, before))
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+    assert not failures, failures
+    assert len(acknowledged) > 20 + 5 * len(backups) - 1, "the writer added items while backups ran"
+
+    for round, (backup, before) in enumerate(backups):
+        assert backup.stat().st_mode & 0o777 == 0o600
+        # One self-contained file: rollback-journal mode (header bytes 18-19 are 1), no -wal.
+        assert backup.read_bytes()[18:20] == b"\x01\x01"
+        assert not Path(f"{backup}-wal").exists()
+        check, _ = integrity(backup)
+        assert check == "ok"
+        items, installed = restore_and_read(accounts, backup, f"restored{round}")
+        for index in before:
+            assert items.get(f"acct-{index}") == secret_of(index), f"backup {round} lost acct-{index}"
+        assert integrity(installed)[0] == "ok"
+
+
+def test_backup_of_a_locked_keychain_restores_with_its_password(accounts, tmp_path):
+    account = accounts()
+    account.run("create-keychain", "-p", PASSWORD, "work")
+    for index in range(5):
+        add_item(account, "work", index)
+    account.run("lock-keychain", "work")
+    account.run("backup", "-k", "work", str(tmp_path / "locked.keychain-db"))
+    # Named after the file by default.
+    other = accounts()
+    other.run("restore", str(tmp_path / "locked.keychain-db"))
+    assert other.run("unlock-keychain", "-p", "wrong", "locked", check=False).returncode == 51
+    other.run("unlock-keychain", "-p", PASSWORD, "locked")
+    assert other.items("locked") == {f"acct-{i}": secret_of(i) for i in range(5)}
+
+
+def copy_main_file_alone(account: Account, keychain: str, destination: Path) -> Path:
+    """What a user's backup tool does: copy `<name>.keychain-db`, without -wal or -shm."""
+    copy = destination / f"{keychain}-copy.keychain-db"
+    shutil.copyfile(account.keychains / f"{keychain}.keychain-db", copy)
+    os.chmod(copy, 0o600)
+    return copy
+
+
+def check_plain_copy(accounts, copy: Path, count: int) -> None:
+    assert integrity(copy) == ("ok", count)
+    items, installed = restore_and_read(accounts, copy, "copied")
+    assert items == {f"acct-{i}": secret_of(i) for i in range(count)}
+    assert integrity(installed) == ("ok", count)
+
+
+def test_plain_copy_of_a_locked_keychain_file_holds_every_item(accounts, tmp_path):
+    account = accounts()
+    account.run("create-keychain", "-p", PASSWORD, "work")
+    for index in range(12):
+        add_item(account, "work", index)
+    account.run("lock-keychain", "work")
+    check_plain_copy(accounts, copy_main_file_alone(account, "work", tmp_path), 12)
+    # The -wal stays (persistent WAL), emptied by the checkpoint.
+    assert (account.keychains / "work.keychain-db-wal").stat().st_size == 0
+
+
+def test_plain_copy_after_the_daemon_is_stopped_holds_every_item(accounts, tmp_path):
+    account = accounts()
+    account.run("create-keychain", "-p", PASSWORD, "work")
+    for index in range(12):
+        add_item(account, "work", index)
+    pid = account.daemon_pid()
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not Path(f"/proc/{pid}").exists(), "keywelld did not exit after SIGTERM"
+    check_plain_copy(accounts, copy_main_file_alone(account, "work", tmp_path), 12)
+
+
+def refused(result: subprocess.CompletedProcess, *words: str) -> None:
+    assert result.returncode not in (0, 2), (result.returncode, result.stderr)
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def test_restore_refusals_lose_nothing(accounts, tmp_path):
+    account = accounts()
+    account.run("create-keychain", "-p", PASSWORD, "work")
+    add_item(account, "work", 1)
+    backup = tmp_path / "work.keychain-db"
+    account.run("backup", "-k", "work", str(backup))
+
+    # Not a keychain: a text file, and an SQLite database of another program.
+    text = tmp_path / "notes.txt"
+    text.write_text("not a keychain\n")
+    refused(account.run("restore", str(text), "notes", check=False), "not a Keywell keychain")
+    other_db = tmp_path / "other.db"
+    with sqlite3.connect(other_db) as db:
+        db.execute("CREATE TABLE t (x)")
+    before = other_db.read_bytes()
+    refused(account.run("restore", str(other_db), "other", check=False), "not a Keywell keychain")
+    assert other_db.read_bytes() == before
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    refused(account.run("restore", str(fifo), "fifo", check=False), "not a regular file")
+
+    # Unreadable: missing, and a folder on the way that is not a folder.
+    refused(account.run("restore", str(tmp_path / "missing.keychain-db"), check=False), "missing.keychain-db")
+    refused(account.run("restore", str(text / "x.keychain-db"), "x", check=False), "x.keychain-db")
+    listed = set(os.listdir(account.keychains))
+    assert listed == {"work.keychain-db", "work.keychain-db-wal", "work.keychain-db-shm", "work.keychain-db-journal"}
+
+    # An existing name: refused, the keychain untouched; -f replaces it with the backup.
+    add_item(account, "work", 2)
+    refused(account.run("restore", str(backup), "work", check=False), "already exists", "-f")
+    assert account.items("work") == {"acct-1": secret_of(1), "acct-2": secret_of(2)}
+    account.run("restore", "-f", str(backup), "work")
+    account.run("unlock-keychain", "-p", PASSWORD, "work")
+    assert account.items("work") == {"acct-1": secret_of(1)}
+
+
+def test_backup_refusals_lose_nothing(accounts, tmp_path):
+    account = accounts()
+    account.run("create-keychain", "-p", PASSWORD, "work")
+    add_item(account, "work", 1)
+
+    existing = tmp_path / "existing"
+    existing.write_text("keep me\n")
+    refused(account.run("backup", "-k", "work", str(existing), check=False), "already exists", "-f")
+    assert existing.read_text() == "keep me\n"
+
+    # A symlink is refused, dangling or not, and what it points to is never written.
+    pointed = tmp_path / "pointed"
+    pointed.write_text("keep me too\n")
+    link = tmp_path / "link"
+    link.symlink_to(pointed)
+    refused(account.run("backup", "-k", "work", str(link), check=False), "already exists")
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    refused(account.run("backup", "-k", "work", str(dangling), check=False), "already exists")
+    assert pointed.read_text() == "keep me too\n"
+    assert not (tmp_path / "nowhere").exists()
+    # -f replaces the link itself.
+    account.run("backup", "-f", "-k", "work", str(link))
+    assert not link.is_symlink() and pointed.read_text() == "keep me too\n"
+    assert integrity(link) == ("ok", 1)
+
+    # A folder nobody can write (a read-only file system: the tests run as root).
+    readonly = tmp_path / "readonly"
+    readonly.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(readonly)],
+                             capture_output=True, text=True)
+    assert mounted.returncode == 0, mounted.stderr
+    try:
+        refused(account.run("backup", "-k", "work", str(readonly / "b.keychain-db"), check=False),
+                "cannot write in", "Read-only file system")
+    finally:
+        subprocess.run(["umount", str(readonly)], check=True)
+
+    # Nothing of the refusals is left behind, and the keychain is whole.
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["dangling", "existing", "link", "pointed", "readonly"], left
+    assert account.items("work") == {"acct-1": secret_of(1)}
