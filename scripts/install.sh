@@ -78,7 +78,7 @@ fi
 make_dir() {
   local dir="$1" missing=() parent
   parent="$dir"
-  while [ ! -d "$DESTDIR$parent" ]; do
+  while [ "$parent" != / ] && [ ! -d "$DESTDIR$parent" ]; do
     missing=("$parent" "${missing[@]}")
     parent="$(dirname "$parent")"
   done
