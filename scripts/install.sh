@@ -1,40 +1,183 @@
 #!/usr/bin/env bash
-# Builds Keywell in release mode and installs it under PREFIX (default /usr/local):
-# keywelld, keywell and git-credential-keywell in PREFIX/bin, the D-Bus activation files,
-# the systemd user unit, and pam_keywell.so in the system's PAM module folder.
+# Installs Keywell under PREFIX (default /usr/local), or takes it out again (--uninstall).
+#
+#   bash scripts/install.sh [--bin-dir DIR]     build (release) and install
+#   bash scripts/install.sh --uninstall         remove what was installed, put back what it replaced
+#
+# Installs keywelld, keywell and git-credential-keywell in PREFIX/bin, the man pages, the shell
+# completions, the D-Bus activation files, the systemd user unit, the XDG autostart entry
+# (SYSCONFDIR/xdg/autostart, SYSCONFDIR default /etc) and pam_keywell.so in the system's PAM module
+# folder with its pam-auth-update profile. It never turns the PAM module on.
+#
+# DESTDIR is a staging root: every file goes under it, and the record below lives there too.
+# --bin-dir takes keywell and keywelld already built (tests use the debug build) instead of
+# building them in release mode.
+#
+# What was installed is recorded in PREFIX/share/keywell/install-record: the files written, the
+# folders created, a saved copy of every file that was there before and was not ours (an
+# org.freedesktop.secrets activation file of another service, an older PAM profile), and whether
+# the keywell PAM profile was on. --uninstall uses the record and nothing else (docs/install.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/lib/toolchain.sh
+
 PREFIX="${PREFIX:-/usr/local}"
 DESTDIR="${DESTDIR:-}"
-
-swift build -c release --quiet
-bin="$(swift build -c release --show-bin-path)"
-install -d "$DESTDIR$PREFIX/bin"
-for tool in keywelld keywell; do
-  install -m 0755 "$bin/$tool" "$DESTDIR$PREFIX/bin/$tool"
+SYSCONFDIR="${SYSCONFDIR:-/etc}"
+mode=install
+bin_dir=
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --uninstall) mode=uninstall ;;
+    --bin-dir) bin_dir="${2:?--bin-dir needs a folder}"; shift ;;
+    *) echo "install: unknown argument $1 (use --uninstall or --bin-dir DIR)" >&2; exit 2 ;;
+  esac
+  shift
 done
-if [ -f scripts/git-credential-keywell ]; then
-  install -m 0755 scripts/git-credential-keywell "$DESTDIR$PREFIX/bin/git-credential-keywell"
+
+record="$PREFIX/share/keywell/install-record"
+root_record="$DESTDIR$record"
+pam_profile_is_live() { [ -z "$DESTDIR" ] && command -v pam-auth-update >/dev/null 2>&1; }
+
+if [ "$mode" = uninstall ]; then
+  if [ ! -f "$root_record/files" ]; then
+    echo "install: nothing to uninstall: no record at $root_record" >&2
+    exit 1
+  fi
+  profile="$(grep -m1 '/pam-configs/keywell$' "$root_record/files" || true)"
+  # PAM must never refer to a missing module: take the profile out of /etc/pam.d first, as
+  # pam-auth-update(8) asks, unless the profile we replaced comes back (then its state does).
+  if [ -n "$profile" ] && pam_profile_is_live; then
+    if [ -e "$root_record/saved$profile" ]; then
+      grep -qx 'pam-enabled=yes' "$root_record/state" || pam-auth-update --disable keywell
+    else
+      pam-auth-update --package --remove keywell
+    fi
+  fi
+  while IFS= read -r path; do
+    rm -f "$DESTDIR$path"
+    if [ -e "$root_record/saved$path" ]; then
+      cp -a "$root_record/saved$path" "$DESTDIR$path"
+      echo "install: restored the previous $path"
+    fi
+  done < "$root_record/files"
+  if [ -n "$profile" ] && [ -e "$root_record/saved$profile" ] && pam_profile_is_live &&
+     grep -qx 'pam-enabled=yes' "$root_record/state"; then
+    pam-auth-update --enable keywell
+  fi
+  created_dirs="$(cat "$root_record/dirs")"
+  rm -rf "$root_record"
+  # Deepest first; a folder someone else has put files in since stays.
+  printf '%s\n' "$created_dirs" | sort -r | while IFS= read -r dir; do
+    [ -n "$dir" ] && rmdir "$DESTDIR$dir" 2>/dev/null || true
+  done
+  echo "install: Keywell removed from $DESTDIR$PREFIX"
+  exit 0
 fi
 
-# D-Bus activation: the first call to org.keywell.Keychain (or org.freedesktop.secrets) starts keywelld.
-services="$DESTDIR$PREFIX/share/dbus-1/services"
-install -d "$services"
-for file in dbus/*.service.in; do
-  name="$(basename "$file" .in)"
-  case "$name" in keywelld.service) continue ;; esac
-  sed "s|@BINDIR@|$PREFIX/bin|g" "$file" > "$services/$name"
-  chmod 0644 "$services/$name"
-done
-install -d "$DESTDIR$PREFIX/share/dbus-1/interfaces"
-install -m 0644 dbus/org.keywell.Keychain1.xml "$DESTDIR$PREFIX/share/dbus-1/interfaces/"
+# Folders this install creates, outermost first, so --uninstall can remove exactly those.
+make_dir() {
+  local dir="$1" missing=() parent
+  parent="$dir"
+  while [ "$parent" != / ] && [ ! -d "$DESTDIR$parent" ]; do
+    missing=("$parent" "${missing[@]}")
+    parent="$(dirname "$parent")"
+  done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  install -d -m 0755 "${missing[@]/#/$DESTDIR}"
+  # Created before written down: the first call makes the record's own folder.
+  printf '%s\n' "${missing[@]}" >> "$root_record/dirs"
+}
 
-units="$DESTDIR$PREFIX/lib/systemd/user"
-install -d "$units"
-sed "s|@BINDIR@|$PREFIX/bin|g" dbus/keywelld.service.in > "$units/keywelld.service"
-chmod 0644 "$units/keywelld.service"
+# place SOURCE TARGET MODE: TARGET is the installed path without DESTDIR. A file already there
+# that an earlier install did not write is saved first, for --uninstall to put back.
+place() {
+  local source="$1" target="$2" file_mode="$3"
+  make_dir "$(dirname "$target")"
+  if ! grep -qxF "$target" "$root_record/files"; then
+    if [ -z "$earlier_unrecorded" ] && { [ -e "$DESTDIR$target" ] || [ -L "$DESTDIR$target" ]; }; then
+      make_dir "$record/saved$(dirname "$target")"
+      cp -a "$DESTDIR$target" "$root_record/saved$target"
+      echo "install: saved the previous $target"
+    fi
+    echo "$target" >> "$root_record/files"
+  fi
+  install -m "$file_mode" "$source" "$DESTDIR$target"
+}
 
+# place_template SOURCE.in TARGET MODE: @BINDIR@ becomes PREFIX/bin.
+place_template() {
+  local expanded
+  expanded="$(mktemp)"
+  sed "s|@BINDIR@|$PREFIX/bin|g" "$1" > "$expanded"
+  place "$expanded" "$2" "$3"
+  rm -f "$expanded"
+}
+
+if [ -z "$bin_dir" ]; then
+  source scripts/lib/toolchain.sh
+  swift build -c release --quiet
+  bin_dir="$(swift build -c release --show-bin-path)"
+fi
 make -s -C pam PREFIX="$PREFIX"
-make -s -C pam install PREFIX="$PREFIX" DESTDIR="$DESTDIR"
-echo "install: Keywell installed under $DESTDIR$PREFIX (enable the PAM module with: pam-auth-update --enable keywell)"
+pamdir="${PAMDIR:-$(make -s -C pam print-pamdir)}"
+# Debian's pam-auth-update profiles, where the system has that folder (as pam/Makefile decides).
+pam_configs="${PAM_CONFIGS_DIR-$([ -d /usr/share/pam-configs ] && echo /usr/share/pam-configs || true)}"
+
+# A Keywell installed before install records existed left its files unrecorded: they are
+# replaced, not saved (putting them back would leave Keywell installed after --uninstall).
+earlier_unrecorded=
+if [ ! -f "$root_record/files" ] && [ -e "$DESTDIR$PREFIX/bin/keywelld" ]; then
+  earlier_unrecorded=yes
+  echo "install: replacing an earlier Keywell install that has no record; its files are not saved"
+fi
+
+# The record goes first, so that --uninstall also finds the folders it lives in.
+make_dir "$record"
+touch "$root_record/files" "$root_record/dirs"
+if [ ! -f "$root_record/state" ]; then
+  if [ -z "$DESTDIR" ] && grep -qs 'pam_keywell\.so' /etc/pam.d/common-auth; then
+    echo 'pam-enabled=yes' > "$root_record/state"
+  else
+    echo 'pam-enabled=no' > "$root_record/state"
+  fi
+fi
+
+for tool in keywelld keywell; do
+  place "$bin_dir/$tool" "$PREFIX/bin/$tool" 0755
+done
+place scripts/git-credential-keywell "$PREFIX/bin/git-credential-keywell" 0755
+
+place man/keywell.1 "$PREFIX/share/man/man1/keywell.1" 0644
+place man/keywelld.8 "$PREFIX/share/man/man8/keywelld.8" 0644
+place man/pam_keywell.8 "$PREFIX/share/man/man8/pam_keywell.8" 0644
+
+place completions/keywell.bash "$PREFIX/share/bash-completion/completions/keywell" 0644
+place completions/_keywell "$PREFIX/share/zsh/site-functions/_keywell" 0644
+place completions/keywell.fish "$PREFIX/share/fish/vendor_completions.d/keywell.fish" 0644
+
+# D-Bus activation: the first call to org.keywell.Keychain (or org.freedesktop.secrets) starts
+# keywelld; on a systemd session through keywelld.service (SystemdService=).
+for file in dbus/org.*.service.in; do
+  place_template "$file" "$PREFIX/share/dbus-1/services/$(basename "$file" .in)" 0644
+done
+place dbus/org.keywell.Keychain1.xml "$PREFIX/share/dbus-1/interfaces/org.keywell.Keychain1.xml" 0644
+place_template dbus/keywelld.service.in "$PREFIX/lib/systemd/user/keywelld.service" 0644
+place_template dbus/keywelld.desktop.in "$SYSCONFDIR/xdg/autostart/keywelld.desktop" 0644
+
+# Another Secret Service's activation file in a folder the bus reads later stays, shadowed by
+# ours; taking ours out (--uninstall) gives it the name back.
+for other in /usr/share/dbus-1/services/org.freedesktop.secrets.service; do
+  if [ -e "$DESTDIR$other" ] && [ "$other" != "$PREFIX/share/dbus-1/services/org.freedesktop.secrets.service" ]; then
+    echo "install: keywelld now answers org.freedesktop.secrets; $other stays and is used again after --uninstall"
+  fi
+done
+
+place pam/build/pam_keywell.so "$pamdir/pam_keywell.so" 0644
+if [ -n "$pam_configs" ]; then
+  place pam/pam-configs/keywell "$pam_configs/keywell" 0644
+  enable_hint="pam-auth-update --enable keywell"
+else
+  enable_hint="the lines in pam/README.md"
+fi
+echo "install: Keywell installed under $DESTDIR$PREFIX (turn the PAM module on with: $enable_hint;"
+echo "         take everything out again with: bash scripts/install.sh --uninstall)"

@@ -1,6 +1,8 @@
+import KeywellProtocol
+
 /// `keywelld [--replace] [--verbose]`, `--version`, `--help`.
 struct DaemonOptions {
-    static let version = "0.1.0"
+    static let version = KeywellVersion.string
 
     var replace = false
     var verbose = false

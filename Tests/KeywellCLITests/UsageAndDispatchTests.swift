@@ -1,4 +1,5 @@
 import Foundation
+import KeywellProtocol
 import Testing
 
 /// Global usage, help, usage errors, abbreviations, getopt, progname (reference §1.1).
@@ -149,6 +150,22 @@ import Testing
         #expect(global.exit == 2)
         #expect(global.stderr == "keywell: illegal option -- z\n")
         #expect(global.stdout.hasPrefix("Usage: keywell [-h] "))
+    }
+
+    /// `--version` is a global flag only: a command's own options are still getopt's, so
+    /// `find-generic-password --version` is refused as `security` refuses it.
+    @Test func versionIsAGlobalFlagThatLeavesCommandsAlone() throws {
+        let version = try session.run(["--version"])
+        #expect(version.exit == 0)
+        #expect(version.stdout == "keywell \(KeywellVersion.string)\n")
+        #expect(version.stderr == "")
+        #expect(try session.run(["-q", "--version"]).stdout == version.stdout)
+        let command = try session.run(["find-generic-password", "--version"])
+        #expect(command.exit == 2)
+        #expect(command.stderrLines.first == "find-generic-password: illegal option -- -")
+        let misspelt = try session.run(["--versio"])
+        #expect(misspelt.exit == 2)
+        #expect(misspelt.stderr == "keywell: illegal option -- -\n")
     }
 
     /// `security -v` echoes the command on stderr: its full name, then each argument quoted.

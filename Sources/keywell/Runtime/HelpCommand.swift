@@ -42,7 +42,8 @@ enum HelpCommand {
             text += """
 
                 Keywell: -l is accepted and does nothing. Hint lines after errors appear only when stderr is a
-                terminal, and -q turns them off there too. `\(progname) <command> --help` shows a command's full help.
+                terminal, and -q turns them off there too. `\(progname) <command> --help` shows a command's full help,
+                `\(progname) --version` the version.
 
                 """
         }

@@ -1,13 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellProtocol
 
 /// `security`'s main(): global options, then one command (or, with -i, one per input line).
 /// Returns the status whose low byte is the exit code.
 enum Program {
     static func run(_ arguments: [String]) -> Int32 {
         let progname = baseName(arguments.first ?? "keywell")
-        let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help"])
+        let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help", "version"])
         let parsed: GetoptParser.Result
         do {
             parsed = try global.parse([progname] + arguments.dropFirst(), trailingLongFlags: false)
@@ -18,6 +19,12 @@ enum Program {
         }
         if parsed.longFlags.contains("help") {
             StandardStreams.output.write(HelpCommand.globalUsage(progname: progname, notes: true))
+            return CommandStatus.success
+        }
+        // A Linux addition macOS lacks (its getopt refuses any `--word` there, exit 2), so no
+        // script written for a Mac can depend on what it does.
+        if parsed.longFlags.contains("version") {
+            StandardStreams.output.write("keywell \(KeywellVersion.string)\n")
             return CommandStatus.success
         }
         if parsed.has("h") {
