@@ -56,6 +56,25 @@ def module():
     return module_path()
 
 
+@pytest.fixture(scope="session")
+def keywelld():
+    """The built keywelld for PAM tests that start the real daemon (root runs it as the user, so
+    a binary others could write is refused)."""
+    return built("KEYWELLD", "keywelld", refuse_writable=True)
+
+
+@pytest.fixture
+def real_daemon_kit(module, keywelld):
+    """A PAM test's Kit whose logins may start the real keywelld."""
+    yield from open_kit(module)
+
+
+@pytest.fixture
+def real_daemon_stack(real_daemon_kit, keywelld):
+    """A PAM service stack (pam_unix + pam_keywell) that starts the real keywelld."""
+    return real_daemon_kit.stack(daemon=keywelld)
+
+
 def open_kit(module: str):
     """The body of a PAM test's `kit` fixture (`yield from open_kit(module)`): a Kit over the
     module with syslog captured, checked for leaks after a test that passed, always closed."""

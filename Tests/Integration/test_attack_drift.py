@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from keywell_helpers import built, module, open_kit  # noqa: F401 (module: a fixture)
+from keywell_helpers import keywelld, module, real_daemon_kit, real_daemon_stack  # noqa: F401 (fixtures)
 from pam_helpers import dbus_call, login, pamtester, start_session_bus
 from security_figures import record
 
@@ -45,19 +45,14 @@ print(json.dumps({"status": status, "message": answer[12:12 + length].decode()})
 '''
 
 
-@pytest.fixture(scope="session")
-def keywelld():
-    return built("KEYWELLD", "keywelld", refuse_writable=True)
+@pytest.fixture
+def kit(real_daemon_kit):
+    return real_daemon_kit
 
 
 @pytest.fixture
-def kit(module, keywelld):
-    yield from open_kit(module)
-
-
-@pytest.fixture
-def stack(kit, keywelld):
-    return kit.stack(daemon=keywelld)
+def stack(real_daemon_stack):
+    return real_daemon_stack
 
 
 def as_user_control(kit, user, op: str, *passwords: str) -> dict:

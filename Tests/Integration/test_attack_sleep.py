@@ -22,7 +22,7 @@ import dbus
 import dbus.lowlevel
 import pytest
 
-from keywell_helpers import built, module, open_kit  # noqa: F401 (module: a fixture)
+from keywell_helpers import keywelld, module, real_daemon_kit  # noqa: F401 (fixtures)
 from pam_helpers import dbus_call, ensure_runtime_dir, start_session_bus
 from security_figures import record
 
@@ -73,14 +73,9 @@ print(connection.get_unique_name())
 '''
 
 
-@pytest.fixture(scope="session")
-def keywelld():
-    return built("KEYWELLD", "keywelld", refuse_writable=True)
-
-
 @pytest.fixture
-def kit(module, keywelld):
-    yield from open_kit(module)
+def kit(real_daemon_kit):
+    return real_daemon_kit
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from keywell_helpers import built, module, open_kit  # noqa: F401 (module: a fixture)
+from keywell_helpers import keywelld, module, real_daemon_kit, real_daemon_stack  # noqa: F401 (fixtures)
 from pam_helpers import (
     LOGIN_BOUND_S, dbus_call, ensure_runtime_dir, keywelld_pids, login, pamtester, start_session_bus,
     started_nothing,
@@ -21,19 +21,14 @@ from pam_helpers import (
 
 
 
-@pytest.fixture(scope="session")
-def keywelld():
-    return built("KEYWELLD", "keywelld", refuse_writable=True)
+@pytest.fixture
+def kit(real_daemon_kit):
+    return real_daemon_kit
 
 
 @pytest.fixture
-def kit(module, keywelld):
-    yield from open_kit(module)
-
-
-@pytest.fixture
-def stack(kit, keywelld):
-    return kit.stack(daemon=keywelld)
+def stack(real_daemon_stack):
+    return real_daemon_stack
 
 
 def info(kit, user):
