@@ -191,6 +191,10 @@ struct PytestFiguresSection: SecurityReportSection {
         defer { try? FileManager.default.removeItem(atPath: figuresFile) }
         var environment = ProcessInfo.processInfo.environment
         environment["KEYWELLD"] = context.daemonPath
+        // The CLI the tests run is the one built beside that keywelld, as scripts/test.sh sets it.
+        let binaries = (context.daemonPath as NSString).deletingLastPathComponent
+        environment["KEYWELL_BIN_DIR"] = binaries
+        environment["KEYWELL"] = "\(binaries)/keywell"
         environment["PAM_KEYWELL_SO"] = context.pamModule
         environment["KEYWELL_SECURITY_FIGURES"] = figuresFile
         // pytest's own output goes to stderr, so stdout stays the table.
