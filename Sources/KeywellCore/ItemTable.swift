@@ -92,6 +92,7 @@ enum ItemTable {
         // a good part of a lookup's cost.
         shape.ordered = !(filter.itemClass == .genericPassword && !filter.caseInsensitive
             && filter.attributes[.service] != nil && filter.attributes[.account] != nil)
+        let conditionArguments = arguments
         if shape.ordered { arguments.append(limit.sqlValue.databaseValue) }
 
         let plan = plan(for: shape)
@@ -100,7 +101,8 @@ enum ItemTable {
         do {
             while try rows.step() {
                 let item = try decode(rows, plan.attributes)
-                guard satisfies(item, filter) else {
+                // A row whose own columns were edited to match passes the stored check: the MAC's to catch.
+                guard try satisfies(item, filter) || storedRowSatisfies(item, plan, conditionArguments, db) else {
                     onIndexMismatch(rows.integer(0))
                     continue
                 }
@@ -134,6 +136,9 @@ enum ItemTable {
     private struct FetchPlan {
         let sql: String
         let attributes: [ItemAttribute]
+        /// The same conditions on one row read by row id (the table, no index), for the rare row
+        /// `satisfies` rejects: whether the row's stored match columns satisfy them.
+        let recheckSQL: String
     }
 
     /// Built once per shape: building it (and the match columns' names) cost more than running it.
@@ -156,7 +161,8 @@ enum ItemTable {
         var sql = "SELECT \(selectColumns(attributes)) FROM item"
         if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
         if shape.ordered { sql += " ORDER BY id LIMIT ?" }
-        let plan = FetchPlan(sql: sql, attributes: attributes)
+        let recheckSQL = "SELECT 1 FROM item NOT INDEXED WHERE " + (clauses + ["id = ?"]).joined(separator: " AND ")
+        let plan = FetchPlan(sql: sql, attributes: attributes, recheckSQL: recheckSQL)
         fetchPlans.withLock { $0[shape] = plan }
         return plan
     }
@@ -173,6 +179,14 @@ enum ItemTable {
             guard !own.isNull, own == argument(attribute, value, caseInsensitive: filter.caseInsensitive) else { return false }
         }
         return true
+    }
+
+    /// Whether the row, read by row id, satisfies the fetch's conditions by its stored columns.
+    private static func storedRowSatisfies(_ item: KeychainItem, _ plan: FetchPlan, _ arguments: [DatabaseValue], _ db: Database) throws -> Bool {
+        guard let rowID = item.rowID else { return false }
+        let rows = try RawStatement(db, sql: plan.recheckSQL, values: arguments + [rowID.databaseValue])
+        defer { rows.finish() }
+        return try rows.step()
     }
 
     /// What the column `condition(attribute, …)` tests would hold for this item, from its own attributes.

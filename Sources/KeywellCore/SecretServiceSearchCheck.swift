@@ -20,7 +20,7 @@ enum SecretServiceSearchCheck {
         kept.reserveCapacity(matches.count)
         for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
             let part = matches[start..<min(matches.count, start + ItemIntegrity.chunk)]
-            let rows = try ItemIntegrity.read(.check, part.map { $0.rowID.databaseValue }, keychain: keychain, db) { row in
+            let rows = try ItemIntegrity.read(integrity == nil ? .unchecked : .check, part.map { $0.rowID.databaseValue }, keychain: keychain, db) { row in
                 try native.map { try $0.columns(of: row) }
             }
             for row in rows {
