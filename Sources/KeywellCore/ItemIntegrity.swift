@@ -121,10 +121,11 @@ enum ItemIntegrity {
 
     /// One statement: an item's columns repeat on each of its free-form rows (LEFT JOIN), so the
     /// row and the free-form rows come from one snapshot.
-    static func select(_ key: Key, count: Int, extraColumns: [String] = []) -> String {
+    static func select(_ key: Key, count: Int, extraColumns: [String] = [], withMAC: Bool = true) -> String {
         var columns: [String] = ["item.id"]
         columns += coveredColumns.map { "item." + $0 }
-        columns.append("item.mac")
+        // NULL in its place when not checked: a locked file of format 1 has no such column yet.
+        columns.append(withMAC ? "item.mac" : "NULL")
         columns += extraColumns
         columns += ["a.name", "a.value"]
         return "SELECT " + columns.joined(separator: ", ")
@@ -138,15 +139,18 @@ enum ItemIntegrity {
         case check
         /// Rows named by uuid, with the sealed secret (`item.secret`) as the extra column.
         case secrets
+        /// Rows named by id, without their MAC: for reads that cannot check it (locked).
+        case unchecked
 
-        fileprivate var key: Key { self == .check ? .rowID : .uuid }
-        fileprivate var extraColumns: [String] { self == .check ? [] : ["item.secret"] }
+        fileprivate var key: Key { self == .secrets ? .uuid : .rowID }
+        fileprivate var extraColumns: [String] { self == .secrets ? ["item.secret"] : [] }
     }
 
     /// The statements for every chunk size, built once (statements are cached by their text, and
     /// building one cost more than a single item's check).
     private static let checkSQL = (0...chunk).map { select(.rowID, count: $0) }
     private static let secretsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"]) }
+    private static let uncheckedSQL = (0...chunk).map { select(.rowID, count: $0, withMAC: false) }
 
     /// Reads the items named by `keys` (at most `chunk`), in the order SQLite returns them;
     /// `extra` reads the caller's columns from each item's first row.
@@ -156,7 +160,11 @@ enum ItemIntegrity {
     ) throws -> [Row<Extra>] {
         precondition(keys.count <= chunk)
         guard !keys.isEmpty else { return [] }
-        let sql = purpose == .check ? checkSQL[keys.count] : secretsSQL[keys.count]
+        let sql = switch purpose {
+        case .check: checkSQL[keys.count]
+        case .secrets: secretsSQL[keys.count]
+        case .unchecked: uncheckedSQL[keys.count]
+        }
         let nameColumn = firstExtraColumn + Int32(purpose.extraColumns.count)
         let rows = try RawStatement(db, sql: sql, values: keys)
         var items: [Row<Extra>] = []

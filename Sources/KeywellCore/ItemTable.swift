@@ -29,8 +29,8 @@ enum ItemTable {
         }
     }
 
-    private static func selectColumns(_ columns: Columns) -> String {
-        (["id", "uuid", "class"] + columns.attributes.map { "\"\($0.name)\"" } + ["secret"]).joined(separator: ", ")
+    private static func selectColumns(_ attributes: [ItemAttribute]) -> String {
+        (["id", "uuid", "class"] + attributes.map { "\"\($0.name)\"" } + ["secret"]).joined(separator: ", ")
     }
     /// Every column a write sets besides uuid, class, secret and mac: the attributes, then their
     /// match columns (what the integrity MAC covers after uuid and class).
@@ -68,9 +68,13 @@ enum ItemTable {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM item")) ?? 0
     }
 
-    /// Matching items in insertion order.
+    /// Matching items in insertion order. Each row SQLite returns is checked in Swift against the
+    /// filter (`satisfies`): a row that does not satisfy it came through a damaged or edited index
+    /// entry, and is left out and reported to `onIndexMismatch` by row id (docs/file-format.md,
+    /// "Indexes are not trusted"). Such a row still counts against `limit`.
     static func fetch(
-        _ filter: ItemFilter, limit: MatchLimit, columns: Columns = .all, _ db: Database
+        _ filter: ItemFilter, limit: MatchLimit, columns: Columns = .all, _ db: Database,
+        onIndexMismatch: (Int64) -> Void = { _ in }
     ) throws -> [KeychainItem] {
         let present = filter.attributes.sorted { $0.key.rawValue < $1.key.rawValue }
         var shape = FetchShape(
@@ -88,13 +92,21 @@ enum ItemTable {
         // a good part of a lookup's cost.
         shape.ordered = !(filter.itemClass == .genericPassword && !filter.caseInsensitive
             && filter.attributes[.service] != nil && filter.attributes[.account] != nil)
+        let conditionArguments = arguments
         if shape.ordered { arguments.append(limit.sqlValue.databaseValue) }
 
-        let rows = try RawStatement(db, sql: sql(for: shape), values: arguments)
+        let plan = plan(for: shape)
+        let rows = try RawStatement(db, sql: plan.sql, values: arguments)
         var items: [KeychainItem] = []
         do {
             while try rows.step() {
-                items.append(try decode(rows, columns.attributes))
+                let item = try decode(rows, plan.attributes)
+                // A row whose own columns were edited to match passes the stored check: the MAC's to catch.
+                guard try satisfies(item, filter) || storedRowSatisfies(item, plan, conditionArguments, db) else {
+                    onIndexMismatch(rows.integer(0))
+                    continue
+                }
+                items.append(item)
             }
         } catch {
             rows.finish()
@@ -119,11 +131,21 @@ enum ItemTable {
         var columns: Columns
     }
 
-    /// Built once per shape: building it (and the match columns' names) cost more than running it.
-    private static let fetchSQL = Protected<[FetchShape: String]>([:])
+    /// A fetch's statement and the attributes it reads: those of its `Columns`, then those its
+    /// conditions name (which `satisfies` needs) when they are not among them.
+    private struct FetchPlan {
+        let sql: String
+        let attributes: [ItemAttribute]
+        /// The same conditions on one row read by row id (the table, no index), for the rare row
+        /// `satisfies` rejects: whether the row's stored match columns satisfy them.
+        let recheckSQL: String
+    }
 
-    private static func sql(for shape: FetchShape) -> String {
-        if let sql = fetchSQL.withLock({ $0[shape] }) { return sql }
+    /// Built once per shape: building it (and the match columns' names) cost more than running it.
+    private static let fetchPlans = Protected<[FetchShape: FetchPlan]>([:])
+
+    private static func plan(for shape: FetchShape) -> FetchPlan {
+        if let plan = fetchPlans.withLock({ $0[shape] }) { return plan }
         var clauses: [String] = []
         if let itemClass = shape.itemClass {
             // A literal, not a parameter: SQLite only uses the partial indexes for literals.
@@ -134,11 +156,47 @@ enum ItemTable {
         for attribute in ItemAttribute.allCases where shape.attributes & (1 << UInt64(attribute.rawValue)) != 0 {
             clauses.append(condition(attribute, caseInsensitive: shape.caseInsensitive))
         }
-        var sql = "SELECT \(selectColumns(shape.columns)) FROM item"
+        let named = ItemAttribute.allCases.filter { shape.attributes & (1 << UInt64($0.rawValue)) != 0 }
+        let attributes = shape.columns.attributes + named.filter { !shape.columns.attributes.contains($0) }
+        var sql = "SELECT \(selectColumns(attributes)) FROM item"
         if !clauses.isEmpty { sql += " WHERE " + clauses.joined(separator: " AND ") }
         if shape.ordered { sql += " ORDER BY id LIMIT ?" }
-        fetchSQL.withLock { $0[shape] = sql }
-        return sql
+        let recheckSQL = "SELECT 1 FROM item NOT INDEXED WHERE " + (clauses + ["id = ?"]).joined(separator: " AND ")
+        let plan = FetchPlan(sql: sql, attributes: attributes, recheckSQL: recheckSQL)
+        fetchPlans.withLock { $0[shape] = plan }
+        return plan
+    }
+
+    /// Whether the item's own values satisfy `filter` the way the WHERE clause (`condition`)
+    /// compares them. SQLite trusts its indexes: an index entry whose key was damaged or edited
+    /// hands back a row that does not satisfy the clause, the other item's row and secret.
+    static func satisfies(_ item: KeychainItem, _ filter: ItemFilter) -> Bool {
+        if let itemClass = filter.itemClass, item.itemClass != itemClass { return false }
+        if let uuid = filter.itemUUID, item.uuid != uuid { return false }
+        for (attribute, value) in filter.attributes {
+            let own = ownValue(attribute, of: item, caseInsensitive: filter.caseInsensitive)
+            // As in SQL, NULL equals nothing.
+            guard !own.isNull, own == argument(attribute, value, caseInsensitive: filter.caseInsensitive) else { return false }
+        }
+        return true
+    }
+
+    /// Whether the row, read by row id, satisfies the fetch's conditions by its stored columns.
+    private static func storedRowSatisfies(_ item: KeychainItem, _ plan: FetchPlan, _ arguments: [DatabaseValue], _ db: Database) throws -> Bool {
+        guard let rowID = item.rowID else { return false }
+        let rows = try RawStatement(db, sql: plan.recheckSQL, values: arguments + [rowID.databaseValue])
+        defer { rows.finish() }
+        return try rows.step()
+    }
+
+    /// What the column `condition(attribute, …)` tests would hold for this item, from its own attributes.
+    private static func ownValue(_ attribute: ItemAttribute, of item: KeychainItem, caseInsensitive: Bool) -> DatabaseValue {
+        switch attribute.kind {
+        case .text, .fourCharCode: MatchColumn(attribute: attribute, form: caseInsensitive ? .folded : .normalized).value(for: item)
+        case .integer: MatchColumn(attribute: attribute, form: .number).value(for: item)
+        case .bool: item.attributes[attribute].map(databaseValue) ?? false.databaseValue
+        case .data, .date: item.attributes[attribute].map(databaseValue) ?? .null
+        }
     }
 
     private static func condition(_ attribute: ItemAttribute, caseInsensitive: Bool) -> String {

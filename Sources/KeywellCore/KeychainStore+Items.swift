@@ -75,20 +75,26 @@ extension KeychainStore {
             let key = try? file.masterKey()
             // Attributes are read only when returned; the secret needs just the primary key.
             let columns: ItemTable.Columns = query.returns.attributes ? .all : .keyAndSecret
+            var mismatches = IndexMismatches()
+            defer { warnAboutIndex(of: file, mismatches) }
             if query.returns.data && key == nil {
-                let matched = try file.database.read { db in try ItemTable.fetch(query.filter, limit: .one, columns: .keyAndSecret, db) }
+                let matched = try file.database.read { db in
+                    try ItemTable.fetch(query.filter, limit: .one, columns: .keyAndSecret, db) { mismatches.add($0) }
+                }
                 lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
                 continue
             }
             let items: [KeychainItem]
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
-                    let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db)
+                    let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
                     try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
                     return items
                 }
             } else {
-                items = try file.database.read { db in try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) }
+                items = try file.database.read { db in
+                    try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
+                }
             }
             file.markUsed()
             for item in items {
@@ -147,7 +153,11 @@ extension KeychainStore {
     ) throws(KeychainError) {
         let files = try files(inScopeOf: query)
         let changed: [(KeychainFile, [KeychainItem])] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
-            let matches = try dbs.map { db in try ItemTable.fetch(query.filter, limit: .all, db) }
+            var mismatches = Array(repeating: IndexMismatches(), count: files.count)
+            defer { for (file, found) in zip(files, mismatches) { warnAboutIndex(of: file, found) } }
+            let matches = try dbs.enumerated().map { index, db in
+                try ItemTable.fetch(query.filter, limit: .all, db) { mismatches[index].add($0) }
+            }
             guard matches.contains(where: { !$0.isEmpty }) else { throw KeychainError(SecStatus.itemNotFound) }
             if let locked = zip(files, matches).first(where: { $0.0.isLocked && !$0.1.isEmpty })?.0 {
                 throw KeychainError(SecStatus.interactionNotAllowed, detail: "keychain \(locked.location.displayName) is locked")

@@ -93,19 +93,37 @@ extension KeychainStore {
     /// matches only through an edit made on disk.
     public func secretServiceMatches(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
         let file = try file(at: location(keychain))
+        var mismatches = IndexMismatches()
+        defer { warnAboutIndex(of: file, mismatches) }
+        // Every match is read again by row id to see that it really holds the pairs
+        // (`SecretServiceSearchCheck`): locked, unchecked; unlocked, against its MAC too.
         guard let integrity = file.integrityKeyIfUnlocked else {
-            let ids = try file.database.read { db in try Self.matches(attributes, db).map(\.uuid) }
+            let ids = try file.database.read { db in
+                try Self.verifiedMatches(attributes, keychain: file.uuid, integrity: nil, db) { mismatches.add($0) }
+            }
             return (ids, true)
         }
         let ids = try file.database.snapshot { db in
-            let matches = try Self.matches(attributes, db)
-            for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
-                let part = matches[start..<min(matches.count, start + ItemIntegrity.chunk)]
-                try ItemIntegrity.check(rowIDs: part.map(\.rowID), keychain: file.uuid, key: integrity, db)
-            }
-            return matches.map(\.uuid)
+            try Self.verifiedMatches(attributes, keychain: file.uuid, integrity: integrity, db) { mismatches.add($0) }
         }
         return (ids, false)
+    }
+
+    private static func verifiedMatches(
+        _ attributes: [String: String], keychain: UUID, integrity: IntegrityKey?, _ db: Database,
+        onIndexMismatch: (Int64) -> Void
+    ) throws -> [UUID] {
+        let matches = try matches(attributes, db)
+        // No pairs: every item, read from the table without an index; only the MACs to check.
+        if attributes.isEmpty, let integrity {
+            for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
+                let part = matches[start..<min(matches.count, start + ItemIntegrity.chunk)]
+                try ItemIntegrity.check(rowIDs: part.map(\.rowID), keychain: keychain, key: integrity, db)
+            }
+        }
+        if attributes.isEmpty { return matches.map(\.uuid) }
+        return try SecretServiceSearchCheck.verified(
+            matches, query: attributes, keychain: keychain, integrity: integrity, db, onIndexMismatch: onIndexMismatch)
     }
 
     private static func matches(_ attributes: [String: String], _ db: Database) throws -> [FreeformAttributeTable.Match] {
@@ -377,8 +395,9 @@ extension KeychainStore {
         }
         for candidate in try FreeformAttributeTable.matchingItems(attributes, db) {
             let rows = try FreeformAttributeTable.attributes(itemID: candidate.rowID, db)
+            // Compared in full, not just counted: the index that found it may disagree with its rows.
             let visible = rows.filter { !hidden.contains($0.key) }
-            guard visible.count == attributes.count else { continue }
+            guard visible == attributes else { continue }
             let group = try RawStatement(db, sql: "SELECT agrp FROM item WHERE id = ?", values: [candidate.rowID.databaseValue])
             defer { group.finish() }
             if try group.step(), SecretServiceMapping.isSecretServiceItem(accessGroup: group.text(0)) {

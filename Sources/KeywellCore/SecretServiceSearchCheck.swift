@@ -1,0 +1,95 @@
+import Foundation
+import GRDB
+
+/// A Secret Service search's matches checked against what each item itself holds: SQLite trusts
+/// its indexes, so a damaged or edited entry of `item_attribute_lookup` (or of an `item` index a
+/// native branch uses) hands back an item that lacks the pair searched for (docs/file-format.md,
+/// "Indexes are not trusted"). Each match's row and free-form rows are read by row id and item id
+/// (the tables themselves, no index) in the statement the integrity check reads anyway, checked
+/// against its MAC when `integrity` is given, and kept only if its free-form rows hold every pair,
+/// or, for a native item, its own columns satisfy the pairs' native conditions.
+enum SecretServiceSearchCheck {
+    /// The matches in their order, without those that fail: a MAC that does not verify throws
+    /// (`errSecDecode`); an item the query does not match is left out and reported to `onIndexMismatch`.
+    static func verified(
+        _ matches: [FreeformAttributeTable.Match], query: [String: String], keychain: UUID, integrity: IntegrityKey?,
+        _ db: Database, onIndexMismatch: (Int64) -> Void
+    ) throws -> [UUID] {
+        let native = NativeQuery(query)
+        var kept = Set<Int64>()
+        kept.reserveCapacity(matches.count)
+        for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
+            let part = matches[start..<min(matches.count, start + ItemIntegrity.chunk)]
+            let rows = try ItemIntegrity.read(integrity == nil ? .unchecked : .check, part.map { $0.rowID.databaseValue }, keychain: keychain, db) { row in
+                try native.map { try $0.columns(of: row) }
+            }
+            for row in rows {
+                if let integrity { try row.check(integrity) }
+                if hasEveryPair(row, query) || (native.map { $0.matches(row.extra) } ?? false) { kept.insert(row.rowID) }
+            }
+        }
+        var found: [UUID] = []
+        found.reserveCapacity(kept.count)
+        for match in matches {
+            if kept.contains(match.rowID) { found.append(match.uuid) } else { onIndexMismatch(match.rowID) }
+        }
+        return found
+    }
+
+    /// Byte for byte, as SQLite compares TEXT.
+    private static func hasEveryPair<Extra>(_ row: ItemIntegrity.Row<Extra>, _ query: [String: String]) -> Bool {
+        query.allSatisfy { name, value in
+            let name = Array(name.utf8), value = Array(value.utf8)
+            return row.freeform.contains { $0.name == name && $0.value == value }
+        }
+    }
+
+    /// The native conditions a query sets per class (as `SecretServiceMapping.nativeConditions`),
+    /// nil when no class can match: then no column is read.
+    private struct NativeQuery {
+        let conditions: [ItemClass: [(attribute: ItemAttribute, value: AttributeValue)]]
+        /// What `columns(of:)` reads: every attribute a condition names, and the access group.
+        let attributes: [ItemAttribute]
+
+        init?(_ query: [String: String]) {
+            var conditions: [ItemClass: [(attribute: ItemAttribute, value: AttributeValue)]] = [:]
+            for itemClass in ItemClass.allCases {
+                conditions[itemClass] = SecretServiceMapping.nativeConditions(for: query, itemClass: itemClass)
+            }
+            guard !conditions.isEmpty else { return nil }
+            self.conditions = conditions
+            var named: Set<ItemAttribute> = [.accessGroup]
+            for list in conditions.values { named.formUnion(list.map(\.attribute)) }
+            attributes = named.sorted { $0.rawValue < $1.rawValue }
+        }
+
+        /// The item's class and the attributes needed, from the integrity read's first row (its
+        /// covered columns: uuid, class, then the attributes in `ItemAttribute` order).
+        func columns(of row: RawStatement) throws -> (itemClass: ItemClass?, values: [ItemAttribute: AttributeValue]) {
+            let classColumn = ItemIntegrity.firstCoveredColumn + 1
+            var values: [ItemAttribute: AttributeValue] = [:]
+            for attribute in attributes {
+                let column = classColumn + 1 + Int32(attribute.rawValue)
+                guard !row.isNull(column) else { continue }
+                values[attribute] = attribute.kind == .integer ? .integer(row.integer(column)) : .text(row.text(column))
+            }
+            return (ItemClass(rawValue: row.text(classColumn)), values)
+        }
+
+        /// As a native branch's WHERE clause: a native item (not made through the Secret Service)
+        /// of a class the query can name, whose own columns equal every condition's value exactly.
+        func matches(_ columns: (itemClass: ItemClass?, values: [ItemAttribute: AttributeValue])?) -> Bool {
+            guard let columns, let itemClass = columns.itemClass, let wanted = conditions[itemClass] else { return false }
+            if case .text(let group)? = columns.values[.accessGroup], SecretServiceMapping.isSecretServiceItem(accessGroup: group) {
+                return false
+            }
+            return wanted.allSatisfy { condition in
+                switch (columns.values[condition.attribute], condition.value) {
+                case (.text(let own)?, .text(let value)): Array(own.utf8) == Array(value.utf8)
+                case (.integer(let own)?, .integer(let value)): own == value
+                default: false
+                }
+            }
+        }
+    }
+}
