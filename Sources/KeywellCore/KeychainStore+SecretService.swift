@@ -275,9 +275,7 @@ extension KeychainStore {
             return (uuid, false)
         }
         file.markUsed()
-        let (id, replaced) = result
-        emit(itemChanges: [replaced ? KeychainItemsEvent(keychain: file.location.displayName, changed: [id])
-                                    : KeychainItemsEvent(keychain: file.location.displayName, created: [id])])
+        emit([.itemsChanged(file.location.displayName)])
         return result
     }
 
@@ -329,7 +327,7 @@ extension KeychainStore {
             try ItemTable.delete(rowID: row.rowID, db)
         }
         file.markUsed()
-        emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, deleted: [id])])
+        emit([.itemsChanged(file.location.displayName)])
     }
 
     // MARK: Helpers
@@ -354,7 +352,7 @@ extension KeychainStore {
             try ItemIntegrity.renew(rowID: row.rowID, keychain: file.uuid, key: integrity, db)
         }
         file.markUsed()
-        emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, changed: [id])])
+        emit([.itemsChanged(file.location.displayName)])
     }
 
     /// The item's row without its secret (property reads and changes).

@@ -32,7 +32,11 @@ struct CollectionObject {
             let (id, replaced) = try engine(path()) { () throws(KeychainError) in
                 try collection.createItem(label: label, attributes: attributes, type: type, secret: secret, replace: replace)
             }
-            context.itemsChanged(in: collection.id, created: replaced ? [] : [id], changed: replaced ? [id] : [])
+            if replaced {
+                context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
+            } else {
+                context.signals.itemCreated(id, in: collection.id)
+            }
             return [.objectPath(ObjectPaths.path(of: id, in: collection.id)), .objectPath(SecretServiceNames.noObject)]
         default:
             throw .unknownMethod("No method \(call.member) on a collection")

@@ -36,8 +36,7 @@ import Testing
             "CollectionCreated \(Self.collection("spare"))",
             "CollectionDeleted \(Self.collection("spare"))",
         ])
-        #expect(signals.collectionsSent >= 3, "each change sends the new Collections")
-        #expect(signals.collectionsInvalidated == 0, "libsecret crashes on a CollectionCreated without a cached Collections")
+        #expect(signals.collectionsInvalidated >= 3, "each change invalidates Collections")
     }
 
     @Test func createCollectionAndCollectionDeleteAnnounceOnceWithTheLabel() throws {
@@ -60,29 +59,25 @@ import Testing
         #expect(try collections(fixture) == [Self.collection("session")])
     }
 
-    /// An item added through the native API is announced to Secret Service clients too: one
-    /// ItemCreated on its collection, then the collection's new Items, sent once the native
-    /// call's reply is out (so they may come after the caller's next call). No CollectionChanged,
-    /// as from gnome-keyring.
+    /// An item added through the native API changes its collection for Secret Service clients
+    /// too: one CollectionChanged, sent once the native call's reply is out (so it may come
+    /// after the caller's next call: a late "look again" is harmless).
     @Test func nativeItemChangesAreAnnouncedOnce() throws {
         let (fixture, signals) = try started()
         try fixture.createLogin()
         try signals.sync(fixture)
-        _ = signals.take(member: nil)
         let login = Self.collection("login")
         let changes = SignalWaiter()
-        let subscription = try fixture.client.addMatch(DBusMatchRule(path: login, member: "PropertiesChanged")) { changes.deliver($0) }
+        let subscription = try fixture.client.addMatch(DBusMatchRule(interface: "org.freedesktop.Secret.Service", member: "CollectionChanged")) {
+            changes.deliver($0)
+        }
         defer { subscription.cancel() }
         try fixture.native("Add", [.stringVariantDict([
             "class": .string("genp"), "svce": .string("native-svc"), "acct": .string("nat"), "v_Data": .bytes(Array("pw".utf8)),
         ])])
-        #expect(changes.wait { _ in true } != nil)
+        #expect(changes.wait { $0.arguments.first == .objectPath(login) } != nil)
         try signals.sync(fixture)
-        let seen = signals.take(member: nil)
-        #expect(seen.count == 2 && seen[0].hasPrefix("ItemCreated \(login)/") && seen[1] == "PropertiesChanged \(login)", "\(seen)")
-        let items = try fixture.property(login, "Collection", "Items").objectPathArrayValue ?? []
-        #expect(items.count == 1 && seen.first == "ItemCreated \(items[0])")
-        #expect(signals.itemsSent(at: login) == [items])
+        #expect(changes.all.filter { $0.arguments.first == .objectPath(login) }.count == 1)
     }
 
     @Test func aCollectionLabelIsSetKeptAndAnnounced() throws {
@@ -137,8 +132,7 @@ import Testing
         try signals.sync(fixture)
         #expect(signals.take(member: ["CollectionChanged", "CollectionCreated", "CollectionDeleted"])
                 == ["CollectionChanged \(login)", "CollectionChanged \(spare)"], "the collection the alias left, then the one it joined")
-        #expect(signals.collectionsSent >= 1)
-        #expect(signals.collectionsInvalidated == 0)
+        #expect(signals.collectionsInvalidated >= 1)
     }
 
     @Test func theSessionCollectionIsEmptiedAtTheLastLogout() throws {
@@ -233,19 +227,7 @@ final class SecretSignals: @unchecked Sendable {
         }
     }
 
-    /// How many times the new `Collections` was sent.
-    var collectionsSent: Int {
-        waiter.all.filter { $0.member == "PropertiesChanged" && $0.path == CollectionSignalTests.root
-            && $0.arguments.count == 3 && $0.arguments[1].asStringVariantDict()?["Collections"] != nil }.count
-    }
-
-    /// Each `Items` value sent for the collection at `path`.
-    func itemsSent(at path: String) -> [[String]] {
-        waiter.all.filter { $0.member == "PropertiesChanged" && $0.path == path && $0.arguments.count == 3 }
-            .compactMap { $0.arguments[1].asStringVariantDict()?["Items"]?.unwrappingVariants.objectPathArrayValue }
-    }
-
-    /// How many times `Collections` was invalidated (never: libsecret needs it cached).
+    /// How many times `Collections` was invalidated.
     var collectionsInvalidated: Int {
         waiter.all.filter { $0.member == "PropertiesChanged" && $0.path == CollectionSignalTests.root
             && ($0.arguments.last?.stringArrayValue ?? []).contains("Collections") }.count
