@@ -123,6 +123,8 @@ final class CollectionDirectory: Sendable {
     /// How `Collections` changed since the last call: keychains that appeared or went, whether the
     /// order changed, and the collections the alias `default` left and joined.
     struct ListChange {
+        /// The list now (the `Collections` property's new value).
+        var collections: [CollectionID] = []
         var created: [CollectionID] = []
         var deleted: [CollectionID] = []
         var reordered = false
@@ -148,6 +150,7 @@ final class CollectionDirectory: Sendable {
             let before = announced ?? now
             announced = now
             var change = ListChange()
+            change.collections = now.names.map { .keychain($0) } + [.session]
             let (nowNames, beforeNames) = (Set(now.names), Set(before.names))
             change.created = now.names.filter { !beforeNames.contains($0) }.map { .keychain($0) }
             change.deleted = before.names.filter { !nowNames.contains($0) }.map { .keychain($0) }

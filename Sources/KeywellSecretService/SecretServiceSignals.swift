@@ -19,13 +19,18 @@ final class SecretServiceSignals: @unchecked Sendable {
     func collectionChanged(_ id: CollectionID) { service("CollectionChanged", id) }
 
     /// The list of collections changed: `CollectionCreated` and `CollectionDeleted` for each one
-    /// that appeared or went, `CollectionChanged` for those the alias `default` left or joined,
-    /// and `Collections` invalidated once.
+    /// that appeared or went, then `Collections` with its new value, then `CollectionChanged` for
+    /// those the alias `default` left or joined (gnome-keyring's order). Never a bare
+    /// invalidation: libsecret's handlers of the first two extend or shrink the cached
+    /// `Collections`, and crash (Seahorse with them) when it was invalidated.
     func collectionsChanged(_ change: CollectionDirectory.ListChange) {
         change.created.forEach { service("CollectionCreated", $0) }
         change.deleted.forEach { service("CollectionDeleted", $0) }
+        emit { connection throws(DBusError) in
+            try connection.emitPropertiesChanged(path: ObjectPaths.root, interface: SecretServiceNames.serviceInterface,
+                                                 changed: ["Collections": .objectPathArray(change.collections.map(ObjectPaths.path(of:)))])
+        }
         change.defaultMoved.forEach { service("CollectionChanged", $0) }
-        collectionsChanged()
     }
 
     /// A collection's `Label` changed.
@@ -66,14 +71,6 @@ final class SecretServiceSignals: @unchecked Sendable {
             try connection.emitSignal(path: ObjectPaths.promptPath(number), interface: SecretServiceNames.promptInterface,
                                       member: "Completed", arguments: [.bool(dismissed), .variant(result)],
                                       destination: owner.isEmpty ? nil : owner)
-        }
-    }
-
-    private func collectionsChanged() {
-        // Invalidated rather than sent: listing every keychain is the reader's cost, if it cares.
-        emit { connection throws(DBusError) in
-            try connection.emitPropertiesChanged(path: ObjectPaths.root, interface: SecretServiceNames.serviceInterface,
-                                                 changed: [:], invalidated: ["Collections"])
         }
     }
 
