@@ -15,6 +15,7 @@ scratch="${SCRATCH:-.build}"
 echo "== build (release)" >&2
 swift build -c release --scratch-path "$scratch" --product keywelld >&2
 swift build -c release --scratch-path "$scratch" --product keywell-bench >&2
+swift build -c release --scratch-path "$scratch" --product keywell >&2  # the attack tests run the CLI
 make -s -C pam >&2
 bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
 
