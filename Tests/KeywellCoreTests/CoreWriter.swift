@@ -29,8 +29,8 @@ enum CoreWriter {
         }
     }
 
-    /// Runs it to the end with password "pw": its stdout and how it ended.
-    static func run(_ arguments: [String]) throws -> (output: Data, process: Process) {
+    /// Starts it with password "pw" on its standard input: the process and its stdout.
+    static func start(_ arguments: [String]) throws -> (Process, Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable())
         process.arguments = arguments
@@ -41,6 +41,12 @@ enum CoreWriter {
         try process.run()
         input.fileHandleForWriting.write(Data("pw\n".utf8))
         try input.fileHandleForWriting.close()
+        return (process, output)
+    }
+
+    /// Runs it to the end with password "pw": its stdout and how it ended.
+    static func run(_ arguments: [String]) throws -> (output: Data, process: Process) {
+        let (process, output) = try start(arguments)
         let printed = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (printed, process)

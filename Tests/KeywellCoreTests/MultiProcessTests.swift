@@ -7,17 +7,7 @@ import Testing
 /// Real processes (`keywell-bench core-writer`) writing the same keychain file.
 @Suite struct MultiProcessTests {
     private func startWriter(_ environment: TestEnvironment, prefix: String, count: Int) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try CoreWriter.executable())
-        process.arguments = CoreWriter.arguments(environment, keychain: "shared", prefix: prefix, count: count)
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data("pw\n".utf8))
-        try input.fileHandleForWriting.close()
-        return (process, output)
+        try CoreWriter.start(CoreWriter.arguments(environment, keychain: "shared", prefix: prefix, count: count))
     }
 
     private func acknowledged(_ output: Data) -> [Int] { CoreWriter.acknowledged(output) }

@@ -36,18 +36,7 @@ import Testing
         let ballast = dataHome + "/ballast"
         try Data(repeating: 0, count: 256 << 10).write(to: URL(fileURLWithPath: ballast))
 
-        var acknowledged: [String: [UInt8]] = [:]
-        var failure: DBusError?
-        for index in 0..<200 {
-            let secret = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
-            do {
-                try fixture.add(["class": "genp", "acct": .string("big-\(index)"), "v_Data": .bytes(secret)])
-                acknowledged["big-\(index)"] = secret
-            } catch {
-                failure = error
-                break
-            }
-        }
+        let (acknowledged, failure) = Self.addUntilRefused(fixture)
         let error = try #require(failure, "2 MiB never filled up")
         #expect(error.name == KeywellNames.errorPrefix + "DiskFull", "\(error)")
         #expect(error.message.hasPrefix("\(SecStatus.diskFull): "), "\(error.message)")
@@ -71,18 +60,7 @@ import Testing
         let pid = try fixture.daemonPID()
         try Self.setFileSizeLimit(of: pid, to: "\(2 << 20)")
 
-        var acknowledged: [String: [UInt8]] = [:]
-        var failure: DBusError?
-        for index in 0..<200 {
-            let secret = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
-            do {
-                try fixture.add(["class": "genp", "acct": .string("big-\(index)"), "v_Data": .bytes(secret)])
-                acknowledged["big-\(index)"] = secret
-            } catch {
-                failure = error
-                break
-            }
-        }
+        let (acknowledged, failure) = Self.addUntilRefused(fixture)
         let error = try #require(failure, "2 MiB never filled up")
         #expect(error.name == KeywellNames.errorPrefix + "DiskFull", "\(error)\n\(fixture.daemonLog.suffix(2000))")
         #expect(error.message.hasPrefix("\(SecStatus.diskFull): "), "\(error.message)")
@@ -105,5 +83,21 @@ import Testing
         guard output.termination.exitCode == 0 else {
             throw TestSupportError("prlimit --fsize=\(soft): failed: \(output)")
         }
+    }
+
+    /// Adds 64 KiB secrets until the daemon refuses one (at most 200): what it acknowledged, and
+    /// the refusal.
+    static func addUntilRefused(_ fixture: DaemonFixture) -> ([String: [UInt8]], DBusError?) {
+        var acknowledged: [String: [UInt8]] = [:]
+        for index in 0..<200 {
+            let secret = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
+            do {
+                try fixture.add(["class": "genp", "acct": .string("big-\(index)"), "v_Data": .bytes(secret)])
+                acknowledged["big-\(index)"] = secret
+            } catch {
+                return (acknowledged, error)
+            }
+        }
+        return (acknowledged, nil)
     }
 }
