@@ -6,6 +6,10 @@ body of their `kit` fixture.
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,3 +88,66 @@ def open_kit(module: str):
         k.assert_no_leaks()
     finally:
         k.close()
+
+
+class PrivateAccount:
+    """A fresh user account as far as Keywell can tell: temp HOME and XDG folders and a private
+    dbus-daemon whose only service is keywelld, started by D-Bus activation. The bus and
+    keywelld run in their own process group; their stderr goes to `log` (a pipe nobody drains
+    could fill up and stall the daemon). `bin_dir`, when given, is put first on PATH; `extra_env`
+    is added to the environment the account's programs get."""
+
+    def __init__(self, keywelld: str, prefix: str, bin_dir: bool = False, extra_env: dict | None = None) -> None:
+        if shutil.which("dbus-daemon") is None:
+            pytest.fail("dbus-daemon is needed: run scripts/setup.sh")
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        home = self.root / "home"
+        runtime = self.root / "runtime"
+        services = self.root / "services"
+        self.bin = self.root / "bin" if bin_dir else None
+        for folder in (home, runtime, services, *([self.bin] if self.bin else [])):
+            folder.mkdir(mode=0o700)
+        (services / "org.keywell.Keychain.service").write_text(
+            f"[D-BUS Service]\nName=org.keywell.Keychain\nExec={keywelld}\n")
+        bus_socket = runtime / "bus"
+        config = self.root / "session.conf"
+        config.write_text(session_bus_config(bus_socket, services, allow_user=True))
+        self.keychains = home / ".local/share/keywell/keychains"
+        path = "/usr/local/bin:/usr/bin:/bin"
+        self.env = {
+            "PATH": f"{self.bin}:{path}" if self.bin else path,
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(runtime),
+            "XDG_DATA_HOME": str(home / ".local/share"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={bus_socket}",
+            "LANG": "C.UTF-8",
+            **(extra_env or {}),
+        }
+        self.log = self.root / "bus.log"
+        with open(self.log, "wb") as log:
+            self.bus = subprocess.Popen(
+                ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
+                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True)
+        line = self.bus.stdout.readline().decode()
+        if not line.startswith("unix:"):
+            log_text = self.log.read_text(errors="replace")
+            self.close()
+            pytest.fail(f"dbus-daemon did not start: {line!r} {log_text!r}")
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.bus.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.bus.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.bus.pid, signal.SIGKILL)
+            self.bus.wait(timeout=5)
+        try:
+            os.killpg(self.bus.pid, signal.SIGKILL)  # keywelld, if it outlived the bus
+        except ProcessLookupError:
+            pass
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -14,57 +14,23 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from keywell_helpers import built, session_bus_config
+from keywell_helpers import PrivateAccount, built
 
 PASSWORD = "backup-pw"
 
 
-class Account:
-    """A fresh user account as far as Keywell can tell: temp HOME and XDG folders and a private
-    dbus-daemon whose only service is keywelld (started by D-Bus activation)."""
+class Account(PrivateAccount):
+    """A fresh account (keywell_helpers.PrivateAccount) driven through the `keywell` CLI."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
-        if shutil.which("dbus-daemon") is None:
-            pytest.fail("dbus-daemon is needed: run scripts/setup.sh")
+        super().__init__(keywelld, prefix="kwbackup-")
         self.keywell = keywell
-        self.root = Path(tempfile.mkdtemp(prefix="kwbackup-"))
-        home = self.root / "home"
-        runtime = self.root / "runtime"
-        services = self.root / "services"
-        for folder in (home, runtime, services):
-            folder.mkdir(mode=0o700)
-        (services / "org.keywell.Keychain.service").write_text(
-            f"[D-BUS Service]\nName=org.keywell.Keychain\nExec={keywelld}\n")
-        bus_socket = runtime / "bus"
-        config = self.root / "session.conf"
-        config.write_text(session_bus_config(bus_socket, services, allow_user=True))
-        self.keychains = home / ".local/share/keywell/keychains"
-        self.env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(runtime),
-            "XDG_DATA_HOME": str(home / ".local/share"),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_CACHE_HOME": str(home / ".cache"),
-            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={bus_socket}",
-            "LANG": "C.UTF-8",
-        }
-        self.log = self.root / "bus.log"
-        with open(self.log, "wb") as log:
-            self.bus = subprocess.Popen(
-                ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
-                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True)
-        line = self.bus.stdout.readline().decode()
-        if not line.startswith("unix:"):
-            self.close()
-            pytest.fail(f"dbus-daemon did not start: {line!r}")
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
@@ -87,13 +53,6 @@ class Account:
             capture_output=True, text=True, env=self.env, timeout=30, check=True)
         return int(reply.stdout.split()[-1])
 
-    def close(self) -> None:
-        try:
-            os.killpg(self.bus.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        self.bus.wait(timeout=30)
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,73 +7,37 @@ Needs the built binaries: KEYWELL=/path/to/keywell and KEYWELLD=/path/to/keywell
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from keywell_helpers import built, session_bus_config
+from keywell_helpers import PrivateAccount, built
 
 REPO = Path(__file__).resolve().parents[2]
 WRAPPER = REPO / "scripts" / "git-credential-keywell"
 LOGIN_PASSWORD = "login-pw"
 
 
-class Session:
-    """A private dbus-daemon whose only service is keywelld, temp XDG folders, and a bin folder
-    holding the helper script beside a `keywell` link (as scripts/install.sh lays them out)."""
+class Session(PrivateAccount):
+    """A fresh account (keywell_helpers.PrivateAccount) with a bin folder holding the helper
+    script beside a `keywell` link (as scripts/install.sh lays them out)."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
-        if shutil.which("git") is None or shutil.which("dbus-daemon") is None:
-            pytest.fail("git and dbus-daemon are needed: run scripts/setup.sh")
-        self.keywell = keywell
-        self.root = Path(tempfile.mkdtemp(prefix="kwgit-"))
-        home = self.root / "home"
-        runtime = self.root / "runtime"
-        services = self.root / "services"
-        self.bin = self.root / "bin"
-        for folder in (home, runtime, services, self.bin):
-            folder.mkdir(mode=0o700)
-        (services / "org.keywell.Keychain.service").write_text(
-            f"[D-BUS Service]\nName=org.keywell.Keychain\nExec={keywelld}\n")
-        shutil.copy(WRAPPER, self.bin / "git-credential-keywell")
-        (self.bin / "keywell").symlink_to(keywell)
-        bus_socket = runtime / "bus"
-        config = self.root / "session.conf"
-        config.write_text(session_bus_config(bus_socket, services, allow_user=True))
-        self.env = {
-            "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(runtime),
-            "XDG_DATA_HOME": str(home / ".local/share"),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_CACHE_HOME": str(home / ".cache"),
-            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={bus_socket}",
-            "LANG": "C.UTF-8",
+        if shutil.which("git") is None:
+            pytest.fail("git is needed: run scripts/setup.sh")
+        super().__init__(keywelld, prefix="kwgit-", bin_dir=True, extra_env={
             # git must not fall back to prompting, nor read the machine's or user's config.
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": "/dev/null",
             "GIT_ASKPASS": "",
             "SSH_ASKPASS": "",
-        }
-        # The bus (and keywelld, which it starts) run in their own process group.
-        # Its stderr (and keywelld's, which inherits it) goes to a file: a pipe nobody drains
-        # could fill up and stall the daemon.
-        self.log = self.root / "bus.log"
-        with open(self.log, "wb") as log:
-            self.bus = subprocess.Popen(
-                ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
-                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True)
-        line = self.bus.stdout.readline().decode()
-        if not line.startswith("unix:"):
-            log_text = self.log.read_text(errors="replace")
-            self.close()
-            pytest.fail(f"dbus-daemon did not start: {line!r} {log_text!r}")
+        })
+        self.keywell = keywell
+        shutil.copy(WRAPPER, self.bin / "git-credential-keywell")
+        (self.bin / "keywell").symlink_to(keywell)
 
     def run(self, *args: str, stdin: str = "", check: bool = False) -> subprocess.CompletedProcess:
         result = subprocess.run(list(args), input=stdin, capture_output=True, text=True, env=self.env, timeout=60)
@@ -90,21 +54,6 @@ class Session:
             options += ["-c", item]
         return self.run("git", *options, *args, stdin=stdin)
 
-    def close(self) -> None:
-        try:
-            os.killpg(self.bus.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.bus.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.bus.pid, signal.SIGKILL)
-            self.bus.wait(timeout=5)
-        try:
-            os.killpg(self.bus.pid, signal.SIGKILL)  # keywelld, if it outlived the bus
-        except ProcessLookupError:
-            pass
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @pytest.fixture
