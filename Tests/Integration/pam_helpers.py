@@ -567,6 +567,22 @@ class Kit:
             self.services.append(service)
         return service
 
+    def session_stack_file(self, daemon: str) -> str:
+        """A stack file outside /etc/pam.d (for a private mount namespace to put in place of su's
+        or sudo's): pam_unix, then pam_keywell in auth and session, the shape of
+        common-auth/common-session with the module enabled."""
+        lines = [
+            "auth     requisite  pam_unix.so",
+            f"auth     optional   {self.module}",
+            "account  required   pam_unix.so",
+            "session  required   pam_unix.so",
+            f"session  optional   {self.module} auto_start daemon={daemon}",
+        ]
+        path = os.path.join(self.bindir(), "stack")
+        Path(path).write_text("\n".join(lines) + "\n")
+        os.chmod(path, 0o644)
+        return path
+
     # -- fake daemon programs
     def bindir(self) -> str:
         """A root-owned folder every user can enter, for programs the module starts."""

@@ -110,22 +110,6 @@ def stubs_per_user(kit: Kit, *users: User) -> tuple[str, dict[int, Stub]]:
     return path, stubs
 
 
-def stack_file(kit: Kit, daemon: str) -> str:
-    """pam_unix, then pam_keywell in auth and session: the shape of common-auth/common-session
-    with the module enabled."""
-    lines = [
-        "auth     requisite  pam_unix.so",
-        f"auth     optional   {kit.module}",
-        "account  required   pam_unix.so",
-        "session  required   pam_unix.so",
-        f"session  optional   {kit.module} auto_start daemon={daemon}",
-    ]
-    path = os.path.join(kit.bindir(), "stack")
-    Path(path).write_text("\n".join(lines) + "\n")
-    os.chmod(path, 0o644)
-    return path
-
-
 def sudoers_file(kit: Kit, a: User, b: User) -> str:
     path = os.path.join(kit.bindir(), "sudoers")
     Path(path).write_text("Defaults !lecture, !fqdn, passwd_tries=1\n"
@@ -220,9 +204,9 @@ def test_sudo_login_shell_hands_the_callers_password_to_nobody(sudo_kit, tools, 
     a, b = kit.user(), kit.user()
     caller, target = (a, b) if direction == "A->B" else (b, a)
     daemon, stubs = stubs_per_user(kit, a, b)
-    stack = stack_file(kit, daemon)
+    stack = kit.session_stack_file(daemon)
     binds = {sudoers_file(kit, a, b): "/etc/sudoers", stack: "/etc/pam.d/sudo-i"}
-    binds[stack_file(kit, daemon)] = "/etc/pam.d/sudo"  # in case sudo -i used the plain service
+    binds[kit.session_stack_file(daemon)] = "/etc/pam.d/sudo"  # in case sudo -i used the plain service
 
     term = in_namespace(binds, caller, ["sudo", "-i", "-u", target.name, "echo", "KW-IN-SESSION"])
     try:
@@ -246,7 +230,7 @@ def test_su_login_shell_still_hands_the_targets_password_to_the_target(kit, tool
     a, b = kit.user(), kit.user()
     caller, target = (a, b) if direction == "A->B" else (b, a)
     daemon, stubs = stubs_per_user(kit, a, b)
-    binds = {stack_file(kit, daemon): "/etc/pam.d/su-l"}
+    binds = {kit.session_stack_file(daemon): "/etc/pam.d/su-l"}
 
     term = in_namespace(binds, caller, ["su", "-", target.name, "-c", "echo KW-IN-SESSION"])
     try:

@@ -76,17 +76,7 @@ def kit(module, keywelld):
 @pytest.fixture
 def su_stack(kit, keywelld) -> str:
     """The stack su reads in its namespace: pam_unix checks the password, pam_keywell after it."""
-    lines = [
-        "auth     requisite  pam_unix.so",
-        f"auth     optional   {kit.module}",
-        "account  required   pam_unix.so",
-        "session  required   pam_unix.so",
-        f"session  optional   {kit.module} auto_start daemon={keywelld}",
-    ]
-    path = os.path.join(kit.bindir(), "su")
-    Path(path).write_text("\n".join(lines) + "\n")
-    os.chmod(path, 0o644)
-    return path
+    return kit.session_stack_file(keywelld)
 
 
 def run_su(kit: Kit, stack: str, caller: User, target: User, command: str) -> Terminal:
