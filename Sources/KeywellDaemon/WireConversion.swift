@@ -11,11 +11,6 @@ import KeywellProtocol
 /// string lists `as`, `port`/`itemCount`/`lockAfterSeconds` `u`, every other integer (`cdat`,
 /// `mdat`: milliseconds since 1970) `x`.
 enum WireConversion {
-    /// More keys than any valid dictionary has (about 35 exist); larger input is hostile or broken.
-    static let maximumDictionaryEntries = ServiceLimits.dictionaryEntries
-    /// Longest accepted list of keychains (`m_SearchList`, `SetSearchList`) or strings.
-    static let maximumListLength = ServiceLimits.keychainListLength
-
     /// Integer results that travel as `u` (everything else integer is `x`).
     static let unsignedKeys: Set<String> = ["port", KeychainInfoKey.itemCount, KeychainInfoKey.lockAfterSeconds]
 
@@ -26,7 +21,7 @@ enum WireConversion {
               keySignature == .string, valueSignature == .variant else {
             throw .param("expected a{sv}, got \(value.signature.rawValue)")
         }
-        guard entries.count <= maximumDictionaryEntries else {
+        guard entries.count <= ServiceLimits.dictionaryEntries else {
             throw .param("a dictionary of \(entries.count) entries is larger than any valid one")
         }
         var result: WireDictionary = [:]
@@ -50,8 +45,8 @@ enum WireConversion {
             guard let number = value.integerValue else { throw .param("\(key) is out of range") }
             return .integer(number)
         case .array(let element, let elements) where element == .string:
-            guard elements.count <= maximumListLength else {
-                throw .param("\(key) has \(elements.count) entries; at most \(maximumListLength) are accepted")
+            guard elements.count <= ServiceLimits.keychainListLength else {
+                throw .param("\(key) has \(elements.count) entries; at most \(ServiceLimits.keychainListLength) are accepted")
             }
             return .strings(elements.compactMap(\.stringValue))
         case .array(let element, _) where element == .byte:
@@ -66,8 +61,8 @@ enum WireConversion {
         guard case .array(let element, let elements) = value, element == .string else {
             throw .param("expected as, got \(value.signature.rawValue)")
         }
-        guard elements.count <= maximumListLength else {
-            throw .param("\(elements.count) keychains; at most \(maximumListLength) are accepted")
+        guard elements.count <= ServiceLimits.keychainListLength else {
+            throw .param("\(elements.count) keychains; at most \(ServiceLimits.keychainListLength) are accepted")
         }
         return elements.compactMap(\.stringValue)
     }
