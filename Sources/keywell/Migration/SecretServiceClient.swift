@@ -145,10 +145,10 @@ final class SecretServiceClient {
     /// Makes (or, with `replace`, replaces) an item, carrying its times over (Keywell's own keys).
     func createItem(in collection: String, _ info: ItemInfo, _ secret: Secret, replace: Bool) throws(DBusError) {
         let properties = DBusValue.stringVariantDict([
-            (Names.itemLabelProperty, .variant(.string(info.label))),
-            (Names.itemAttributesProperty, .variant(.stringStringDict(info.attributes))),
-            (Names.carriedCreatedProperty, .variant(.uint64(info.created))),
-            (Names.carriedModifiedProperty, .variant(.uint64(info.modified))),
+            (Names.itemLabelProperty, .string(info.label)),
+            (Names.itemAttributesProperty, .stringStringDict(info.attributes)),
+            (Names.carriedCreatedProperty, .uint64(info.created)),
+            (Names.carriedModifiedProperty, .uint64(info.modified)),
         ])
         let value = DBusValue.structure([.objectPath(session), .bytes([]), .bytes(secret.value), .string(secret.contentType)])
         _ = try call(collection, Names.collectionInterface, "CreateItem", [properties, value, .bool(replace)])
@@ -158,7 +158,7 @@ final class SecretServiceClient {
     /// when the prompt was dismissed.
     func createCollection(label: String, alias: String) throws(DBusError) -> String? {
         let reply = try call(Names.servicePath, Names.serviceInterface, "CreateCollection",
-                             [.stringVariantDict([(Names.collectionLabelProperty, .variant(.string(label)))]), .string(alias)])
+                             [.stringVariantDict([(Names.collectionLabelProperty, .string(label))]), .string(alias)])
         guard reply.count == 2, let made = reply[0].objectPathValue, let prompt = reply[1].objectPathValue else {
             throw .failed("CreateCollection answered \(reply)")
         }
