@@ -157,6 +157,7 @@ def test_nothing_to_migrate_from_when_keywelld_owns_the_name():
         result = _migrate(bus)
         assert result.returncode == 1
         assert "keywelld itself owns org.freedesktop.secrets" in result.stderr.decode()
+        assert "Stop keywelld" in result.stderr.decode()
     finally:
         bus.close()
 

@@ -67,9 +67,12 @@ enum MigrateCommand {
                            + "(gnome-keyring-daemon --start --components=secrets, KeePassXC, …) and run this again")
         }
         guard owner != keywelld else {
+            // gnome-keyring's --replace only replaces another gnome-keyring, so the other service
+            // must start while keywelld is not running; keywelld then queues behind it.
             throw .refused("keywelld itself owns \(SecretServiceProtocol.busName): there is no other Secret Service to copy from. "
-                           + "Start the other one with its replace option (gnome-keyring-daemon --replace --components=secrets), "
-                           + "run this again, then stop it: keywelld takes the name back")
+                           + "Stop keywelld (systemctl --user stop keywelld, or end its process), start the other service "
+                           + "(gnome-keyring-daemon --start --components=secrets), and run this again: keywelld starts "
+                           + "without the name and takes it when the other service stops")
         }
         return (SecretServiceClient(connection: connection, destination: owner),
                 SecretServiceClient(connection: connection, destination: keywelld))
