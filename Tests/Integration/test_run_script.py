@@ -56,3 +56,44 @@ def test_a_wrong_password_leaves_it_locked_and_says_what_to_do(session):
     session.native().Unlock("login", dbus.ByteArray(b"run-pw"))
     fine = run_step(session, "")
     assert fine.returncode == 0 and "locked" not in fine.stdout.decode()
+
+
+def _read_until(fd: int, text: bytes, seen: bytearray, timeout: float = 30) -> None:
+    import select
+    import time
+    deadline = time.monotonic() + timeout
+    while text not in seen:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {text!r} on the terminal; saw {bytes(seen)!r}"
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            assert chunk, f"the terminal closed before {text!r}; saw {bytes(seen)!r}"
+            seen.extend(chunk)
+
+
+def test_on_a_terminal_it_asks_again_after_a_wrong_password(session):
+    import pty
+    assert run_step(session, "run-pw\n").returncode == 0
+    session.native().Lock("login")
+    keywell_dir = os.path.dirname(built("KEYWELL"))
+    env = {**session.env, "PATH": f"{keywell_dir}:{session.env['PATH']}", "REPO": str(REPO)}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe("bash", ["bash", "-c", STEP], env)
+    seen = bytearray()
+    try:
+        _read_until(fd, b"password to unlock", seen)
+        os.write(fd, b"not-it\n")
+        del seen[:]
+        _read_until(fd, b"password to unlock", seen)
+        os.write(fd, b"run-pw\n")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, bytes(seen)
+    assert not is_locked(session)
+    assert session.run([built("KEYWELL"), "find-generic-password", "-s", "run-test", "-w"]).stdout == b"after-unlock\n"
