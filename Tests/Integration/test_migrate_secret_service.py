@@ -164,30 +164,28 @@ def test_nothing_to_migrate_from_when_keywelld_owns_the_name():
 
 HOSTILE = r"""
 import sys
-import dbus, dbus.service, dbus.mainloop.glib
-from gi.repository import GLib
-dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+from jeepney import MessageType, message_bus, new_error, new_method_return
+from jeepney.io.blocking import open_dbus_connection
 count = int(sys.argv[1])
-
-class Service(dbus.service.Object):
-    @dbus.service.method("org.freedesktop.Secret.Service", in_signature="sv", out_signature="vo")
-    def OpenSession(self, algorithm, value):
-        return dbus.String("", variant_level=1), dbus.ObjectPath("/org/freedesktop/secrets/session/1")
-
-    @dbus.service.method("org.freedesktop.Secret.Service", in_signature="s", out_signature="o")
-    def ReadAlias(self, alias):
-        return dbus.ObjectPath("/")
-
-    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
-    def Get(self, interface, name):
-        return dbus.Array([dbus.ObjectPath(f"/org/freedesktop/secrets/collection/c{i}") for i in range(count)],
-                          signature="o", variant_level=1)
-
-bus = dbus.SessionBus()
-name = dbus.service.BusName("org.freedesktop.secrets", bus, do_not_queue=True)
-Service(bus, "/org/freedesktop/secrets")
+connection = open_dbus_connection(bus="SESSION")
+assert connection.send_and_get_reply(message_bus.RequestName("org.freedesktop.secrets", 4)).body[0] == 1
 print("ready", flush=True)
-GLib.MainLoop().run()
+while True:
+    message = connection.receive()
+    header = message.header
+    if header.message_type != MessageType.method_call:
+        continue
+    member = header.fields.get(3)  # HeaderFields.member
+    if member == "OpenSession":
+        reply = new_method_return(message, "vo", (("s", ""), "/org/freedesktop/secrets/session/1"))
+    elif member == "ReadAlias":
+        reply = new_method_return(message, "o", ("/",))
+    elif member == "Get":
+        paths = [f"/org/freedesktop/secrets/collection/c{i}" for i in range(count)]
+        reply = new_method_return(message, "v", (("ao", paths),))
+    else:
+        reply = new_error(message, "org.freedesktop.DBus.Error.UnknownMethod", "s", ("no",))
+    connection.send(reply)
 """
 
 
