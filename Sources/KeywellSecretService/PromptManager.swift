@@ -201,7 +201,9 @@ final class PromptManager: @unchecked Sendable {
         if let result, !context.isDismissed {
             complete(entry, dismissed: false, result: result)
         } else {
-            let reason = context.failureReason ?? "the password dialog was cancelled"
+            // Dismiss (or the owner leaving) stops the dialog too: told apart from a person's Cancel.
+            let reason = context.failureReason
+                ?? (context.isDismissed ? "the prompt was dismissed" : "the password dialog was cancelled")
             complete(entry, dismissed: true, result: entry.emptyResult, reason: reason)
         }
     }
