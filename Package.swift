@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "keywell",
             dependencies: [
-                "KeychainServices", "KeywellProtocol",
+                "KeychainServices", "KeywellDBus", "KeywellProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

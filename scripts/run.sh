@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs Keywell (scripts/install.sh), makes sure this user has a session bus,
-# and gives them a working login keychain: created on first run (it asks for a password on the
-# terminal, or reads it from standard input), unlocked, used once, and left running for them.
+# and gives them a working login keychain: created on first run, unlocked when a later run finds it
+# locked (both ask for its password on the terminal, or read it from standard input), used once, and
+# left running for them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,21 +29,9 @@ if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ]; then
   fi
 fi
 
-if ! keywell login-keychain >/dev/null 2>&1; then
-  echo "run: creating your login keychain. Choose its password (use your login password, so that"
-  echo "     pam_keywell unlocks it when you log in)."
-  if [ -t 0 ]; then
-    keywell create-keychain login
-  else
-    # keywell asks twice (as security does); give it the one line we were handed, twice.
-    # printf is a shell builtin: the password never reaches an argv.
-    IFS= read -r password || true
-    printf '%s\n%s\n' "$password" "$password" | keywell create-keychain login
-    unset password
-  fi
-elif keywell show-keychain-info login 2>&1 | grep -q "not allowed"; then
-  keywell unlock-keychain login
-fi
+# Created on the first run; unlocked (asking for its password) when it is locked on a later one.
+source scripts/lib/login-keychain.sh
+ensure_login_keychain
 
 echo "run: keychains in your search list:"
 keywell list-keychains

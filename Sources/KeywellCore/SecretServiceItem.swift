@@ -41,6 +41,18 @@ public struct SecretServiceSecret: Sendable, Equatable {
     }
 }
 
+/// An item's creation and modification times, given when an item is carried over from another
+/// Secret Service (`keywell migrate --from-secret-service`) so that it keeps its own.
+public struct SecretServiceItemTimes: Sendable, Equatable {
+    public let created: Date
+    public let modified: Date
+
+    public init(created: Date, modified: Date) {
+        self.created = created
+        self.modified = modified
+    }
+}
+
 /// The columns the Secret Service reads of an item: identity, label, dates and, when asked, the
 /// sealed secret. Enough to open the secret (its associated data needs the primary key only).
 struct SecretServiceRow {

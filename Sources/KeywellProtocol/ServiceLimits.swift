@@ -42,6 +42,16 @@ public enum ServiceLimits {
     /// `objectPathsPerCall` of them).
     public static let promptsPerConnection = 16
 
+    // MARK: Another Secret Service, as its client (`keywell migrate --from-secret-service`)
+
+    /// Collections taken from the service being migrated from: people have a handful. Its items
+    /// per collection are capped by `objectPathsPerCall`, attributes per item by
+    /// `attributesPerItem`; a service that answers with more is refused with a clear error.
+    public static let migrationCollections = 1_024
+
+    /// Items whose secrets one `GetSecrets` asks the service being migrated from for.
+    public static let migrationSecretsPerCall = 500
+
     // MARK: Native API (org.keywell.Keychain1)
 
     /// Keys in one attribute or query dictionary: about 35 exist.

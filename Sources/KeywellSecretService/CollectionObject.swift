@@ -9,7 +9,7 @@ struct CollectionObject {
     let context: ServiceContext
 
     func handle(_ call: DBusMethodCall, _ address: CollectionAddress) throws(DBusError) -> [DBusValue] {
-        let collection = try context.collection(address)
+        let collection = try context.collection(address, caller: call.sender)
         func path() -> String { ObjectPaths.path(of: collection.id) }
         let arguments = call.arguments
         switch call.member {
@@ -29,8 +29,17 @@ struct CollectionObject {
             let secret = try SecretEncoding.decode(arguments.argument(1), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
             let replace = try arguments.bool(at: 2)
-            let (id, replaced) = try engine(path()) { () throws(KeychainError) in
-                try collection.createItem(label: label, attributes: attributes, type: type, secret: secret, replace: replace)
+            let times = properties.carriedTimes()
+            let (id, replaced): (UUID, Bool)
+            do throws(DBusError) {
+                (id, replaced) = try engine(path()) { () throws(KeychainError) in
+                    try collection.createItem(label: label, attributes: attributes, type: type, secret: secret,
+                                              replace: replace, times: times)
+                }
+            } catch where error.name == SecretServiceNames.errorIsLocked {
+                // libsecret asks to unlock, then tries once more and prints this if still locked.
+                guard case .keychain(let name) = collection.id else { throw error }
+                throw SecretServiceError.isLocked(FirstStoreAdvice.locked(name, why: context.prompts.whyLastDismissed(owner: call.sender)))
             }
             if replaced {
                 context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])

@@ -85,7 +85,7 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     }
 
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool) -> (id: UUID, replaced: Bool) {
+                    replace: Bool, times: SecretServiceItemTimes?) -> (id: UUID, replaced: Bool) {
         let secret = Self.ownCopy(secret)
         return lock.locked {
             let now = Date()
@@ -94,11 +94,12 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
                 items[existing]!.label = label
                 items[existing]!.type = type
                 items[existing]!.secret = secret
-                items[existing]!.modified = now
+                items[existing]!.modified = times?.modified ?? now
                 return (existing, true)
             }
             let id = UUID()
-            items[id] = StoredItem(label: label, attributes: attributes, type: type, secret: secret, created: now, modified: now)
+            items[id] = StoredItem(label: label, attributes: attributes, type: type, secret: secret,
+                                   created: times?.created ?? now, modified: times?.modified ?? now)
             order.append(id)
             return (id, false)
         }

@@ -10,6 +10,10 @@ enum MissingObject {
     /// NoSession); on the service's it is about an argument (`SetAlias`'s collection) and stays.
     static func answer(_ error: DBusError, calling path: String, _ object: SecretObject?) -> DBusError {
         guard error.name == SecretServiceNames.errorNoSuchObject, object != .service else { return error }
+        // An alias that names nothing keeps its message: it says what to do, and libsecret
+        // prints it when its fallback to CreateCollection did not help (FirstStoreAdvice).
+        if case .collection(.alias)? = object { return .unknownMethod(error.message) }
+        if case .item(.alias, _)? = object { return .unknownMethod(error.message) }
         return .unknownMethod("No such object \(path)")
     }
 }

@@ -11,6 +11,7 @@ final class PromptContext: @unchecked Sendable {
     private let lock = NSLock()
     private var conversation: (any PasswordConversation)?
     private var dismissed = false
+    private var failure: String?
 
     init(windowID: String, asker: any PasswordAsking) {
         self.windowID = windowID
@@ -18,6 +19,12 @@ final class PromptContext: @unchecked Sendable {
     }
 
     var isDismissed: Bool { lock.withLock { dismissed } }
+
+    /// Why the work could not finish, in words a person can act on (no dialog could be shown,
+    /// the keychain could not be made); nil when it finished or the person cancelled.
+    var failureReason: String? { lock.withLock { failure } }
+
+    func noteFailure(_ reason: String) { lock.withLock { failure = reason } }
 
     func ask(_ request: PasswordRequest, error: String? = nil) -> PasswordAnswer {
         let existing = lock.withLock { dismissed ? nil : conversation }
@@ -29,6 +36,7 @@ final class PromptContext: @unchecked Sendable {
             do {
                 current = try asker.beginConversation(windowID: windowID)
             } catch {
+                noteFailure("no password dialog could be shown: \(error.description)")
                 return .failed(error.description)
             }
             let keep = lock.withLock { () -> Bool in
@@ -96,6 +104,10 @@ final class PromptManager: @unchecked Sendable {
     private var numbersByOwner: [String: Set<UInt64>] = [:]
     private var nextNumber: UInt64 = 1
     private let maximumPerOwner: Int
+    /// Why each owner's last prompt ended dismissed, until it leaves the bus or a prompt of its
+    /// completes: the error of its next call says it (docs/secret-service.md, "First store").
+    private var lastDismissal: [String: String] = [:]
+    private static let rememberedDismissals = 1_024
 
     init(asker: any PasswordAsking, signals: SecretServiceSignals, logger: Logger,
          maximumPerOwner: Int = ServiceLimits.promptsPerConnection) {
@@ -152,6 +164,13 @@ final class PromptManager: @unchecked Sendable {
     func dismissAll(ownedBy owner: String) {
         let owned = lock.withLock { (numbersByOwner[owner] ?? []).compactMap { entries[$0] } }
         owned.forEach { dismissal(of: $0)() }
+        lock.withLock { lastDismissal[owner] = nil }
+    }
+
+    /// Why `owner`'s last prompt ended dismissed ("the password dialog was cancelled", "no
+    /// password dialog could be shown: …"); nil when its last prompt completed, or it had none.
+    func whyLastDismissed(owner: String) -> String? {
+        lock.withLock { lastDismissal[owner] }
     }
 
     func dismissAll() {
@@ -182,15 +201,27 @@ final class PromptManager: @unchecked Sendable {
         if let result, !context.isDismissed {
             complete(entry, dismissed: false, result: result)
         } else {
-            complete(entry, dismissed: true, result: entry.emptyResult)
+            // Dismiss (or the owner leaving) stops the dialog too: told apart from a person's Cancel.
+            let reason = context.failureReason
+                ?? (context.isDismissed ? "the prompt was dismissed" : "the password dialog was cancelled")
+            complete(entry, dismissed: true, result: entry.emptyResult, reason: reason)
         }
     }
 
     /// Sends `Completed` once and forgets the prompt.
-    private func complete(_ entry: Entry, dismissed: Bool, result: DBusValue) {
+    private func complete(_ entry: Entry, dismissed: Bool, result: DBusValue,
+                          reason: String = "the prompt was dismissed") {
         let first = lock.withLock { () -> Bool in
             guard !entry.completed else { return false }
             entry.completed = true
+            if dismissed {
+                // Only a hint for the owner's next error: a work that ends after its owner left
+                // may leave one behind, so the table is emptied rather than let grow.
+                if lastDismissal.count >= Self.rememberedDismissals { lastDismissal.removeAll() }
+                lastDismissal[entry.owner] = reason
+            } else {
+                lastDismissal[entry.owner] = nil
+            }
             entries[entry.number] = nil
             if var numbers = numbersByOwner[entry.owner] {
                 numbers.remove(entry.number)
@@ -199,7 +230,11 @@ final class PromptManager: @unchecked Sendable {
             return true
         }
         guard first else { return }
-        logger.debug("prompt \(entry.number) \(dismissed ? "dismissed" : "completed")")
+        if dismissed {
+            logger.info("prompt \(entry.number) of \(entry.owner) dismissed: \(reason)")
+        } else {
+            logger.debug("prompt \(entry.number) completed")
+        }
         signals.promptCompleted(entry.number, owner: entry.owner, dismissed: dismissed, result: result)
     }
 }

@@ -44,15 +44,18 @@ struct UnlockPrompt {
                     }
                 } catch let failure {
                     context.logger.error("cannot unlock \"\(name)\": \(failure.wireMessage)")
+                    prompt.noteFailure("the keychain “\(name)” could not be unlocked: \(failure.wireMessage)")
                     return false
                 }
             case .cancelled:
                 return false
             case .failed(let reason):
                 context.logger.error("no password dialog for \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+                prompt.noteFailure("no password dialog could be shown: \(reason)")
                 return false
             }
         }
+        prompt.noteFailure("\(Self.attempts) wrong passwords for the keychain “\(name)”")
         return false
     }
 
@@ -97,12 +100,14 @@ struct NewKeychainPrompt {
                 return .keychain(name)
             } catch {
                 context.logger.error("cannot create keychain \"\(name)\": \(error.wireMessage)")
+                prompt.noteFailure("the keychain “\(name)” could not be made: \(error.wireMessage)")
                 return nil
             }
         case .cancelled:
             return nil
         case .failed(let reason):
             context.logger.error("no password dialog to create \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+            prompt.noteFailure("no password dialog could be shown: \(reason)")
             return nil
         }
     }

@@ -19,8 +19,10 @@ protocol SecretCollection: Sendable {
     func contains(_ id: UUID) throws(KeychainError) -> Bool
     /// Secrets of the items that exist; needs the collection unlocked.
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret]
+    /// `times`: the item's creation and modification times when they are carried over from
+    /// elsewhere (a migration), else now.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool) throws(KeychainError) -> (id: UUID, replaced: Bool)
+                    replace: Bool, times: SecretServiceItemTimes?) throws(KeychainError) -> (id: UUID, replaced: Bool)
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError)
     func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError)
     func deleteItem(_ id: UUID) throws(KeychainError)
@@ -51,8 +53,9 @@ struct KeychainCollection: SecretCollection {
         try store.secretServiceSecretBatch(ids, in: name)
     }
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool) throws(KeychainError) -> (id: UUID, replaced: Bool) {
-        try store.secretServiceCreateItem(in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace)
+                    replace: Bool, times: SecretServiceItemTimes?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
+        try store.secretServiceCreateItem(in: name, label: label, attributes: attributes, type: type, secret: secret,
+                                          replace: replace, times: times)
     }
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
         try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)

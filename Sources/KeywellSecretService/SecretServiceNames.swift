@@ -1,28 +1,32 @@
 import KeywellDBus
+import KeywellProtocol
 
-/// Names of the freedesktop Secret Service API (the published specification).
+/// Names of the freedesktop Secret Service API (the published specification), defined once in
+/// `KeywellProtocol.SecretServiceProtocol`, which the CLI shares.
 public enum SecretServiceNames {
-    public static let busName = "org.freedesktop.secrets"
-    public static let servicePath = "/org/freedesktop/secrets"
-    public static let serviceInterface = "org.freedesktop.Secret.Service"
-    public static let collectionInterface = "org.freedesktop.Secret.Collection"
-    public static let itemInterface = "org.freedesktop.Secret.Item"
-    public static let sessionInterface = "org.freedesktop.Secret.Session"
-    public static let promptInterface = "org.freedesktop.Secret.Prompt"
-    public static let errorIsLocked = "org.freedesktop.Secret.Error.IsLocked"
-    public static let errorNoSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
-    public static let errorNoSession = "org.freedesktop.Secret.Error.NoSession"
-    public static let errorAlreadyExists = "org.freedesktop.Secret.Error.AlreadyExists"
+    public static let busName = SecretServiceProtocol.busName
+    public static let servicePath = SecretServiceProtocol.servicePath
+    public static let serviceInterface = SecretServiceProtocol.serviceInterface
+    public static let collectionInterface = SecretServiceProtocol.collectionInterface
+    public static let itemInterface = SecretServiceProtocol.itemInterface
+    public static let sessionInterface = SecretServiceProtocol.sessionInterface
+    public static let promptInterface = SecretServiceProtocol.promptInterface
+    public static let errorIsLocked = SecretServiceProtocol.errorIsLocked
+    public static let errorNoSuchObject = SecretServiceProtocol.errorNoSuchObject
+    public static let errorNoSession = SecretServiceProtocol.errorNoSession
+    public static let errorAlreadyExists = SecretServiceProtocol.errorAlreadyExists
 
     /// Keys of the `a{sv}` property dictionaries of CreateItem and CreateCollection.
-    public static let itemLabelProperty = "org.freedesktop.Secret.Item.Label"
-    public static let itemAttributesProperty = "org.freedesktop.Secret.Item.Attributes"
-    public static let itemTypeProperty = "org.freedesktop.Secret.Item.Type"
-    public static let collectionLabelProperty = "org.freedesktop.Secret.Collection.Label"
+    public static let itemLabelProperty = SecretServiceProtocol.itemLabelProperty
+    public static let itemAttributesProperty = SecretServiceProtocol.itemAttributesProperty
+    public static let itemTypeProperty = SecretServiceProtocol.itemTypeProperty
+    public static let collectionLabelProperty = SecretServiceProtocol.collectionLabelProperty
+    public static let carriedCreatedProperty = SecretServiceProtocol.carriedCreatedProperty
+    public static let carriedModifiedProperty = SecretServiceProtocol.carriedModifiedProperty
 
-    public static let plainAlgorithm = "plain"
+    public static let plainAlgorithm = SecretServiceProtocol.plainAlgorithm
     /// "/": no object (no prompt needed, no collection for an alias).
-    public static let noObject = "/"
+    public static let noObject = SecretServiceProtocol.noObject
 
     /// Whether `path` is one of the Secret Service's objects (the service or anything under it).
     public static func isServiceObject(_ path: String) -> Bool {

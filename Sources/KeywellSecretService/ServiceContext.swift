@@ -30,13 +30,16 @@ final class ServiceContext: Sendable {
         self.keychainUnlocked = keychainUnlocked
     }
 
-    /// The collection an address stands for; NoSuchObject when an alias names none. A keychain
+    /// The collection an address stands for; NoSuchObject when an alias names none (its message
+    /// says what to do, and why `caller`'s last prompt ended if it was dismissed). A keychain
     /// named by its path is not checked here: the engine's first use answers NoSuchObject.
-    func collection(_ address: CollectionAddress) throws(DBusError) -> any SecretCollection {
+    func collection(_ address: CollectionAddress, caller: String? = nil) throws(DBusError) -> any SecretCollection {
         if case .id(let id) = address { return directory.unchecked(id) }
         guard let collection = directory.resolve(address) else {
             switch address {
-            case .alias(let alias): throw SecretServiceError.noSuchObject("No collection has the alias \(alias)")
+            case .alias(let alias):
+                let why = caller.flatMap { prompts.whyLastDismissed(owner: $0) }
+                throw SecretServiceError.noSuchObject(FirstStoreAdvice.missingAlias(alias, why: why))
             case .id(let id): throw SecretServiceError.noSuchObject("No collection \(ObjectPaths.path(of: id))")
             }
         }
@@ -90,6 +93,17 @@ struct PropertyDictionary {
     }
 
     func string(_ key: String) -> String? { values[key]?.stringValue }
+
+    /// Keywell's own `org.keywell.Item.Created` and `.Modified` (`t`, seconds since 1970), which
+    /// `keywell migrate --from-secret-service` sends so that a copied item keeps its times; both
+    /// or neither, and never in the future (a time ahead of now is taken as now).
+    func carriedTimes() -> SecretServiceItemTimes? {
+        guard let created = values[SecretServiceNames.carriedCreatedProperty]?.uint64Value,
+              let modified = values[SecretServiceNames.carriedModifiedProperty]?.uint64Value else { return nil }
+        let now = Date()
+        func date(_ seconds: UInt64) -> Date { min(now, Date(timeIntervalSince1970: TimeInterval(min(seconds, UInt64(Int32.max) * 4)))) }
+        return SecretServiceItemTimes(created: date(created), modified: date(modified))
+    }
 
     func stringDictionary(_ key: String) throws(DBusError) -> [String: String]? {
         guard let dictionary = values[key]?.asStringStringDict() else { return nil }

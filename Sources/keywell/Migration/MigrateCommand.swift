@@ -1,0 +1,80 @@
+import ArgumentParser
+import KeywellDBus
+import KeywellProtocol
+
+/// `keywell migrate --from-secret-service`: copies everything the Secret Service that owns
+/// `org.freedesktop.secrets` now holds into Keywell (docs/migration.md, "From any running
+/// Secret Service").
+struct MigrateArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Copy secrets from another keyring into Keywell.",
+        discussion: """
+            --from-secret-service copies every collection and item of the service that owns
+            org.freedesktop.secrets now (gnome-keyring, KeePassXC, KWallet, oo7) while keywelld runs
+            without that name. A collection goes to the Keywell keychain with the same label (the
+            login collection to `login`); keywelld asks for a new keychain's password. Running it
+            again copies only what is new: an item whose attributes match one already in Keywell
+            is skipped when identical and replaced when the other service's copy is newer.
+            Exits 0 when everything was copied, 1 when something was left behind (listed).
+            """)
+
+    @Flag(name: .customLong("from-secret-service"), help: "Copy from the Secret Service running now.")
+    var fromSecretService = false
+
+    func validate() throws {
+        guard fromSecretService else { throw ValidationError("say where to migrate from: --from-secret-service") }
+    }
+}
+
+enum MigrateCommand {
+    static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        do {
+            _ = try MigrateArguments.parse(Array(invocation.words.dropFirst()))
+        } catch {
+            let message = MigrateArguments.fullMessage(for: error)
+            let code = MigrateArguments.exitCode(for: error).rawValue
+            if code == 0 { context.output.write(message + "\n") } else { StandardStreams.error.write(message + "\n") }
+            return code
+        }
+        do throws(MigrationError) {
+            let (source, target) = try endpoints()
+            say(context, "copying from \(source.description) into keywelld")
+            let outcome = try SecretServiceMigration(source: source, target: target) { say(context, $0) }.run()
+            say(context, "\(outcome.collections) collection(s): \(SecretServiceMigration.describe(outcome.counts))")
+            for skipped in outcome.skippedCollections { context.diagnostics.error("left behind: \(skipped)") }
+            return outcome.skippedCollections.isEmpty && outcome.counts.failed == 0 ? CommandStatus.success : 1
+        } catch {
+            context.diagnostics.error("migrate: \(error.message)")
+            return 1
+        }
+    }
+
+    private static func say(_ context: CommandContext, _ text: String) {
+        context.output.write("migrate: \(text)\n")
+        context.output.flush()
+    }
+
+    /// The owner of `org.freedesktop.secrets` and keywelld (started if needed), by unique name.
+    private static func endpoints() throws(MigrationError) -> (source: SecretServiceClient, target: SecretServiceClient) {
+        let connection = try dbus { () throws(DBusError) in try DBusConnection.sessionBus() }
+        _ = try dbus { () throws(DBusError) in try connection.startService(KeywellNames.busName) }
+        guard let keywelld = try dbus({ () throws(DBusError) in try connection.nameOwner(KeywellNames.busName) }) else {
+            throw .refused("keywelld is not running and could not be started")
+        }
+        guard let owner = try dbus({ () throws(DBusError) in try connection.nameOwner(SecretServiceProtocol.busName) }) else {
+            throw .refused("nothing owns \(SecretServiceProtocol.busName): start the Secret Service to copy from "
+                           + "(gnome-keyring-daemon --start --components=secrets, KeePassXC, …) and run this again")
+        }
+        guard owner != keywelld else {
+            // gnome-keyring's --replace only replaces another gnome-keyring, so the other service
+            // must start while keywelld is not running; keywelld then queues behind it.
+            throw .refused("keywelld itself owns \(SecretServiceProtocol.busName): there is no other Secret Service to copy from. "
+                           + "Stop keywelld (systemctl --user stop keywelld, or end its process), start the other service "
+                           + "(gnome-keyring-daemon --start --components=secrets), and run this again: keywelld starts "
+                           + "without the name and takes it when the other service stops")
+        }
+        return (SecretServiceClient(connection: connection, destination: owner),
+                SecretServiceClient(connection: connection, destination: keywelld))
+    }
+}
