@@ -234,15 +234,17 @@ extension KeychainStore {
 
     /// Makes an item (one durable commit). With `replace`, an item made through the Secret Service
     /// with exactly the same attributes gets the new label, secret and type instead, keeping its
-    /// identity. Returns the item and whether it replaced one.
+    /// identity. Returns the item and whether it replaced one. `dates` keeps an imported item's
+    /// own creation and modification times (docs/migration.md); otherwise both are now.
     public func secretServiceCreateItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
-        secret: SecretServiceSecret, replace: Bool
+        secret: SecretServiceSecret, replace: Bool, dates: (created: Date, modified: Date)? = nil
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let now = Date()
-        let milliseconds = AttributeValue.integer(millisecondsSince1970(now))
+        let milliseconds = AttributeValue.integer(millisecondsSince1970(dates?.modified ?? now))
+        let created = dates.map { AttributeValue.integer(millisecondsSince1970($0.created)) } ?? milliseconds
         // Kept only when it says more than the schema attribute.
         let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
         let result = try file.database.write { db -> (UUID, Bool) in
@@ -262,7 +264,7 @@ extension KeychainStore {
             var native: [ItemAttribute: AttributeValue] = [
                 .accessGroup: .text(SecretServiceMapping.accessGroup(for: uuid)),
                 .accessibility: .text(KeychainItem.defaultAccessibility),
-                .creationDate: milliseconds, .modificationDate: milliseconds,
+                .creationDate: created, .modificationDate: milliseconds,
             ]
             SecretServiceMapping.applyDerivedNativeAttributes(to: &native, label: label, ssAttributes: attributes)
             var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: .genericPassword, attributes: native, sealedSecret: Data())

@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import KeychainServices
+import KeywellDBus
+
+/// `keywell migrate [--keyring NAME] [--status]`: gnome-keyring's and libsecret's keyring
+/// files into keychains (docs/migration.md). The daemon reads the files and does the work; this
+/// asks for the passwords it needs, on the terminal or one line of standard input each.
+/// The words are parsed here (not by getopt) so that other sources (`--from-secret-service`)
+/// can join as flags of their own.
+enum MigrateCommand {
+    struct Arguments: Equatable {
+        var keyring: String?
+        var status = false
+    }
+
+    /// nil: a word this command does not know (usage).
+    static func parse(_ words: [String]) -> Arguments? {
+        var arguments = Arguments()
+        var index = 0
+        while index < words.count {
+            let word = words[index]
+            switch word {
+            case "--status": arguments.status = true
+            case "--keyring":
+                guard index + 1 < words.count, !words[index + 1].isEmpty else { return nil }
+                arguments.keyring = words[index + 1]
+                index += 1
+            default:
+                guard word.hasPrefix("--keyring="), word.count > "--keyring=".count else { return nil }
+                arguments.keyring = String(word.dropFirst("--keyring=".count))
+            }
+            index += 1
+        }
+        return arguments
+    }
+
+    static let usage = "usage: keywell migrate [--keyring NAME] | --status"
+
+    static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let words = Array(invocation.words.dropFirst())
+        if words.contains("--help") || words.contains("-h") {
+            context.output.write(usage + "\n" + help)
+            return CommandStatus.success
+        }
+        guard let arguments = parse(words) else {
+            StandardStreams.error.write(usage + "\n")
+            return CommandStatus.usage
+        }
+        return arguments.status ? status(context) : migrate(context, keyring: arguments.keyring)
+    }
+
+    private static let help = """
+        Imports gnome-keyring's keyrings (~/.local/share/keyrings/*.keyring, plaintext ones too) and
+        libsecret/oo7 files (keyrings/v1/) into keychains: login.keyring into `login`, others into
+        keychains of the same name. Source files are never changed. Run it again at any time: it
+        imports only items that are new or newer since the last run, and says what it did.
+        A keyring the login password does not open asks for its own password.
+          --keyring NAME   only this keyring (its file name without .keyring)
+          --status         what came from which file, when, and how many items
+
+        """
+
+    private static func migrate(_ context: CommandContext, keyring: String?) -> Int32 {
+        var reports: [[String: DBusValue]]
+        do {
+            reports = try context.client.migrateKeyrings(keyring ?? "", password: [])
+        } catch {
+            context.diagnostics.error("migrate: \(explained(error))")
+            return error.status
+        }
+        if reports.isEmpty {
+            context.diagnostics.error("migrate: no keyring file\(keyring.map { " named \($0)" } ?? "") found in ~/.local/share/keyrings")
+            return keyring == nil ? CommandStatus.success : CommandStatus.failure
+        }
+        var status = CommandStatus.success
+        for index in reports.indices {
+            var report = reports[index]
+            var attempts = 0
+            while field(report, "outcome") == "needs-password" || field(report, "outcome") == "wrong-password" {
+                if field(report, "outcome") == "wrong-password" { StandardStreams.error.write("\(field(report, "message"))\n") }
+                attempts += 1
+                guard attempts <= (isatty(0) == 1 ? 3 : 1) else { break }
+                guard let password = askPassword(for: report) else { return CommandStatus.endOfInput }
+                do {
+                    let again = try context.client.migrateKeyrings(field(report, "keyring"), password: password.bytes)
+                    password.wipe()
+                    guard let same = again.first(where: { field($0, "path") == field(report, "path") }) else { break }
+                    report = same
+                } catch {
+                    password.wipe()
+                    context.diagnostics.error("migrate \(field(report, "keyring")): \(explained(error))")
+                    return error.status
+                }
+            }
+            reports[index] = report
+            context.output.write(line(report) + "\n")
+            if ["failed", "needs-password", "wrong-password"].contains(field(report, "outcome")) { status = CommandStatus.failure }
+        }
+        return status
+    }
+
+    /// A plaintext keyring brings no password: the new keychain needs one.
+    private static func askPassword(for report: [String: DBusValue]) -> SecretBytes? {
+        let keyring = field(report, "keyring")
+        guard field(report, "format") == "gnome-keyring-plaintext" else {
+            return PasswordInput.read(prompt: "password for keyring \(keyring): ")
+        }
+        let prompt = "new password for keychain \(field(report, "keychain")): "
+        guard isatty(0) == 1 else { return PasswordInput.read(prompt: prompt) }
+        switch PasswordInput.readNew(prompt: prompt, retypePrompt: "retype new password: ", attempts: 3, onMismatch: {
+            StandardStreams.error.write("passwords don't match\n")
+        }) {
+        case .password(let password): return password
+        case .endOfInput, .mismatch: return nil
+        }
+    }
+
+    static func line(_ report: [String: DBusValue]) -> String {
+        var text = "\(field(report, "path")) → \(field(report, "keychain")): \(field(report, "outcome"))"
+        if field(report, "outcome") == "imported" || field(report, "outcome") == "unchanged" {
+            text += " (\(number(report, "added")) added, \(number(report, "updated")) updated, \(number(report, "unchanged")) unchanged)"
+        }
+        let message = field(report, "message")
+        if !message.isEmpty { text += ": \(message)" }
+        return text
+    }
+
+    private static func status(_ context: CommandContext) -> Int32 {
+        let sources: [[String: DBusValue]]
+        do {
+            sources = try context.client.migrationStatus()
+        } catch {
+            context.diagnostics.error("migrate --status: \(explained(error))")
+            return error.status
+        }
+        if sources.isEmpty { context.output.write("nothing imported yet\n") }
+        for source in sources {
+            context.output.write("""
+                \(field(source, "path")) (\(field(source, "format"))) → keychain \(field(source, "keychain")): \
+                \(number(source, "items")) items; first imported \(date(source, "first_imported")); \
+                last run \(date(source, "last_run")): \(number(source, "added")) added, \(number(source, "updated")) updated, \
+                \(number(source, "unchanged")) unchanged
+
+                """)
+        }
+        return CommandStatus.success
+    }
+
+    private static func field(_ dictionary: [String: DBusValue], _ key: String) -> String {
+        dictionary[key]?.stringValue ?? ""
+    }
+
+    private static func number(_ dictionary: [String: DBusValue], _ key: String) -> Int64 {
+        dictionary[key]?.integerValue ?? 0
+    }
+
+    private static func date(_ dictionary: [String: DBusValue], _ key: String) -> String {
+        Date(timeIntervalSince1970: Double(number(dictionary, key))).formatted(.iso8601)
+    }
+
+    private static func explained(_ error: KeychainError) -> String {
+        error.detail.map { "\(error.message) (\($0))" } ?? error.message
+    }
+}
