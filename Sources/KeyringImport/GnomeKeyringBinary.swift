@@ -100,7 +100,7 @@ public enum GnomeKeyringBinary {
         let modified = try reader.time("an item's times")
         _ = try reader.string("reserved text")
         for _ in 0..<4 { _ = try reader.uint32("reserved words") }
-        let attributes = try attributes(&reader, what: "an item's attributes")
+        let attributes = withSchema(try attributes(&reader, what: "an item's attributes"), itemType: entry.type)
         let aclCount = try reader.uint32("the access list")
         guard Int(aclCount) * 16 <= reader.remaining else { throw reader.corrupt("the access list is larger than the file") }
         for _ in 0..<aclCount {
@@ -110,8 +110,7 @@ public enum GnomeKeyringBinary {
             _ = try reader.string("an access entry")
             _ = try reader.uint32("an access entry")
         }
-        return KeyringItem(identity: "id:\(entry.id)", label: label, attributes: attributes,
-                           schema: attributes[schemaAttribute] == nil ? schema(forItemType: entry.type) : nil,
+        return KeyringItem(identity: "id:\(entry.id)", label: label, attributes: attributes, schema: nil,
                            secret: secret, created: created, modified: modified)
     }
 
@@ -136,6 +135,15 @@ public enum GnomeKeyringBinary {
     }
 
     static let schemaAttribute = "xdg:schema"
+
+    /// gnome-keyring shows an item's schema as its `xdg:schema` attribute even when the file
+    /// keeps it only as the numeric type (items stored without a schema: Generic); so does Keywell.
+    static func withSchema(_ attributes: [String: String], itemType: UInt32) -> [String: String] {
+        guard attributes[schemaAttribute] == nil, let schema = schema(forItemType: itemType) else { return attributes }
+        var result = attributes
+        result[schemaAttribute] = schema
+        return result
+    }
 
     /// gnome-keyring's old numeric item types and the schema names it gives them.
     static let itemTypes: [(UInt32, String)] = [

@@ -148,6 +148,7 @@ final class KeyringMigration: @unchecked Sendable {
         var record = state.sources[source.path] ?? MigrationState.Source(
             keyring: source.name, format: contents.format, keychain: report.keychain, identity: identity, firstImported: Date(),
             lastRun: .init(at: Date(), added: 0, updated: 0, unchanged: 0), items: [:])
+        report.outcome = .imported
         for item in contents.items {
             do throws(KeychainError) {
                 try importItem(item, into: report.keychain, record: &record, report: &report)
@@ -162,7 +163,6 @@ final class KeyringMigration: @unchecked Sendable {
             // is not, so the next run looks at the file again.
             record.identity.sha256 = ""
         } else {
-            report.outcome = .imported
             record.identity = identity
         }
         record.keychain = report.keychain

@@ -58,7 +58,8 @@ final class PlaintextAndLibsecretTests: XCTestCase {
         XCTAssertEqual(note.modified, 1_700_000_300)
         let binary = try XCTUnwrap(contents.items.first { $0.identity == "id:7" })
         XCTAssertEqual(binary.secret.withUnsafeBytes { Array($0) }, [0x00, 0xff, 0x10])
-        XCTAssertEqual(binary.schema, "org.gnome.keyring.NetworkPassword")
+        // The numeric type shows as xdg:schema, as gnome-keyring shows it.
+        XCTAssertEqual(binary.attributes, ["xdg:schema": "org.gnome.keyring.NetworkPassword"])
     }
 
     func testDamagedKeyFilesAreClearErrors() {
