@@ -100,7 +100,7 @@ public enum GnomeKeyringBinary {
         let modified = try reader.time("an item's times")
         _ = try reader.string("reserved text")
         for _ in 0..<4 { _ = try reader.uint32("reserved words") }
-        let attributes = withSchema(try attributes(&reader, what: "an item's attributes"), itemType: entry.type)
+        let attributes = try attributes(&reader, what: "an item's attributes")
         let aclCount = try reader.uint32("the access list")
         guard Int(aclCount) * 16 <= reader.remaining else { throw reader.corrupt("the access list is larger than the file") }
         for _ in 0..<aclCount {
@@ -110,8 +110,8 @@ public enum GnomeKeyringBinary {
             _ = try reader.string("an access entry")
             _ = try reader.uint32("an access entry")
         }
-        return KeyringItem(identity: "id:\(entry.id)", label: label, attributes: attributes, schema: nil,
-                           secret: secret, created: created, modified: modified)
+        return KeyringItem(identity: "id:\(entry.id)", label: label, attributes: attributes,
+                           schema: implicitSchema(attributes, itemType: entry.type), secret: secret, created: created, modified: modified)
     }
 
     /// A count, then name, type (0 string, 1 uint32) and value; uint32 values become decimal text,
@@ -136,13 +136,11 @@ public enum GnomeKeyringBinary {
 
     static let schemaAttribute = "xdg:schema"
 
-    /// gnome-keyring shows an item's schema as its `xdg:schema` attribute even when the file
-    /// keeps it only as the numeric type (items stored without a schema: Generic); so does Keywell.
-    static func withSchema(_ attributes: [String: String], itemType: UInt32) -> [String: String] {
-        guard attributes[schemaAttribute] == nil, let schema = schema(forItemType: itemType) else { return attributes }
-        var result = attributes
-        result[schemaAttribute] = schema
-        return result
+    /// The schema of an item kept only as gnome-keyring's numeric type (items stored without
+    /// `xdg:schema`: Generic). It becomes the item's type, not an attribute: gnome-keyring keeps it
+    /// outside the attributes too, so a later store with the same attributes replaces the item.
+    static func implicitSchema(_ attributes: [String: String], itemType: UInt32) -> String? {
+        attributes[schemaAttribute] == nil ? schema(forItemType: itemType) : nil
     }
 
     /// gnome-keyring's old numeric item types and the schema names it gives them.

@@ -61,7 +61,7 @@ public enum GnomeKeyringText {
             let type = values["item-type"].flatMap { UInt32($0.trimmingCharacters(in: .whitespaces)) } ?? 0
             items.append(KeyringItem(
                 identity: "id:\(group.name)", label: values["display-name"].map(KeyFile.unescape) ?? "",
-                attributes: GnomeKeyringBinary.withSchema(attributes, itemType: type), schema: nil,
+                attributes: attributes, schema: GnomeKeyringBinary.implicitSchema(attributes, itemType: type),
                 secret: secret, created: number(values["ctime"]), modified: number(values["mtime"])))
         }
         return KeyringContents(format: .gnomeKeyringPlaintext, label: header["display-name"].map(KeyFile.unescape) ?? "",

@@ -82,8 +82,9 @@ public enum KeyringLimits {
     public static let maximumAttributesPerItem = 1_024
     /// gnome-keyring writes 1000...4095 rounds of SHA-256.
     public static let maximumHashIterations: UInt32 = 1_000_000
-    /// libsecret writes 100 000 rounds of PBKDF2.
-    public static let maximumPBKDF2Iterations: UInt32 = 10_000_000
+    /// libsecret writes 100 000 rounds of PBKDF2: ten times that at most keeps a hostile file's
+    /// cost at login to about a second.
+    public static let maximumPBKDF2Iterations: UInt32 = 1_000_000
     public static let maximumSaltSize = 1_024
 }
 

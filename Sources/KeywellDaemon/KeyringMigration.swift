@@ -78,7 +78,8 @@ final class KeyringMigration: @unchecked Sendable {
                 let report = migrate(source, password: password, atLogin: atLogin, state: &state)
                 reports.append(report)
             }
-            if reports.contains(where: { $0.outcome == .imported }) {
+            // A failed run is saved too: what it did import is recorded, never added again.
+            if reports.contains(where: { $0.outcome == .imported || $0.outcome == .failed }) {
                 applyDefaultFile(&state)
                 do throws(KeychainError) { try state.save(to: statePath) } catch {
                     logger.error("keyring migration: cannot save \(statePath): \(error.wireMessage)")
@@ -199,8 +200,14 @@ final class KeyringMigration: @unchecked Sendable {
                 report.unchanged += 1
                 return
             }
-            // Newer in the source: it replaces what the earlier import made (if still there).
+            // Newer in the source: it replaces what the earlier import made (if still there),
+            // unless that was changed in Keywell later still.
             if let old = UUID(uuidString: previous.keywellItem), try store.secretServiceContains(old, in: keychain) {
+                if try store.secretServiceItem(old, in: keychain).modified > dates.modified {
+                    record.items[item.identity]?.modified = item.modified
+                    report.unchanged += 1
+                    return
+                }
                 try store.secretServiceDeleteItem(old, in: keychain)
             }
             let made = try store.secretServiceCreateItem(in: keychain, label: item.label, attributes: item.attributes,

@@ -23,6 +23,7 @@ from secret_service_helpers import KeywellBus
 LOGIN_PW = "gk-login-pw"
 WORK_PW = "gk-work-pw"
 OPEN_NEW_PW = "open-keychain-pw"
+GENERIC = "org.freedesktop.Secret.Generic"
 GIT_REQUEST = "protocol=https\nhost=git.example.com\nusername=carol\n\n"
 
 
@@ -103,9 +104,17 @@ def test_keywell_migrate_brings_every_keyring_over_and_the_export_goes_back(bus,
     assert lookups(bus) == EXPECTED
     assert bus.native().GetDefaultKeychain() == "work", "gnome-keyring's default file names work"
 
-    # Every item as gnome-keyring showed it: label, attributes (xdg:schema and all), secret,
-    # content type, created and modified times.
-    assert every_item(bus) == items_in_gnome_keyring
+    # Every item as gnome-keyring showed it: label, attributes, secret, content type, created and
+    # modified times. One difference, on purpose (docs/migration.md): gnome-keyring shows the
+    # implicit schema of an item stored without one as an `xdg:schema` attribute it does not
+    # keep (a store with the same attributes replaces the item); Keywell keeps it as the type.
+    in_keywell = every_item(bus)
+    by_label = {item["label"]: item for item in in_keywell}
+    for item in items_in_gnome_keyring:
+        if item["attributes"].get("xdg:schema") == GENERIC and "xdg:schema" not in by_label[item["label"]]["attributes"]:
+            del item["attributes"]["xdg:schema"]
+    assert sum("xdg:schema" in item["attributes"] for item in in_keywell) >= 1, "git's own schema stays an attribute"
+    assert in_keywell == items_in_gnome_keyring
 
     # A second run imports nothing and asks nothing.
     again = bus.run([keywell(), "migrate"], input="")
@@ -205,3 +214,60 @@ schema = Secret.Schema.new("org.example.Oo7App", Secret.SchemaFlags.NONE,
 assert Secret.password_store_sync(schema, {"service": "oo7app", "account": "frank"}, None, "frank", "v1-secret", None)
 assert Secret.password_store_sync(schema, {"service": "oo7app", "account": "gina"}, None, "gina", "ünïcode", None)
 '''
+
+
+def stop_keywelld(bus: KeywellBus) -> None:
+    """keywelld exits (SIGTERM) so gnome-keyring can own org.freedesktop.secrets again."""
+    import os
+    import signal
+    import time
+    for pid in bus.keywelld_pids():
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while bus.keywelld_pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not bus.keywelld_pids()
+
+
+def next_second(after: float) -> None:
+    """Item times have whole seconds: the next change must fall in a later one."""
+    import time
+    while time.time() < after + 1.2:
+        time.sleep(0.05)
+
+
+def test_a_change_in_gnome_keyring_is_imported_unless_keywell_changed_it_later(bus):
+    import time
+    store = ["store", "--label", "My app", "service", "myapp", "account", "alice"]
+    gk = GnomeKeyring(bus.env, LOGIN_PW)
+    try:
+        bus.secret_tool(*store, input="v1", check=True)
+        bus.secret_tool("store", "--label", "Other", "service", "other", "account", "olga", input="o1", check=True)
+    finally:
+        gk.stop()
+    bus.install_activation()
+    first = bus.run([keywell(), "migrate"], input=f"{LOGIN_PW}\n", check=True).stdout.decode()
+    assert "imported (2 added, 0 updated, 0 unchanged)" in first, first
+
+    # Back in gnome-keyring: both items change.
+    stop_keywelld(bus)
+    next_second(time.time() - 1)
+    gk = GnomeKeyring(bus.env, LOGIN_PW)
+    try:
+        bus.secret_tool(*store, input="v2", check=True)
+        bus.secret_tool("store", "--label", "Other", "service", "other", "account", "olga", input="o2", check=True)
+    finally:
+        gk.stop()
+    changed_at = time.time()
+    # Then, in Keywell, the user changes one of them later still.
+    next_second(changed_at)
+    import dbus
+    bus.native().Unlock("login", dbus.ByteArray(LOGIN_PW.encode()))
+    bus.secret_tool("store", "--label", "Other", "service", "other", "account", "olga", input="o3-keywell", check=True)
+
+    second = bus.run([keywell(), "migrate"], input=f"{LOGIN_PW}\n", check=True).stdout.decode()
+    assert "imported (0 added, 1 updated, 1 unchanged)" in second, second
+    assert bus.secret_tool("lookup", "service", "myapp", "account", "alice").stdout == b"v2"
+    assert bus.secret_tool("lookup", "service", "other", "account", "olga").stdout == b"o3-keywell"
+    found = bus.secret_tool("search", "--all", "service", "myapp").stdout.decode()
+    assert found.count("label = My app") == 1, found

@@ -58,8 +58,9 @@ final class PlaintextAndLibsecretTests: XCTestCase {
         XCTAssertEqual(note.modified, 1_700_000_300)
         let binary = try XCTUnwrap(contents.items.first { $0.identity == "id:7" })
         XCTAssertEqual(binary.secret.withUnsafeBytes { Array($0) }, [0x00, 0xff, 0x10])
-        // The numeric type shows as xdg:schema, as gnome-keyring shows it.
-        XCTAssertEqual(binary.attributes, ["xdg:schema": "org.gnome.keyring.NetworkPassword"])
+        // The numeric type becomes the item's type, not an attribute.
+        XCTAssertEqual(binary.attributes, [:])
+        XCTAssertEqual(binary.schema, "org.gnome.keyring.NetworkPassword")
     }
 
     func testDamagedKeyFilesAreClearErrors() {
