@@ -26,6 +26,7 @@ enum GnomeKeyringExport {
         for start in stride(from: 0, to: ids.count, by: 256) {
             let part = Array(ids[start..<min(ids.count, start + 256)])
             let secrets = try store.secretServiceSecrets(part, in: keychain)
+            defer { for value in secrets.values { SecretWipe.wipe(value.value) } }
             for id in part {
                 guard let secret = secrets[id] else { continue }
                 let item = try store.secretServiceItem(id, in: keychain)

@@ -193,6 +193,8 @@ final class KeyringMigration: @unchecked Sendable {
     private func importItem(_ item: KeyringItem, into keychain: String, record: inout MigrationState.Source,
                             report: inout Report) throws(KeychainError) {
         let secret = item.secret.withUnsafeBytes { SecretServiceSecret(value: Data($0), contentType: item.contentType) }
+        // The engine takes Data: this copy is wiped once the item is in.
+        defer { SecretWipe.wipe(secret.value) }
         let dates = (created: Date(timeIntervalSince1970: Double(item.created)),
                      modified: Date(timeIntervalSince1970: Double(item.modified)))
         if let previous = record.items[item.identity] {
@@ -233,6 +235,7 @@ final class KeyringMigration: @unchecked Sendable {
         let candidates = try store.secretServiceSearch(item.attributes, in: keychain)
         guard !candidates.isEmpty else { return nil }
         let secrets = try store.secretServiceSecrets(candidates, in: keychain)
+        defer { for value in secrets.values { SecretWipe.wipe(value.value) } }
         for id in candidates {
             let existing = try store.secretServiceItem(id, in: keychain)
             if existing.attributes == item.attributes, existing.label == item.label, secrets[id]?.value == secret.value { return id }
