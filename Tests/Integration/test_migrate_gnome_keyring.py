@@ -133,6 +133,9 @@ def test_keywell_migrate_brings_every_keyring_over_and_the_export_goes_back(bus,
     back = bus.run([keywell(), "export", "--format", "gnome-keyring", "-k", "login", str(exported)], input="back-pw\n")
     assert back.returncode == 0, back.stderr.decode()
     assert exported.stat().st_mode & 0o777 == 0o600
+    written = exported.read_bytes()
+    refused = bus.run([keywell(), "export", "--format", "gnome-keyring", "-k", "login", str(exported)], input="other\n")
+    assert refused.returncode != 0 and exported.read_bytes() == written, "an existing file is kept without -f"
     fresh = KeywellBus(activate=False)
     try:
         folder = fresh.home / ".local/share/keyrings"
