@@ -47,11 +47,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Readers of gnome-keyring's and libsecret's keyring files, and gnome-keyring's writer (no D-Bus).
+        .target(name: "KeyringImport", dependencies: ["KeywellCore", "COpenSSL", "CSodium"]),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSecretService",
+                "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -89,6 +91,7 @@ let package = Package(
             dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
+        .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",

@@ -11,6 +11,9 @@ packages=(
   # test: real clients and real PAM
   pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
   python3-pytest python3-pip git sqlite3 passwd procps psmisc util-linux sudo
+  # test: migration from gnome-keyring (libsecret's file backend through python3-gi, and
+  # git-credential-libsecret built from git's contrib source)
+  python3-gi gir1.2-secret-1 libsecret-1-dev libglib2.0-dev
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
   # test: the real Seahorse under a real X server, and screenshots of it

@@ -207,6 +207,37 @@ public final class KeywellClient: Sendable {
         return installed
     }
 
+    /// Keywell's own: imports gnome-keyring / libsecret keyring files (docs/migration.md).
+    /// `keyring` empty is every keyring; `password` empty tries only what needs none. One
+    /// `a{sv}` report per keyring file.
+    public func migrateKeyrings(_ keyring: String, password: [UInt8]) throws(KeychainError) -> [[String: DBusValue]] {
+        try dictionaries(try call("MigrateKeyrings", [.string(keyring), .bytes(password)]).first, in: "MigrateKeyrings")
+    }
+
+    /// Keywell's own: what came from which keyring file, when, how many items.
+    public func migrationStatus() throws(KeychainError) -> [[String: DBusValue]] {
+        try dictionaries(try call("GetMigrationStatus", []).first, in: "GetMigrationStatus")
+    }
+
+    /// Keywell's own: the keychain as a gnome-keyring keyring file at `path` (absolute).
+    public func exportGnomeKeyring(_ name: String, to path: String, password: [UInt8], replace: Bool) throws(KeychainError) {
+        _ = try call("ExportGnomeKeyring", [.string(name), .string(path), .bytes(password), .bool(replace)])
+    }
+
+    private func dictionaries(_ value: DBusValue?, in member: String) throws(KeychainError) -> [[String: DBusValue]] {
+        guard let elements = value?.arrayElements else { throw KeychainError(SecStatus.io, detail: "\(member) reply is not an array") }
+        var result: [[String: DBusValue]] = []
+        for element in elements {
+            guard case .dictionary(_, _, let entries) = element else { throw KeychainError(SecStatus.io, detail: "\(member) reply is damaged") }
+            var dictionary: [String: DBusValue] = [:]
+            for entry in entries {
+                if let key = entry.key.stringValue { dictionary[key] = entry.value.unwrappingVariants }
+            }
+            result.append(dictionary)
+        }
+        return result
+    }
+
     // MARK: Transport
 
     private func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {

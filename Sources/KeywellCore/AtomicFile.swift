@@ -2,8 +2,8 @@ import Foundation
 import KeywellProtocol
 
 /// Replaces a small file so that readers (and a crash) see the old or the new contents, never a mix.
-enum AtomicFile {
-    static func write(_ data: Data, to path: String) throws(KeychainError) {
+public enum AtomicFile {
+    public static func write(_ data: Data, to path: String) throws(KeychainError) {
         let temporary = path + ".tmp-\(getpid())"
         unlink(temporary)
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, FileSafety.privateFileMode)

@@ -40,7 +40,7 @@ public final class SecretBytes: @unchecked Sendable {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
-    func withUnsafeMutableBytes<Result, Failure: Error>(
+    public func withUnsafeMutableBytes<Result, Failure: Error>(
         _ body: (UnsafeMutableRawBufferPointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))

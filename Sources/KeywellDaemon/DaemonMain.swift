@@ -87,6 +87,8 @@ final class Daemon: @unchecked Sendable {
         // One throttle for every way a password is checked: native calls, PAM, prompts.
         let throttle = PasswordThrottle(environment: environment)
         sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
+        let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
+        sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                logger: logger)
@@ -114,7 +116,7 @@ final class Daemon: @unchecked Sendable {
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), trimmer: trimmer, logger: logger,
-                                          throttle: throttle)
+                                          throttle: throttle, migration: migration)
         sleepWatcher = SleepWatcher(store: store, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })

@@ -47,6 +47,7 @@ final class LoginSessions: @unchecked Sendable {
     private var openSessions = 0
     private var driftedLoginPassword: SecretBytes?
     private var lastSessionClosed: (@Sendable () -> Void)?
+    private var loginPasswordHandler: (@Sendable (SecretBytes) -> Void)?
 
     private static let login = KeywellNames.loginKeychain
 
@@ -65,10 +66,24 @@ final class LoginSessions: @unchecked Sendable {
         state.withLock { lastSessionClosed = handler }
     }
 
+    /// Runs (it must not block: it starts its own work) when a password sent with `O` opened
+    /// or created `login`, or found it unlocked: the keyring migration (docs/migration.md).
+    func onLoginPassword(_ handler: @escaping @Sendable (SecretBytes) -> Void) {
+        state.withLock { loginPasswordHandler = handler }
+    }
+
     // MARK: Control requests
 
     /// `O`: one more session; with a password, unlock `login` or create it.
     func openSession(password: SecretBytes?, from sender: Sender) -> Outcome {
+        let outcome = openSessionSerially(password: password, from: sender)
+        if let password, outcome.status == SecStatus.success, let handler = state.withLock({ loginPasswordHandler }) {
+            handler(password)
+        }
+        return outcome
+    }
+
+    private func openSessionSerially(password: SecretBytes?, from sender: Sender) -> Outcome {
         serial.withLock {
             let count = state.withLock { () -> Int in
                 openSessions += 1

@@ -27,6 +27,9 @@ enum NativeInterface {
             method("SetSettings", in: [("keychain", "s"), ("settings", "a{sv}")]),
             method("BackupKeychain", in: [("keychain", "s"), ("path", "s"), ("replace", "b")]),
             method("RestoreKeychain", in: [("path", "s"), ("keychain", "s"), ("replace", "b")], out: [("keychain_path", "s")]),
+            method("MigrateKeyrings", in: [("keyring", "s"), ("password", "ay")], out: [("reports", "aa{sv}")]),
+            method("GetMigrationStatus", out: [("sources", "aa{sv}")]),
+            method("ExportGnomeKeyring", in: [("keychain", "s"), ("path", "s"), ("password", "ay"), ("replace", "b")]),
         ],
         signals: [
             signal("KeychainLocked", ("keychain", "s")),

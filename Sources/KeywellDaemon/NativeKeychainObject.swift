@@ -17,10 +17,12 @@ final class NativeKeychainObject: DBusObject {
     private let trimmer: IdleTrimmer
     private let logger: Logger
     private let throttle: PasswordThrottle
+    private let migration: KeyringMigration
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, trimmer: IdleTrimmer,
-         logger: Logger, throttle: PasswordThrottle) {
+         logger: Logger, throttle: PasswordThrottle, migration: KeyringMigration) {
         self.store = store
+        self.migration = migration
         self.throttle = throttle
         self.sessions = sessions
         self.autoLock = autoLock
@@ -36,6 +38,7 @@ final class NativeKeychainObject: DBusObject {
     /// Calls that only read: no key derivation, no commit, no prompt.
     private static let reads: Set<String> = [
         "CopyMatching", "ListKeychains", "GetSearchList", "GetDefaultKeychain", "GetLoginKeychain", "GetInfo",
+        "GetMigrationStatus",
     ]
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
@@ -81,7 +84,7 @@ final class NativeKeychainObject: DBusObject {
     /// Calls logged at info level: they change keychains, not items.
     private static let changesKeychains: Set<String> = [
         "CreateKeychain", "DeleteKeychain", "SetSearchList", "SetDefaultKeychain", "Unlock", "Lock", "LockAll",
-        "ChangePassword", "SetSettings", "BackupKeychain", "RestoreKeychain",
+        "ChangePassword", "SetSettings", "BackupKeychain", "RestoreKeychain", "MigrateKeyrings", "ExportGnomeKeyring",
     ]
 
     private func perform(
@@ -161,6 +164,19 @@ final class NativeKeychainObject: DBusObject {
         case "RestoreKeychain":
             let path = try store.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
             return [.string(path)]
+        case "MigrateKeyrings":
+            // An empty name is every keyring; an empty password tries only what needs none.
+            let name = string(arguments[0])
+            let reports = migration.migrate(keyring: name.isEmpty ? nil : name, password: secret(arguments[1]))
+            for report in reports where report.outcome != .unchanged { migration.log(report) }
+            autoLock.rearm()
+            return [.stringVariantDictArray(reports.map(MigrationWire.report))]
+        case "GetMigrationStatus":
+            return [.stringVariantDictArray(MigrationWire.status(migration.state()))]
+        case "ExportGnomeKeyring":
+            try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
+                                          password: secret(arguments[2]), replace: bool(arguments[3]))
+            return []
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }

@@ -1,80 +1,179 @@
-import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import KeychainServices
 import KeywellDBus
-import KeywellProtocol
 
-/// `keywell migrate --from-secret-service`: copies everything the Secret Service that owns
-/// `org.freedesktop.secrets` now holds into Keywell (docs/migration.md, "From any running
-/// Secret Service").
-struct MigrateArguments: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "migrate",
-        abstract: "Copy secrets from another keyring into Keywell.",
-        discussion: """
-            --from-secret-service copies every collection and item of the service that owns
-            org.freedesktop.secrets now (gnome-keyring, KeePassXC, KWallet, oo7) while keywelld runs
-            without that name. A collection goes to the Keywell keychain with the same label (the
-            login collection to `login`); keywelld asks for a new keychain's password. Running it
-            again copies only what is new: an item whose attributes match one already in Keywell
-            is skipped when identical and replaced when the other service's copy is newer.
-            Exits 0 when everything was copied, 1 when something was left behind (listed).
-            """)
-
-    @Flag(name: .customLong("from-secret-service"), help: "Copy from the Secret Service running now.")
-    var fromSecretService = false
-
-    func validate() throws {
-        guard fromSecretService else { throw ValidationError("say where to migrate from: --from-secret-service") }
-    }
-}
-
+/// `keywell migrate [--keyring NAME] [--status]`: gnome-keyring's and libsecret's keyring
+/// files into keychains (docs/migration.md). The daemon reads the files and does the work; this
+/// asks for the passwords it needs, on the terminal or one line of standard input each.
+/// The words are parsed here (not by getopt) so that other sources (`--from-secret-service`)
+/// can join as flags of their own.
 enum MigrateCommand {
+    struct Arguments: Equatable {
+        var keyring: String?
+        var status = false
+        var fromSecretService = false
+    }
+
+    /// nil: a word this command does not know (usage).
+    static func parse(_ words: [String]) -> Arguments? {
+        var arguments = Arguments()
+        var index = 0
+        while index < words.count {
+            let word = words[index]
+            switch word {
+            case "--status": arguments.status = true
+            case "--from-secret-service": arguments.fromSecretService = true
+            case "--keyring":
+                guard index + 1 < words.count, !words[index + 1].isEmpty else { return nil }
+                arguments.keyring = words[index + 1]
+                index += 1
+            default:
+                guard word.hasPrefix("--keyring="), word.count > "--keyring=".count else { return nil }
+                arguments.keyring = String(word.dropFirst("--keyring=".count))
+            }
+            index += 1
+        }
+        // One source per run: files (optionally one keyring) or the running Secret Service.
+        let sources = (arguments.status ? 1 : 0) + (arguments.fromSecretService ? 1 : 0)
+        guard sources <= 1, !(arguments.keyring != nil && sources > 0) else { return nil }
+        return arguments
+    }
+
+    static let usage = "usage: keywell migrate [--keyring NAME] | --status | --from-secret-service"
+
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+        let words = Array(invocation.words.dropFirst())
+        if words.contains("--help") || words.contains("-h") {
+            context.output.write(usage + "\n" + help)
+            return CommandStatus.success
+        }
+        guard let arguments = parse(words) else {
+            StandardStreams.error.write(usage + "\n")
+            return CommandStatus.usage
+        }
+        if arguments.fromSecretService { return SecretServiceMigrateCommand.run(context) }
+        return arguments.status ? status(context) : migrate(context, keyring: arguments.keyring)
+    }
+
+    private static let help = """
+        Imports gnome-keyring's keyrings (~/.local/share/keyrings/*.keyring, plaintext ones too) and
+        libsecret/oo7 files (keyrings/v1/) into keychains: login.keyring into `login`, others into
+        keychains of the same name. Source files are never changed. Run it again at any time: it
+        imports only items that are new or newer since the last run, and says what it did.
+        A keyring the login password does not open asks for its own password.
+          --keyring NAME   only this keyring (its file name without .keyring)
+          --status         what came from which file, when, and how many items
+          --from-secret-service
+                           copy every collection and item of the Secret Service that owns
+                           org.freedesktop.secrets now (gnome-keyring, KeePassXC, KWallet, oo7)
+                           while keywelld runs without that name; a collection goes to the
+                           keychain with the same label (login to `login`); run again, only
+                           what is new or newer is copied. Exits 1 when something was left behind.
+
+        """
+
+    private static func migrate(_ context: CommandContext, keyring: String?) -> Int32 {
+        var reports: [[String: DBusValue]]
         do {
-            _ = try MigrateArguments.parse(Array(invocation.words.dropFirst()))
+            reports = try context.client.migrateKeyrings(keyring ?? "", password: [])
         } catch {
-            let message = MigrateArguments.fullMessage(for: error)
-            let code = MigrateArguments.exitCode(for: error).rawValue
-            if code == 0 { context.output.write(message + "\n") } else { StandardStreams.error.write(message + "\n") }
-            return code
+            context.diagnostics.error("migrate: \(explained(error))")
+            return error.status
         }
-        do throws(MigrationError) {
-            let (source, target) = try endpoints()
-            say(context, "copying from \(source.description) into keywelld")
-            let outcome = try SecretServiceMigration(source: source, target: target) { say(context, $0) }.run()
-            say(context, "\(outcome.collections) collection(s): \(SecretServiceMigration.describe(outcome.counts))")
-            for skipped in outcome.skippedCollections { context.diagnostics.error("left behind: \(skipped)") }
-            return outcome.skippedCollections.isEmpty && outcome.counts.failed == 0 ? CommandStatus.success : 1
-        } catch {
-            context.diagnostics.error("migrate: \(error.message)")
-            return 1
+        if reports.isEmpty {
+            context.diagnostics.error("migrate: no keyring file\(keyring.map { " named \($0)" } ?? "") found in ~/.local/share/keyrings")
+            return keyring == nil ? CommandStatus.success : CommandStatus.failure
+        }
+        var status = CommandStatus.success
+        for index in reports.indices {
+            var report = reports[index]
+            var attempts = 0
+            while field(report, "outcome") == "needs-password" || field(report, "outcome") == "wrong-password" {
+                if field(report, "outcome") == "wrong-password" { StandardStreams.error.write("\(field(report, "message"))\n") }
+                attempts += 1
+                guard attempts <= (isatty(0) == 1 ? 3 : 1) else { break }
+                guard let password = askPassword(for: report) else { return CommandStatus.endOfInput }
+                do {
+                    let again = try context.client.migrateKeyrings(field(report, "keyring"), password: password.bytes)
+                    password.wipe()
+                    guard let same = again.first(where: { field($0, "path") == field(report, "path") }) else { break }
+                    report = same
+                } catch {
+                    password.wipe()
+                    context.diagnostics.error("migrate \(field(report, "keyring")): \(explained(error))")
+                    return error.status
+                }
+            }
+            reports[index] = report
+            context.output.write(line(report) + "\n")
+            if ["failed", "needs-password", "wrong-password"].contains(field(report, "outcome")) { status = CommandStatus.failure }
+        }
+        return status
+    }
+
+    /// A plaintext keyring brings no password: the new keychain needs one.
+    private static func askPassword(for report: [String: DBusValue]) -> SecretBytes? {
+        let keyring = field(report, "keyring")
+        guard field(report, "format") == "gnome-keyring-plaintext" else {
+            return PasswordInput.read(prompt: "password for keyring \(keyring): ")
+        }
+        let prompt = "new password for keychain \(field(report, "keychain")): "
+        guard isatty(0) == 1 else { return PasswordInput.read(prompt: prompt) }
+        switch PasswordInput.readNew(prompt: prompt, retypePrompt: "retype new password: ", attempts: 3, onMismatch: {
+            StandardStreams.error.write("passwords don't match\n")
+        }) {
+        case .password(let password): return password
+        case .endOfInput, .mismatch: return nil
         }
     }
 
-    private static func say(_ context: CommandContext, _ text: String) {
-        context.output.write("migrate: \(text)\n")
-        context.output.flush()
+    static func line(_ report: [String: DBusValue]) -> String {
+        var text = "\(field(report, "path")) → \(field(report, "keychain")): \(field(report, "outcome"))"
+        if field(report, "outcome") == "imported" || field(report, "outcome") == "unchanged" {
+            text += " (\(number(report, "added")) added, \(number(report, "updated")) updated, \(number(report, "unchanged")) unchanged)"
+        }
+        let message = field(report, "message")
+        if !message.isEmpty { text += ": \(message)" }
+        return text
     }
 
-    /// The owner of `org.freedesktop.secrets` and keywelld (started if needed), by unique name.
-    private static func endpoints() throws(MigrationError) -> (source: SecretServiceClient, target: SecretServiceClient) {
-        let connection = try dbus { () throws(DBusError) in try DBusConnection.sessionBus() }
-        _ = try dbus { () throws(DBusError) in try connection.startService(KeywellNames.busName) }
-        guard let keywelld = try dbus({ () throws(DBusError) in try connection.nameOwner(KeywellNames.busName) }) else {
-            throw .refused("keywelld is not running and could not be started")
+    private static func status(_ context: CommandContext) -> Int32 {
+        let sources: [[String: DBusValue]]
+        do {
+            sources = try context.client.migrationStatus()
+        } catch {
+            context.diagnostics.error("migrate --status: \(explained(error))")
+            return error.status
         }
-        guard let owner = try dbus({ () throws(DBusError) in try connection.nameOwner(SecretServiceProtocol.busName) }) else {
-            throw .refused("nothing owns \(SecretServiceProtocol.busName): start the Secret Service to copy from "
-                           + "(gnome-keyring-daemon --start --components=secrets, KeePassXC, …) and run this again")
+        if sources.isEmpty { context.output.write("nothing imported yet\n") }
+        for source in sources {
+            context.output.write("""
+                \(field(source, "path")) (\(field(source, "format"))) → keychain \(field(source, "keychain")): \
+                \(number(source, "items")) items; first imported \(date(source, "first_imported")); \
+                last run \(date(source, "last_run")): \(number(source, "added")) added, \(number(source, "updated")) updated, \
+                \(number(source, "unchanged")) unchanged
+
+                """)
         }
-        guard owner != keywelld else {
-            // gnome-keyring's --replace only replaces another gnome-keyring, so the other service
-            // must start while keywelld is not running; keywelld then queues behind it.
-            throw .refused("keywelld itself owns \(SecretServiceProtocol.busName): there is no other Secret Service to copy from. "
-                           + "Stop keywelld (systemctl --user stop keywelld, or end its process), start the other service "
-                           + "(gnome-keyring-daemon --start --components=secrets), and run this again: keywelld starts "
-                           + "without the name and takes it when the other service stops")
-        }
-        return (SecretServiceClient(connection: connection, destination: owner),
-                SecretServiceClient(connection: connection, destination: keywelld))
+        return CommandStatus.success
+    }
+
+    private static func field(_ dictionary: [String: DBusValue], _ key: String) -> String {
+        dictionary[key]?.stringValue ?? ""
+    }
+
+    private static func number(_ dictionary: [String: DBusValue], _ key: String) -> Int64 {
+        dictionary[key]?.integerValue ?? 0
+    }
+
+    private static func date(_ dictionary: [String: DBusValue], _ key: String) -> String {
+        Date(timeIntervalSince1970: Double(number(dictionary, key))).formatted(.iso8601)
+    }
+
+    private static func explained(_ error: KeychainError) -> String {
+        error.detail.map { "\(error.message) (\($0))" } ?? error.message
     }
 }
