@@ -127,9 +127,9 @@ enum SettingsCommands {
         }
         var line = "Keychain \"\(keychain.shown)\""
         if info.lockOnSleep { line += " lock-on-sleep" }
-        // Keywell's own word, after macOS's.
-        if info.lockOnScreenLock { line += " lock-on-screen-lock" }
         line += info.lockAfterSeconds == 0 ? " no-timeout" : " timeout=\(info.lockAfterSeconds)s"
+        // Keywell's own word, after the line macOS prints, which scripts may match.
+        if info.lockOnScreenLock { line += " " + screenLockOn }
         context.diagnostics.line(line)
         return CommandStatus.success
     }
