@@ -66,6 +66,7 @@ final class ScreenLockWatcher: @unchecked Sendable {
                     screenLocked(by: name)
                 })
             }
+            logger.debug("watching the screen savers for screen lock")
         } catch {
             logger.warning("not watching the screen savers on the session bus: \(error.message)")
         }
