@@ -19,7 +19,7 @@ from pathlib import Path
 import dbus
 import pytest
 
-from secret_service_helpers import LOGIN_PASSWORD, SERVICE_PATH, KeywellBus
+from secret_service_helpers import LOGIN_PASSWORD, SERVICE_PATH, KeywellBus, session  # noqa: F401 (fixture)
 from test_seahorse import artifacts, display  # noqa: F401 (fixtures: Xvfb, screenshot folder)
 
 SERVICE_IFACE = "org.freedesktop.Secret.Service"
@@ -145,3 +145,55 @@ def test_gnome_pinentry_under_xvfb_answered_by_typing(display, artifacts):
         passed.append(True)
     finally:
         bus.close()
+
+
+def _run_on_terminal(argv: list[str], env: dict, answers: list[bytes]) -> tuple[int, bytes]:
+    """Runs `argv` on a new pseudo-terminal (its controlling terminal, as in a shell) and types
+    each answer when a password prompt appears; returns the exit status and all it showed."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, env)
+    shown = b""
+    typed = 0
+    deadline = time.monotonic() + GUARD
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the child closed the terminal (EIO)
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+                if shown.count(b"password to unlock") > typed and typed < len(answers):
+                    os.write(master, answers[typed] + b"\n")
+                    typed += 1
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(master)
+    return os.waitstatus_to_exitcode(status), shown
+
+
+def test_cli_at_a_terminal_asks_for_the_locked_keychains_password(session):
+    """`keywell find-generic-password -w` with login locked: on a terminal it asks for login's
+    password (a wrong one first, then the right one) and answers; in a script it keeps exit 36."""
+    keywell = os.environ.get("KEYWELL") or pytest.fail("KEYWELL is not set (scripts/test.sh sets it)")
+    session.create_login()
+    session.run([keywell, "add-generic-password", "-s", "S", "-a", "me", "-w", "the-secret"], check=True)
+    session.native().Lock("login")
+
+    scripted = session.run([keywell, "find-generic-password", "-s", "S", "-w"])
+    # What `security` does in a script: exit 36 (errSecInteractionNotAllowed), no secret.
+    assert scripted.returncode == 36 and scripted.stdout == b""
+    assert _login_locked(session)
+
+    status, shown = _run_on_terminal([keywell, "find-generic-password", "-s", "S", "-w"], session.env,
+                                     [b"not-the-password", LOGIN_PASSWORD.encode()])
+    text = shown.decode(errors="replace")
+    assert status == 0, text
+    assert text.count("password to unlock login: ") == 2, text
+    assert "passphrase you entered is not correct" in text, text
+    assert "the-secret" in text and LOGIN_PASSWORD not in text and "not-the-password" not in text, text
+    assert not _login_locked(session)
