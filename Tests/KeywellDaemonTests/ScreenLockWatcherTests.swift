@@ -97,3 +97,16 @@ extension FakeLogind {
         try connection.emitSignal(path: path, interface: "org.freedesktop.login1.Session", member: "Lock")
     }
 }
+
+/// Without a usable system bus the daemon says once, at the normal level, that lock on sleep
+/// and logind's screen lock are off (someone who set them should learn why nothing happens).
+@Suite struct NoSystemBusTests {
+    @Test func saidOnceAtTheNormalLevel() throws {
+        let fixture = try DaemonFixture(environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/system_bus_socket"])
+        try fixture.createKeychain("login")
+        try waitUntil { fixture.daemonLog.contains("no lock on sleep or on logind's screen lock") }
+        let lines = fixture.daemonLog.split(separator: "\n").filter { $0.contains("lock on sleep") }
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.contains(" info: ") == true, "\(lines)")
+    }
+}
