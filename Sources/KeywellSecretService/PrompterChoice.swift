@@ -4,8 +4,8 @@ import Foundation
 /// 1. `KEYWELL_PINENTRY` (a path or a name on PATH), always, display or not;
 /// 2. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else in the
 ///    session's activation environment) the first graphical pinentry on PATH: pinentry-gnome3
-///    (which shows gcr's system prompter, gnome-keyring's own dialog, under GNOME), pinentry-qt,
-///    pinentry-gtk-2, pinentry-x11;
+///    (which shows gcr's system prompter, gnome-keyring's own dialog, under GNOME), then the Qt,
+///    GTK, FLTK and X11 ones;
 /// 3. with `KEYWELL_PINENTRY_TTY` naming a terminal, pinentry-curses or pinentry-tty on it;
 /// 4. else none: the prompt cannot be shown, and the caller is told why.
 public struct PrompterChoice: Sendable {
@@ -16,7 +16,9 @@ public struct PrompterChoice: Sendable {
         case unavailable(String)
     }
 
-    static let graphicalPinentries = ["pinentry-gnome3", "pinentry-qt", "pinentry-gtk-2", "pinentry-x11"]
+    /// Debian's, Fedora's and Arch's names; pinentry-x11 is Debian's link to the graphical one.
+    static let graphicalPinentries = ["pinentry-gnome3", "pinentry-qt", "pinentry-qt5", "pinentry-gtk", "pinentry-gtk-2",
+                                      "pinentry-fltk", "pinentry-x11"]
     static let terminalPinentries = ["pinentry-curses", "pinentry-tty"]
     /// What a graphical pinentry needs to find the display and its session (the gcr prompter).
     static let displayVariables = ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"]
