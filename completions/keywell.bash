@@ -71,7 +71,7 @@ _keywell() {
             case "$prev" in
                 -t) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-l -u -t --help" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-l -u -t --help --lock-on-screen-lock --no-lock-on-screen-lock" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur"))
             ;;
         set-keychain-password)

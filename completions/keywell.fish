@@ -51,6 +51,8 @@ complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s l 
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s u -d 'Lock keychain after timeout interval'
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s t -d 'Timeout in seconds (omitting this option specifies "no timeout")' -r
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l help
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l lock-on-screen-lock
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l no-lock-on-screen-lock
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a set-keychain-password -d 'Set password for a keychain.'
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s o -d 'Old keychain password (if not provided, will prompt)' -r

@@ -18,6 +18,9 @@ packages=(
   groff-base man-db desktop-file-utils systemd
   # test: the real Seahorse under a real X server, and screenshots of it
   seahorse xvfb xdotool imagemagick
+  # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through
+  # pinentry-gnome3 under Xvfb, pinentry-curses on a configured terminal
+  pinentry-gnome3 pinentry-curses gcr
   # benchmark against the incumbent
   gnome-keyring
 )

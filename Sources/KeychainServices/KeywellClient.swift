@@ -11,18 +11,21 @@ public struct KeychainInfo: Sendable, Equatable, Hashable {
     public var locked: Bool
     public var itemCount: Int
     public var lockOnSleep: Bool
+    /// Keywell's own: locks when the user's screen locks.
+    public var lockOnScreenLock: Bool
     /// Idle seconds before the keychain locks itself; 0 = never.
     public var lockAfterSeconds: UInt32
     public var isDefault: Bool
     public var isLogin: Bool
 
     public init(name: String, path: String, locked: Bool, itemCount: Int, lockOnSleep: Bool,
-                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool) {
+                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool, lockOnScreenLock: Bool = false) {
         self.name = name
         self.path = path
         self.locked = locked
         self.itemCount = itemCount
         self.lockOnSleep = lockOnSleep
+        self.lockOnScreenLock = lockOnScreenLock
         self.lockAfterSeconds = lockAfterSeconds
         self.isDefault = isDefault
         self.isLogin = isLogin
@@ -180,13 +183,17 @@ public final class KeywellClient: Sendable {
             lockOnSleep: try field(KeychainInfoKey.lockOnSleep, \.boolValue),
             lockAfterSeconds: try field(KeychainInfoKey.lockAfterSeconds) { $0.integerValue.flatMap { UInt32(exactly: $0) } },
             isDefault: try field(KeychainInfoKey.isDefault, \.boolValue),
-            isLogin: try field(KeychainInfoKey.isLogin, \.boolValue))
+            isLogin: try field(KeychainInfoKey.isLogin, \.boolValue),
+            // A daemon older than the setting does not send it.
+            lockOnScreenLock: info[KeychainInfoKey.lockOnScreenLock]?.boolValue ?? false)
     }
 
     /// Changes only the settings given; `lockAfterSeconds` 0 = never.
-    public func setSettings(_ name: String, lockOnSleep: Bool? = nil, lockAfterSeconds: UInt32? = nil) throws(KeychainError) {
+    public func setSettings(_ name: String, lockOnSleep: Bool? = nil, lockAfterSeconds: UInt32? = nil,
+                            lockOnScreenLock: Bool? = nil) throws(KeychainError) {
         var settings: [String: DBusValue] = [:]
         if let lockOnSleep { settings[KeychainInfoKey.lockOnSleep] = .bool(lockOnSleep) }
+        if let lockOnScreenLock { settings[KeychainInfoKey.lockOnScreenLock] = .bool(lockOnScreenLock) }
         if let lockAfterSeconds { settings[KeychainInfoKey.lockAfterSeconds] = .uint32(lockAfterSeconds) }
         _ = try call("SetSettings", [.string(name), .stringVariantDict(settings)])
     }

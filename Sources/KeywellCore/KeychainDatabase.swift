@@ -257,7 +257,8 @@ final class KeychainDatabase: Sendable {
             kdf: KDFParameters(opsLimit: try column("kdf_ops_limit"), memLimit: try column("kdf_mem_limit")),
             salt: try column("kdf_salt"), wrapNonce: try column("wrap_nonce"), wrappedKey: try column("wrapped_key"),
             settings: KeychainSettings(
-                lockOnSleep: try column("lock_on_sleep"), lockAfterSeconds: try column("lock_after_seconds")))
+                lockOnSleep: try column("lock_on_sleep"), lockAfterSeconds: try column("lock_after_seconds"),
+                lockOnScreenLock: row.hasColumn("lock_on_screen_lock") ? try column("lock_on_screen_lock") : false))
         // Absent in format 1; a missing or damaged one in a later format fails `checkMAC`.
         let mac: DatabaseValue = row["settings_mac"] ?? .null
         header.settingsMAC = Data.fromDatabaseValue(mac)
@@ -273,16 +274,18 @@ final class KeychainDatabase: Sendable {
     /// Format 1 files have no `settings_mac` column (headers are written in the current format
     /// only, after `KeychainUpgrade` added it).
     private static func insertHeader(_ header: KeychainHeader, _ db: Database) throws {
+        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('keychain')")
+        if !columns.contains("lock_on_screen_lock") { try db.execute(sql: KeychainSchema.addScreenLockColumn) }
         try db.execute(
             sql: """
                 INSERT INTO keychain (id, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit,
-                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac)
-                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac, lock_on_screen_lock)
+                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 header.formatVersion, header.uuid.data, header.salt, header.kdf.opsLimit, header.kdf.memLimit,
                 header.wrapNonce, header.wrappedKey, header.settings.lockOnSleep, header.settings.lockAfterSeconds,
-                header.settingsMAC,
+                header.settingsMAC, header.settings.lockOnScreenLock,
             ])
     }
 

@@ -118,6 +118,9 @@ struct KeychainHeader: Sendable {
         for field in [salt, wrapNonce, wrappedKey] { field.withUnsafeBytes { input.appendBlob($0) } }
         input.appendInteger(settings.lockOnSleep ? 1 : 0)
         input.appendInteger(Int64(settings.lockAfterSeconds))
+        // Added after format 2 shipped: appended only when on, so the MACs of existing files
+        // (where it is off) still verify, and turning it on or off changes the MAC.
+        if settings.lockOnScreenLock { input.appendInteger(1) }
         return input
     }
 

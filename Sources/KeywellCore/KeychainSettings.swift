@@ -5,10 +5,15 @@ struct KeychainSettings: Equatable, Sendable {
     var lockOnSleep: Bool
     /// Seconds without use before it locks; 0 = never.
     var lockAfterSeconds: Int
+    /// Lock when the user's screen locks (docs/auto-lock.md). Files written before the setting
+    /// existed have it off.
+    var lockOnScreenLock = false
 
     /// macOS defaults: the login keychain only locks at logout; others after 300 s and on sleep.
-    static let login = KeychainSettings(lockOnSleep: false, lockAfterSeconds: 0)
-    static let standard = KeychainSettings(lockOnSleep: true, lockAfterSeconds: 300)
+    /// Keychains other than login also lock with the screen, as they do for sleep: stepping away
+    /// is the same risk; the login keychain stays open behind the locked screen, as on macOS.
+    static let login = KeychainSettings(lockOnSleep: false, lockAfterSeconds: 0, lockOnScreenLock: false)
+    static let standard = KeychainSettings(lockOnSleep: true, lockAfterSeconds: 300, lockOnScreenLock: true)
 
     /// Applies a `SetSettings` dictionary: only the keys given; unknown keys and wrong types are
     /// `errSecParam`.
@@ -23,7 +28,9 @@ struct KeychainSettings: Equatable, Sendable {
                     throw .param("lockAfterSeconds must be between 0 and 4294967295")
                 }
                 result.lockAfterSeconds = Int(valid)
-            case (KeychainInfoKey.lockOnSleep, _), (KeychainInfoKey.lockAfterSeconds, _):
+            case (KeychainInfoKey.lockOnScreenLock, .bool(let flag)):
+                result.lockOnScreenLock = flag
+            case (KeychainInfoKey.lockOnSleep, _), (KeychainInfoKey.lockAfterSeconds, _), (KeychainInfoKey.lockOnScreenLock, _):
                 throw .param("\(key) has the wrong type")
             default:
                 throw .param("unknown keychain setting \"\(key)\"")

@@ -71,6 +71,7 @@ final class Daemon: @unchecked Sendable {
     let sessions: LoginSessions
     let busLink: SessionBusLink
     let sleepWatcher: SleepWatcher
+    let screenLockWatcher: ScreenLockWatcher
     let secretService: SecretService
     let trimmer: IdleTrimmer
     private var instanceLock: InstanceLock?
@@ -117,13 +118,15 @@ final class Daemon: @unchecked Sendable {
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration)
-        sleepWatcher = SleepWatcher(store: store, logger: logger)
+        screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
+        sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
                                  logger: logger, claimDelay: Self.testClaimDelay(environment),
-                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService] connection in
+                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService, screenLockWatcher] connection in
             secretService.attach(to: connection)
+            screenLockWatcher.watchScreenSavers(on: connection)
         }, onNameTaken: { message in
             DaemonMain.fail("\(message); exiting")
         })

@@ -45,6 +45,7 @@ public enum KeychainInfoKey {
     public static let locked = "locked"
     public static let itemCount = "itemCount"
     public static let lockOnSleep = "lockOnSleep"
+    public static let lockOnScreenLock = "lockOnScreenLock"
     public static let lockAfterSeconds = "lockAfterSeconds"
     public static let isDefault = "isDefault"
     public static let isLogin = "isLogin"

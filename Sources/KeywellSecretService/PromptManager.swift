@@ -133,6 +133,11 @@ final class PromptManager: @unchecked Sendable {
         }
     }
 
+    /// Why no password dialog can be shown now (no display, no configured terminal, no
+    /// pinentry); nil when one can. Calls that would only make a prompt that can never be
+    /// answered ask this first and fail with the reason instead (docs/prompts.md).
+    func unavailableReason() -> String? { asker.unavailableReason() }
+
     func exists(_ number: UInt64) -> Bool { lock.withLock { entries[number] != nil } }
 
     /// `Prompt(window_id)`: checks the call; the returned closure starts the work (call it after

@@ -50,7 +50,7 @@ struct UnlockPrompt {
             case .cancelled:
                 return false
             case .failed(let reason):
-                context.logger.error("no password dialog for \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+                context.logger.error("no password dialog for \"\(name)\": \(reason) (docs/prompts.md)")
                 prompt.noteFailure("no password dialog could be shown: \(reason)")
                 return false
             }
@@ -106,7 +106,7 @@ struct NewKeychainPrompt {
         case .cancelled:
             return nil
         case .failed(let reason):
-            context.logger.error("no password dialog to create \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+            context.logger.error("no password dialog to create \"\(name)\": \(reason) (docs/prompts.md)")
             prompt.noteFailure("no password dialog could be shown: \(reason)")
             return nil
         }

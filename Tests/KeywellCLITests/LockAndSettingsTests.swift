@@ -68,9 +68,11 @@ import Testing
         let fresh = try session.run(["show-keychain-info", keychain])
         #expect(fresh.exit == 0)
         #expect(fresh.stdout.isEmpty)
-        #expect(fresh.stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=300s\n")
+        // macOS's line, then Keywell's own setting (new keychains lock with the screen).
+        #expect(fresh.stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=300s lock-on-screen-lock\n")
 
-        try session.ok(["set-keychain-settings", "-lut", "7200", keychain])
+        // macOS's flags leave the screen-lock setting alone; only its own flags change it.
+        try session.ok(["set-keychain-settings", "--no-lock-on-screen-lock", "-lut", "7200", keychain])
         #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=7200s\n")
         try session.ok(["set-keychain-settings", "-t", "60", keychain])
         #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" timeout=60s\n")
@@ -79,6 +81,13 @@ import Testing
         #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" no-timeout\n")
         try session.ok(["set-keychain-settings", "-l", keychain])
         #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout\n")
+        try session.ok(["set-keychain-settings", "-l", keychain, "--lock-on-screen-lock"])
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout lock-on-screen-lock\n")
+        let json = try session.run(["show-keychain-info", keychain, "--json"])
+        #expect(json.stdout.contains("\"lockOnScreenLock\":true") || json.stdout.contains("\"lockOnScreenLock\": true"), "\(json.stdout)")
+        let both = try session.run(["set-keychain-settings", "--lock-on-screen-lock", "--no-lock-on-screen-lock", keychain])
+        #expect(both.exit == 2)
+        #expect(both.stderr.contains("contradict"))
         // The login keychain never locks by itself; without an argument: the default, shown as <NULL>.
         #expect(try session.run(["show-keychain-info"]).stderr == "Keychain \"<NULL>\" no-timeout\n")
     }

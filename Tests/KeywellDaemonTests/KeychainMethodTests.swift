@@ -67,7 +67,7 @@ import Testing
         let info = try fixture.info("other")
         #expect(info == [
             "name": "other", "path": .string(path), "locked": false, "itemCount": .uint32(1), "lockOnSleep": true,
-            "lockAfterSeconds": .uint32(300), "isDefault": false, "isLogin": false,
+            "lockAfterSeconds": .uint32(300), "isDefault": false, "isLogin": false, "lockOnScreenLock": true,
         ])
         let login = try fixture.info("login")
         #expect(login["lockAfterSeconds"] == .uint32(0))

@@ -2,6 +2,10 @@ import KeychainServices
 
 /// `set-keychain-settings`, `set-keychain-password` and `show-keychain-info`.
 enum SettingsCommands {
+    /// Keywell's long flags for lock on screen lock (macOS has no such setting).
+    static let screenLockOn = "lock-on-screen-lock"
+    static let screenLockOff = "no-lock-on-screen-lock"
+
     /// The keychain argument (at most one) or the default keychain, with the text that error
     /// lines show for it: the argument as typed, or `<NULL>` for the default.
     private static func target(_ context: CommandContext, _ invocation: Invocation, function: String)
@@ -29,8 +33,15 @@ enum SettingsCommands {
         }
         // Flags not given are reset; -u without -t means nothing: no -t is always "no timeout".
         let timeout = invocation.value("t").map { UInt32(clamping: atoi($0)) } ?? 0
+        // Not a macOS setting, so macOS's "reset what is not given" does not apply to it.
+        let on = invocation.has(long: screenLockOn), off = invocation.has(long: screenLockOff)
+        guard !(on && off) else {
+            context.diagnostics.error("--\(screenLockOn) and --\(screenLockOff) contradict each other")
+            return CommandStatus.usage
+        }
         do {
-            try context.client.setSettings(keychain.name, lockOnSleep: invocation.has("l"), lockAfterSeconds: timeout)
+            try context.client.setSettings(keychain.name, lockOnSleep: invocation.has("l"), lockAfterSeconds: timeout,
+                                           lockOnScreenLock: on ? true : off ? false : nil)
             return CommandStatus.success
         } catch {
             context.diagnostics.error("\(function) \(keychain.shown): \(error.message)")
@@ -117,6 +128,8 @@ enum SettingsCommands {
         var line = "Keychain \"\(keychain.shown)\""
         if info.lockOnSleep { line += " lock-on-sleep" }
         line += info.lockAfterSeconds == 0 ? " no-timeout" : " timeout=\(info.lockAfterSeconds)s"
+        // Keywell's own word, after the line macOS prints, which scripts may match.
+        if info.lockOnScreenLock { line += " " + screenLockOn }
         context.diagnostics.line(line)
         return CommandStatus.success
     }

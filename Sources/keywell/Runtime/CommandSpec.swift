@@ -15,6 +15,8 @@ struct CommandSpec: Sendable {
     let operands: ValueCompletion
     /// Whether `--json` is accepted.
     let json: Bool
+    /// Keywell's own long flags (`security` has no long options), besides `--help` and `--json`.
+    let keywellFlags: [String]
     /// More text for `--help` only (Keywell's additions and warnings).
     let helpNotes: [String]
     /// false: the command reads its words itself (`help`, `error`, the Keywell-only commands).
@@ -30,7 +32,7 @@ struct CommandSpec: Sendable {
     let run: @Sendable (CommandContext, Invocation) -> Int32
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
-         summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
+         summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, keywellFlags: [String] = [], helpNotes: [String] = [],
          usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
          run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
@@ -41,6 +43,7 @@ struct CommandSpec: Sendable {
         self.correctedSummary = correctedSummary
         self.operands = operands
         self.json = json
+        self.keywellFlags = keywellFlags
         self.helpNotes = helpNotes
         self.usesGetopt = usesGetopt
         self.trailingWPrompts = trailingWPrompts
@@ -54,7 +57,7 @@ struct CommandSpec: Sendable {
         options.map { String($0.letter) + ($0.valueName == nil ? "" : ":") }.joined()
     }
 
-    var longFlags: Set<String> { json ? ["help", "json"] : ["help"] }
+    var longFlags: Set<String> { Set(keywellFlags).union(json ? ["help", "json"] : ["help"]) }
 
     /// Whether getopt(3) prints its own line for `failure` before the usage. The add commands'
     /// option strings start with `:` (that is how a `-w` without a value comes to prompt), which
@@ -117,6 +120,7 @@ struct Invocation {
     var operands: [String] { arguments.operands }
 
     func has(_ letter: Character) -> Bool { arguments.has(letter) }
+    func has(long flag: String) -> Bool { arguments.longFlags.contains(flag) }
     func value(_ letter: Character) -> String? { arguments.value(letter) }
 }
 
