@@ -379,7 +379,7 @@ extension KeychainStore {
     }
 
     /// The first item made through the Secret Service whose attributes are exactly `attributes`.
-    private static func itemWithExactly(_ attributes: [String: String], _ db: Database) throws -> Int64? {
+    static func itemWithExactly(_ attributes: [String: String], _ db: Database) throws -> Int64? {
         let prefix = SecretServiceMapping.accessGroupPrefix
         let hidden = SecretServiceMapping.hiddenRows
         if attributes.isEmpty {
