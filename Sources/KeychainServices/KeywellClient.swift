@@ -209,7 +209,7 @@ public final class KeywellClient: Sendable {
 
     // MARK: Transport
 
-    private func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {
+    func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {
         let bus: DBusConnection
         if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
         do {

@@ -27,6 +27,10 @@ enum NativeInterface {
             method("SetSettings", in: [("keychain", "s"), ("settings", "a{sv}")]),
             method("BackupKeychain", in: [("keychain", "s"), ("path", "s"), ("replace", "b")]),
             method("RestoreKeychain", in: [("path", "s"), ("keychain", "s"), ("replace", "b")], out: [("keychain_path", "s")]),
+            method("ExportKeychains", in: [("keychains", "as"), ("file", "h"), ("passphrase", "ay")], out: [("items", "u")]),
+            method("InspectExport", in: [("file", "h"), ("passphrase", "ay")], out: [("keychains", "as"), ("items", "u")]),
+            method("ImportExport", in: [("file", "h"), ("passphrase", "ay"), ("keychain", "s"), ("policy", "s")],
+                   out: [("summary", "a{sv}")]),
         ],
         signals: [
             signal("KeychainLocked", ("keychain", "s")),

@@ -49,3 +49,10 @@ public enum KeychainInfoKey {
     public static let isDefault = "isDefault"
     public static let isLogin = "isLogin"
 }
+
+/// `ImportExport`'s summary keys (item counts).
+public enum ImportSummaryKey {
+    public static let added = "added"
+    public static let replaced = "replaced"
+    public static let skipped = "skipped"
+}

@@ -27,11 +27,16 @@ struct CommandSpec: Sendable {
     /// `h` is one of `security`'s getopt letters for the command, so `-h` is its usage without a
     /// getopt complaint (every command but show-keychain-info).
     let knowsDashH: Bool
+    /// Keywell's own long flags (`--all`, `--replace`) besides `--help` and `--json`.
+    let extraLongFlags: Set<String>
+    /// Keywell's own long options with a value (`--format csv`).
+    let longValueOptions: Set<String>
     let run: @Sendable (CommandContext, Invocation) -> Int32
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
          summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
          usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
+         extraLongFlags: Set<String> = [], longValueOptions: Set<String> = [],
          run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
@@ -46,6 +51,8 @@ struct CommandSpec: Sendable {
         self.trailingWPrompts = trailingWPrompts
         self.ownHelp = ownHelp
         self.knowsDashH = knowsDashH
+        self.extraLongFlags = extraLongFlags
+        self.longValueOptions = longValueOptions
         self.run = run
     }
 
@@ -54,7 +61,7 @@ struct CommandSpec: Sendable {
         options.map { String($0.letter) + ($0.valueName == nil ? "" : ":") }.joined()
     }
 
-    var longFlags: Set<String> { json ? ["help", "json"] : ["help"] }
+    var longFlags: Set<String> { Set(json ? ["help", "json"] : ["help"]).union(extraLongFlags) }
 
     /// Whether getopt(3) prints its own line for `failure` before the usage. The add commands'
     /// option strings start with `:` (that is how a `-w` without a value comes to prompt), which
@@ -118,6 +125,8 @@ struct Invocation {
 
     func has(_ letter: Character) -> Bool { arguments.has(letter) }
     func value(_ letter: Character) -> String? { arguments.value(letter) }
+    func has(long flag: String) -> Bool { arguments.longFlags.contains(flag) }
+    func value(long name: String) -> String? { arguments.longValues[name] }
 }
 
 /// A command's early end with this status (its message, if any, already printed).

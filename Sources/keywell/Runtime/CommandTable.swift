@@ -1,3 +1,5 @@
+import KeywellProtocol
+
 /// Every subcommand, in `security`'s table order (which decides what an abbreviation means:
 /// `list` is list-keychains, `delete` is delete-keychain), then Keywell's own.
 enum CommandTable {
@@ -238,6 +240,30 @@ enum CommandTable {
                                 "with the password it had when the copy was made.",
                                 "Without -f an existing keychain of that name is refused; -f deletes it once the copy is ready."],
                     run: BackupCommands.restore),
+        CommandSpec("export", synopsis: "[-h] [-k keychain]... [--all] [--format keywell|csv] [--plaintext] file",
+                    options: [.value("k", "keychain", "Export this keychain (repeatable; default: the default keychain)", completion: .keychains)],
+                    summary: "Keywell: write every item of keychains, with every attribute and secret, to an encrypted file.",
+                    operands: .files,
+                    helpNotes: ["--all exports every keychain. The passphrase is asked twice on the terminal (one line of standard",
+                                "input when that is not a terminal); the file (new, mode 0600) is sealed with Argon2id and",
+                                "XChaCha20-Poly1305 by keywelld. Keychains must be unlocked.",
+                                "--format csv --plaintext writes name,url,username,password,note in the clear instead (a warning says so).",
+                                "At most \(ExportLimits.itemsPerFile) items and \(ExportLimits.bytesPerFile >> 20) MiB per file (docs/export-import.md)."],
+                    extraLongFlags: ["all", "plaintext"], longValueOptions: ["format"],
+                    run: ExportCommand.run),
+        CommandSpec("import", synopsis: "[-h] [-k keychain] [--skip|--replace|--newer] [--format keywell|csv] [--plaintext] file",
+                    options: [.value("k", "keychain", "Import everything into this keychain", completion: .keychains)],
+                    summary: "Keywell: merge an export file (or a browser's CSV) into keychains.",
+                    operands: .files,
+                    helpNotes: ["Without -k each item goes back to the keychain of its name; missing keychains are created",
+                                "(their passwords are asked). An item that one in the keychain already stands for (same class",
+                                "and primary key; a Secret Service item: same id or same attributes) is kept (--skip, the default),",
+                                "replaced (--replace) or replaced when the imported one was modified later (--newer).",
+                                "A wrong passphrase or a damaged file imports nothing.",
+                                "--format csv --plaintext reads the CSV of Chromium (name,url,username,password,note), Firefox,",
+                                "Bitwarden or KeePassXC by its header line, into -k or the default keychain."],
+                    extraLongFlags: ["skip", "replace", "newer", "plaintext"], longValueOptions: ["format"],
+                    run: ImportCommand.run),
         CommandSpec("git-credential", synopsis: "get|store|erase",
                     summary: "Keywell: git credential helper (credential.helper=keywell).",
                     operands: .words(["get", "store", "erase"]), usesGetopt: false, ownHelp: true, run: GitCredentialCommand.run),
