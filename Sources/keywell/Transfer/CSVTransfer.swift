@@ -23,7 +23,7 @@ enum CSVTransfer {
                     continue
                 } catch {
                     context.diagnostics.error("export \(context.naming.displayName(for: keychain)): \(TransferOptions.explained(error))")
-                    context.diagnostics.hint(for: error, keychain: context.naming.displayName(for: keychain))
+                    context.diagnostics.hintingAnywhere.hint(for: error, keychain: context.naming.displayName(for: keychain))
                     return error.status
                 }
                 for index in results.indices {
@@ -115,7 +115,7 @@ enum CSVTransfer {
             target = try context.keychainName(typedTarget)
         } catch {
             context.diagnostics.error("import: \(TransferOptions.explained(error))")
-            context.diagnostics.hint(for: error, keychain: typedTarget)
+            context.diagnostics.hintingAnywhere.hint(for: error, keychain: typedTarget)
             return error.status
         }
         var added = 0, replaced = 0, skipped = 0
@@ -142,7 +142,7 @@ enum CSVTransfer {
                 }
             } catch {
                 context.diagnostics.error("import: \(TransferOptions.explained(error)) after \(added) added, \(replaced) replaced")
-                context.diagnostics.hint(for: error, keychain: typedTarget)
+                context.diagnostics.hintingAnywhere.hint(for: error, keychain: typedTarget)
                 return error.status
             }
         }

@@ -18,7 +18,7 @@ enum ExportCommand {
             keychains = try TransferOptions.keychains(context, invocation)
         } catch {
             context.diagnostics.error("export: \(TransferOptions.explained(error))")
-            context.diagnostics.hint(for: error, keychain: invocation.value("k"))
+            context.diagnostics.hintingAnywhere.hint(for: error, keychain: invocation.value("k"))
             return error.status
         }
         switch invocation.value(long: "format") ?? TransferOptions.keywellFormat {
@@ -59,7 +59,7 @@ enum ExportCommand {
             // A half-written file is no export: remove it.
             unlink(path)
             context.diagnostics.error("export: \(TransferOptions.explained(error))")
-            context.diagnostics.hint(for: error, keychain: keychains.count == 1 ? keychains[0] : nil)
+            context.diagnostics.hintingAnywhere.hint(for: error, keychain: keychains.count == 1 ? keychains[0] : nil)
             return error.status
         }
     }

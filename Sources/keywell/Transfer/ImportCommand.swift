@@ -54,7 +54,7 @@ enum ImportCommand {
             return CommandStatus.success
         } catch {
             context.diagnostics.error("import: \(TransferOptions.explained(error)); nothing was imported")
-            context.diagnostics.hint(for: error, keychain: target)
+            context.diagnostics.hintingAnywhere.hint(for: error, keychain: target)
             return error.status
         }
     }
