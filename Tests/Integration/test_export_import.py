@@ -229,6 +229,22 @@ def test_csv_round_trip_and_browser_files(accounts, tmp_path):
     frank = json.loads(target.run("find-internet-password", "-a", "frank", "-s", "forum.example.com", "-g", "--json").stdout)
     assert frank["path"] == "/login" and frank["comment"] == "two\r\nlines" and frank["password"] == "frank-secret"
 
+    bitwarden = tmp_path / "bitwarden.csv"
+    bitwarden.write_text("folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\n"
+                         ",,login,Router,,,0,http://192.168.1.1,admin,router-secret,\n"
+                         ",,note,Recipe,secret sauce,,0,,,,\n")
+    result = target.run("import", "--format", "csv", "--plaintext", str(bitwarden))
+    assert "1 added" in result.stdout and "1 rows that are not logins ignored" in result.stdout, result.stdout
+    assert target.run("find-internet-password", "-a", "admin", "-s", "192.168.1.1", "-r", "http",
+                      "-w").stdout.strip() == "router-secret"
+    keepassxc = tmp_path / "keepassxc.csv"
+    keepassxc.write_text('"Group","Title","Username","Password","URL","Notes","TOTP","Icon","Last Modified","Created"\n'
+                         '"Root","Backup server","grace","grace-secret","","nightly","","0",'
+                         '"2024-01-01T00:00:00Z","2024-01-01T00:00:00Z"\n')
+    target.run("import", "--format", "csv", "--plaintext", str(keepassxc))
+    grace = json.loads(target.run("find-generic-password", "-a", "grace", "-s", "Backup server", "-g", "--json").stdout)
+    assert grace["password"] == "grace-secret" and grace["comment"] == "nightly"
+
     broken = tmp_path / "broken.csv"
     broken.write_text('name,url,username,password,note\nok,ok.example,u,p,\n"unclosed,x,y,z,\n')
     result = target.run("import", "--format", "csv", "--plaintext", str(broken), check=False)
