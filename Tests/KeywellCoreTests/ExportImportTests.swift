@@ -87,6 +87,50 @@ import Testing
                 == ImportSummary(added: 2, replaced: 0, skipped: 1))
     }
 
+    @Test func newerReplacesOnlyWithALaterModification() throws {
+        let source = try TestEnvironment()
+        let store = try source.makeStore(with: ["login"])
+        _ = try store.add(genp("alice", "mail", ["v_Data": .data(Data("first".utf8))]))
+        let first = try Self.newFile(source, "first")
+        defer { close(first) }
+        _ = try store.exportKeychains(["login"], to: first, passphrase: secret("pass"))
+        // mdat has millisecond resolution: make sure the change lands on a later one.
+        let before = try store.copyMatching(genp("alice", "mail", ["r_Attributes": .bool(true)]))[0]["mdat"]?.integerValue ?? 0
+        repeat {
+            try store.update(genp("alice", "mail"), ["v_Data": .data(Data("second".utf8))])
+        } while try store.copyMatching(genp("alice", "mail", ["r_Attributes": .bool(true)]))[0]["mdat"]?.integerValue ?? 0 <= before
+        let second = try Self.newFile(source, "second")
+        defer { close(second) }
+        _ = try store.exportKeychains(["login"], to: second, passphrase: secret("pass"))
+
+        let target = try TestEnvironment()
+        let other = try target.makeStore(with: ["login"])
+        _ = try other.importExport(from: first, passphrase: secret("pass"), into: nil, policy: .skip)
+        #expect(try other.importExport(from: second, passphrase: secret("pass"), into: nil, policy: .newer)
+                == ImportSummary(added: 0, replaced: 1, skipped: 0))
+        #expect(try other.importExport(from: first, passphrase: secret("pass"), into: nil, policy: .newer)
+                == ImportSummary(added: 0, replaced: 0, skipped: 1))
+        #expect(try other.copyMatching(genp("alice", "mail", ["r_Data": .bool(true)]))[0]["v_Data"]?.dataValue == Data("second".utf8))
+    }
+
+    @Test func aFileOverTheItemCapIsRefused() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        let fd = try Self.newFile(environment, "huge")
+        defer { close(fd) }
+        var writer = try ExportFile.Writer(passphrase: secret("pass"), kdf: .fastForTests)
+        var bytes = writer.header + writer.seal(ExportRecord.keychain("login"))
+        for index in 0...ExportLimits.itemsPerFile {
+            bytes += writer.seal(ExportRecord.item(ExportedItem(
+                keychain: "login", itemClass: .genericPassword, uuid: UUID(), attributes: [.account: .text("\(index)")],
+                freeform: [:], secret: Data())))
+        }
+        bytes += writer.seal(ExportRecord.end(itemCount: ExportLimits.itemsPerFile + 1), final: true)
+        #expect(write(fd, bytes, bytes.count) == bytes.count)
+        expectStatus(SecStatus.dataTooLarge) { _ = try store.importExport(from: fd, passphrase: secret("pass"), into: nil, policy: .skip) }
+        #expect(try store.info("login")[KeychainInfoKey.itemCount]?.integerValue == 0)
+    }
+
     @Test func aDamagedFileOrWrongPassphraseImportsNothing() throws {
         let source = try TestEnvironment()
         let store = try source.makeStore(with: ["login", "work"])
