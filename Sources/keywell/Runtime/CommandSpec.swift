@@ -31,12 +31,14 @@ struct CommandSpec: Sendable {
     let extraLongFlags: Set<String>
     /// Keywell's own long options with a value (`--format csv`).
     let longValueOptions: Set<String>
+    /// `--help`'s lines for those long options (`    --all  …`).
+    let longOptionHelp: [String]
     let run: @Sendable (CommandContext, Invocation) -> Int32
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
          summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
          usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
-         extraLongFlags: Set<String> = [], longValueOptions: Set<String> = [],
+         extraLongFlags: Set<String> = [], longValueOptions: Set<String> = [], longOptionHelp: [String] = [],
          run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
@@ -53,6 +55,7 @@ struct CommandSpec: Sendable {
         self.knowsDashH = knowsDashH
         self.extraLongFlags = extraLongFlags
         self.longValueOptions = longValueOptions
+        self.longOptionHelp = longOptionHelp
         self.run = run
     }
 
