@@ -102,7 +102,12 @@ enum ExportRecord {
                 default: throw malformed("an attribute has an unknown type")
                 }
                 guard matches(value, attribute.kind) else { throw malformed("attribute \(name) has the wrong type") }
-                attributes[attribute] = value
+                // The same checks as an Add's (four-character codes, port range).
+                do {
+                    attributes[attribute] = try attribute.parse(value.wireValue)
+                } catch {
+                    throw malformed(error.detail ?? "attribute \(name) is invalid")
+                }
             }
             var freeform: [String: String] = [:]
             let rowCount = try reader.number(width: 2)

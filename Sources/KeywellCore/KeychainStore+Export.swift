@@ -56,11 +56,9 @@ extension KeychainStore {
             let key = try file.masterKey()
             try output.write(writer.seal(ExportRecord.keychain(file.location.displayName)))
             for (item, freeform) in items {
-                var attributes = item.attributes
-                attributes[.creationDate] = attributes[.creationDate] ?? .integer(0)
                 let exported = ExportedItem(
                     keychain: file.location.displayName, itemClass: item.itemClass, uuid: item.uuid,
-                    attributes: attributes, freeform: freeform,
+                    attributes: item.attributes, freeform: freeform,
                     secret: try ItemSealing.open(item, keychain: file.uuid, key: key))
                 let record = ExportRecord.item(exported)
                 defer { SecretWipe.wipe(record) }

@@ -107,6 +107,8 @@ def test_an_export_imported_into_an_empty_account_dumps_identically(accounts, tm
     # The Secret Service attributes are part of the dump, and libsecret finds the items.
     vpn = next(item for item in after if item["label"] == "VPN")
     assert vpn["secretService"]["attributes"] == {"xdg:schema": "org.example.vpn", "gateway": "vpn.example.com"}
+    # A Secret Service item's access group names its id: the same id came across.
+    assert vpn["accessGroup"].startswith("org.freedesktop.secrets/")
     assert target.secret_tool("lookup", "service", "mail", "user", "carol").stdout == "carol-secret"
     assert target.secret_tool("lookup", "gateway", "vpn.example.com").stdout == "vpn-secret"
     # The created keychains have the passwords typed for them.

@@ -113,5 +113,9 @@ import Testing
         let inet = ExportRecord.item(ExportedItem(keychain: "k", itemClass: .internetPassword, uuid: UUID(),
                                                   attributes: [.service: .text("s")], freeform: [:], secret: Data()))
         expectStatus(SecStatus.decode) { _ = try ExportRecord.decode(Data(inet), keychain: "k") }
+        let badCode = ExportRecord.item(ExportedItem(keychain: "k", itemClass: .internetPassword, uuid: UUID(),
+                                                     attributes: [.protocol: .text("https")], freeform: [:], secret: Data()))
+        let error = expectStatus(SecStatus.decode) { _ = try ExportRecord.decode(Data(badCode), keychain: "k") }
+        #expect(error?.detail?.contains("four bytes") == true)
     }
 }

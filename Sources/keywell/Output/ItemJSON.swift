@@ -16,7 +16,7 @@ import KeywellProtocol
 ///
 /// Text that is not UTF-8 appears as `{"hex": "…"}`.
 ///
-/// `dump-keychain --json` adds `secretService`: the item's own Secret Service attributes (an
+/// `dump-keychain --json` adds `accessGroup`, `accessibility` and `secretService`: the item's own Secret Service attributes (an
 /// object, empty for items made through the native API), `contentType` and `type` (null when
 /// the defaults).
 enum ItemJSON {
@@ -41,6 +41,8 @@ enum ItemJSON {
             fields.append((name, value(item, key)))
         }
         if case .strings(let pairs)? = item.attributes[WireKey.secretServiceAttributes] {
+            fields.append(("accessGroup", value(item, "agrp")))
+            fields.append(("accessibility", value(item, "pdmn")))
             var attributes: [(String, JSONValue)] = []
             for index in stride(from: 0, to: pairs.count - 1, by: 2) { attributes.append((pairs[index], .string(pairs[index + 1]))) }
             fields.append(("secretService", .object([
