@@ -26,7 +26,7 @@ enum ExportCommand {
             return exportEncrypted(context, keychains, to: path)
         case TransferOptions.csvFormat:
             guard TransferOptions.allowsPlaintext(context, invocation, path: path) else { return CommandStatus.failure }
-            return CSVTransfer.export(context, keychains, to: path)
+            return CSVExport.run(context, keychains, to: path)
         // The gnome-keyring keyring writer joins here as a third format.
         default:
             context.diagnostics.error("export: unknown format \(ShellQuoting.quote(invocation.value(long: "format") ?? "")) (keywell, csv)")

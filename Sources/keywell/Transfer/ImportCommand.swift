@@ -25,7 +25,7 @@ enum ImportCommand {
             return importEncrypted(context, path, into: target, policy: policy)
         case TransferOptions.csvFormat:
             guard TransferOptions.allowsPlaintext(context, invocation, path: path) else { return CommandStatus.failure }
-            return CSVTransfer.importFile(context, path, into: target, policy: policy)
+            return CSVImport.run(context, path, into: target, policy: policy)
         default:
             context.diagnostics.error("import: unknown format \(ShellQuoting.quote(invocation.value(long: "format") ?? "")) (keywell, csv)")
             return CommandStatus.usage

@@ -4,54 +4,11 @@ import Glibc
 import FoundationEssentials
 import KeychainServices
 
-/// Plaintext CSV export and import (docs/export-import.md, "CSV"), done here through the
-/// ordinary item calls: the secrets are in the clear in the file anyway.
-enum CSVTransfer {
-    /// Rows in one CSV file, as for an encrypted export.
-    static let maximumRows = ExportLimits.itemsPerFile
-
-    static func export(_ context: CommandContext, _ keychains: [String], to path: String) -> Int32 {
-        var lines: [[UInt8]] = [CSVTable.line(CSVLayout.exportHeader.map { Array($0.utf8) })]
-        defer { for index in lines.indices { lines[index].withUnsafeMutableBytes { Memory.wipe($0) } } }
-        let search = ItemSearch(context: context)
-        for keychain in keychains {
-            for itemClass in [ItemClass.genericPassword, .internetPassword] {
-                var results: [WireDictionary]
-                do {
-                    results = try context.client.copyMatching(search.query(itemClass, [:], in: keychain, secret: true, all: true))
-                } catch where error.status == SecStatus.itemNotFound {
-                    continue
-                } catch {
-                    context.diagnostics.error("export \(context.naming.displayName(for: keychain)): \(TransferOptions.explained(error))")
-                    context.diagnostics.hintingAnywhere.hint(for: error, keychain: context.naming.displayName(for: keychain))
-                    return error.status
-                }
-                for index in results.indices {
-                    var secret = [UInt8](results[index][WireKey.valueData]?.dataValue ?? Data())
-                    var row = CSVMapping.row(results[index], secret: secret)
-                    lines.append(CSVTable.line(row))
-                    secret.withUnsafeMutableBytes { Memory.wipe($0) }
-                    for field in row.indices { row[field].withUnsafeMutableBytes { Memory.wipe($0) } }
-                    wipeSecret(&results[index])
-                }
-            }
-        }
-        guard let fd = TransferFiles.create(path) else {
-            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
-            return CommandStatus.failure
-        }
-        defer { close(fd) }
-        for line in lines where !TransferFiles.writeAll(fd, line) {
-            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
-            unlink(path)
-            return CommandStatus.failure
-        }
-        context.output.write("exported \(lines.count - 1) item\(lines.count == 2 ? "" : "s") to \(path)\n")
-        return CommandStatus.success
-    }
-
+/// Plaintext CSV import (docs/export-import.md, "CSV"), done here through the ordinary item
+/// calls (Add, then Update for a replaced item).
+enum CSVImport {
     /// Every row is read and checked before the first item is added: a bad file adds nothing.
-    static func importFile(_ context: CommandContext, _ path: String, into typedTarget: String?, policy: String) -> Int32 {
+    static func run(_ context: CommandContext, _ path: String, into typedTarget: String?, policy: String) -> Int32 {
         guard let fd = TransferFiles.openForReading(path) else {
             context.diagnostics.error("import: \(path): \(TransferFiles.lastError)")
             return CommandStatus.failure
@@ -67,20 +24,26 @@ enum CSVTransfer {
         do {
             records = try CSVTable.parse(text)
         } catch {
-            switch error {
-            case .unterminatedQuote(let line): context.diagnostics.error("import: \(path): line \(line): a quoted field is never closed")
-            case .strayQuote(let line): context.diagnostics.error("import: \(path): line \(line): a quote inside a field that is not quoted")
+            let why = switch error {
+            case .unterminatedQuote(let line): "line \(line): a quoted field is never closed"
+            case .strayQuote(let line): "line \(line): a quote inside a field that is not quoted"
             }
+            context.diagnostics.error("import: \(path): \(why)")
             return CommandStatus.failure
         }
-        defer { for record in records.indices { for field in records[record].indices { records[record][field].withUnsafeMutableBytes { Memory.wipe($0) } } } }
+        defer {
+            for record in records.indices {
+                for field in records[record].indices { records[record][field].withUnsafeMutableBytes { Memory.wipe($0) } }
+            }
+        }
         guard let header = records.first,
               let layout = CSVLayout(header: header.map { String(decoding: $0, as: UTF8.self) }) else {
-            context.diagnostics.error("import: \(path): the first line is not a header Keywell knows (Chromium, Firefox, Bitwarden, KeePassXC: see `\(context.progname) import --help`)")
+            context.diagnostics.error("import: \(path): the first line is not a header Keywell knows"
+                + " (Chromium, Firefox, Bitwarden, KeePassXC: see docs/export-import.md)")
             return CommandStatus.failure
         }
-        guard records.count - 1 <= maximumRows else {
-            context.diagnostics.error("import: \(path): more than \(maximumRows) rows")
+        guard records.count - 1 <= CSVExport.maximumRows else {
+            context.diagnostics.error("import: \(path): more than \(CSVExport.maximumRows) rows")
             return CommandStatus.failure
         }
         var items: [(attributes: WireDictionary, changed: Int64?)] = []
@@ -109,7 +72,7 @@ enum CSVTransfer {
                 return CommandStatus.failure
             }
         }
-        defer { for index in items.indices { wipeSecret(&items[index].attributes) } }
+        defer { for index in items.indices { CSVSecrets.wipe(&items[index].attributes) } }
         let target: String
         do {
             target = try context.keychainName(typedTarget)
@@ -136,7 +99,7 @@ enum CSVTransfer {
                         continue
                     }
                     var changes = attributes.filter { ["v_Data", "labl", "icmt"].contains($0.key) }
-                    defer { wipeSecret(&changes) }
+                    defer { CSVSecrets.wipe(&changes) }
                     try context.client.update(query, attributes: changes)
                     replaced += 1
                 }
@@ -159,10 +122,5 @@ enum CSVTransfer {
         lookup[WireKey.returnAttributes] = .bool(true)
         let found = try context.client.copyMatching(lookup)
         return found.allSatisfy { changed > ($0["mdat"]?.integerValue ?? .max) }
-    }
-
-    /// Drops the secret from a dictionary and overwrites it (then its only holder).
-    private static func wipeSecret(_ dictionary: inout WireDictionary) {
-        if var data = dictionary.removeValue(forKey: WireKey.valueData)?.dataValue { data.wipe() }
     }
 }
