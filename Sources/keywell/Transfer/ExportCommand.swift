@@ -74,7 +74,9 @@ enum TransferOptions {
     static func keychains(_ context: CommandContext, _ invocation: Invocation) throws(KeychainError) -> [String] {
         if invocation.has(long: "all") { return try context.client.listKeychains() }
         let named = invocation.arguments.values("k").map(context.naming.daemonName)
-        guard named.count <= 1024 else { throw .param("at most 1024 keychains") }
+        guard named.count <= ServiceLimits.keychainListLength else {
+            throw .param("at most \(ServiceLimits.keychainListLength) keychains")
+        }
         return named.isEmpty ? [try context.client.defaultKeychain()] : named
     }
 
