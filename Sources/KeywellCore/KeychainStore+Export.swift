@@ -164,6 +164,8 @@ private struct ImportMerge {
     let policy: ImportPolicy
     let now: AttributeValue
     let db: Database
+    /// Rows this import inserted.
+    var added: Set<Int64> = []
 
     mutating func add(_ exported: ExportedItem, into summary: inout ImportSummary) throws {
         var attributes = exported.attributes
@@ -179,7 +181,9 @@ private struct ImportMerge {
         let existing: Int64?
         if isSecretService {
             let visible = exported.freeform.filter { !SecretServiceMapping.hiddenRows.contains($0.key) }
-            existing = try sameID ?? KeychainStore.itemWithExactly(visible, db)
+            // Items the file holds twice with the same attributes (the Secret Service allows it)
+            // do not collide with each other: only with what the keychain had before.
+            existing = try sameID ?? KeychainStore.itemWithExactly(visible, excluding: added, db)
         } else {
             existing = try rowID(primaryKeyOf: item)
         }
@@ -210,6 +214,7 @@ private struct ImportMerge {
         let mac = ItemIntegrity.mac(for: item, freeform: exported.freeform, keychain: keychain, key: integrity)
         let rowID = try ItemTable.insert(item, mac: mac, db)
         try FreeformAttributeTable.insert(exported.freeform, itemID: rowID, db)
+        added.insert(rowID)
     }
 
     private func rowID(uuid: UUID) throws -> Int64? {

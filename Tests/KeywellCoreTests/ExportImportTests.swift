@@ -62,6 +62,27 @@ import Testing
                 == SecretServiceSecret(value: Data("s3".utf8), contentType: "application/octet-stream"))
     }
 
+    @Test func secretServiceItemsWithTheSameAttributesAllComeAcross() throws {
+        let source = try TestEnvironment()
+        let store = try source.makeStore(with: ["login"])
+        for value in ["one", "two"] {
+            _ = try store.secretServiceCreateItem(
+                in: "login", label: value, attributes: ["service": "same"], type: nil,
+                secret: SecretServiceSecret(value: Data(value.utf8), contentType: "text/plain"), replace: false)
+        }
+        let fd = try Self.newFile(source, "export")
+        defer { close(fd) }
+        _ = try store.exportKeychains(["login"], to: fd, passphrase: secret("pass"))
+        let target = try TestEnvironment()
+        let other = try target.makeStore(with: ["login"])
+        #expect(try other.importExport(from: fd, passphrase: secret("pass"), into: nil, policy: .skip)
+                == ImportSummary(added: 2, replaced: 0, skipped: 0))
+        #expect(try other.secretServiceSearch(["service": "same"], in: "login").count == 2)
+        // Imported again, each meets itself (by id): nothing doubles.
+        #expect(try other.importExport(from: fd, passphrase: secret("pass"), into: nil, policy: .skip)
+                == ImportSummary(added: 0, replaced: 0, skipped: 2))
+    }
+
     @Test func conflictPolicies() throws {
         let source = try TestEnvironment()
         let store = try source.makeStore(with: ["login", "work"])
