@@ -16,13 +16,13 @@ _keywell() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export git-credential completion -h -i -l -p -q -v --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential completion -h -i -l -p -q -v --help" -- "$cur"))
         return
     fi
     case "$cmd" in
         help)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
-            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export git-credential completion" -- "$cur"))
+            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential completion" -- "$cur"))
             ;;
         list-keychains)
             case "$prev" in
@@ -216,7 +216,17 @@ _keywell() {
             COMPREPLY=()
             ;;
         export)
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
+            case "$prev" in
+                -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+            esac
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k -f --all --help --plaintext" -- "$cur")); return; fi
+            COMPREPLY=($(compgen -f -- "$cur"))
+            ;;
+        import)
+            case "$prev" in
+                -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+            esac
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k --help --newer --plaintext --replace --skip" -- "$cur")); return; fi
             COMPREPLY=($(compgen -f -- "$cur"))
             ;;
         git-credential)

@@ -247,13 +247,13 @@ public final class KeywellClient: Sendable {
 
     // MARK: Transport
 
-    private func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {
+    func call(_ member: String, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
         let bus: DBusConnection
         if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
         do {
             return try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
                                 interface: KeywellNames.interface, member: member,
-                                arguments: arguments, timeout: timeout)
+                                arguments: arguments, timeout: callTimeout ?? timeout)
         } catch {
             throw DBusMapping.keychainError(error)
         }

@@ -6,6 +6,8 @@ struct ReturnRequest: Equatable, Sendable {
     var data = false
     var attributes = false
     var persistentRef = false
+    /// `r_SSAttributes` (with `r_Attributes`): the free-form rows too.
+    var secretServiceAttributes = false
 
     var isEmpty: Bool { !data && !attributes && !persistentRef }
 }

@@ -84,20 +84,27 @@ extension KeychainStore {
                 continue
             }
             let items: [KeychainItem]
+            let wantsFreeform = query.returns.attributes && query.returns.secretServiceAttributes
+            var freeform: [[String: String]] = []
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
                     try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                    if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             } else {
                 items = try file.database.read { db in
-                    try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
+                    let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
+                    if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
+                    return items
                 }
             }
             file.markUsed()
-            for item in items {
-                results.append(try result(for: item, in: file, returns: query.returns, key: key))
+            for (index, item) in items.enumerated() {
+                var one = try result(for: item, in: file, returns: query.returns, key: key)
+                if wantsFreeform { Self.addSecretServiceAttributes(freeform[index], to: &one) }
+                results.append(one)
             }
         }
         guard !results.isEmpty else {
@@ -141,6 +148,20 @@ extension KeychainStore {
     }
 
     // MARK: Helpers
+
+    /// `r_SSAttributes`: the free-form rows, the hidden ones under keys of their own (their
+    /// names start with NUL, which no D-Bus string may hold).
+    private static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
+        var pairs: [String] = []
+        for (name, value) in rows.sorted(by: { $0.key < $1.key }) where !SecretServiceMapping.hiddenRows.contains(name) {
+            pairs += [name, value]
+        }
+        result[WireKey.secretServiceAttributes] = .strings(pairs)
+        if let contentType = rows[SecretServiceMapping.contentTypeRow] {
+            result[WireKey.secretServiceContentType] = .string(contentType)
+        }
+        if let type = rows[SecretServiceMapping.typeRow] { result[WireKey.secretServiceType] = .string(type) }
+    }
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.

@@ -52,7 +52,7 @@ enum QueryParser {
                 searchList = list
             case WireKey.useKeychain:
                 keychain = try string(key, value)
-            case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef:
+            case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnSecretServiceAttributes:
                 guard operation != .update else { throw .param("\(key) is not allowed in an Update query") }
                 _ = try parseReturn(key, value, into: &query.returns)
             default:
@@ -111,6 +111,7 @@ enum QueryParser {
         case WireKey.returnData: returns.data = try bool(key, value)
         case WireKey.returnAttributes: returns.attributes = try bool(key, value)
         case WireKey.returnPersistentRef: returns.persistentRef = try bool(key, value)
+        case WireKey.returnSecretServiceAttributes: returns.secretServiceAttributes = try bool(key, value)
         default: return false
         }
         return true

@@ -85,6 +85,7 @@ final class NativeKeychainObject: DBusObject {
     private static let changesKeychains: Set<String> = [
         "CreateKeychain", "DeleteKeychain", "SetSearchList", "SetDefaultKeychain", "Unlock", "Lock", "LockAll",
         "ChangePassword", "SetSettings", "BackupKeychain", "RestoreKeychain", "MigrateKeyrings", "ExportGnomeKeyring",
+        "ExportKeychains", "ImportExport",
     ]
 
     private func perform(
@@ -177,6 +178,32 @@ final class NativeKeychainObject: DBusObject {
             try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
                                           password: secret(arguments[2]), replace: bool(arguments[3]))
             return []
+        // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
+        // closed here): the daemon never opens a path a caller names for these.
+        case "ExportKeychains":
+            let fd = descriptor(arguments[1])
+            defer { close(fd) }
+            let names = try WireConversion.keychainList(arguments[0])
+            return [.uint32(UInt32(clamping: try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))))]
+        case "InspectExport":
+            let fd = descriptor(arguments[0])
+            defer { close(fd) }
+            let (keychains, count) = try store.inspectExport(from: fd, passphrase: secret(arguments[1]))
+            return [.stringArray(keychains), .uint32(UInt32(clamping: count))]
+        case "ImportExport":
+            let fd = descriptor(arguments[0])
+            defer { close(fd) }
+            guard let policy = ImportPolicy(rawValue: string(arguments[3])) else {
+                throw .param("the import policy is one of skip, replace, newer")
+            }
+            let keychain = string(arguments[2])
+            let summary = try store.importExport(
+                from: fd, passphrase: secret(arguments[1]), into: keychain.isEmpty ? nil : keychain, policy: policy)
+            return [WireConversion.dbusDictionary([
+                ImportSummaryKey.added: .integer(Int64(summary.added)),
+                ImportSummaryKey.replaced: .integer(Int64(summary.replaced)),
+                ImportSummaryKey.skipped: .integer(Int64(summary.skipped)),
+            ])]
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }
@@ -186,6 +213,8 @@ final class NativeKeychainObject: DBusObject {
     private func string(_ value: DBusValue) -> String { value.stringValue ?? "" }
 
     private func bool(_ value: DBusValue) -> Bool { value.boolValue ?? false }
+
+    private func descriptor(_ value: DBusValue) -> Int32 { value.unixFDValue ?? -1 }
 
     /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
     private func secret(_ value: DBusValue) -> SecretBytes {

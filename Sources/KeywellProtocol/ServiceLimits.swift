@@ -60,3 +60,14 @@ public enum ServiceLimits {
     /// Keychains in one list (`SetSearchList`, `m_SearchList`) and strings in one `as` value.
     public static let keychainListLength = 1024
 }
+
+/// Caps of one export file (docs/export-import.md, "Caps"): an import holds the whole file in
+/// memory before its one transaction, so these bound what a file can make the daemon hold.
+public enum ExportLimits {
+    /// Items in one export file.
+    public static let itemsPerFile = 100_000
+    /// Bytes of one export file.
+    public static let bytesPerFile = 256 << 20
+    /// Bytes of one record (an item, its attributes and its secret) before encryption.
+    public static let bytesPerRecord = 4 << 20
+}

@@ -34,6 +34,16 @@ public enum WireKey {
     public static let matchSearchList = "m_SearchList"
     public static let useKeychain = "u_Keychain"
 
+    /// Keywell's own: with `r_Attributes`, also return the item's free-form (Secret Service)
+    /// attributes under `ssAttributes`, `ssContentType` and `ssType` (docs/export-import.md).
+    public static let returnSecretServiceAttributes = "r_SSAttributes"
+    /// The item's Secret Service attributes as name, value, name, value… sorted by name.
+    public static let secretServiceAttributes = "ssAttributes"
+    /// The secret's content type when it is not text/plain.
+    public static let secretServiceContentType = "ssContentType"
+    /// The item's Secret Service `Type` when one was given beyond its schema.
+    public static let secretServiceType = "ssType"
+
     public static let classGenericPassword = "genp"
     public static let classInternetPassword = "inet"
 }
@@ -49,4 +59,11 @@ public enum KeychainInfoKey {
     public static let lockAfterSeconds = "lockAfterSeconds"
     public static let isDefault = "isDefault"
     public static let isLogin = "isLogin"
+}
+
+/// `ImportExport`'s summary keys (item counts).
+public enum ImportSummaryKey {
+    public static let added = "added"
+    public static let replaced = "replaced"
+    public static let skipped = "skipped"
 }

@@ -22,6 +22,8 @@ struct GetoptParser {
         var options: [Option] = []
         var operands: [String] = []
         var longFlags: Set<String> = []
+        /// `--name value` or `--name=value` for the long options that take one (`--format csv`).
+        var longValues: [String: String] = [:]
 
         func has(_ letter: Character) -> Bool { options.contains { $0.letter == letter } }
         /// The last value given for `letter` (getopt loops let later options win).
@@ -50,6 +52,8 @@ struct GetoptParser {
     /// Letters without a value, and letters followed by `:` in `optionString` take one.
     let optionString: String
     let longFlags: Set<String>
+    /// Long options that take a value (Keywell's own commands).
+    var longValueOptions: Set<String> = []
 
     func takesValue(_ letter: Character) -> Bool? {
         guard letter != ":", let index = optionString.firstIndex(of: letter) else { return nil }
@@ -70,6 +74,17 @@ struct GetoptParser {
             if word == "--" { index += 1; sawTerminator = true; break }
             if word.hasPrefix("--") {
                 let name = String(word.dropFirst(2))
+                if let equals = name.firstIndex(of: "="), longValueOptions.contains(String(name[..<equals])) {
+                    result.longValues[String(name[..<equals])] = String(name[name.index(after: equals)...])
+                    index += 1
+                    continue
+                }
+                if longValueOptions.contains(name) {
+                    guard index + 1 < words.count else { throw .unknownOption(word) }
+                    result.longValues[name] = words[index + 1]
+                    index += 2
+                    continue
+                }
                 guard longFlags.contains(name) else { throw .unknownOption(word) }
                 result.longFlags.insert(name)
                 index += 1

@@ -15,8 +15,6 @@ struct CommandSpec: Sendable {
     let operands: ValueCompletion
     /// Whether `--json` is accepted.
     let json: Bool
-    /// Keywell's own long flags (`security` has no long options), besides `--help` and `--json`.
-    let keywellFlags: [String]
     /// More text for `--help` only (Keywell's additions and warnings).
     let helpNotes: [String]
     /// false: the command reads its words itself (`help`, `error`, the Keywell-only commands).
@@ -29,11 +27,18 @@ struct CommandSpec: Sendable {
     /// `h` is one of `security`'s getopt letters for the command, so `-h` is its usage without a
     /// getopt complaint (every command but show-keychain-info).
     let knowsDashH: Bool
+    /// Keywell's own long flags (`--all`, `--replace`) besides `--help` and `--json`.
+    let extraLongFlags: Set<String>
+    /// Keywell's own long options with a value (`--format csv`).
+    let longValueOptions: Set<String>
+    /// `--help`'s lines for those long options (`    --all  …`).
+    let longOptionHelp: [String]
     let run: @Sendable (CommandContext, Invocation) -> Int32
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
-         summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, keywellFlags: [String] = [], helpNotes: [String] = [],
+         summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
          usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
+         extraLongFlags: Set<String> = [], longValueOptions: Set<String> = [], longOptionHelp: [String] = [],
          run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
@@ -43,12 +48,14 @@ struct CommandSpec: Sendable {
         self.correctedSummary = correctedSummary
         self.operands = operands
         self.json = json
-        self.keywellFlags = keywellFlags
         self.helpNotes = helpNotes
         self.usesGetopt = usesGetopt
         self.trailingWPrompts = trailingWPrompts
         self.ownHelp = ownHelp
         self.knowsDashH = knowsDashH
+        self.extraLongFlags = extraLongFlags
+        self.longValueOptions = longValueOptions
+        self.longOptionHelp = longOptionHelp
         self.run = run
     }
 
@@ -57,7 +64,7 @@ struct CommandSpec: Sendable {
         options.map { String($0.letter) + ($0.valueName == nil ? "" : ":") }.joined()
     }
 
-    var longFlags: Set<String> { Set(keywellFlags).union(json ? ["help", "json"] : ["help"]) }
+    var longFlags: Set<String> { Set(json ? ["help", "json"] : ["help"]).union(extraLongFlags) }
 
     /// Whether getopt(3) prints its own line for `failure` before the usage. The add commands'
     /// option strings start with `:` (that is how a `-w` without a value comes to prompt), which
@@ -122,6 +129,7 @@ struct Invocation {
     func has(_ letter: Character) -> Bool { arguments.has(letter) }
     func has(long flag: String) -> Bool { arguments.longFlags.contains(flag) }
     func value(_ letter: Character) -> String? { arguments.value(letter) }
+    func value(long name: String) -> String? { arguments.longValues[name] }
 }
 
 /// A command's early end with this status (its message, if any, already printed).
