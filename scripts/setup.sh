@@ -13,8 +13,8 @@ packages=(
   python3-pytest python3-pip git sqlite3 passwd procps psmisc util-linux sudo
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
-  # test: the real Seahorse under a real X server, and screenshots of it
-  seahorse xvfb xdotool imagemagick
+  # test: the real Seahorse under a real X server, driven through AT-SPI, and screenshots of it
+  seahorse xvfb xdotool imagemagick at-spi2-core libatk-adaptor python3-pyatspi
   # benchmark against the incumbent
   gnome-keyring
 )
