@@ -15,7 +15,7 @@ name and clicks them; xdotool clicks where AT-SPI has no action (right-click men
 Each action is checked by what keywelld holds afterwards (native API, Secret Service reads), and
 waits are for positive signals: a widget appearing, a call's answer or a prompt's Completed in
 dbus-monitor, keywelld's state turning. That test saves seahorse.png, Keywell's keychains as
-Seahorse lists them, to the artifacts folder (docs/images/seahorse.png is one).
+Seahorse lists them, to $KEYWELL_ARTIFACTS/seahorse.png (docs/images/seahorse.png is one).
 """
 
 from __future__ import annotations
@@ -507,7 +507,10 @@ def test_seahorse_does_every_password_action(session, display, artifacts):
             # The picture of Keywell's keychains in Seahorse (docs/images/seahorse.png comes from it).
             driver.click_at(_sidebar_row(driver, "login"))
             driver.wait("the item Mail account", role="label", name="Mail account")
-            seahorse.screenshot("seahorse.png")
+            shot = seahorse.screenshot("seahorse.png")
+            if os.environ.get("KEYWELL_ARTIFACTS") and shot.exists():
+                # At a fixed place too, for docs/images/seahorse.png.
+                shutil.copyfile(shot, Path(os.environ["KEYWELL_ARTIFACTS"]) / "seahorse.png")
 
             step = "change a keyring's password"
             session.pinentry_answers("work-pw", "work-pw2")
