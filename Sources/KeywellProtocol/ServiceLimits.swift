@@ -42,6 +42,15 @@ public enum ServiceLimits {
     /// `objectPathsPerCall` of them).
     public static let promptsPerConnection = 16
 
+    // MARK: Secret portal (org.freedesktop.impl.portal.Secret)
+
+    /// `RetrieveSecret` calls in progress at once. Each may wait for an unlock dialog (one is
+    /// shown at a time, the others wait behind it); apps ask once at start.
+    public static let portalCallsInProgress = 16
+
+    /// How long handing a secret over waits for room in the app's pipe before giving up.
+    public static let portalWritePatience: Duration = .seconds(5)
+
     // MARK: Native API (org.keywell.Keychain1)
 
     /// Keys in one attribute or query dictionary: about 35 exist.

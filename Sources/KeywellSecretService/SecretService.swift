@@ -38,6 +38,7 @@ public final class SecretService: @unchecked Sendable {
 
     private let context: ServiceContext
     private let tree: SecretServiceTree
+    private let portal: SecretPortal
     private let configuration: Configuration
     private let logger: Logger
     private let lock = NSLock()
@@ -53,6 +54,7 @@ public final class SecretService: @unchecked Sendable {
             prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
             signals: signals, logger: logger, throttle: configuration.throttle, keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
+        portal = SecretPortal(context: context, asker: Pinentry(program: configuration.pinentry))
         context.directory.noteCurrentList()
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
@@ -60,7 +62,8 @@ public final class SecretService: @unchecked Sendable {
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the
-    /// objects, asks for `org.freedesktop.secrets`, and watches clients leave. A new bus means a new
+    /// objects, asks for `org.freedesktop.secrets`, watches clients leave, and serves the Secret
+    /// portal's backend (docs/portal.md). A new bus means a new
     /// login session: sessions, prompts and the in-memory collection of the old one are dropped.
     public func attach(to connection: DBusConnection) {
         let previous = lock.withLock { () -> DBusConnection? in
@@ -84,6 +87,8 @@ public final class SecretService: @unchecked Sendable {
         } catch {
             logger.error("cannot serve \(SecretServiceNames.busName): \(error.message)")
         }
+        // After the Secret Service's name: a portal call that starts keywelld finds both served.
+        portal.attach(to: connection)
     }
 
     /// Engine events as Secret Service signals (the daemon passes every event on).
