@@ -1,0 +1,121 @@
+"""The Secret portal, end to end: sandboxed apps ask the real xdg-desktop-portal for their master
+secret and keywelld, as its backend, hands each app a 64-byte secret of its own, kept in the
+login keychain and the same after keywelld restarts (docs/portal.md).
+
+Needs KEYWELLD (scripts/test.sh sets it), xdg-desktop-portal and bwrap (scripts/setup.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from portal_helpers import PYTHON, portal  # noqa: F401 (fixture)
+from secret_service_helpers import LOGIN_PASSWORD
+
+APP = "org.example.App"
+OTHER_APP = "org.example.Other"
+
+
+def stored_items(portal, app_id: str) -> list[dict]:
+    """The login keychain's items for `app_id`, as any Secret Service client sees them."""
+    import secretstorage
+    connection = portal.bus.jeepney()
+    collection = secretstorage.get_default_collection(connection)
+    return [{"label": item.get_label(), "attributes": item.get_attributes(), "secret": item.get_secret()}
+            for item in collection.search_items({"app_id": app_id})]
+
+
+def test_each_sandboxed_app_gets_a_stable_secret_of_its_own(portal):
+    first = portal.retrieve(APP, "first")
+    assert first["handle"] == first["expected_handle"]
+    assert first["response"] == 0
+    secret = bytes.fromhex(first["secret"])
+    assert len(secret) == 64
+
+    again = portal.retrieve(APP, "again")
+    assert again["response"] == 0 and again["secret"] == first["secret"]
+
+    other = portal.retrieve(OTHER_APP, "other")
+    assert other["response"] == 0 and len(bytes.fromhex(other["secret"])) == 64
+    assert other["secret"] != first["secret"]
+
+    # Kept in the login keychain as gnome-keyring keeps it, one item per app.
+    items = stored_items(portal, APP)
+    assert len(items) == 1
+    assert items[0]["label"] == f"Application key for {APP}"
+    assert items[0]["attributes"]["xdg:schema"] == "org.freedesktop.portal.Secret"
+    assert items[0]["secret"] == secret
+    log = portal.bus.daemon_log()
+    assert f"gave {APP} its secret (new, stored in \"login\")" in log
+    assert first["secret"] not in log and secret.hex().upper() not in log
+
+
+def test_the_secret_survives_a_restart_and_a_locked_keychain_is_unlocked_through_the_dialog(portal):
+    first = portal.retrieve(APP, "before")
+    assert first["response"] == 0
+
+    # keywelld stops (locking every keychain); the next portal call starts it again through the bus.
+    for pid in portal.bus.keywelld_pids():
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while portal.bus.keywelld_pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not portal.bus.keywelld_pids()
+
+    portal.bus.pinentry_answers(LOGIN_PASSWORD)
+    after = portal.retrieve(APP, "after")
+    assert after["response"] == 0
+    assert after["secret"] == first["secret"]
+    dialog = "\n".join(portal.bus.pinentry_lines())
+    assert "Unlock Keychain" in dialog and APP in dialog
+
+
+def test_a_locked_keychain_whose_dialog_is_cancelled_gives_a_failure_and_says_why(portal):
+    portal.bus.native().Lock("login")
+    portal.bus.pinentry_answers(None)
+    result = portal.retrieve(APP, "cancelled")
+    assert result["response"] == 2
+    assert result["secret"] == ""
+    assert f"\"login\" stays locked, so {APP} gets no secret" in portal.bus.daemon_log()
+    assert stored_items_while_locked_count(portal) == 0
+
+
+def stored_items_while_locked_count(portal) -> int:
+    """How many portal items the login keychain holds (searching works while it is locked)."""
+    import secretstorage
+    collection = secretstorage.get_default_collection(portal.bus.jeepney())
+    return len(list(collection.search_items({"xdg:schema": "org.freedesktop.portal.Secret"})))
+
+
+def test_a_caller_outside_any_sandbox_gets_a_failure(portal):
+    """xdg-desktop-portal passes an empty app id for a host program; there is no app to keep a
+    secret for, and the program can use the Secret Service itself."""
+    result = portal.retrieve(None, "host")
+    assert result["response"] == 2 and result["secret"] == ""
+    assert "no app id (the caller is not sandboxed)" in portal.bus.daemon_log()
+
+
+def test_descriptors_that_cannot_take_the_secret_fail_cleanly(portal, tmp_path):
+    # A pipe whose reader is gone.
+    broken = portal.retrieve(APP, "broken", "--fd", "closed-reader")
+    assert broken["response"] == 2
+    # A pipe nobody reads, already full: the write waits a bounded time, then gives up.
+    full = portal.retrieve(APP, "full", "--fd", "full-pipe")
+    assert full["response"] == 2
+    assert set(bytes.fromhex(full["secret"])) == {ord("x")}
+    # Not a pipe or a socket: a file the app opened.
+    target = tmp_path / "files" / "secret-here"
+    target.parent.mkdir()
+    in_file = portal.retrieve(APP, "file", "--fd", f"file:{target}")
+    assert in_file["response"] == 2
+    assert target.read_bytes() == b""
+    log = portal.bus.daemon_log()
+    assert "was not delivered: cannot write: Broken pipe" in log
+    assert "was not delivered: nobody read the secret within" in log
+    assert "was not delivered: the descriptor is not a pipe or a socket" in log
+    # The daemon serves on, and the app's secret is the one made by the first of those calls.
+    good = portal.retrieve(APP, "good")
+    assert good["response"] == 0
+    assert bytes.fromhex(good["secret"]) == stored_items(portal, APP)[0]["secret"]
