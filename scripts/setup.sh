@@ -15,6 +15,8 @@ packages=(
   groff-base man-db desktop-file-utils systemd
   # test: the real Seahorse under a real X server, and screenshots of it
   seahorse xvfb xdotool imagemagick
+  # test: the Secret portal through the real xdg-desktop-portal, called from a bwrap sandbox
+  xdg-desktop-portal bubblewrap
   # benchmark against the incumbent
   gnome-keyring
 )
