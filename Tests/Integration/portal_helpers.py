@@ -71,13 +71,13 @@ class PortalSession:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def sandbox(self, app_id: str, command: list[str], env: dict | None = None,
-                binds: list[Path] = ()) -> subprocess.CompletedProcess:
+                binds: list[Path] = (), input: str | None = None, timeout: float = PATIENCE * 3) -> subprocess.CompletedProcess:
         """Runs `command` in a bwrap sandbox whose /.flatpak-info names `app_id`: a fresh root with
         /usr, /etc, the bus socket's folder and this test's files, as Flatpak builds one."""
         info = self.apps / f"{app_id or 'empty'}.flatpak-info"
         info.write_text(f"[Application]\nname={app_id}\n")
         arguments = [
-            "bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            "bwrap", "--die-with-parent", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
             "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--ro-bind", "/etc", "/etc",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
             "--ro-bind", str(info), "/.flatpak-info",
@@ -86,7 +86,7 @@ class PortalSession:
         ]
         for folder in binds:
             arguments += ["--bind", str(folder), str(folder)]
-        return self.bus.run([*arguments, "--", *command], env=env, timeout=PATIENCE * 3)
+        return self.bus.run([*arguments, "--", *command], env=env, input=input, timeout=timeout)
 
     def retrieve(self, app_id: str | None, token: str, *options: str) -> dict:
         """RetrieveSecret through the portal from a sandboxed app (`app_id`), or from the host (None)."""

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
+from pathlib import Path
+
+import pytest
 
 from portal_helpers import PYTHON, portal  # noqa: F401 (fixture)
 from secret_service_helpers import LOGIN_PASSWORD
@@ -119,3 +123,43 @@ def test_descriptors_that_cannot_take_the_secret_fail_cleanly(portal, tmp_path):
     good = portal.retrieve(APP, "good")
     assert good["response"] == 0
     assert bytes.fromhex(good["secret"]) == stored_items(portal, APP)[0]["secret"]
+
+
+# Hang guard for one secret-tool run in the sandbox (it takes well under a second).
+SECRET_TOOL_GUARD = 30
+
+
+def secret_tool_in_sandbox(portal, app_id: str, *arguments: str, data: Path, input: str | None = None):
+    """secret-tool inside `app_id`'s sandbox, its file backend keeping its keyring in `data`.
+
+    libsecret before 0.21.4 (Debian 12 has 0.20.5) starts listening for the portal's Response
+    only once RetrieveSecret's reply reached its main loop, so a Response that comes first is
+    lost and secret-tool waits for ever (fixed upstream by "file-backend: Subscribe before
+    calling dbus"). A run that hangs after keywelld delivered the secret is that race and is run
+    again, at most three times; a hang without a delivery fails the test."""
+    for _ in range(3):
+        delivered = portal.bus.daemon_log().count(f"gave {app_id} its secret")
+        try:
+            return portal.sandbox(app_id, ["secret-tool", *arguments], env={"XDG_DATA_HOME": str(data)},
+                                  binds=[data], input=input, timeout=SECRET_TOOL_GUARD)
+        except subprocess.TimeoutExpired:
+            assert portal.bus.daemon_log().count(f"gave {app_id} its secret") > delivered, (
+                f"secret-tool hung and keywelld never delivered the secret:\n{portal.bus.daemon_log()[-3000:]}")
+    pytest.fail("secret-tool lost libsecret's portal race three times in a row")
+
+
+def test_a_real_libsecret_app_keeps_its_passwords_through_the_portal(portal):
+    """secret-tool inside the sandbox: libsecret sees /.flatpak-info, uses its file backend, and
+    takes the file's key from the portal. Another app reading the same file gets nothing."""
+    data = portal.bus.root / "app-data"
+    data.mkdir()
+    stored = secret_tool_in_sandbox(portal, APP, "store", "--label=Note", "service", "demo", data=data,
+                                    input="s3cret-value")
+    assert stored.returncode == 0, stored.stderr
+    looked_up = secret_tool_in_sandbox(portal, APP, "lookup", "service", "demo", data=data)
+    assert looked_up.returncode == 0 and looked_up.stdout == b"s3cret-value", looked_up.stderr
+    keyring = data / "keyrings" / "default.keyring"
+    assert b"s3cret-value" not in keyring.read_bytes()
+
+    other = secret_tool_in_sandbox(portal, OTHER_APP, "lookup", "service", "demo", data=data)
+    assert other.returncode != 0 and other.stdout == b""
