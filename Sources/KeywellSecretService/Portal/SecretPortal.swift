@@ -82,8 +82,8 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
 
     private func retrieveSecret(_ call: DBusMethodCall) {
         call.replyMayHoldSecrets = false
-        // Ours from here on (the D-Bus layer hands over a duplicate): closed on every path.
-        var descriptor = call.arguments[2].unixFDValue
+        // Ours from here on: closed on every path.
+        var descriptor = call.takeFileDescriptor(argument: 2)
         defer { if let descriptor { Glibc.close(descriptor) } }
         let handle = call.arguments[0].objectPathValue ?? ""
         let appText = call.arguments[1].stringValue ?? ""
