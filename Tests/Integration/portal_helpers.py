@@ -41,13 +41,17 @@ class PortalSession:
     """A KeywellBus with keywelld activatable for the portal backend's name and a running
     xdg-desktop-portal that routes the Secret portal to it."""
 
-    def __init__(self, bus: KeywellBus) -> None:
+    def __init__(self, bus: KeywellBus, portal_files: dict[str, str] | None = None) -> None:
+        """`portal_files`: backend files by name instead of Keywell's own keywell.portal."""
         require_tools()
         self.bus = bus
         (bus.services / f"{BACKEND}.service").write_text(f"[D-BUS Service]\nName={BACKEND}\nExec={bus.wrapper}\n")
         self.portals = bus.root / "portals"
         self.portals.mkdir()
-        shutil.copy(REPO / "dbus/keywell.portal", self.portals / "keywell.portal")
+        if portal_files is None:
+            shutil.copy(REPO / "dbus/keywell.portal", self.portals / "keywell.portal")
+        for name, content in (portal_files or {}).items():
+            (self.portals / name).write_text(content)
         self.log_path = bus.root / "xdg-desktop-portal.log"
         self.apps = bus.root / "apps"
         self.apps.mkdir()

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from portal_helpers import PYTHON, portal  # noqa: F401 (fixture)
-from secret_service_helpers import LOGIN_PASSWORD
+from portal_helpers import BACKEND, PortalSession, portal  # noqa: F401 (fixture)
+from secret_service_helpers import LOGIN_PASSWORD, KeywellBus
 
 APP = "org.example.App"
 OTHER_APP = "org.example.Other"
@@ -53,6 +53,10 @@ def test_each_sandboxed_app_gets_a_stable_secret_of_its_own(portal):
     assert items[0]["secret"] == secret
     log = portal.bus.daemon_log()
     assert f"gave {APP} its secret (new, stored in \"login\")" in log
+    import dbus
+    backend = portal.bus.dbus().get_object(BACKEND, "/org/freedesktop/portal/desktop")
+    assert backend.Get("org.freedesktop.impl.portal.Secret", "version",
+                       dbus_interface="org.freedesktop.DBus.Properties") == 1
     assert first["secret"] not in log and secret.hex().upper() not in log
 
 
@@ -163,3 +167,24 @@ def test_a_real_libsecret_app_keeps_its_passwords_through_the_portal(portal):
 
     other = secret_tool_in_sandbox(portal, OTHER_APP, "lookup", "service", "demo", data=data)
     assert other.returncode != 0 and other.stdout == b""
+
+
+def test_a_desktop_set_up_for_gnome_keyring_reaches_keywell_too():
+    """gnome-keyring's backend file names org.freedesktop.secrets; keywelld owns that name and
+    answers the portal there as well, so a desktop whose configuration picks gnome-keyring's file
+    (GNOME's does) gets Keywell's secrets."""
+    bus = KeywellBus()
+    session = None
+    try:
+        bus.create_login()
+        gnome_keyring_file = ("[portal]\nDBusName=org.freedesktop.secrets\n"
+                              "Interfaces=org.freedesktop.impl.portal.Secret\nUseIn=gnome\n")
+        session = PortalSession(bus, {"gnome-keyring.portal": gnome_keyring_file})
+        result = session.retrieve(APP, "through_secrets")
+        assert result["response"] == 0 and len(bytes.fromhex(result["secret"])) == 64
+        assert "Using gnome-keyring.portal for org.freedesktop.impl.portal.Secret" in session.log()
+        assert f"gave {APP} its secret" in bus.daemon_log()
+    finally:
+        if session is not None:
+            session.close()
+        bus.close()
