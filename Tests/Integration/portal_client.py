@@ -4,9 +4,13 @@ path is known before the call and its Response signal cannot be missed), wait fo
 then read the secret up to end of file. Prints one JSON line.
 
     portal_client.py BUS_ADDRESS TOKEN [--fd pipe|closed-reader|full-pipe|file:PATH] [--direct NAME APP_ID]
+                     [--close-when FILE TEXT]
 
 --direct calls the backend interface (org.freedesktop.impl.portal.Secret) of the bus name NAME
 itself, claiming APP_ID, as an app allowed to talk to that name could try.
+
+--close-when closes the Request (org.freedesktop.portal.Request.Close) once FILE holds the line
+TEXT, instead of waiting for its Response.
 """
 
 from __future__ import annotations
@@ -61,6 +65,15 @@ def read_to_end(fd: int) -> bytes:
     raise SystemExit("the secret's pipe never reached its end")
 
 
+def wait_for_line(path: str, text: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and text in open(path).read().splitlines():
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"{path} never held {text}")
+
+
 def main() -> None:
     address, token = sys.argv[1], sys.argv[2]
     options = sys.argv[3:]
@@ -94,6 +107,13 @@ def main() -> None:
         os.close(passed)
         if reply.header.fields.get(4):
             print(json.dumps({"error": reply.header.fields.get(4), "body": [str(v) for v in reply.body]}))
+            return
+        if "--close-when" in options:
+            at = options.index("--close-when")
+            wait_for_line(options[at + 1], options[at + 2])
+            request = DBusAddress(handle, bus_name=PORTAL.bus_name, interface="org.freedesktop.portal.Request")
+            closed = connection.send_and_get_reply(new_method_call(request, "Close"), timeout=PATIENCE)
+            print(json.dumps({"closed": closed.header.fields.get(4) is None}))
             return
         signal = connection.recv_until_filtered(responses, timeout=PATIENCE)
     response, _results = signal.body

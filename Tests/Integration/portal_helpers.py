@@ -96,6 +96,8 @@ class PortalSession:
         """RetrieveSecret through the portal from a sandboxed app (`app_id`), or from the host (None)."""
         command = [PYTHON, str(CLIENT), self.bus.address, token, *options]
         binds = [Path(option[5:]).parent for option in options if option.startswith("file:")]
+        if "--close-when" in options:
+            binds.append(Path(options[options.index("--close-when") + 1]).parent)
         result = self.sandbox(app_id, command, binds=binds) if app_id is not None else self.bus.run(command, timeout=PATIENCE * 3)
         assert result.returncode == 0, (f"portal client failed: {result.stderr.decode(errors='replace')}\n"
                                         f"keywelld log:\n{self.bus.daemon_log()[-3000:]}\nportal log:\n{self.log()[-3000:]}")

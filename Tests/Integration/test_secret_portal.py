@@ -90,6 +90,22 @@ def test_a_locked_keychain_whose_dialog_is_cancelled_gives_a_failure_and_says_wh
     assert stored_items_while_locked_count(portal) == 0
 
 
+def test_closing_the_request_takes_the_unlock_dialog_away(portal):
+    """The app gives up while the unlock dialog is up: xdg-desktop-portal passes Close on to the
+    backend's Request, keywelld ends the dialog and the call (response 1), and the keychain
+    stays locked."""
+    portal.bus.native().Lock("login")
+    portal.bus.pinentry_answers({"hold": True})
+    result = portal.retrieve(APP, "closed", "--close-when", str(portal.bus.pinentry_log), "HOLDING")
+    assert result == {"closed": True}
+    expected = f"the request for {APP}'s secret was closed while \"login\" was locked"
+    deadline = time.monotonic() + 60
+    while expected not in portal.bus.daemon_log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert expected in portal.bus.daemon_log()
+    assert stored_items_while_locked_count(portal) == 0
+
+
 def stored_items_while_locked_count(portal) -> int:
     """How many portal items the login keychain holds (searching works while it is locked)."""
     import secretstorage
