@@ -109,7 +109,7 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
             return answer(call, .failed)
         }
         guard begin(handle) else {
-            logger.warning("Secret portal: refused \(app): \(Self.maximumCallsInProgress) calls already in progress")
+            logger.warning("Secret portal: refused \(app): \(Self.maximumCallsInProgress) calls already in progress, or \(handle) is in use")
             return answer(call, .failed)
         }
         defer { end(handle) }
