@@ -13,10 +13,10 @@ packages=(
   python3-pytest python3-pip git sqlite3 passwd procps psmisc util-linux sudo
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
-  # test: the real Seahorse under a real X server, and screenshots of it
-  seahorse xvfb xdotool imagemagick
   # test: the Secret portal through the real xdg-desktop-portal, called from a bwrap sandbox
   xdg-desktop-portal bubblewrap
+  # test: the real Seahorse under a real X server, and screenshots of it
+  seahorse xvfb xdotool imagemagick
   # benchmark against the incumbent
   gnome-keyring
 )

@@ -42,6 +42,14 @@ public enum ServiceLimits {
     /// `objectPathsPerCall` of them).
     public static let promptsPerConnection = 16
 
+    // MARK: Native API (org.keywell.Keychain1)
+
+    /// Keys in one attribute or query dictionary: about 35 exist.
+    public static let dictionaryEntries = 64
+
+    /// Keychains in one list (`SetSearchList`, `m_SearchList`) and strings in one `as` value.
+    public static let keychainListLength = 1024
+
     // MARK: Secret portal (org.freedesktop.impl.portal.Secret)
 
     /// `RetrieveSecret` calls in progress at once. Each may wait for an unlock dialog (one is
@@ -50,12 +58,4 @@ public enum ServiceLimits {
 
     /// How long handing a secret over waits for room in the app's pipe before giving up.
     public static let portalWritePatience: Duration = .seconds(5)
-
-    // MARK: Native API (org.keywell.Keychain1)
-
-    /// Keys in one attribute or query dictionary: about 35 exist.
-    public static let dictionaryEntries = 64
-
-    /// Keychains in one list (`SetSearchList`, `m_SearchList`) and strings in one `as` value.
-    public static let keychainListLength = 1024
 }

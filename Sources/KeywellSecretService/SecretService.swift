@@ -54,8 +54,8 @@ public final class SecretService: @unchecked Sendable {
             prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
             signals: signals, logger: logger, throttle: configuration.throttle, keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
-        portal = SecretPortal(context: context, asker: Pinentry(program: configuration.pinentry))
         context.directory.noteCurrentList()
+        portal = SecretPortal(context: context)
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
         store.observeKeychains { [weak self] _ in self?.collectionListChanged() }

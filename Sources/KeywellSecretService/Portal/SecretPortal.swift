@@ -29,9 +29,9 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
     /// One unlock dialog at a time: the calls behind it find the keychain open.
     private let unlocking = NSLock()
 
-    init(context: ServiceContext, asker: any PasswordAsking) {
+    init(context: ServiceContext) {
         self.context = context
-        self.asker = asker
+        self.asker = context.prompts.asker
         self.secrets = AppSecrets(store: context.store)
         self.logger = context.logger
     }
