@@ -43,7 +43,7 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -16,6 +16,8 @@ packages=(
   python3-gi gir1.2-secret-1 libsecret-1-dev libglib2.0-dev
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
+  # test: the Secret portal through the real xdg-desktop-portal, called from a bwrap sandbox
+  xdg-desktop-portal bubblewrap
   # test: the real Seahorse under a real X server, driven through AT-SPI, and screenshots of it
   seahorse xvfb xdotool imagemagick at-spi2-core libatk-adaptor python3-pyatspi
   # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through

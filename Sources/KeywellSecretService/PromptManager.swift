@@ -95,7 +95,8 @@ final class PromptManager: @unchecked Sendable {
         }
     }
 
-    private let asker: any PasswordAsking
+    /// The dialogs prompts show; the Secret portal shows its unlock dialog through it too.
+    let asker: any PasswordAsking
     private let signals: SecretServiceSignals
     private let logger: Logger
     private let lock = NSLock()

@@ -32,6 +32,7 @@ public final class SecretService: @unchecked Sendable {
 
     private let context: ServiceContext
     private let tree: SecretServiceTree
+    private let portal: SecretPortal
     private let configuration: Configuration
     private let logger: Logger
     private let lock = NSLock()
@@ -55,13 +56,15 @@ public final class SecretService: @unchecked Sendable {
         tree = SecretServiceTree(context: context, activity: configuration.activity)
         currentConnection = connectionNow
         context.directory.noteCurrentList()
+        portal = SecretPortal(context: context)
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
         store.observeKeychains { [weak self] _ in self?.collectionListChanged() }
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the
-    /// objects, asks for `org.freedesktop.secrets`, and watches clients leave. A new bus means a new
+    /// objects, asks for `org.freedesktop.secrets`, watches clients leave, and serves the Secret
+    /// portal's backend (docs/portal.md). A new bus means a new
     /// login session: sessions, prompts and the in-memory collection of the old one are dropped.
     public func attach(to connection: DBusConnection) {
         let previous = lock.withLock { () -> DBusConnection? in
@@ -86,6 +89,8 @@ public final class SecretService: @unchecked Sendable {
         } catch {
             logger.error("cannot serve \(SecretServiceNames.busName): \(error.message)")
         }
+        // After the Secret Service's name: a portal call that starts keywelld finds both served.
+        portal.attach(to: connection)
     }
 
     /// Engine events as Secret Service signals (the daemon passes every event on).
