@@ -47,11 +47,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Linux system calls Swift cannot reach (pidfd_open, pidfd_send_signal, openat2).
+        .target(name: "CProcessPinning"),
+        // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
+        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "CSodium", "CProcessPinning"]),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSecretService",
+                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -68,7 +72,8 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol", "KeywellTestSupport", "SecretServiceCrypto",
+                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol", "KeywellTestSupport",
+                "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -89,6 +94,7 @@ let package = Package(
             dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
+        .testTarget(name: "KeywellIdentityTests", dependencies: ["KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",
