@@ -11,6 +11,8 @@ packages=(
   # test: real clients and real PAM
   pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
   python3-pytest python3-pip git sqlite3 passwd procps psmisc util-linux sudo
+  # test: callers' application identities (a Flatpak-style sandbox; a python caller over jeepney)
+  bubblewrap python3-jeepney
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
   # test: the real Seahorse under a real X server, and screenshots of it

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellIdentity
 import KeywellProtocol
 import KeywellSecretService
 import Logging
@@ -73,6 +74,8 @@ final class Daemon: @unchecked Sendable {
     let sleepWatcher: SleepWatcher
     let secretService: SecretService
     let trimmer: IdleTrimmer
+    /// Callers' application identities, per connection (docs/access-control.md).
+    let identities: ApplicationIdentities
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
@@ -112,9 +115,10 @@ final class Daemon: @unchecked Sendable {
             nativeSignal()
             secretServiceSignals()
         }
+        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
-                                          callers: CallerIdentity(), trimmer: trimmer, logger: logger,
-                                          throttle: throttle)
+                                          callers: CallerIdentity(), identities: identities, trimmer: trimmer,
+                                          logger: logger, throttle: throttle)
         sleepWatcher = SleepWatcher(store: store, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })

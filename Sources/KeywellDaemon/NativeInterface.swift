@@ -27,6 +27,7 @@ enum NativeInterface {
             method("SetSettings", in: [("keychain", "s"), ("settings", "a{sv}")]),
             method("BackupKeychain", in: [("keychain", "s"), ("path", "s"), ("replace", "b")]),
             method("RestoreKeychain", in: [("path", "s"), ("keychain", "s"), ("replace", "b")], out: [("keychain_path", "s")]),
+            method("WhoAmI", out: [("identity", "s"), ("strength", "s"), ("reason", "s")]),
         ],
         signals: [
             signal("KeychainLocked", ("keychain", "s")),

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellIdentity
 import KeywellProtocol
 import Logging
 
@@ -14,13 +15,15 @@ final class NativeKeychainObject: DBusObject {
     private let sessions: LoginSessions
     private let autoLock: AutoLock
     private let callers: CallerIdentity
+    private let identities: ApplicationIdentities
     private let trimmer: IdleTrimmer
     private let logger: Logger
     private let throttle: PasswordThrottle
 
-    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, trimmer: IdleTrimmer,
-         logger: Logger, throttle: PasswordThrottle) {
+    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
+         identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle) {
         self.store = store
+        self.identities = identities
         self.throttle = throttle
         self.sessions = sessions
         self.autoLock = autoLock
@@ -39,6 +42,8 @@ final class NativeKeychainObject: DBusObject {
     ]
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        // A caller seen before is a dictionary lookup; a new one needs the bus and /proc.
+        if call.method?.name == "WhoAmI" { return identities.cached(call.sender) == nil ? .worker : .ioThread }
         guard let method = call.method, Self.reads.contains(method.name) else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
@@ -161,9 +166,22 @@ final class NativeKeychainObject: DBusObject {
         case "RestoreKeychain":
             let path = try store.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
             return [.string(path)]
+        case "WhoAmI":
+            return try whoAmI(call)
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }
+    }
+
+    private func whoAmI(_ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
+        let identity: ApplicationIdentity
+        do {
+            identity = try identities.identity(of: call.sender, on: call.connection)
+        } catch {
+            throw KeychainError(SecStatus.missingEntitlement, detail: "\(error)")
+        }
+        let reason = [identity.strengthReason, identity.note].compactMap { $0 }.joined(separator: " ")
+        return [.string(identity.string), .string(identity.strength.rawValue), .string(reason)]
     }
 
     /// The signature was checked, so the argument has the declared type.
