@@ -203,10 +203,13 @@ final class NativeKeychainObject: DBusObject {
         // Arguments are never logged (they may hold secrets), only the keychain a call names.
         var subject = call.member
         if call.member != "SetSearchList", let keychain = call.arguments.first?.stringValue { subject += " \"\(keychain)\"" }
-        logger.log(level: level, "\(subject): \(outcome)", metadata: [
+        var metadata: Logger.Metadata = [
             "caller": "\(caller ?? callers.describe(call.sender, on: call.connection))",
             "us": "\(microseconds)",
-        ])
+        ]
+        // The application identity, once a call has worked it out (never worked out for a log line).
+        if case .success(let identity)? = identities.cached(call.sender) { metadata["identity"] = "\(identity.string)" }
+        logger.log(level: level, "\(subject): \(outcome)", metadata: metadata)
     }
 }
 
