@@ -7,8 +7,22 @@ import Testing
 /// says so instead of reading whatever process gets the pid next.
 @Suite("Pinning a process")
 struct ProcessPinTests {
-    @Test func aPinnedProcessThatExitsIsNoticedAndNotReadAgain() throws {
+    /// A `sleep 1000` that has finished starting: its command line is sleep's (a child caught
+    /// before its exec would still be the test process).
+    private func startedSleep() throws -> ChildProcess {
         let child = try ChildProcess(executable: "/bin/sleep", arguments: ["1000"])
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let text = (try? String(contentsOfFile: "/proc/\(child.pid)/cmdline", encoding: .utf8)) ?? ""
+            if text == "/bin/sleep\u{0}1000\u{0}" { return child }
+            usleep(1000)
+        }
+        child.kill()
+        throw TestSupportError("sleep never started")
+    }
+
+    @Test func aPinnedProcessThatExitsIsNoticedAndNotReadAgain() throws {
+        let child = try startedSleep()
         let pin = try ProcessPin(pid: child.pid, pidfd: nil)
         let commandLine = try pin.read("cmdline", limit: 4096).bytes
         #expect(String(decoding: commandLine, as: UTF8.self) == "/bin/sleep\u{0}1000\u{0}")
@@ -22,7 +36,7 @@ struct ProcessPinTests {
     }
 
     @Test func theExecutableIsReadAsItRuns() throws {
-        let child = try ChildProcess(executable: "/bin/sleep", arguments: ["1000"])
+        let child = try startedSleep()
         defer { child.kill(); _ = try? child.wait() }
         let pin = try ProcessPin(pid: child.pid, pidfd: nil)
         let identity = try IdentityResolver(runtimeDirectory: nil).identify(pin, securityLabel: nil)
