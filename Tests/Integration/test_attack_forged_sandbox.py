@@ -14,6 +14,8 @@ Needs KEYWELLD (scripts/test.sh sets it), bwrap and python3-jeepney.
 
 from __future__ import annotations
 
+import os
+
 from identity_helpers import PY_CALLER, PYTHON, Answer, account, flatpak_info  # noqa: F401 (fixture)
 from security_figures import record
 
@@ -33,7 +35,6 @@ FORGERIES = {
 
 
 def test_forged_flatpak_info_files_get_no_identity(account):
-    import os
     script = account.scratch / "app.py"
     script.write_text(PY_CALLER)
     (account.scratch / "planted").write_text(flatpak_info("org.example.App"))

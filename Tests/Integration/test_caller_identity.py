@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
+import time
 
 from identity_helpers import PY_CALLER, PYTHON, Answer, account, exe, flatpak_info, sha256  # noqa: F401 (fixture)
 
@@ -121,3 +121,43 @@ def test_a_sandbox_without_flatpak_info_is_an_ordinary_program(account):
     result = account.run_sandboxed(account.sandbox([str(a)], None), instance=None)
     assert result.returncode == 0, result
     assert Answer.parse(result.stdout).identity == exe(a)
+
+
+# Opens a connection, forks, and exits: the child keeps the connection and, once told on stdin
+# (after the test reaped the parent), asks WhoAmI on it.
+HANDED_OVER = PY_CALLER.split("with open_dbus_connection")[0] + '''
+import os
+connection = open_dbus_connection(bus="SESSION")
+child = os.fork()
+if child:
+    print(child, flush=True)
+    os._exit(0)
+sys.stdin.readline()
+try:
+    body = unwrap_msg(connection.send_and_get_reply(new_method_call(address, "WhoAmI"), timeout=60))
+    print("\\n".join(body), flush=True)
+except DBusErrorResponse as error:
+    print("ERROR", error.name, *error.data, flush=True)
+'''
+
+
+def test_a_connection_that_outlived_its_process_is_not_identified(account):
+    """The bus knows a connection by the process that opened it. Once that process is gone, the
+    connection (kept by a child) has no identity: the pid cannot be pinned any more."""
+    output = account.scratch / "handed-over.out"
+    with open(output, "w") as sink:
+        opener = subprocess.Popen([PYTHON, "-c", HANDED_OVER], env=account.env, cwd=account.scratch,
+                                  stdin=subprocess.PIPE, stdout=sink, text=True)
+        opener_pid = opener.pid
+        assert opener.wait(timeout=120) == 0
+    child = int(output.read_text().split()[0])
+    assert child != opener_pid
+    opener.stdin.write("go\n")
+    opener.stdin.close()
+    # The child's answer is a second line in the file (a hang guard, not a timing).
+    deadline = time.monotonic() + 120
+    while not output.read_text().split("\n", 1)[1].endswith("\n") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    answer = output.read_text().split("\n", 1)[1]
+    assert answer.startswith("ERROR org.keywell.Keychain1.Error.MissingEntitlement"), answer
+    assert "changed while it was examined" in answer

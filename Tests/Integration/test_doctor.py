@@ -7,7 +7,6 @@ Needs KEYWELLD and KEYWELL (scripts/test.sh sets them).
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 from identity_helpers import account, exe  # noqa: F401 (fixture)
@@ -104,4 +103,3 @@ def test_doctor_help_and_usage(account):
     assert help_text.returncode == 0 and "Usage: keywell doctor" in help_text.stdout
     wrong = subprocess.run([keywell, "doctor", "extra"], env=account.env, capture_output=True, text=True)
     assert wrong.returncode == 2 and "usage: keywell doctor" in wrong.stderr
-    assert os.path.exists(keywell)
