@@ -65,8 +65,9 @@ public struct IdentityResolver: Sendable {
                         root: Int32) throws(IdentityError) -> ApplicationIdentity.Script {
         let (commandLine, truncated) = try pin.read("cmdline", limit: Self.maximumCommandLine)
         var arguments = commandLine.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-        if arguments.last == "" { arguments.removeLast() }
-        if truncated { arguments.removeLast() }  // cut off mid-way: not a whole argument
+        // The last piece is either the empty string after the final NUL or, when the read was
+        // cut off, an argument that may be partial: neither is a whole argument.
+        if truncated || arguments.last == "" { arguments.removeLast() }
         switch InterpreterCommandLine.find(in: Array(arguments.dropFirst()), for: interpreter) {
         case .none(let reason):
             return .none(reason: reason)
