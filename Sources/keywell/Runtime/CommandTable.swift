@@ -244,7 +244,7 @@ enum CommandTable {
         CommandSpec("migrate", synopsis: "--from-secret-service",
                     summary: "Keywell: copy every secret of the Secret Service running now into Keywell.",
                     usesGetopt: false, ownHelp: true, run: MigrateCommand.run),
-        CommandSpec("doctor", synopsis: "",
+        CommandSpec("doctor", synopsis: "[-h]",
                     summary: "Keywell: check this user's setup, and show this program's identity as keywelld sees it.",
                     usesGetopt: false, ownHelp: true, run: DoctorCommand.run),
         CommandSpec("completion", synopsis: "bash|zsh|fish",
