@@ -43,7 +43,7 @@ final class NativeKeychainObject: DBusObject {
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
         // A caller seen before is a dictionary lookup; a new one needs the bus and /proc.
-        if call.method?.name == "WhoAmI" { return identities.cached(call.sender) == nil ? .worker : .ioThread }
+        if call.method?.name == "WhoAmI" { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
         guard let method = call.method, Self.reads.contains(method.name) else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
@@ -208,7 +208,7 @@ final class NativeKeychainObject: DBusObject {
             "us": "\(microseconds)",
         ]
         // The application identity, once a call has worked it out (never worked out for a log line).
-        if case .success(let identity)? = identities.cached(call.sender) { metadata["identity"] = "\(identity.string)" }
+        if case .success(let identity)? = identities.cached(call.sender, on: call.connection) { metadata["identity"] = "\(identity.string)" }
         logger.log(level: level, "\(subject): \(outcome)", metadata: metadata)
     }
 }

@@ -45,7 +45,7 @@ struct IdentityBenchmark: ParsableCommand {
         var found = 0
         let start = clock.now
         for index in 0..<lookups {
-            if case .success = identities.cached(names[index % names.count]) { found += 1 }
+            if case .success = identities.cached(names[index % names.count], on: service) { found += 1 }
         }
         let perLookup = (clock.now - start).seconds * 1e9 / Double(lookups)
         guard found == lookups else { throw ValidationError("only \(found) of \(lookups) lookups found their caller") }

@@ -67,16 +67,41 @@ struct IdentityResolverTests {
         let identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: bus.runtimeDirectory))
         let caller = try bus.connect()
         let name = caller.uniqueName!
-        #expect(identities.cached(name) == nil)
+        #expect(identities.cached(name, on: service) == nil)
         let identity = try identities.identity(of: name, on: service)
-        #expect(try identities.cached(name)?.get() == identity)
+        #expect(try identities.cached(name, on: service)?.get() == identity)
         #expect(identities.count == 1)
         caller.close()
         // NameOwnerChanged reaches the cache: wait for it (a positive signal), with a hang guard.
         let deadline = ContinuousClock.now + .seconds(30)
-        while identities.cached(name) != nil, ContinuousClock.now < deadline { usleep(10_000) }
-        #expect(identities.cached(name) == nil)
+        while identities.cached(name, on: service) != nil, ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(identities.cached(name, on: service) == nil)
         #expect(identities.count == 0)
+    }
+
+    @Test func aNewBusStartsAFreshCacheThoughItReusesTheNames() throws {
+        let identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: nil))
+        let first = try PrivateSessionBus()
+        defer { first.stop() }
+        let firstService = try first.connect()
+        let firstCaller = try first.connect()
+        defer { firstService.close(); firstCaller.close() }
+        let name = firstCaller.uniqueName!
+        _ = try identities.identity(of: name, on: firstService)
+        #expect(identities.cached(name, on: firstService) != nil)
+
+        // A bus started later numbers its connections from the start again.
+        let second = try PrivateSessionBus()
+        defer { second.stop() }
+        let secondService = try second.connect()
+        let secondCaller = try second.connect()
+        defer { secondService.close(); secondCaller.close() }
+        try #require(secondCaller.uniqueName == name, "the new bus gave other names; the test proves nothing")
+        #expect(identities.cached(name, on: secondService) == nil)
+        _ = try identities.identity(of: name, on: secondService)
+        #expect(identities.cached(name, on: secondService) != nil)
+        #expect(identities.cached(name, on: firstService) == nil)
+        #expect(identities.count == 1)
     }
 
     @Test func theCacheOfCallersIsBounded() throws {
@@ -89,7 +114,7 @@ struct IdentityResolverTests {
         defer { callers.forEach { $0.close() } }
         for caller in callers { _ = try identities.identity(of: caller.uniqueName!, on: service) }
         #expect(identities.count == 2)
-        #expect(identities.cached(callers[0].uniqueName!) == nil)
-        #expect(identities.cached(callers[2].uniqueName!) != nil)
+        #expect(identities.cached(callers[0].uniqueName!, on: service) == nil)
+        #expect(identities.cached(callers[2].uniqueName!, on: service) != nil)
     }
 }
