@@ -78,7 +78,13 @@ final class ProcessPin {
             }
         }
         guard length > 0 else { throw .process("readlink: \(errorText())") }
-        var path = String(decoding: buffer[..<length], as: UTF8.self)
+        guard length < Int(PATH_MAX) else { throw .process("the file's path is too long") }
+        // Identity strings are read by people and split at ';': a path that is not UTF-8 (two
+        // such paths could print alike), holds a control character or a ';' cannot be named.
+        guard var path = String(validating: buffer[..<length], as: UTF8.self),
+              !path.unicodeScalars.contains(where: { $0 == ";" || $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw .process("the file's path cannot be named unambiguously (not UTF-8, a control character or ';')")
+        }
         var status = stat()
         if fstat(descriptor, &status) == 0, status.st_nlink == 0, path.hasSuffix(" (deleted)") {
             path.removeLast(" (deleted)".count)

@@ -35,6 +35,24 @@ struct ProcessPinTests {
         #expect(throws: IdentityError.raced) { try ProcessPin(pid: child.pid, pidfd: nil) }
     }
 
+    @Test func aProgramWhosePathCannotBeNamedUnambiguouslyHasNoIdentity() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        for name in ["sl;eep", "sl\neep"] {
+            let path = folder.subpath(name)
+            try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: path)
+            let child = try ChildProcess(executable: path, arguments: ["1000"])
+            defer { child.kill(); _ = try? child.wait() }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child.pid)/exe")) != path,
+                  ContinuousClock.now < deadline { usleep(1000) }
+            let pin = try ProcessPin(pid: child.pid, pidfd: nil)
+            #expect(throws: IdentityError.self, "\(name.debugDescription)") {
+                try IdentityResolver(runtimeDirectory: nil).identify(pin, securityLabel: nil)
+            }
+        }
+    }
+
     @Test func theExecutableIsReadAsItRuns() throws {
         let child = try startedSleep()
         defer { child.kill(); _ = try? child.wait() }
