@@ -14,6 +14,8 @@ packages=(
   # test: migration from gnome-keyring (libsecret's file backend through python3-gi, and
   # git-credential-libsecret built from git's contrib source)
   python3-gi gir1.2-secret-1 libsecret-1-dev libglib2.0-dev
+  # test: callers' application identities (a Flatpak-style sandbox; a python caller over jeepney)
+  bubblewrap python3-jeepney
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
   # test: the Secret portal through the real xdg-desktop-portal, called from a bwrap sandbox

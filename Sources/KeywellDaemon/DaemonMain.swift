@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellIdentity
 import KeywellProtocol
 import KeywellSecretService
 import Logging
@@ -74,6 +75,8 @@ final class Daemon: @unchecked Sendable {
     let screenLockWatcher: ScreenLockWatcher
     let secretService: SecretService
     let trimmer: IdleTrimmer
+    /// Callers' application identities, per connection (docs/access-control.md).
+    let identities: ApplicationIdentities
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
@@ -115,8 +118,9 @@ final class Daemon: @unchecked Sendable {
             nativeSignal()
             secretServiceSignals()
         }
+        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
-                                          callers: CallerIdentity(), trimmer: trimmer, logger: logger,
+                                          callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration)
         screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
         sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)

@@ -34,6 +34,7 @@ enum NativeInterface {
             method("InspectExport", in: [("file", "h"), ("passphrase", "ay")], out: [("keychains", "as"), ("items", "u")]),
             method("ImportExport", in: [("file", "h"), ("passphrase", "ay"), ("keychain", "s"), ("policy", "s")],
                    out: [("summary", "a{sv}")]),
+            method("WhoAmI", out: [("identity", "s"), ("strength", "s"), ("reason", "s")]),
         ],
         signals: [
             signal("KeychainLocked", ("keychain", "s")),
