@@ -204,3 +204,23 @@ def test_a_desktop_set_up_for_gnome_keyring_reaches_keywell_too():
         if session is not None:
             session.close()
         bus.close()
+
+
+def test_a_locked_keychain_with_no_dialog_to_show_fails_at_once_and_says_why():
+    """No display and no configured terminal: the portal call fails (response 2) without starting
+    a dialog that could only fail, and the daemon's log says why and what to run."""
+    bus = KeywellBus(scripted_pinentry=False)
+    session = None
+    try:
+        bus.create_login()
+        session = PortalSession(bus)
+        bus.native().Lock("login")
+        result = session.retrieve(APP, "no_dialog")
+        assert result["response"] == 2 and result["secret"] == ""
+        log = bus.daemon_log()
+        assert "no password dialog can be shown" in log and f"so {APP} gets no secret" in log, log[-2000:]
+        assert "keywell unlock-keychain login" in log
+    finally:
+        if session is not None:
+            session.close()
+        bus.close()

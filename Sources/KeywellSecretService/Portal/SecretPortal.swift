@@ -162,6 +162,12 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
         unlocking.lock()
         defer { unlocking.unlock() }
         if (try? context.store.isLocked(keychain)) == false { return .success }
+        // No dialog can be shown (no display, no configured terminal): say why at once rather
+        // than start one that can only fail (docs/prompts.md).
+        if let reason = asker.unavailableReason() {
+            logger.error("Secret portal: \"\(keychain)\" is locked and no password dialog can be shown (\(reason)), so \(app) gets no secret; unlock it with `keywell unlock-keychain \(keychain)`")
+            return .failed
+        }
         let prompt = PromptContext(windowID: "", asker: asker)
         let stillWanted = lock.withLock { () -> Bool in
             guard let request = requests[handle], !request.closed else { return false }
