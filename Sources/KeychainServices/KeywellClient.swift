@@ -2,7 +2,7 @@ import Foundation
 import KeywellDBus
 import KeywellProtocol
 
-/// One keychain as `GetInfo` describes it (design.md "GetInfo keys").
+/// One keychain as `GetInfo` describes it (docs/native-api.md "GetInfo keys").
 public struct KeychainInfo: Sendable, Equatable, Hashable {
     /// The name for keychains in the keychains folder, else the absolute path.
     public var name: String

@@ -39,7 +39,7 @@ public final class SecKeychain: NSObject, @unchecked Sendable {
 }
 
 /// Apple's `SecAccessRef` (an access-control list for new keychains and items). Linux Keywell
-/// has no ACLs (security-cli.md: parsed, not enforced), so this placeholder exists only so
+/// has no ACLs (docs/cli.md: parsed, not enforced), so this placeholder exists only so
 /// that code passing `nil` or an access object compiles; it is ignored.
 public final class SecAccess: NSObject, @unchecked Sendable {}
 

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import KeywellProtocol
 
-/// Items: SecItem semantics over the user's keychains (design.md "Decided details").
+/// Items: SecItem semantics over the user's keychains (docs/native-api.md "Decided details").
 extension KeychainStore {
     /// Adds to `u_Keychain`, else the default keychain. Returns what the `r_*` keys ask for
     /// (`{}` without them).

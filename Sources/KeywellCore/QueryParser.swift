@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
 
-/// Reads native-API dictionaries (design.md "Malformed input"): a missing class or a wrong type is
+/// Reads native-API dictionaries (docs/native-api.md "Malformed input"): a missing class or a wrong type is
 /// `errSecParam`, an unknown class `errSecNoSuchClass`, an attribute of the other class
 /// `errSecNoSuchAttr`, `cdat`/`mdat` in Add or Update `errSecReadOnlyAttr`, unknown keys `errSecParam`.
 enum QueryParser {

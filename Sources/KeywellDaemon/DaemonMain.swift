@@ -11,7 +11,8 @@ import Logging
 /// Threads: the main thread sets up, then waits for SIGTERM/SIGINT. D-Bus calls run on the
 /// D-Bus layer's worker pool (one I/O thread per connection hands them over) and go straight
 /// into the thread-safe engine; the control socket has an accept thread and a thread per
-/// request; the idle timer, the bus watcher and the sleep watcher have one thread each.
+/// request; the idle timer, the bus watcher and the sleep watcher have one thread each
+/// (docs/design.md "Threads").
 public enum DaemonMain {
     public static func run(arguments: [String]) -> Never {
         // Before any thread exists, so every thread inherits it: SIGTERM and SIGINT are taken

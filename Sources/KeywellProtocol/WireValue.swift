@@ -19,7 +19,7 @@ public enum WireValue: Sendable, Hashable {
 
 public typealias WireDictionary = [String: WireValue]
 
-/// Keys of native-API dictionaries: the string values of Apple's constants (design.md).
+/// Keys of native-API dictionaries: the string values of Apple's constants (docs/native-api.md "Dictionaries").
 public enum WireKey {
     public static let `class` = "class"
     public static let valueData = "v_Data"

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// lock/unlock, settings, password change, show-keychain-info (reference §1.5).
+/// lock/unlock, settings, password change, show-keychain-info (docs/cli.md "Keychain commands").
 @Suite struct LockAndSettingsTests {
     let session: CLISession
     init() throws { session = try SharedSessions.login() }

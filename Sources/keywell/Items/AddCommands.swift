@@ -77,7 +77,7 @@ enum AddCommands {
         if let kind = invocation.value("D") { attributes["desc"] = .string(kind) }
         if let comment = invocation.value("j") { attributes["icmt"] = .string(comment) }
         // -A and -T (access control) are accepted and not enforced: every process of the user
-        // that can reach the session bus is trusted alike (reference §4).
+        // that can reach the session bus is trusted alike (docs/cli.md "Decisions where Linux differs").
 
         let secret: SecretBytes?
         switch password(itemClass, context, invocation, prompt: prompt) {
