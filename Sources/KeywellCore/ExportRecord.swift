@@ -18,7 +18,7 @@ struct ExportedItem {
     }
 }
 
-/// The records inside an export file (docs/export-import.md, "Records"): a kind byte, then
+/// The records inside an export file (docs/export-import.md, "File format"): a kind byte, then
 /// length-prefixed fields. `keychain` records name the keychain of the items after them; the
 /// final `end` record holds the number of items, checked on import.
 enum ExportRecord {

@@ -5,7 +5,7 @@ import FoundationEssentials
 import KeychainServices
 
 /// `keywell export --format gnome-keyring [-f] [-k keychain] FILE`: a keychain as a keyring file
-/// gnome-keyring-daemon opens (docs/migration.md, "The way back"), for `export --format
+/// gnome-keyring-daemon opens (docs/migration.md, "Switching from gnome-keyring / KWallet / KeePassXC"), for `export --format
 /// gnome-keyring` (ExportCommand parses the words and asks for the password).
 enum GnomeKeyringExportCommand {
     /// Writes `file` with `password` (asked for by the caller); `keychain` nil is the default keychain.
