@@ -8,6 +8,12 @@ import KeywellProtocol
 enum Program {
     static func run(_ arguments: [String]) -> Int32 {
         let progname = baseName(arguments.first ?? "keywell")
+        // git runs its helper as git-credential-keywell (a link to keywell): answer to that name
+        // directly, with messages and hints naming keywell, whose commands they suggest.
+        if progname == GitCredentialCommand.programName {
+            let context = CommandContext(progname: "keywell", quiet: false)
+            return execute(["git-credential"] + arguments.dropFirst(), argvIndex: 1, context: context, verbose: false)
+        }
         let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help", "version"])
         let parsed: GetoptParser.Result
         do {
@@ -61,7 +67,7 @@ enum Program {
         var words = words
         words[0] = spec.name
         guard spec.usesGetopt else {
-            if !spec.ownHelp, words.count == 2, words[1] == "--help" {
+            if words.count == 2, words[1] == "--help" {
                 StandardStreams.output.write(HelpCommand.fullHelp(spec, progname: context.progname))
                 return CommandStatus.success
             }
