@@ -56,14 +56,14 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
+        // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
+        // the CLI loads neither full Foundation nor ICU (docs/performance.md).
+        .target(name: "KeywellNativeClient", dependencies: ["KeywellDBus", "KeywellProtocol"]),
         // Apple-shaped client library over D-Bus.
-        .target(name: "KeychainServices", dependencies: ["KeywellDBus", "KeywellProtocol"]),
+        .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
         .executableTarget(
             name: "keywell",
-            dependencies: [
-                "KeychainServices", "KeywellProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            dependencies: ["KeywellNativeClient", "KeywellProtocol"]
         ),
         .executableTarget(
             name: "keywell-bench",
@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellCLITests",

@@ -22,8 +22,6 @@ struct CommandSpec: Sendable {
     /// `-w` as the very last word means "ask for the password" (it would otherwise lack its
     /// value): `security`'s add commands look for it before getopt runs.
     let trailingWPrompts: Bool
-    /// The command prints its own `--help` (the ones parsed with swift-argument-parser).
-    let ownHelp: Bool
     /// `h` is one of `security`'s getopt letters for the command, so `-h` is its usage without a
     /// getopt complaint (every command but show-keychain-info).
     let knowsDashH: Bool
@@ -31,7 +29,7 @@ struct CommandSpec: Sendable {
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
          summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
-         usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
+         usesGetopt: Bool = true, trailingWPrompts: Bool = false, knowsDashH: Bool = true,
          run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
@@ -44,7 +42,6 @@ struct CommandSpec: Sendable {
         self.helpNotes = helpNotes
         self.usesGetopt = usesGetopt
         self.trailingWPrompts = trailingWPrompts
-        self.ownHelp = ownHelp
         self.knowsDashH = knowsDashH
         self.run = run
     }
