@@ -15,8 +15,8 @@ packages=(
   groff-base man-db desktop-file-utils systemd
   # test: the real Seahorse under a real X server, and screenshots of it
   seahorse xvfb xdotool imagemagick
-  # benchmark against the incumbent
-  gnome-keyring
+  # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
+  gnome-keyring time
 )
 
 if [ "$(id -u)" -ne 0 ]; then

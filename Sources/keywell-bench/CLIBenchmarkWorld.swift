@@ -7,9 +7,6 @@ final class CLIBenchWorld {
         let status: Int32
         let output: String
         let duration: Duration
-        /// The largest resident set of the process and of every descendant it waited for
-        /// (wait4's ru_maxrss), in KiB.
-        let peakKiB: Int
         var description: String { "exit \(status), output \(output.debugDescription)" }
     }
 
@@ -63,12 +60,10 @@ final class CLIBenchWorld {
         }
         close(child.output)
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(child.pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
         let duration = clock.now - start
         let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Run(status: exitStatus, output: String(decoding: output, as: UTF8.self), duration: duration,
-                   peakKiB: Int(usage.ru_maxrss))
+        return Run(status: exitStatus, output: String(decoding: output, as: UTF8.self), duration: duration)
     }
 
     func check(_ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil) throws {

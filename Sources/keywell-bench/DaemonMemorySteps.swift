@@ -20,9 +20,11 @@ struct DaemonMemorySteps {
         defer { daemons.forEach { $0.stop() } }
         var table = MemoryTable(daemons: daemons.map(\.name))
 
+        var inUseMappings: [(String, Int)] = []
         func readings(_ step: String, idle: Bool) {
             sleep(idle ? UInt32(idleWait) : 1)
             table.add(idle ? "\(step), idle (\(idleWait) s)" : "\(step) (1 s after)", daemons.map { $0.memory() })
+            if step.hasPrefix("1,000"), !idle { inUseMappings = residentByMapping(daemons[0].pid) }
         }
         func step(_ name: String, _ action: (any MemorySubject) throws -> Void) throws {
             for daemon in daemons { try action(daemon) }
@@ -39,6 +41,8 @@ struct DaemonMemorySteps {
         try step("after lock") { try $0.lock() }
         print("\nresident memory, MiB (RSS / PSS from /proc/PID/smaps_rollup; peak = VmHWM so far)")
         table.print()
+        print("\(daemons[0].name) in use with 1,000 items, resident KiB by mapping (largest first):")
+        for (mapping, kib) in inUseMappings.prefix(12) { print(String(format: "  %7d  %@", kib, mapping)) }
         if gnomeItems < bigItems {
             print("gnome-keyring holds \(gnomeItems) items at the \(bigItems)-item step: it rewrites its whole keyring file on every create")
         }
@@ -249,4 +253,22 @@ final class GnomeKeyringSubject: MemorySubject {
         connection.close()
         world.stop()
     }
+}
+
+/// Resident KiB per mapped file (anonymous memory as "[anonymous]"), from /proc/PID/smaps,
+/// largest first: which libraries the resident pages belong to.
+func residentByMapping(_ pid: pid_t) -> [(String, Int)] {
+    guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return [] }
+    var totals: [String: Int] = [:]
+    var current = "[anonymous]"
+    for line in smaps.split(separator: "\n") {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard let first = fields.first else { continue }
+        if first.contains("-"), first.first?.isHexDigit == true {
+            current = fields.count > 5 ? String(fields[5]) : "[anonymous]"
+        } else if first == "Rss:", fields.count > 1, let kib = Int(fields[1]) {
+            totals[current, default: 0] += kib
+        }
+    }
+    return totals.sorted { $0.value > $1.value }
 }
