@@ -61,9 +61,13 @@ let package = Package(
         .target(name: "KeywellNativeClient", dependencies: ["KeywellDBus", "KeywellProtocol"]),
         // Apple-shaped client library over D-Bus.
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
+        // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
+        // lookup, and resolving the shared Swift libraries cost more than the lookup itself
+        // (docs/performance.md). Allowed here because Keywell is always the root package.
         .executableTarget(
             name: "keywell",
-            dependencies: ["KeywellNativeClient", "KeywellProtocol"]
+            dependencies: ["KeywellNativeClient", "KeywellProtocol"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]
         ),
         .executableTarget(
             name: "keywell-bench",
