@@ -26,23 +26,28 @@ struct DaemonMemorySteps {
             table.add(idle ? "\(step), idle (\(idleWait) s)" : "\(step) (1 s after)", daemons.map { $0.memory() })
             if step.hasPrefix("1,000"), !idle { inUseMappings = residentByMapping(daemons[0].pid) }
         }
-        func step(_ name: String, _ action: (any MemorySubject) throws -> Void) throws {
+        func step(_ name: String, lookup: Bool = false, _ action: (any MemorySubject) throws -> Void) throws {
             for daemon in daemons { try action(daemon) }
+            // "In use" is 1 s after a call to that daemon: the actions on the others (gnome-keyring
+            // takes a minute for 1,000 items) must not let the first one reach its idle trim.
+            for daemon in daemons { try daemon.touch(lookup: lookup) }
             readings(name, idle: false)
             readings(name, idle: true)
         }
         try step("start") { _ in }
         try step("after login unlock") { try $0.unlockLogin() }
-        try step("1,000 items, a lookup") { try $0.fill(to: min(1000, $0.itemCap(gnome: gnomeItems))); try $0.lookup() }
-        try step("\(bigItems) items, a lookup") { daemon in
+        try step("1,000 items, a lookup", lookup: true) { try $0.fill(to: min(1000, $0.itemCap(gnome: gnomeItems))) }
+        try step("\(bigItems) items, a lookup", lookup: true) { daemon in
             if daemon.itemCap(gnome: gnomeItems) >= bigItems { try daemon.fill(to: bigItems) }
-            try daemon.lookup()
         }
         try step("after lock") { try $0.lock() }
         print("\nresident memory, MiB (RSS / PSS from /proc/PID/smaps_rollup; peak = VmHWM so far)")
         table.print()
         print("\(daemons[0].name) in use with 1,000 items, resident KiB by mapping (largest first):")
         for (mapping, kib) in inUseMappings.prefix(12) { print(String(format: "  %7d  %@", kib, mapping)) }
+        // ICU's data is 30 MiB of the mapping; what of it is resident says whether anything touched it.
+        let icu = inUseMappings.filter { $0.0.contains("ICU") }.map(\.1).reduce(0, +)
+        print("  (ICU, lib_FoundationICU.so: \(icu) KiB resident)")
         if gnomeItems < bigItems {
             print("gnome-keyring holds \(gnomeItems) items at the \(bigItems)-item step: it rewrites its whole keyring file on every create")
         }
@@ -72,6 +77,8 @@ protocol MemorySubject: AnyObject {
     func fill(to count: Int) throws
     func lookup() throws
     func lock() throws
+    /// One call, so that the next reading is "in use": a lookup, or a call valid in every state.
+    func touch(lookup: Bool) throws
     func stop()
     /// How many items this subject is filled to at most.
     func itemCap(gnome: Int) -> Int
@@ -79,6 +86,18 @@ protocol MemorySubject: AnyObject {
 
 extension MemorySubject {
     func memory() -> ProcessMemory { ProcessMemory(pid: pid) }
+}
+
+extension KeywelldSubject {
+    func touch(lookup: Bool) throws {
+        if lookup { try self.lookup() } else { try call("ListKeychains", []) }
+    }
+}
+
+extension GnomeKeyringSubject {
+    func touch(lookup: Bool) throws {
+        if lookup { try self.lookup() } else { _ = try client.search(["service": "none"]) }
+    }
 }
 
 /// RSS and PSS (smaps_rollup) and the peak RSS so far (VmHWM), in KiB.
@@ -148,7 +167,7 @@ final class KeywelldSubject: MemorySubject {
 
     func itemCap(gnome: Int) -> Int { .max }
 
-    private func call(_ member: String, _ arguments: [DBusValue]) throws {
+    fileprivate func call(_ member: String, _ arguments: [DBusValue]) throws {
         _ = try connection.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
                                 interface: KeywellNames.interface, member: member, arguments: arguments)
     }
@@ -211,7 +230,7 @@ final class GnomeKeyringSubject: MemorySubject {
     let pid: pid_t
     private let world: CLIBenchWorld
     private let connection: DBusConnection
-    private let client: SecretServiceClient
+    fileprivate let client: SecretServiceClient
     private var count = 0
 
     init() throws {
@@ -258,7 +277,14 @@ final class GnomeKeyringSubject: MemorySubject {
 /// Resident KiB per mapped file (anonymous memory as "[anonymous]"), from /proc/PID/smaps,
 /// largest first: which libraries the resident pages belong to.
 func residentByMapping(_ pid: pid_t) -> [(String, Int)] {
-    guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return [] }
+    // /proc files report size 0: read to the end.
+    let fd = open("/proc/\(pid)/smaps", O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while case let count = read(fd, &chunk, chunk.count), count > 0 { bytes += chunk[..<count] }
+    let smaps = String(decoding: bytes, as: UTF8.self)
     var totals: [String: Int] = [:]
     var current = "[anonymous]"
     for line in smaps.split(separator: "\n") {
