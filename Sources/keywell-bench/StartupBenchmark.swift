@@ -131,7 +131,7 @@ struct StartupProcessRounds {
                     input: gitRequest, environment: current.environment, expect: gitAnswered),
             // git itself and the shell it runs a helper through, with a helper that is a shell builtin.
             Subject(name: "git credential fill, builtin helper (git's floor)",
-                    command: ["/usr/bin/git", "-c", "credential.helper=!echo username=alice; echo password=s3cret", "credential", "fill"],
+                    command: ["/usr/bin/git", "-c", "credential.helper=!f() { echo username=alice; echo password=s3cret; }; f", "credential", "fill"],
                     input: gitRequest, environment: current.environment, expect: gitAnswered),
             Subject(name: "secret-tool lookup service S (keywelld)", command: ["/usr/bin/secret-tool", "lookup", "service", "S"],
                     input: nil, environment: nil, expect: { $0 == "bench-secret" }),
