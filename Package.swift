@@ -62,14 +62,18 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
+        // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
+        // the CLI loads neither full Foundation nor ICU (docs/performance.md).
+        .target(name: "KeywellNativeClient", dependencies: ["KeywellDBus", "KeywellProtocol"]),
         // Apple-shaped client library over D-Bus.
-        .target(name: "KeychainServices", dependencies: ["KeywellDBus", "KeywellProtocol"]),
+        .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
+        // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
+        // lookup, and resolving the shared Swift libraries cost more than the lookup itself
+        // (docs/performance.md). Allowed here because Keywell is always the root package.
         .executableTarget(
             name: "keywell",
-            dependencies: [
-                "KeychainServices", "KeywellDBus", "KeywellProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]
         ),
         .executableTarget(
             name: "keywell-bench",
@@ -85,7 +89,7 @@ let package = Package(
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellCLITests",

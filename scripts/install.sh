@@ -4,7 +4,7 @@
 #   bash scripts/install.sh [--bin-dir DIR]     build (release) and install
 #   bash scripts/install.sh --uninstall         remove what was installed, put back what it replaced
 #
-# Installs keywelld, keywell and git-credential-keywell in PREFIX/bin, the man pages, the shell
+# Installs keywelld, keywell and git-credential-keywell (a link to keywell) in PREFIX/bin, the man pages, the shell
 # completions, the D-Bus activation files, the systemd user unit, the XDG autostart entry
 # (SYSCONFDIR/xdg/autostart, SYSCONFDIR default /etc), the Secret portal's backend file and
 # configuration (XDP_DATADIR/xdg-desktop-portal, XDP_DATADIR default /usr/share) and
@@ -90,10 +90,10 @@ make_dir() {
   printf '%s\n' "${missing[@]}" >> "$root_record/dirs"
 }
 
-# place SOURCE TARGET MODE: TARGET is the installed path without DESTDIR. A file already there
-# that an earlier install did not write is saved first, for --uninstall to put back.
-place() {
-  local source="$1" target="$2" file_mode="$3"
+# claim TARGET: TARGET is the installed path without DESTDIR. A file already there that an
+# earlier install did not write is saved first, for --uninstall to put back.
+claim() {
+  local target="$1"
   make_dir "$(dirname "$target")"
   if ! grep -qxF "$target" "$root_record/files"; then
     if [ -z "$earlier_unrecorded" ] && { [ -e "$DESTDIR$target" ] || [ -L "$DESTDIR$target" ]; }; then
@@ -103,7 +103,18 @@ place() {
     fi
     echo "$target" >> "$root_record/files"
   fi
-  install -m "$file_mode" "$source" "$DESTDIR$target"
+}
+
+# place SOURCE TARGET MODE: installs a copy of SOURCE.
+place() {
+  claim "$2"
+  install -m "$3" "$1" "$DESTDIR$2"
+}
+
+# place_link TARGET LINK: installs a symbolic link whose text is LINK.
+place_link() {
+  claim "$1"
+  ln -sfn "$2" "$DESTDIR$1"
 }
 
 # place_template SOURCE.in TARGET MODE: @BINDIR@ becomes PREFIX/bin.
@@ -147,7 +158,9 @@ fi
 for tool in keywelld keywell; do
   place "$bin_dir/$tool" "$PREFIX/bin/$tool" 0755
 done
-place scripts/git-credential-keywell "$PREFIX/bin/git-credential-keywell" 0755
+# git runs its helper as git-credential-keywell; keywell answers to that name itself, so no
+# shell runs in between (docs/cli.md).
+place_link "$PREFIX/bin/git-credential-keywell" keywell
 
 place man/keywell.1 "$PREFIX/share/man/man1/keywell.1" 0644
 place man/keywelld.8 "$PREFIX/share/man/man8/keywelld.8" 0644

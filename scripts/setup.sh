@@ -25,8 +25,8 @@ packages=(
   # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through
   # pinentry-gnome3 under Xvfb, pinentry-curses on a configured terminal
   pinentry-gnome3 pinentry-curses gcr
-  # benchmark against the incumbent
-  gnome-keyring
+  # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
+  gnome-keyring time
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Whether anybody still waits for a call's reply: its caller may have left the bus, or its
 /// deadline (the time a caller waits by default) may have passed. Handlers of long calls ask
@@ -7,7 +11,7 @@ import Foundation
 final class CallAbandonment: @unchecked Sendable {
     let sender: String
     let deadline: ContinuousClock.Instant
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private var callerLeft = false
 
     init(sender: String, deadline: ContinuousClock.Instant) {
@@ -23,7 +27,7 @@ final class CallAbandonment: @unchecked Sendable {
 /// A server connection's calls still being handled, by caller, so that a caller leaving the bus
 /// (NameOwnerChanged with no new owner, delivered after every call it sent) marks its calls.
 final class InFlightCalls: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private var watching = false
     private var bySender: [String: [ObjectIdentifier: CallAbandonment]] = [:]
     private var abandoned = 0

@@ -1,5 +1,10 @@
 import CDBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 
 /// libdbus must know that it is used from several threads before anything else happens.
 private let threadsInitialized: Bool = dbus_threads_init_default() != 0

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension DBusInterface {
     /// Reads the `<interface>` elements of an introspection document (such as the files in

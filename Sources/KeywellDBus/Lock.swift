@@ -7,11 +7,11 @@ import Darwin
 /// A plain pthread mutex with a condition variable. Used instead of `Synchronization.Mutex`
 /// because waiters here need timed waits, and libdbus callbacks need a lock they can take
 /// from any thread without touching Swift concurrency.
-final class ConditionLock: @unchecked Sendable {
+package final class ConditionLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
         // CLOCK_MONOTONIC so that timed waits are not disturbed by wall-clock changes.
         var attributes = pthread_condattr_t()
@@ -28,10 +28,10 @@ final class ConditionLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
 
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
@@ -75,4 +75,38 @@ func deadline(after timeout: Duration) -> UInt64 {
     let now = monotonicNanoseconds()
     let (sum, overflow) = now.addingReportingOverflow(timeout.saturatingNanoseconds)
     return overflow ? UInt64.max / 2 : min(sum, UInt64.max / 2)
+}
+
+/// Starts a detached thread running `body` (Foundation's `Thread` without Foundation, so the
+/// client side of the library needs only FoundationEssentials).
+func startDetachedThread(name: String, stackSize: Int, _ body: @escaping @Sendable () -> Void) {
+    final class Start: @unchecked Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }
+    }
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    pthread_attr_setstacksize(&attributes, stackSize)
+    let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+    var thread = pthread_t()
+    let status = pthread_create(&thread, &attributes, { argument in
+        let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
+        // Linux caps a thread's name at 15 bytes.
+        ThreadNaming.setName?(pthread_self(), String(start.name.utf8.prefix(15))!)
+        start.body()
+        return nil
+    }, start)
+    precondition(status == 0, "pthread_create failed: \(status)")
+}
+
+/// glibc's `pthread_setname_np`, which Swift's Glibc module does not export; looked up once.
+private enum ThreadNaming {
+    typealias Function = @convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32
+    static let setName: Function? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pthread_setname_np") else { return nil }
+        return unsafeBitCast(symbol, to: Function.self)
+    }()
 }

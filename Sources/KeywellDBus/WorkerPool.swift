@@ -1,5 +1,9 @@
 import CDBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A connection's threads: they run its loop (one at a time, see `ConnectionLoop`) and its
 /// method handlers off the loop.
@@ -66,10 +70,7 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func startWorker() {
-        let thread = Thread { [self] in workerLoop() }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        thread.start()
+        startDetachedThread(name: name, stackSize: 1 << 20) { [self] in workerLoop() }
     }
 
     private func workerLoop() {

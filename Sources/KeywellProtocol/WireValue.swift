@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A value in a native-API dictionary (`a{sv}`), independent of D-Bus: the engine takes and
 /// returns these, the daemon maps them to and from variants, the client library to Apple's types.

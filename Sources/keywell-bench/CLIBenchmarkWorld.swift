@@ -18,7 +18,8 @@ final class CLIBenchWorld {
     private var backgroundOutputs: [Int32] = []
 
     /// `activating`: bus name → program the bus starts on the first call (D-Bus activation).
-    init(name: String, activating services: [String: String]) throws {
+    /// `extraEnvironment` is added to (or replaces) the world's variables.
+    init(name: String, activating services: [String: String], extraEnvironment: [String: String] = [:]) throws {
         root = try PrivateBusConfiguration.makeScratchFolder(prefix: "kwclibench-\(name)")
         for folder in ["home", "run", "services"] { mkdir(root + "/" + folder, 0o700) }
         for (busName, program) in services {
@@ -33,7 +34,7 @@ final class CLIBenchWorld {
             "HOME": home, "XDG_RUNTIME_DIR": root + "/run", "XDG_DATA_HOME": home + "/.local/share",
             "XDG_CONFIG_HOME": home + "/.config", "XDG_CACHE_HOME": home + "/.cache",
             "DBUS_SESSION_BUS_ADDRESS": listen, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-        ]
+        ].merging(extraEnvironment) { $1 }
         let bus = try Self.spawn("/usr/bin/dbus-daemon", ["--config-file=\(root)/bus.conf", "--nofork", "--nopidfile", "--print-address=1"],
                                  environment: environment, input: nil, newGroup: true)
         busPID = bus.pid
@@ -43,10 +44,12 @@ final class CLIBenchWorld {
     }
 
     /// Runs a program to its end; the time covers spawn to exit with all output read.
-    func run(_ command: [String], input: String? = nil) throws -> Run {
+    /// `environment` replaces the world's for this run.
+    func run(_ command: [String], input: String? = nil, environment: [String: String]? = nil) throws -> Run {
         let clock = ContinuousClock()
         let start = clock.now
-        let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment, input: input, newGroup: false)
+        let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment ?? self.environment,
+                                   input: input, newGroup: false)
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -63,16 +66,18 @@ final class CLIBenchWorld {
         return Run(status: exitStatus, output: String(decoding: output, as: UTF8.self), duration: duration)
     }
 
-    func check(_ program: String, _ arguments: [String], input: String? = nil) throws {
-        let result = try run([program] + arguments, input: input)
+    func check(_ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil) throws {
+        let result = try run([program] + arguments, input: input, environment: environment)
         guard result.status == 0 else { throw BenchmarkFailure("\(program) \(arguments.joined(separator: " ")): \(result)") }
     }
 
-    /// A long-running program (a daemon in the foreground), ended by `stop()`.
-    func startBackground(_ program: String, _ arguments: [String], input: String?) throws {
+    /// A long-running program (a daemon in the foreground), ended by `stop()`; returns its pid.
+    @discardableResult
+    func startBackground(_ program: String, _ arguments: [String], input: String?) throws -> pid_t {
         let child = try Self.spawn(program, arguments, environment: environment, input: input, newGroup: false)
         backgroundOutputs.append(child.output)
         backgroundPIDs.append(child.pid)
+        return child.pid
     }
 
     /// Waits (up to 10 s) until `name` has an owner on the bus.

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from keywell_helpers import PrivateAccount, built
 
-REPO = Path(__file__).resolve().parents[2]
-WRAPPER = REPO / "scripts" / "git-credential-keywell"
 LOGIN_PASSWORD = "login-pw"
 
 
 class Session(PrivateAccount):
-    """A fresh account (keywell_helpers.PrivateAccount) with a bin folder holding the helper
-    script beside a `keywell` link (as scripts/install.sh lays them out)."""
+    """A fresh account (keywell_helpers.PrivateAccount) with a bin folder holding `keywell` and
+    `git-credential-keywell`, a link to it (as scripts/install.sh lays them out)."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
         if shutil.which("git") is None:
@@ -36,8 +33,8 @@ class Session(PrivateAccount):
             "SSH_ASKPASS": "",
         })
         self.keywell = keywell
-        shutil.copy(WRAPPER, self.bin / "git-credential-keywell")
         (self.bin / "keywell").symlink_to(keywell)
+        (self.bin / "git-credential-keywell").symlink_to("keywell")
 
     def run(self, *args: str, stdin: str = "", check: bool = False) -> subprocess.CompletedProcess:
         result = subprocess.run(list(args), input=stdin, capture_output=True, text=True, env=self.env, timeout=60)

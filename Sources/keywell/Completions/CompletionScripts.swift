@@ -16,7 +16,7 @@ enum CompletionScripts {
     private static var commands: [CommandSpec] { CommandTable.all }
 
     private static func singleQuoted(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        "'" + text.replacing("'", with: "'\\''") + "'"
     }
 
     // MARK: bash
@@ -99,7 +99,7 @@ enum CompletionScripts {
 
             """
         for spec in commands {
-            text += "        \(singleQuoted(spec.name + ":" + spec.summary.replacingOccurrences(of: ":", with: "\\:")))\n"
+            text += "        \(singleQuoted(spec.name + ":" + spec.summary.replacing(":", with: "\\:")))\n"
         }
         text += """
                 )
@@ -117,7 +117,7 @@ enum CompletionScripts {
             var specs: [String] = []
             if spec.usesGetopt {
                 for option in spec.options where !option.hidden {
-                    let help = option.help.replacingOccurrences(of: "[", with: "(").replacingOccurrences(of: "]", with: ")")
+                    let help = option.help.replacing("[", with: "(").replacing("]", with: ")")
                     if let valueName = option.valueName {
                         specs.append(singleQuoted("*-\(option.letter)[\(help)]:\(valueName):\(zshAction(option.completion))"))
                     } else {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import KeywellDBus
 import KeywellProtocol
 
@@ -53,6 +53,6 @@ struct DoctorReport {
     }
 
     private func line(_ kind: String, _ subject: String, _ text: String) {
-        output.write(kind.padding(toLength: 8, withPad: " ", startingAt: 0) + subject + ": " + text + "\n")
+        output.write(kind + String(repeating: " ", count: max(0, 8 - kind.count)) + subject + ": " + text + "\n")
     }
 }

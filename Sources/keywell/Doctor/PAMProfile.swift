@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Whether PAM hands the login password to pam_keywell.so: the `/etc/pam.d` files that name it
 /// on a line that is not a comment.

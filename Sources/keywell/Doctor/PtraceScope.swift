@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `kernel.yama.ptrace_scope`, which decides how far one of the user's programs can take over
 /// another, and so how much an `exe:` identity is worth (docs/access-control.md "Strength").
@@ -8,7 +8,7 @@ enum PtraceScope {
     /// The setting's value, or nil when the kernel has no Yama (no such file).
     static func read(path: String = path) -> Int? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return Int(text.filter { !$0.isWhitespace })
     }
 
     /// What the value means for `exe:` identities, in words.

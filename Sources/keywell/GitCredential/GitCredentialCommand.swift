@@ -1,6 +1,9 @@
-import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import KeychainServices
+#endif
+import KeywellNativeClient
 
 /// `keywell git-credential get|store|erase`: git's credential helper protocol over internet
 /// password items (installed as `git-credential-keywell`, so `credential.helper=keywell`).
@@ -8,37 +11,25 @@ import KeychainServices
 /// Items are kept as git-credential-osxkeychain keeps them on macOS: protocol → `ptcl`, host →
 /// `srvr` (label too), port → `port`, path → `path`, username → `acct`. Standard output carries
 /// `username=`/`password=` lines and nothing else; problems go to stderr.
-struct GitCredentialArguments: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "git-credential",
-        abstract: "Git credential helper backed by the Keywell keychain.",
-        discussion: """
-            Use it with `git config --global credential.helper keywell` (the installed \
-            git-credential-keywell script runs `keywell git-credential`). git writes the request \
-            on standard input; `get` answers with username= and password= lines.
-            """)
-
-    @Argument(help: "get, store or erase (git passes it; other actions are ignored).")
-    var operation: String
-}
-
 enum GitCredentialCommand {
+    /// The name git runs the helper by; keywell started under it is `keywell git-credential`
+    /// (docs/cli.md), so no shell script sits between git and keywell.
+    static let programName = "git-credential-keywell"
+
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
-        let arguments: GitCredentialArguments
-        do {
-            arguments = try GitCredentialArguments.parse(Array(invocation.words.dropFirst()))
-        } catch {
-            let message = GitCredentialArguments.fullMessage(for: error)
-            let code = GitCredentialArguments.exitCode(for: error).rawValue
-            if code == 0 { StandardStreams.output.write(message + "\n") } else { StandardStreams.error.write(message + "\n") }
-            return code
+        // git passes the action as the one argument.
+        guard invocation.words.count == 2 else {
+            context.diagnostics.error("git-credential: needs exactly one action (get, store or erase)")
+            if let spec = CommandTable.match("git-credential") { StandardStreams.error.write(HelpCommand.usageLines(spec)) }
+            return CommandStatus.usage
         }
+        let operation = invocation.words[1]
         // Only for this command (interactive mode shares the context).
         let diagnostics = context.diagnostics
         context.diagnostics = diagnostics.hintingAnywhere
         defer { context.diagnostics = diagnostics }
         let helper = GitCredentialHelper(context: context)
-        switch arguments.operation {
+        switch operation {
         case "get": return helper.get(CredentialRequest.read())
         case "store": return helper.store(CredentialRequest.read())
         case "erase": return helper.erase(CredentialRequest.read())

@@ -1,5 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import KeychainServices
+#endif
+import KeywellNativeClient
 
 /// `add-generic-password` and `add-internet-password`.
 enum AddCommands {

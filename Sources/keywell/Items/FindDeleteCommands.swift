@@ -1,4 +1,4 @@
-import KeychainServices
+import KeywellNativeClient
 
 /// `find-generic-password`, `find-internet-password`, `delete-generic-password`,
 /// `delete-internet-password`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import KeywellProtocol
 
 /// One item as a search returned it, with the keychain it was found in.

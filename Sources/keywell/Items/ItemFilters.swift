@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import KeywellProtocol
 
 /// The attribute filters `find-*` and `delete-*` build from their options, with `security`'s

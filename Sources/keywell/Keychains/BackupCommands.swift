@@ -1,5 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import KeychainServices
+#endif
+import KeywellNativeClient
 
 /// `backup` and `restore`: Keywell's own (docs/cli.md, "Backing up"). The daemon does the work,
 /// since it owns the keychain files; paths are made absolute here, where the current folder is.
@@ -37,7 +41,8 @@ enum BackupCommands {
 
     /// The file's name without `.keychain-db` or `.keychain`: `login.keychain-db` restores as `login`.
     static func defaultName(for path: String) -> String {
-        var name = (path as NSString).lastPathComponent
+        // The last path component (trailing slashes ignored).
+        var name = path.split(separator: "/").last.map(String.init) ?? path
         for suffix in [".keychain-db", ".keychain"] where name.hasSuffix(suffix) && name.count > suffix.count {
             name.removeLast(suffix.count)
             break

@@ -1,4 +1,4 @@
-import KeychainServices
+import KeywellNativeClient
 
 /// `create-keychain` and `delete-keychain`.
 enum CreateDeleteCommands {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import KeywellProtocol
 
 /// How keychain arguments become what the daemon takes, and daemon names become the paths
@@ -21,7 +25,7 @@ struct KeychainNaming {
             guard let value = environment[key], value.hasPrefix("/") else { return nil }
             return value
         }
-        let home = absolute("HOME") ?? NSHomeDirectory()
+        let home = absolute("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path
         let dataHome = absolute("XDG_DATA_HOME") ?? home + "/.local/share"
         keychainsDirectory = KeychainPath.normalized(dataHome + "/keywell/keychains") ?? dataHome + "/keywell/keychains"
         currentDirectory = FileManager.default.currentDirectoryPath

@@ -1,4 +1,4 @@
-import KeychainServices
+import KeywellNativeClient
 
 /// `lock-keychain` and `unlock-keychain`.
 enum LockCommands {

@@ -1,5 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import KeychainServices
+#endif
+import KeywellNativeClient
 
 /// `list-keychains`, `default-keychain` and `login-keychain`: the per-user preferences.
 ///

@@ -1,4 +1,4 @@
-import KeychainServices
+import KeywellNativeClient
 
 /// `set-keychain-settings`, `set-keychain-password` and `show-keychain-info`.
 enum SettingsCommands {

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 
 /// `keywell export --format gnome-keyring [-f] [-k keychain] FILE`: a keychain as a keyring file
 /// gnome-keyring-daemon opens (docs/migration.md, "Switching from gnome-keyring / KWallet / KeePassXC"), for `export --format

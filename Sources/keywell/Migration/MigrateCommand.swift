@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 import KeywellDBus
 
 /// `keywell migrate [--keyring NAME] [--status]`: gnome-keyring's and libsecret's keyring

@@ -1,4 +1,4 @@
-import KeychainServices
+import KeywellNativeClient
 
 /// `--json` shapes for keychains. Field names are stable (documented in `--help`):
 /// `name`, `path`, and for `show-keychain-info` also `locked`, `itemCount`, `lockOnSleep`, `lockOnScreenLock`,

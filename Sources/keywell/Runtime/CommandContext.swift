@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeychainServices
+import KeywellNativeClient
 
 /// What every command needs: the program name for messages, the daemon, keychain naming,
 /// and the output streams.

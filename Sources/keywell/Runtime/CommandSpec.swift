@@ -19,11 +19,11 @@ struct CommandSpec: Sendable {
     let helpNotes: [String]
     /// false: the command reads its words itself (`help`, `error`, the Keywell-only commands).
     let usesGetopt: Bool
+    /// The command prints its own `--help` (its words are not getopt's).
+    let ownHelp: Bool
     /// `-w` as the very last word means "ask for the password" (it would otherwise lack its
     /// value): `security`'s add commands look for it before getopt runs.
     let trailingWPrompts: Bool
-    /// The command prints its own `--help` (the ones parsed with swift-argument-parser).
-    let ownHelp: Bool
     /// `h` is one of `security`'s getopt letters for the command, so `-h` is its usage without a
     /// getopt complaint (every command but show-keychain-info).
     let knowsDashH: Bool
@@ -50,8 +50,8 @@ struct CommandSpec: Sendable {
         self.json = json
         self.helpNotes = helpNotes
         self.usesGetopt = usesGetopt
-        self.trailingWPrompts = trailingWPrompts
         self.ownHelp = ownHelp
+        self.trailingWPrompts = trailingWPrompts
         self.knowsDashH = knowsDashH
         self.extraLongFlags = extraLongFlags
         self.longValueOptions = longValueOptions

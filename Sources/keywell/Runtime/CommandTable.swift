@@ -283,13 +283,21 @@ enum CommandTable {
                     run: ImportCommand.run),
         CommandSpec("git-credential", synopsis: "get|store|erase",
                     summary: "Keywell: git credential helper (credential.helper=keywell).",
-                    operands: .words(["get", "store", "erase"]), usesGetopt: false, ownHelp: true, run: GitCredentialCommand.run),
+                    operands: .words(["get", "store", "erase"]),
+                    helpNotes: ["Use it with `git config --global credential.helper keywell`: git runs git-credential-keywell,",
+                                "a link to keywell, which then acts as `keywell git-credential`. git writes the request on",
+                                "standard input; `get` answers with username= and password= lines. Other actions are ignored."],
+                    usesGetopt: false, run: GitCredentialCommand.run),
         CommandSpec("doctor", synopsis: "[-h]",
                     summary: "Keywell: check this user's setup, and show this program's identity as keywelld sees it.",
                     usesGetopt: false, ownHelp: true, run: DoctorCommand.run),
         CommandSpec("completion", synopsis: "bash|zsh|fish",
                     summary: "Keywell: print the shell completion script.",
-                    operands: .words(["bash", "zsh", "fish"]), usesGetopt: false, ownHelp: true, run: CompletionCommand.run),
+                    operands: .words(["bash", "zsh", "fish"]),
+                    helpNotes: ["bash: keywell completion bash > ~/.local/share/bash-completion/completions/keywell",
+                                "zsh:  keywell completion zsh > \"${fpath[1]}/_keywell\"",
+                                "fish: keywell completion fish > ~/.config/fish/completions/keywell.fish"],
+                    usesGetopt: false, run: CompletionCommand.run),
     ]
 
     /// `g` is among `security`'s getopt letters for the delete commands, which then only print

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import KeywellProtocol
 #if canImport(Glibc)
 import Glibc
@@ -81,6 +85,6 @@ enum ShellQuoting {
         let safe = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_./+:@".unicodeScalars.contains(scalar))
         }
-        return safe ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        return safe ? word : "'" + word.replacing("'", with: "'\\''") + "'"
     }
 }

@@ -8,6 +8,12 @@ import KeywellProtocol
 enum Program {
     static func run(_ arguments: [String]) -> Int32 {
         let progname = baseName(arguments.first ?? "keywell")
+        // git runs its helper as git-credential-keywell (a link to keywell): answer to that name
+        // directly, with messages and hints naming keywell, whose commands they suggest.
+        if progname == GitCredentialCommand.programName {
+            let context = CommandContext(progname: "keywell", quiet: false)
+            return execute(["git-credential"] + arguments.dropFirst(), argvIndex: 1, context: context, verbose: false)
+        }
         let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help", "version"])
         let parsed: GetoptParser.Result
         do {

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 #if canImport(Glibc)
 import Glibc
 #endif

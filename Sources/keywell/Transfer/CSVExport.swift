@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 
 /// Plaintext CSV export (docs/export-import.md, "CSV"), done here through the ordinary item
 /// calls: the secrets are in the clear in the file anyway.

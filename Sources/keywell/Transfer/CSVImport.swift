@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 
 /// Plaintext CSV import (docs/export-import.md, "CSV"), done here through the ordinary item
 /// calls (Add, then Update for a replaced item).

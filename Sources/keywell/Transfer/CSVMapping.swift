@@ -1,4 +1,4 @@
-import KeychainServices
+import KeywellNativeClient
 
 /// Items ↔ CSV rows (docs/export-import.md, "CSV"). An internet password's URL is
 /// `scheme://server[:port][path]` (the scheme from its protocol code, `//server` without

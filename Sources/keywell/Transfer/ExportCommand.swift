@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 
 /// `export [-k keychain]... [--all] [--format keywell|csv] [--plaintext] file`
 /// (docs/export-import.md). The encrypted format is written by keywelld, which holds the keys,

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import KeychainServices
+import KeywellNativeClient
 
 /// `import [-k keychain] [--skip|--replace|--newer] [--format keywell|csv] [--plaintext] file`
 /// (docs/export-import.md). keywelld reads and merges an encrypted export in one transaction;

@@ -4,10 +4,10 @@ import Glibc
 #endif
 
 /// Passwords that Apple's C-shaped functions receive as pointer and length.
-enum PasswordBytes {
+package enum PasswordBytes {
     /// A copy of `length` bytes at `pointer`; a missing pointer with a non-zero length is
     /// errSecParam, as in Apple's `RequiredParam`.
-    static func copy(_ pointer: UnsafeRawPointer?, length: UInt32) throws(KeychainError) -> [UInt8] {
+    package static func copy(_ pointer: UnsafeRawPointer?, length: UInt32) throws(KeychainError) -> [UInt8] {
         guard length > 0 else { return [] }
         guard let pointer else { throw .param("password pointer is NULL but its length is \(length)") }
         return Array(UnsafeRawBufferPointer(start: pointer, count: Int(length)))
@@ -16,7 +16,7 @@ enum PasswordBytes {
     /// Zeroes the array's storage in place (explicit_bzero cannot be optimised away). Call it
     /// once the D-Bus call that carried the bytes has returned: the array is then no longer
     /// shared, so the wipe reaches the storage that was sent rather than a fresh copy.
-    static func wipe(_ bytes: inout [UInt8]) {
+    package static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { buffer in
             if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
         }

@@ -1,6 +1,10 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import KeywellDBus
-import KeywellProtocol
+@_exported import KeywellProtocol
 
 /// One keychain as `GetInfo` describes it (docs/native-api.md "GetInfo keys").
 public struct KeychainInfo: Sendable, Equatable, Hashable {

@@ -1,4 +1,3 @@
-import Foundation
 import KeywellDBus
 import KeywellProtocol
 
@@ -8,7 +7,7 @@ import KeywellProtocol
 /// when the bus dropped it (a restarted session bus), and never cached as a failure, so a
 /// program that started before the bus recovers once the bus is there.
 enum SessionBusConnection {
-    private static let lock = NSLock()
+    private static let lock = ConditionLock()
     nonisolated(unsafe) private static var cached: DBusConnection?
 
     static func get() throws(KeychainError) -> DBusConnection {

@@ -1,13 +1,17 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import KeywellDBus
 import KeywellProtocol
 
 /// Translation between the native API's wire values and D-Bus values, and from D-Bus failures
 /// to OSStatus-carrying `KeychainError`s.
-enum DBusMapping {
+package enum DBusMapping {
     // MARK: Wire values → D-Bus
 
-    static func dbusValue(_ value: WireValue) -> DBusValue {
+    package static func dbusValue(_ value: WireValue) -> DBusValue {
         switch value {
         case .string(let text): return .string(text)
         case .data(let bytes): return .bytes([UInt8](bytes))
@@ -19,13 +23,13 @@ enum DBusMapping {
     }
 
     /// `a{sv}`.
-    static func dbusDictionary(_ dictionary: WireDictionary) -> DBusValue {
+    package static func dbusDictionary(_ dictionary: WireDictionary) -> DBusValue {
         .stringVariantDict(dictionary.mapValues(dbusValue))
     }
 
     /// `a{sv}` whose secret (`v_Data`) bytes are also handed to the caller, who wipes them
     /// once the call is over.
-    static func dbusDictionary(_ dictionary: WireDictionary, secrets: inout [[UInt8]]) -> DBusValue {
+    package static func dbusDictionary(_ dictionary: WireDictionary, secrets: inout [[UInt8]]) -> DBusValue {
         var values = dictionary.mapValues(dbusValue)
         if case .data(let secret)? = dictionary[WireKey.valueData] {
             let bytes = [UInt8](secret)
@@ -38,7 +42,7 @@ enum DBusMapping {
     // MARK: D-Bus → wire values
 
     /// Any D-Bus value the native API can send back; nil for types it never uses.
-    static func wireValue(_ value: DBusValue) -> WireValue? {
+    package static func wireValue(_ value: DBusValue) -> WireValue? {
         let value = value.unwrappingVariants
         switch value {
         case .string(let text), .objectPath(let text): return .string(text)
@@ -53,7 +57,7 @@ enum DBusMapping {
     }
 
     /// `a{sv}` as a wire dictionary; throws when the reply has another shape.
-    static func wireDictionary(_ value: DBusValue?, in member: String) throws(KeychainError) -> WireDictionary {
+    package static func wireDictionary(_ value: DBusValue?, in member: String) throws(KeychainError) -> WireDictionary {
         guard let dictionary = value?.asStringVariantDict() else { throw unexpectedReply(member, value) }
         var result: WireDictionary = [:]
         result.reserveCapacity(dictionary.count)
@@ -64,7 +68,7 @@ enum DBusMapping {
         return result
     }
 
-    static func unexpectedReply(_ member: String, _ value: DBusValue?, key: String? = nil) -> KeychainError {
+    package static func unexpectedReply(_ member: String, _ value: DBusValue?, key: String? = nil) -> KeychainError {
         let place = key.map { "\(member) reply key \($0)" } ?? "\(member) reply"
         let shape = value.map { "type \($0.signature.rawValue)" } ?? "no value"
         return KeychainError(SecStatus.io, detail: "unexpected \(place): \(shape)")
@@ -83,7 +87,7 @@ enum DBusMapping {
 
     /// The OSStatus a D-Bus failure stands for: the daemon's own errors carry theirs; an absent
     /// daemon or bus, or a timeout, is errSecNotAvailable; a refused call shape is errSecParam.
-    static func keychainError(_ error: DBusError) -> KeychainError {
+    package static func keychainError(_ error: DBusError) -> KeychainError {
         if let native = KeychainError(dbusErrorName: error.name, message: error.message) { return native }
         let detail = error.description
         if unavailableNames.contains(error.name) || error.isTimeout

@@ -1,0 +1,248 @@
+import ArgumentParser
+import Foundation
+import KeywellProtocol
+
+/// `keywell-bench startup`: what a user's shell and git pay, whole processes included, and what
+/// keywelld keeps resident, beside the incumbent (docs/performance.md).
+///
+/// Part one runs, alternated round by round against ONE running keywelld on a private bus:
+/// `keywell find-generic-password -s S -w`, `git credential fill` through
+/// git-credential-keywell, `secret-tool lookup` and `dbus-send … Peer.Ping` (the floor any
+/// process that makes one D-Bus call pays). Part two reads keywelld's and gnome-keyring-daemon's
+/// RSS and PSS at the same steps in the same run.
+struct StartupBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "startup",
+        abstract: "Whole-process start-up (keywell, git's helper, secret-tool, dbus-send Ping) and daemon memory, with the targets."
+    )
+
+    @Option(help: "The keywell to measure (default: the one next to this program).")
+    var keywell: String?
+
+    @Option(help: "The keywelld it talks to (default: the one next to this program).")
+    var keywelld: String?
+
+    @Option(help: "A previous build's keywell, measured in the same alternated rounds (a git-credential-keywell file beside it is used as its git helper).")
+    var baselineKeywell: String?
+
+    @Option(help: "A previous build's keywelld, whose memory is read at the same steps in the same run.")
+    var baselineKeywelld: String?
+
+    @Option(help: "Alternated rounds (every command once per round).")
+    var rounds = 20
+
+    @Option(help: "Seconds to wait for the idle readings (keywelld trims after 10 s without a call).")
+    var idleWait = 12
+
+    @Option(help: "Items for the big-keychain step (filled through the engine's batch API).")
+    var bigItems = 100_000
+
+    @Option(help: "Items stored in gnome-keyring (it rewrites its whole file on every create, so 100,000 would take hours).")
+    var gnomeItems = 1000
+
+    @Flag(help: "Only the whole-process part.")
+    var cliOnly = false
+
+    @Flag(help: "Only the daemon memory part.")
+    var memoryOnly = false
+
+    func run() throws {
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+        let keywellPath = keywell ?? folder + "/keywell"
+        let daemonPath = keywelld ?? folder + "/keywelld"
+        let required = [keywellPath, daemonPath, "/usr/bin/secret-tool", "/usr/bin/gnome-keyring-daemon", "/usr/bin/dbus-daemon",
+                        "/usr/bin/dbus-send", "/usr/bin/git", "/usr/bin/time"] + [baselineKeywell, baselineKeywelld].compactMap { $0 }
+        for path in required where !FileManager.default.isExecutableFile(atPath: path) {
+            throw ValidationError("\(path) is missing (keywell: build it; the others: scripts/setup.sh)")
+        }
+        print("start-up benchmark on \(ProcessInfo.processInfo.activeProcessorCount) cores; private session buses")
+        print("keywell: \(keywellPath)\nkeywelld: \(daemonPath)")
+        if let baselineKeywell { print("baseline keywell: \(baselineKeywell)") }
+        if let baselineKeywelld { print("baseline keywelld: \(baselineKeywelld)") }
+        var verdicts: [TargetVerdict] = []
+        if !memoryOnly {
+            verdicts += try StartupProcessRounds(keywell: keywellPath, keywelld: daemonPath, baselineKeywell: baselineKeywell,
+                                                 rounds: rounds).run()
+        }
+        if !cliOnly {
+            verdicts += try DaemonMemorySteps(keywelld: daemonPath, baselineKeywelld: baselineKeywelld, idleWait: idleWait,
+                                              bigItems: bigItems, gnomeItems: gnomeItems).run()
+        }
+        print("\ntargets (issue 19):")
+        for verdict in verdicts { print(verdict.line) }
+        let missed = verdicts.filter { !$0.met }.count
+        print(missed == 0 ? "all \(verdicts.count) targets met" : "\(missed) of \(verdicts.count) targets NOT met")
+    }
+}
+
+/// One target with its measured figure.
+struct TargetVerdict {
+    let name: String
+    let figure: String
+    let target: String
+    let met: Bool
+
+    var line: String {
+        "  \(name.padding(toLength: 58, withPad: " ", startingAt: 0)) \(figure.padding(toLength: 16, withPad: " ", startingAt: 0)) target \(target.padding(toLength: 14, withPad: " ", startingAt: 0)) \(met ? "met" : "NOT met")"
+    }
+}
+
+/// Part one: every command once per round, the order rotating each round so that no command
+/// always runs right after the same neighbour; medians of wall time, and peak memory from wait4.
+struct StartupProcessRounds {
+    let keywell: String
+    let keywelld: String
+    let baselineKeywell: String?
+    let rounds: Int
+
+    private struct Subject {
+        let name: String
+        let command: [String]
+        let input: String?
+        let environment: [String: String]?
+        let expect: (String) -> Bool
+        var times = LatencySamples()
+        var peaks: [Int] = []
+    }
+
+    func run() throws -> [TargetVerdict] {
+        let world = try CLIBenchWorld(
+            name: "startup", activating: [KeywellNames.busName: keywelld, KeywellNames.secretsBusName: keywelld],
+            extraEnvironment: ["GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"])
+        defer { world.stop() }
+        let current = try helperFolder(world, "bin", keywell: keywell)
+        try world.check(current.keywell, ["create-keychain", "-p", "bench-password", "login"])
+        try world.check(current.keywell, ["add-generic-password", "-a", "bench", "-s", "S", "-w", "bench-secret"])
+        try world.check("/usr/bin/secret-tool", ["store", "--label=S", "service", "S"], input: "bench-secret")
+        try world.check("/usr/bin/git", ["-c", "credential.helper=keywell", "credential", "approve"],
+                        input: "url=https://git.example.com\nusername=alice\npassword=s3cret\n\n", environment: current.environment)
+        let gitFill = ["/usr/bin/git", "-c", "credential.helper=keywell", "credential", "fill"]
+        let gitRequest = "url=https://git.example.com\n\n"
+        let gitAnswered = { (output: String) in output.contains("\npassword=s3cret\n") }
+
+        var subjects = [
+            Subject(name: "keywell find-generic-password -s S -w", command: [current.keywell, "find-generic-password", "-s", "S", "-w"],
+                    input: nil, environment: nil, expect: { $0 == "bench-secret\n" }),
+            Subject(name: "git credential fill (git-credential-keywell)", command: gitFill, input: gitRequest,
+                    environment: current.environment, expect: gitAnswered),
+            // The helper by absolute path: git's shell then execs it directly, without a second git.
+            Subject(name: "git credential fill (helper by full path)",
+                    command: ["/usr/bin/git", "-c", "credential.helper=\(current.helper)", "credential", "fill"],
+                    input: gitRequest, environment: current.environment, expect: gitAnswered),
+            // git itself and the shell it runs a helper through, with a helper that is a shell builtin.
+            Subject(name: "git credential fill, builtin helper (git's floor)",
+                    command: ["/usr/bin/git", "-c", "credential.helper=!f() { echo username=alice; echo password=s3cret; }; f", "credential", "fill"],
+                    input: gitRequest, environment: current.environment, expect: gitAnswered),
+            Subject(name: "secret-tool lookup service S (keywelld)", command: ["/usr/bin/secret-tool", "lookup", "service", "S"],
+                    input: nil, environment: nil, expect: { $0 == "bench-secret" }),
+            Subject(name: "dbus-send Peer.Ping to keywelld (the floor)",
+                    command: ["/usr/bin/dbus-send", "--session", "--print-reply", "--dest=\(KeywellNames.busName)",
+                              KeywellNames.objectPath, "org.freedesktop.DBus.Peer.Ping"],
+                    input: nil, environment: nil, expect: { $0.hasPrefix("method return") }),
+        ]
+        if let baselineKeywell {
+            let baseline = try helperFolder(world, "bin-baseline", keywell: baselineKeywell)
+            subjects += [
+                Subject(name: "baseline: keywell find-generic-password -w", command: [baseline.keywell, "find-generic-password", "-s", "S", "-w"],
+                        input: nil, environment: nil, expect: { $0 == "bench-secret\n" }),
+                Subject(name: "baseline: git credential fill", command: gitFill, input: gitRequest,
+                        environment: baseline.environment, expect: gitAnswered),
+            ]
+        }
+        // Every command answers correctly, and everything is warm (daemon, page cache), first.
+        for _ in 0..<3 {
+            for subject in subjects {
+                let result = try world.run(subject.command, input: subject.input, environment: subject.environment)
+                guard result.status == 0, subject.expect(result.output) else {
+                    throw BenchmarkFailure("\(subject.name) answered \(result)")
+                }
+            }
+        }
+        for round in 0..<rounds {
+            for offset in 0..<subjects.count {
+                let index = (round + offset) % subjects.count
+                let result = try world.run(subjects[index].command, input: subjects[index].input, environment: subjects[index].environment)
+                guard result.status == 0 else { throw BenchmarkFailure("\(subjects[index].name) answered \(result)") }
+                subjects[index].times.append(result.duration)
+            }
+        }
+        // Peak memory in rounds of its own, each run under GNU time: wait4's ru_maxrss for a
+        // child this process spawns would include this process's own peak (Linux carries the
+        // high-water mark of the memory a child had before exec over into it).
+        for _ in 0..<5 {
+            for index in subjects.indices {
+                subjects[index].peaks.append(try peakKiB(world, subjects[index]))
+            }
+        }
+
+        let ping = subjects[5].times.percentile(0.5).seconds
+        print("\nwhole processes, \(rounds) rounds alternated, one keywelld (wall ms; peak memory: GNU time's maximum RSS over 5 runs, MiB)")
+        print("command".padding(toLength: 46, withPad: " ", startingAt: 0) + " median    p10    p90  × Ping   peak MiB (median / max)")
+        for subject in subjects {
+            let times = subject.times
+            let peaks = subject.peaks.sorted()
+            print(subject.name.padding(toLength: 46, withPad: " ", startingAt: 0)
+                  + String(format: " %6.2f %6.2f %6.2f %6.2f   %5.1f / %5.1f", times.percentile(0.5).seconds * 1000,
+                           times.percentile(0.1).seconds * 1000, times.percentile(0.9).seconds * 1000,
+                           times.percentile(0.5).seconds / ping, Double(peaks[peaks.count / 2]) / 1024,
+                           Double(peaks.last ?? 0) / 1024))
+        }
+        let find = subjects[0], git = subjects[1], secretTool = subjects[4]
+        let findRatio = find.times.percentile(0.5).seconds / ping
+        let toolRatio = find.times.percentile(0.5).seconds / secretTool.times.percentile(0.5).seconds
+        let peak = Double(find.peaks.sorted()[find.peaks.count / 2]) / 1024
+        let gitRatio = git.times.percentile(0.5).seconds / ping
+        let fullPathRatio = subjects[2].times.percentile(0.5).seconds / ping
+        var verdicts = [
+            TargetVerdict(name: "keywell find-generic-password -w wall / Ping", figure: String(format: "%.2f ×", findRatio),
+                          target: "≤ 2.0 ×", met: findRatio <= 2.0),
+            TargetVerdict(name: "keywell find-generic-password -w wall / secret-tool lookup", figure: String(format: "%.2f ×", toolRatio),
+                          target: "≤ 0.5 ×", met: toolRatio <= 0.5),
+            TargetVerdict(name: "keywell find-generic-password -w peak memory", figure: String(format: "%.1f MiB", peak),
+                          target: "≤ 12 MiB", met: peak <= 12),
+            TargetVerdict(name: "git credential fill through the helper / Ping", figure: String(format: "%.2f ×", gitRatio),
+                          target: "≤ 2.5 ×", met: gitRatio <= 2.5),
+            TargetVerdict(name: "  the same, helper by full path / Ping", figure: String(format: "%.2f ×", fullPathRatio),
+                          target: "≤ 2.5 ×", met: fullPathRatio <= 2.5),
+        ]
+        if baselineKeywell != nil {
+            let before = subjects[6].times.percentile(0.5).seconds, gitBefore = subjects[7].times.percentile(0.5).seconds
+            print(String(format: "this build / baseline: find-generic-password %.2f, git credential fill %.2f",
+                         find.times.percentile(0.5).seconds / before, git.times.percentile(0.5).seconds / gitBefore))
+            verdicts.append(TargetVerdict(name: "find-generic-password -w: this build / baseline",
+                                          figure: String(format: "%.2f ×", find.times.percentile(0.5).seconds / before),
+                                          target: "≤ 1.0 ×", met: find.times.percentile(0.5).seconds <= before))
+        }
+        return verdicts
+    }
+
+    /// The peak RSS of one run (the process and every descendant it waited for), in KiB, as
+    /// GNU time reports it from wait4 in a process of its own.
+    private func peakKiB(_ world: CLIBenchWorld, _ subject: Subject) throws -> Int {
+        let report = world.root + "/peak"
+        let result = try world.run(["/usr/bin/time", "-f", "%M", "-o", report] + subject.command, input: subject.input,
+                                   environment: subject.environment)
+        guard result.status == 0, let text = try? String(contentsOfFile: report, encoding: .utf8),
+              let kib = text.split(separator: "\n").last.flatMap({ Int($0) }) else {
+            throw BenchmarkFailure("\(subject.name) under /usr/bin/time: \(result)")
+        }
+        return kib
+    }
+
+    /// A folder on PATH holding `keywell` and `git-credential-keywell` as an install lays them
+    /// out: the helper is the file shipped beside that keywell when there is one (an older
+    /// build's script), else a link to keywell itself (which dispatches on its name).
+    private func helperFolder(_ world: CLIBenchWorld, _ name: String, keywell: String)
+        throws -> (keywell: String, helper: String, environment: [String: String]) {
+        let bin = world.root + "/" + name
+        mkdir(bin, 0o700)
+        let shipped = URL(fileURLWithPath: keywell).deletingLastPathComponent().appendingPathComponent("git-credential-keywell").path
+        let helper = FileManager.default.isExecutableFile(atPath: shipped) ? shipped : bin + "/keywell"
+        guard symlink(keywell, bin + "/keywell") == 0, symlink(helper, bin + "/git-credential-keywell") == 0 else {
+            throw BenchmarkFailure("cannot link the helper into \(bin)")
+        }
+        var environment = world.environment
+        environment["PATH"] = bin + ":/usr/bin:/bin"
+        return (bin + "/keywell", bin + "/git-credential-keywell", environment)
+    }
+}
