@@ -32,11 +32,7 @@ struct CollectionObject {
             let (id, replaced) = try engine(path()) { () throws(KeychainError) in
                 try collection.createItem(label: label, attributes: attributes, type: type, secret: secret, replace: replace)
             }
-            if replaced {
-                context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
-            } else {
-                context.signals.itemCreated(id, in: collection.id)
-            }
+            context.itemsChanged(in: collection.id, created: replaced ? [] : [id], changed: replaced ? [id] : [])
             return [.objectPath(ObjectPaths.path(of: id, in: collection.id)), .objectPath(SecretServiceNames.noObject)]
         default:
             throw .unknownMethod("No method \(call.member) on a collection")
