@@ -42,6 +42,15 @@ public enum ServiceLimits {
     /// `objectPathsPerCall` of them).
     public static let promptsPerConnection = 16
 
+    /// Paths a collection's `Items` may list and still go out with every item made or deleted
+    /// (about 80 KiB of message). A longer list goes out at most once per
+    /// `longItemsListInterval`: each send scans the keychain and is as big as it.
+    public static let itemsSentWithEveryChange = 1_000
+
+    /// How often a longer `Items` list goes out while its collection keeps changing: a 100,000-item
+    /// keychain written in a loop sends one 7 MiB message a second, not one per write.
+    public static let longItemsListInterval: Duration = .seconds(1)
+
     // MARK: Native API (org.keywell.Keychain1)
 
     /// Keys in one attribute or query dictionary: about 35 exist.

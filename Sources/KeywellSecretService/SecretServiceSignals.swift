@@ -10,12 +10,15 @@ final class SecretServiceSignals: @unchecked Sendable {
     private let logger: Logger
     /// Where the new values of `Items`, `Collections` and item properties are read.
     private let directory: CollectionDirectory
+    /// When `Items` goes out after a change (a big keychain's list is paced).
+    private let itemsPacer: ItemsPropertyPacer
     private let lock = NSLock()
     private var connection: DBusConnection?
 
-    init(directory: CollectionDirectory, logger: Logger) {
+    init(directory: CollectionDirectory, logger: Logger, itemsPacer: ItemsPropertyPacer = ItemsPropertyPacer()) {
         self.directory = directory
         self.logger = logger
+        self.itemsPacer = itemsPacer
     }
 
     func use(_ connection: DBusConnection?) {
@@ -30,7 +33,10 @@ final class SecretServiceSignals: @unchecked Sendable {
     /// of the first two read the cached `Collections` and crash without one.
     func collectionsChanged(_ change: CollectionDirectory.ListChange) {
         change.created.forEach { service("CollectionCreated", $0) }
-        change.deleted.forEach { service("CollectionDeleted", $0) }
+        change.deleted.forEach {
+            service("CollectionDeleted", $0)
+            itemsPacer.forget($0)
+        }
         emitProperties(ObjectPaths.root, SecretServiceNames.serviceInterface,
                        ["Collections": .objectPathArray(change.collections.map(ObjectPaths.path(of:)))])
         change.defaultMoved.forEach { service("CollectionChanged", $0) }
@@ -55,15 +61,20 @@ final class SecretServiceSignals: @unchecked Sendable {
     }
 
     /// Items made, changed or deleted in one collection by one call: `ItemCreated` and
-    /// `ItemDeleted` for each, then the collection's new `Items`; `ItemChanged` for each changed
-    /// item, each followed by its new `Label`, `Attributes` and `Modified`.
+    /// `ItemDeleted` for each, then the collection's new `Items` (a long list paced, see
+    /// `ItemsPropertyPacer`); `ItemChanged` for each changed item, each followed by its new
+    /// `Label`, `Attributes` and `Modified`.
     func itemsChanged(in id: CollectionID, created: [UUID] = [], changed: [UUID] = [], deleted: [UUID] = []) {
         created.forEach { item("ItemCreated", $0, id) }
         deleted.forEach { item("ItemDeleted", $0, id) }
         let collection = directory.unchecked(id)
-        if !created.isEmpty || !deleted.isEmpty, let items = try? collection.itemIDs() {
-            emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface,
-                           ["Items": .objectPathArray(ObjectPaths.paths(of: items, in: id))])
+        if !created.isEmpty || !deleted.isEmpty {
+            itemsPacer.changed(id) { [self] in
+                guard let items = try? directory.unchecked(id).itemIDs() else { return nil }
+                emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface,
+                               ["Items": .objectPathArray(ObjectPaths.paths(of: items, in: id))])
+                return items.count
+            }
         }
         for item in changed {
             self.item("ItemChanged", item, id)
