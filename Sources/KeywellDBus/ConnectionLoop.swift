@@ -12,7 +12,8 @@ import Glibc
 /// from the sending thread when it can, and otherwise calls our wake-up function so the loop
 /// writes it (the classic stall of `read_write_dispatch(-1)` plus sends from other threads
 /// cannot happen: nobody ever blocks inside libdbus here). The poll has no timeout: an idle
-/// connection costs nothing and a wake-up costs one pipe write.
+/// connection costs nothing and a wake-up costs one pipe write (`WakePipe`; the rules that keep
+/// every queued message moving are in docs/dbus-layer.md).
 ///
 /// Leader and followers: the loop runs as a job of the connection's worker pool. A method call
 /// that must not run on the loop (a write that waits for the disk, a prompt) does not wait for a
