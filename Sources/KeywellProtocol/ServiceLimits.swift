@@ -43,9 +43,10 @@ public enum ServiceLimits {
     public static let promptsPerConnection = 16
 
     /// Paths a collection's `Items` may list and still go out with every item made or deleted
-    /// (about 80 KiB of message). A longer list goes out at most once per
-    /// `longItemsListInterval`: each send scans the keychain and is as big as it.
-    public static let itemsSentWithEveryChange = 1_000
+    /// (about 8 KiB of message). A longer list goes out at most once per
+    /// `longItemsListInterval`: each send scans the keychain and is as big as it. Only bursts
+    /// see the difference: a change a second apart from the last one still sends at once.
+    public static let itemsSentWithEveryChange = 100
 
     /// How often a longer `Items` list goes out while its collection keeps changing: a 100,000-item
     /// keychain written in a loop sends one 7 MiB message a second, not one per write.

@@ -31,7 +31,7 @@ WRITERS = 6
 # 2,400 items: unpaced, each write's `Items` would put over 200 MiB through the bus by the end,
 # more than dbus-daemon's default budget for what one sender may have queued at its receivers
 # (127 MiB): the slow listener's backlog would stop the bus reading keywelld at all, and every
-# caller would wait (seen at about 1,800 items). Paced (ItemsPropertyPacer), some 40 MiB.
+# caller would wait (seen at about 1,800 items). Paced (ItemsPropertyPacer), a few MiB.
 ITEMS_PER_WRITER = 400
 HANG_GUARD = 60  # seconds one call may take before the test calls it lost
 SERVICE = DBusAddress(SERVICE_PATH, bus_name=SECRETS, interface="org.freedesktop.Secret.Service")
