@@ -14,7 +14,7 @@ extension KeychainStore {
         let mac = ItemIntegrity.mac(for: item, freeform: [:], keychain: file.uuid, key: integrity)
         item.rowID = try file.database.write { db in try ItemTable.insert(item, mac: mac, db) }
         file.markUsed()
-        emit([.itemsChanged(file.location.displayName)])
+        emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, created: [item.uuid])])
         return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret)
     }
 
@@ -42,18 +42,19 @@ extension KeychainStore {
         var keys: [(master: SecretBytes, integrity: IntegrityKey)] = []
         for file in files { keys.append(try file.keys()) }
         let now = Date()
-        try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
-            for (index, db) in dbs.enumerated() {
+        let created: [[UUID]] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+            try dbs.enumerated().map { index, db in
                 let keychain = files[index].uuid
-                for newItem in groups[index] {
+                return try groups[index].map { newItem in
                     let item = newItem.makeItem(keychain: keychain, key: keys[index].master, now: now)
                     let mac = ItemIntegrity.mac(for: item, freeform: [:], keychain: keychain, key: keys[index].integrity)
                     _ = try ItemTable.insert(item, mac: mac, db)
+                    return item.uuid
                 }
             }
         }
         files.forEach { $0.markUsed() }
-        emit(files.map { .itemsChanged($0.location.displayName) })
+        emit(itemChanges: zip(files, created).map { KeychainItemsEvent(keychain: $0.location.displayName, created: $1) })
     }
 
     /// One dictionary per match, in search order. Locked keychains answer attribute and reference
@@ -121,7 +122,7 @@ extension KeychainStore {
         let query = try QueryParser.parseQuery(query, for: .update)
         let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
         let now = Date()
-        try changeMatches(of: query) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
             let (key, integrity) = try file.keys()
             // A change must not vouch for an edit made on disk.
             try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
@@ -140,7 +141,7 @@ extension KeychainStore {
     /// whoever can edit the file can delete rows anyway.
     public func delete(_ query: WireDictionary) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
-        try changeMatches(of: query) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
             for item in items {
                 try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
             }
@@ -165,12 +166,14 @@ extension KeychainStore {
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.
+    /// `report` names what happened to a keychain's matched items (by keychain and item ids).
     private func changeMatches(
         of query: ItemQuery,
+        report: (String, [UUID]) -> KeychainItemsEvent,
         _ change: (KeychainFile, [KeychainItem], Database) throws(KeychainError) -> Void
     ) throws(KeychainError) {
         let files = try files(inScopeOf: query)
-        let changed: [KeychainFile] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+        let changed: [(KeychainFile, [KeychainItem])] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
             var mismatches = Array(repeating: IndexMismatches(), count: files.count)
             defer { for (file, found) in zip(files, mismatches) { warnAboutIndex(of: file, found) } }
             let matches = try dbs.enumerated().map { index, db in
@@ -183,10 +186,10 @@ extension KeychainStore {
             for (index, db) in dbs.enumerated() where !matches[index].isEmpty {
                 try change(files[index], matches[index], db)
             }
-            return zip(files, matches).filter { !$0.1.isEmpty }.map { $0.0 }
+            return zip(files, matches).filter { !$0.1.isEmpty }
         }
         files.forEach { $0.markUsed() }
-        emit(changed.map { .itemsChanged($0.location.displayName) })
+        emit(itemChanges: changed.map { file, items in report(file.location.displayName, items.map(\.uuid)) })
     }
 
     /// `u_Keychain` (which must exist), else `m_SearchList` or the search list, without missing

@@ -277,7 +277,9 @@ extension KeychainStore {
             return (uuid, false)
         }
         file.markUsed()
-        emit([.itemsChanged(file.location.displayName)])
+        let (id, replaced) = result
+        emit(itemChanges: [replaced ? KeychainItemsEvent(keychain: file.location.displayName, changed: [id])
+                                    : KeychainItemsEvent(keychain: file.location.displayName, created: [id])])
         return result
     }
 
@@ -329,7 +331,7 @@ extension KeychainStore {
             try ItemTable.delete(rowID: row.rowID, db)
         }
         file.markUsed()
-        emit([.itemsChanged(file.location.displayName)])
+        emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, deleted: [id])])
     }
 
     // MARK: Helpers
@@ -354,7 +356,7 @@ extension KeychainStore {
             try ItemIntegrity.renew(rowID: row.rowID, keychain: file.uuid, key: integrity, db)
         }
         file.markUsed()
-        emit([.itemsChanged(file.location.displayName)])
+        emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, changed: [id])])
     }
 
     /// The item's row without its secret (property reads and changes).

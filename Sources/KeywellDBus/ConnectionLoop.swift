@@ -16,7 +16,8 @@ import Glibc
 /// from the sending thread when it can, and otherwise calls our wake-up function so the loop
 /// writes it (the classic stall of `read_write_dispatch(-1)` plus sends from other threads
 /// cannot happen: nobody ever blocks inside libdbus here). The poll has no timeout: an idle
-/// connection costs nothing and a wake-up costs one pipe write.
+/// connection costs nothing and a wake-up costs one pipe write (`WakePipe`; the rules that keep
+/// every queued message moving are in docs/dbus-layer.md).
 ///
 /// Leader and followers: the loop runs as a job of the connection's worker pool. A method call
 /// that must not run on the loop (a write that waits for the disk, a prompt) does not wait for a
@@ -29,10 +30,8 @@ import Glibc
 final class ConnectionLoop: @unchecked Sendable {
     private let connection: OpaquePointer
     private let socket: Int32
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wakePipe: WakePipe
     private let lock = ConditionLock()
-    private var wakePending = false
     private var stopRequested = false
     private var finished = false
     private var started = false
@@ -52,19 +51,7 @@ final class ConnectionLoop: @unchecked Sendable {
             throw .notSupported("This connection has no socket to poll")
         }
         socket = fd
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw .failed("pipe() failed: errno \(errno)") }
-        for pipeEnd in fds {
-            _ = fcntl(pipeEnd, F_SETFL, fcntl(pipeEnd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(pipeEnd, F_SETFD, FD_CLOEXEC)
-        }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-    }
-
-    deinit {
-        close(wakeRead)
-        close(wakeWrite)
+        wakePipe = try WakePipe()
     }
 
     /// Starts the loop; every incoming method call except `org.freedesktop.DBus.Peer`'s (which
@@ -113,17 +100,8 @@ final class ConnectionLoop: @unchecked Sendable {
     var isFinished: Bool { lock.withLock { finished } }
 
     /// Makes the loop look at the connection again. Safe from any thread, including from inside
-    /// libdbus callbacks (it takes only our own leaf lock). Repeated wakes collapse into one.
-    func wake() {
-        lock.lock()
-        let shouldWrite = !wakePending
-        wakePending = true
-        lock.unlock()
-        if shouldWrite {
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
-        }
-    }
+    /// libdbus callbacks. Repeated wakes collapse into one.
+    func wake() { wakePipe.wake() }
 
     /// After a send that asked for a wake-up: wake the loop only if it has work (the message
     /// was not completely written, or messages arrived meanwhile).
@@ -157,7 +135,7 @@ final class ConnectionLoop: @unchecked Sendable {
         LoopThread.enter(identity)
         var pollSet = [
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakePipe.readDescriptor, events: Int16(POLLIN), revents: 0),
         ]
         while true {
             dispatchQueuedMessages()
@@ -178,7 +156,7 @@ final class ConnectionLoop: @unchecked Sendable {
                 if errno == EINTR { continue }
                 break
             }
-            if pollSet[1].revents != 0 { drainWakePipe() }
+            if pollSet[1].revents != 0 { wakePipe.drain() }
             if pollSet[0].revents != 0 || wantsWrite {
                 // Never blocks: reads what is there, writes what fits.
                 dbus_connection_read_write(connection, 0)
@@ -237,12 +215,6 @@ final class ConnectionLoop: @unchecked Sendable {
 
     /// As C text once: a String handed to C is copied into a new C string on every call.
     private static let peerInterface = Array("org.freedesktop.DBus.Peer".utf8CString)
-
-    private func drainWakePipe() {
-        lock.withLock { wakePending = false }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(wakeRead, &buffer, buffer.count) > 0 {}
-    }
 }
 
 /// Which connection loop, if any, this thread leads now. Wake-ups requested from a loop's

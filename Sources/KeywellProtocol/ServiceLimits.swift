@@ -52,6 +52,16 @@ public enum ServiceLimits {
     /// Items whose secrets one `GetSecrets` asks the service being migrated from for.
     public static let migrationSecretsPerCall = 500
 
+    /// Paths a collection's `Items` may list and still go out with every item made or deleted
+    /// (about 8 KiB of message). A longer list goes out at most once per
+    /// `longItemsListInterval`: each send scans the keychain and is as big as it. Only bursts
+    /// see the difference: a change a second apart from the last one still sends at once.
+    public static let itemsSentWithEveryChange = 100
+
+    /// How often a longer `Items` list goes out while its collection keeps changing: a 100,000-item
+    /// keychain written in a loop sends one 7 MiB message a second, not one per write.
+    public static let longItemsListInterval: Duration = .seconds(1)
+
     // MARK: Native API (org.keywell.Keychain1)
 
     /// Keys in one attribute or query dictionary: about 35 exist.

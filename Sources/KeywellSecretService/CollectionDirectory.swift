@@ -121,9 +121,8 @@ final class CollectionDirectory: Sendable {
     }
 
     /// How `Collections` changed since the last call: keychains that appeared or went, whether the
-    /// order changed, and the collections the alias `default` left and joined.
+    /// order changed, the collections the alias `default` left and joined, and the list now.
     struct ListChange {
-        /// The list now (the `Collections` property's new value).
         var collections: [CollectionID] = []
         var created: [CollectionID] = []
         var deleted: [CollectionID] = []

@@ -41,11 +41,7 @@ struct CollectionObject {
                 guard case .keychain(let name) = collection.id else { throw error }
                 throw SecretServiceError.isLocked(FirstStoreAdvice.locked(name, why: context.prompts.whyLastDismissed(owner: call.sender)))
             }
-            if replaced {
-                context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
-            } else {
-                context.signals.itemCreated(id, in: collection.id)
-            }
+            context.itemsChanged(in: collection.id, created: replaced ? [] : [id], changed: replaced ? [id] : [])
             return [.objectPath(ObjectPaths.path(of: id, in: collection.id)), .objectPath(SecretServiceNames.noObject)]
         default:
             throw .unknownMethod("No method \(call.member) on a collection")

@@ -14,7 +14,7 @@ struct ItemObject {
         switch call.member {
         case "Delete":
             try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
-            context.signals.itemDeleted(id, in: collection.id)
+            context.itemsChanged(in: collection.id, deleted: [id])
             return [.objectPath(SecretServiceNames.noObject)]
         case "GetSecret":
             let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
@@ -27,7 +27,7 @@ struct ItemObject {
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
             try engine(path()) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
-            context.signals.itemChanged(id, in: collection.id)
+            context.itemsChanged(in: collection.id, changed: [id])
             return []
         default:
             throw .unknownMethod("No method \(call.member) on an item")
@@ -81,12 +81,12 @@ struct ItemObject {
         case "Label":
             guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
             try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: label, attributes: nil) }
-            context.signals.itemPropertiesChanged(id, in: collection.id, ["Label": .string(label)])
+            context.itemsChanged(in: collection.id, changed: [id])
         case "Attributes":
             guard let attributes = value.asStringStringDict() else { throw .invalidArgs("Attributes is a{ss}") }
             try CallLimits.checkAttributes(attributes, "Attributes has")
             try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: nil, attributes: attributes) }
-            context.signals.itemPropertiesChanged(id, in: collection.id, ["Attributes": .stringStringDict(attributes)])
+            context.itemsChanged(in: collection.id, changed: [id])
         default:
             throw .propertyReadOnly("\(name) is read-only")
         }

@@ -44,13 +44,14 @@ public final class SecretService: @unchecked Sendable {
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        let signals = SecretServiceSignals(logger: logger)
+        let directory = CollectionDirectory(store: store)
+        let signals = SecretServiceSignals(directory: directory, logger: logger)
         let connectionNow = LockedConnection()
         let choice = PrompterChoice(environment: configuration.environment) {
             connectionNow.get().map(ActivationEnvironment.read) ?? [:]
         }
         context = ServiceContext(
-            store: store, directory: CollectionDirectory(store: store), sessions: SessionManager(),
+            store: store, directory: directory, sessions: SessionManager(),
             prompts: PromptManager(asker: Pinentry(choice: choice), signals: signals, logger: logger),
             signals: signals, logger: logger, throttle: configuration.throttle, keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
@@ -60,6 +61,9 @@ public final class SecretService: @unchecked Sendable {
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
         store.observeKeychains { [weak self] _ in self?.collectionListChanged() }
+        // Items made, changed or deleted through any face: the one place that sends ItemCreated,
+        // ItemChanged and ItemDeleted for keychains.
+        store.observeItems { [weak self] event in self?.keychainItemsChanged(event) }
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the
@@ -98,7 +102,9 @@ public final class SecretService: @unchecked Sendable {
         switch event {
         case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
         case .unlocked(let name): context.signals.lockChanged(.keychain(name), locked: false)
-        case .itemsChanged(let name): context.signals.collectionChanged(.keychain(name))
+        // Told item by item, with the new values, by `observeItems` (gnome-keyring sends no
+        // CollectionChanged for a collection's items either).
+        case .itemsChanged: break
         // The alias `default` moved, or the order of `Collections` (default first, then the
         // search list) changed; a path-addressed keychain may have joined or left the list.
         case .defaultKeychainChanged, .searchListChanged: collectionListChanged()
@@ -110,6 +116,20 @@ public final class SecretService: @unchecked Sendable {
     public func loginSessionsEnded() {
         let count = context.clearSessionCollection()
         if count > 0 { logger.info("the last login session closed: forgot \(count) item(s) of the session collection") }
+    }
+
+    /// A call on this face gets its item signals before its reply (clients update caches from
+    /// them); a call on the native face, after its reply, off that caller's round trip.
+    private func keychainItemsChanged(_ event: KeychainItemsEvent) {
+        let send: @Sendable () -> Void = { [context] in
+            context.signals.itemsChanged(in: .keychain(event.keychain), created: event.created,
+                                         changed: event.changed, deleted: event.deleted)
+        }
+        if let call = DBusMethodCall.current, !SecretServiceNames.isServiceObject(call.path) {
+            call.afterReply(send)
+        } else {
+            send()
+        }
     }
 
     private func collectionListChanged() {

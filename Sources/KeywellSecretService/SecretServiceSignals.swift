@@ -1,15 +1,24 @@
 import Foundation
+import KeywellCore
 import KeywellDBus
 import Logging
 
-/// The Secret Service's signals, on the connection the service is attached to (none: dropped).
+/// The Secret Service's signals, on the connection the service is attached to (none: dropped),
+/// in gnome-keyring's order and with `PropertiesChanged` carrying new values, never bare
+/// invalidations (docs/secret-service.md, "Signals").
 final class SecretServiceSignals: @unchecked Sendable {
     private let logger: Logger
+    /// Where the new values of `Items`, `Collections` and item properties are read.
+    private let directory: CollectionDirectory
+    /// When `Items` goes out after a change (a big keychain's list is paced).
+    private let itemsPacer: ItemsPropertyPacer
     private let lock = NSLock()
     private var connection: DBusConnection?
 
-    init(logger: Logger) {
+    init(directory: CollectionDirectory, logger: Logger, itemsPacer: ItemsPropertyPacer = ItemsPropertyPacer()) {
+        self.directory = directory
         self.logger = logger
+        self.itemsPacer = itemsPacer
     }
 
     func use(_ connection: DBusConnection?) {
@@ -20,48 +29,62 @@ final class SecretServiceSignals: @unchecked Sendable {
 
     /// The list of collections changed: `CollectionCreated` and `CollectionDeleted` for each one
     /// that appeared or went, then `Collections` with its new value, then `CollectionChanged` for
-    /// those the alias `default` left or joined (gnome-keyring's order). Never a bare
-    /// invalidation: libsecret's handlers of the first two extend or shrink the cached
-    /// `Collections`, and crash (Seahorse with them) when it was invalidated.
+    /// those the alias `default` left or joined. Never a bare invalidation: libsecret's handlers
+    /// of the first two read the cached `Collections` and crash without one.
     func collectionsChanged(_ change: CollectionDirectory.ListChange) {
         change.created.forEach { service("CollectionCreated", $0) }
-        change.deleted.forEach { service("CollectionDeleted", $0) }
-        emit { connection throws(DBusError) in
-            try connection.emitPropertiesChanged(path: ObjectPaths.root, interface: SecretServiceNames.serviceInterface,
-                                                 changed: ["Collections": .objectPathArray(change.collections.map(ObjectPaths.path(of:)))])
+        change.deleted.forEach {
+            service("CollectionDeleted", $0)
+            itemsPacer.forget($0)
         }
+        emitProperties(ObjectPaths.root, SecretServiceNames.serviceInterface,
+                       ["Collections": .objectPathArray(change.collections.map(ObjectPaths.path(of:)))])
         change.defaultMoved.forEach { service("CollectionChanged", $0) }
     }
 
-    /// A collection's `Label` changed.
+    /// A collection's `Label` changed: `CollectionChanged`, then the new label.
     func collectionLabelChanged(_ id: CollectionID, to label: String) {
-        emit { connection throws(DBusError) in
-            try connection.emitPropertiesChanged(path: ObjectPaths.path(of: id), interface: SecretServiceNames.collectionInterface,
-                                                 changed: ["Label": .string(label)])
-        }
         collectionChanged(id)
+        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, ["Label": .string(label)])
     }
 
-    func itemCreated(_ item: UUID, in collection: CollectionID) { self.item("ItemCreated", item, collection) }
-    func itemDeleted(_ item: UUID, in collection: CollectionID) { self.item("ItemDeleted", item, collection) }
-    func itemChanged(_ item: UUID, in collection: CollectionID) { self.item("ItemChanged", item, collection) }
-
-    /// A collection's `Locked` changed (through any face, or a timer).
+    /// A collection's `Locked` changed (through any face, or a timer): `ItemChanged` for each of
+    /// its items, `CollectionChanged`, then `Locked` of each item and of the collection.
     func lockChanged(_ id: CollectionID, locked: Bool) {
-        emit { connection throws(DBusError) in
-            try connection.emitPropertiesChanged(path: ObjectPaths.path(of: id), interface: SecretServiceNames.collectionInterface,
-                                                 changed: ["Locked": .bool(locked)])
-        }
+        let items = (try? directory.unchecked(id).itemIDs()) ?? []
+        items.forEach { item("ItemChanged", $0, id) }
         collectionChanged(id)
+        for item in items {
+            emitProperties(ObjectPaths.path(of: item, in: id), SecretServiceNames.itemInterface, ["Locked": .bool(locked)])
+        }
+        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, ["Locked": .bool(locked)])
     }
 
-    /// An item's label or attributes changed.
-    func itemPropertiesChanged(_ item: UUID, in collection: CollectionID, _ changed: [String: DBusValue]) {
-        emit { connection throws(DBusError) in
-            try connection.emitPropertiesChanged(path: ObjectPaths.path(of: item, in: collection),
-                                                 interface: SecretServiceNames.itemInterface, changed: changed)
+    /// Items made, changed or deleted in one collection by one call: `ItemCreated` and
+    /// `ItemDeleted` for each, then the collection's new `Items` (a long list paced, see
+    /// `ItemsPropertyPacer`); `ItemChanged` for each changed item, each followed by its new
+    /// `Label`, `Attributes` and `Modified`.
+    func itemsChanged(in id: CollectionID, created: [UUID] = [], changed: [UUID] = [], deleted: [UUID] = []) {
+        created.forEach { item("ItemCreated", $0, id) }
+        deleted.forEach { item("ItemDeleted", $0, id) }
+        let collection = directory.unchecked(id)
+        if !created.isEmpty || !deleted.isEmpty {
+            itemsPacer.changed(id) { [self] in
+                guard let items = try? directory.unchecked(id).itemIDs() else { return nil }
+                emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface,
+                               ["Items": .objectPathArray(ObjectPaths.paths(of: items, in: id))])
+                return items.count
+            }
         }
-        itemChanged(item, in: collection)
+        for item in changed {
+            self.item("ItemChanged", item, id)
+            // Gone again already (a later call deleted it): its ItemDeleted follows.
+            guard let now = try? collection.item(item) else { continue }
+            emitProperties(ObjectPaths.path(of: item, in: id), SecretServiceNames.itemInterface, [
+                "Label": .string(now.label), "Attributes": .stringStringDict(now.attributes),
+                "Modified": .uint64(UInt64(max(0, now.modified.timeIntervalSince1970))),
+            ])
+        }
     }
 
     /// Sent to the prompt's owner only: clients such as secretstorage wait for it without asking
@@ -71,6 +94,12 @@ final class SecretServiceSignals: @unchecked Sendable {
             try connection.emitSignal(path: ObjectPaths.promptPath(number), interface: SecretServiceNames.promptInterface,
                                       member: "Completed", arguments: [.bool(dismissed), .variant(result)],
                                       destination: owner.isEmpty ? nil : owner)
+        }
+    }
+
+    private func emitProperties(_ path: String, _ interface: String, _ changed: [String: DBusValue]) {
+        emit { connection throws(DBusError) in
+            try connection.emitPropertiesChanged(path: path, interface: interface, changed: changed)
         }
     }
 

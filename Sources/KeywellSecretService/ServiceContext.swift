@@ -59,15 +59,20 @@ final class ServiceContext: Sendable {
         }
     }
 
-    /// Empties the in-memory collection: ItemDeleted for each item it held, then CollectionChanged.
+    /// Empties the in-memory collection: ItemDeleted for each item it held, then its `Items`.
     /// Returns how many items went.
     @discardableResult
     func clearSessionCollection() -> Int {
         let removed = directory.sessionCollection.clear()
         guard !removed.isEmpty else { return 0 }
-        removed.forEach { signals.itemDeleted($0, in: .session) }
-        signals.collectionChanged(.session)
+        signals.itemsChanged(in: .session, deleted: removed)
         return removed.count
+    }
+
+    /// After a change to items of `collection`: the in-memory collection's signals go out here;
+    /// a keychain's come from the engine (`KeychainStore.observeItems`), whatever face made it.
+    func itemsChanged(in collection: CollectionID, created: [UUID] = [], changed: [UUID] = [], deleted: [UUID] = []) {
+        if case .session = collection { signals.itemsChanged(in: .session, created: created, changed: changed, deleted: deleted) }
     }
 
     /// "/usr/bin/secret-tool (pid 42)" for prompts' text; nil when the bus cannot tell.

@@ -75,12 +75,60 @@ class Monitor:
         return [s for s in found if not ((s[0] == "PropertiesChanged" and s[1] == MEMORY)
                                          or (s[0] == "CollectionChanged" and s[2] == MEMORY))]
 
+    def messages(self) -> list[tuple[str, str, list[str]]]:
+        """Every signal so far as (member, path, the lines of its body), markers left out."""
+        found = []
+        for line in self.lines:
+            if line.startswith(("signal ", "method ", "error ")):
+                fields = dict(part.split("=", 1) for part in line.replace(";", "").split() if "=" in part)
+                found.append((fields.get("member", ""), fields.get("path", ""), []) if line.startswith("signal ") else None)
+            elif found and found[-1] is not None:
+                found[-1][2].append(line)
+        found = [m for m in found if m is not None and m[1].startswith(SERVICE_PATH)]
+        return [m for m in found if not (m[1] == MEMORY or (m[0] == "CollectionChanged" and MEMORY in "".join(m[2])))]
+
+    def sequence(self) -> list[tuple]:
+        """The signals in order: (member, path, argument) for the Secret Service's own, and
+        (PropertiesChanged, path, {property: value text}) for property changes. Fails on any
+        PropertiesChanged that invalidates instead of sending the value."""
+        result = []
+        for member, path, body in self.messages():
+            if member != "PropertiesChanged":
+                argument = body[0].strip().split('"')[1] if body and '"' in body[0] else ""
+                result.append((member, path, argument))
+                continue
+            changed, invalidated = _properties(body)
+            assert not invalidated, f"{path} invalidated {invalidated} instead of sending the values"
+            result.append((member, path, changed))
+        return result
+
     def named(self, *members: str) -> list[tuple[str, str]]:
         return [(member, argument) for member, _, argument in self.signals() if member in members]
 
     def close(self) -> None:
         self.process.terminate()
         self.process.communicate(timeout=5)
+
+
+def _properties(body: list[str]) -> tuple[dict[str, str], list[str]]:
+    """A PropertiesChanged body as dbus-monitor prints it: each changed property with its value
+    (the printed lines, joined), and the invalidated names."""
+    top = [i for i, line in enumerate(body) if line.startswith("   ") and not line.startswith("    ")]
+    # top: interface, "array [" (changed), "]", "array [" (invalidated), "]"
+    changed_lines = body[top[1] + 1:top[2]]
+    invalidated = [line.strip().split('"')[1] for line in body[top[3] + 1:top[4]] if '"' in line]
+    changed: dict[str, str] = {}
+    name = None
+    for line in changed_lines:
+        text = line.strip()
+        if line.startswith("         string ") and name is None:
+            name = text.split('"')[1]
+            changed[name] = ""
+        elif text == ")":
+            name = None
+        elif name is not None and text != "dict entry(":
+            changed[name] += " " + text.replace("variant", "").strip()
+    return {k: v.strip() for k, v in changed.items()}, invalidated
 
 
 def _started(session: KeywellBus) -> Monitor:
@@ -117,6 +165,15 @@ def test_keychains_the_cli_makes_and_deletes_are_announced_once(session):
             ("CollectionCreated", f"{SERVICE_PATH}/collection/spare"),
             ("CollectionDeleted", f"{SERVICE_PATH}/collection/spare"),
         ]
+        # Each followed by the new Collections (never a bare invalidation: libsecret's handlers
+        # of both signals read the cached value, and Seahorse crashed without one).
+        steps = [s for s in monitor.sequence() if s[1] == SERVICE_PATH]
+        login, spare, memory = (f"{SERVICE_PATH}/collection/{n}" for n in ("login", "spare", "session"))
+        assert [(member, argument if member != "PropertiesChanged" else _path_list(argument["Collections"]))
+                for member, _, argument in steps] == [
+            ("CollectionCreated", spare), ("PropertiesChanged", [login, spare, memory]),
+            ("CollectionDeleted", spare), ("PropertiesChanged", [login, memory]),
+        ], steps
         paths = [c.collection_path for c in secretstorage.get_all_collections(connection)]
         assert f"{SERVICE_PATH}/collection/spare" not in paths
     finally:
@@ -180,5 +237,91 @@ def test_the_session_collection_is_emptied_at_the_last_logout(session):
         assert monitor.named("ItemDeleted") == [("ItemDeleted", first.item_path), ("ItemDeleted", second.item_path)]
         # The next session's items live there as before.
         assert memory.create_item("three", {"app": "c"}, b"s3").get_secret() == b"s3"
+    finally:
+        monitor.close()
+
+
+# ---------------------------------------------------------------- the order gnome-keyring sends
+# Each sequence is what gnome-keyring-daemon 42 sends for the same step (docs/secret-service.md,
+# "Signals"); every PropertiesChanged carries the new values (libsecret updates its caches from
+# them, and its handlers of the other signals read those caches).
+
+COLLECTION_IFACE_PATH = f"{SERVICE_PATH}/collection"
+
+
+def _path_list(value: str) -> list[str]:
+    return [part.split('"')[1] for part in value.split("object path ")[1:]]
+
+
+def test_secret_service_changes_send_signals_in_gnome_keyrings_order_with_values(session):
+    session.create_login()
+    monitor = _started(session)
+    try:
+        connection = session.jeepney()
+        login_path = f"{COLLECTION_IFACE_PATH}/login"
+        login = secretstorage.Collection(connection, login_path)
+        item = login.create_item("one", {"app": "a"}, b"s1")
+        item.set_label("two")
+        item.set_attributes({"app": "b"})
+        login.set_label("Mine")
+        item.delete()
+        monitor.sync()
+        steps = monitor.sequence()
+        assert [(member, path) for member, path, _ in steps] == [
+            ("ItemCreated", login_path), ("PropertiesChanged", login_path),
+            ("ItemChanged", login_path), ("PropertiesChanged", item.item_path),
+            ("ItemChanged", login_path), ("PropertiesChanged", item.item_path),
+            ("CollectionChanged", SERVICE_PATH), ("PropertiesChanged", login_path),
+            ("ItemDeleted", login_path), ("PropertiesChanged", login_path),
+        ], steps
+        assert steps[0][2] == item.item_path and _path_list(steps[1][2]["Items"]) == [item.item_path]
+        assert steps[2][2] == item.item_path and steps[3][2]["Label"] == 'string "two"'
+        assert 'string "app"' in steps[5][2]["Attributes"] and 'string "b"' in steps[5][2]["Attributes"]
+        assert steps[6][2] == login_path and steps[7][2] == {"Label": 'string "Mine"'}
+        assert steps[8][2] == item.item_path and _path_list(steps[9][2]["Items"]) == []
+    finally:
+        monitor.close()
+
+
+def test_cli_item_changes_send_item_signals_with_values(session):
+    keywell = built("KEYWELL")
+    session.create_login()
+    monitor = _started(session)
+    try:
+        login_path = f"{COLLECTION_IFACE_PATH}/login"
+        session.run([keywell, "add-generic-password", "-a", "me", "-s", "cli-item", "-w", "pw1"], check=True)
+        monitor.sync()
+        steps = monitor.sequence()
+        assert [(member, path) for member, path, _ in steps] == [("ItemCreated", login_path), ("PropertiesChanged", login_path)], steps
+        made = steps[0][2]
+        assert made.startswith(login_path + "/") and _path_list(steps[1][2]["Items"]) == [made]
+        # The native API's own signal still says which keychain changed (its clients look again).
+        session.run([keywell, "delete-generic-password", "-s", "cli-item"], check=True)
+        monitor.sync()
+        steps = monitor.sequence()[2:]
+        assert steps == [("ItemDeleted", login_path, made), ("PropertiesChanged", login_path, {"Items": "array [ ]"})], steps
+    finally:
+        monitor.close()
+
+
+def test_lock_and_unlock_send_item_then_collection_signals(session):
+    keywell = built("KEYWELL")
+    session.create_login()
+    login_path = f"{COLLECTION_IFACE_PATH}/login"
+    item = secretstorage.Collection(session.jeepney(), login_path).create_item("one", {"app": "a"}, b"s1")
+    monitor = _started(session)
+    try:
+        session.run([keywell, "lock-keychain", "login"], check=True)
+        session.run([keywell, "unlock-keychain", "-p", "login-password", "login"], check=True)
+        monitor.sync()
+        steps = monitor.sequence()
+        for locked, part in (("true", steps[:4]), ("false", steps[4:])):
+            assert part == [
+                ("ItemChanged", login_path, item.item_path),
+                ("CollectionChanged", SERVICE_PATH, login_path),
+                ("PropertiesChanged", item.item_path, {"Locked": f"boolean {locked}"}),
+                ("PropertiesChanged", login_path, {"Locked": f"boolean {locked}"}),
+            ], steps
+        assert len(steps) == 8, steps
     finally:
         monitor.close()

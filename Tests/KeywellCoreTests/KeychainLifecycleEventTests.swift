@@ -141,3 +141,64 @@ import Testing
         #expect(try store.keychainLabel("work") == "Work")
     }
 }
+
+/// Which items each call made, changed or deleted reach `observeItems` observers (the Secret
+/// Service's ItemCreated / ItemChanged / ItemDeleted), right before that call's `itemsChanged`.
+@Suite struct KeychainItemsEventTests {
+    final class Recorder: @unchecked Sendable {
+        private let lock = NSLock()
+        private var seen: [String] = []
+        private var events: [KeychainItemsEvent] = []
+
+        init(_ store: KeychainStore) {
+            store.observeItems { [weak self] event in
+                self?.lock.withLock {
+                    self?.events.append(event)
+                    self?.seen.append("items \(event.keychain) +\(event.created.count) ~\(event.changed.count) -\(event.deleted.count)")
+                }
+            }
+            store.onEvent = { [weak self] event in self?.lock.withLock { self?.seen.append("\(event)") } }
+        }
+
+        func take() -> (lines: [String], events: [KeychainItemsEvent]) {
+            lock.withLock {
+                defer { (seen, events) = ([], []) }
+                return (seen, events)
+            }
+        }
+    }
+
+    @Test func addUpdateAndDeleteNameTheirItemsBeforeItemsChanged() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login", "work"])
+        let recorder = Recorder(store)
+        let genp: (String, String) -> WireDictionary = { account, keychain in
+            [WireKey.class: .string("genp"), "svce": .string("s"), "acct": .string(account),
+             "v_Data": .data(Data("pw".utf8)), "u_Keychain": .string(keychain)]
+        }
+        _ = try store.add(genp("one", "login"))
+        let added = recorder.take()
+        #expect(added.lines == ["items login +1 ~0 -0", "itemsChanged(\"login\")"])
+        let made = try #require(added.events.first?.created.first)
+        #expect(try store.secretServiceItemIDs(in: "login") == [made])
+
+        try store.addBatch([genp("two", "login"), genp("three", "work")])
+        let batch = recorder.take()
+        #expect(Set(batch.lines) == ["items login +1 ~0 -0", "items work +1 ~0 -0", "itemsChanged(\"login\")", "itemsChanged(\"work\")"])
+        #expect(batch.lines.firstIndex(of: "items login +1 ~0 -0")! < batch.lines.firstIndex(of: "itemsChanged(\"login\")")!)
+
+        try store.update([WireKey.class: .string("genp"), "acct": .string("one"), "u_Keychain": .string("login")],
+                         ["labl": .string("renamed")])
+        let updated = recorder.take()
+        #expect(updated.lines == ["items login +0 ~1 -0", "itemsChanged(\"login\")"])
+        #expect(updated.events.first?.changed == [made])
+
+        try store.delete([WireKey.class: .string("genp"), "u_Keychain": .string("login")])
+        let deleted = recorder.take()
+        #expect(deleted.lines == ["items login +0 ~0 -2", "itemsChanged(\"login\")"])
+        #expect(deleted.events.first?.deleted.contains(made) == true)
+
+        expectStatus(SecStatus.itemNotFound) { try store.delete([WireKey.class: .string("genp"), "u_Keychain": .string("login")]) }
+        #expect(recorder.take().lines == [], "a refused call names no item")
+    }
+}
