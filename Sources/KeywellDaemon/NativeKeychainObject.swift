@@ -187,17 +187,17 @@ final class NativeKeychainObject: DBusObject {
         // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
         // closed here): the daemon never opens a path a caller names for these.
         case "ExportKeychains":
-            let fd = descriptor(arguments[1])
+            let fd = descriptor(call, 1)
             defer { close(fd) }
             let names = try WireConversion.keychainList(arguments[0])
             return [.uint32(UInt32(clamping: try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))))]
         case "InspectExport":
-            let fd = descriptor(arguments[0])
+            let fd = descriptor(call, 0)
             defer { close(fd) }
             let (keychains, count) = try store.inspectExport(from: fd, passphrase: secret(arguments[1]))
             return [.stringArray(keychains), .uint32(UInt32(clamping: count))]
         case "ImportExport":
-            let fd = descriptor(arguments[0])
+            let fd = descriptor(call, 0)
             defer { close(fd) }
             guard let policy = ImportPolicy(rawValue: string(arguments[3])) else {
                 throw .param("the import policy is one of skip, replace, newer")
@@ -233,7 +233,10 @@ final class NativeKeychainObject: DBusObject {
 
     private func bool(_ value: DBusValue) -> Bool { value.boolValue ?? false }
 
-    private func descriptor(_ value: DBusValue) -> Int32 { value.unixFDValue ?? -1 }
+    /// Takes the call's descriptor over: the handler closes it, and the call no longer does when
+    /// it ends (closing it twice could close a file another thread opened meanwhile under the
+    /// same number).
+    private func descriptor(_ call: DBusMethodCall, _ index: Int) -> Int32 { call.takeFileDescriptor(argument: index) ?? -1 }
 
     /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
     private func secret(_ value: DBusValue) -> SecretBytes {
