@@ -258,6 +258,14 @@ final class KeychainDatabase: Sendable {
             salt: try column("kdf_salt"), wrapNonce: try column("wrap_nonce"), wrappedKey: try column("wrapped_key"),
             settings: KeychainSettings(
                 lockOnSleep: try column("lock_on_sleep"), lockAfterSeconds: try column("lock_after_seconds")))
+        // Absent before format 3: off.
+        let enforce: DatabaseValue = row["enforce_access"] ?? .null
+        if !enforce.isNull {
+            guard let flag = Bool.fromDatabaseValue(enforce) else {
+                throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has a damaged header (enforce_access)")
+            }
+            header.settings.enforceAccess = flag
+        }
         // Absent in format 1; a missing or damaged one in a later format fails `checkMAC`.
         let mac: DatabaseValue = row["settings_mac"] ?? .null
         header.settingsMAC = Data.fromDatabaseValue(mac)
@@ -270,19 +278,19 @@ final class KeychainDatabase: Sendable {
         try insertHeader(header, db)
     }
 
-    /// Format 1 files have no `settings_mac` column (headers are written in the current format
-    /// only, after `KeychainUpgrade` added it).
+    /// Format 1 files have no `settings_mac` column, format 2 no `enforce_access` (headers are
+    /// written in the current format only, after `KeychainUpgrade` added them).
     private static func insertHeader(_ header: KeychainHeader, _ db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO keychain (id, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit,
-                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac)
-                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac, enforce_access)
+                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 header.formatVersion, header.uuid.data, header.salt, header.kdf.opsLimit, header.kdf.memLimit,
                 header.wrapNonce, header.wrappedKey, header.settings.lockOnSleep, header.settings.lockAfterSeconds,
-                header.settingsMAC,
+                header.settingsMAC, header.settings.enforceAccess,
             ])
     }
 

@@ -1,14 +1,19 @@
 import KeywellProtocol
 
-/// When a keychain locks by itself. Stored in the keychain file.
+/// When a keychain locks by itself, and whether new items trust only their creator. Stored in
+/// the keychain file.
 struct KeychainSettings: Equatable, Sendable {
     var lockOnSleep: Bool
     /// Seconds without use before it locks; 0 = never.
     var lockAfterSeconds: Int
+    /// New items get an access list (their creator, or what Add names) instead of "any
+    /// application" (docs/access-control.md). Off in files from before format 3.
+    var enforceAccess = false
 
     /// macOS defaults: the login keychain only locks at logout; others after 300 s and on sleep.
-    static let login = KeychainSettings(lockOnSleep: false, lockAfterSeconds: 0)
-    static let standard = KeychainSettings(lockOnSleep: true, lockAfterSeconds: 300)
+    /// Every keychain created now enforces access lists.
+    static let login = KeychainSettings(lockOnSleep: false, lockAfterSeconds: 0, enforceAccess: true)
+    static let standard = KeychainSettings(lockOnSleep: true, lockAfterSeconds: 300, enforceAccess: true)
 
     /// Applies a `SetSettings` dictionary: only the keys given; unknown keys and wrong types are
     /// `errSecParam`.
@@ -23,7 +28,9 @@ struct KeychainSettings: Equatable, Sendable {
                     throw .param("lockAfterSeconds must be between 0 and 4294967295")
                 }
                 result.lockAfterSeconds = Int(valid)
-            case (KeychainInfoKey.lockOnSleep, _), (KeychainInfoKey.lockAfterSeconds, _):
+            case (KeychainInfoKey.enforceAccess, .bool(let flag)):
+                result.enforceAccess = flag
+            case (KeychainInfoKey.lockOnSleep, _), (KeychainInfoKey.lockAfterSeconds, _), (KeychainInfoKey.enforceAccess, _):
                 throw .param("\(key) has the wrong type")
             default:
                 throw .param("unknown keychain setting \"\(key)\"")

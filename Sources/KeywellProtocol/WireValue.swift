@@ -33,6 +33,13 @@ public enum WireKey {
     public static let matchCaseInsensitive = "m_CaseInsensitive"
     public static let matchSearchList = "m_SearchList"
     public static let useKeychain = "u_Keychain"
+    /// An item's access list (`AccessList.wireValue`): in Add and Update, and returned by
+    /// CopyMatching when `returnAccess` is true. The string of Apple's `kSecAttrAccess`.
+    public static let access = "acls"
+    /// The `access` value that trusts any application.
+    public static let accessAnyApplication = "any"
+    /// Asks CopyMatching for each item's `access`.
+    public static let returnAccess = "r_Access"
 
     public static let classGenericPassword = "genp"
     public static let classInternetPassword = "inet"
@@ -46,6 +53,8 @@ public enum KeychainInfoKey {
     public static let itemCount = "itemCount"
     public static let lockOnSleep = "lockOnSleep"
     public static let lockAfterSeconds = "lockAfterSeconds"
+    /// Whether new items trust only their creator (`b`; docs/access-control.md).
+    public static let enforceAccess = "enforceAccess"
     public static let isDefault = "isDefault"
     public static let isLogin = "isLogin"
 }
