@@ -59,7 +59,8 @@ let package = Package(
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // Apple-shaped client library over D-Bus.
-        .target(name: "KeychainServices", dependencies: ["KeywellDBus", "KeywellProtocol"]),
+        // CSodium: SHA-256 of programs named as trusted applications.
+        .target(name: "KeychainServices", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium"]),
         .executableTarget(
             name: "keywell",
             dependencies: [

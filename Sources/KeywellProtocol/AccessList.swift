@@ -54,6 +54,12 @@ public enum AccessList: Sendable, Hashable {
         }
     }
 
+    /// The identity of a program that is not sandboxed: its absolute path (symlinks resolved) and
+    /// the SHA-256 of its contents in 64 lowercase hex digits; another hash is another program.
+    public static func executableIdentity(path: String, sha256Hex: String) -> String {
+        "exe:\(path);sha256=\(sha256Hex)"
+    }
+
     /// The identities trusted; nil for any application.
     public var applications: [String]? {
         if case .applications(let identities) = self { return identities }
