@@ -27,10 +27,24 @@ enum SettingsCommands {
         case .success(let found): keychain = found
         case .failure(let exit): return exit.status
         }
+        var enforceAccess: Bool?
+        if let word = invocation.longValue("enforce-access") {
+            switch word {
+            case "on": enforceAccess = true
+            case "off": enforceAccess = false
+            default:
+                context.diagnostics.error("--enforce-access takes on or off, not \"\(word)\"")
+                return CommandStatus.usage
+            }
+        }
         // Flags not given are reset; -u without -t means nothing: no -t is always "no timeout".
+        // --enforce-access alone changes only that.
+        let lockFlagsGiven = invocation.has("l") || invocation.has("u") || invocation.has("t")
+        let resetsLocking = enforceAccess == nil || lockFlagsGiven
         let timeout = invocation.value("t").map { UInt32(clamping: atoi($0)) } ?? 0
         do {
-            try context.client.setSettings(keychain.name, lockOnSleep: invocation.has("l"), lockAfterSeconds: timeout)
+            try context.client.setSettings(keychain.name, lockOnSleep: resetsLocking ? invocation.has("l") : nil,
+                                           lockAfterSeconds: resetsLocking ? timeout : nil, enforceAccess: enforceAccess)
             return CommandStatus.success
         } catch {
             context.diagnostics.error("\(function) \(keychain.shown): \(error.message)")
@@ -117,6 +131,8 @@ enum SettingsCommands {
         var line = "Keychain \"\(keychain.shown)\""
         if info.lockOnSleep { line += " lock-on-sleep" }
         line += info.lockAfterSeconds == 0 ? " no-timeout" : " timeout=\(info.lockAfterSeconds)s"
+        // Keywell's addition, after macOS's words so that scripts reading those still match.
+        line += info.enforceAccess ? " enforce-access" : " no-enforce-access"
         context.diagnostics.line(line)
         return CommandStatus.success
     }

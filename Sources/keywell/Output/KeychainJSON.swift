@@ -2,7 +2,7 @@ import KeychainServices
 
 /// `--json` shapes for keychains. Field names are stable (documented in `--help`):
 /// `name`, `path`, and for `show-keychain-info` also `locked`, `itemCount`, `lockOnSleep`,
-/// `lockAfterSeconds` (null = never), `isDefault`, `isLogin`.
+/// `lockAfterSeconds` (null = never), `enforceAccess`, `isDefault`, `isLogin`.
 enum KeychainJSON {
     static func reference(_ name: String, _ context: CommandContext) -> JSONValue {
         .object([
@@ -19,6 +19,7 @@ enum KeychainJSON {
             ("itemCount", .number(Int64(info.itemCount))),
             ("lockOnSleep", .bool(info.lockOnSleep)),
             ("lockAfterSeconds", info.lockAfterSeconds == 0 ? .null : .number(Int64(info.lockAfterSeconds))),
+            ("enforceAccess", .bool(info.enforceAccess)),
             ("isDefault", .bool(info.isDefault)),
             ("isLogin", .bool(info.isLogin)),
         ])

@@ -4,7 +4,8 @@
 ///
 /// Two additions for Linux users: the long flags a command declares (`--json`, `--help`) are
 /// accepted where an option may stand, and also as trailing words after the operands, so
-/// `keywell dump-keychain login --json` works.
+/// `keywell dump-keychain login --json` works. Long options with a value (`--enforce-access on`,
+/// `--enforce-access=on`) stand where an option may.
 struct GetoptParser {
     /// One option as found, with where its value sits in argv (so a password can be scrubbed).
     struct Option: Equatable {
@@ -22,6 +23,8 @@ struct GetoptParser {
         var options: [Option] = []
         var operands: [String] = []
         var longFlags: Set<String> = []
+        /// The last value of each long option with a value.
+        var longValues: [String: String] = [:]
 
         func has(_ letter: Character) -> Bool { options.contains { $0.letter == letter } }
         /// The last value given for `letter` (getopt loops let later options win).
@@ -33,6 +36,7 @@ struct GetoptParser {
     enum Failure: Error, Equatable {
         case unknownOption(String)
         case missingValue(Character)
+        case missingLongValue(String)
 
         /// What macOS's getopt(3) prints on stderr before the command's usage; it names the
         /// program by the argv[0] it was given. An unknown `--word` is the option `-`.
@@ -43,6 +47,8 @@ struct GetoptParser {
                 return "\(argv0): illegal option -- \(letter)\n"
             case .missingValue(let letter):
                 return "\(argv0): option requires an argument -- \(letter)\n"
+            case .missingLongValue(let name):
+                return "\(argv0): option requires an argument -- \(name)\n"
             }
         }
     }
@@ -50,6 +56,7 @@ struct GetoptParser {
     /// Letters without a value, and letters followed by `:` in `optionString` take one.
     let optionString: String
     let longFlags: Set<String>
+    var longValueOptions: Set<String> = []
 
     func takesValue(_ letter: Character) -> Bool? {
         guard letter != ":", let index = optionString.firstIndex(of: letter) else { return nil }
@@ -70,6 +77,17 @@ struct GetoptParser {
             if word == "--" { index += 1; sawTerminator = true; break }
             if word.hasPrefix("--") {
                 let name = String(word.dropFirst(2))
+                if let equals = name.firstIndex(of: "="), longValueOptions.contains(String(name[..<equals])) {
+                    result.longValues[String(name[..<equals])] = String(name[name.index(after: equals)...])
+                    index += 1
+                    continue
+                }
+                if longValueOptions.contains(name) {
+                    guard index + 1 < words.count else { throw .missingLongValue(name) }
+                    result.longValues[name] = words[index + 1]
+                    index += 2
+                    continue
+                }
                 guard longFlags.contains(name) else { throw .unknownOption(word) }
                 result.longFlags.insert(name)
                 index += 1

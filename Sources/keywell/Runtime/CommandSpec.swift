@@ -28,6 +28,8 @@ struct CommandSpec: Sendable {
     /// getopt complaint (every command but show-keychain-info).
     let knowsDashH: Bool
     let run: @Sendable (CommandContext, Invocation) -> Int32
+    /// Keywell's long options that take a value (`--enforce-access on`).
+    var longValueOptions: Set<String> = []
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
          summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
@@ -47,6 +49,12 @@ struct CommandSpec: Sendable {
         self.ownHelp = ownHelp
         self.knowsDashH = knowsDashH
         self.run = run
+    }
+
+    func withLongValueOptions(_ names: Set<String>) -> CommandSpec {
+        var spec = self
+        spec.longValueOptions = names
+        return spec
     }
 
     /// The getopt option string (`a:c:gw`), hidden options included.
@@ -118,6 +126,7 @@ struct Invocation {
 
     func has(_ letter: Character) -> Bool { arguments.has(letter) }
     func value(_ letter: Character) -> String? { arguments.value(letter) }
+    func longValue(_ name: String) -> String? { arguments.longValues[name] }
 }
 
 /// A command's early end with this status (its message, if any, already printed).

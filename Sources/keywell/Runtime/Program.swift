@@ -72,7 +72,7 @@ enum Program {
             words.removeLast()
             promptsForPassword = true
         }
-        let parser = GetoptParser(optionString: spec.optionString, longFlags: spec.longFlags)
+        let parser = GetoptParser(optionString: spec.optionString, longFlags: spec.longFlags, longValueOptions: spec.longValueOptions)
         let arguments: GetoptParser.Result
         do {
             arguments = try parser.parse(words, firstWordIndex: argvIndex ?? 0)
