@@ -101,7 +101,7 @@ import Testing
     // MARK: The MAC covers the list
 
     private func expectTampered(_ body: () throws -> Void) {
-        let error = expectStatus(SecStatus.decode, body)
+        let error = expectStatus(SecStatus.decode) { try body() }
         #expect(error?.wireMessage.contains("integrity") == true, "\(String(describing: error))")
     }
 
@@ -172,8 +172,9 @@ import Testing
         #expect(try store.copyMatching(genp("alice", "mail") + returnData) == [[WireKey.valueData: data("native mail secret")]])
         #expect(try store.copyMatching(inet("bob", "bank.example") + returnData + returnAccess)
             == [[WireKey.valueData: data("native bank secret"), WireKey.access: .string(WireKey.accessAnyApplication)]])
-        let bank = try #require(store.secretServiceSearch(["server": "bank.example"], in: "login").first)
-        #expect(try store.secretServiceSecretBatch([bank], in: "login")[bank]?.value == Data("bank password".utf8))
+        let bank = try #require(store.secretServiceSearch(["server": "bank.example", "user": "carol"], in: "login").first)
+        #expect(try store.secretServiceSecretBatch([bank], in: "login")[bank]
+            == SecretServiceSecret(value: Data("bank password".utf8), contentType: "text/plain"))
         // Not enforcing: a creator is not trusted alone.
         _ = try store.add(genp("new", "s") + [WireKey.valueData: data("x")], creator: foo)
         #expect(try access(store, genp("new", "s")) == .string(WireKey.accessAnyApplication))
