@@ -68,19 +68,19 @@ import Testing
         let fresh = try session.run(["show-keychain-info", keychain])
         #expect(fresh.exit == 0)
         #expect(fresh.stdout.isEmpty)
-        #expect(fresh.stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=300s\n")
+        #expect(fresh.stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=300s enforce-access\n")
 
         try session.ok(["set-keychain-settings", "-lut", "7200", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=7200s\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=7200s enforce-access\n")
         try session.ok(["set-keychain-settings", "-t", "60", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" timeout=60s\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" timeout=60s enforce-access\n")
         // -u without -t is ignored; no flags at all means no timeout and no lock on sleep.
         try session.ok(["set-keychain-settings", "-u", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" no-timeout\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" no-timeout enforce-access\n")
         try session.ok(["set-keychain-settings", "-l", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout enforce-access\n")
         // The login keychain never locks by itself; without an argument: the default, shown as <NULL>.
-        #expect(try session.run(["show-keychain-info"]).stderr == "Keychain \"<NULL>\" no-timeout\n")
+        #expect(try session.run(["show-keychain-info"]).stderr == "Keychain \"<NULL>\" no-timeout enforce-access\n")
     }
 
     @Test func showKeychainInfoOnALockedKeychainExits36() throws {

@@ -131,8 +131,9 @@ enum SettingsCommands {
         var line = "Keychain \"\(keychain.shown)\""
         if info.lockOnSleep { line += " lock-on-sleep" }
         line += info.lockAfterSeconds == 0 ? " no-timeout" : " timeout=\(info.lockAfterSeconds)s"
-        // Keywell's addition, after macOS's words so that scripts reading those still match.
-        line += info.enforceAccess ? " enforce-access" : " no-enforce-access"
+        // Keywell's addition, after macOS's words and only when on: a keychain from before
+        // access lists prints macOS's line exactly.
+        if info.enforceAccess { line += " enforce-access" }
         context.diagnostics.line(line)
         return CommandStatus.success
     }
