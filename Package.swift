@@ -43,17 +43,21 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Readers of gnome-keyring's and libsecret's keyring files, and gnome-keyring's writer (no D-Bus).
         .target(name: "KeyringImport", dependencies: ["KeywellCore", "COpenSSL", "CSodium"]),
+        // Linux system calls Swift cannot reach (pidfd_open, pidfd_send_signal, openat2).
+        .target(name: "CProcessPinning"),
+        // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
+        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "CSodium", "CProcessPinning"]),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
+                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -71,7 +75,8 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeychainServices", "KeywellProtocol", "KeywellTestSupport", "SecretServiceCrypto",
+                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol", "KeywellTestSupport",
+                "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -93,6 +98,7 @@ let package = Package(
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
+        .testTarget(name: "KeywellIdentityTests", dependencies: ["KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",

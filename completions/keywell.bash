@@ -16,13 +16,13 @@ _keywell() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export git-credential completion -h -i -l -p -q -v --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor completion -h -i -l -p -q -v --help" -- "$cur"))
         return
     fi
     case "$cmd" in
         help)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
-            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export git-credential completion" -- "$cur"))
+            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor completion" -- "$cur"))
             ;;
         list-keychains)
             case "$prev" in
@@ -70,8 +70,10 @@ _keywell() {
         set-keychain-settings)
             case "$prev" in
                 -t) COMPREPLY=(); return ;;
+                --enforce-access) COMPREPLY=(); return ;;
+                --lock-on-screen-lock) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-l -u -t --help" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-l -u -t --enforce-access --help --lock-on-screen-lock" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur"))
             ;;
         set-keychain-password)
@@ -216,12 +218,28 @@ _keywell() {
             COMPREPLY=()
             ;;
         export)
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
+            case "$prev" in
+                -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+                --format) COMPREPLY=(); return ;;
+            esac
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k -f --all --format --help --plaintext" -- "$cur")); return; fi
+            COMPREPLY=($(compgen -f -- "$cur"))
+            ;;
+        import)
+            case "$prev" in
+                -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+                --format) COMPREPLY=(); return ;;
+            esac
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k --format --help --newer --plaintext --replace --skip" -- "$cur")); return; fi
             COMPREPLY=($(compgen -f -- "$cur"))
             ;;
         git-credential)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "get store erase" -- "$cur"))
+            ;;
+        doctor)
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
+            COMPREPLY=()
             ;;
         completion)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi

@@ -11,7 +11,7 @@ complete -c keywell -n __fish_use_subcommand -s v -d 'Be more verbose'
 complete -c keywell -n __fish_use_subcommand -s i -d 'Run in interactive mode'
 complete -c keywell -n __fish_use_subcommand -l help -d 'Show the help'
 complete -c keywell -n __fish_use_subcommand -a help -d 'Show all commands, or show usage for a command.'
-complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export git-credential completion'
+complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor completion'
 complete -c keywell -n __fish_use_subcommand -a list-keychains -d 'Display or manipulate the keychain search list.'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s d -d 'Use the specified preference domain' -r -a 'user system common dynamic'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s s -d 'Set the search list to the specified keychains'
@@ -51,6 +51,8 @@ complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s l 
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s u -d 'Lock keychain after timeout interval'
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s t -d 'Timeout in seconds (omitting this option specifies "no timeout")' -r
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l help
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l enforce-access -r
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l lock-on-screen-lock -r
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a set-keychain-password -d 'Set password for a keychain.'
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s o -d 'Old keychain password (if not provided, will prompt)' -r
@@ -175,9 +177,25 @@ complete -c keywell -n '__fish_seen_subcommand_from restore' -s f -d 'Replace th
 complete -c keywell -n '__fish_seen_subcommand_from restore' -l help
 complete -c keywell -n '__fish_seen_subcommand_from restore' -F
 complete -c keywell -n __fish_use_subcommand -a migrate -d 'Keywell: import gnome-keyring and libsecret (oo7) keyring files, or a running Secret Service.'
-complete -c keywell -n __fish_use_subcommand -a export -d 'Keywell: write a keychain as a gnome-keyring keyring file (the way back).'
+complete -c keywell -n __fish_use_subcommand -a export -d 'Keywell: write every item of keychains, with every attribute and secret, to an encrypted file.'
+complete -c keywell -n '__fish_seen_subcommand_from export' -s k -d 'Export this keychain (repeatable; default: the default keychain)' -r -a '(__keywell_keychains)'
+complete -c keywell -n '__fish_seen_subcommand_from export' -s f -d 'With --format gnome-keyring: replace an existing file'
+complete -c keywell -n '__fish_seen_subcommand_from export' -l all
+complete -c keywell -n '__fish_seen_subcommand_from export' -l help
+complete -c keywell -n '__fish_seen_subcommand_from export' -l plaintext
+complete -c keywell -n '__fish_seen_subcommand_from export' -l format -r
 complete -c keywell -n '__fish_seen_subcommand_from export' -F
+complete -c keywell -n __fish_use_subcommand -a import -d 'Keywell: merge an export file (or a browser'\''s CSV) into keychains.'
+complete -c keywell -n '__fish_seen_subcommand_from import' -s k -d 'Import everything into this keychain' -r -a '(__keywell_keychains)'
+complete -c keywell -n '__fish_seen_subcommand_from import' -l help
+complete -c keywell -n '__fish_seen_subcommand_from import' -l newer
+complete -c keywell -n '__fish_seen_subcommand_from import' -l plaintext
+complete -c keywell -n '__fish_seen_subcommand_from import' -l replace
+complete -c keywell -n '__fish_seen_subcommand_from import' -l skip
+complete -c keywell -n '__fish_seen_subcommand_from import' -l format -r
+complete -c keywell -n '__fish_seen_subcommand_from import' -F
 complete -c keywell -n __fish_use_subcommand -a git-credential -d 'Keywell: git credential helper (credential.helper=keywell).'
 complete -c keywell -n '__fish_seen_subcommand_from git-credential' -a 'get store erase'
+complete -c keywell -n __fish_use_subcommand -a doctor -d 'Keywell: check this user'\''s setup, and show this program'\''s identity as keywelld sees it.'
 complete -c keywell -n __fish_use_subcommand -a completion -d 'Keywell: print the shell completion script.'
 complete -c keywell -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'

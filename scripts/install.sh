@@ -6,8 +6,10 @@
 #
 # Installs keywelld, keywell and git-credential-keywell in PREFIX/bin, the man pages, the shell
 # completions, the D-Bus activation files, the systemd user unit, the XDG autostart entry
-# (SYSCONFDIR/xdg/autostart, SYSCONFDIR default /etc) and pam_keywell.so in the system's PAM module
-# folder with its pam-auth-update profile. It never turns the PAM module on.
+# (SYSCONFDIR/xdg/autostart, SYSCONFDIR default /etc), the Secret portal's backend file and
+# configuration (XDP_DATADIR/xdg-desktop-portal, XDP_DATADIR default /usr/share) and
+# pam_keywell.so in the system's PAM module folder with its pam-auth-update profile. It never
+# turns the PAM module on.
 #
 # DESTDIR is a staging root: every file goes under it, and the record below lives there too.
 # --bin-dir takes keywell and keywelld already built (tests use the debug build) instead of
@@ -162,6 +164,20 @@ for file in dbus/org.*.service.in; do
 done
 place dbus/org.keywell.Keychain1.xml "$PREFIX/share/dbus-1/interfaces/org.keywell.Keychain1.xml" 0644
 place_template dbus/keywelld.service.in "$PREFIX/lib/systemd/user/keywelld.service" 0644
+
+# The Secret portal's backend (docs/portal.md). xdg-desktop-portal reads backend files only from
+# its own data folder, /usr/share unless XDP_DATADIR names another, whatever PREFIX is. The
+# configuration goes there too, as the one for desktops that ship none: there it never shadows
+# a desktop's own file (the first file found is the only one read). A portals.conf that is not
+# ours stays as it is.
+xdp_dir="${XDP_DATADIR:-/usr/share}/xdg-desktop-portal"
+place dbus/keywell.portal "$xdp_dir/portals/keywell.portal" 0644
+if grep -qxF "$xdp_dir/portals.conf" "$root_record/files" || [ ! -e "$DESTDIR$xdp_dir/portals.conf" ]; then
+  place dbus/portals.conf "$xdp_dir/portals.conf" 0644
+else
+  echo "install: $xdp_dir/portals.conf is not Keywell's and stays; to route the Secret portal to Keywell, add"
+  echo "         org.freedesktop.impl.portal.Secret=keywell to its [preferred] group"
+fi
 place_template dbus/keywelld.desktop.in "$SYSCONFDIR/xdg/autostart/keywelld.desktop" 0644
 
 # Another Secret Service's activation file in a folder the bus reads later stays, shadowed by

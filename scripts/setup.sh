@@ -14,10 +14,17 @@ packages=(
   # test: migration from gnome-keyring (libsecret's file backend through python3-gi, and
   # git-credential-libsecret built from git's contrib source)
   python3-gi gir1.2-secret-1 libsecret-1-dev libglib2.0-dev
+  # test: callers' application identities (a Flatpak-style sandbox; a python caller over jeepney)
+  bubblewrap python3-jeepney
   # test: what install.sh installs (man pages, the autostart entry, the systemd unit)
   groff-base man-db desktop-file-utils systemd
-  # test: the real Seahorse under a real X server, and screenshots of it
-  seahorse xvfb xdotool imagemagick
+  # test: the Secret portal through the real xdg-desktop-portal, called from a bwrap sandbox
+  xdg-desktop-portal bubblewrap
+  # test: the real Seahorse under a real X server, driven through AT-SPI, and screenshots of it
+  seahorse xvfb xdotool imagemagick at-spi2-core libatk-adaptor python3-pyatspi
+  # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through
+  # pinentry-gnome3 under Xvfb, pinentry-curses on a configured terminal
+  pinentry-gnome3 pinentry-curses gcr
   # benchmark against the incumbent
   gnome-keyring
 )

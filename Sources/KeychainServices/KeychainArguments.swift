@@ -24,7 +24,7 @@ enum KeychainArguments {
     }
 
     /// A keychain's file path. Like Apple's, it needs no existing file: a name that does not
-    /// exist yet gets the path it would have (design.md "Where things live").
+    /// exist yet gets the path it would have (docs/native-api.md "Where things live").
     static func path(of nameOrPath: String, client: KeywellClient = .default,
                      environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeychainError) -> String {
         if nameOrPath.hasPrefix("/") { return nameOrPath }

@@ -2,7 +2,7 @@ import Foundation
 import KeywellDBus
 import KeywellProtocol
 
-/// One keychain as `GetInfo` describes it (design.md "GetInfo keys").
+/// One keychain as `GetInfo` describes it (docs/native-api.md "GetInfo keys").
 public struct KeychainInfo: Sendable, Equatable, Hashable {
     /// The name for keychains in the keychains folder, else the absolute path.
     public var name: String
@@ -11,6 +11,8 @@ public struct KeychainInfo: Sendable, Equatable, Hashable {
     public var locked: Bool
     public var itemCount: Int
     public var lockOnSleep: Bool
+    /// Keywell's own: locks when the user's screen locks.
+    public var lockOnScreenLock: Bool
     /// Idle seconds before the keychain locks itself; 0 = never.
     public var lockAfterSeconds: UInt32
     public var isDefault: Bool
@@ -19,12 +21,14 @@ public struct KeychainInfo: Sendable, Equatable, Hashable {
     public var enforceAccess: Bool
 
     public init(name: String, path: String, locked: Bool, itemCount: Int, lockOnSleep: Bool,
-                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool, enforceAccess: Bool = false) {
+                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool, enforceAccess: Bool = false,
+                lockOnScreenLock: Bool = false) {
         self.name = name
         self.path = path
         self.locked = locked
         self.itemCount = itemCount
         self.lockOnSleep = lockOnSleep
+        self.lockOnScreenLock = lockOnScreenLock
         self.lockAfterSeconds = lockAfterSeconds
         self.isDefault = isDefault
         self.isLogin = isLogin
@@ -184,15 +188,18 @@ public final class KeywellClient: Sendable {
             lockAfterSeconds: try field(KeychainInfoKey.lockAfterSeconds) { $0.integerValue.flatMap { UInt32(exactly: $0) } },
             isDefault: try field(KeychainInfoKey.isDefault, \.boolValue),
             isLogin: try field(KeychainInfoKey.isLogin, \.boolValue),
-            enforceAccess: try field(KeychainInfoKey.enforceAccess, \.boolValue))
+            enforceAccess: try field(KeychainInfoKey.enforceAccess, \.boolValue),
+            // A daemon older than the setting does not send it.
+            lockOnScreenLock: info[KeychainInfoKey.lockOnScreenLock]?.boolValue ?? false)
     }
 
     /// Changes only the settings given; `lockAfterSeconds` 0 = never.
     public func setSettings(_ name: String, lockOnSleep: Bool? = nil, lockAfterSeconds: UInt32? = nil,
-                            enforceAccess: Bool? = nil) throws(KeychainError) {
+                            enforceAccess: Bool? = nil, lockOnScreenLock: Bool? = nil) throws(KeychainError) {
         var settings: [String: DBusValue] = [:]
         if let enforceAccess { settings[KeychainInfoKey.enforceAccess] = .bool(enforceAccess) }
         if let lockOnSleep { settings[KeychainInfoKey.lockOnSleep] = .bool(lockOnSleep) }
+        if let lockOnScreenLock { settings[KeychainInfoKey.lockOnScreenLock] = .bool(lockOnScreenLock) }
         if let lockAfterSeconds { settings[KeychainInfoKey.lockAfterSeconds] = .uint32(lockAfterSeconds) }
         _ = try call("SetSettings", [.string(name), .stringVariantDict(settings)])
     }
@@ -246,13 +253,13 @@ public final class KeywellClient: Sendable {
 
     // MARK: Transport
 
-    private func call(_ member: String, _ arguments: [DBusValue]) throws(KeychainError) -> [DBusValue] {
+    func call(_ member: String, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
         let bus: DBusConnection
         if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
         do {
             return try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
                                 interface: KeywellNames.interface, member: member,
-                                arguments: arguments, timeout: timeout)
+                                arguments: arguments, timeout: callTimeout ?? timeout)
         } catch {
             throw DBusMapping.keychainError(error)
         }

@@ -2,7 +2,7 @@ import Foundation
 import KeywellProtocol
 
 /// What a SecItem call returns through its `result` pointer, shaped as Apple shapes it
-/// (security-cli.md §2.3), from the native API's one-dictionary-per-match replies:
+/// (docs/native-api.md "KeychainServices"), from the native API's one-dictionary-per-match replies:
 /// - no return type: nothing (nil);
 /// - one of kSecReturnData / kSecReturnPersistentRef alone: that Data;
 /// - kSecReturnAttributes alone: the attribute dictionary;

@@ -1,5 +1,5 @@
 // Apple's kSec* constants, with Apple's string values: the same strings travel as the keys of
-// the native D-Bus API (design.md), so a query written for Apple platforms means the same here.
+// the native D-Bus API (docs/native-api.md), so a query written for Apple platforms means the same here.
 
 // Classes
 public let kSecClass: CFString = "class"

@@ -2,7 +2,7 @@ import Foundation
 import KeywellProtocol
 
 // Apple's SecItem functions with Apple's Swift signatures, over the native D-Bus API
-// (through `KeywellClient.default`). Semantics: security-cli.md §2 and design.md.
+// (through `KeywellClient.default`). Semantics: docs/native-api.md.
 
 /// Adds an item. With `kSecReturn*` keys and a `result` pointer, the new item comes back as a
 /// limit-one search would return it; without return keys `result` is set to nil (as the

@@ -2,7 +2,7 @@ import Foundation
 import KeywellProtocol
 
 extension ItemAttribute {
-    /// Reads a wire value as this attribute (design.md "Wire types"); a wrong type is `errSecParam`.
+    /// Reads a wire value as this attribute (docs/native-api.md "Wire types"); a wrong type is `errSecParam`.
     func parse(_ value: WireValue) throws(KeychainError) -> AttributeValue {
         switch (kind, value) {
         case (.text, .string(let text)):

@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
 
-/// The two item classes and their primary keys (security-cli.md §2.1, the data-protection set).
+/// The two item classes and their primary keys (docs/native-api.md "Primary keys", the data-protection set).
 enum ItemClass: String, CaseIterable, Sendable {
     case genericPassword = "genp"
     case internetPassword = "inet"
@@ -48,7 +48,7 @@ enum AttributeKind: Sendable {
     case date
 }
 
-/// One attribute of design.md's list. Its name is the wire key and the database column.
+/// One attribute of docs/native-api.md's list. Its name is the wire key and the database column.
 /// An enum, so that the dictionaries of attributes on every call hash a small integer.
 enum ItemAttribute: Int, CaseIterable, Sendable {
     case account, service, generic, server, `protocol`, port, path, securityDomain, authenticationType

@@ -8,6 +8,8 @@ struct ReturnRequest: Equatable, Sendable {
     var persistentRef = false
     /// `r_Access`: the item's access list.
     var access = false
+    /// `r_SSAttributes` (with `r_Attributes`): the free-form rows too.
+    var secretServiceAttributes = false
 
     var isEmpty: Bool { !data && !attributes && !persistentRef && !access }
 }

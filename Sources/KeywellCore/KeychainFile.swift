@@ -111,6 +111,14 @@ final class KeychainFile: Sendable {
         }
     }
 
+    func lockForScreenLock() -> Bool {
+        state.withLock { state in
+            guard state.masterKey != nil, state.settings.lockOnScreenLock else { return false }
+            state.masterKey = nil
+            return true
+        }
+    }
+
     /// When this keychain would lock for idleness, if it is unlocked and has a timeout.
     var idleDeadline: Date? {
         state.withLock { $0.masterKey == nil ? nil : Self.deadline($0) }

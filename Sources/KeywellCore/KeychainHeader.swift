@@ -120,8 +120,14 @@ struct KeychainHeader: Sendable {
         for field in [salt, wrapNonce, wrappedKey] { field.withUnsafeBytes { input.appendBlob($0) } }
         input.appendInteger(settings.lockOnSleep ? 1 : 0)
         input.appendInteger(Int64(settings.lockAfterSeconds))
-        // Format 2 headers had no such field: their MAC is checked as it was made.
-        if formatVersion >= Self.firstVersionWithAccessLists { input.appendInteger(settings.enforceAccess ? 1 : 0) }
+        if formatVersion >= Self.firstVersionWithAccessLists {
+            input.appendInteger(settings.enforceAccess ? 1 : 0)
+            input.appendInteger(settings.lockOnScreenLock ? 1 : 0)
+        } else if settings.lockOnScreenLock {
+            // Format 2 got this setting after it shipped: appended only when on, so the MACs of
+            // files where it is off still verify. Format 3 always covers both fields.
+            input.appendInteger(1)
+        }
         return input
     }
 

@@ -10,7 +10,7 @@ struct KeychainLocation: Hashable, Sendable {
     var directory: String { String(path[..<path.lastIndex(of: "/")!]).ifEmpty("/") }
 }
 
-/// Turns the names and paths callers give into `KeychainLocation`s (design.md "Names and paths").
+/// Turns the names and paths callers give into `KeychainLocation`s (docs/native-api.md "Names and paths").
 struct KeychainResolver: Sendable {
     static let fileExtension = ".keychain-db"
     static let maximumNameLength = 200

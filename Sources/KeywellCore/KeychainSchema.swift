@@ -24,7 +24,8 @@ enum KeychainSchema {
                 lock_on_sleep INTEGER NOT NULL,
                 lock_after_seconds INTEGER NOT NULL,
                 settings_mac BLOB,
-                enforce_access INTEGER NOT NULL DEFAULT 0
+                enforce_access INTEGER NOT NULL DEFAULT 0,
+                lock_on_screen_lock INTEGER NOT NULL DEFAULT 0
             )
             """,
             "CREATE TABLE item (\n" + itemColumnDefinitions.joined(separator: ",\n") + "\n)",
@@ -45,6 +46,10 @@ enum KeychainSchema {
             "CREATE INDEX item_attribute_lookup ON item_attribute (name, value)",
         ]
     }
+
+    /// Added within format 2 (files made before have it off): written with the first header
+    /// that needs it (`KeychainDatabase.writeHeader`).
+    static let addScreenLockColumn = "ALTER TABLE keychain ADD COLUMN lock_on_screen_lock INTEGER NOT NULL DEFAULT 0"
 
     /// Format 1 → 2: the MAC columns (filled by `KeychainUpgrade` in the same transaction).
     static let addedInVersion2 = [

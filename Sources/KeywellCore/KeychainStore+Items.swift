@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import KeywellProtocol
 
-/// Items: SecItem semantics over the user's keychains (design.md "Decided details").
+/// Items: SecItem semantics over the user's keychains (docs/native-api.md "Decided details").
 extension KeychainStore {
     /// Adds to `u_Keychain`, else the default keychain. Returns what the `r_*` keys ask for
     /// (`{}` without them). `creator`: the caller's application identity, trusted by the new item
@@ -88,14 +88,17 @@ extension KeychainStore {
                 lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
                 continue
             }
-            // The access lists come from the same snapshot as the rows their MAC covers.
+            // Access lists and free-form rows come from the same snapshot as the rows the MAC covers.
             let items: [KeychainItem]
             var accessLists: [Int64: AccessList] = [:]
+            let wantsFreeform = query.returns.attributes && query.returns.secretServiceAttributes
+            var freeform: [[String: String]] = []
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
                     try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
                     if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
+                    if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             } else {
@@ -103,13 +106,16 @@ extension KeychainStore {
                 items = try file.database.read { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
                     if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
+                    if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             }
             file.markUsed()
-            for item in items {
+            for (index, item) in items.enumerated() {
                 let access = item.rowID.flatMap { accessLists[$0] } ?? .anyApplication
-                results.append(try result(for: item, in: file, returns: query.returns, key: key, access: access))
+                var one = try result(for: item, in: file, returns: query.returns, key: key, access: access)
+                if wantsFreeform { Self.addSecretServiceAttributes(freeform[index], to: &one) }
+                results.append(one)
             }
         }
         guard !results.isEmpty else {
@@ -154,6 +160,20 @@ extension KeychainStore {
     }
 
     // MARK: Helpers
+
+    /// `r_SSAttributes`: the free-form rows, the hidden ones under keys of their own (their
+    /// names start with NUL, which no D-Bus string may hold).
+    private static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
+        var pairs: [String] = []
+        for (name, value) in rows.sorted(by: { $0.key < $1.key }) where !SecretServiceMapping.hiddenRows.contains(name) {
+            pairs += [name, value]
+        }
+        result[WireKey.secretServiceAttributes] = .strings(pairs)
+        if let contentType = rows[SecretServiceMapping.contentTypeRow] {
+            result[WireKey.secretServiceContentType] = .string(contentType)
+        }
+        if let type = rows[SecretServiceMapping.typeRow] { result[WireKey.secretServiceType] = .string(type) }
+    }
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.

@@ -192,6 +192,7 @@ extension KeychainStore {
             KeychainInfoKey.locked: .bool(file.isLocked),
             KeychainInfoKey.itemCount: .integer(Int64(itemCount)),
             KeychainInfoKey.lockOnSleep: .bool(header.settings.lockOnSleep),
+            KeychainInfoKey.lockOnScreenLock: .bool(header.settings.lockOnScreenLock),
             KeychainInfoKey.lockAfterSeconds: .integer(Int64(header.settings.lockAfterSeconds)),
             KeychainInfoKey.enforceAccess: .bool(header.settings.enforceAccess),
             KeychainInfoKey.isDefault: .bool(try defaultLocation() == location),
@@ -199,7 +200,8 @@ extension KeychainStore {
         ]
     }
 
-    /// Changes only the keys given (`lockOnSleep`, `lockAfterSeconds`, `enforceAccess`); applies at once. Needs
+    /// Changes only the keys given (`lockOnSleep`, `lockOnScreenLock`, `lockAfterSeconds`, `enforceAccess`);
+    /// applies at once. Needs
     /// the keychain unlocked: the header's MAC covers the settings.
     public func setSettings(_ nameOrPath: String, _ settings: WireDictionary) throws(KeychainError) {
         try file(at: location(nameOrPath)).updateSettings(settings)

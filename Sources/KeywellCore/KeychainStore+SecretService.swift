@@ -383,20 +383,24 @@ extension KeychainStore {
         return item
     }
 
-    /// The first item made through the Secret Service whose attributes are exactly `attributes`.
-    private static func itemWithExactly(_ attributes: [String: String], _ db: Database) throws -> Int64? {
+    /// The first item made through the Secret Service whose attributes are exactly `attributes`,
+    /// leaving out the rows of `excluded` (what an import added itself).
+    static func itemWithExactly(_ attributes: [String: String], excluding excluded: Set<Int64> = [], _ db: Database) throws -> Int64? {
         let prefix = SecretServiceMapping.accessGroupPrefix
         let hidden = SecretServiceMapping.hiddenRows
         if attributes.isEmpty {
             let rows = try RawStatement(db, sql: """
                 SELECT id FROM item WHERE class = 'genp' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) = ?
                 AND NOT EXISTS (SELECT 1 FROM item_attribute WHERE item_id = item.id AND name NOT IN (?, ?))
-                ORDER BY id LIMIT 1
+                ORDER BY id
                 """, values: [prefix.databaseValue, hidden[0].databaseValue, hidden[1].databaseValue])
             defer { rows.finish() }
-            return try rows.step() ? rows.integer(0) : nil
+            while try rows.step() {
+                if !excluded.contains(rows.integer(0)) { return rows.integer(0) }
+            }
+            return nil
         }
-        for candidate in try FreeformAttributeTable.matchingItems(attributes, db) {
+        for candidate in try FreeformAttributeTable.matchingItems(attributes, db) where !excluded.contains(candidate.rowID) {
             let rows = try FreeformAttributeTable.attributes(itemID: candidate.rowID, db)
             // Compared in full, not just counted: the index that found it may disagree with its rows.
             let visible = rows.filter { !hidden.contains($0.key) }

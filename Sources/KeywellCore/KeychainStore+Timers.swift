@@ -13,6 +13,11 @@ extension KeychainStore {
         lockEach { $0.lockForSleep() }
     }
 
+    /// Locks the open keychains set to lock when the screen locks; returns their names.
+    public func lockForScreenLock() -> [String] {
+        lockEach { $0.lockForScreenLock() }
+    }
+
     /// The earliest time a keychain would lock for idleness, so the daemon can sleep until then.
     public func nextIdleDeadline() -> Date? {
         allOpenFiles.compactMap { $0.idleDeadline }.min()

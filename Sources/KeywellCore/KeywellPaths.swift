@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
 
-/// Where Keywell keeps its files (design.md "Where things live").
+/// Where Keywell keeps its files (docs/native-api.md "Where things live").
 public struct KeywellPaths: Sendable, Equatable {
     /// `$XDG_DATA_HOME/keywell/keychains`: the `<name>.keychain-db` files.
     public var keychainsDirectory: URL

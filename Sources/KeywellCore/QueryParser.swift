@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
 
-/// Reads native-API dictionaries (design.md "Malformed input"): a missing class or a wrong type is
+/// Reads native-API dictionaries (docs/native-api.md "Malformed input"): a missing class or a wrong type is
 /// `errSecParam`, an unknown class `errSecNoSuchClass`, an attribute of the other class
 /// `errSecNoSuchAttr`, `cdat`/`mdat` in Add or Update `errSecReadOnlyAttr`, unknown keys `errSecParam`.
 enum QueryParser {
@@ -53,7 +53,8 @@ enum QueryParser {
                 searchList = list
             case WireKey.useKeychain:
                 keychain = try string(key, value)
-            case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnAccess:
+            case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnAccess,
+                 WireKey.returnSecretServiceAttributes:
                 guard operation != .update else { throw .param("\(key) is not allowed in an Update query") }
                 _ = try parseReturn(key, value, into: &query.returns)
             default:
@@ -115,6 +116,7 @@ enum QueryParser {
         case WireKey.returnAttributes: returns.attributes = try bool(key, value)
         case WireKey.returnPersistentRef: returns.persistentRef = try bool(key, value)
         case WireKey.returnAccess: returns.access = try bool(key, value)
+        case WireKey.returnSecretServiceAttributes: returns.secretServiceAttributes = try bool(key, value)
         default: return false
         }
         return true

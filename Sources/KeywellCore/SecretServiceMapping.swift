@@ -141,3 +141,8 @@ enum SecretServiceMapping {
         return conditions.sorted { $0.name < $1.name }.map { ($0.attribute, $0.value) }
     }
 }
+
+/// The attribute that names an item's schema, for the daemon's faces outside this module.
+public enum SecretServiceSchema {
+    public static let attribute = SecretServiceMapping.schemaAttribute
+}

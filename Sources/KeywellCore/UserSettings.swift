@@ -8,7 +8,7 @@ struct UserSettings: Codable, Equatable, Sendable {
     /// Nil once the default was deleted: there is no default until one is set.
     var defaultKeychain: String?
     /// The list the user set; nil while they never set one, and the list then follows the
-    /// default keychain (docs/cli.md "The search list").
+    /// default keychain (docs/cli.md "The search list and the default keychain").
     var explicitSearchList: [String]?
 
     /// What searches walk: the list as set, else `[default keychain]` (empty without a default).

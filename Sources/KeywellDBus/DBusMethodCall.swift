@@ -32,6 +32,8 @@ public final class DBusMethodCall: @unchecked Sendable {
     private var replyWipe = true
     private var abandonNoted = false
     private var afterReplyWork: [@Sendable () -> Void] = []
+    /// Arguments whose descriptor a handler took (`takeFileDescriptor`).
+    private var takenDescriptors: Set<Int> = []
 
     /// Whether the reply's byte arrays may hold secrets, to be wiped from memory once it is out
     /// (the default). A handler whose reply carries only public or encrypted bytes (a Secret
@@ -61,12 +63,36 @@ public final class DBusMethodCall: @unchecked Sendable {
             connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
         }
         for work in afterReplyWork { work() }
+        // Received descriptors are the call's (libdbus duplicated them for us): any a handler
+        // did not take close now, so a caller cannot make the service hold descriptors by
+        // sending them where none is wanted (a refused call, a method that takes none).
+        for (index, argument) in arguments.enumerated() where !takenDescriptors.contains(index) {
+            Self.closeDescriptors(in: argument)
+        }
         // Handlers copy what they keep; the call's byte arrays (passwords, secrets) go now.
         ByteArrayWipe.wipe(arguments)
         ByteArrayWipe.wipe(message)
     }
 
     public var hasReplied: Bool { lock.withLock { replied } }
+
+    /// The descriptor passed as argument `index` (type `h`), now the handler's to close. Nil if
+    /// that argument is not a descriptor or was taken already. Descriptors not taken are closed
+    /// when the call ends.
+    public func takeFileDescriptor(argument index: Int) -> Int32? {
+        guard arguments.indices.contains(index), let descriptor = arguments[index].unixFDValue else { return nil }
+        return lock.withLock { takenDescriptors.insert(index).inserted } ? descriptor : nil
+    }
+
+    private static func closeDescriptors(in value: DBusValue) {
+        switch value {
+        case .unixFD(let descriptor): close(descriptor)
+        case .array(_, let elements), .structure(let elements): elements.forEach(closeDescriptors)
+        case .dictionary(_, _, let entries): entries.forEach { closeDescriptors(in: $0.key); closeDescriptors(in: $0.value) }
+        case .variant(let inner): closeDescriptors(in: inner)
+        default: break
+        }
+    }
 
     /// True once nobody waits for the reply: the caller left the bus (noticed on a connection
     /// that `watchCallersLeaving()`) or the connection's `callDeadline` passed since the call

@@ -17,8 +17,10 @@ public enum DBusValue: Sendable, Hashable {
     case string(String)
     case objectPath(String)
     case signature(DBusSignature)
-    /// A file descriptor. Received descriptors are owned by the receiver (libdbus dups them),
-    /// who must close them; sent ones are duplicated by libdbus and stay owned by the sender.
+    /// A file descriptor. Received descriptors are owned by the receiver (libdbus dups them):
+    /// a method call's are closed when the call ends unless its handler takes them
+    /// (`DBusMethodCall.takeFileDescriptor`); sent ones are duplicated by libdbus and stay
+    /// owned by the sender.
     case unixFD(Int32)
 
     /// `a<element>` for any element type except dict entries (use `dictionary`).

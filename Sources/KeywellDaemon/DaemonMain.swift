@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellIdentity
 import KeywellProtocol
 import KeywellSecretService
 import Logging
@@ -10,7 +11,8 @@ import Logging
 /// Threads: the main thread sets up, then waits for SIGTERM/SIGINT. D-Bus calls run on the
 /// D-Bus layer's worker pool (one I/O thread per connection hands them over) and go straight
 /// into the thread-safe engine; the control socket has an accept thread and a thread per
-/// request; the idle timer, the bus watcher and the sleep watcher have one thread each.
+/// request; the idle timer, the bus watcher and the sleep watcher have one thread each
+/// (docs/design.md "Threads").
 public enum DaemonMain {
     public static func run(arguments: [String]) -> Never {
         // Before any thread exists, so every thread inherits it: SIGTERM and SIGINT are taken
@@ -71,8 +73,11 @@ final class Daemon: @unchecked Sendable {
     let sessions: LoginSessions
     let busLink: SessionBusLink
     let sleepWatcher: SleepWatcher
+    let screenLockWatcher: ScreenLockWatcher
     let secretService: SecretService
     let trimmer: IdleTrimmer
+    /// Callers' application identities, per connection (docs/access-control.md).
+    let identities: ApplicationIdentities
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
@@ -114,16 +119,19 @@ final class Daemon: @unchecked Sendable {
             nativeSignal()
             secretServiceSignals()
         }
+        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
-                                          callers: CallerIdentity(), trimmer: trimmer, logger: logger,
+                                          callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration)
-        sleepWatcher = SleepWatcher(store: store, logger: logger)
+        screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
+        sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
                                  logger: logger, claimDelay: Self.testClaimDelay(environment),
-                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService] connection in
+                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService, screenLockWatcher] connection in
             secretService.attach(to: connection)
+            screenLockWatcher.watchScreenSavers(on: connection)
         }, onNameTaken: { message in
             DaemonMain.fail("\(message); exiting")
         })

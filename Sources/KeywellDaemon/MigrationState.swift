@@ -3,7 +3,7 @@ import KeyringImport
 import KeywellCore
 import KeywellProtocol
 
-/// What was imported from which keyring file (docs/migration.md, "The state file"):
+/// What was imported from which keyring file (docs/migration.md, "The state file and importing again"):
 /// `$XDG_DATA_HOME/keywell/migration.json`, mode 0600, no secrets. A source whose identity
 /// (device, inode, mtime, size, SHA-256) is unchanged is not opened again; an item is imported
 /// again only when its modified time is newer than the one recorded.

@@ -30,6 +30,11 @@ enum NativeInterface {
             method("MigrateKeyrings", in: [("keyring", "s"), ("password", "ay")], out: [("reports", "aa{sv}")]),
             method("GetMigrationStatus", out: [("sources", "aa{sv}")]),
             method("ExportGnomeKeyring", in: [("keychain", "s"), ("path", "s"), ("password", "ay"), ("replace", "b")]),
+            method("ExportKeychains", in: [("keychains", "as"), ("file", "h"), ("passphrase", "ay")], out: [("items", "u")]),
+            method("InspectExport", in: [("file", "h"), ("passphrase", "ay")], out: [("keychains", "as"), ("items", "u")]),
+            method("ImportExport", in: [("file", "h"), ("passphrase", "ay"), ("keychain", "s"), ("policy", "s")],
+                   out: [("summary", "a{sv}")]),
+            method("WhoAmI", out: [("identity", "s"), ("strength", "s"), ("reason", "s")]),
         ],
         signals: [
             signal("KeychainLocked", ("keychain", "s")),

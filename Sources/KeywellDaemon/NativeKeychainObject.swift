@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellIdentity
 import KeywellProtocol
 import Logging
 
@@ -14,14 +15,17 @@ final class NativeKeychainObject: DBusObject {
     private let sessions: LoginSessions
     private let autoLock: AutoLock
     private let callers: CallerIdentity
+    private let identities: ApplicationIdentities
     private let trimmer: IdleTrimmer
     private let logger: Logger
     private let throttle: PasswordThrottle
     private let migration: KeyringMigration
 
-    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity, trimmer: IdleTrimmer,
-         logger: Logger, throttle: PasswordThrottle, migration: KeyringMigration) {
+    init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
+         identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
+         migration: KeyringMigration) {
         self.store = store
+        self.identities = identities
         self.migration = migration
         self.throttle = throttle
         self.sessions = sessions
@@ -42,6 +46,8 @@ final class NativeKeychainObject: DBusObject {
     ]
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        // A caller seen before is a dictionary lookup; a new one needs the bus and /proc.
+        if call.method?.name == "WhoAmI" { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
         guard let method = call.method, Self.reads.contains(method.name) else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
@@ -85,6 +91,7 @@ final class NativeKeychainObject: DBusObject {
     private static let changesKeychains: Set<String> = [
         "CreateKeychain", "DeleteKeychain", "SetSearchList", "SetDefaultKeychain", "Unlock", "Lock", "LockAll",
         "ChangePassword", "SetSettings", "BackupKeychain", "RestoreKeychain", "MigrateKeyrings", "ExportGnomeKeyring",
+        "ExportKeychains", "ImportExport",
     ]
 
     private func perform(
@@ -177,15 +184,56 @@ final class NativeKeychainObject: DBusObject {
             try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
                                           password: secret(arguments[2]), replace: bool(arguments[3]))
             return []
+        // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
+        // closed here): the daemon never opens a path a caller names for these.
+        case "ExportKeychains":
+            let fd = descriptor(arguments[1])
+            defer { close(fd) }
+            let names = try WireConversion.keychainList(arguments[0])
+            return [.uint32(UInt32(clamping: try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))))]
+        case "InspectExport":
+            let fd = descriptor(arguments[0])
+            defer { close(fd) }
+            let (keychains, count) = try store.inspectExport(from: fd, passphrase: secret(arguments[1]))
+            return [.stringArray(keychains), .uint32(UInt32(clamping: count))]
+        case "ImportExport":
+            let fd = descriptor(arguments[0])
+            defer { close(fd) }
+            guard let policy = ImportPolicy(rawValue: string(arguments[3])) else {
+                throw .param("the import policy is one of skip, replace, newer")
+            }
+            let keychain = string(arguments[2])
+            let summary = try store.importExport(
+                from: fd, passphrase: secret(arguments[1]), into: keychain.isEmpty ? nil : keychain, policy: policy)
+            return [WireConversion.dbusDictionary([
+                ImportSummaryKey.added: .integer(Int64(summary.added)),
+                ImportSummaryKey.replaced: .integer(Int64(summary.replaced)),
+                ImportSummaryKey.skipped: .integer(Int64(summary.skipped)),
+            ])]
+        case "WhoAmI":
+            return try whoAmI(call)
         default:
             throw KeychainError(SecStatus.unimplemented, detail: member)
         }
+    }
+
+    private func whoAmI(_ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
+        let identity: ApplicationIdentity
+        do {
+            identity = try identities.identity(of: call.sender, on: call.connection)
+        } catch {
+            throw KeychainError(SecStatus.missingEntitlement, detail: "\(error)")
+        }
+        let reason = [identity.strengthReason, identity.note].compactMap { $0 }.joined(separator: " ")
+        return [.string(identity.string), .string(identity.strength.rawValue), .string(reason)]
     }
 
     /// The signature was checked, so the argument has the declared type.
     private func string(_ value: DBusValue) -> String { value.stringValue ?? "" }
 
     private func bool(_ value: DBusValue) -> Bool { value.boolValue ?? false }
+
+    private func descriptor(_ value: DBusValue) -> Int32 { value.unixFDValue ?? -1 }
 
     /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
     private func secret(_ value: DBusValue) -> SecretBytes {
@@ -201,10 +249,13 @@ final class NativeKeychainObject: DBusObject {
         // Arguments are never logged (they may hold secrets), only the keychain a call names.
         var subject = call.member
         if call.member != "SetSearchList", let keychain = call.arguments.first?.stringValue { subject += " \"\(keychain)\"" }
-        logger.log(level: level, "\(subject): \(outcome)", metadata: [
+        var metadata: Logger.Metadata = [
             "caller": "\(caller ?? callers.describe(call.sender, on: call.connection))",
             "us": "\(microseconds)",
-        ])
+        ]
+        // The application identity, once a call has worked it out (never worked out for a log line).
+        if case .success(let identity)? = identities.cached(call.sender, on: call.connection) { metadata["identity"] = "\(identity.string)" }
+        logger.log(level: level, "\(subject): \(outcome)", metadata: metadata)
     }
 }
 

@@ -4,8 +4,8 @@ import KeywellSecretService
 import Logging
 
 extension Daemon {
-    /// The Secret Service over the daemon's store: prompts run `KEYWELL_PINENTRY` (else
-    /// `pinentry`) and check passwords under the daemon's guessing throttle; a keychain a prompt
+    /// The Secret Service over the daemon's store: prompts show the dialog `PrompterChoice`
+    /// picks from the daemon's environment (docs/prompts.md) and check passwords under the daemon's guessing throttle; a keychain a prompt
     /// unlocks is treated like one the native `Unlock` opened (idle timer re-armed, a drifted
     /// login keychain re-wrapped to the login password); its calls count as activity for the
     /// idle memory trim, as native calls do. The user's last logout empties its in-memory
@@ -15,7 +15,7 @@ extension Daemon {
         sessions: LoginSessions, throttle: PasswordThrottle, trimmer: IdleTrimmer, logger: Logger
     ) -> SecretService {
         let configuration = SecretService.Configuration(
-            pinentry: SecretService.Configuration.pinentry(from: environment), replaceOwner: replaceOwner, throttle: throttle,
+            environment: environment, replaceOwner: replaceOwner, throttle: throttle,
             keychainUnlocked: { keychain, password in
                 autoLock.rearm()
                 sessions.keychainUnlocked(keychain, with: password)

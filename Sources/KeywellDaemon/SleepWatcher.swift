@@ -8,12 +8,12 @@ import Logging
 /// (up to logind's InhibitDelayMaxSec) until the keys are gone before it sleeps.
 ///
 /// The system bus is `DBUS_SYSTEM_BUS_ADDRESS`, else `/run/dbus/system_bus_socket` when it
-/// exists; without one (containers, CI) the daemon carries on without lock-on-sleep.
+/// exists; without one (containers, CI) the daemon carries on without lock-on-sleep, and says
+/// so once. The same connection carries logind's screen `Lock` signals (`ScreenLockWatcher`).
 ///
 /// Any connection on the system bus may send a signal straight to this one, with any path,
 /// interface and member, so `PrepareForSleep` counts only when its sender is the unique name
-/// that owns `org.freedesktop.login1` right now (asked once at start, then followed through
-/// the bus's own `NameOwnerChanged`, which nobody else can send).
+/// that owns `org.freedesktop.login1` right now (`NameOwnerTracker`).
 final class SleepWatcher: @unchecked Sendable {
     private static let login1 = "org.freedesktop.login1"
     private static let login1Path = "/org/freedesktop/login1"
@@ -21,16 +21,15 @@ final class SleepWatcher: @unchecked Sendable {
 
     private let store: KeychainStore
     private let logger: Logger
+    private let screenLock: ScreenLockWatcher
     private let lock = NSLock()
     private var connection: DBusConnection?
     private var inhibitor: Int32 = -1
-    /// The unique name owning login1; nil while nobody does.
-    private var login1Owner: String?
-    /// A NameOwnerChanged was seen: it is newer than the GetNameOwner answer may be.
-    private var ownerFollowed = false
+    private var logind: NameOwnerTracker?
 
-    init(store: KeychainStore, logger: Logger) {
+    init(store: KeychainStore, screenLock: ScreenLockWatcher, logger: Logger) {
         self.store = store
+        self.screenLock = screenLock
         self.logger = logger
     }
 
@@ -43,7 +42,8 @@ final class SleepWatcher: @unchecked Sendable {
     /// Connects in the background (never on the start-up path).
     func start(environment: [String: String]) {
         guard let address = Self.systemBusAddress(environment: environment) else {
-            logger.debug("no system bus: lock on sleep is off")
+            // At the normal level: a user who set lock on sleep should learn why it never happens.
+            logger.info("no system bus (DBUS_SYSTEM_BUS_ADDRESS unset, no /run/dbus/system_bus_socket): lock on sleep and lock on logind's screen lock are off")
             return
         }
         let thread = Thread { [self] in connect(to: address) }
@@ -55,14 +55,8 @@ final class SleepWatcher: @unchecked Sendable {
     private func connect(to address: String) {
         do {
             let connection = try DBusConnection(address: address)
-            // Follow the owner first, then ask for it, so no change falls in between.
-            try connection.addMatch(.nameOwnerChanged(name: Self.login1)) { [weak self] signal in
-                guard let self, signal.arguments.count == 3, let owner = signal.arguments[2].stringValue else { return }
-                lock.withLock {
-                    login1Owner = owner.isEmpty ? nil : owner
-                    ownerFollowed = true
-                }
-            }
+            let logind = try NameOwnerTracker(Self.login1, on: connection)
+            lock.withLock { self.logind = logind }
             try connection.addMatch(DBusMatchRule(sender: Self.login1, path: Self.login1Path, interface: Self.managerInterface,
                                                   member: "PrepareForSleep")) { [weak self] signal in
                 guard let self, let sleeping = signal.arguments.first?.boolValue else { return }
@@ -73,20 +67,17 @@ final class SleepWatcher: @unchecked Sendable {
                 }
                 sleeping ? prepareForSleep() : resumed()
             }
-            let owner = try connection.nameOwner(Self.login1)
-            lock.withLock {
-                if !ownerFollowed { login1Owner = owner }
-                self.connection = connection
-            }
+            try screenLock.watchLogind(on: connection, logind: logind)
+            lock.withLock { self.connection = connection }
             takeInhibitor()
             logger.debug("watching logind for sleep")
         } catch {
-            logger.debug("no lock on sleep: the system bus at \(address) is not usable (\(error.message))")
+            logger.info("no lock on sleep or on logind's screen lock: the system bus at \(address) is not usable (\(error.message))")
         }
     }
 
     private func isFromLogind(_ signal: DBusSignal) -> Bool {
-        lock.withLock { login1Owner != nil && login1Owner == signal.sender }
+        lock.withLock { logind }?.isOwner(signal.sender) ?? false
     }
 
     private func prepareForSleep() {

@@ -1,4 +1,4 @@
-/// Bus names, object paths and interface names fixed by design.md.
+/// Bus names, object paths and interface names of the native API (docs/native-api.md "Names").
 public enum KeywellNames {
     public static let busName = "org.keywell.Keychain"
     public static let objectPath = "/org/keywell/Keychain"

@@ -59,4 +59,24 @@ public enum ServiceLimits {
 
     /// Keychains in one list (`SetSearchList`, `m_SearchList`) and strings in one `as` value.
     public static let keychainListLength = 1024
+
+    // MARK: Secret portal (org.freedesktop.impl.portal.Secret)
+
+    /// `RetrieveSecret` calls in progress at once. Each may wait for an unlock dialog (one is
+    /// shown at a time, the others wait behind it); apps ask once at start.
+    public static let portalCallsInProgress = 16
+
+    /// How long handing a secret over waits for room in the app's pipe before giving up.
+    public static let portalWritePatience: Duration = .seconds(5)
+}
+
+/// Caps of one export file (docs/export-import.md, "Caps"): an import holds the whole file in
+/// memory before its one transaction, so these bound what a file can make the daemon hold.
+public enum ExportLimits {
+    /// Items in one export file.
+    public static let itemsPerFile = 100_000
+    /// Bytes of one export file.
+    public static let bytesPerFile = 256 << 20
+    /// Bytes of one record (an item, its attributes and its secret) before encryption.
+    public static let bytesPerRecord = 4 << 20
 }

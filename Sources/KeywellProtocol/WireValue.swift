@@ -19,7 +19,7 @@ public enum WireValue: Sendable, Hashable {
 
 public typealias WireDictionary = [String: WireValue]
 
-/// Keys of native-API dictionaries: the string values of Apple's constants (design.md).
+/// Keys of native-API dictionaries: the string values of Apple's constants (docs/native-api.md "Dictionaries").
 public enum WireKey {
     public static let `class` = "class"
     public static let valueData = "v_Data"
@@ -41,6 +41,16 @@ public enum WireKey {
     /// Asks CopyMatching for each item's `access`.
     public static let returnAccess = "r_Access"
 
+    /// Keywell's own: with `r_Attributes`, also return the item's free-form (Secret Service)
+    /// attributes under `ssAttributes`, `ssContentType` and `ssType` (docs/export-import.md).
+    public static let returnSecretServiceAttributes = "r_SSAttributes"
+    /// The item's Secret Service attributes as name, value, name, value… sorted by name.
+    public static let secretServiceAttributes = "ssAttributes"
+    /// The secret's content type when it is not text/plain.
+    public static let secretServiceContentType = "ssContentType"
+    /// The item's Secret Service `Type` when one was given beyond its schema.
+    public static let secretServiceType = "ssType"
+
     public static let classGenericPassword = "genp"
     public static let classInternetPassword = "inet"
 }
@@ -52,9 +62,17 @@ public enum KeychainInfoKey {
     public static let locked = "locked"
     public static let itemCount = "itemCount"
     public static let lockOnSleep = "lockOnSleep"
+    public static let lockOnScreenLock = "lockOnScreenLock"
     public static let lockAfterSeconds = "lockAfterSeconds"
     /// Whether new items trust only their creator (`b`; docs/access-control.md).
     public static let enforceAccess = "enforceAccess"
     public static let isDefault = "isDefault"
     public static let isLogin = "isLogin"
+}
+
+/// `ImportExport`'s summary keys (item counts).
+public enum ImportSummaryKey {
+    public static let added = "added"
+    public static let replaced = "replaced"
+    public static let skipped = "skipped"
 }

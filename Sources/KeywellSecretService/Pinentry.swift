@@ -30,6 +30,8 @@ protocol PasswordConversation: AnyObject, Sendable {
 /// Starts password dialogs.
 protocol PasswordAsking: Sendable {
     func beginConversation(windowID: String) throws(PinentryError) -> any PasswordConversation
+    /// Why no dialog can be shown now; nil when one can.
+    func unavailableReason() -> String?
 }
 
 struct PinentryError: Error, CustomStringConvertible {
@@ -37,17 +39,27 @@ struct PinentryError: Error, CustomStringConvertible {
 }
 
 /// Password dialogs through `pinentry`, the standard Linux passphrase program, spoken to in the
-/// Assuan protocol over its stdin and stdout. Which program: `KEYWELL_PINENTRY` (a path or a
-/// name on PATH), else `pinentry`, which the system points at its GUI or terminal flavour.
+/// Assuan protocol over its stdin and stdout. Which program: `PrompterChoice`, asked for each
+/// dialog (docs/prompts.md).
 struct Pinentry: PasswordAsking {
-    let program: String
+    let choice: PrompterChoice
     /// Seconds before an unanswered dialog gives up (pinentry's SETTIMEOUT).
     var timeout = 300
 
     func beginConversation(windowID: String) throws(PinentryError) -> any PasswordConversation {
-        let conversation = try PinentryConversation(program: program)
-        conversation.configure(windowID: windowID, timeout: timeout)
-        return conversation
+        switch choice.choose() {
+        case .pinentry(let program, let arguments, let environment):
+            let conversation = try PinentryConversation(program: program, arguments: arguments, environment: environment)
+            conversation.configure(windowID: windowID, timeout: timeout)
+            return conversation
+        case .unavailable(let reason):
+            throw PinentryError(description: reason)
+        }
+    }
+
+    func unavailableReason() -> String? {
+        if case .unavailable(let reason) = choice.choose() { return reason }
+        return nil
     }
 }
 
@@ -61,7 +73,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private var cancelled = false
     private var reaped = false
 
-    init(program: String) throws(PinentryError) {
+    init(program: String, arguments: [String] = [], environment: [String: String] = [:]) throws(PinentryError) {
         var input: [Int32] = [-1, -1]
         var output: [Int32] = [-1, -1]
         guard pipe(&input) == 0 else { throw PinentryError(description: "pipe: \(String(cString: strerror(errno)))") }
@@ -91,10 +103,14 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var merged = ProcessInfo.processInfo.environment
+        merged.merge(environment) { _, given in given }
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
         var child: pid_t = 0
-        let status = posix_spawnp(&child, program, &actions, &attributes, argv, environ)
+        let status = posix_spawnp(&child, program, &actions, &attributes, argv, envp)
         close(input[0])
         close(output[1])
         guard status == 0 else {

@@ -95,7 +95,8 @@ final class PromptManager: @unchecked Sendable {
         }
     }
 
-    private let asker: any PasswordAsking
+    /// The dialogs prompts show; the Secret portal shows its unlock dialog through it too.
+    let asker: any PasswordAsking
     private let signals: SecretServiceSignals
     private let logger: Logger
     private let lock = NSLock()
@@ -132,6 +133,11 @@ final class PromptManager: @unchecked Sendable {
             return ObjectPaths.promptPath(entry.number)
         }
     }
+
+    /// Why no password dialog can be shown now (no display, no configured terminal, no
+    /// pinentry); nil when one can. Calls that would only make a prompt that can never be
+    /// answered ask this first and fail with the reason instead (docs/prompts.md).
+    func unavailableReason() -> String? { asker.unavailableReason() }
 
     func exists(_ number: UInt64) -> Bool { lock.withLock { entries[number] != nil } }
 

@@ -50,7 +50,7 @@ struct UnlockPrompt {
             case .cancelled:
                 return false
             case .failed(let reason):
-                context.logger.error("no password dialog for \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+                context.logger.error("no password dialog for \"\(name)\": \(reason) (docs/prompts.md)")
                 prompt.noteFailure("no password dialog could be shown: \(reason)")
                 return false
             }
@@ -72,10 +72,8 @@ struct UnlockPrompt {
     }
 }
 
-/// The work of a CreateCollection prompt: asks for the new keychain's password (twice), makes the
-/// keychain with the collection's label, puts it in the search list (so the native API and the
-/// CLI see its items) and, for the alias `default`, makes it the default. The engine reports the
-/// new keychain, which sends CollectionCreated.
+/// The work of a CreateCollection prompt: asks for the new keychain's password (twice) and makes
+/// the keychain (KeychainCreation).
 struct NewKeychainPrompt {
     let context: ServiceContext
     let requester: String?
@@ -89,15 +87,7 @@ struct NewKeychainPrompt {
         switch prompt.ask(request) {
         case .password(let password):
             do throws(KeychainError) {
-                _ = try context.store.createKeychain(name, password: password, label: label.isEmpty ? nil : label)
-                context.keychainUnlocked(name, password)
-                // The default first: a search list the user never set follows the default, so the
-                // new default is in it without turning it into a list of their own.
-                if alias == "default" { try context.store.setDefaultKeychain(name) }
-                let list = try context.store.searchList()
-                if !list.contains(name) { try context.store.setSearchList(list + [name]) }
-                context.logger.info("created keychain \"\(name)\" through the Secret Service")
-                return .keychain(name)
+                return try KeychainCreation(context: context).make(name: name, label: label, alias: alias, password: password)
             } catch {
                 context.logger.error("cannot create keychain \"\(name)\": \(error.wireMessage)")
                 prompt.noteFailure("the keychain “\(name)” could not be made: \(error.wireMessage)")
@@ -106,7 +96,7 @@ struct NewKeychainPrompt {
         case .cancelled:
             return nil
         case .failed(let reason):
-            context.logger.error("no password dialog to create \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
+            context.logger.error("no password dialog to create \"\(name)\": \(reason) (docs/prompts.md)")
             prompt.noteFailure("no password dialog could be shown: \(reason)")
             return nil
         }

@@ -8,8 +8,8 @@ import Logging
 /// keywelld exports next to its native API, on the same bus connection and the same store.
 public final class SecretService: @unchecked Sendable {
     public struct Configuration: Sendable {
-        /// The pinentry program prompts run (a path or a name on PATH).
-        public var pinentry: String
+        /// The daemon's environment: it decides which password dialog prompts show (`PrompterChoice`).
+        public var environment: [String: String]
         /// Take `org.freedesktop.secrets` from its current owner (`keywelld --replace`).
         public var replaceOwner: Bool
         /// Every password a prompt checks goes through it (shared with the daemon's other ways in).
@@ -19,48 +19,52 @@ public final class SecretService: @unchecked Sendable {
         /// Called for every call and property access (the daemon's idle timers count it as use).
         public var activity: @Sendable () -> Void
 
-        public init(pinentry: String = "pinentry", replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
+        public init(environment: [String: String] = [:], replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
                     keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
                     activity: @escaping @Sendable () -> Void = {}) {
-            self.pinentry = pinentry
+            self.environment = environment
             self.replaceOwner = replaceOwner
             self.throttle = throttle
             self.keychainUnlocked = keychainUnlocked
             self.activity = activity
         }
-
-        /// `KEYWELL_PINENTRY`, else `pinentry`.
-        public static func pinentry(from environment: [String: String]) -> String {
-            guard let chosen = environment["KEYWELL_PINENTRY"], !chosen.isEmpty else { return "pinentry" }
-            return chosen
-        }
     }
 
     private let context: ServiceContext
     private let tree: SecretServiceTree
+    private let portal: SecretPortal
     private let configuration: Configuration
     private let logger: Logger
     private let lock = NSLock()
     private var connection: DBusConnection?
     private var ownerWatch: DBusSignalSubscription?
+    /// The bus the prompts ask for the activation environment.
+    private let currentConnection: LockedConnection
 
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
         let signals = SecretServiceSignals(logger: logger)
+        let connectionNow = LockedConnection()
+        let choice = PrompterChoice(environment: configuration.environment) {
+            connectionNow.get().map(ActivationEnvironment.read) ?? [:]
+        }
         context = ServiceContext(
             store: store, directory: CollectionDirectory(store: store), sessions: SessionManager(),
-            prompts: PromptManager(asker: Pinentry(program: configuration.pinentry), signals: signals, logger: logger),
+            prompts: PromptManager(asker: Pinentry(choice: choice), signals: signals, logger: logger),
             signals: signals, logger: logger, throttle: configuration.throttle, keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
+        currentConnection = connectionNow
         context.directory.noteCurrentList()
+        portal = SecretPortal(context: context)
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
         store.observeKeychains { [weak self] _ in self?.collectionListChanged() }
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the
-    /// objects, asks for `org.freedesktop.secrets`, and watches clients leave. A new bus means a new
+    /// objects, asks for `org.freedesktop.secrets`, watches clients leave, and serves the Secret
+    /// portal's backend (docs/portal.md). A new bus means a new
     /// login session: sessions, prompts and the in-memory collection of the old one are dropped.
     public func attach(to connection: DBusConnection) {
         let previous = lock.withLock { () -> DBusConnection? in
@@ -74,6 +78,7 @@ public final class SecretService: @unchecked Sendable {
             context.directory.sessionCollection.clear()
         }
         context.signals.use(connection)
+        currentConnection.set(connection)
         do {
             try connection.registerSubtree(tree, at: SecretServiceNames.servicePath)
             let watch = try connection.addMatch(.nameOwnerChanged()) { [weak self] signal in
@@ -84,6 +89,8 @@ public final class SecretService: @unchecked Sendable {
         } catch {
             logger.error("cannot serve \(SecretServiceNames.busName): \(error.message)")
         }
+        // After the Secret Service's name: a portal call that starts keywelld finds both served.
+        portal.attach(to: connection)
     }
 
     /// Engine events as Secret Service signals (the daemon passes every event on).

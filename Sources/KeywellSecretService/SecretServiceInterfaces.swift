@@ -1,7 +1,8 @@
 import KeywellDBus
 
 /// The interfaces as introspection shows them (libsecret's org.freedesktop.Secrets.xml, plus
-/// gnome-keyring's `Item.Type` and `Service.LockService`, which clients written for it call).
+/// gnome-keyring's `Item.Type` and `Service.LockService`, which clients written for it call, and
+/// its private interface that Seahorse calls).
 enum SecretServiceInterfaces {
     static let service = DBusInterface(
         name: SecretServiceNames.serviceInterface,
@@ -23,6 +24,17 @@ enum SecretServiceInterfaces {
             signal("CollectionChanged", ("collection", "o")),
         ],
         properties: [DBusProperty(name: "Collections", signature: "ao")]
+    )
+
+    /// gnome-keyring's private interface, as its introspection shows it (on the service object).
+    static let gnomeKeyringInternal = DBusInterface(
+        name: SecretServiceNames.gnomeKeyringInternalInterface,
+        methods: [
+            method("ChangeWithMasterPassword", in: [("collection", "o"), ("original", "(oayays)"), ("master", "(oayays)")]),
+            method("ChangeWithPrompt", in: [("collection", "o")], out: [("prompt", "o")]),
+            method("CreateWithMasterPassword", in: [("attributes", "a{sv}"), ("master", "(oayays)")], out: [("collection", "o")]),
+            method("UnlockWithMasterPassword", in: [("collection", "o"), ("master", "(oayays)")]),
+        ]
     )
 
     static let collection = DBusInterface(

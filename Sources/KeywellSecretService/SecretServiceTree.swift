@@ -17,7 +17,7 @@ final class SecretServiceTree: DBusObject {
 
     func interfaces(at path: String) -> [DBusInterface]? {
         switch ObjectPaths.parse(path) {
-        case .service?: [SecretServiceInterfaces.service]
+        case .service?: [SecretServiceInterfaces.service, SecretServiceInterfaces.gnomeKeyringInternal]
         case .collection?: [SecretServiceInterfaces.collection]
         case .item?: [SecretServiceInterfaces.item]
         case .session?: [SecretServiceInterfaces.session]
@@ -63,6 +63,8 @@ final class SecretServiceTree: DBusObject {
         let object = ObjectPaths.parse(call.path)
         do throws(DBusError) {
             switch object {
+            case .service? where GnomeKeyringInternal.handles(call):
+                call.reply(try GnomeKeyringInternal(context: context).handle(call))
             case .service?:
                 call.reply(try ServiceObject(context: context).handle(call))
             case .collection(let address)?:

@@ -165,6 +165,7 @@ struct ServiceObject {
         var seen: Set<String> = []
         for (_, name) in pending where seen.insert(name).inserted { keychains.append(name) }
         let requester = ServiceContext.describe(call.sender, on: call.connection)
+        try context.refuseWithoutPrompter(to: "unlock", keychains, requester: requester)
         let context = self.context
         let waiting = pending
         let prompt = try context.prompts.create(owner: call.sender, emptyResult: .objectPathArray([])) { [keychains] promptContext in
@@ -216,6 +217,7 @@ struct ServiceObject {
         }
         let name = alias == "login" ? KeywellNames.loginKeychain : KeychainNaming.unusedName(forLabel: label, store: context.store)
         let requester = ServiceContext.describe(call.sender, on: call.connection)
+        try context.refuseWithoutPrompter(to: "create", [name], requester: requester)
         let context = self.context
         let prompt = try context.prompts.create(owner: call.sender, emptyResult: .objectPath(SecretServiceNames.noObject)) { promptContext in
             guard let id = NewKeychainPrompt(context: context, requester: requester).run(name: name, label: label, alias: alias, promptContext) else {

@@ -76,6 +76,10 @@ struct DaemonBenchmark: ParsableCommand {
             rows.append((name, try clientCounts.map { try load.run(clientCount: $0, callsPerClient: calls / $0 * ($0 == 1 ? 1 : 2), body) }))
         }
         try measure("Peer.Ping (the floor)", calls: calls) { connection, _, _ in try connection.ping(KeywellNames.busName) }
+        // The caller's identity, known after its first call: what access control adds to each call.
+        try measure("WhoAmI (identity cached per connection)", calls: calls) { connection, _, _ in
+            _ = try NativeCalls.call(connection, "WhoAmI", [])
+        }
         // A call the daemon refuses before the engine (wrong signature): the D-Bus layer's worker
         // hop plus the daemon's own handling, without SQLite or crypto.
         try measure("Lock() → Param (daemon, no engine)", calls: calls) { connection, _, _ in

@@ -3,7 +3,8 @@
 script instead of a person.
 
 SCRIPTED_PINENTRY_ANSWERS names a JSON file holding a list; each GETPIN takes the first entry:
-a string is the password typed, null means the person pressed Cancel. An empty or missing list
+a string is the password typed, null means the person pressed Cancel, {"hold": true} leaves the
+dialog up (it logs HOLDING and answers nothing) until the caller ends it. An empty or missing list
 cancels. SCRIPTED_PINENTRY_LOG, if set, receives every command line (one per line), so tests can
 check what the dialog showed.
 """
@@ -49,6 +50,10 @@ for raw in sys.stdin:
     command = line.split(" ", 1)[0]
     if command == "GETPIN":
         answer = next_answer()
+        if isinstance(answer, dict) and answer.get("hold"):
+            log("HOLDING")
+            sys.stdin.read()
+            break
         if answer is None:
             reply("ERR 83886179 Operation cancelled <Pinentry>")
         else:

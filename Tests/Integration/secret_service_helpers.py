@@ -38,7 +38,7 @@ class KeywellBus:
     """One private session: dbus-daemon + (activated) keywelld + temp home."""
 
     def __init__(self, keywelld: str | None = None, daemon_args: str = "", activate: bool = True,
-                 daemon_env: dict | None = None) -> None:
+                 daemon_env: dict | None = None, scripted_pinentry: bool = True) -> None:
         if shutil.which("dbus-daemon") is None:
             pytest.fail("dbus-daemon is missing: run scripts/setup.sh")
         self.keywelld = keywelld or built("KEYWELLD")
@@ -55,6 +55,8 @@ class KeywellBus:
         self.daemon_args = daemon_args
         # More variables for the activated daemon (test knobs such as KEYWELL_TEST_THROTTLE_UNIT_MS).
         self.daemon_env = dict(daemon_env or {})
+        # False: the daemon chooses its prompter as on a desktop (docs/prompts.md).
+        self.scripted_pinentry = scripted_pinentry
         self._write_wrapper()
         if activate:
             self.install_activation()
@@ -81,10 +83,10 @@ class KeywellBus:
 
     def _write_wrapper(self) -> None:
         exports = "".join(f"export {key}='{value}'\n" for key, value in self.daemon_env.items())
+        pinentry = f"export KEYWELL_PINENTRY='{PINENTRY}'\n" if self.scripted_pinentry else ""
         self.wrapper.write_text(f"""#!/bin/sh
 {exports}export KEYWELL_TEST_FAST_KDF=1
-export KEYWELL_PINENTRY='{PINENTRY}'
-export SCRIPTED_PINENTRY_ANSWERS='{self.answers_path}'
+{pinentry}export SCRIPTED_PINENTRY_ANSWERS='{self.answers_path}'
 export SCRIPTED_PINENTRY_LOG='{self.pinentry_log}'
 exec '{self.keywelld}' --verbose {self.daemon_args} 2>>'{self.log_path}'
 """)

@@ -41,7 +41,11 @@ EXPECTED = {
     f"{PREFIX}/share/dbus-1/interfaces/org.keywell.Keychain1.xml": 0o644,
     f"{PREFIX}/lib/systemd/user/keywelld.service": 0o644,
     "/etc/xdg/autostart/keywelld.desktop": 0o644,
+    f"{PREFIX}/share/dbus-1/services/org.freedesktop.impl.portal.desktop.keywell.service": 0o644,
+    "/usr/share/xdg-desktop-portal/portals/keywell.portal": 0o644,
+    "/usr/share/xdg-desktop-portal/portals.conf": 0o644,
 }
+PORTALS_CONF = "/usr/share/xdg-desktop-portal/portals.conf"
 MAN_PAGES = ["man1/keywell.1", "man8/keywelld.8", "man8/pam_keywell.8"]
 SECRETS_ACTIVATION = f"{PREFIX}/share/dbus-1/services/org.freedesktop.secrets.service"
 # Another Secret Service that owned the name before Keywell came (its file at the same path).
@@ -136,11 +140,16 @@ def test_install_puts_every_file_in_place_and_uninstall_restores_the_root(stagin
     unit = (root / f"{PREFIX}/lib/systemd/user/keywelld.service".lstrip("/")).read_text()
     assert f"ExecStart={PREFIX}/bin/keywelld\n" in unit
     assert "Type=dbus\n" in unit and "BusName=org.keywell.Keychain\n" in unit
-    for name in ("org.keywell.Keychain", "org.freedesktop.secrets"):
+    for name in ("org.keywell.Keychain", "org.freedesktop.secrets", "org.freedesktop.impl.portal.desktop.keywell"):
         activation = (share / f"dbus-1/services/{name}.service").read_text()
         assert f"Name={name}\n" in activation
         assert f"Exec={PREFIX}/bin/keywelld\n" in activation
         assert "SystemdService=keywelld.service\n" in activation
+    # The portal backend file names the name keywelld's activation file starts it for.
+    portal = (root / "usr/share/xdg-desktop-portal/portals/keywell.portal").read_text()
+    assert "DBusName=org.freedesktop.impl.portal.desktop.keywell\n" in portal
+    assert "Interfaces=org.freedesktop.impl.portal.Secret;\n" in portal
+    assert "org.freedesktop.impl.portal.Secret=keywell;" in (root / PORTALS_CONF.lstrip("/")).read_text()
     autostart = root / "etc/xdg/autostart/keywelld.desktop"
     assert f"TryExec={PREFIX}/bin/keywelld\n" in autostart.read_text()
     for path in EXPECTED:
@@ -209,3 +218,20 @@ def test_uninstall_without_a_record_refuses_and_changes_nothing(tmp_path):
     assert result.returncode == 1
     assert "nothing to uninstall" in result.stderr
     assert snapshot(root) == before
+
+
+def test_a_portals_conf_that_is_not_ours_stays_untouched(staging):
+    """A portals.conf already in xdg-desktop-portal's folder is someone's choice for every portal:
+    install.sh neither replaces it nor takes it away, and says which line routes the Secret portal."""
+    root, bin_dir = staging
+    theirs = root / PORTALS_CONF.lstrip("/")
+    theirs.parent.mkdir(parents=True)
+    content = b"[preferred]\ndefault=gtk\n"
+    theirs.write_bytes(content)
+    result = run_install(root, bin_dir, "--bin-dir", str(bin_dir))
+    assert theirs.read_bytes() == content
+    assert "org.freedesktop.impl.portal.Secret=keywell" in result.stdout
+    assert (root / "usr/share/xdg-desktop-portal/portals/keywell.portal").is_file()
+    run_install(root, bin_dir, "--uninstall")
+    assert theirs.read_bytes() == content
+    assert not (root / "usr/share/xdg-desktop-portal/portals").exists()

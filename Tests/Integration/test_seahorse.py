@@ -8,14 +8,24 @@ No timed waits: Seahorse has handled a `CollectionCreated` once it asks for the 
 properties (libsecret makes a proxy for it), which dbus-monitor shows; the bus delivers
 keywelld's signals in order, so by then it has handled every earlier one too. Screenshots of the
 screen go to $KEYWELL_ARTIFACTS (else a temp folder) when a test fails, and are kept there.
+
+Every password action Seahorse has, done through its widgets as a person would: AT-SPI (the
+accessibility bus, read by atspi_driver.py) finds buttons, menus, entries and dialogs by role and
+name and clicks them; xdotool clicks where AT-SPI has no action (right-click menus, the eye icon).
+Each action is checked by what keywelld holds afterwards (native API, Secret Service reads), and
+waits are for positive signals: a widget appearing, a call's answer or a prompt's Completed in
+dbus-monitor, keywelld's state turning. That test saves seahorse.png, Keywell's keychains as
+Seahorse lists them, to $KEYWELL_ARTIFACTS/seahorse.png (docs/images/seahorse.png is one).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,6 +78,7 @@ class BusWatch:
                                         stderr=subprocess.DEVNULL, env=bus.env)
         self.lines: list[str] = []
         self.partial = b""
+        self.reply_paths: list[str] = []
         # It is a monitor once the bus took its name back (BecomeMonitor ends with NameLost).
         self.read_until(lambda lines: any("member=NameLost" in line for line in lines), lambda: True,
                         START_GUARD, "dbus-monitor listening")
@@ -91,9 +102,75 @@ class BusWatch:
                 self.lines.extend(line.decode(errors="replace") for line in complete)
         raise AssertionError(f"no {what} within {guard} s")
 
+    def mark(self) -> int:
+        """Where the lines printed so far end (those still in the pipe included): later waits
+        look only after it."""
+        while select.select([self.process.stdout], [], [], 0)[0]:
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            self.partial += chunk
+            *complete, self.partial = self.partial.split(b"\n")
+            self.lines.extend(line.decode(errors="replace") for line in complete)
+        return len(self.lines)
+
+    def completed(self, prompt: str, alive, guard: float) -> bool:
+        """Waits for the prompt's Completed signal; returns whether it was dismissed."""
+        def found(lines: list[str]) -> bool:
+            # The signal's line and the one after it, its `dismissed` argument.
+            return any(_completes(line, prompt) for line in lines[:-1])
+        self.read_until(found, alive, guard, f"Completed from {prompt}")
+        index = next(index for index, line in enumerate(self.lines) if _completes(line, prompt))
+        return self.lines[index + 1].strip() == "boolean true"
+
+    def answer(self, member: str, alive, guard: float, since: int = 0, path: str | None = None, paths: int = 0) -> str:
+        """Waits until some client's call of `member` (on `path`, if given) made after `since` is
+        answered; returns "ok" for a method return, else the error's name. An ok reply is awaited
+        with its first `paths` object paths (kept in `reply_paths`), which may come in a later read."""
+        call: list[tuple[str, str]] = []
+
+        def answered(lines: list[str]) -> bool:
+            if not call:
+                for line in lines[since:]:
+                    if line.startswith("method call ") and line.endswith(f"; member={member}") \
+                            and (path is None or f"path={path};" in line):
+                        fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+                        call.append((fields["sender"], fields["serial"]))
+                        break
+                if not call:
+                    return False
+            sender, serial = call[0]
+            index = next((index for index in range(since, len(lines)) if _reply_to(lines[index], sender, serial)), None)
+            if index is None:
+                return False
+            # The reply's arguments, one value a line (a prompt's path among them).
+            self.reply_paths = []
+            for line in lines[index + 1:]:
+                if not line.startswith(" "):
+                    break
+                if line.strip().startswith("object path "):
+                    self.reply_paths.append(line.strip().split('"')[1])
+            return lines[index].startswith("error ") or len(self.reply_paths) >= paths
+
+        self.read_until(answered, alive, guard, f"an answer to {member}")
+        sender, serial = call[0]
+        reply = next(line for line in self.lines[since:] if _reply_to(line, sender, serial))
+        if reply.startswith("method return "):
+            return "ok"
+        return next(part.split("=", 1)[1] for part in reply.split() if part.startswith("error_name="))
+
     def close(self) -> None:
         self.process.terminate()
         self.process.communicate(timeout=10)
+
+
+def _completes(line: str, prompt: str) -> bool:
+    return line.startswith("signal ") and f"path={prompt};" in line and line.endswith("member=Completed")
+
+
+def _reply_to(line: str, sender: str, serial: str) -> bool:
+    return (line.startswith("method return ") or line.startswith("error ")) \
+        and f"destination={sender} " in line and line.rstrip().endswith(f"reply_serial={serial}")
 
 
 def _asked_for(path: str):
@@ -104,12 +181,13 @@ def _asked_for(path: str):
 
 
 class Seahorse:
-    def __init__(self, bus: KeywellBus, display: str, artifacts: Path) -> None:
+    def __init__(self, bus: KeywellBus, display: str, artifacts: Path, accessible: bool = False) -> None:
         self.display = display
         self.artifacts = artifacts
         self.log = artifacts / "seahorse.log"
-        self.env = {**bus.env, "DISPLAY": display, "GSETTINGS_BACKEND": "memory", "NO_AT_BRIDGE": "1",
-                    "GTK_A11Y": "none", "GNUPGHOME": str(bus.home / ".gnupg")}
+        self.env = {**bus.env, "DISPLAY": display, "GSETTINGS_BACKEND": "memory", "GNUPGHOME": str(bus.home / ".gnupg")}
+        if not accessible:
+            self.env.update(NO_AT_BRIDGE="1", GTK_A11Y="none")
         self.process = subprocess.Popen(["seahorse"], env=self.env, stdout=self.log.open("wb"),
                                         stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -202,4 +280,314 @@ def test_seahorse_survives_keychains_made_and_deleted_by_the_cli(session, displa
         passed.append(True)
     finally:
         seahorse.close()
+        watch.close()
+
+
+# ------------------------------------------------------------------ every password action, by AT-SPI
+
+DRIVER = Path(__file__).resolve().parent / "atspi_driver.py"
+SEAHORSE_APP = "seahorse"
+
+
+class AccessibilityBus:
+    """at-spi-bus-launcher on the test's session bus and display: the bus GTK programs publish their
+    widgets on, which the driver reads."""
+
+    LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+
+    def __init__(self, env: dict) -> None:
+        if not os.access(self.LAUNCHER, os.X_OK):
+            pytest.fail("at-spi-bus-launcher is missing: run scripts/setup.sh")
+        self.process = subprocess.Popen([self.LAUNCHER, "--launch-immediately"], env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.process.pid, 15)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=10)
+
+
+class Driver:
+    """atspi_driver.py on the test's session: finds Seahorse's widgets by role and name, clicks
+    them, types into them. `wait` polls the widget tree until what is asked for shows."""
+
+    def __init__(self, seahorse: Seahorse) -> None:
+        self.seahorse = seahorse
+        # The driver's failures (a widget vanishing mid-walk), for the report when a wait fails.
+        self.errors: list[str] = []
+
+    def request(self, op: str, **selector) -> dict:
+        """One command, in a driver process of its own (see atspi_driver.py for why)."""
+        command = json.dumps({"op": op, "app": SEAHORSE_APP, **selector}) + "\n"
+        try:
+            done = subprocess.run([sys.executable, str(DRIVER)], input=command, env=self.seahorse.env,
+                                  capture_output=True, text=True, timeout=STEP_GUARD)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the AT-SPI driver did not answer {op} {selector} within {STEP_GUARD} s") from None
+        if not done.stdout.strip():
+            raise AssertionError(f"the AT-SPI driver ended ({done.returncode}): {done.stderr[-2000:]}")
+        return json.loads(done.stdout.splitlines()[-1])
+
+    def find(self, **selector) -> list[dict]:
+        reply = self.request("find", **selector)
+        if not reply["ok"]:
+            self.errors.append(reply["error"])
+        return reply["found"] if reply["ok"] else []
+
+    def wait(self, what: str, guard: float = STEP_GUARD, **selector) -> dict:
+        deadline = time.monotonic() + guard
+        while time.monotonic() < deadline:
+            if not self.seahorse.alive():
+                raise AssertionError(f"Seahorse ended while waiting for {what}")
+            found = self.find(**selector)
+            if found:
+                return found[0]
+            time.sleep(0.2)
+        raise AssertionError(f"Seahorse never showed {what} within {guard} s; the driver's last errors: {self.errors[-3:]}")
+
+    def wait_gone(self, what: str, guard: float = STEP_GUARD, **selector) -> None:
+        deadline = time.monotonic() + guard
+        while time.monotonic() < deadline:
+            if not self.find(**selector):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{what} still showing after {guard} s")
+
+    def act(self, op: str, **selector) -> None:
+        reply = self.request(op, **selector)
+        assert reply["ok"] and reply.get("done", True), f"{op} {selector}: {reply}"
+
+    def click_at(self, widget: dict, button: int = 1, repeat: int = 1) -> None:
+        x, y = widget["x"] + widget["width"] // 2, widget["y"] + widget["height"] // 2
+        subprocess.run(["xdotool", "mousemove", "--sync", str(x), str(y), "click", "--repeat", str(repeat), str(button)],
+                       env=self.seahorse.env, timeout=STEP_GUARD, check=True)
+
+    def dump(self) -> str:
+        reply = self.request("dump")
+        return "\n".join(reply.get("lines", [])) if reply["ok"] else reply.get("error", "")
+
+
+
+class Keywell:
+    """What keywelld holds, read through its native API and its Secret Service (never Seahorse)."""
+
+    def __init__(self, session: KeywellBus) -> None:
+        self.session = session
+        self.native = session.native()
+
+    def keychains(self) -> list[str]:
+        return [str(name) for name in self.native.ListKeychains()]
+
+    def default(self) -> str:
+        return str(self.native.GetDefaultKeychain())
+
+    def locked(self, keychain: str) -> bool:
+        return bool(self.native.GetInfo(keychain)["locked"])
+
+    def unlock(self, keychain: str, password: str) -> None:
+        import dbus
+        self.native.Unlock(keychain, dbus.ByteArray(password.encode()))
+
+    def opens_with(self, keychain: str, password: str) -> bool:
+        """Locks the keychain, then whether the password unlocks it."""
+        import dbus
+        self.native.Lock(keychain)
+        try:
+            self.unlock(keychain, password)
+            return True
+        except dbus.DBusException:
+            return False
+
+    def notes(self) -> dict[str, str]:
+        """Label → secret of the items Seahorse makes ("Password": schema org.gnome.keyring.Note)."""
+        import secretstorage
+        connection = self.session.jeepney()
+        found = {}
+        for item in secretstorage.search_items(connection, {"xdg:schema": "org.gnome.keyring.Note"}):
+            found[item.get_label()] = item.get_secret().decode()
+        return found
+
+    def until(self, what: str, check, guard: float = STEP_GUARD):
+        """Polls keywelld until `check()` holds (the change Seahorse asked for has landed)."""
+        deadline = time.monotonic() + guard
+        last = None
+        while time.monotonic() < deadline:
+            last = check()
+            if last:
+                return last
+            time.sleep(0.2)
+        raise AssertionError(f"keywelld never showed {what} within {guard} s (last: {last!r})")
+
+
+def _sidebar_row(driver: Driver, label: str) -> dict:
+    """The sidebar label of a keyring (its row is right-clicked for the keyring's menu). The header
+    bar shows the selected keyring's name too: the sidebar's is the leftmost."""
+    driver.wait(f"the keyring {label} in the sidebar", role="label", name=label)
+    return min(driver.find(role="label", name=label), key=lambda widget: widget["x"])
+
+
+def _keyring_menu(driver: Driver, keyring: str, entry: str) -> None:
+    driver.click_at(_sidebar_row(driver, keyring), button=3)
+    driver.wait(f"the menu entry {entry}", role="menu item", name=entry)
+    driver.act("do", role="menu item", name=entry, action="click")
+
+
+def _add_menu(driver: Driver, entry: str) -> None:
+    """The "+" button at the top left (a toggle named Menu), then an entry of its popover."""
+    buttons = [button for button in driver.find(role="toggle button", name="Menu")]
+    assert buttons, f"no + button:\n{driver.dump()}"
+    driver.click_at(min(buttons, key=lambda button: button["x"]))
+    driver.click_at(driver.wait(f"{entry} in the + menu", role="label", name=entry))
+
+
+def test_seahorse_does_every_password_action(session, display, artifacts):
+    """Seahorse, driven as a person would through its widgets (AT-SPI), on keywelld: each action
+    checked by what keywelld holds afterwards. Passwords Seahorse asks keywelld to prompt for go
+    through keywelld's pinentry (the scripted one here)."""
+    artifacts, passed = artifacts
+    keywell_cli = built("KEYWELL")
+    session.create_login()
+    session.run([keywell_cli, "create-keychain", "-p", "spare-pw", "spare"], check=True)
+    session.secret_tool("store", "--label=Mail account", "xdg:schema", "org.gnome.keyring.Note", "app", "mail",
+                        input="mail-secret", check=True)
+    keywell = Keywell(session)
+    watch = BusWatch(session)
+    a11y = AccessibilityBus({**session.env, "DISPLAY": display, "GSETTINGS_BACKEND": "memory"})
+    # Seahorse looks for the accessibility bus once, when it starts.
+    watch.read_until(lambda lines: any('string "org.a11y.Bus"' in line for line in lines), lambda: True, START_GUARD,
+                     "the accessibility bus")
+    seahorse = Seahorse(session, display, artifacts, accessible=True)
+    driver = None
+    step = "start"
+    try:
+        driver = Driver(seahorse)
+        window = seahorse.wait_for_window()
+        subprocess.run(["xdotool", "windowsize", "--sync", window, "1200", "760"], env=seahorse.env, timeout=STEP_GUARD, check=False)
+        try:
+            step = "list keyrings and items"
+            for keyring in ("login", "spare"):
+                driver.wait(f"the keyring {keyring}", START_GUARD, role="label", name=keyring)
+            driver.click_at(_sidebar_row(driver, "login"))
+            driver.wait("the item Mail account", role="label", name="Mail account")
+
+            step = "create a keyring"
+            session.pinentry_answers("work-pw")
+            mark = watch.mark()
+            _add_menu(driver, "Password keyring")
+            driver.wait("the Add password keyring dialog", role="dialog", name="Add password keyring")
+            driver.act("text", within="Add password keyring", role="text", text="Work")
+            driver.act("do", within="Add password keyring", role="push button", name="Add")
+            assert watch.answer("CreateCollection", seahorse.alive, STEP_GUARD, mark) == "ok"
+            keywell.until("the keychain Work", lambda: "Work" in keywell.keychains())
+            driver.wait("the new keyring Work", role="label", name="Work")
+            assert keywell.opens_with("Work", "work-pw")
+
+            step = "set default"
+            mark = watch.mark()
+            _keyring_menu(driver, "Work", "Set as default")
+            assert watch.answer("SetAlias", seahorse.alive, STEP_GUARD, mark) == "ok"
+            assert keywell.default() == "Work"
+
+            step = "lock"
+            mark = watch.mark()
+            keywell.unlock("Work", "work-pw")
+            _keyring_menu(driver, "Work", "Lock")
+            assert watch.answer("Lock", seahorse.alive, STEP_GUARD, mark, path=SERVICE_PATH) == "ok"
+            assert keywell.locked("Work")
+
+            step = "unlock"
+            session.pinentry_answers("work-pw")
+            mark = watch.mark()
+            _keyring_menu(driver, "Work", "Unlock")
+            assert watch.answer("Unlock", seahorse.alive, STEP_GUARD, mark, path=SERVICE_PATH, paths=1) == "ok"
+            assert not watch.completed(watch.reply_paths[-1], seahorse.alive, STEP_GUARD)
+            assert not keywell.locked("Work")
+            # The picture of Keywell's keychains in Seahorse (docs/images/seahorse.png comes from it).
+            driver.click_at(_sidebar_row(driver, "login"))
+            driver.wait("the item Mail account", role="label", name="Mail account")
+            shot = seahorse.screenshot("seahorse.png")
+            if os.environ.get("KEYWELL_ARTIFACTS") and shot.exists():
+                # At a fixed place too, for docs/images/seahorse.png.
+                shutil.copyfile(shot, Path(os.environ["KEYWELL_ARTIFACTS"]) / "seahorse.png")
+
+            step = "change a keyring's password"
+            session.pinentry_answers("work-pw", "work-pw2")
+            mark = watch.mark()
+            _keyring_menu(driver, "Work", "Change Password")
+            assert watch.answer("ChangeWithPrompt", seahorse.alive, STEP_GUARD, mark, paths=1) == "ok"
+            assert not watch.completed(watch.reply_paths[-1], seahorse.alive, STEP_GUARD)
+            assert keywell.opens_with("Work", "work-pw2")
+            assert not keywell.opens_with("Work", "work-pw")
+            keywell.unlock("Work", "work-pw2")
+
+            step = "add a password"
+            mark = watch.mark()
+            _add_menu(driver, "Password")
+            driver.wait("the Add Password dialog", role="dialog", name="Add Password")
+            driver.act("text", within="Add Password", role="text", text="Bank")
+            driver.act("text", within="Add Password", role="password text", text="bank-secret")
+            driver.act("do", within="Add Password", role="push button", name="Add")
+            assert watch.answer("CreateItem", seahorse.alive, STEP_GUARD, mark) == "ok"
+            assert keywell.notes().get("Bank") == "bank-secret"
+
+            step = "reveal a password"
+            # The dialog put it in the default keyring.
+            driver.click_at(_sidebar_row(driver, "Work"))
+            driver.click_at(driver.wait("the item Bank", role="label", name="Bank"), repeat=2)
+            driver.wait("the Item Properties dialog", role="dialog", name="Item Properties")
+            entry = driver.wait("the password entry", within="Item Properties", role="password text")
+            # The entry's eye icon sits at its right end.
+            subprocess.run(["xdotool", "mousemove", "--sync", str(entry["x"] + entry["width"] - 12),
+                            str(entry["y"] + entry["height"] // 2), "click", "1"], env=seahorse.env, timeout=STEP_GUARD, check=True)
+            driver.wait_gone("the hidden password", within="Item Properties", role="password text")
+            revealed = [widget.get("text") for widget in driver.find(within="Item Properties", role="text")]
+            assert keywell.notes()["Bank"] in revealed, f"revealed {revealed!r}"
+
+            step = "edit a password"
+            mark = watch.mark()
+            texts = driver.find(within="Item Properties", role="text")
+            description = next(index for index, widget in enumerate(texts) if widget.get("text") == "Bank")
+            password = next(index for index, widget in enumerate(texts) if widget.get("text") == "bank-secret")
+            driver.act("text", within="Item Properties", role="text", index=description, text="Bank login")
+            driver.act("text", within="Item Properties", role="text", index=password, text="bank-secret-2")
+            driver.act("do", within="Item Properties", role="push button", name="Close")
+            driver.wait("the Save changes question", role="push button", name="OK")
+            driver.act("do", role="push button", name="OK")
+            keywell.until("the edited item", lambda: keywell.notes().get("Bank login") == "bank-secret-2")
+            assert "Bank" not in keywell.notes()
+
+            step = "delete a password"
+            mark = watch.mark()
+            driver.click_at(driver.wait("the item Bank login", role="label", name="Bank login"), repeat=2)
+            driver.wait("the Item Properties dialog", role="dialog", name="Item Properties")
+            driver.act("do", within="Item Properties", role="push button", name="Delete Password")
+            driver.wait("the delete question", role="push button", name="Delete")
+            driver.act("do", role="push button", name="Delete")
+            assert watch.answer("Delete", seahorse.alive, STEP_GUARD, mark) == "ok"
+            assert "Bank login" not in keywell.notes()
+
+            step = "delete a keyring"
+            mark = watch.mark()
+            _keyring_menu(driver, "spare", "Delete")
+            check = driver.wait("the I understand check box", role="check box", name_contains="I understand")
+            driver.act("do", role="check box", name=check["name"], action="click")
+            driver.act("do", role="push button", name="Delete")
+            assert watch.answer("Delete", seahorse.alive, STEP_GUARD, mark, path=f"{SERVICE_PATH}/collection/spare") == "ok"
+            assert "spare" not in keywell.keychains()
+            driver.wait_gone("the deleted keyring spare", role="label", name="spare")
+
+            assert seahorse.alive(), f"Seahorse ended ({seahorse.process.returncode}):\n{seahorse.log_text()}"
+        except AssertionError as failure:
+            seahorse.screenshot("failure.png")
+            (artifacts / "bus.log").write_text("\n".join(watch.lines))
+            (artifacts / "widgets.txt").write_text(driver.dump() if driver and seahorse.alive() else "")
+            raise AssertionError(f"step {step!r}: {failure}\nSeahorse's exit status: {seahorse.process.poll()}\n"
+                                 f"Seahorse's output:\n{seahorse.log_text()}\nkeywelld's log:\n{session.daemon_log()[-3000:]}\n"
+                                 f"screenshots, bus log and widget tree: {artifacts}") from None
+        passed.append(True)
+    finally:
+        seahorse.close()
+        a11y.close()
         watch.close()

@@ -40,15 +40,19 @@ struct KeywellClientTests {
 
         let info = try client.info("work")
         #expect(info == KeychainInfo(name: "work", path: info.path, locked: false, itemCount: 0, lockOnSleep: true,
-                                     lockAfterSeconds: 300, isDefault: false, isLogin: false, enforceAccess: true))
+                                     lockAfterSeconds: 300, isDefault: false, isLogin: false, enforceAccess: true,
+                                     lockOnScreenLock: true))
         let login = try client.info("login")
-        #expect(login.isLogin && login.isDefault && login.lockAfterSeconds == 0 && !login.lockOnSleep)
+        #expect(login.isLogin && login.isDefault && login.lockAfterSeconds == 0 && !login.lockOnSleep && !login.lockOnScreenLock)
 
         try client.setSettings("work", lockAfterSeconds: 0)
         #expect(try client.info("work").lockAfterSeconds == 0)
         #expect(try client.info("work").lockOnSleep)  // untouched
         try client.setSettings("work", lockOnSleep: false)
         #expect(try client.info("work").lockOnSleep == false)
+        #expect(try client.info("work").lockOnScreenLock)  // untouched
+        try client.setSettings("work", lockOnScreenLock: false)
+        #expect(try client.info("work").lockOnScreenLock == false)
 
         try client.lock("work")
         #expect(try client.info("work").locked)

@@ -93,7 +93,7 @@ struct CLIResult: CustomStringConvertible {
     var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
     var description: String { output.description }
 
-    /// Item blocks with their dates replaced by `<DATE>` (reference §1.3's regex).
+    /// Item blocks with their dates replaced by `<DATE>` (the regex of docs/cli.md "Item blocks").
     var maskedStdout: String { Self.maskDates(stdout) }
 
     static func maskDates(_ text: String) -> String {

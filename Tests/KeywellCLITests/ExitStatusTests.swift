@@ -1,7 +1,7 @@
 import Testing
 import KeywellProtocol
 
-/// `security` exits with the low byte of the OSStatus (reference §1.1).
+/// `security` exits with the low byte of the OSStatus (docs/cli.md "General rules").
 @Test func exitStatusIsTheLowByteOfTheStatus() {
     #expect(UInt8(truncatingIfNeeded: SecStatus.itemNotFound) == 44)
     #expect(UInt8(truncatingIfNeeded: SecStatus.duplicateItem) == 45)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// add/find/delete-generic-password: item blocks, -g/-w, -U, -X, prompts (reference §1.2–1.3, §1.6).
+/// add/find/delete-generic-password: item blocks, -g/-w, -U, -X, prompts (docs/cli.md "Item blocks", "Password commands").
 @Suite struct GenericPasswordTests {
     let session: CLISession
     init() throws { session = try SharedSessions.login() }

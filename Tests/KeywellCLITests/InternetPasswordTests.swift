@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// add/find/delete-internet-password (reference §1.3, §1.6).
+/// add/find/delete-internet-password (docs/cli.md "Item blocks", "Password commands").
 @Suite struct InternetPasswordTests {
     let session: CLISession
     init() throws { session = try SharedSessions.login() }

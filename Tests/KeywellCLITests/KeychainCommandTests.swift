@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// create/delete/list/default/login keychain (reference §1.5). Each test that changes the
+/// create/delete/list/default/login keychain (docs/cli.md "Keychain commands"). Each test that changes the
 /// default keychain or the search list gets a session of its own.
 @Suite struct KeychainCommandTests {
     @Test func aFreshUserHasNoDefaultAndNoLoginKeychain() throws {

@@ -20,7 +20,7 @@ enum SharedSessions {
     static func unique(_ prefix: String) -> String { "\(prefix)-\(UUID().uuidString.prefix(8))" }
 }
 
-/// Item blocks as §1.3 of the reference prints them, dates masked.
+/// Item blocks as docs/cli.md "Item blocks" shows them, dates masked.
 enum ExpectedBlock {
     static func generic(keychain: String, label: String, account: String, service: String,
                         kind: String = "<NULL>", generic: String = "<NULL>", comment: String = "<NULL>",

@@ -46,6 +46,32 @@ import Testing
         #expect(try session.run(["unlock-keychain", "-p", "agreed-pw", name]).exit == 0)
     }
 
+    @Test func exportAsksThePassphraseTwiceAndImportOnce() throws {
+        let keychain = try session.makeKeychain("ttyexport", password: "pw")
+        let other = try session.makeKeychain("ttyimport", password: "pw")
+        try session.ok(["add-generic-password", "-a", "a", "-s", "exported", "-w", "export-item-secret", keychain])
+        let file = session.bus.directory.subpath(SharedSessions.unique("export") + ".kwexport")
+        let export = try PseudoTerminalRun(session, ["export", "-k", keychain, file])
+        try export.waitFor("passphrase for the export: ")
+        export.type("first-phrase\n")
+        try export.waitFor("retype passphrase: ")
+        export.type("other-phrase\n")
+        try export.waitFor("passphrases don't match")
+        try export.waitFor("passphrase for the export: ")
+        export.type("agreed-phrase\n")
+        try export.waitFor("retype passphrase: ")
+        export.type("agreed-phrase\n")
+        #expect(try export.finish().exitCode == 0, "\(export.text.debugDescription)")
+        for secret in ["first-phrase", "other-phrase", "agreed-phrase"] { #expect(!export.text.contains(secret)) }
+
+        let importing = try PseudoTerminalRun(session, ["import", "-k", other, file])
+        try importing.waitFor("passphrase of the export: ")
+        importing.type("agreed-phrase\n")
+        #expect(try importing.finish().exitCode == 0, "\(importing.text.debugDescription)")
+        #expect(!importing.text.contains("agreed-phrase"))
+        #expect(try session.run(["find-generic-password", "-s", "exported", "-w", other]).stdout == "export-item-secret\n")
+    }
+
     @Test func addGenericPasswordWithTrailingDashW() throws {
         let service = SharedSessions.unique("ttyadd")
         let terminal = try PseudoTerminalRun(session, ["add-generic-password", "-a", "a", "-s", service, "-w"])

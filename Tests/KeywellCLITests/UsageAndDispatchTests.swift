@@ -2,7 +2,7 @@ import Foundation
 import KeywellProtocol
 import Testing
 
-/// Global usage, help, usage errors, abbreviations, getopt, progname (reference §1.1).
+/// Global usage, help, usage errors, abbreviations, getopt, progname (docs/cli.md "Commands", "General rules").
 @Suite struct UsageAndDispatchTests {
     let session: CLISession
     init() throws { session = try SharedSessions.login() }

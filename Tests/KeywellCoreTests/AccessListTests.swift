@@ -130,12 +130,25 @@ import Testing
         expectTampered { _ = try store.copyMatching(genp("listed", "s") + returnData) }
     }
 
-    @Test func theEnforceAccessSettingIsCoveredByTheHeaderMAC() throws {
+    /// Format 3's header MAC covers `enforce_access` and `lock_on_screen_lock` always, on or off.
+    @Test func keywellSettingsAreCoveredByTheFormat3HeaderMAC() throws {
         let environment = try TestEnvironment()
-        let store = try environment.makeStore(with: ["work"])
-        try store.lock("work")
-        try sqlite(environment.path(of: "work"), "UPDATE keychain SET enforce_access = 0")
-        expectStatus(SecStatus.decode) { try store.unlock("work", password: secret("pw")) }
+        let store = try environment.makeStore(with: ["work", "quiet"])
+        // "quiet" has both off: turning either on in the file is refused too.
+        try store.setSettings("quiet", [KeychainInfoKey.enforceAccess: .bool(false), KeychainInfoKey.lockOnScreenLock: .bool(false)])
+        let edits = [("work", "enforce_access = 0"), ("work", "lock_on_screen_lock = 0"),
+                     ("quiet", "enforce_access = 1"), ("quiet", "lock_on_screen_lock = 1")]
+        for (keychain, edit) in edits {
+            let path = environment.path(of: keychain)
+            try store.lock(keychain)
+            #expect(try sqlite(path, "SELECT format_version FROM keychain") == "3")
+            let original = try sqlite(path, "SELECT enforce_access || ',' || lock_on_screen_lock FROM keychain").split(separator: ",")
+            try sqlite(path, "UPDATE keychain SET \(edit)")
+            expectStatus(SecStatus.decode) { try store.unlock(keychain, password: secret("pw")) }
+            #expect(try store.isLocked(keychain), "\(keychain): \(edit)")
+            try sqlite(path, "UPDATE keychain SET enforce_access = \(original[0]), lock_on_screen_lock = \(original[1])")
+            try store.unlock(keychain, password: secret("pw"))
+        }
     }
 
     // MARK: Files of format 2
@@ -189,12 +202,33 @@ import Testing
     }
 
     @Test func aFormat2HeaderEditedOnDiskIsNotBlessedByTheUpgrade() throws {
+        // The fixture predates lock on screen lock: no column, so off. Format 2's MAC covers that
+        // setting only when on, so turning it on in the file must be refused like any other edit.
+        let edits = ["UPDATE keychain SET lock_after_seconds = 1",
+                     "ALTER TABLE keychain ADD COLUMN lock_on_screen_lock INTEGER NOT NULL DEFAULT 1"]
+        for edit in edits {
+            let environment = try TestEnvironment()
+            let path = try installFixture(environment)
+            try sqlite(path, edit)
+            let store = try environment.makeStore()
+            expectStatus(SecStatus.decode) { try store.unlock("login", password: secret("fixture password")) }
+            #expect(try sqlite(path, "SELECT format_version FROM keychain") == "2", "\(edit)")
+        }
+    }
+
+    @Test func aFormat2FileKeepsItsScreenLockSettingThroughTheUpgrade() throws {
         let environment = try TestEnvironment()
         let path = try installFixture(environment)
-        try sqlite(path, "UPDATE keychain SET lock_after_seconds = 1")
+        // The column added by hand with the setting off, as the first settings change of a
+        // format 2 file did: the format 2 MAC still verifies.
+        try sqlite(path, "ALTER TABLE keychain ADD COLUMN lock_on_screen_lock INTEGER NOT NULL DEFAULT 0")
         let store = try environment.makeStore()
-        expectStatus(SecStatus.decode) { try store.unlock("login", password: secret("fixture password")) }
-        #expect(try sqlite(path, "SELECT format_version FROM keychain") == "2")
+        try store.unlock("login", password: secret("fixture password"))
+        #expect(try sqlite(path, "SELECT format_version || ',' || enforce_access || ',' || lock_on_screen_lock FROM keychain") == "3,0,0")
+        try store.setSettings("login", [KeychainInfoKey.lockOnScreenLock: .bool(true)])
+        try store.lock("login")
+        try environment.makeStore().unlock("login", password: secret("fixture password"))
+        #expect(try environment.makeStore().info("login")[KeychainInfoKey.lockOnScreenLock] == .bool(true))
     }
 
     @Test func aFileCannotBePassedOffAsFormat2() throws {

@@ -143,8 +143,9 @@ import Testing
         // Changing the settings needs the keychain unlocked (their MAC needs its key), as on macOS.
         expectStatus(SecStatus.interactionNotAllowed) { try store.setSettings("work", [KeychainInfoKey.lockOnSleep: .bool(false)]) }
 
-        for edit in ["lock_after_seconds = 0", "lock_on_sleep = 0", "settings_mac = NULL"] {
-            let original = try sqlite(path, "SELECT lock_after_seconds || ',' || lock_on_sleep || ',' || hex(settings_mac) FROM keychain")
+        for edit in ["lock_after_seconds = 0", "lock_on_sleep = 0", "lock_on_screen_lock = 0", "settings_mac = NULL"] {
+            let original = try sqlite(
+                path, "SELECT lock_after_seconds || ',' || lock_on_sleep || ',' || hex(settings_mac) || ',' || lock_on_screen_lock FROM keychain")
             try sqlite(path, "UPDATE keychain SET \(edit)")
             do {
                 try store.unlock("work", password: secret("pw"))
@@ -156,7 +157,8 @@ import Testing
             #expect(try store.isLocked("work"))
             expectStatus(SecStatus.decode) { try store.changePassword("work", old: secret("pw"), new: secret("pw2")) }
             let parts = original.split(separator: ",")
-            try sqlite(path, "UPDATE keychain SET lock_after_seconds = \(parts[0]), lock_on_sleep = \(parts[1]), settings_mac = X'\(parts[2])'")
+            try sqlite(path, "UPDATE keychain SET lock_after_seconds = \(parts[0]), lock_on_sleep = \(parts[1]), settings_mac = X'\(parts[2])', "
+                       + "lock_on_screen_lock = \(parts[3])")
         }
         try store.unlock("work", password: secret("pw"))
         #expect(try store.info("work")[KeychainInfoKey.lockAfterSeconds] == .integer(60))

@@ -29,6 +29,7 @@ import Testing
             KeychainInfoKey.name: .string("login"), KeychainInfoKey.path: .string(path),
             KeychainInfoKey.locked: .bool(false), KeychainInfoKey.itemCount: .integer(0),
             KeychainInfoKey.lockOnSleep: .bool(false), KeychainInfoKey.lockAfterSeconds: .integer(0),
+            KeychainInfoKey.lockOnScreenLock: .bool(false),
             KeychainInfoKey.isDefault: .bool(true), KeychainInfoKey.isLogin: .bool(true),
             KeychainInfoKey.enforceAccess: .bool(true),
         ])
@@ -47,6 +48,7 @@ import Testing
         let info = try store.info("work")
         #expect(info[KeychainInfoKey.locked] == .bool(false))
         #expect(info[KeychainInfoKey.lockOnSleep] == .bool(true))
+        #expect(info[KeychainInfoKey.lockOnScreenLock] == .bool(true))
         #expect(info[KeychainInfoKey.lockAfterSeconds] == .integer(300))
         #expect(info[KeychainInfoKey.isDefault] == .bool(false))
         #expect(info[KeychainInfoKey.isLogin] == .bool(false))

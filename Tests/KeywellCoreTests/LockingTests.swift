@@ -174,6 +174,40 @@ import Testing
         #expect(store.lockForSleep() == [])
     }
 
+    @Test func screenLockLocksOnlyKeychainsSetToLockOnScreenLock() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login", "work", "open", "asleep"])
+        try store.setSettings("open", [KeychainInfoKey.lockOnScreenLock: .bool(false)])
+        // Independent of the sleep setting.
+        try store.setSettings("asleep", [KeychainInfoKey.lockOnSleep: .bool(false)])
+        try store.setSettings("login", [KeychainInfoKey.lockOnScreenLock: .bool(false)])
+        let events = EventRecorder(store)
+        #expect(store.lockForScreenLock().sorted() == ["asleep", "work"])
+        #expect(events.take().map { "\($0)" }.sorted() == ["\(KeychainEvent.locked("asleep"))", "\(KeychainEvent.locked("work"))"])
+        #expect(store.lockForScreenLock() == [])
+        #expect(try store.isLocked("login") == false && store.isLocked("open") == false)
+    }
+
+    /// Files made before the setting existed have no column for it: they read as off, their
+    /// header MAC still verifies, and turning it on adds the column.
+    @Test func keychainsWithoutTheScreenLockColumnReadAsOffAndGainIt() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["work"])
+        let path = environment.path(of: "work")
+        try store.setSettings("work", [KeychainInfoKey.lockOnScreenLock: .bool(false)])
+        try store.lock("work")
+        try sqlite(path, "ALTER TABLE keychain DROP COLUMN lock_on_screen_lock")
+        let reopened = try environment.makeStore()
+        try reopened.unlock("work", password: secret("pw"))
+        #expect(try reopened.info("work")[KeychainInfoKey.lockOnScreenLock] == .bool(false))
+        #expect(reopened.lockForScreenLock() == [])
+        try reopened.setSettings("work", [KeychainInfoKey.lockOnScreenLock: .bool(true)])
+        #expect(try sqlite(path, "SELECT lock_on_screen_lock FROM keychain") == "1")
+        try reopened.lock("work")
+        try environment.makeStore().unlock("work", password: secret("pw"))
+        #expect(try environment.makeStore().info("work")[KeychainInfoKey.lockOnScreenLock] == .bool(true))
+    }
+
     @Test func secretBytesCopyAndReportTheirLength() {
         let bytes = SecretBytes(copying: [1, 2, 3])
         #expect(bytes.count == 3)

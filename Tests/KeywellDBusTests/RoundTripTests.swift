@@ -145,4 +145,28 @@ struct FileDescriptorTests {
         #expect(read(fds[0], &received, 1) == 1)
         #expect(received == 42)
     }
+
+    /// A descriptor sent where none is taken (a refused call, an unknown method, a handler that
+    /// only echoes) must not stay open in the service: once ours is closed too, the pipe's
+    /// reader sees its end. Before the service closed its copies, the reader waited for ever.
+    @Test(arguments: ["Forget", "NoSuchMethod", "Echo"])
+    func descriptorsNoHandlerTookAreClosedWhenTheCallEnds(_ member: String) throws {
+        let fixture = try ServiceFixture()
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let outcome = Result { () throws(DBusError) in try fixture.call(member, [.unixFD(fds[1]), .variant(.unixFD(fds[1]))]) }
+        close(fds[1])
+        if case .success(let reply) = outcome {
+            // Echo's reply carries duplicates of its own; they are ours to close.
+            for value in reply {
+                if let fd = value.unixFDValue ?? value.variantValue?.unixFDValue { close(fd) }
+            }
+        }
+        // Hang guard only: the end of the pipe is the positive signal.
+        var reader = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        try #require(poll(&reader, 1, 30_000) == 1, "the service still holds the pipe's write end")
+        var byte: UInt8 = 0
+        #expect(read(fds[0], &byte, 1) == 0)
+    }
 }

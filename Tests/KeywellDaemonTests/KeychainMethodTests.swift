@@ -68,6 +68,7 @@ import Testing
         #expect(info == [
             "name": "other", "path": .string(path), "locked": false, "itemCount": .uint32(1), "lockOnSleep": true,
             "lockAfterSeconds": .uint32(300), "isDefault": false, "isLogin": false, "enforceAccess": true,
+            "lockOnScreenLock": true,
         ])
         let login = try fixture.info("login")
         #expect(login["lockAfterSeconds"] == .uint32(0))

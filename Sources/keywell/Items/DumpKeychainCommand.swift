@@ -46,7 +46,8 @@ enum DumpKeychainCommand {
             for itemClass in [ItemClass.genericPassword, .internetPassword] {
                 let entries: [Entry]
                 do {
-                    entries = try items(itemClass, in: keychain, secrets: wantsSecret, access: withAccess, search: search)
+                    entries = try items(itemClass, in: keychain, secrets: wantsSecret, access: withAccess,
+                                        secretService: invocation.json, search: search)
                 } catch {
                     if error.status == SecStatus.noSuchKeychain && !explicit { break }
                     context.diagnostics.perror("SecKeychainSearchCreateFromAttributes", error.status)
@@ -84,13 +85,15 @@ enum DumpKeychainCommand {
 
     /// All items of one class in one keychain; with `secrets`, each with its secret or the
     /// reason it could not be read.
-    private static func items(_ itemClass: ItemClass, in keychain: String, secrets: Bool, access: Bool,
+    private static func items(_ itemClass: ItemClass, in keychain: String, secrets: Bool, access: Bool, secretService: Bool,
                               search: ItemSearch) throws(KeychainError) -> [Entry] {
         let client = search.context.client
         func fetch(withSecrets: Bool) throws(KeychainError) -> [WireDictionary] {
+            var query = search.query(itemClass, [:], in: keychain, secret: withSecrets, all: true, access: access)
+            // --json shows every free-form (Secret Service) attribute too.
+            if secretService { query[WireKey.returnSecretServiceAttributes] = .bool(true) }
             do {
-                return try client.copyMatching(search.query(itemClass, [:], in: keychain, secret: withSecrets, all: true,
-                                                            access: access))
+                return try client.copyMatching(query)
             } catch where error.status == SecStatus.itemNotFound {
                 return []
             }

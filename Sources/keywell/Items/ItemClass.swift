@@ -1,7 +1,7 @@
 import KeywellProtocol
 
 /// The two item classes the `security` password commands handle, and their attribute schemas
-/// in the order `security` prints them (sorted by numeric tag, §1.3 of the reference).
+/// in the order `security` prints them (sorted by numeric tag: docs/cli.md "Item blocks").
 enum ItemClass: String {
     case genericPassword = "genp"
     case internetPassword = "inet"

@@ -3,7 +3,8 @@ import KeychainServices
 
 /// `security`'s item search: the keychains named on the command line in order, else the search
 /// list; keychains that do not exist are skipped; the first match wins, even in a locked
-/// keychain (whose secret then cannot be read: exit 36, as on macOS).
+/// keychain (whose secret then cannot be read: exit 36, as on macOS, unless a person at a
+/// terminal types its password: `CommandContext.unlockOnTerminal`).
 ///
 /// The daemon's CopyMatching does not say which keychain an item came from, and the block
 /// prints it, so the search asks one keychain at a time (`u_Keychain`).
@@ -42,10 +43,15 @@ struct ItemSearch {
     /// The first match in `scope`, with its secret when `secret` is set.
     func first(_ itemClass: ItemClass, _ filters: WireDictionary, scope: [String], secret: Bool) throws(Failure) -> FoundItem {
         var missing: [String] = []
-        for keychain in scope {
+        var asked: Set<String> = []
+        var remaining = scope[...]
+        while let keychain = remaining.first {
             do {
                 var results = try context.client.copyMatching(query(itemClass, filters, in: keychain, secret: secret))
-                guard !results.isEmpty else { continue }
+                guard !results.isEmpty else {
+                    remaining.removeFirst()
+                    continue
+                }
                 // Taken out of the array, so the secret's buffer has one owner and can be wiped.
                 var result = results.removeFirst()
                 results.removeAll()
@@ -58,11 +64,16 @@ struct ItemSearch {
                 return FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
             } catch {
                 switch error.status {
-                case SecStatus.itemNotFound: continue
+                case SecStatus.itemNotFound:
+                    remaining.removeFirst()
+                    continue
                 case SecStatus.noSuchKeychain:
                     missing.append(keychain)
+                    remaining.removeFirst()
                     continue
                 case SecStatus.interactionNotAllowed:
+                    // At a terminal: ask for its password once, then look in it again.
+                    if asked.insert(keychain).inserted, context.unlockOnTerminal(keychain) { continue }
                     throw Failure(status: error.status, keychain: context.naming.displayName(for: keychain))
                 default:
                     throw Failure(status: error.status, keychain: nil)

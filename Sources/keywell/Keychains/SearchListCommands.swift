@@ -86,7 +86,7 @@ enum SearchListCommands {
         }
         if invocation.has("s") {
             guard invocation.operands.count <= 1 else { return CommandStatus.usage }
-            // `-s` alone resolves to the current default: nothing changes (reference §1.5).
+            // `-s` alone resolves to the current default: nothing changes (docs/cli.md "Keychain commands").
             guard let typed = invocation.operands.first else { return CommandStatus.success }
             guard domain == nil || domain == .user else {
                 failure("SecKeychainSetDefault", "SecKeychainSetDomainDefault", domain, SecStatus.invalidPrefsDomain, context)

@@ -15,6 +15,10 @@ import KeywellProtocol
 ///   `authenticationType` (-t)
 ///
 /// Text that is not UTF-8 appears as `{"hex": "…"}`.
+///
+/// `dump-keychain --json` adds `accessGroup`, `accessibility` and `secretService`: the item's own Secret Service attributes (an
+/// object, empty for items made through the native API), `contentType` and `type` (null when
+/// the defaults).
 enum ItemJSON {
     private static let common: [(String, String)] = [("label", "labl"), ("account", "acct")]
     private static let generic: [(String, String)] = [("service", "svce"), ("generic", "gena")]
@@ -36,6 +40,17 @@ enum ItemJSON {
         let specific = item.itemClass == .genericPassword ? generic : internet
         for (name, key) in common + specific + trailing {
             fields.append((name, value(item, key)))
+        }
+        if case .strings(let pairs)? = item.attributes[WireKey.secretServiceAttributes] {
+            fields.append(("accessGroup", value(item, "agrp")))
+            fields.append(("accessibility", value(item, "pdmn")))
+            var attributes: [(String, JSONValue)] = []
+            for index in stride(from: 0, to: pairs.count - 1, by: 2) { attributes.append((pairs[index], .string(pairs[index + 1]))) }
+            fields.append(("secretService", .object([
+                ("attributes", .object(attributes)),
+                ("contentType", item.text(WireKey.secretServiceContentType).map(JSONValue.string) ?? .null),
+                ("type", item.text(WireKey.secretServiceType).map(JSONValue.string) ?? .null),
+            ])))
         }
         if includeSecret, let secret = item.secret {
             fields.append(("password", .bytes(secret.bytes)))

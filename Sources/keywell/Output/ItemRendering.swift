@@ -3,7 +3,7 @@ import Glibc
 #endif
 import KeywellProtocol
 
-/// The item block of `find-*`, `delete-*` and `dump-keychain` (reference §1.3):
+/// The item block of `find-*`, `delete-*` and `dump-keychain` (docs/cli.md "Item blocks"):
 ///
 ///     keychain: "<path>"
 ///     version: 512

@@ -1,7 +1,7 @@
 import KeychainServices
 
 /// `--json` shapes for keychains. Field names are stable (documented in `--help`):
-/// `name`, `path`, and for `show-keychain-info` also `locked`, `itemCount`, `lockOnSleep`,
+/// `name`, `path`, and for `show-keychain-info` also `locked`, `itemCount`, `lockOnSleep`, `lockOnScreenLock`,
 /// `lockAfterSeconds` (null = never), `enforceAccess`, `isDefault`, `isLogin`.
 enum KeychainJSON {
     static func reference(_ name: String, _ context: CommandContext) -> JSONValue {
@@ -18,6 +18,7 @@ enum KeychainJSON {
             ("locked", .bool(info.locked)),
             ("itemCount", .number(Int64(info.itemCount))),
             ("lockOnSleep", .bool(info.lockOnSleep)),
+            ("lockOnScreenLock", .bool(info.lockOnScreenLock)),
             ("lockAfterSeconds", info.lockAfterSeconds == 0 ? .null : .number(Int64(info.lockAfterSeconds))),
             ("enforceAccess", .bool(info.enforceAccess)),
             ("isDefault", .bool(info.isDefault)),

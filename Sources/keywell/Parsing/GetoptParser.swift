@@ -4,7 +4,7 @@
 ///
 /// Two additions for Linux users: the long flags a command declares (`--json`, `--help`) are
 /// accepted where an option may stand, and also as trailing words after the operands, so
-/// `keywell dump-keychain login --json` works. Long options with a value (`--enforce-access on`,
+/// `keywell dump-keychain login --json` works. Long options with a value (`--format csv`,
 /// `--enforce-access=on`) stand where an option may.
 struct GetoptParser {
     /// One option as found, with where its value sits in argv (so a password can be scrubbed).
@@ -23,7 +23,7 @@ struct GetoptParser {
         var options: [Option] = []
         var operands: [String] = []
         var longFlags: Set<String> = []
-        /// The last value of each long option with a value.
+        /// `--name value` or `--name=value` for the long options that take one (`--format csv`).
         var longValues: [String: String] = [:]
 
         func has(_ letter: Character) -> Bool { options.contains { $0.letter == letter } }
@@ -36,7 +36,6 @@ struct GetoptParser {
     enum Failure: Error, Equatable {
         case unknownOption(String)
         case missingValue(Character)
-        case missingLongValue(String)
 
         /// What macOS's getopt(3) prints on stderr before the command's usage; it names the
         /// program by the argv[0] it was given. An unknown `--word` is the option `-`.
@@ -47,8 +46,6 @@ struct GetoptParser {
                 return "\(argv0): illegal option -- \(letter)\n"
             case .missingValue(let letter):
                 return "\(argv0): option requires an argument -- \(letter)\n"
-            case .missingLongValue(let name):
-                return "\(argv0): option requires an argument -- \(name)\n"
             }
         }
     }
@@ -56,6 +53,7 @@ struct GetoptParser {
     /// Letters without a value, and letters followed by `:` in `optionString` take one.
     let optionString: String
     let longFlags: Set<String>
+    /// Long options that take a value (Keywell's own commands).
     var longValueOptions: Set<String> = []
 
     func takesValue(_ letter: Character) -> Bool? {
@@ -83,7 +81,7 @@ struct GetoptParser {
                     continue
                 }
                 if longValueOptions.contains(name) {
-                    guard index + 1 < words.count else { throw .missingLongValue(name) }
+                    guard index + 1 < words.count else { throw .unknownOption(word) }
                     result.longValues[name] = words[index + 1]
                     index += 2
                     continue

@@ -27,13 +27,18 @@ struct CommandSpec: Sendable {
     /// `h` is one of `security`'s getopt letters for the command, so `-h` is its usage without a
     /// getopt complaint (every command but show-keychain-info).
     let knowsDashH: Bool
+    /// Keywell's own long flags (`--all`, `--replace`) besides `--help` and `--json`.
+    let extraLongFlags: Set<String>
+    /// Keywell's own long options with a value (`--format csv`).
+    let longValueOptions: Set<String>
+    /// `--help`'s lines for those long options (`    --all  …`).
+    let longOptionHelp: [String]
     let run: @Sendable (CommandContext, Invocation) -> Int32
-    /// Keywell's long options that take a value (`--enforce-access on`).
-    var longValueOptions: Set<String> = []
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
          summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
          usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
+         extraLongFlags: Set<String> = [], longValueOptions: Set<String> = [], longOptionHelp: [String] = [],
          run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
@@ -48,13 +53,10 @@ struct CommandSpec: Sendable {
         self.trailingWPrompts = trailingWPrompts
         self.ownHelp = ownHelp
         self.knowsDashH = knowsDashH
+        self.extraLongFlags = extraLongFlags
+        self.longValueOptions = longValueOptions
+        self.longOptionHelp = longOptionHelp
         self.run = run
-    }
-
-    func withLongValueOptions(_ names: Set<String>) -> CommandSpec {
-        var spec = self
-        spec.longValueOptions = names
-        return spec
     }
 
     /// The getopt option string (`a:c:gw`), hidden options included.
@@ -62,7 +64,7 @@ struct CommandSpec: Sendable {
         options.map { String($0.letter) + ($0.valueName == nil ? "" : ":") }.joined()
     }
 
-    var longFlags: Set<String> { json ? ["help", "json"] : ["help"] }
+    var longFlags: Set<String> { Set(json ? ["help", "json"] : ["help"]).union(extraLongFlags) }
 
     /// Whether getopt(3) prints its own line for `failure` before the usage. The add commands'
     /// option strings start with `:` (that is how a `-w` without a value comes to prompt), which
@@ -125,8 +127,9 @@ struct Invocation {
     var operands: [String] { arguments.operands }
 
     func has(_ letter: Character) -> Bool { arguments.has(letter) }
+    func has(long flag: String) -> Bool { arguments.longFlags.contains(flag) }
     func value(_ letter: Character) -> String? { arguments.value(letter) }
-    func longValue(_ name: String) -> String? { arguments.longValues[name] }
+    func value(long name: String) -> String? { arguments.longValues[name] }
 }
 
 /// A command's early end with this status (its message, if any, already printed).

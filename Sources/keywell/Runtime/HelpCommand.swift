@@ -62,6 +62,7 @@ enum HelpCommand {
             text += "\n" + spec.helpNotes.joined(separator: "\n") + "\n"
         }
         text += "\nKeywell options:\n"
+        for line in spec.longOptionHelp { text += line + "\n" }
         if spec.json {
             text += "    --json  Print the result as JSON on stdout (fields above)\n"
         }

@@ -72,7 +72,8 @@ enum Program {
             words.removeLast()
             promptsForPassword = true
         }
-        let parser = GetoptParser(optionString: spec.optionString, longFlags: spec.longFlags, longValueOptions: spec.longValueOptions)
+        var parser = GetoptParser(optionString: spec.optionString, longFlags: spec.longFlags)
+        parser.longValueOptions = spec.longValueOptions
         let arguments: GetoptParser.Result
         do {
             arguments = try parser.parse(words, firstWordIndex: argvIndex ?? 0)

@@ -1,0 +1,20 @@
+#ifndef KEYWELL_CPROCESSPINNING_H
+#define KEYWELL_CPROCESSPINNING_H
+
+#include <sys/types.h>
+
+/* Thin wrappers over Linux system calls that Swift cannot reach directly (variadic syscall(),
+   or no glibc wrapper in Debian 12). Each returns -1 and sets errno on failure. */
+
+/* A pidfd for `pid` (O_CLOEXEC). */
+int keywell_pidfd_open(pid_t pid);
+
+/* 0 when the process `pidfd` refers to is still alive (signal 0 checks without sending). */
+int keywell_pidfd_is_alive(int pidfd);
+
+/* Opens `path` below the directory `root_fd` as if `root_fd` were "/" (openat2 RESOLVE_IN_ROOT
+   | RESOLVE_NO_MAGICLINKS): absolute paths, ".." and symlinks cannot leave it. O_RDONLY |
+   O_CLOEXEC | O_NOCTTY | `extra_flags`. */
+int keywell_open_in_root(int root_fd, const char *path, int extra_flags);
+
+#endif

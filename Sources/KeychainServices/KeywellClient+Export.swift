@@ -1,0 +1,46 @@
+import FoundationEssentials
+import KeywellDBus
+import KeywellProtocol
+
+/// Keywell's own encrypted export and import (docs/export-import.md). The file is opened by
+/// the caller and passed as a descriptor; the passphrase travels as bytes, never in argv.
+extension KeywellClient {
+    /// How long an export or import may take: a file at the caps holds 100,000 items, far more
+    /// work than an ordinary call's timeout allows, and a caller that gave up early would report
+    /// a failure for an import that still commits.
+    public static let transferTimeout: Duration = .seconds(600)
+
+    /// Counts of what an import did.
+    public struct ImportCounts: Sendable, Equatable {
+        public var added: Int
+        public var replaced: Int
+        public var skipped: Int
+    }
+
+    /// Writes every item of `keychains` to `fd`, sealed under `passphrase`; returns the item count.
+    public func exportKeychains(_ keychains: [String], to fd: Int32, passphrase: [UInt8]) throws(KeychainError) -> Int {
+        let reply = try call("ExportKeychains", [.stringArray(keychains), .unixFD(fd), .bytes(passphrase)],
+                             timeout: Self.transferTimeout)
+        guard let count = reply.first?.uint32Value else { throw KeychainError(SecStatus.io, detail: "ExportKeychains reply without a count") }
+        return Int(count)
+    }
+
+    /// The keychains an export file names, and its number of items.
+    public func inspectExport(_ fd: Int32, passphrase: [UInt8]) throws(KeychainError) -> (keychains: [String], items: Int) {
+        let reply = try call("InspectExport", [.unixFD(fd), .bytes(passphrase)], timeout: Self.transferTimeout)
+        guard reply.count == 2, let names = reply[0].arrayElements?.compactMap(\.stringValue), let count = reply[1].uint32Value else {
+            throw KeychainError(SecStatus.io, detail: "InspectExport reply is malformed")
+        }
+        return (names, Int(count))
+    }
+
+    /// Imports the file into `keychain` ("" = each item into the keychain it came from).
+    public func importExport(_ fd: Int32, passphrase: [UInt8], into keychain: String, policy: String) throws(KeychainError) -> ImportCounts {
+        let reply = try call("ImportExport", [.unixFD(fd), .bytes(passphrase), .string(keychain), .string(policy)],
+                             timeout: Self.transferTimeout)
+        let summary = try DBusMapping.wireDictionary(reply.first, in: "ImportExport")
+        func count(_ key: String) -> Int { summary[key]?.integerValue.map { Int($0) } ?? 0 }
+        return ImportCounts(added: count(ImportSummaryKey.added), replaced: count(ImportSummaryKey.replaced),
+                            skipped: count(ImportSummaryKey.skipped))
+    }
+}

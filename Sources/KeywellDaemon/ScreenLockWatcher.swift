@@ -1,0 +1,95 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import Logging
+
+/// Locks the keychains set to lock on screen lock when the user's screen locks (docs/auto-lock.md):
+/// - logind's `Lock` signal (`org.freedesktop.login1.Session`, on the system bus) for a session
+///   of this user: what `loginctl lock-session` and desktops that lock through logind send. The
+///   daemon serves every session of its user (and, started by D-Bus activation, belongs to none),
+///   so a session counts when logind says its `User` is the daemon's uid;
+/// - `ActiveChanged(true)` of `org.freedesktop.ScreenSaver` or `org.gnome.ScreenSaver` on the
+///   session bus: what screen lockers (GNOME Shell, KDE, xfce4-screensaver, …) announce.
+/// Each counts only from the current owner of the name it comes from (`NameOwnerTracker`).
+final class ScreenLockWatcher: @unchecked Sendable {
+    static let login1 = "org.freedesktop.login1"
+    static let sessionInterface = "org.freedesktop.login1.Session"
+    static let screenSavers = ["org.freedesktop.ScreenSaver", "org.gnome.ScreenSaver"]
+
+    private let store: KeychainStore
+    private let logger: Logger
+    private let lock = NSLock()
+    /// Kept alive while their connection is the current one.
+    private var sessionBusTrackers: [NameOwnerTracker] = []
+    private var sessionBusWatches: [DBusSignalSubscription] = []
+    private var logindWatch: DBusSignalSubscription?
+
+    init(store: KeychainStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// logind's `Lock` on the system bus; `logind` follows the owner of org.freedesktop.login1.
+    func watchLogind(on connection: DBusConnection, logind: NameOwnerTracker) throws(DBusError) {
+        let uid = getuid()
+        let watch = try connection.addMatch(DBusMatchRule(sender: Self.login1, interface: Self.sessionInterface, member: "Lock")) {
+            [weak self] signal in
+            guard let self else { return }
+            guard logind.isOwner(signal.sender) else {
+                // Debug only: anyone on the system bus could flood a louder log.
+                logger.debug("ignored Lock from \(signal.sender), which does not own \(Self.login1)")
+                return
+            }
+            guard let user = Self.sessionUser(signal.path, on: connection), user == uid else {
+                logger.debug("ignored Lock of \(signal.path), a session of another user")
+                return
+            }
+            screenLocked(by: "logind (\(signal.path))")
+        }
+        lock.withLock { logindWatch = watch }
+    }
+
+    /// The screen savers' `ActiveChanged` on a (new) session bus.
+    func watchScreenSavers(on connection: DBusConnection) {
+        var trackers: [NameOwnerTracker] = []
+        var watches: [DBusSignalSubscription] = []
+        do {
+            for name in Self.screenSavers {
+                let tracker = try NameOwnerTracker(name, on: connection)
+                trackers.append(tracker)
+                watches.append(try connection.addMatch(DBusMatchRule(interface: name, member: "ActiveChanged")) { [weak self] signal in
+                    guard let self, signal.arguments.first?.boolValue == true else { return }
+                    guard tracker.isOwner(signal.sender) else {
+                        logger.debug("ignored ActiveChanged from \(signal.sender), which does not own \(name)")
+                        return
+                    }
+                    screenLocked(by: name)
+                })
+            }
+            logger.debug("watching the screen savers for screen lock")
+        } catch {
+            logger.warning("not watching the screen savers on the session bus: \(error.message)")
+        }
+        let previous = lock.withLock { () -> [DBusSignalSubscription] in
+            defer {
+                sessionBusTrackers = trackers
+                sessionBusWatches = watches
+            }
+            return sessionBusWatches
+        }
+        previous.forEach { $0.cancel() }
+    }
+
+    private func screenLocked(by source: String) {
+        let locked = store.lockForScreenLock()
+        logger.info("screen locked (\(source))\(locked.isEmpty ? "" : ": locked \(locked.joined(separator: ", "))")")
+    }
+
+    /// The uid logind gives as the session's `User` (`(uo)`), nil when it does not answer.
+    private static func sessionUser(_ path: String, on connection: DBusConnection) -> uid_t? {
+        let reply = try? connection.call(destination: login1, path: path, interface: "org.freedesktop.DBus.Properties",
+                                         member: "Get", arguments: [.string(sessionInterface), .string("User")],
+                                         timeout: .seconds(5))
+        return reply?.first?.unwrappingVariants.structureFields?.first?.uint32Value
+    }
+}

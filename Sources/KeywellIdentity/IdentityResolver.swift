@@ -1,0 +1,97 @@
+import CProcessPinning
+import Foundation
+import KeywellDBus
+
+/// Works out a D-Bus caller's `ApplicationIdentity` (docs/access-control.md "How a caller is
+/// identified"): the bus's credentials for the connection, the process pinned with a pidfd,
+/// the identity read through the pinned `/proc` entry, then a check that the process still lives
+/// and the bus still gives the connection the same pid.
+public struct IdentityResolver: Sendable {
+    /// The user's runtime folder, where Flatpak registers its running instances.
+    public let runtimeDirectory: String?
+    public let digests: FileDigest
+    public let userID: UInt32
+
+    /// Longest command line searched for an interpreter's script.
+    public static let maximumCommandLine = 256 * 1024
+
+    public init(runtimeDirectory: String?, digests: FileDigest = FileDigest(), userID: UInt32 = getuid()) {
+        self.runtimeDirectory = runtimeDirectory
+        self.digests = digests
+        self.userID = userID
+    }
+
+    public func resolve(_ sender: String, on connection: DBusConnection) throws(IdentityError) -> ApplicationIdentity {
+        let credentials = try CallerCredentials.ask(sender, on: connection)
+        guard credentials.uid == userID else {
+            if let fd = credentials.processFD { close(fd) }
+            throw .otherUser(uid: credentials.uid)
+        }
+        let pin = try ProcessPin(pid: pid_t(bitPattern: credentials.pid), pidfd: credentials.processFD)
+        let identity = try identify(pin, securityLabel: credentials.securityLabel)
+        try pin.checkAlive()
+        // The bus still has the connection and it is still that pid's: the pid did not pass to
+        // another process between the bus's answer and pidfd_open (unless the connection's
+        // socket outlived the process that opened it; see the docs).
+        let again: UInt32
+        do { again = try connection.unixProcessID(of: sender) } catch { throw .raced }
+        guard again == credentials.pid else { throw .raced }
+        return identity
+    }
+
+    /// The identity of a pinned process, in order of strength: a snap's label, a Flatpak
+    /// sandbox's app id, else its executable (and script).
+    func identify(_ pin: ProcessPin, securityLabel: [UInt8]?) throws(IdentityError) -> ApplicationIdentity {
+        if let label = securityLabel, let snap = try SnapLabel.parse(label) {
+            return ApplicationIdentity(.snap(label: snap.label, enforced: snap.enforced))
+        }
+        let root = try pin.open("root", flags: O_RDONLY | O_DIRECTORY)
+        defer { close(root) }
+        if let flatpak = try FlatpakSandbox.info(root: root, runtimeDirectory: runtimeDirectory) {
+            return ApplicationIdentity(.flatpak(appID: flatpak.appID))
+        }
+        let executable = try pin.open("exe", flags: O_RDONLY)
+        defer { close(executable) }
+        let path = try ProcessPin.path(of: executable)
+        let sha256 = try digests.sha256(of: executable)
+        var script: ApplicationIdentity.Script?
+        if let interpreter = InterpreterCommandLine.interpreter(forExecutable: path) {
+            script = try self.script(of: pin, interpreter: interpreter, root: root)
+        }
+        return ApplicationIdentity(.executable(path: path, sha256: sha256, script: script))
+    }
+
+    private func script(of pin: ProcessPin, interpreter: InterpreterCommandLine.Interpreter,
+                        root: Int32) throws(IdentityError) -> ApplicationIdentity.Script {
+        let (commandLine, truncated) = try pin.read("cmdline", limit: Self.maximumCommandLine)
+        var arguments = commandLine.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        // The last piece is either the empty string after the final NUL or, when the read was
+        // cut off, an argument that may be partial: neither is a whole argument.
+        if truncated || arguments.last == "" { arguments.removeLast() }
+        switch InterpreterCommandLine.find(in: Array(arguments.dropFirst()), for: interpreter) {
+        case .none(let reason):
+            return .none(reason: reason)
+        case .script(let given):
+            // Opened as the process would: absolute paths inside its root, others from its
+            // working folder. O_NONBLOCK: a FIFO named as the script must not hang the daemon.
+            let descriptor: Int32
+            if given.hasPrefix("/") {
+                descriptor = keywell_open_in_root(root, given, O_NONBLOCK)
+            } else {
+                let cwd = try pin.open("cwd", flags: O_RDONLY | O_DIRECTORY)
+                defer { close(cwd) }
+                descriptor = openat(cwd, given, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+            }
+            guard descriptor >= 0 else {
+                return .none(reason: "the script \(given.debugDescription) could not be opened (\(ProcessPin.errorText()))")
+            }
+            defer { close(descriptor) }
+            do throws(IdentityError) {
+                let path = try ProcessPin.path(of: descriptor)
+                return .file(path: path, sha256: try digests.sha256(of: descriptor))
+            } catch {
+                return .none(reason: "the script \(given.debugDescription) is not a file that can be hashed (\(error))")
+            }
+        }
+    }
+}

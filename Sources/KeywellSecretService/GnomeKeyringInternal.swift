@@ -1,0 +1,118 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+
+/// gnome-keyring's private interface (`org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface`)
+/// on `/org/freedesktop/secrets`: what Seahorse ("Change Password") and other GNOME tools call.
+/// Master passwords arrive as secret structs of the caller's session, are opened into wiped
+/// memory and go only to the engine; unlocking and changing go through the guessing throttle.
+/// Errors are gnome-keyring's (docs/secret-service.md, "gnome-keyring's private interface").
+struct GnomeKeyringInternal {
+    let context: ServiceContext
+
+    static func handles(_ call: DBusMethodCall) -> Bool {
+        if let interface = call.interface { return interface == SecretServiceNames.gnomeKeyringInternalInterface }
+        return SecretServiceInterfaces.gnomeKeyringInternal.method(named: call.member) != nil
+    }
+
+    func handle(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        let arguments = call.arguments
+        switch call.member {
+        case "CreateWithMasterPassword":
+            let properties = try PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection)
+            let master = try password(arguments.argument(1), call)
+            return [.objectPath(try create(properties, master))]
+        case "ChangeWithMasterPassword":
+            // Both secrets are read before the collection is looked at, as gnome-keyring does.
+            let original = try password(arguments.argument(1), call)
+            let master = try password(arguments.argument(2), call)
+            let path = try arguments.objectPath(at: 0)
+            let name = try keychain(at: path, "has no password to change")
+            try engine("Couldn't change collection password") { () throws(KeychainError) in
+                try context.throttle.changePassword(name, old: original, new: master, in: context.store)
+            }
+            context.logger.info("changed the password of keychain \"\(name)\" through gnome-keyring's interface")
+            return []
+        case "UnlockWithMasterPassword":
+            let master = try password(arguments.argument(1), call)
+            let path = try arguments.objectPath(at: 0)
+            guard let name = try keychainOrSession(at: path) else { return [] }  // `session` is never locked
+            try engine("Couldn't unlock collection") { () throws(KeychainError) in
+                try context.throttle.unlock(name, password: master, in: context.store)
+            }
+            context.keychainUnlocked(name, master)
+            return []
+        case "ChangeWithPrompt":
+            return [.objectPath(try changeWithPrompt(arguments.objectPath(at: 0), call: call))]
+        default:
+            throw .unknownMethod("No method \(call.member) on \(SecretServiceNames.gnomeKeyringInternalInterface)")
+        }
+    }
+
+    /// A keychain named after the label (as CreateCollection names them), with no alias, as
+    /// gnome-keyring's CreateWithMasterPassword makes it.
+    private func create(_ properties: PropertyDictionary, _ master: SecretBytes) throws(DBusError) -> String {
+        let label = properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
+        guard label.utf8.count <= KeychainStore.labelMaximumBytes else {
+            throw .invalidArgs("A collection label is at most \(KeychainStore.labelMaximumBytes) bytes")
+        }
+        let name = KeychainNaming.unusedName(forLabel: label, store: context.store)
+        let id = try engine("Couldn't create collection") { () throws(KeychainError) -> CollectionID in
+            try KeychainCreation(context: context).make(name: name, label: label, alias: "", password: master)
+        }
+        return ObjectPaths.path(of: id)
+    }
+
+    private func changeWithPrompt(_ path: String, call: DBusMethodCall) throws(DBusError) -> String {
+        let name = try keychain(at: path, "has no password to change")
+        let requester = ServiceContext.describe(call.sender, on: call.connection)
+        let context = self.context
+        return try context.prompts.create(owner: call.sender, emptyResult: .string("")) { promptContext in
+            ChangePasswordPrompt(context: context, requester: requester).run(name, promptContext) ? .string("") : nil
+        }
+    }
+
+    /// The master password of a secret struct, opened with the caller's session: NoSession for a
+    /// session that is not the caller's, InvalidArgs for one that does not decrypt.
+    private func password(_ value: DBusValue, _ call: DBusMethodCall) throws(DBusError) -> SecretBytes {
+        let secret = try SecretEncoding.decode(value, caller: call.sender, sessions: context.sessions)
+        defer { SecretWipe.wipe(secret.value) }
+        return SecretBytes(copying: secret.value)
+    }
+
+    /// The keychain behind a collection path (aliases too); NoSuchObject as gnome-keyring says it.
+    private func keychain(at path: String, _ refusal: String) throws(DBusError) -> String {
+        guard let name = try keychainOrSession(at: path) else {
+            throw .notSupported("The in-memory session collection \(refusal)")
+        }
+        return name
+    }
+
+    /// Nil for the in-memory `session` collection.
+    private func keychainOrSession(at path: String) throws(DBusError) -> String? {
+        guard case .collection(let address)? = ObjectPaths.parse(path), let collection = context.directory.resolve(address) else {
+            throw SecretServiceError.noSuchObject("The collection does not exist")
+        }
+        guard case .keychain(let name) = collection.id else { return nil }
+        return name
+    }
+
+    /// Runs an engine call; a wrong password (or one the throttle did not check) is gnome-keyring's
+    /// `Denied`, anything else the usual mapping with `failure` as gnome-keyring words it.
+    private func engine<T>(_ failure: String, _ body: () throws(KeychainError) -> T) throws(DBusError) -> T {
+        do {
+            return try body()
+        } catch where error.status == SecStatus.authFailed {
+            let message = PasswordThrottle.isRefusal(error) ? UnlockPrompt.complaint(about: error) : "The password was invalid"
+            throw DBusError(name: SecretServiceNames.errorDenied, message: message)
+        } catch where error.status == SecStatus.noSuchKeychain {
+            throw SecretServiceError.noSuchObject("The collection does not exist")
+        } catch where error.status == SecStatus.duplicateKeychain || error.status == SecStatus.param {
+            throw error.secretServiceError(failure)
+        } catch {
+            context.logger.error("\(failure): \(error.wireMessage)")
+            throw .failed(failure)
+        }
+    }
+}

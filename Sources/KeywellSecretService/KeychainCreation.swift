@@ -1,0 +1,23 @@
+import Foundation
+import KeywellCore
+import KeywellProtocol
+
+/// Making a keychain for a Secret Service client (CreateCollection's prompt and gnome-keyring's
+/// CreateWithMasterPassword): the keychain with the collection's label, in the search list (so the
+/// native API and the CLI see its items) and, for the alias `default`, the default. The engine
+/// reports the new keychain, which sends CollectionCreated.
+struct KeychainCreation {
+    let context: ServiceContext
+
+    func make(name: String, label: String, alias: String, password: SecretBytes) throws(KeychainError) -> CollectionID {
+        _ = try context.store.createKeychain(name, password: password, label: label.isEmpty ? nil : label)
+        context.keychainUnlocked(name, password)
+        // The default first: a search list the user never set follows the default, so the
+        // new default is in it without turning it into a list of their own.
+        if alias == "default" { try context.store.setDefaultKeychain(name) }
+        let list = try context.store.searchList()
+        if !list.contains(name) { try context.store.setSearchList(list + [name]) }
+        context.logger.info("created keychain \"\(name)\" through the Secret Service")
+        return .keychain(name)
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Secret portal's backend (`org.freedesktop.impl.portal.Secret` at
+/// `/org/freedesktop/portal/desktop`): xdg-desktop-portal asks it for a sandboxed app's master
+/// secret and passes the descriptor the app reads it from (docs/portal.md).
+///
+/// Served on keywelld's bus connection, so it answers under every name the daemon owns: its own
+/// (`PortalNames.busName`, which `keywell.portal` names) and `org.freedesktop.secrets`, which
+/// gnome-keyring's portal file names. Only the frontend's connection is served: an app that can
+/// talk to the Secret Service directly must not ask for another app's secret by naming its id.
+final class SecretPortal: DBusObject, @unchecked Sendable {
+    /// Calls in progress at once (each may wait for an unlock dialog); more get response 2.
+    static let maximumCallsInProgress = ServiceLimits.portalCallsInProgress
+
+    private let context: ServiceContext
+    private let asker: any PasswordAsking
+    private let secrets: AppSecrets
+    private let logger: Logger
+    private let lock = NSLock()
+    /// The Request objects of calls in progress, by path.
+    private var requests: [String: PendingRequest] = [:]
+    /// One unlock dialog at a time: the calls behind it find the keychain open.
+    private let unlocking = NSLock()
+
+    init(context: ServiceContext) {
+        self.context = context
+        self.asker = context.prompts.asker
+        self.secrets = AppSecrets(store: context.store)
+        self.logger = context.logger
+    }
+
+    /// Exports the portal on `connection` and asks for `PortalNames.busName`.
+    func attach(to connection: DBusConnection) {
+        lock.withLock { requests.removeAll() }
+        do {
+            try connection.registerSubtree(self, at: PortalNames.objectPath)
+            switch try connection.requestName(PortalNames.busName, flags: [.doNotQueue]) {
+            case .primaryOwner, .alreadyOwner:
+                logger.info("owning \(PortalNames.busName): serving the Secret portal")
+            case .exists, .inQueue:
+                logger.warning("\(PortalNames.busName) is owned by another connection: the Secret portal reaches Keywell only through \(SecretServiceNames.busName)")
+            }
+        } catch {
+            logger.error("cannot serve the Secret portal: \(error.message)")
+        }
+    }
+
+    // MARK: DBusObject
+
+    func interfaces(at path: String) -> [DBusInterface]? {
+        if path == PortalNames.objectPath { return [PortalNames.secret] }
+        return lock.withLock { requests.keys.contains(path) } ? [PortalNames.request] : nil
+    }
+
+    func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        guard path == PortalNames.objectPath, interface == PortalNames.secretInterface, name == "version" else {
+            throw .unknownProperty("No property \(interface).\(name)")
+        }
+        return .uint32(PortalNames.version)
+    }
+
+    func handle(_ call: DBusMethodCall) {
+        switch call.member {
+        case "RetrieveSecret":
+            retrieveSecret(call)
+        case "Close":
+            close(call.path)
+            call.reply()
+        default:
+            call.reply(error: .unknownMethod("No method \(call.member) at \(call.path)"))
+        }
+    }
+
+    // MARK: RetrieveSecret
+
+    private func retrieveSecret(_ call: DBusMethodCall) {
+        call.replyMayHoldSecrets = false
+        // Ours from here on: closed on every path.
+        var descriptor = call.takeFileDescriptor(argument: 2)
+        defer { if let descriptor { Glibc.close(descriptor) } }
+        let handle = call.arguments[0].objectPathValue ?? ""
+        let appText = call.arguments[1].stringValue ?? ""
+
+        guard isFrontend(call) else {
+            logger.warning("Secret portal: refused RetrieveSecret from \(Self.describe(call)), which is not \(PortalNames.frontendBusName)")
+            call.reply(error: .accessDenied("Only \(PortalNames.frontendBusName) may call \(PortalNames.secretInterface)"))
+            return
+        }
+        guard handle.hasPrefix(PortalNames.requestPathPrefix) else {
+            call.reply(error: .invalidArgs("The request handle must be below \(PortalNames.requestPathPrefix)"))
+            return
+        }
+        let app: PortalAppID
+        do {
+            app = try PortalAppID(appText)
+        } catch {
+            logger.warning("Secret portal: refused: \(error)")
+            return answer(call, .failed)
+        }
+        guard let fd = descriptor else {
+            logger.warning("Secret portal: no descriptor for \(app)")
+            return answer(call, .failed)
+        }
+        guard begin(handle) else {
+            logger.warning("Secret portal: refused \(app): \(Self.maximumCallsInProgress) calls already in progress, or \(handle) is in use")
+            return answer(call, .failed)
+        }
+        defer { end(handle) }
+
+        let response = serve(app, handle: handle) { secret throws(SecretHandOff.Failure) in
+            descriptor = nil
+            try SecretHandOff.write(secret, to: fd)
+        }
+        answer(call, response)
+    }
+
+    /// Finds or makes the app's secret, unlocking the keychain first when needed, and gives it
+    /// to `handOff`.
+    private func serve(_ app: PortalAppID, handle: String,
+                       handOff: (Data) throws(SecretHandOff.Failure) -> Void) -> PortalNames.Response {
+        let keychain: String
+        do {
+            let (name, locked) = try secrets.keychain()
+            keychain = name
+            if locked {
+                let outcome = unlock(name, for: app, handle: handle)
+                guard outcome == .success else { return outcome }
+            }
+        } catch {
+            logger.error("Secret portal: no keychain for \(app)'s secret: \(error.wireMessage)")
+            return .failed
+        }
+        var value: Data
+        let created: Bool
+        do {
+            (value, created) = try secrets.secret(for: app, in: keychain)
+        } catch {
+            logger.error("Secret portal: cannot read or store \(app)'s secret in \"\(keychain)\": \(error.wireMessage)")
+            return .failed
+        }
+        defer { value.resetBytes(in: 0..<value.count) }
+        do {
+            try handOff(value)
+        } catch {
+            logger.warning("Secret portal: \(app)'s secret was not delivered: \(error)")
+            return .failed
+        }
+        logger.info("Secret portal: gave \(app) its secret\(created ? " (new, stored in \"\(keychain)\")" : "")")
+        return .success
+    }
+
+    /// The normal unlock dialog (the Secret Service's), shown once at a time; the Request's
+    /// `Close` dismisses it.
+    private func unlock(_ keychain: String, for app: PortalAppID, handle: String) -> PortalNames.Response {
+        unlocking.lock()
+        defer { unlocking.unlock() }
+        if (try? context.store.isLocked(keychain)) == false { return .success }
+        // No dialog can be shown (no display, no configured terminal): say why at once rather
+        // than start one that can only fail (docs/prompts.md).
+        if let reason = asker.unavailableReason() {
+            logger.error("Secret portal: \"\(keychain)\" is locked and no password dialog can be shown (\(reason)), so \(app) gets no secret; unlock it with `keywell unlock-keychain \(keychain)`")
+            return .failed
+        }
+        let prompt = PromptContext(windowID: "", asker: asker)
+        let stillWanted = lock.withLock { () -> Bool in
+            guard let request = requests[handle], !request.closed else { return false }
+            request.prompt = prompt
+            return true
+        }
+        guard stillWanted else {
+            logger.notice("Secret portal: the request for \(app)'s secret was closed before \"\(keychain)\" could be unlocked")
+            return .cancelled
+        }
+        defer { prompt.finish() }
+        let opened = UnlockPrompt(context: context, requester: "The sandboxed app \(app)").run([keychain], prompt)
+        if !opened.isEmpty { return .success }
+        if prompt.isDismissed {
+            logger.notice("Secret portal: the request for \(app)'s secret was closed while \"\(keychain)\" was locked")
+            return .cancelled
+        }
+        logger.warning("Secret portal: \"\(keychain)\" stays locked, so \(app) gets no secret (unlock it with `keywell unlock-keychain`)")
+        return .failed
+    }
+
+    private func answer(_ call: DBusMethodCall, _ response: PortalNames.Response) {
+        call.reply([.uint32(response.rawValue), .dictionary(keySignature: "s", valueSignature: "v", [])])
+    }
+
+    // MARK: Request objects
+
+    private func begin(_ handle: String) -> Bool {
+        lock.withLock {
+            guard requests.count < Self.maximumCallsInProgress, requests[handle] == nil else { return false }
+            requests[handle] = PendingRequest()
+            return true
+        }
+    }
+
+    private func end(_ handle: String) {
+        _ = lock.withLock { requests.removeValue(forKey: handle) }
+    }
+
+    /// The frontend gave up on a request (the app closed it): its dialog goes away.
+    private func close(_ handle: String) {
+        let prompt = lock.withLock { () -> PromptContext? in
+            requests[handle]?.closed = true
+            return requests[handle]?.prompt
+        }
+        prompt?.dismiss()
+    }
+
+    private func isFrontend(_ call: DBusMethodCall) -> Bool {
+        guard !call.sender.isEmpty, let owner = try? call.connection.nameOwner(PortalNames.frontendBusName) else { return false }
+        return owner == call.sender
+    }
+
+    private static func describe(_ call: DBusMethodCall) -> String {
+        ServiceContext.describe(call.sender, on: call.connection).map { "\($0), bus connection \(call.sender)" }
+            ?? "bus connection \(call.sender)"
+    }
+}
+
+/// A call in progress, as its Request object: closed by the frontend, and the dialog it shows.
+/// Guarded by the portal's lock.
+private final class PendingRequest {
+    var closed = false
+    var prompt: PromptContext?
+}

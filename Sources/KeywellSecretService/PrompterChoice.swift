@@ -1,0 +1,99 @@
+import Foundation
+
+/// Which password dialog a prompt shows, decided afresh for each prompt (docs/prompts.md):
+/// 1. `KEYWELL_PINENTRY` (a path or a name on PATH), always, display or not;
+/// 2. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else in the
+///    session's activation environment) the first graphical pinentry on PATH: pinentry-gnome3
+///    (which shows gcr's system prompter, gnome-keyring's own dialog, under GNOME), then the Qt,
+///    GTK, FLTK and X11 ones;
+/// 3. with `KEYWELL_PINENTRY_TTY` naming a terminal, pinentry-curses or pinentry-tty on it;
+/// 4. else none: the prompt cannot be shown, and the caller is told why.
+public struct PrompterChoice: Sendable {
+    public enum Outcome: Equatable, Sendable {
+        /// Run `program` with `arguments`; `environment` goes over the daemon's own.
+        case pinentry(program: String, arguments: [String], environment: [String: String])
+        /// No dialog can be shown; the reason, in words for the person and the log.
+        case unavailable(String)
+    }
+
+    /// Debian's, Fedora's and Arch's names; pinentry-x11 is Debian's link to the graphical one.
+    static let graphicalPinentries = ["pinentry-gnome3", "pinentry-qt", "pinentry-qt5", "pinentry-gtk", "pinentry-gtk-2",
+                                      "pinentry-fltk", "pinentry-x11"]
+    static let terminalPinentries = ["pinentry-curses", "pinentry-tty"]
+    /// What a graphical pinentry needs to find the display and its session (the gcr prompter).
+    static let displayVariables = ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"]
+    public static let pinentryVariable = "KEYWELL_PINENTRY"
+    public static let terminalVariable = "KEYWELL_PINENTRY_TTY"
+
+    /// The daemon's environment (read at start).
+    let environment: [String: String]
+    /// The session's activation environment, asked for only when the daemon's own has no display
+    /// (a daemon started by D-Bus activation before the desktop exported `DISPLAY`).
+    let activationEnvironment: @Sendable () -> [String: String]
+
+    public init(environment: [String: String], activationEnvironment: @escaping @Sendable () -> [String: String] = { [:] }) {
+        self.environment = environment
+        self.activationEnvironment = activationEnvironment
+    }
+
+    public func choose() -> Outcome {
+        if let chosen = environment[Self.pinentryVariable], !chosen.isEmpty {
+            return .pinentry(program: chosen, arguments: [], environment: [:])
+        }
+        let own = Self.displaySettings(environment)
+        // The daemon's own display needs nothing passed on; one from the activation environment does.
+        let display = own.isEmpty ? Self.displaySettings(activationEnvironment()) : [:]
+        let hasDisplay = !own.isEmpty || !display.isEmpty
+        let search = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        if hasDisplay {
+            if let program = Self.graphicalPinentries.lazy.compactMap({ Self.locate($0, in: search) }).first {
+                return .pinentry(program: program, arguments: [], environment: display)
+            }
+        }
+        if let terminal = environment[Self.terminalVariable], !terminal.isEmpty {
+            guard Self.isTerminal(terminal) else {
+                return .unavailable("\(Self.terminalVariable)=\(terminal) is not a terminal")
+            }
+            if let program = Self.terminalPinentries.lazy.compactMap({ Self.locate($0, in: search) }).first {
+                return .pinentry(program: program, arguments: ["--ttyname", terminal],
+                                 environment: ["TERM": environment["TERM"] ?? "xterm"])
+            }
+            return .unavailable("no pinentry-curses or pinentry-tty is installed for \(Self.terminalVariable)")
+        }
+        if hasDisplay {
+            return .unavailable("there is a display but no graphical pinentry (\(Self.graphicalPinentries.joined(separator: ", "))) is installed")
+        }
+        return .unavailable("there is no display (no DISPLAY or WAYLAND_DISPLAY) and no terminal configured (\(Self.terminalVariable))")
+    }
+
+    /// The display variables an environment sets; empty when it names no display.
+    static func displaySettings(_ environment: [String: String]) -> [String: String] {
+        guard ["DISPLAY", "WAYLAND_DISPLAY"].contains(where: { !(environment[$0] ?? "").isEmpty }) else { return [:] }
+        return environment.filter { displayVariables.contains($0.key) && !$0.value.isEmpty }
+    }
+
+    /// `name` as an executable path: itself when it holds a slash, else the first on `search`.
+    static func locate(_ name: String, in search: String) -> String? {
+        if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
+        for folder in search.split(separator: ":") where !folder.isEmpty {
+            let candidate = "\(folder)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    private static func isTerminal(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFCHR
+    }
+
+    /// `KEY=value` lines (systemd's `Environment` property, D-Bus's activation environment) as a dictionary.
+    public static func parse(assignments: [String]) -> [String: String] {
+        var result: [String: String] = [:]
+        for line in assignments {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            result[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        return result
+    }
+}

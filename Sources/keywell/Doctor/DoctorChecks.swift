@@ -1,0 +1,128 @@
+import Foundation
+import KeywellDBus
+import KeywellProtocol
+
+/// The checks `keywell doctor` runs, in the order a setup depends on them.
+enum DoctorChecks {
+    static func run(into report: inout DoctorReport) {
+        defer { ptraceScope(into: &report) }
+        guard let bus = sessionBus(into: &report) else { return }
+        defer { bus.close() }
+        guard let daemon = keywelld(on: bus, into: &report) else { return }
+        identity(on: bus, into: &report)
+        secretService(on: bus, daemon: daemon, into: &report)
+        loginKeychain(on: bus, into: &report)
+        pamProfile(into: &report)
+    }
+
+    private static func sessionBus(into report: inout DoctorReport) -> DBusConnection? {
+        guard let address = DBusConnection.sessionBusAddress() else {
+            report.problem("session bus", "neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set")
+            return nil
+        }
+        do {
+            let bus = try DBusConnection(address: address)
+            report.ok("session bus", address)
+            return bus
+        } catch {
+            report.problem("session bus", "cannot connect to \(address): \(error.message)")
+            return nil
+        }
+    }
+
+    /// keywelld's unique name, starting it by D-Bus activation if it is not running.
+    private static func keywelld(on bus: DBusConnection, into report: inout DoctorReport) -> String? {
+        do {
+            try bus.ping(KeywellNames.busName, path: KeywellNames.objectPath)
+            guard let owner = try bus.nameOwner(KeywellNames.busName) else {
+                report.problem("keywelld", "it answered but left \(KeywellNames.busName)")
+                return nil
+            }
+            let pid = (try? bus.unixProcessID(of: owner)).map { "pid \($0), " } ?? ""
+            report.ok("keywelld", "running (\(pid)\(owner))")
+            return owner
+        } catch {
+            report.problem("keywelld", "\(KeywellNames.busName) does not answer (\(error.message)); "
+                + "is keywelld installed with its D-Bus activation file? (docs/install.md)")
+            return nil
+        }
+    }
+
+    private static func identity(on bus: DBusConnection, into report: inout DoctorReport) {
+        do {
+            let reply = try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
+                                     interface: KeywellNames.interface, member: "WhoAmI")
+            let identity = try reply.string(at: 0)
+            let strength = try reply.string(at: 1)
+            let reason = try reply.string(at: 2)
+            report.ok("identity", "\(identity) (\(strength): \(reason))")
+        } catch {
+            let text = KeychainError(dbusErrorName: error.name, message: error.message)?.description ?? error.message
+            report.problem("identity", "keywelld cannot identify this program: \(text)")
+        }
+    }
+
+    private static func secretService(on bus: DBusConnection, daemon: String, into report: inout DoctorReport) {
+        do {
+            guard let owner = try bus.nameOwner(KeywellNames.secretsBusName) else {
+                report.problem("Secret Service", "nobody owns \(KeywellNames.secretsBusName): libsecret apps cannot store secrets")
+                return
+            }
+            guard owner == daemon else {
+                let who = (try? bus.unixProcessID(of: owner)).map { pid in
+                    "pid \(pid)" + (executable(of: pid).map { " (\($0))" } ?? "")
+                } ?? owner
+                report.problem("Secret Service", "\(KeywellNames.secretsBusName) is served by \(who), not keywelld: "
+                    + "libsecret apps keep their secrets there (docs/secret-service.md)")
+                return
+            }
+            report.ok("Secret Service", "served by keywelld")
+        } catch {
+            report.problem("Secret Service", "cannot ask the bus: \(error.message)")
+        }
+    }
+
+    private static func loginKeychain(on bus: DBusConnection, into report: inout DoctorReport) {
+        do {
+            let name = try nativeCall(bus, "GetLoginKeychain").string(at: 0)
+            let info = try nativeCall(bus, "GetInfo", [.string(name)]).first?.asStringVariantDict() ?? [:]
+            let path = info["path"]?.stringValue ?? name
+            if info["locked"]?.boolValue == true {
+                report.note("login keychain", "\(path) is locked (unlock it with `keywell unlock-keychain \(name)`)")
+            } else {
+                report.ok("login keychain", "\(path), unlocked")
+            }
+        } catch {
+            let status = KeychainError(dbusErrorName: error.name, message: error.message)
+            if status?.status == SecStatus.noSuchKeychain {
+                report.problem("login keychain", "there is none yet: pam_keywell makes it at the next login, "
+                    + "or make it with `keywell create-keychain login`")
+            } else {
+                report.problem("login keychain", status?.description ?? error.message)
+            }
+        }
+    }
+
+    private static func pamProfile(into report: inout DoctorReport) {
+        let files = PAMProfile.filesNamingModule()
+        if files.isEmpty {
+            report.note("PAM", "no file of \(PAMProfile.folder) names pam_keywell.so: the login keychain is not "
+                + "unlocked when you log in (docs/install.md)")
+        } else {
+            report.ok("PAM", "pam_keywell.so in \(files.joined(separator: ", "))")
+        }
+    }
+
+    private static func ptraceScope(into report: inout DoctorReport) {
+        report.note("kernel.yama.ptrace_scope", PtraceScope.meaning(PtraceScope.read()))
+    }
+
+    private static func nativeCall(_ bus: DBusConnection, _ member: String, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
+        try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath, interface: KeywellNames.interface,
+                     member: member, arguments: arguments)
+    }
+
+    private static func executable(of pid: UInt32) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    }
+}

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import KeychainServices
+
+/// Plaintext CSV export (docs/export-import.md, "CSV"), done here through the ordinary item
+/// calls: the secrets are in the clear in the file anyway.
+enum CSVExport {
+    /// Rows in one CSV file, as for an encrypted export.
+    static let maximumRows = ExportLimits.itemsPerFile
+
+    static func run(_ context: CommandContext, _ keychains: [String], to path: String) -> Int32 {
+        var lines: [[UInt8]] = [CSVTable.line(CSVLayout.exportHeader.map { Array($0.utf8) })]
+        defer { for index in lines.indices { lines[index].withUnsafeMutableBytes { Memory.wipe($0) } } }
+        let search = ItemSearch(context: context)
+        for keychain in keychains {
+            for itemClass in [ItemClass.genericPassword, .internetPassword] {
+                var results: [WireDictionary]
+                do {
+                    results = try context.client.copyMatching(search.query(itemClass, [:], in: keychain, secret: true, all: true))
+                } catch where error.status == SecStatus.itemNotFound {
+                    continue
+                } catch {
+                    context.diagnostics.error("export \(context.naming.displayName(for: keychain)): \(TransferOptions.explained(error))")
+                    context.diagnostics.hintingAnywhere.hint(for: error, keychain: context.naming.displayName(for: keychain))
+                    return error.status
+                }
+                for index in results.indices {
+                    var secret = [UInt8](results[index][WireKey.valueData]?.dataValue ?? Data())
+                    var row = CSVMapping.row(results[index], secret: secret)
+                    lines.append(CSVTable.line(row))
+                    secret.withUnsafeMutableBytes { Memory.wipe($0) }
+                    for field in row.indices { row[field].withUnsafeMutableBytes { Memory.wipe($0) } }
+                    CSVSecrets.wipe(&results[index])
+                }
+            }
+        }
+        guard let fd = TransferFiles.create(path) else {
+            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
+            return CommandStatus.failure
+        }
+        defer { close(fd) }
+        for line in lines where !TransferFiles.writeAll(fd, line) {
+            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
+            unlink(path)
+            return CommandStatus.failure
+        }
+        context.output.write("exported \(lines.count - 1) item\(lines.count == 2 ? "" : "s") to \(path)\n")
+        return CommandStatus.success
+    }
+}
+
+/// What the CSV commands share.
+enum CSVSecrets {
+    /// Drops the secret from a dictionary and overwrites it (then its only holder).
+    static func wipe(_ dictionary: inout WireDictionary) {
+        if var data = dictionary.removeValue(forKey: WireKey.valueData)?.dataValue { data.wipe() }
+    }
+}

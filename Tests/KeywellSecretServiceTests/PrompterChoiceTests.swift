@@ -1,0 +1,76 @@
+import Foundation
+import KeywellTestSupport
+import Testing
+
+@testable import KeywellSecretService
+
+/// Which dialog a prompt shows (docs/prompts.md), with real files on a PATH of the test's own.
+@Suite struct PrompterChoiceTests {
+    /// Folders made by `path(with:)`, kept until the test ends.
+    private let folders = FolderKeeper()
+
+    /// A folder holding executables with these names.
+    private func path(with programs: [String]) throws -> String {
+        let folder = try TemporaryDirectory()
+        for name in programs { _ = try folder.write("#!/bin/sh\n", to: name, mode: 0o755) }
+        folders.keep(folder)
+        return folder.path
+    }
+
+    @Test func explicitPinentryWinsEvenWithoutADisplay() throws {
+        let choice = PrompterChoice(environment: ["KEYWELL_PINENTRY": "/opt/my-pinentry", "PATH": try path(with: [])])
+        #expect(choice.choose() == .pinentry(program: "/opt/my-pinentry", arguments: [], environment: [:]))
+    }
+
+    @Test func aDisplayPicksTheFirstGraphicalPinentryInOrder() throws {
+        let search = try path(with: ["pinentry-qt", "pinentry-gnome3", "pinentry-curses"])
+        let choice = PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search])
+        #expect(choice.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
+        let qtOnly = try path(with: ["pinentry-qt"])
+        #expect(PrompterChoice(environment: ["WAYLAND_DISPLAY": "wayland-0", "PATH": qtOnly]).choose()
+            == .pinentry(program: "\(qtOnly)/pinentry-qt", arguments: [], environment: [:]))
+    }
+
+    @Test func aDisplayOnlyInTheActivationEnvironmentIsPassedOn() throws {
+        let search = try path(with: ["pinentry-gnome3"])
+        let choice = PrompterChoice(environment: ["PATH": search]) {
+            ["DISPLAY": ":7", "XAUTHORITY": "/run/user/1/xauth", "LANG": "C"]
+        }
+        #expect(choice.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [],
+                                             environment: ["DISPLAY": ":7", "XAUTHORITY": "/run/user/1/xauth"]))
+    }
+
+    @Test func aConfiguredTerminalGetsTheCursesPinentryThere() throws {
+        let search = try path(with: ["pinentry-curses", "pinentry-tty"])
+        let choice = PrompterChoice(environment: ["KEYWELL_PINENTRY_TTY": "/dev/null", "TERM": "vt100", "PATH": search])
+        #expect(choice.choose() == .pinentry(program: "\(search)/pinentry-curses", arguments: ["--ttyname", "/dev/null"],
+                                             environment: ["TERM": "vt100"]))
+        // A file that is not a terminal device is refused, with the reason.
+        let notATerminal = PrompterChoice(environment: ["KEYWELL_PINENTRY_TTY": search, "PATH": search]).choose()
+        guard case .unavailable(let reason) = notATerminal else { Issue.record("\(notATerminal)"); return }
+        #expect(reason.contains("is not a terminal"))
+    }
+
+    @Test func nothingToShowSaysWhy() throws {
+        // pinentry-curses is there, but no terminal was configured: a daemon has none of its own.
+        let search = try path(with: ["pinentry-curses", "pinentry"])
+        guard case .unavailable(let reason) = PrompterChoice(environment: ["PATH": search]).choose() else {
+            Issue.record("a prompter was chosen without a display or a terminal"); return
+        }
+        #expect(reason.contains("no display") && reason.contains("KEYWELL_PINENTRY_TTY"))
+        guard case .unavailable(let graphical) = PrompterChoice(environment: ["DISPLAY": ":1", "PATH": search]).choose() else {
+            Issue.record("pinentry-curses was chosen for a display"); return
+        }
+        #expect(graphical.contains("no graphical pinentry"))
+    }
+
+    @Test func assignmentsParse() {
+        #expect(PrompterChoice.parse(assignments: ["A=1", "B=x=y", "junk", "C="]) == ["A": "1", "B": "x=y", "C": ""])
+    }
+}
+
+private final class FolderKeeper: @unchecked Sendable {
+    private let lock = NSLock()
+    private var folders: [TemporaryDirectory] = []
+    func keep(_ folder: TemporaryDirectory) { lock.withLock { folders.append(folder) } }
+}
