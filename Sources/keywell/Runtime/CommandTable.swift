@@ -106,7 +106,7 @@ enum CommandTable {
                                 "without -l/-u/-t they leave those as they are (with them, those are set too)."],
                     longValueOptions: [SettingsCommands.enforceAccessOption, SettingsCommands.screenLockOption],
                     longOptionHelp: ["    --\(SettingsCommands.enforceAccessOption) on|off  New items trust only their creator (on for keychains",
-                                     "                            made by this Keywell; docs/access-control.md)",
+                                     "                             made by this Keywell; docs/access-control.md)",
                                      "    --\(SettingsCommands.screenLockOption) on|off  Lock when the screen locks (docs/auto-lock.md)"],
                     run: SettingsCommands.setKeychainSettings),
         CommandSpec("set-keychain-password", synopsis: "[-h] [-o oldPassword] [-p newPassword] [keychain]",
