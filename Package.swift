@@ -64,7 +64,8 @@ let package = Package(
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
-        .target(name: "KeywellNativeClient", dependencies: ["KeywellDBus", "KeywellProtocol"]),
+        // CSodium: SHA-256 of programs named as trusted applications (`-T`).
+        .target(name: "KeywellNativeClient", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium"]),
         // Apple-shaped client library over D-Bus.
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
         // The Swift runtime linked into the CLI: a shell, git or a script starts it for every

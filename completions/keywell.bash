@@ -70,8 +70,10 @@ _keywell() {
         set-keychain-settings)
             case "$prev" in
                 -t) COMPREPLY=(); return ;;
+                --enforce-access) COMPREPLY=(); return ;;
+                --lock-on-screen-lock) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-l -u -t --help --lock-on-screen-lock --no-lock-on-screen-lock" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-l -u -t --enforce-access --help --lock-on-screen-lock" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur"))
             ;;
         set-keychain-password)
@@ -218,15 +220,17 @@ _keywell() {
         export)
             case "$prev" in
                 -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+                --format) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k -f --all --help --plaintext" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k -f --all --format --help --plaintext" -- "$cur")); return; fi
             COMPREPLY=($(compgen -f -- "$cur"))
             ;;
         import)
             case "$prev" in
                 -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+                --format) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k --help --newer --plaintext --replace --skip" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k --format --help --newer --plaintext --replace --skip" -- "$cur")); return; fi
             COMPREPLY=($(compgen -f -- "$cur"))
             ;;
         git-credential)

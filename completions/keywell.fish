@@ -51,8 +51,8 @@ complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s l 
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s u -d 'Lock keychain after timeout interval'
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -s t -d 'Timeout in seconds (omitting this option specifies "no timeout")' -r
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l help
-complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l lock-on-screen-lock
-complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l no-lock-on-screen-lock
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l enforce-access -r
+complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -l lock-on-screen-lock -r
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-settings' -a '(__keywell_keychains)'
 complete -c keywell -n __fish_use_subcommand -a set-keychain-password -d 'Set password for a keychain.'
 complete -c keywell -n '__fish_seen_subcommand_from set-keychain-password' -s o -d 'Old keychain password (if not provided, will prompt)' -r
@@ -183,6 +183,7 @@ complete -c keywell -n '__fish_seen_subcommand_from export' -s f -d 'With --form
 complete -c keywell -n '__fish_seen_subcommand_from export' -l all
 complete -c keywell -n '__fish_seen_subcommand_from export' -l help
 complete -c keywell -n '__fish_seen_subcommand_from export' -l plaintext
+complete -c keywell -n '__fish_seen_subcommand_from export' -l format -r
 complete -c keywell -n '__fish_seen_subcommand_from export' -F
 complete -c keywell -n __fish_use_subcommand -a import -d 'Keywell: merge an export file (or a browser'\''s CSV) into keychains.'
 complete -c keywell -n '__fish_seen_subcommand_from import' -s k -d 'Import everything into this keychain' -r -a '(__keywell_keychains)'
@@ -191,6 +192,7 @@ complete -c keywell -n '__fish_seen_subcommand_from import' -l newer
 complete -c keywell -n '__fish_seen_subcommand_from import' -l plaintext
 complete -c keywell -n '__fish_seen_subcommand_from import' -l replace
 complete -c keywell -n '__fish_seen_subcommand_from import' -l skip
+complete -c keywell -n '__fish_seen_subcommand_from import' -l format -r
 complete -c keywell -n '__fish_seen_subcommand_from import' -F
 complete -c keywell -n __fish_use_subcommand -a git-credential -d 'Keywell: git credential helper (credential.helper=keywell).'
 complete -c keywell -n '__fish_seen_subcommand_from git-credential' -a 'get store erase'

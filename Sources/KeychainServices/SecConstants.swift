@@ -13,6 +13,8 @@ public let kSecClassIdentity: CFString = "idnt"
 
 // Attributes
 public let kSecAttrAccount: CFString = "acct"
+/// An item's access list (a `SecAccess`), on `SecItemAdd` and `SecItemUpdate`.
+public let kSecAttrAccess: CFString = "acls"
 public let kSecAttrService: CFString = "svce"
 public let kSecAttrGeneric: CFString = "gena"
 public let kSecAttrServer: CFString = "srvr"

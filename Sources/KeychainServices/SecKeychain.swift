@@ -8,7 +8,7 @@ import KeywellProtocol
 
 /// Creates a keychain (unlocked, not added to the search list, as on macOS). `promptUser`
 /// asks Apple's UI for the password: errSecInteractionNotAllowed here. `initialAccess` is
-/// ignored (no ACLs on Linux).
+/// ignored: Keywell keeps access lists on items, not on keychains.
 public func SecKeychainCreate(_ pathName: UnsafePointer<CChar>, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
                               _ promptUser: Bool, _ initialAccess: SecAccess?,
                               _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {

@@ -38,11 +38,6 @@ public final class SecKeychain: NSObject, @unchecked Sendable {
     public override var description: String { "<SecKeychain \(nameOrPath)>" }
 }
 
-/// Apple's `SecAccessRef` (an access-control list for new keychains and items). Linux Keywell
-/// has no ACLs (docs/cli.md: parsed, not enforced), so this placeholder exists only so
-/// that code passing `nil` or an access object compiles; it is ignored.
-public final class SecAccess: NSObject, @unchecked Sendable {}
-
 /// `SecKeychainGetStatus` flags.
 public typealias SecKeychainStatus = UInt32
 public let kSecUnlockStateStatus: Int = 1

@@ -73,6 +73,8 @@ enum ValueConversion {
             return .integer(milliseconds(since1970: date))
         case let keychain as SecKeychain:
             return .string(keychain.nameOrPath)
+        case let access as SecAccess:
+            return access.list.wireValue
         case let number as NSNumber:
             if booleanKeys.contains(key) { return .bool(number.int64Value != 0) }
             if isBoolean(number) { return .bool(number.boolValue) }

@@ -4,8 +4,9 @@ import KeywellProtocol
 
 /// The MAC that binds an item's attributes to it (docs/file-format.md, "Integrity MACs"): keyed
 /// BLAKE2b under the keychain's `IntegrityKey` over the keychain's identity, the item's uuid and
-/// class, every attribute column and match column of its row, and every free-form row (Secret
-/// Service attributes, content type, type). Stored in `item.mac`.
+/// class, every attribute column and match column of its row, its access list unless that is "any
+/// application" (so an item's MAC from before access lists still holds), and every free-form row
+/// (Secret Service attributes, content type, type). Stored in `item.mac`.
 ///
 /// Written by every change of an item; checked whenever an item is returned while its keychain is
 /// unlocked, and before an item is changed (a change must never bless an edit made on disk).
@@ -17,11 +18,16 @@ enum ItemIntegrity {
     static let coveredColumns = ["uuid", "class"] + ItemTable.attributeAndMatchColumns
 
     /// The MAC of an item about to be written with these free-form rows.
-    static func mac(for item: KeychainItem, freeform: [String: String], keychain: UUID, key: IntegrityKey) -> Data {
+    static func mac(
+        for item: KeychainItem, freeform: [String: String], access: AccessList, keychain: UUID, key: IntegrityKey
+    ) -> Data {
         var input = MACInput(domain: domain, keychain: keychain)
         input.append(item.uuid.data.databaseValue)
         input.append(item.itemClass.rawValue.databaseValue)
         for value in ItemTable.attributeAndMatchValues(item) { input.append(value) }
+        // A list is text, never NULL, and the free-form rows start with their count (an integer):
+        // the input with a list cannot be mistaken for one without.
+        if access != .anyApplication { input.append(access.databaseValue) }
         input.appendFreeform(freeform.map { (Array($0.key.utf8), Array($0.value.utf8)) })
         return key.mac(input)
     }
@@ -113,11 +119,13 @@ enum ItemIntegrity {
         }
     }
 
-    /// Result columns of `select`: the row id, the covered columns from 1 on, the MAC, then
-    /// `extraColumns`, then a free-form row's name and value (NULL for an item without any).
+    /// Result columns of `select`: the row id, the covered columns from 1 on, the MAC, the
+    /// access list, then `extraColumns`, then a free-form row's name and value (NULL for an item
+    /// without any).
     static let firstCoveredColumn: Int32 = 1
     static let macColumn = Int32(1 + coveredColumns.count)
-    static let firstExtraColumn = macColumn + 1
+    static let accessColumn = macColumn + 1
+    static let firstExtraColumn = accessColumn + 1
 
     /// One statement: an item's columns repeat on each of its free-form rows (LEFT JOIN), so the
     /// row and the free-form rows come from one snapshot.
@@ -126,6 +134,8 @@ enum ItemIntegrity {
         columns += coveredColumns.map { "item." + $0 }
         // NULL in its place when not checked: a locked file of format 1 has no such column yet.
         columns.append(withMAC ? "item.mac" : "NULL")
+        // Likewise: files before format 3 have no access column (their items are all "any").
+        columns.append(withMAC ? "item.access" : "NULL")
         columns += extraColumns
         columns += ["a.name", "a.value"]
         return "SELECT " + columns.joined(separator: ", ")
@@ -177,6 +187,7 @@ enum ItemIntegrity {
             } else {
                 var input = MACInput(domain: domain, keychain: keychain)
                 for column in firstCoveredColumn..<macColumn { input.appendColumn(rows, column) }
+                if !rows.isNull(accessColumn) { input.appendColumn(rows, accessColumn) }
                 let stored = rows.isNull(macColumn) ? nil : rows.blob(macColumn)
                 index = items.count
                 indexOfRow[rowID] = index

@@ -6,10 +6,12 @@ struct ReturnRequest: Equatable, Sendable {
     var data = false
     var attributes = false
     var persistentRef = false
+    /// `r_Access`: the item's access list.
+    var access = false
     /// `r_SSAttributes` (with `r_Attributes`): the free-form rows too.
     var secretServiceAttributes = false
 
-    var isEmpty: Bool { !data && !attributes && !persistentRef }
+    var isEmpty: Bool { !data && !attributes && !persistentRef && !access }
 }
 
 /// Where a call looks for items.
@@ -30,6 +32,8 @@ struct NewItem: Sendable {
     /// `u_Keychain`, else the default keychain.
     var keychain: String?
     var returns: ReturnRequest
+    /// `acls`, when given; else `AccessList.forNewItem` decides.
+    var access: AccessList?
 }
 
 /// A parsed `CopyMatching`, `Update` or `Delete` query.
@@ -46,4 +50,6 @@ struct ItemChanges: Sendable {
     var attributes: [ItemAttribute: AttributeValue] = [:]
     /// A new secret, when `v_Data` is given.
     var secret: Data?
+    /// A new access list, when `acls` is given.
+    var access: AccessList?
 }

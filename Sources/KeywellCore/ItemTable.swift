@@ -38,17 +38,17 @@ enum ItemTable {
     private static let updatedColumns = attributeAndMatchColumns + ["secret"]
 
     private static let insertSQL =
-        "INSERT INTO item (uuid, class, \((updatedColumns + ["mac"]).joined(separator: ", "))) VALUES (?, ?, "
-        + Array(repeating: "?", count: updatedColumns.count + 1).joined(separator: ", ") + ")"
+        "INSERT INTO item (uuid, class, \((updatedColumns + ["mac", "access"]).joined(separator: ", "))) VALUES (?, ?, "
+        + Array(repeating: "?", count: updatedColumns.count + 2).joined(separator: ", ") + ")"
     private static let updateSQL =
         "UPDATE item SET " + updatedColumns.map { "\($0) = ?" }.joined(separator: ", ") + " WHERE id = ?"
 
-    /// Inserts a new item with its integrity MAC (`ItemIntegrity.mac`); a primary-key collision
-    /// is `errSecDuplicateItem`.
-    static func insert(_ item: KeychainItem, mac: Data, _ db: Database) throws -> Int64 {
+    /// Inserts a new item with its access list and integrity MAC (`ItemIntegrity.mac`); a
+    /// primary-key collision is `errSecDuplicateItem`.
+    static func insert(_ item: KeychainItem, access: AccessList, mac: Data, _ db: Database) throws -> Int64 {
         var values = [item.uuid.data.databaseValue, item.itemClass.rawValue.databaseValue]
         values += attributeAndMatchValues(item)
-        values += [item.sealedSecret.databaseValue, mac.databaseValue]
+        values += [item.sealedSecret.databaseValue, mac.databaseValue, access.databaseValue]
         try RawStatement(db, sql: insertSQL, values: values).run()
         return db.lastInsertedRowID
     }

@@ -259,6 +259,14 @@ final class KeychainDatabase: Sendable {
             settings: KeychainSettings(
                 lockOnSleep: try column("lock_on_sleep"), lockAfterSeconds: try column("lock_after_seconds"),
                 lockOnScreenLock: row.hasColumn("lock_on_screen_lock") ? try column("lock_on_screen_lock") : false))
+        // Absent before format 3: off.
+        let enforce: DatabaseValue = row["enforce_access"] ?? .null
+        if !enforce.isNull {
+            guard let flag = Bool.fromDatabaseValue(enforce) else {
+                throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) has a damaged header (enforce_access)")
+            }
+            header.settings.enforceAccess = flag
+        }
         // Absent in format 1; a missing or damaged one in a later format fails `checkMAC`.
         let mac: DatabaseValue = row["settings_mac"] ?? .null
         header.settingsMAC = Data.fromDatabaseValue(mac)
@@ -271,21 +279,23 @@ final class KeychainDatabase: Sendable {
         try insertHeader(header, db)
     }
 
-    /// Format 1 files have no `settings_mac` column (headers are written in the current format
-    /// only, after `KeychainUpgrade` added it).
+    /// Format 1 files have no `settings_mac` column, format 2 no `enforce_access` (headers are
+    /// written in the current format only, after `KeychainUpgrade` added them); files older than
+    /// the screen-lock setting lack `lock_on_screen_lock`, added here with the first header written.
     private static func insertHeader(_ header: KeychainHeader, _ db: Database) throws {
         let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('keychain')")
         if !columns.contains("lock_on_screen_lock") { try db.execute(sql: KeychainSchema.addScreenLockColumn) }
         try db.execute(
             sql: """
                 INSERT INTO keychain (id, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit,
-                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac, lock_on_screen_lock)
-                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds, settings_mac, enforce_access,
+                    lock_on_screen_lock)
+                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 header.formatVersion, header.uuid.data, header.salt, header.kdf.opsLimit, header.kdf.memLimit,
                 header.wrapNonce, header.wrappedKey, header.settings.lockOnSleep, header.settings.lockAfterSeconds,
-                header.settingsMAC, header.settings.lockOnScreenLock,
+                header.settingsMAC, header.settings.enforceAccess, header.settings.lockOnScreenLock,
             ])
     }
 

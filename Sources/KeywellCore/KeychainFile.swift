@@ -57,6 +57,10 @@ final class KeychainFile: Sendable {
         try keys().integrity
     }
 
+    /// Whether new items get an access list (`KeychainSettings.enforceAccess`), as last read
+    /// from the header.
+    var enforcesAccess: Bool { state.withLock { $0.settings.enforceAccess } }
+
     /// The key of the integrity MACs while unlocked, else nil (reads then go unchecked).
     var integrityKeyIfUnlocked: IntegrityKey? {
         state.withLock { $0.integrityKey }
@@ -68,7 +72,7 @@ final class KeychainFile: Sendable {
     }
 
     /// Checks the password even when already unlocked. Returns whether the state changed.
-    /// Upgrades a file of format 1 (`KeychainUpgrade`); refuses (`errSecDecode`) a header
+    /// Upgrades a file of an older format (`KeychainUpgrade`); refuses (`errSecDecode`) a header
     /// whose lock settings were edited outside Keywell.
     func unlock(password: SecretBytes) throws(KeychainError) -> Bool {
         let (header, key) = try currentHeader(password: password)
@@ -166,10 +170,10 @@ final class KeychainFile: Sendable {
     private func currentHeader(password: SecretBytes) throws(KeychainError) -> (KeychainHeader, SecretBytes) {
         var header = try database.readHeader()
         let (masterKey, wrappingKey) = try header.unwrapKeys(password: password)
-        if header.formatVersion < KeychainHeader.firstVersionWithMACs {
+        if header.formatVersion < KeychainHeader.currentFormatVersion {
             try KeychainUpgrade.upgradeIfNeeded(database, from: header, masterKey: masterKey, wrappingKey: wrappingKey)
             header = try database.readHeader()
-            guard header.formatVersion >= KeychainHeader.firstVersionWithMACs else {
+            guard header.formatVersion >= KeychainHeader.currentFormatVersion else {
                 throw KeychainError(SecStatus.authFailed, detail: "the password of \(location.displayName) changed meanwhile")
             }
         }

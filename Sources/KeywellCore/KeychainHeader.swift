@@ -6,10 +6,12 @@ import KeywellProtocol
 /// fields, so none of them can be swapped; `settingsMAC` (format 2 on) covers every field,
 /// the lock settings included, under the keychain's `IntegrityKey` (docs/file-format.md).
 struct KeychainHeader: Sendable {
-    /// 2: items and the header carry integrity MACs. Files of format 1 are upgraded when the
-    /// master key is first at hand (`KeychainUpgrade`).
-    static let currentFormatVersion = 2
+    /// 2: items and the header carry integrity MACs. 3: items carry access lists, the header
+    /// `enforceAccess`. Older files are upgraded when the master key is first at hand
+    /// (`KeychainUpgrade`).
+    static let currentFormatVersion = 3
     static let firstVersionWithMACs = 2
+    static let firstVersionWithAccessLists = 3
     private static let domain = Data("keywell master key v1\0".utf8)
 
     let formatVersion: Int
@@ -118,9 +120,14 @@ struct KeychainHeader: Sendable {
         for field in [salt, wrapNonce, wrappedKey] { field.withUnsafeBytes { input.appendBlob($0) } }
         input.appendInteger(settings.lockOnSleep ? 1 : 0)
         input.appendInteger(Int64(settings.lockAfterSeconds))
-        // Added after format 2 shipped: appended only when on, so the MACs of existing files
-        // (where it is off) still verify, and turning it on or off changes the MAC.
-        if settings.lockOnScreenLock { input.appendInteger(1) }
+        if formatVersion >= Self.firstVersionWithAccessLists {
+            input.appendInteger(settings.enforceAccess ? 1 : 0)
+            input.appendInteger(settings.lockOnScreenLock ? 1 : 0)
+        } else if settings.lockOnScreenLock {
+            // Format 2 got this setting after it shipped: appended only when on, so the MACs of
+            // files where it is off still verify. Format 3 always covers both fields.
+            input.appendInteger(1)
+        }
         return input
     }
 

@@ -1,7 +1,8 @@
-/// The tables of a keychain file (format version 2; docs/file-format.md).
+/// The tables of a keychain file (format version 3; docs/file-format.md).
 ///
 /// `keychain` holds one row: identity, the wrapped master key, the lock settings and the
-/// header's MAC. `item.mac` is each item's integrity MAC (`ItemIntegrity`).
+/// header's MAC. `item.mac` is each item's integrity MAC (`ItemIntegrity`), `item.access` its
+/// access list (`ItemAccessColumn`).
 /// `item` holds one row per item: every attribute as given, plus `<attr>_n` (NFC, for exact
 /// matches and uniqueness) and `<attr>_f` (NFC case-folded, for `m_CaseInsensitive`) for text
 /// attributes, and `port_n`. Primary-key parts an item lacks are "" / 0 in those columns, so
@@ -23,6 +24,7 @@ enum KeychainSchema {
                 lock_on_sleep INTEGER NOT NULL,
                 lock_after_seconds INTEGER NOT NULL,
                 settings_mac BLOB,
+                enforce_access INTEGER NOT NULL DEFAULT 0,
                 lock_on_screen_lock INTEGER NOT NULL DEFAULT 0
             )
             """,
@@ -55,6 +57,13 @@ enum KeychainSchema {
         "ALTER TABLE keychain ADD COLUMN settings_mac BLOB",
     ]
 
+    /// Format 2 → 3: access lists (NULL = any application) and the keychain's `enforceAccess`
+    /// (off for files that predate it). Item MACs stay valid: "any" adds nothing to them.
+    static let addedInVersion3 = [
+        "ALTER TABLE item ADD COLUMN access TEXT",
+        "ALTER TABLE keychain ADD COLUMN enforce_access INTEGER NOT NULL DEFAULT 0",
+    ]
+
     private static var itemColumnDefinitions: [String] {
         var columns = [
             "id INTEGER PRIMARY KEY",
@@ -69,6 +78,7 @@ enum KeychainSchema {
         }
         columns.append("secret BLOB NOT NULL")
         columns.append("mac BLOB")
+        columns.append("access TEXT")
         return columns
     }
 

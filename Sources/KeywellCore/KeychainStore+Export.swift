@@ -211,8 +211,11 @@ private struct ImportMerge {
             if isSecretService { item.attributes[.accessGroup] = .text(SecretServiceMapping.accessGroup(for: item.uuid)) }
         }
         item.sealedSecret = ItemSealing.seal(exported.secret, for: item, keychain: keychain, key: key)
-        let mac = ItemIntegrity.mac(for: item, freeform: exported.freeform, keychain: keychain, key: integrity)
-        let rowID = try ItemTable.insert(item, mac: mac, db)
+        // An export carries no access lists: imported items trust any application, as migrated
+        // ones do (docs/access-control.md, "What a new item gets").
+        let access = AccessList.anyApplication
+        let mac = ItemIntegrity.mac(for: item, freeform: exported.freeform, access: access, keychain: keychain, key: integrity)
+        let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
         try FreeformAttributeTable.insert(exported.freeform, itemID: rowID, db)
         added.insert(rowID)
     }

@@ -5,20 +5,24 @@ import KeywellProtocol
 /// Items: SecItem semantics over the user's keychains (docs/native-api.md "Decided details").
 extension KeychainStore {
     /// Adds to `u_Keychain`, else the default keychain. Returns what the `r_*` keys ask for
-    /// (`{}` without them).
-    public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
+    /// (`{}` without them). `creator`: the caller's application identity, trusted by the new item
+    /// when the dictionary has no `acls` and the keychain enforces access
+    /// (`AccessList.forNewItem`; keywelld does not name its callers yet and passes nil).
+    public func add(_ attributes: WireDictionary, creator: String? = nil) throws(KeychainError) -> WireDictionary {
         let newItem = try QueryParser.parseAdd(attributes)
         let file = try targetFile(newItem.keychain)
         let (key, integrity) = try file.keys()
         var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
-        let mac = ItemIntegrity.mac(for: item, freeform: [:], keychain: file.uuid, key: integrity)
-        item.rowID = try file.database.write { db in try ItemTable.insert(item, mac: mac, db) }
+        let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess)
+        let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: file.uuid, key: integrity)
+        item.rowID = try file.database.write { db in try ItemTable.insert(item, access: access, mac: mac, db) }
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, created: [item.uuid])])
-        return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret)
+        return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret, access: access)
     }
 
     /// Adds many items in one transaction per keychain: all of them or, on any error, none.
+    /// Items without `acls` trust any application (this is how items come in from elsewhere).
     public func addBatch(_ items: [WireDictionary]) throws(KeychainError) {
         // One group per target keychain, however the items name it.
         var files: [KeychainFile] = []
@@ -47,8 +51,9 @@ extension KeychainStore {
                 let keychain = files[index].uuid
                 return try groups[index].map { newItem in
                     let item = newItem.makeItem(keychain: keychain, key: keys[index].master, now: now)
-                    let mac = ItemIntegrity.mac(for: item, freeform: [:], keychain: keychain, key: keys[index].integrity)
-                    _ = try ItemTable.insert(item, mac: mac, db)
+                    let access = newItem.access ?? .anyApplication
+                    let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: keychain, key: keys[index].integrity)
+                    _ = try ItemTable.insert(item, access: access, mac: mac, db)
                     return item.uuid
                 }
             }
@@ -84,26 +89,32 @@ extension KeychainStore {
                 lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
                 continue
             }
+            // Access lists and free-form rows come from the same snapshot as the rows the MAC covers.
             let items: [KeychainItem]
+            var accessLists: [Int64: AccessList] = [:]
             let wantsFreeform = query.returns.attributes && query.returns.secretServiceAttributes
             var freeform: [[String: String]] = []
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
                     try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                    if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             } else {
+                // Locked: nothing is checked, so nothing needs one snapshot.
                 items = try file.database.read { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
+                    if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             }
             file.markUsed()
             for (index, item) in items.enumerated() {
-                var one = try result(for: item, in: file, returns: query.returns, key: key)
+                let access = item.rowID.flatMap { accessLists[$0] } ?? .anyApplication
+                var one = try result(for: item, in: file, returns: query.returns, key: key, access: access)
                 if wantsFreeform { Self.addSecretServiceAttributes(freeform[index], to: &one) }
                 results.append(one)
             }
@@ -130,6 +141,7 @@ extension KeychainStore {
                 let updated = try changes.apply(to: item, keychain: file.uuid, key: key, now: now)
                 try KeychainError.rethrowing(path: file.location.path) {
                     try ItemTable.update(updated, db)
+                    if let access = changes.access { try ItemAccessColumn.set(access, rowID: item.rowID!, db) }
                     try ItemIntegrity.renew(rowID: item.rowID!, keychain: file.uuid, key: integrity, db)
                 }
             }
@@ -227,9 +239,11 @@ extension KeychainStore {
 
     /// The result dictionary for one item: what `returns` asks for.
     private func result(
-        for item: KeychainItem, in file: KeychainFile, returns: ReturnRequest, key: SecretBytes? = nil, secret: Data? = nil
+        for item: KeychainItem, in file: KeychainFile, returns: ReturnRequest, key: SecretBytes? = nil, secret: Data? = nil,
+        access: AccessList = .anyApplication
     ) throws(KeychainError) -> WireDictionary {
         var result: WireDictionary = returns.attributes ? item.wireAttributes : [:]
+        if returns.access { result[WireKey.access] = access.wireValue }
         if returns.data {
             if let secret {
                 result[WireKey.valueData] = .data(secret)

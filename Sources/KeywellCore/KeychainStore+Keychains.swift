@@ -194,12 +194,14 @@ extension KeychainStore {
             KeychainInfoKey.lockOnSleep: .bool(header.settings.lockOnSleep),
             KeychainInfoKey.lockOnScreenLock: .bool(header.settings.lockOnScreenLock),
             KeychainInfoKey.lockAfterSeconds: .integer(Int64(header.settings.lockAfterSeconds)),
+            KeychainInfoKey.enforceAccess: .bool(header.settings.enforceAccess),
             KeychainInfoKey.isDefault: .bool(try defaultLocation() == location),
             KeychainInfoKey.isLogin: .bool(location == loginLocation),
         ]
     }
 
-    /// Changes only the keys given (`lockOnSleep`, `lockOnScreenLock`, `lockAfterSeconds`); applies at once. Needs
+    /// Changes only the keys given (`lockOnSleep`, `lockOnScreenLock`, `lockAfterSeconds`, `enforceAccess`);
+    /// applies at once. Needs
     /// the keychain unlocked: the header's MAC covers the settings.
     public func setSettings(_ nameOrPath: String, _ settings: WireDictionary) throws(KeychainError) {
         try file(at: location(nameOrPath)).updateSettings(settings)

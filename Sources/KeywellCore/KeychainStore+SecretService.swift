@@ -236,9 +236,11 @@ extension KeychainStore {
     /// with exactly the same attributes gets the new label, secret and type instead, keeping its
     /// identity. `times` carries an item's creation and modification times over from elsewhere
     /// (a migration); without it both are now. Returns the item and whether it replaced one.
+    /// `creator`: as in `add` (a new item's access list, `AccessList.forNewItem`); nil, as a
+    /// migration passes, makes an item any application may use. A replaced item keeps its list.
     public func secretServiceCreateItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
-        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil
+        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
@@ -271,8 +273,9 @@ extension KeychainStore {
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             // A new item has no hidden rows to replace or delete: only those that say something.
             let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
-            let mac = ItemIntegrity.mac(for: item, freeform: rows, keychain: file.uuid, key: integrity)
-            let rowID = try ItemTable.insert(item, mac: mac, db)
+            let access = AccessList.forNewItem(creator: creator, explicit: nil, enforceAccess: file.enforcesAccess)
+            let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
+            let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
             try FreeformAttributeTable.insert(rows, itemID: rowID, db)
             return (uuid, false)
         }

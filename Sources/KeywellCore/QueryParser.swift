@@ -22,6 +22,7 @@ enum QueryParser {
             switch key {
             case WireKey.valueData: item.secret = try data(key, value)
             case WireKey.useKeychain: item.keychain = try string(key, value)
+            case WireKey.access: item.access = try AccessList(wire: value)
             default:
                 guard try parseReturn(key, value, into: &item.returns) else { throw unknownKey(key, in: "Add") }
             }
@@ -52,7 +53,8 @@ enum QueryParser {
                 searchList = list
             case WireKey.useKeychain:
                 keychain = try string(key, value)
-            case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnSecretServiceAttributes:
+            case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnAccess,
+                 WireKey.returnSecretServiceAttributes:
                 guard operation != .update else { throw .param("\(key) is not allowed in an Update query") }
                 _ = try parseReturn(key, value, into: &query.returns)
             default:
@@ -79,6 +81,8 @@ enum QueryParser {
                 changes.attributes[attribute] = try writableAttribute(attribute, value, itemClass: itemClass)
             } else if key == WireKey.valueData {
                 changes.secret = try data(key, value)
+            } else if key == WireKey.access {
+                changes.access = try AccessList(wire: value)
             } else {
                 throw unknownKey(key, in: "the attributes to update")
             }
@@ -111,6 +115,7 @@ enum QueryParser {
         case WireKey.returnData: returns.data = try bool(key, value)
         case WireKey.returnAttributes: returns.attributes = try bool(key, value)
         case WireKey.returnPersistentRef: returns.persistentRef = try bool(key, value)
+        case WireKey.returnAccess: returns.access = try bool(key, value)
         case WireKey.returnSecretServiceAttributes: returns.secretServiceAttributes = try bool(key, value)
         default: return false
         }

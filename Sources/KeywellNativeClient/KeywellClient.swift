@@ -21,9 +21,12 @@ public struct KeychainInfo: Sendable, Equatable, Hashable {
     public var lockAfterSeconds: UInt32
     public var isDefault: Bool
     public var isLogin: Bool
+    /// New items trust only their creator (docs/access-control.md).
+    public var enforceAccess: Bool
 
     public init(name: String, path: String, locked: Bool, itemCount: Int, lockOnSleep: Bool,
-                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool, lockOnScreenLock: Bool = false) {
+                lockAfterSeconds: UInt32, isDefault: Bool, isLogin: Bool, enforceAccess: Bool = false,
+                lockOnScreenLock: Bool = false) {
         self.name = name
         self.path = path
         self.locked = locked
@@ -33,6 +36,7 @@ public struct KeychainInfo: Sendable, Equatable, Hashable {
         self.lockAfterSeconds = lockAfterSeconds
         self.isDefault = isDefault
         self.isLogin = isLogin
+        self.enforceAccess = enforceAccess
     }
 }
 
@@ -188,14 +192,16 @@ public final class KeywellClient: Sendable {
             lockAfterSeconds: try field(KeychainInfoKey.lockAfterSeconds) { $0.integerValue.flatMap { UInt32(exactly: $0) } },
             isDefault: try field(KeychainInfoKey.isDefault, \.boolValue),
             isLogin: try field(KeychainInfoKey.isLogin, \.boolValue),
+            enforceAccess: try field(KeychainInfoKey.enforceAccess, \.boolValue),
             // A daemon older than the setting does not send it.
             lockOnScreenLock: info[KeychainInfoKey.lockOnScreenLock]?.boolValue ?? false)
     }
 
     /// Changes only the settings given; `lockAfterSeconds` 0 = never.
     public func setSettings(_ name: String, lockOnSleep: Bool? = nil, lockAfterSeconds: UInt32? = nil,
-                            lockOnScreenLock: Bool? = nil) throws(KeychainError) {
+                            enforceAccess: Bool? = nil, lockOnScreenLock: Bool? = nil) throws(KeychainError) {
         var settings: [String: DBusValue] = [:]
+        if let enforceAccess { settings[KeychainInfoKey.enforceAccess] = .bool(enforceAccess) }
         if let lockOnSleep { settings[KeychainInfoKey.lockOnSleep] = .bool(lockOnSleep) }
         if let lockOnScreenLock { settings[KeychainInfoKey.lockOnScreenLock] = .bool(lockOnScreenLock) }
         if let lockAfterSeconds { settings[KeychainInfoKey.lockAfterSeconds] = .uint32(lockAfterSeconds) }

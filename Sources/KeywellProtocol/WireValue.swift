@@ -37,6 +37,13 @@ public enum WireKey {
     public static let matchCaseInsensitive = "m_CaseInsensitive"
     public static let matchSearchList = "m_SearchList"
     public static let useKeychain = "u_Keychain"
+    /// An item's access list (`AccessList.wireValue`): in Add and Update, and returned by
+    /// CopyMatching when `returnAccess` is true. The string of Apple's `kSecAttrAccess`.
+    public static let access = "acls"
+    /// The `access` value that trusts any application.
+    public static let accessAnyApplication = "any"
+    /// Asks CopyMatching for each item's `access`.
+    public static let returnAccess = "r_Access"
 
     /// Keywell's own: with `r_Attributes`, also return the item's free-form (Secret Service)
     /// attributes under `ssAttributes`, `ssContentType` and `ssType` (docs/export-import.md).
@@ -61,6 +68,8 @@ public enum KeychainInfoKey {
     public static let lockOnSleep = "lockOnSleep"
     public static let lockOnScreenLock = "lockOnScreenLock"
     public static let lockAfterSeconds = "lockAfterSeconds"
+    /// Whether new items trust only their creator (`b`; docs/access-control.md).
+    public static let enforceAccess = "enforceAccess"
     public static let isDefault = "isDefault"
     public static let isLogin = "isLogin"
 }

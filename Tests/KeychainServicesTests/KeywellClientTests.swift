@@ -40,7 +40,8 @@ struct KeywellClientTests {
 
         let info = try client.info("work")
         #expect(info == KeychainInfo(name: "work", path: info.path, locked: false, itemCount: 0, lockOnSleep: true,
-                                     lockAfterSeconds: 300, isDefault: false, isLogin: false, lockOnScreenLock: true))
+                                     lockAfterSeconds: 300, isDefault: false, isLogin: false, enforceAccess: true,
+                                     lockOnScreenLock: true))
         let login = try client.info("login")
         #expect(login.isLogin && login.isDefault && login.lockAfterSeconds == 0 && !login.lockOnSleep && !login.lockOnScreenLock)
 

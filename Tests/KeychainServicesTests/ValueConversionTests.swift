@@ -138,7 +138,7 @@ import KeywellProtocol
         #expect(status(with(kSecAttrAccount as String, [1: 2])) == errSecParam)
         #expect(status(with(kSecAttrPort as String, 1.5)) == errSecParam)
         #expect(status(with(kSecReturnRef as String, true)) == errSecParam)
-        #expect(status(with(kSecValueRef as String, SecAccess())) == errSecParam)
+        #expect(status(with(kSecValueRef as String, SecAccess.anyApplication())) == errSecParam)
     }
 
     @Test func nonStringKeysAreParam() {

@@ -68,28 +68,34 @@ import Testing
         let fresh = try session.run(["show-keychain-info", keychain])
         #expect(fresh.exit == 0)
         #expect(fresh.stdout.isEmpty)
-        // macOS's line, then Keywell's own setting (new keychains lock with the screen).
-        #expect(fresh.stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=300s lock-on-screen-lock\n")
+        // macOS's line, then Keywell's own settings (new keychains lock with the screen and
+        // enforce access lists).
+        #expect(fresh.stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=300s lock-on-screen-lock enforce-access\n")
 
-        // macOS's flags leave the screen-lock setting alone; only its own flags change it.
-        try session.ok(["set-keychain-settings", "--no-lock-on-screen-lock", "-lut", "7200", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=7200s\n")
+        // macOS's flags leave the screen-lock setting alone; only its own option changes it.
+        try session.ok(["set-keychain-settings", "--lock-on-screen-lock", "off", "-lut", "7200", keychain])
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep timeout=7200s enforce-access\n")
         try session.ok(["set-keychain-settings", "-t", "60", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" timeout=60s\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" timeout=60s enforce-access\n")
         // -u without -t is ignored; no flags at all means no timeout and no lock on sleep.
         try session.ok(["set-keychain-settings", "-u", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" no-timeout\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" no-timeout enforce-access\n")
         try session.ok(["set-keychain-settings", "-l", keychain])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout\n")
-        try session.ok(["set-keychain-settings", "-l", keychain, "--lock-on-screen-lock"])
-        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout lock-on-screen-lock\n")
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout enforce-access\n")
+        // Alone, Keywell's own option leaves macOS's settings as they are.
+        try session.ok(["set-keychain-settings", "--lock-on-screen-lock=on", keychain])
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout lock-on-screen-lock enforce-access\n")
         let json = try session.run(["show-keychain-info", keychain, "--json"])
         #expect(json.stdout.contains("\"lockOnScreenLock\":true") || json.stdout.contains("\"lockOnScreenLock\": true"), "\(json.stdout)")
-        let both = try session.run(["set-keychain-settings", "--lock-on-screen-lock", "--no-lock-on-screen-lock", keychain])
-        #expect(both.exit == 2)
-        #expect(both.stderr.contains("contradict"))
+        let bad = try session.run(["set-keychain-settings", "--lock-on-screen-lock", "yes", keychain])
+        #expect(bad.exit == 2)
+        #expect(bad.stderr.contains("--lock-on-screen-lock takes on or off, not \"yes\""), "\(bad.stderr)")
+        let missing = try session.run(["set-keychain-settings", keychain, "--lock-on-screen-lock"])
+        #expect(missing.exit == 2)
+        // Still on: a refused command changes nothing.
+        #expect(try session.run(["show-keychain-info", keychain]).stderr == "Keychain \"\(keychain)\" lock-on-sleep no-timeout lock-on-screen-lock enforce-access\n")
         // The login keychain never locks by itself; without an argument: the default, shown as <NULL>.
-        #expect(try session.run(["show-keychain-info"]).stderr == "Keychain \"<NULL>\" no-timeout\n")
+        #expect(try session.run(["show-keychain-info"]).stderr == "Keychain \"<NULL>\" no-timeout enforce-access\n")
     }
 
     @Test func showKeychainInfoOnALockedKeychainExits36() throws {

@@ -93,7 +93,7 @@ import Testing
         try session.ok(["set-keychain-settings", "-t", "5", keychain])
         let info = try session.run(["show-keychain-info", keychain])
         #expect(info.exit == 0, "\(info)")
-        #expect(info.stderr == "Keychain \"\(keychain)\" timeout=5s lock-on-screen-lock\n")
+        #expect(info.stderr == "Keychain \"\(keychain)\" timeout=5s lock-on-screen-lock enforce-access\n")
         // The timer still runs: left alone, the keychain locks by itself.
         try waitFor(timeout: .seconds(120)) { try session.run(["show-keychain-info", keychain]).exit == 36 }
     }

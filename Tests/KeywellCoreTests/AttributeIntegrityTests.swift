@@ -207,7 +207,7 @@ import Testing
         #expect(try store.copyMatching(genp("alice", "mail") + returnAttributes)[0]["labl"] == .string("Mail"))
 
         try store.unlock("login", password: secret("fixture password"))
-        #expect(try sqlite(path, "SELECT format_version FROM keychain") == "2")
+        #expect(try sqlite(path, "SELECT format_version FROM keychain") == "3")
         #expect(try sqlite(path, "SELECT count(*) FROM item WHERE length(mac) = 32") == "4")
         #expect(try sqlite(path, "SELECT length(settings_mac) FROM keychain") == "32")
 
@@ -233,7 +233,7 @@ import Testing
         let store = try environment.makeStore()
         try store.changePassword("login", old: secret("fixture password"), new: secret("new"))
         #expect(try store.isLocked("login"))
-        #expect(try sqlite(path, "SELECT format_version || ',' || length(settings_mac) FROM keychain") == "2,32")
+        #expect(try sqlite(path, "SELECT format_version || ',' || length(settings_mac) FROM keychain") == "3,32")
         try store.unlock("login", password: secret("new"))
         #expect(try store.copyMatching(genp("alice", "mail") + returnData) == [[WireKey.valueData: data("native mail secret")]])
     }

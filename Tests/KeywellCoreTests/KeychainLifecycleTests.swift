@@ -31,6 +31,7 @@ import Testing
             KeychainInfoKey.lockOnSleep: .bool(false), KeychainInfoKey.lockAfterSeconds: .integer(0),
             KeychainInfoKey.lockOnScreenLock: .bool(false),
             KeychainInfoKey.isDefault: .bool(true), KeychainInfoKey.isLogin: .bool(true),
+            KeychainInfoKey.enforceAccess: .bool(true),
         ])
         // Without a settings file the fresh-user rules still hold.
         #expect(!FileManager.default.fileExists(atPath: environment.paths.configDirectory.path + "/settings.json"))

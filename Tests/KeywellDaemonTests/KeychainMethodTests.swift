@@ -67,7 +67,8 @@ import Testing
         let info = try fixture.info("other")
         #expect(info == [
             "name": "other", "path": .string(path), "locked": false, "itemCount": .uint32(1), "lockOnSleep": true,
-            "lockAfterSeconds": .uint32(300), "isDefault": false, "isLogin": false, "lockOnScreenLock": true,
+            "lockAfterSeconds": .uint32(300), "isDefault": false, "isLogin": false, "enforceAccess": true,
+            "lockOnScreenLock": true,
         ])
         let login = try fixture.info("login")
         #expect(login["lockAfterSeconds"] == .uint32(0))
@@ -78,6 +79,9 @@ import Testing
         try fixture.call("SetSettings", ["other", .stringVariantDict(["lockAfterSeconds": .int32(60)])])
         #expect(try fixture.info("other")["lockAfterSeconds"] == .uint32(60))
         #expect(try fixture.info("other")["lockOnSleep"] == true, "only the keys given change")
+        try fixture.call("SetSettings", ["other", .stringVariantDict(["enforceAccess": .bool(false)])])
+        #expect(try fixture.info("other")["enforceAccess"] == false)
+        #expect(try fixture.info("other")["lockAfterSeconds"] == .uint32(60), "only the keys given change")
         try fixture.call("SetSettings", ["other", .stringVariantDict(["lockOnSleep": false])])
         #expect(try fixture.info("other")["lockOnSleep"] == false)
         expectKeychainError("Param", SecStatus.param) {

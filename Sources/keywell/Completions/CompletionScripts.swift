@@ -50,14 +50,18 @@ enum CompletionScripts {
         for spec in commands {
             text += "        \(spec.name))\n"
             let valued = spec.options.filter { $0.valueName != nil }
-            if !valued.isEmpty {
+            if !valued.isEmpty || !spec.longValueOptions.isEmpty {
                 text += "            case \"$prev\" in\n"
                 for option in valued {
                     text += "                -\(option.letter)) \(bashValues(option.completion)); return ;;\n"
                 }
+                for name in spec.longValueOptions.sorted() {
+                    text += "                --\(name)) COMPREPLY=(); return ;;\n"
+                }
                 text += "            esac\n"
             }
-            let flags = spec.options.filter { !$0.hidden }.map { "-\($0.letter)" } + spec.longFlags.sorted().map { "--\($0)" }
+            let flags = spec.options.filter { !$0.hidden }.map { "-\($0.letter)" }
+                + spec.longFlags.union(spec.longValueOptions).sorted().map { "--\($0)" }
             text += "            if [[ \"$cur\" == -* ]]; then COMPREPLY=($(compgen -W \"\(spec.usesGetopt ? flags.joined(separator: " ") : "--help")\" -- \"$cur\")); return; fi\n"
             text += "            \(bashValues(spec.operands))\n"
             text += "            ;;\n"
@@ -125,6 +129,7 @@ enum CompletionScripts {
                     }
                 }
                 for flag in spec.longFlags.sorted() { specs.append(singleQuoted("--\(flag)")) }
+                for name in spec.longValueOptions.sorted() { specs.append(singleQuoted("--\(name)=:value: ")) }
             }
             specs.append(singleQuoted("*:argument:\(zshAction(spec.operands))"))
             text += "                \(spec.name)) _arguments -s \(specs.joined(separator: " ")) ;;\n"
@@ -179,6 +184,9 @@ enum CompletionScripts {
                 }
                 for flag in spec.longFlags.sorted() {
                     text += "complete -c keywell -n \(condition) -l \(flag)\n"
+                }
+                for name in spec.longValueOptions.sorted() {
+                    text += "complete -c keywell -n \(condition) -l \(name) -r\n"
                 }
             }
             let operands = fishValues(spec.operands)

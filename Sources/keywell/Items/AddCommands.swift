@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import KeywellNativeClient
+import KeywellProtocol
 
 /// `add-generic-password` and `add-internet-password`.
 enum AddCommands {
@@ -80,8 +81,15 @@ enum AddCommands {
         }
         if let kind = invocation.value("D") { attributes["desc"] = .string(kind) }
         if let comment = invocation.value("j") { attributes["icmt"] = .string(comment) }
-        // -A and -T (access control) are accepted and not enforced: every process of the user
-        // that can reach the session bus is trusted alike (docs/cli.md "Decisions where Linux differs").
+        // -A: any application; -T (repeatable): those programs, "" adding none. Neither: the
+        // daemon decides (docs/access-control.md, "Access lists on items").
+        let access: AccessList?
+        do {
+            access = try accessList(invocation)
+        } catch {
+            context.diagnostics.error("SecTrustedApplicationCreateFromPath: \(error.detail ?? error.message)")
+            return CommandStatus.failure
+        }
 
         let secret: SecretBytes?
         switch password(itemClass, context, invocation, prompt: prompt) {
@@ -93,7 +101,7 @@ enum AddCommands {
 
         let keychain = typedKeychain.map(context.naming.daemonName)
         if invocation.has("U") {
-            switch update(itemClass, attributes, secret: secret, keychain: keychain, context) {
+            switch update(itemClass, attributes, access: access, secret: secret, keychain: keychain, context) {
             case .updated: return CommandStatus.success
             case .failed(let status): return status
             case .notFound: break
@@ -106,6 +114,7 @@ enum AddCommands {
         var request = attributes
         request[WireKey.class] = .string(itemClass.rawValue)
         if let keychain { request[WireKey.useKeychain] = .string(keychain) }
+        if let access { request[WireKey.access] = access.wireValue }
         do {
             try (secret ?? SecretBytes([])).withData { data throws(KeychainError) in
                 request[WireKey.valueData] = .data(data)
@@ -123,14 +132,27 @@ enum AddCommands {
         }
     }
 
+    /// -A wins over -T, as on macOS; each non-empty -T path becomes its program's identity now.
+    private static func accessList(_ invocation: Invocation) throws(KeychainError) -> AccessList? {
+        if invocation.has("A") { return .anyApplication }
+        let paths = invocation.arguments.values("T")
+        guard !paths.isEmpty else { return nil }
+        guard paths.count <= AccessList.maxApplications else {
+            throw .param("at most \(AccessList.maxApplications) -T options")
+        }
+        var identities: [String] = []
+        for path in paths where !path.isEmpty { identities.append(try ExecutableIdentity.of(path: path)) }
+        return try AccessList.validated(identities)
+    }
+
     private enum UpdateOutcome {
         case updated, notFound, failed(Int32)
     }
 
     /// `-U`: change the first existing item with the same key, in the given keychain or, with
     /// none given, anywhere in the search list. The label is always reset (to -l or the
-    /// service/server), other attributes only when given, the password only when given.
-    private static func update(_ itemClass: ItemClass, _ attributes: WireDictionary, secret: SecretBytes?,
+    /// service/server), other attributes only when given, the password and access list only when given.
+    private static func update(_ itemClass: ItemClass, _ attributes: WireDictionary, access: AccessList?, secret: SecretBytes?,
                                keychain: String?, _ context: CommandContext) -> UpdateOutcome {
         let search = ItemSearch(context: context)
         var filters: WireDictionary
@@ -161,6 +183,8 @@ enum AddCommands {
         }
         guard let ref = found.persistentRef else { return .notFound }
         var changes = attributes
+        // -A / -T replace the item's list; without them it keeps its own.
+        if let access { changes[WireKey.access] = access.wireValue }
         do {
             try (secret ?? SecretBytes([])).withData { data throws(KeychainError) in
                 if secret != nil { changes[WireKey.valueData] = .data(data) }

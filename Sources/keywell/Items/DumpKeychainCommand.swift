@@ -13,7 +13,7 @@ enum DumpKeychainCommand {
     }
 
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
-        // -i edits access lists interactively; Keywell has none to edit.
+        // -i edits access lists interactively; Keywell has no such editor (-a prints them).
         if invocation.has("i") { return CommandStatus.usage }
         if let file = invocation.value("o") {
             // Hidden `-o file`: the dump goes to the file (0600: it may hold secrets).
@@ -26,7 +26,7 @@ enum DumpKeychainCommand {
             dup2(fd, 1)
             close(fd)
         }
-        let withData = invocation.has("d"), withRaw = invocation.has("r")
+        let withData = invocation.has("d"), withRaw = invocation.has("r"), withAccess = invocation.has("a")
         let wantsSecret = withData || withRaw
         let explicit = !invocation.operands.isEmpty
         let search = ItemSearch(context: context)
@@ -46,7 +46,8 @@ enum DumpKeychainCommand {
             for itemClass in [ItemClass.genericPassword, .internetPassword] {
                 let entries: [Entry]
                 do {
-                    entries = try items(itemClass, in: keychain, secrets: wantsSecret, secretService: invocation.json, search: search)
+                    entries = try items(itemClass, in: keychain, secrets: wantsSecret, access: withAccess,
+                                        secretService: invocation.json, search: search)
                 } catch {
                     if error.status == SecStatus.noSuchKeychain && !explicit { break }
                     context.diagnostics.perror("SecKeychainSearchCreateFromAttributes", error.status)
@@ -57,13 +58,14 @@ enum DumpKeychainCommand {
                     defer { entry.item.secret?.wipe() }
                     if invocation.json {
                         json.append(ItemJSON.item(entry.item, keychainPath: path, includeSecret: wantsSecret,
-                                                  error: entry.secretFailure.map(SecStatus.message)))
+                                                  includeAccess: withAccess, error: entry.secretFailure.map(SecStatus.message)))
                         continue
                     }
                     context.output.write(ItemRendering.header(entry.item, keychainPath: path))
                     if let status = entry.secretFailure {
                         context.output.flush()
                         context.diagnostics.perror("SecKeychainItemCopyAttributesAndData", status)
+                        if withAccess { context.output.write(ItemRendering.accessLines(entry.item)) }
                         continue
                     }
                     context.output.write(ItemRendering.attributeLines(entry.item))
@@ -73,6 +75,7 @@ enum DumpKeychainCommand {
                         // secret's bytes as they are [D].
                         if withRaw { context.output.writeSecret(Array("raw data:\n".utf8) + secret.bytes + [0x0A]) }
                     }
+                    if withAccess { context.output.write(ItemRendering.accessLines(entry.item)) }
                 }
             }
         }
@@ -82,11 +85,11 @@ enum DumpKeychainCommand {
 
     /// All items of one class in one keychain; with `secrets`, each with its secret or the
     /// reason it could not be read.
-    private static func items(_ itemClass: ItemClass, in keychain: String, secrets: Bool, secretService: Bool,
+    private static func items(_ itemClass: ItemClass, in keychain: String, secrets: Bool, access: Bool, secretService: Bool,
                               search: ItemSearch) throws(KeychainError) -> [Entry] {
         let client = search.context.client
         func fetch(withSecrets: Bool) throws(KeychainError) -> [WireDictionary] {
-            var query = search.query(itemClass, [:], in: keychain, secret: withSecrets, all: true)
+            var query = search.query(itemClass, [:], in: keychain, secret: withSecrets, all: true, access: access)
             // --json shows every free-form (Secret Service) attribute too.
             if secretService { query[WireKey.returnSecretServiceAttributes] = .bool(true) }
             do {

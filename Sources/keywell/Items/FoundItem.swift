@@ -25,6 +25,12 @@ struct FoundItem {
         self.secret = secret
     }
 
+    /// The item's access list, when the search asked for it (`r_Access`); nil when it did not or
+    /// when the daemon sent something else.
+    var access: AccessList? {
+        attributes[WireKey.access].flatMap { try? AccessList(wire: $0) }
+    }
+
     /// A text attribute's bytes (`acct`, `svce`, …), nil when absent.
     func bytes(_ key: String) -> [UInt8]? {
         switch attributes[key] {

@@ -30,7 +30,7 @@ struct ItemSearch {
     }
 
     func query(_ itemClass: ItemClass, _ filters: WireDictionary, in keychain: String,
-               attributes: Bool = true, secret: Bool = false, all: Bool = false) -> WireDictionary {
+               attributes: Bool = true, secret: Bool = false, all: Bool = false, access: Bool = false) -> WireDictionary {
         var query = filters
         query[WireKey.class] = .string(itemClass.rawValue)
         query[WireKey.useKeychain] = .string(keychain)
@@ -39,6 +39,7 @@ struct ItemSearch {
             query[WireKey.returnPersistentRef] = .bool(true)
         }
         if secret { query[WireKey.returnData] = .bool(true) }
+        if access { query[WireKey.returnAccess] = .bool(true) }
         if all { query[WireKey.matchLimit] = .string(WireKey.matchLimitAll) }
         return query
     }

@@ -2,9 +2,24 @@ import KeywellNativeClient
 
 /// `set-keychain-settings`, `set-keychain-password` and `show-keychain-info`.
 enum SettingsCommands {
-    /// Keywell's long flags for lock on screen lock (macOS has no such setting).
-    static let screenLockOn = "lock-on-screen-lock"
-    static let screenLockOff = "no-lock-on-screen-lock"
+    /// Keywell's own settings (macOS has neither): `--<name> on|off`, and the words
+    /// `show-keychain-info` adds when they are on.
+    static let screenLockOption = "lock-on-screen-lock"
+    static let enforceAccessOption = "enforce-access"
+
+    /// `--<name> on|off`: nil when absent; anything else is a usage error.
+    private static func onOff(_ name: String, _ invocation: Invocation, _ context: CommandContext)
+        -> Result<Bool?, CommandExit>
+    {
+        switch invocation.value(long: name) {
+        case nil: return .success(nil)
+        case "on": return .success(true)
+        case "off": return .success(false)
+        case let word?:
+            context.diagnostics.error("--\(name) takes on or off, not \"\(word)\"")
+            return .failure(CommandExit(status: CommandStatus.usage))
+        }
+    }
 
     /// The keychain argument (at most one) or the default keychain, with the text that error
     /// lines show for it: the argument as typed, or `<NULL>` for the default.
@@ -31,17 +46,21 @@ enum SettingsCommands {
         case .success(let found): keychain = found
         case .failure(let exit): return exit.status
         }
-        // Flags not given are reset; -u without -t means nothing: no -t is always "no timeout".
-        let timeout = invocation.value("t").map { UInt32(clamping: atoi($0)) } ?? 0
-        // Not a macOS setting, so macOS's "reset what is not given" does not apply to it.
-        let on = invocation.has(long: screenLockOn), off = invocation.has(long: screenLockOff)
-        guard !(on && off) else {
-            context.diagnostics.error("--\(screenLockOn) and --\(screenLockOff) contradict each other")
-            return CommandStatus.usage
+        // Keywell's own settings (docs/access-control.md, docs/auto-lock.md): absent = unchanged.
+        let enforceAccess: Bool?, lockOnScreenLock: Bool?
+        switch (onOff(enforceAccessOption, invocation, context), onOff(screenLockOption, invocation, context)) {
+        case (.success(let access), .success(let screenLock)): (enforceAccess, lockOnScreenLock) = (access, screenLock)
+        case (.failure(let exit), _), (_, .failure(let exit)): return exit.status
         }
+        // macOS's flags not given are reset; -u without -t means nothing: no -t is always "no
+        // timeout". Keywell's settings alone leave macOS's as they are.
+        let lockFlagsGiven = invocation.has("l") || invocation.has("u") || invocation.has("t")
+        let resetsLocking = (enforceAccess == nil && lockOnScreenLock == nil) || lockFlagsGiven
+        let timeout = invocation.value("t").map { UInt32(clamping: atoi($0)) } ?? 0
         do {
-            try context.client.setSettings(keychain.name, lockOnSleep: invocation.has("l"), lockAfterSeconds: timeout,
-                                           lockOnScreenLock: on ? true : off ? false : nil)
+            try context.client.setSettings(keychain.name, lockOnSleep: resetsLocking ? invocation.has("l") : nil,
+                                           lockAfterSeconds: resetsLocking ? timeout : nil, enforceAccess: enforceAccess,
+                                           lockOnScreenLock: lockOnScreenLock)
             return CommandStatus.success
         } catch {
             context.diagnostics.error("\(function) \(keychain.shown): \(error.message)")
@@ -128,8 +147,10 @@ enum SettingsCommands {
         var line = "Keychain \"\(keychain.shown)\""
         if info.lockOnSleep { line += " lock-on-sleep" }
         line += info.lockAfterSeconds == 0 ? " no-timeout" : " timeout=\(info.lockAfterSeconds)s"
-        // Keywell's own word, after the line macOS prints, which scripts may match.
-        if info.lockOnScreenLock { line += " " + screenLockOn }
+        // Keywell's own words, after the line macOS prints (which scripts may match), only when
+        // on: a keychain with neither prints macOS's line exactly.
+        if info.lockOnScreenLock { line += " " + screenLockOption }
+        if info.enforceAccess { line += " " + enforceAccessOption }
         context.diagnostics.line(line)
         return CommandStatus.success
     }

@@ -31,7 +31,8 @@ enum ItemJSON {
         ("created", "cdat"), ("modified", "mdat"), ("invisible", "invi"), ("negative", "nega"),
     ]
 
-    static func item(_ item: FoundItem, keychainPath: String, includeSecret: Bool, error: String? = nil) -> JSONValue {
+    static func item(_ item: FoundItem, keychainPath: String, includeSecret: Bool, includeAccess: Bool = false,
+                     error: String? = nil) -> JSONValue {
         var fields: [(String, JSONValue)] = [
             ("keychain", .string(keychainPath)),
             ("class", .string(item.itemClass.rawValue)),
@@ -53,6 +54,14 @@ enum ItemJSON {
         }
         if includeSecret, let secret = item.secret {
             fields.append(("password", .bytes(secret.bytes)))
+        }
+        if includeAccess {
+            // "any" for any application, else the identities in order ([] for none).
+            let access: JSONValue = switch item.access {
+            case .applications(let identities)?: .array(identities.map { .string($0) })
+            case .anyApplication?, nil: .string(WireKey.accessAnyApplication)
+            }
+            fields.append(("access", access))
         }
         if let error { fields.append(("error", .string(error))) }
         return .object(fields)

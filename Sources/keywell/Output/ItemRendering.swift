@@ -38,6 +38,24 @@ enum ItemRendering {
     }
 
     /// `dump-keychain -d`: the secret after the attributes.
+    /// The item's access list in macOS's `dump-keychain -a` layout: one entry that allows
+    /// decrypting without a password to the applications listed (`<null>`: any application).
+    static func accessLines(_ item: FoundItem) -> String {
+        var text = "access: 1 entries\n"
+            + "    entry 0:\n"
+            + "        authorizations (1): decrypt\n"
+            + "        don't-require-password\n"
+            + "        description: \(item.text("labl") ?? "")\n"
+        switch item.access {
+        case .applications(let identities)?:
+            text += "        applications (\(identities.count)):\n"
+            for (index, identity) in identities.enumerated() { text += "            \(index): \(identity)\n" }
+        case .anyApplication?, nil:
+            text += "        applications: <null>\n"
+        }
+        return text
+    }
+
     static func dataLines(_ secret: [UInt8]) -> String {
         "data:\n\(PrintBuffer.render(secret))\n"
     }

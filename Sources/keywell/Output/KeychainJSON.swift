@@ -2,7 +2,7 @@ import KeywellNativeClient
 
 /// `--json` shapes for keychains. Field names are stable (documented in `--help`):
 /// `name`, `path`, and for `show-keychain-info` also `locked`, `itemCount`, `lockOnSleep`, `lockOnScreenLock`,
-/// `lockAfterSeconds` (null = never), `isDefault`, `isLogin`.
+/// `lockAfterSeconds` (null = never), `enforceAccess`, `isDefault`, `isLogin`.
 enum KeychainJSON {
     static func reference(_ name: String, _ context: CommandContext) -> JSONValue {
         .object([
@@ -20,6 +20,7 @@ enum KeychainJSON {
             ("lockOnSleep", .bool(info.lockOnSleep)),
             ("lockOnScreenLock", .bool(info.lockOnScreenLock)),
             ("lockAfterSeconds", info.lockAfterSeconds == 0 ? .null : .number(Int64(info.lockAfterSeconds))),
+            ("enforceAccess", .bool(info.enforceAccess)),
             ("isDefault", .bool(info.isDefault)),
             ("isLogin", .bool(info.isLogin)),
         ])

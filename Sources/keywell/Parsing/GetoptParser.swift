@@ -4,7 +4,8 @@
 ///
 /// Two additions for Linux users: the long flags a command declares (`--json`, `--help`) are
 /// accepted where an option may stand, and also as trailing words after the operands, so
-/// `keywell dump-keychain login --json` works.
+/// `keywell dump-keychain login --json` works. Long options with a value (`--format csv`,
+/// `--enforce-access=on`) stand where an option may.
 struct GetoptParser {
     /// One option as found, with where its value sits in argv (so a password can be scrubbed).
     struct Option: Equatable {

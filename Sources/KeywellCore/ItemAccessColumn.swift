@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import KeywellProtocol
+
+/// `item.access` (format 3 on; docs/file-format.md): NULL = any application; otherwise the
+/// identities as text, one a line (`AccessList.validated` keeps control characters out of them),
+/// "" for none. Covered by the item's MAC (`ItemIntegrity`).
+extension AccessList {
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .anyApplication: .null
+        case .applications(let identities): identities.joined(separator: "\n").databaseValue
+        }
+    }
+
+    /// What a new item's list is. The one place where the creator would be trusted: `creator` is
+    /// the caller's identity, which keywelld does not name yet (nil), so until then a new item
+    /// without an explicit list trusts any application, as it did before access lists.
+    static func forNewItem(creator: String?, explicit: AccessList?, enforceAccess: Bool) -> AccessList {
+        if let explicit { return explicit }
+        guard enforceAccess, let creator else { return .anyApplication }
+        return .applications([creator])
+    }
+}
+
+enum ItemAccessColumn {
+    /// Sets the list of the item at `rowID`; its MAC is the caller's to renew.
+    static func set(_ access: AccessList, rowID: Int64, _ db: Database) throws {
+        try RawStatement(db, sql: "UPDATE item SET access = ? WHERE id = ?",
+                         values: [access.databaseValue, rowID.databaseValue]).run()
+    }
+
+    /// The lists of the items at `rowIDs` (one statement per 64). A file before format 3 has no
+    /// column yet: every item of it trusts any application. `errSecInvalidKeychain` for a value
+    /// Keywell never writes (checked reads catch it as a MAC failure first).
+    static func read(rowIDs: [Int64], _ db: Database) throws -> [Int64: AccessList] {
+        guard try hasColumn(db) else { return [:] }
+        var result: [Int64: AccessList] = [:]
+        for start in stride(from: 0, to: rowIDs.count, by: ItemIntegrity.chunk) {
+            let part = rowIDs[start..<min(rowIDs.count, start + ItemIntegrity.chunk)]
+            let sql = "SELECT id, access FROM item WHERE id IN (" + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
+            let rows = try RawStatement(db, sql: sql, values: part.map { $0.databaseValue })
+            while try rows.step() {
+                let rowID = rows.integer(0)
+                guard !rows.isNull(1) else { continue }
+                guard rows.storageType(1) == SQLITE_TEXT else { throw damaged(rowID) }
+                let text = rows.text(1)
+                let identities = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                do {
+                    result[rowID] = try AccessList.validated(identities)
+                } catch {
+                    throw damaged(rowID)
+                }
+            }
+        }
+        return result
+    }
+
+    private static func hasColumn(_ db: Database) throws -> Bool {
+        let rows = try RawStatement(db, sql: "SELECT 1 FROM pragma_table_info('item') WHERE name = 'access'", values: [])
+        defer { rows.finish() }
+        return try rows.step()
+    }
+
+    private static func damaged(_ rowID: Int64) -> KeychainError {
+        KeychainError(SecStatus.invalidKeychain, detail: "item row \(rowID) has a damaged access list")
+    }
+}

@@ -1,0 +1,48 @@
+import CSodium
+#if canImport(Glibc)
+import Glibc
+#endif
+import KeywellProtocol
+
+/// `AccessList.executableIdentity` of a program as it is on disk now: what `-T path` and
+/// `SecTrustedApplicationCreateFromPath` trust (docs/access-control.md).
+public enum ExecutableIdentity {
+    /// The identity of the file at `path` (relative paths from the working directory), or
+    /// `errSecParam` naming the path when it is missing or not a readable regular file.
+    /// Reads the file once, in blocks: linear in its size.
+    public static func of(path: String) throws(KeychainError) -> String {
+        guard let resolved = realpath(path, nil) else {
+            throw .param("\(path): \(String(cString: strerror(errno)))")
+        }
+        let real = String(cString: resolved)
+        free(resolved)
+        let descriptor = open(real, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .param("\(real): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            throw .param("\(real) is not a regular file")
+        }
+        guard sodium_init() >= 0 else { throw KeychainError(SecStatus.notAvailable, detail: "libsodium did not start") }
+        var state = crypto_hash_sha256_state()
+        crypto_hash_sha256_init(&state)
+        var block = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw .param("\(real): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            crypto_hash_sha256_update(&state, block, UInt64(count))
+        }
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        crypto_hash_sha256_final(&state, &digest)
+        let digits = Array("0123456789abcdef")
+        let hex = String(digest.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
+        return AccessList.executableIdentity(path: real, sha256Hex: hex)
+    }
+
+    /// The identity of the running program (`/proc/self/exe`).
+    public static func ofThisProgram() throws(KeychainError) -> String {
+        try of(path: "/proc/self/exe")
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import KeychainServices
+import KeywellProtocol
+import Testing
+
+/// SecAccess, SecTrustedApplication and the item access calls against the real keywelld
+/// (docs/access-control.md, "Access lists on items").
+@Suite(.enabled(if: KeychainDaemonBus.daemonIsBuilt, "keywelld is not built next to the tests"))
+struct AccessListAPITests {
+    private func trusted(_ path: String?) -> SecTrustedApplication? {
+        var app: SecTrustedApplication?
+        let status = path.map { SecTrustedApplicationCreateFromPath($0, &app) } ?? SecTrustedApplicationCreateFromPath(nil, &app)
+        #expect(status == errSecSuccess)
+        return app
+    }
+
+    /// The persistent reference of the genp item (service, account), as a legacy item ref.
+    private func item(_ service: String, _ account: String) throws -> SecKeychainItem {
+        var result: CFTypeRef?
+        let query = [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account,
+                     kSecReturnPersistentRef: true] as CFDictionary
+        #expect(SecItemCopyMatching(query, &result) == errSecSuccess)
+        let reference = try #require(result as? Data)
+        var item: SecKeychainItem?
+        #expect(SecKeychainItemCopyFromPersistentReference(reference as CFData, &item) == errSecSuccess)
+        return try #require(item)
+    }
+
+    private func identities(_ item: SecKeychainItem) -> [String]?? {
+        var access: SecAccess?
+        guard SecKeychainItemCopyAccess(item, &access) == errSecSuccess, let access else { return .none }
+        return .some(access.trustedApplications?.map(\.identity))
+    }
+
+    @Test func trustedApplicationsNameTheProgramByRealPathAndHash() throws {
+        let env = try #require(trusted("/usr/bin/env"))
+        #expect(env.identity.hasPrefix("exe:/usr/bin/env;sha256="))
+        #expect(env.identity.count == "exe:/usr/bin/env;sha256=".count + 64)
+        // nil: the calling program (this test runner), by the path /proc/self/exe resolves to.
+        let me = try #require(trusted(nil))
+        let myPath = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(me.identity.hasPrefix("exe:\(myPath);sha256="))
+        var app: SecTrustedApplication?
+        #expect(SecTrustedApplicationCreateFromPath("/no/such/program", &app) == errSecParam)
+        #expect(SecTrustedApplicationCreateFromPath("/usr/bin", &app) == errSecParam)
+    }
+
+    @Test func accessOnAddCopyAndSetThroughTheDaemon() throws {
+        let session = try KeychainDaemonBus().withLoginKeychain()
+        let env = try #require(trusted("/usr/bin/env"))
+        let shell = try #require(trusted("/bin/sh"))
+        try session.run {
+            var access: SecAccess?
+            #expect(SecAccessCreate("Mail" as CFString, [env, shell] as CFArray, &access) == errSecSuccess)
+            let add = [kSecClass: kSecClassGenericPassword, kSecAttrService: "mail", kSecAttrAccount: "alice",
+                       kSecValueData: Data("pw".utf8), kSecAttrAccess: try #require(access)] as CFDictionary
+            #expect(SecItemAdd(add, nil) == errSecSuccess)
+            let mail = try item("mail", "alice")
+            #expect(identities(mail) == .some([env.identity, shell.identity]))
+
+            #expect(SecKeychainItemSetAccess(mail, SecAccess.anyApplication()) == errSecSuccess)
+            #expect(identities(mail) == .some(nil))
+            var none: SecAccess?
+            #expect(SecAccessCreate("none" as CFString, [] as CFArray, &none) == errSecSuccess)
+            #expect(SecKeychainItemSetAccess(mail, try #require(none)) == errSecSuccess)
+            #expect(identities(mail) == .some([]))
+
+            // nil trusted list: the calling program alone, as on macOS.
+            var mine: SecAccess?
+            #expect(SecAccessCreate("mine" as CFString, nil, &mine) == errSecSuccess)
+            #expect(mine?.trustedApplications?.map(\.identity) == [try #require(trusted(nil)).identity])
+
+            // Without kSecAttrAccess: any application (keywelld does not name creators yet).
+            let plain = [kSecClass: kSecClassGenericPassword, kSecAttrService: "plain", kSecAttrAccount: "bob",
+                         kSecValueData: Data("pw".utf8)] as CFDictionary
+            #expect(SecItemAdd(plain, nil) == errSecSuccess)
+            #expect(identities(try item("plain", "bob")) == .some(nil))
+
+            // kSecAttrAccess in SecItemUpdate too.
+            var shellOnly: SecAccess?
+            #expect(SecAccessCreate("sh" as CFString, [shell] as CFArray, &shellOnly) == errSecSuccess)
+            let query = [kSecClass: kSecClassGenericPassword, kSecAttrService: "plain"] as CFDictionary
+            #expect(SecItemUpdate(query, [kSecAttrAccess: try #require(shellOnly)] as CFDictionary) == errSecSuccess)
+            #expect(identities(try item("plain", "bob")) == .some([shell.identity]))
+        }
+    }
+
+    @Test func tooManyApplicationsOrOtherObjectsAreParam() throws {
+        let env = try #require(trusted("/usr/bin/env"))
+        var access: SecAccess?
+        let tooMany = Array(repeating: env, count: AccessList.maxApplications + 1)
+        #expect(SecAccessCreate("x" as CFString, tooMany as CFArray, &access) == errSecParam)
+        #expect(SecAccessCreate("x" as CFString, ["exe:/usr/bin/env"] as CFArray, &access) == errSecParam)
+        #expect(access == nil)
+    }
+
+    @Test func aReferenceToNoItemIsNotFound() throws {
+        let session = try KeychainDaemonBus().withLoginKeychain()
+        session.run {
+            var item: SecKeychainItem?
+            let bogus = Data(repeating: 7, count: 32)
+            #expect(SecKeychainItemCopyFromPersistentReference(bogus as CFData, &item) != errSecSuccess)
+            #expect(item == nil)
+        }
+    }
+}
