@@ -53,19 +53,19 @@ enum DBusMapping {
     }
 
     /// `a{sv}` as a wire dictionary; throws when the reply has another shape.
-    static func wireDictionary(_ value: DBusValue?, in member: String) throws(KeychainError) -> WireDictionary {
-        guard let dictionary = value?.asStringVariantDict() else { throw unexpectedReply(member, value) }
+    static func wireDictionary(_ value: DBusValue?, in method: NativeMethod) throws(KeychainError) -> WireDictionary {
+        guard let dictionary = value?.asStringVariantDict() else { throw unexpectedReply(method, value) }
         var result: WireDictionary = [:]
         result.reserveCapacity(dictionary.count)
         for (key, entry) in dictionary {
-            guard let converted = wireValue(entry) else { throw unexpectedReply(member, entry, key: key) }
+            guard let converted = wireValue(entry) else { throw unexpectedReply(method, entry, key: key) }
             result[key] = converted
         }
         return result
     }
 
-    static func unexpectedReply(_ member: String, _ value: DBusValue?, key: String? = nil) -> KeychainError {
-        let place = key.map { "\(member) reply key \($0)" } ?? "\(member) reply"
+    static func unexpectedReply(_ method: NativeMethod, _ value: DBusValue?, key: String? = nil) -> KeychainError {
+        let place = key.map { "\(method.name) reply key \($0)" } ?? "\(method.name) reply"
         let shape = value.map { "type \($0.signature.rawValue)" } ?? "no value"
         return KeychainError(SecStatus.io, detail: "unexpected \(place): \(shape)")
     }

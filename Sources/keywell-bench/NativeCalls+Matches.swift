@@ -1,4 +1,5 @@
 import KeywellDBus
+import KeywellProtocol
 
 extension NativeCalls {
     /// CopyMatching with attributes and data: each match as account → secret bytes plus its
@@ -7,7 +8,7 @@ extension NativeCalls {
         let request = query.merging(["r_Data": true, "r_Attributes": true, "m_Limit": "m_LimitAll"]) { $1 }
         let reply: [DBusValue]
         do {
-            reply = try call(connection, "CopyMatching", [.stringVariantDict(request)])
+            reply = try call(connection, .copyMatching, [.stringVariantDict(request)])
         } catch let error as DBusError where error.name.hasSuffix(".ItemNotFound") {
             return []
         }

@@ -24,10 +24,10 @@ import KeywellProtocol
 
     @Test func replyDictionaries() throws {
         let reply = DBusValue.stringVariantDict(["acct": .string("a"), "port": .uint32(80), "v_Data": .bytes([9])])
-        #expect(try DBusMapping.wireDictionary(reply, in: "Add") == ["acct": .string("a"), "port": .integer(80), "v_Data": .data(Data([9]))])
-        #expect(throws: KeychainError.self) { try DBusMapping.wireDictionary(.string("x"), in: "Add") }
+        #expect(try DBusMapping.wireDictionary(reply, in: .add) == ["acct": .string("a"), "port": .integer(80), "v_Data": .data(Data([9]))])
+        #expect(throws: KeychainError.self) { try DBusMapping.wireDictionary(.string("x"), in: .add) }
         let bad = DBusValue.stringVariantDict(["x": .double(2)])
-        #expect((try? DBusMapping.wireDictionary(bad, in: "Add")) == nil)
+        #expect((try? DBusMapping.wireDictionary(bad, in: .add)) == nil)
     }
 
     @Test func secretsAreHandedOutForWiping() {
