@@ -37,6 +37,9 @@ let package = Package(
         ),
         // A small Swift layer over libdbus-1.
         .target(name: "KeywellDBus", dependencies: ["CDBus"]),
+        // The native API on D-Bus: its interface table (from KeywellProtocol's NativeMethod) and
+        // the one WireValue <-> DBusValue codec, shared by the daemon and the client library.
+        .target(name: "KeywellAPI", dependencies: ["KeywellDBus", "KeywellProtocol"]),
         // The Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 session crypto, over OpenSSL.
         .target(name: "SecretServiceCrypto", dependencies: ["COpenSSL", "CSodium"]),
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain engine.
@@ -57,13 +60,13 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
+                "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // Apple-shaped client library over D-Bus.
-        .target(name: "KeychainServices", dependencies: ["KeywellDBus", "KeywellProtocol"]),
+        .target(name: "KeychainServices", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         .executableTarget(
             name: "keywell",
             dependencies: [
@@ -85,7 +88,7 @@ let package = Package(
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellAPI", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellCLITests",
@@ -101,7 +104,7 @@ let package = Package(
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",
-            dependencies: ["KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+            dependencies: ["KeywellAPI", "KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
@@ -117,7 +120,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "QueryFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
             path: "Fuzz/QueryFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "DBusDecodeFuzzer", dependencies: ["KeywellDBus", "KeywellDaemon", "KeywellProtocol", "CDBus"],
+            name: "DBusDecodeFuzzer", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CDBus"],
             path: "Fuzz/DBusDecodeFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "KeychainHeaderFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],

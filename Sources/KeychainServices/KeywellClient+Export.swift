@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
 
@@ -38,7 +39,7 @@ extension KeywellClient {
     public func importExport(_ fd: Int32, passphrase: [UInt8], into keychain: String, policy: String) throws(KeychainError) -> ImportCounts {
         let reply = try call(.importExport, [.unixFD(fd), .bytes(passphrase), .string(keychain), .string(policy)],
                              timeout: Self.transferTimeout)
-        let summary = try DBusMapping.wireDictionary(reply.first, in: .importExport)
+        let summary = try WireCodec.replyDictionary(reply.first, of: .importExport)
         func count(_ key: String) -> Int { summary[key]?.integerValue.map { Int($0) } ?? 0 }
         return ImportCounts(added: count(ImportSummaryKey.added), replaced: count(ImportSummaryKey.replaced),
                             skipped: count(ImportSummaryKey.skipped))

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
 
@@ -80,19 +81,19 @@ public final class KeywellClient: Sendable {
     @discardableResult
     public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
         let reply = try callWipingSecrets(.add, [attributes])
-        return try DBusMapping.wireDictionary(reply.first, in: .add)
+        return try WireCodec.replyDictionary(reply.first, of: .add)
     }
 
     /// `CopyMatching`: one dictionary per match; no match is `errSecItemNotFound`.
     public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
-        let reply = try call(.copyMatching, [DBusMapping.dbusDictionary(query)])
+        let reply = try call(.copyMatching, [WireCodec.dbusDictionary(query)])
         guard let first = reply.first, let dictionaries = first.arrayElements else {
-            throw DBusMapping.unexpectedReply(.copyMatching, reply.first)
+            throw WireCodec.unexpectedReply(.copyMatching, reply.first)
         }
         var results: [WireDictionary] = []
         results.reserveCapacity(dictionaries.count)
         for dictionary in dictionaries {
-            results.append(try DBusMapping.wireDictionary(dictionary, in: .copyMatching))
+            results.append(try WireCodec.replyDictionary(dictionary, of: .copyMatching))
         }
         return results
     }
@@ -104,7 +105,7 @@ public final class KeywellClient: Sendable {
 
     /// `Delete`: deletes every match.
     public func delete(_ query: WireDictionary) throws(KeychainError) {
-        _ = try call(.delete, [DBusMapping.dbusDictionary(query)])
+        _ = try call(.delete, [WireCodec.dbusDictionary(query)])
     }
 
     // MARK: Keychains
@@ -168,7 +169,7 @@ public final class KeywellClient: Sendable {
     /// Works while locked.
     public func info(_ name: String) throws(KeychainError) -> KeychainInfo {
         let reply = try call(.getInfo, [.string(name)])
-        let info = try DBusMapping.wireDictionary(reply.first, in: .getInfo)
+        let info = try WireCodec.replyDictionary(reply.first, of: .getInfo)
         func field<T>(_ key: String, _ extract: (WireValue) -> T?) throws(KeychainError) -> T {
             guard let value = info[key], let typed = extract(value) else {
                 throw KeychainError(SecStatus.io, detail: "\(NativeMethod.getInfo.name) reply without a valid \(key)")
@@ -277,14 +278,14 @@ public final class KeywellClient: Sendable {
 
     private func string(from reply: [DBusValue], _ method: NativeMethod) throws(KeychainError) -> String {
         guard let text = reply.first?.stringValue else {
-            throw DBusMapping.unexpectedReply(method, reply.first)
+            throw WireCodec.unexpectedReply(method, reply.first)
         }
         return text
     }
 
     private func strings(from reply: [DBusValue], _ method: NativeMethod) throws(KeychainError) -> [String] {
         guard let list = reply.first?.stringArrayValue else {
-            throw DBusMapping.unexpectedReply(method, reply.first)
+            throw WireCodec.unexpectedReply(method, reply.first)
         }
         return list
     }

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAPI
 import KeywellCore
 import KeywellDBus
 import KeywellIdentity
@@ -91,25 +92,25 @@ final class NativeKeychainObject: DBusObject {
         // Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right
         // after the reply has gone.
         case .add:
-            let attributes = try WireConversion.wireDictionary(arguments[0])
+            let attributes = try wireDictionary(arguments[0])
             afterReply.wipe(attributes)
             let result = try store.add(attributes)
             afterReply.wipe(result)
-            return [WireConversion.dbusDictionary(result)]
+            return [WireCodec.dbusDictionary(result)]
         case .copyMatching:
-            let query = try WireConversion.wireDictionary(arguments[0])
+            let query = try wireDictionary(arguments[0])
             afterReply.wipe(query)
             let results = try store.copyMatching(query)
             afterReply.wipe(results)
-            return [WireConversion.dbusDictionaryArray(results)]
+            return [WireCodec.dbusDictionaryArray(results)]
         case .update:
-            let query = try WireConversion.wireDictionary(arguments[0])
-            let changes = try WireConversion.wireDictionary(arguments[1])
+            let query = try wireDictionary(arguments[0])
+            let changes = try wireDictionary(arguments[1])
             afterReply.wipe(changes)
             try store.update(query, changes)
             return []
         case .delete:
-            try store.delete(WireConversion.wireDictionary(arguments[0]))
+            try store.delete(wireDictionary(arguments[0]))
             return []
         case .createKeychain:
             let path = try store.createKeychain(string(arguments[0]), password: secret(arguments[1]))
@@ -123,7 +124,7 @@ final class NativeKeychainObject: DBusObject {
         case .getSearchList:
             return [.stringArray(try store.searchList())]
         case .setSearchList:
-            try store.setSearchList(WireConversion.keychainList(arguments[0]))
+            try store.setSearchList(WireCodec.requestKeychainList(arguments[0]))
             return []
         case .getDefaultKeychain:
             return [.string(try store.defaultKeychain())]
@@ -150,9 +151,9 @@ final class NativeKeychainObject: DBusObject {
             try throttle.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]), in: store)
             return []
         case .getInfo:
-            return [WireConversion.dbusDictionary(try store.info(string(arguments[0])))]
+            return [WireCodec.dbusDictionary(try store.info(string(arguments[0])))]
         case .setSettings:
-            try store.setSettings(string(arguments[0]), WireConversion.wireDictionary(arguments[1]))
+            try store.setSettings(string(arguments[0]), wireDictionary(arguments[1]))
             autoLock.rearm()
             return []
         case .backupKeychain:
@@ -179,7 +180,7 @@ final class NativeKeychainObject: DBusObject {
         case .exportKeychains:
             let fd = descriptor(arguments[1])
             defer { close(fd) }
-            let names = try WireConversion.keychainList(arguments[0])
+            let names = try WireCodec.requestKeychainList(arguments[0])
             return [.uint32(UInt32(clamping: try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))))]
         case .inspectExport:
             let fd = descriptor(arguments[0])
@@ -195,7 +196,7 @@ final class NativeKeychainObject: DBusObject {
             let keychain = string(arguments[2])
             let summary = try store.importExport(
                 from: fd, passphrase: secret(arguments[1]), into: keychain.isEmpty ? nil : keychain, policy: policy)
-            return [WireConversion.dbusDictionary([
+            return [WireCodec.dbusDictionary([
                 ImportSummaryKey.added: .integer(Int64(summary.added)),
                 ImportSummaryKey.replaced: .integer(Int64(summary.replaced)),
                 ImportSummaryKey.skipped: .integer(Int64(summary.skipped)),
@@ -214,6 +215,11 @@ final class NativeKeychainObject: DBusObject {
         }
         let reason = [identity.strengthReason, identity.note].compactMap { $0 }.joined(separator: " ")
         return [.string(identity.string), .string(identity.strength.rawValue), .string(reason)]
+    }
+
+    /// An `a{sv}` argument; its byte values (`v_Data` may be a secret) in self-wiping storage.
+    private func wireDictionary(_ value: DBusValue) throws(KeychainError) -> WireDictionary {
+        try WireCodec.requestDictionary(value, secretData: SecretWipe.wipingData(copying:))
     }
 
     /// The signature was checked, so the argument has the declared type.

@@ -3,8 +3,8 @@ import KeywellProtocol
 
 /// `org.keywell.Keychain1` as introspection shows it, built from the contract's `NativeMethod`
 /// and `NativeSignal` (a test keeps them equal to dbus/org.keywell.Keychain1.xml).
-enum NativeInterface {
-    static let description = DBusInterface(
+public enum NativeInterface {
+    public static let description = DBusInterface(
         name: KeywellNames.interface,
         methods: NativeMethod.allCases.map { method in
             DBusMethod(name: method.name, inputs: method.inputs.map(argument), outputs: method.outputs.map(argument))
