@@ -52,8 +52,8 @@ struct CorruptFileSection: SecurityReportSection {
             let account = "account-\(index)"
             let secret = Array("secret number \(index) ".utf8) + [UInt8](repeating: UInt8(index), count: 200)
             secrets[account] = secret
-            let item: [String: DBusValue] = ["class": "genp", AttributeKey.account: .string(account), AttributeKey.service: "corrupt-test",
-                                             AttributeKey.label: .string("label \(index)"), "u_Keychain": "original", "v_Data": .bytes(secret)]
+            let item: [String: DBusValue] = [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: "corrupt-test",
+                                             AttributeKey.label: .string("label \(index)"), WireKey.useKeychain: "original", WireKey.valueData: .bytes(secret)]
             _ = try NativeCalls.call(connection, .add, [.stringVariantDict(item)])
         }
         try world.stopDaemon()
@@ -73,8 +73,8 @@ struct CorruptFileSection: SecurityReportSection {
         let outcome: Outcome
         do {
             _ = try NativeCalls.call(connection, .unlock, [.string(name), .bytes(Self.password)])
-            let items = try NativeCalls.matches(connection, ["class": "genp", "u_Keychain": .string(name)])
-            let wrong = items.filter { item in item[AttributeKey.account].flatMap { secrets[String(decoding: $0, as: UTF8.self)] } != item["v_Data"] }
+            let items = try NativeCalls.matches(connection, [WireKey.class: .string(WireKey.classGenericPassword), WireKey.useKeychain: .string(name)])
+            let wrong = items.filter { item in item[AttributeKey.account].flatMap { secrets[String(decoding: $0, as: UTF8.self)] } != item[WireKey.valueData] }
             outcome = wrong.isEmpty ? .right(items.count) : .wrong
         } catch let error as DBusError where FaultRun.isDaemonGone(error) {
             outcome = .crash

@@ -88,19 +88,19 @@ struct DaemonBenchmark: ParsableCommand {
         try measure("CopyMatching by primary key, r_Data", calls: calls) { connection, _, n in
             let index = (n &* 7919) % itemCount
             var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
-            query["r_Data"] = true
+            query[WireKey.returnData] = true
             _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(query)])
         }
         try measure("CopyMatching all \(itemCount), r_Attributes", calls: max(16, calls / 20)) { connection, _, _ in
             _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict([
-                "class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true,
+                WireKey.class: .string(WireKey.classGenericPassword), WireKey.matchLimit: .string(WireKey.matchLimitAll), WireKey.returnAttributes: true,
             ])])
         }
         for (round, clientCount) in clientCounts.enumerated() {
             let perClient = calls / clientCount * (clientCount == 1 ? 1 : 2)
             let add = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
                 let key = NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench")
-                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging(["v_Data": .bytes(Array("secret \(n)".utf8))]) { $1 })])
+                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging([WireKey.valueData: .bytes(Array("secret \(n)".utf8))]) { $1 })])
             }
             let delete = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
                 _ = try NativeCalls.call(connection, .delete, [.stringVariantDict(NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench"))])
@@ -124,12 +124,12 @@ struct DaemonBenchmark: ParsableCommand {
             let count = filler.count
             let add = try load.run(clientCount: 1, callsPerClient: 300) { connection, _, n in
                 let key = NativeCalls.primaryKey("flat-\(size)-\(n)", "bench")
-                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging(["v_Data": .bytes([1, 2, 3])]) { $1 })])
+                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging([WireKey.valueData: .bytes([1, 2, 3])]) { $1 })])
             }
             let find = try load.run(clientCount: 1, callsPerClient: 300) { connection, _, n in
                 let index = (n &* 7919) % count
                 var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
-                query["r_Data"] = true
+                query[WireKey.returnData] = true
                 _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(query)])
             }
             let busyKiB = residentKiB(of: pid)
@@ -165,13 +165,13 @@ struct DaemonBenchmark: ParsableCommand {
         let find = { @Sendable (connection: DBusConnection, n: Int) throws in
             let index = (n &* 7919) % itemCount
             var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
-            query["r_Data"] = true
+            query[WireKey.returnData] = true
             _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(query)])
         }
         let pairedFind = try alternating(with: connection, calls: calls, find)
         let pairedAdd = try alternating(with: connection, calls: calls) { connection, n in
             let key = NativeCalls.primaryKey("paired-\(UUID().uuidString)", "bench")
-            _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging(["v_Data": .bytes([1, 2, 3])]) { $1 })])
+            _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging([WireKey.valueData: .bytes([1, 2, 3])]) { $1 })])
         }
         print("alternated with Ping on one client: CopyMatching by key p50 \(formatMicroseconds(pairedFind.call.percentile(0.5))) µs"
               + " beside Ping \(formatMicroseconds(pairedFind.ping.percentile(0.5))) µs; Add p50 \(formatMicroseconds(pairedAdd.call.percentile(0.5))) µs"

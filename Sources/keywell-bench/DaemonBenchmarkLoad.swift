@@ -77,6 +77,6 @@ enum NativeCalls {
     }
 
     static func primaryKey(_ account: String, _ service: String) -> [String: DBusValue] {
-        ["class": .string("genp"), AttributeKey.account: .string(account), AttributeKey.service: .string(service)]
+        [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: .string(service)]
     }
 }

@@ -142,7 +142,7 @@ struct FaultRun {
                 attempts += 1
                 do {
                     _ = try NativeCalls.call(connection, .add, [.stringVariantDict(
-                        NativeLoadClient.itemKey(account, keychain).merging(["v_Data": .bytes(secret)]) { $1 })])
+                        NativeLoadClient.itemKey(account, keychain).merging([WireKey.valueData: .bytes(secret)]) { $1 })])
                     ledger.acknowledge(key, secret: secret)
                     break
                 } catch let error as DBusError where error.name.hasSuffix(".InteractionNotAllowed") && attempts < 50 {

@@ -36,7 +36,7 @@ struct NativeLoadClient: LoadClient {
             let key = AcknowledgedLedger.Key(face: .native, name: account)
             do {
                 _ = try NativeCalls.call(connection, .add, [.stringVariantDict(
-                    Self.itemKey(account, keychain).merging(["v_Data": .bytes(secret)]) { $1 })])
+                    Self.itemKey(account, keychain).merging([WireKey.valueData: .bytes(secret)]) { $1 })])
             } catch {
                 ledger.forget(key)
                 throw error
@@ -57,7 +57,7 @@ struct NativeLoadClient: LoadClient {
                 let secret = Array("secret \(account) v\(n)".utf8)
                 ledger.forget(key)
                 _ = try NativeCalls.call(connection, .update, [.stringVariantDict(Self.itemKey(account, keychain)),
-                                                                .stringVariantDict(["v_Data": .bytes(secret)])])
+                                                                .stringVariantDict([WireKey.valueData: .bytes(secret)])])
                 ledger.acknowledge(key, secret: secret)
             } else {
                 ledger.forget(key)
@@ -69,15 +69,15 @@ struct NativeLoadClient: LoadClient {
     }
 
     static func itemKey(_ account: String, _ keychain: String) -> [String: DBusValue] {
-        ["class": "genp", AttributeKey.account: .string(account), AttributeKey.service: .string(service), "u_Keychain": .string(keychain)]
+        [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: .string(service), WireKey.useKeychain: .string(keychain)]
     }
 
     /// The item's secret, or nil when there is no such item.
     static func readSecret(_ connection: DBusConnection, _ account: String, _ keychain: String) throws -> [UInt8]? {
         do {
             let reply = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(
-                itemKey(account, keychain).merging(["r_Data": true]) { $1 })])
-            guard let first = reply.first?.asStringVariantDictArray()?.first, let data = first["v_Data"]?.unwrappingVariants.bytesValue else {
+                itemKey(account, keychain).merging([WireKey.returnData: true]) { $1 })])
+            guard let first = reply.first?.asStringVariantDictArray()?.first, let data = first[WireKey.valueData]?.unwrappingVariants.bytesValue else {
                 throw BenchmarkFailure("CopyMatching \(account): no v_Data in the answer")
             }
             return data

@@ -26,14 +26,14 @@ struct MemoryScanSection: SecurityReportSection {
         // Short values take other paths (Foundation keeps up to 14 bytes inside a Data value).
         let shortSecret = RandomBytes.make(12)
         _ = try NativeCalls.call(connection, .createKeychain, [.string(Self.keychain), .bytes(password)])
-        let item: [String: DBusValue] = ["class": "genp", AttributeKey.account: "scan", "u_Keychain": .string(Self.keychain)]
-        _ = try NativeCalls.call(connection, .add, [.stringVariantDict(item.merging(["v_Data": .bytes(secret)]) { $1 })])
-        guard try NativeCalls.matches(connection, item).first?["v_Data"] == secret else {
+        let item: [String: DBusValue] = [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: "scan", WireKey.useKeychain: .string(Self.keychain)]
+        _ = try NativeCalls.call(connection, .add, [.stringVariantDict(item.merging([WireKey.valueData: .bytes(secret)]) { $1 })])
+        guard try NativeCalls.matches(connection, item).first?[WireKey.valueData] == secret else {
             throw BenchmarkFailure("the stored secret did not read back")
         }
-        let shortItem: [String: DBusValue] = ["class": "genp", AttributeKey.account: "short", "u_Keychain": .string(Self.keychain)]
-        _ = try NativeCalls.call(connection, .add, [.stringVariantDict(shortItem.merging(["v_Data": .bytes(shortSecret)]) { $1 })])
-        guard try NativeCalls.matches(connection, shortItem).first?["v_Data"] == shortSecret else {
+        let shortItem: [String: DBusValue] = [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: "short", WireKey.useKeychain: .string(Self.keychain)]
+        _ = try NativeCalls.call(connection, .add, [.stringVariantDict(shortItem.merging([WireKey.valueData: .bytes(shortSecret)]) { $1 })])
+        guard try NativeCalls.matches(connection, shortItem).first?[WireKey.valueData] == shortSecret else {
             throw BenchmarkFailure("the short secret did not read back")
         }
         let key = try KeychainFileAudit.masterKey(ofKeychainAt: world.keychainPath(Self.keychain),

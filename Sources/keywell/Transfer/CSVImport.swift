@@ -98,7 +98,7 @@ enum CSVImport {
                         skipped += 1
                         continue
                     }
-                    var changes = attributes.filter { ["v_Data", AttributeKey.label, AttributeKey.comment].contains($0.key) }
+                    var changes = attributes.filter { [WireKey.valueData, AttributeKey.label, AttributeKey.comment].contains($0.key) }
                     defer { CSVSecrets.wipe(&changes) }
                     try context.client.update(query, attributes: changes)
                     replaced += 1
