@@ -37,6 +37,9 @@ let package = Package(
         ),
         // A small Swift layer over libdbus-1.
         .target(name: "KeywellDBus", dependencies: ["CDBus"]),
+        // The native API on D-Bus: its interface table (from KeywellProtocol's NativeMethod) and
+        // the one WireValue <-> DBusValue codec, shared by the daemon and the client library.
+        .target(name: "KeywellAPI", dependencies: ["KeywellDBus", "KeywellProtocol"]),
         // The Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 session crypto, over OpenSSL.
         .target(name: "SecretServiceCrypto", dependencies: ["COpenSSL", "CSodium"]),
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain engine.
@@ -57,7 +60,7 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
+                "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -65,9 +68,9 @@ let package = Package(
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
         // CSodium: SHA-256 of programs named as trusted applications (`-T`).
-        .target(name: "KeywellNativeClient", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium"]),
+        .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CSodium"]),
         // Apple-shaped client library over D-Bus.
-        .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
+        .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
         // lookup, and resolving the shared Swift libraries cost more than the lookup itself
         // (docs/performance.md). Allowed here because Keywell is always the root package.
@@ -90,7 +93,7 @@ let package = Package(
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellAPI", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellCLITests",
@@ -106,7 +109,7 @@ let package = Package(
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",
-            dependencies: ["KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+            dependencies: ["KeywellAPI", "KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
@@ -122,7 +125,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "QueryFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
             path: "Fuzz/QueryFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "DBusDecodeFuzzer", dependencies: ["KeywellDBus", "KeywellDaemon", "KeywellProtocol", "CDBus"],
+            name: "DBusDecodeFuzzer", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CDBus"],
             path: "Fuzz/DBusDecodeFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "KeychainHeaderFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],

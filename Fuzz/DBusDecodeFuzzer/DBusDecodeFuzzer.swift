@@ -3,7 +3,7 @@ import Foundation
 import KeywellProtocol
 
 @testable import KeywellDBus
-@testable import KeywellDaemon
+import KeywellAPI
 
 /// Whole D-Bus messages as they come off the wire: libdbus checks the bytes
 /// (`dbus_message_demarshal`), then Keywell's decoder turns the body into values and the daemon's
@@ -63,8 +63,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 
     // What the daemon does with the arguments of item and keychain calls.
     for value in values {
-        do { _ = try WireConversion.wireDictionary(value) } catch { checkRefusal(error) }
-        do { _ = try WireConversion.keychainList(value) } catch { checkRefusal(error) }
+        do { _ = try WireCodec.requestDictionary(value, secretData: { Data($0) }) } catch { checkRefusal(error) }
+        do { _ = try WireCodec.requestKeychainList(value) } catch { checkRefusal(error) }
     }
 
     // Whatever decoded must encode again and decode to the same values.

@@ -63,7 +63,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let dictionary = wireDictionary(&input)
     let changes = wireDictionary(&input)
     parseConsistently { () throws(KeychainError) in try QueryParser.parseAdd(dictionary) }
-    for operation in [QueryParser.Operation.copyMatching, .update, .delete] {
+    for operation in [NativeMethod.copyMatching, .update, .delete] {
         parseConsistently { () throws(KeychainError) in try QueryParser.parseQuery(dictionary, for: operation) }
     }
     for itemClass in [ItemClass?.none, .genericPassword, .internetPassword] {

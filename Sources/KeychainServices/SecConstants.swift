@@ -1,10 +1,12 @@
 // Apple's kSec* constants, with Apple's string values: the same strings travel as the keys of
 // the native D-Bus API (docs/native-api.md), so a query written for Apple platforms means the same here.
+// Those the daemon knows are defined as the contract's values (`AttributeKey`, `WireKey` in
+// KeywellProtocol; docs/native-api.md, "The contract"); the rest only the client knows.
 
 // Classes
-public let kSecClass: CFString = "class"
-public let kSecClassGenericPassword: CFString = "genp"
-public let kSecClassInternetPassword: CFString = "inet"
+public let kSecClass: CFString = WireKey.`class`
+public let kSecClassGenericPassword: CFString = WireKey.classGenericPassword
+public let kSecClassInternetPassword: CFString = WireKey.classInternetPassword
 // Keywell stores passwords only: these exist so that code naming them compiles; the daemon
 // answers errSecNoSuchClass for them.
 public let kSecClassCertificate: CFString = "cert"
@@ -12,46 +14,46 @@ public let kSecClassKey: CFString = "keys"
 public let kSecClassIdentity: CFString = "idnt"
 
 // Attributes
-public let kSecAttrAccount: CFString = "acct"
+public let kSecAttrAccount: CFString = AttributeKey.account
 /// An item's access list (a `SecAccess`), on `SecItemAdd` and `SecItemUpdate`.
-public let kSecAttrAccess: CFString = "acls"
-public let kSecAttrService: CFString = "svce"
-public let kSecAttrGeneric: CFString = "gena"
-public let kSecAttrServer: CFString = "srvr"
-public let kSecAttrProtocol: CFString = "ptcl"
-public let kSecAttrPort: CFString = "port"
-public let kSecAttrPath: CFString = "path"
-public let kSecAttrSecurityDomain: CFString = "sdmn"
-public let kSecAttrAuthenticationType: CFString = "atyp"
-public let kSecAttrLabel: CFString = "labl"
-public let kSecAttrDescription: CFString = "desc"
-public let kSecAttrComment: CFString = "icmt"
-public let kSecAttrCreator: CFString = "crtr"
-public let kSecAttrType: CFString = "type"
-public let kSecAttrIsInvisible: CFString = "invi"
-public let kSecAttrIsNegative: CFString = "nega"
-public let kSecAttrAccessGroup: CFString = "agrp"
-public let kSecAttrAccessible: CFString = "pdmn"
-public let kSecAttrCreationDate: CFString = "cdat"
-public let kSecAttrModificationDate: CFString = "mdat"
-public let kSecAttrSynchronizable: CFString = "sync"
+public let kSecAttrAccess: CFString = WireKey.access
+public let kSecAttrService: CFString = AttributeKey.service
+public let kSecAttrGeneric: CFString = AttributeKey.generic
+public let kSecAttrServer: CFString = AttributeKey.server
+public let kSecAttrProtocol: CFString = AttributeKey.`protocol`
+public let kSecAttrPort: CFString = AttributeKey.port
+public let kSecAttrPath: CFString = AttributeKey.path
+public let kSecAttrSecurityDomain: CFString = AttributeKey.securityDomain
+public let kSecAttrAuthenticationType: CFString = AttributeKey.authenticationType
+public let kSecAttrLabel: CFString = AttributeKey.label
+public let kSecAttrDescription: CFString = AttributeKey.description
+public let kSecAttrComment: CFString = AttributeKey.comment
+public let kSecAttrCreator: CFString = AttributeKey.creator
+public let kSecAttrType: CFString = AttributeKey.type
+public let kSecAttrIsInvisible: CFString = AttributeKey.invisible
+public let kSecAttrIsNegative: CFString = AttributeKey.negative
+public let kSecAttrAccessGroup: CFString = AttributeKey.accessGroup
+public let kSecAttrAccessible: CFString = AttributeKey.accessible
+public let kSecAttrCreationDate: CFString = AttributeKey.creationDate
+public let kSecAttrModificationDate: CFString = AttributeKey.modificationDate
+public let kSecAttrSynchronizable: CFString = AttributeKey.synchronizable
 /// A kSecAttrSynchronizable value for queries: both kinds (every Keywell item is non-synchronizable).
 public let kSecAttrSynchronizableAny: CFString = "syna"
 
 // Values, return types, match options, use options
-public let kSecValueData: CFString = "v_Data"
+public let kSecValueData: CFString = WireKey.valueData
 public let kSecValueRef: CFString = "v_Ref"
-public let kSecValuePersistentRef: CFString = "v_PersistentRef"
-public let kSecReturnData: CFString = "r_Data"
-public let kSecReturnAttributes: CFString = "r_Attributes"
+public let kSecValuePersistentRef: CFString = WireKey.valuePersistentRef
+public let kSecReturnData: CFString = WireKey.returnData
+public let kSecReturnAttributes: CFString = WireKey.returnAttributes
 public let kSecReturnRef: CFString = "r_Ref"
-public let kSecReturnPersistentRef: CFString = "r_PersistentRef"
-public let kSecMatchLimit: CFString = "m_Limit"
-public let kSecMatchLimitOne: CFString = "m_LimitOne"
-public let kSecMatchLimitAll: CFString = "m_LimitAll"
-public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
-public let kSecMatchSearchList: CFString = "m_SearchList"
-public let kSecUseKeychain: CFString = "u_Keychain"
+public let kSecReturnPersistentRef: CFString = WireKey.returnPersistentRef
+public let kSecMatchLimit: CFString = WireKey.matchLimit
+public let kSecMatchLimitOne: CFString = WireKey.matchLimitOne
+public let kSecMatchLimitAll: CFString = WireKey.matchLimitAll
+public let kSecMatchCaseInsensitive: CFString = WireKey.matchCaseInsensitive
+public let kSecMatchSearchList: CFString = WireKey.matchSearchList
+public let kSecUseKeychain: CFString = WireKey.useKeychain
 // Apple's switches between its two keychain implementations and its UI. Keywell has one
 // implementation and no UI: the client accepts these keys and drops them.
 public let kSecUseDataProtectionKeychain: CFString = "nleg"

@@ -57,26 +57,26 @@ enum ItemAttribute: Int, CaseIterable, Sendable {
 
     var name: String {
         switch self {
-        case .account: "acct"
-        case .service: "svce"
-        case .generic: "gena"
-        case .server: "srvr"
-        case .protocol: "ptcl"
-        case .port: "port"
-        case .path: "path"
-        case .securityDomain: "sdmn"
-        case .authenticationType: "atyp"
-        case .label: "labl"
-        case .description: "desc"
-        case .comment: "icmt"
-        case .creator: "crtr"
-        case .type: "type"
-        case .invisible: "invi"
-        case .negative: "nega"
-        case .accessGroup: "agrp"
-        case .accessibility: "pdmn"
-        case .creationDate: "cdat"
-        case .modificationDate: "mdat"
+        case .account: AttributeKey.account
+        case .service: AttributeKey.service
+        case .generic: AttributeKey.generic
+        case .server: AttributeKey.server
+        case .protocol: AttributeKey.`protocol`
+        case .port: AttributeKey.port
+        case .path: AttributeKey.path
+        case .securityDomain: AttributeKey.securityDomain
+        case .authenticationType: AttributeKey.authenticationType
+        case .label: AttributeKey.label
+        case .description: AttributeKey.description
+        case .comment: AttributeKey.comment
+        case .creator: AttributeKey.creator
+        case .type: AttributeKey.type
+        case .invisible: AttributeKey.invisible
+        case .negative: AttributeKey.negative
+        case .accessGroup: AttributeKey.accessGroup
+        case .accessibility: AttributeKey.accessible
+        case .creationDate: AttributeKey.creationDate
+        case .modificationDate: AttributeKey.modificationDate
         }
     }
 

@@ -5,12 +5,6 @@ import KeywellProtocol
 /// `errSecParam`, an unknown class `errSecNoSuchClass`, an attribute of the other class
 /// `errSecNoSuchAttr`, `cdat`/`mdat` in Add or Update `errSecReadOnlyAttr`, unknown keys `errSecParam`.
 enum QueryParser {
-    enum Operation: String {
-        case copyMatching = "CopyMatching"
-        case update = "Update"
-        case delete = "Delete"
-    }
-
     static func parseAdd(_ dictionary: WireDictionary) throws(KeychainError) -> NewItem {
         let itemClass = try requiredClass(dictionary)
         var item = NewItem(itemClass: itemClass, attributes: [:], secret: Data(), keychain: nil, returns: ReturnRequest())
@@ -24,13 +18,13 @@ enum QueryParser {
             case WireKey.useKeychain: item.keychain = try string(key, value)
             case WireKey.access: item.access = try AccessList(wire: value)
             default:
-                guard try parseReturn(key, value, into: &item.returns) else { throw unknownKey(key, in: "Add") }
+                guard try parseReturn(key, value, into: &item.returns) else { throw unknownKey(key, in: NativeMethod.add.name) }
             }
         }
         return item
     }
 
-    static func parseQuery(_ dictionary: WireDictionary, for operation: Operation) throws(KeychainError) -> ItemQuery {
+    static func parseQuery(_ dictionary: WireDictionary, for operation: NativeMethod) throws(KeychainError) -> ItemQuery {
         let itemClass = try dictionary[WireKey.class].map { value throws(KeychainError) in try ItemClass.parse(value) }
         var query = ItemQuery(filter: ItemFilter(itemClass: itemClass))
         var searchList: [String]?
@@ -58,7 +52,7 @@ enum QueryParser {
                 guard operation != .update else { throw .param("\(key) is not allowed in an Update query") }
                 _ = try parseReturn(key, value, into: &query.returns)
             default:
-                throw unknownKey(key, in: operation.rawValue)
+                throw unknownKey(key, in: operation.name)
             }
         }
         guard itemClass != nil || query.persistentRef != nil else { throw .param("the query has no class") }

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAPI
 import KeywellCore
 import KeywellDBus
 import KeywellIdentity
@@ -39,16 +40,11 @@ final class NativeKeychainObject: DBusObject {
         path == KeywellNames.objectPath ? [NativeInterface.description] : nil
     }
 
-    /// Calls that only read: no key derivation, no commit, no prompt.
-    private static let reads: Set<String> = [
-        "CopyMatching", "ListKeychains", "GetSearchList", "GetDefaultKeychain", "GetLoginKeychain", "GetInfo",
-        "GetMigrationStatus",
-    ]
-
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
         // A caller seen before is a dictionary lookup; a new one needs the bus and /proc.
-        if call.method?.name == "WhoAmI" { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
-        guard let method = call.method, Self.reads.contains(method.name) else { return .worker }
+        guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else { return .worker }
+        if method == .whoAmI { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
+        guard method.methodClass == .read else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
         return .ioThread
@@ -62,12 +58,13 @@ final class NativeKeychainObject: DBusObject {
     }
 
     func handle(_ call: DBusMethodCall) {
-        guard let method = call.method else {
+        guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else {
             call.reply(error: .unknownMethod("No method \(call.member)"))
             return
         }
         let start = ContinuousClock.now
-        let level: Logger.Level = Self.changesKeychains.contains(method.name) ? .info : .debug
+        // Calls that change keychains, not items, are logged at info level.
+        let level: Logger.Level = method.methodClass == .changesKeychains ? .info : .debug
         // Asked before the reply, while the caller is surely still connected; only when logged.
         let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil
         var afterReply = AfterReply()
@@ -76,7 +73,7 @@ final class NativeKeychainObject: DBusObject {
             trimmer.noteActivity()
         }
         do throws(KeychainError) {
-            let values = try perform(method.name, call.arguments, call, &afterReply)
+            let values = try perform(method, call.arguments, call, &afterReply)
             call.reply(values)
             log(call, caller: caller, outcome: "ok", level: level, since: start)
         } catch {
@@ -87,116 +84,110 @@ final class NativeKeychainObject: DBusObject {
         }
     }
 
-    /// Calls logged at info level: they change keychains, not items.
-    private static let changesKeychains: Set<String> = [
-        "CreateKeychain", "DeleteKeychain", "SetSearchList", "SetDefaultKeychain", "Unlock", "Lock", "LockAll",
-        "ChangePassword", "SetSettings", "BackupKeychain", "RestoreKeychain", "MigrateKeyrings", "ExportGnomeKeyring",
-        "ExportKeychains", "ImportExport",
-    ]
-
     private func perform(
-        _ member: String, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply
+        _ method: NativeMethod, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply
     ) throws(KeychainError) -> [DBusValue] {
-        switch member {
+        // Exhaustive: a method added to the contract does not compile until it is handled here.
+        switch method {
         // Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right
         // after the reply has gone.
-        case "Add":
-            let attributes = try WireConversion.wireDictionary(arguments[0])
+        case .add:
+            let attributes = try wireDictionary(arguments[0])
             afterReply.wipe(attributes)
             let result = try store.add(attributes)
             afterReply.wipe(result)
-            return [WireConversion.dbusDictionary(result)]
-        case "CopyMatching":
-            let query = try WireConversion.wireDictionary(arguments[0])
+            return [WireCodec.dbusDictionary(result)]
+        case .copyMatching:
+            let query = try wireDictionary(arguments[0])
             afterReply.wipe(query)
             let results = try store.copyMatching(query)
             afterReply.wipe(results)
-            return [WireConversion.dbusDictionaryArray(results)]
-        case "Update":
-            let query = try WireConversion.wireDictionary(arguments[0])
-            let changes = try WireConversion.wireDictionary(arguments[1])
+            return [WireCodec.dbusDictionaryArray(results)]
+        case .update:
+            let query = try wireDictionary(arguments[0])
+            let changes = try wireDictionary(arguments[1])
             afterReply.wipe(changes)
             try store.update(query, changes)
             return []
-        case "Delete":
-            try store.delete(WireConversion.wireDictionary(arguments[0]))
+        case .delete:
+            try store.delete(wireDictionary(arguments[0]))
             return []
-        case "CreateKeychain":
+        case .createKeychain:
             let path = try store.createKeychain(string(arguments[0]), password: secret(arguments[1]))
             autoLock.rearm()
             return [.string(path)]
-        case "DeleteKeychain":
+        case .deleteKeychain:
             try store.deleteKeychain(string(arguments[0]))
             return []
-        case "ListKeychains":
+        case .listKeychains:
             return [.stringArray(try store.listKeychains())]
-        case "GetSearchList":
+        case .getSearchList:
             return [.stringArray(try store.searchList())]
-        case "SetSearchList":
-            try store.setSearchList(WireConversion.keychainList(arguments[0]))
+        case .setSearchList:
+            try store.setSearchList(WireCodec.requestKeychainList(arguments[0]))
             return []
-        case "GetDefaultKeychain":
+        case .getDefaultKeychain:
             return [.string(try store.defaultKeychain())]
-        case "SetDefaultKeychain":
+        case .setDefaultKeychain:
             try store.setDefaultKeychain(string(arguments[0]))
             return []
-        case "GetLoginKeychain":
+        case .getLoginKeychain:
             return [.string(try store.loginKeychain())]
-        case "Unlock":
+        case .unlock:
             let keychain = string(arguments[0])
             let password = secret(arguments[1])
             try throttle.unlock(keychain, password: password, in: store)
             autoLock.rearm()
             sessions.keychainUnlocked(keychain, with: password)
             return []
-        case "Lock":
+        case .lock:
             try store.lock(string(arguments[0]))
             return []
-        case "LockAll":
+        case .lockAll:
             store.lockAll()
             return []
-        case "ChangePassword":
+        case .changePassword:
             let keychain = string(arguments[0])
             try throttle.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]), in: store)
             return []
-        case "GetInfo":
-            return [WireConversion.dbusDictionary(try store.info(string(arguments[0])))]
-        case "SetSettings":
-            try store.setSettings(string(arguments[0]), WireConversion.wireDictionary(arguments[1]))
+        case .getInfo:
+            return [WireCodec.dbusDictionary(try store.info(string(arguments[0])))]
+        case .setSettings:
+            try store.setSettings(string(arguments[0]), wireDictionary(arguments[1]))
             autoLock.rearm()
             return []
-        case "BackupKeychain":
+        case .backupKeychain:
             try store.backupKeychain(string(arguments[0]), to: string(arguments[1]), replacing: bool(arguments[2]))
             return []
-        case "RestoreKeychain":
+        case .restoreKeychain:
             let path = try store.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
             return [.string(path)]
-        case "MigrateKeyrings":
+        case .migrateKeyrings:
             // An empty name is every keyring; an empty password tries only what needs none.
             let name = string(arguments[0])
             let reports = migration.migrate(keyring: name.isEmpty ? nil : name, password: secret(arguments[1]))
             for report in reports where report.outcome != .unchanged { migration.log(report) }
             autoLock.rearm()
             return [.stringVariantDictArray(reports.map(MigrationWire.report))]
-        case "GetMigrationStatus":
+        case .getMigrationStatus:
             return [.stringVariantDictArray(MigrationWire.status(migration.state()))]
-        case "ExportGnomeKeyring":
+        case .exportGnomeKeyring:
             try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
                                           password: secret(arguments[2]), replace: bool(arguments[3]))
             return []
         // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
         // closed here): the daemon never opens a path a caller names for these.
-        case "ExportKeychains":
+        case .exportKeychains:
             let fd = descriptor(call, 1)
             defer { close(fd) }
-            let names = try WireConversion.keychainList(arguments[0])
+            let names = try WireCodec.requestKeychainList(arguments[0])
             return [.uint32(UInt32(clamping: try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))))]
-        case "InspectExport":
+        case .inspectExport:
             let fd = descriptor(call, 0)
             defer { close(fd) }
             let (keychains, count) = try store.inspectExport(from: fd, passphrase: secret(arguments[1]))
             return [.stringArray(keychains), .uint32(UInt32(clamping: count))]
-        case "ImportExport":
+        case .importExport:
             let fd = descriptor(call, 0)
             defer { close(fd) }
             guard let policy = ImportPolicy(rawValue: string(arguments[3])) else {
@@ -205,15 +196,13 @@ final class NativeKeychainObject: DBusObject {
             let keychain = string(arguments[2])
             let summary = try store.importExport(
                 from: fd, passphrase: secret(arguments[1]), into: keychain.isEmpty ? nil : keychain, policy: policy)
-            return [WireConversion.dbusDictionary([
+            return [WireCodec.dbusDictionary([
                 ImportSummaryKey.added: .integer(Int64(summary.added)),
                 ImportSummaryKey.replaced: .integer(Int64(summary.replaced)),
                 ImportSummaryKey.skipped: .integer(Int64(summary.skipped)),
             ])]
-        case "WhoAmI":
+        case .whoAmI:
             return try whoAmI(call)
-        default:
-            throw KeychainError(SecStatus.unimplemented, detail: member)
         }
     }
 
@@ -226,6 +215,11 @@ final class NativeKeychainObject: DBusObject {
         }
         let reason = [identity.strengthReason, identity.note].compactMap { $0 }.joined(separator: " ")
         return [.string(identity.string), .string(identity.strength.rawValue), .string(reason)]
+    }
+
+    /// An `a{sv}` argument; its byte values (`v_Data` may be a secret) in self-wiping storage.
+    private func wireDictionary(_ value: DBusValue) throws(KeychainError) -> WireDictionary {
+        try WireCodec.requestDictionary(value, secretData: SecretWipe.wipingData(copying:))
     }
 
     /// The signature was checked, so the argument has the declared type.
@@ -251,7 +245,7 @@ final class NativeKeychainObject: DBusObject {
         let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
         // Arguments are never logged (they may hold secrets), only the keychain a call names.
         var subject = call.member
-        if call.member != "SetSearchList", let keychain = call.arguments.first?.stringValue { subject += " \"\(keychain)\"" }
+        if call.member != NativeMethod.setSearchList.name, let keychain = call.arguments.first?.stringValue { subject += " \"\(keychain)\"" }
         var metadata: Logger.Metadata = [
             "caller": "\(caller ?? callers.describe(call.sender, on: call.connection))",
             "us": "\(microseconds)",

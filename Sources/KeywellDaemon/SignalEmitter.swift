@@ -34,11 +34,11 @@ final class SignalEmitter: @unchecked Sendable {
 
     static func signal(for event: KeychainEvent) -> (member: String, argument: DBusValue) {
         switch event {
-        case .locked(let name): ("KeychainLocked", .string(name))
-        case .unlocked(let name): ("KeychainUnlocked", .string(name))
-        case .itemsChanged(let name): ("ItemsChanged", .string(name))
-        case .defaultKeychainChanged(let name): ("DefaultKeychainChanged", .string(name))
-        case .searchListChanged(let names): ("SearchListChanged", .stringArray(names))
+        case .locked(let name): (NativeSignal.keychainLocked.name, .string(name))
+        case .unlocked(let name): (NativeSignal.keychainUnlocked.name, .string(name))
+        case .itemsChanged(let name): (NativeSignal.itemsChanged.name, .string(name))
+        case .defaultKeychainChanged(let name): (NativeSignal.defaultKeychainChanged.name, .string(name))
+        case .searchListChanged(let names): (NativeSignal.searchListChanged.name, .stringArray(names))
         }
     }
 }

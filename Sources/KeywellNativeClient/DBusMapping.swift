@@ -3,75 +3,21 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
 
-/// Translation between the native API's wire values and D-Bus values, and from D-Bus failures
-/// to OSStatus-carrying `KeychainError`s.
+/// The client's side of the native API's values (the mapping itself is `WireCodec`'s), and
+/// D-Bus failures as OSStatus-carrying `KeychainError`s.
 package enum DBusMapping {
-    // MARK: Wire values → D-Bus
-
-    package static func dbusValue(_ value: WireValue) -> DBusValue {
-        switch value {
-        case .string(let text): return .string(text)
-        case .data(let bytes): return .bytes([UInt8](bytes))
-        case .bool(let flag): return .bool(flag)
-        // `x` holds every value a WireValue integer can; the daemon takes any integer type.
-        case .integer(let number): return .int64(number)
-        case .strings(let list): return .stringArray(list)
-        }
-    }
-
-    /// `a{sv}`.
-    package static func dbusDictionary(_ dictionary: WireDictionary) -> DBusValue {
-        .stringVariantDict(dictionary.mapValues(dbusValue))
-    }
+    // MARK: Wire values → D-Bus (WireCodec, plus the secrets this side wipes)
 
     /// `a{sv}` whose secret (`v_Data`) bytes are also handed to the caller, who wipes them
     /// once the call is over.
     package static func dbusDictionary(_ dictionary: WireDictionary, secrets: inout [[UInt8]]) -> DBusValue {
-        var values = dictionary.mapValues(dbusValue)
-        if case .data(let secret)? = dictionary[WireKey.valueData] {
-            let bytes = [UInt8](secret)
-            secrets.append(bytes)
-            values[WireKey.valueData] = .bytes(bytes)
-        }
-        return .stringVariantDict(values)
-    }
-
-    // MARK: D-Bus → wire values
-
-    /// Any D-Bus value the native API can send back; nil for types it never uses.
-    package static func wireValue(_ value: DBusValue) -> WireValue? {
-        let value = value.unwrappingVariants
-        switch value {
-        case .string(let text), .objectPath(let text): return .string(text)
-        case .bool(let flag): return .bool(flag)
-        case .bytes: return value.bytesValue.map { .data(Data($0)) }
-        case .array(let element, _) where element == .byte: return value.bytesValue.map { .data(Data($0)) }
-        case .array(let element, _) where element == .string: return value.stringArrayValue.map(WireValue.strings)
-        default:
-            // Integers of any width (the daemon may pick `u`, `x`, `t`, …).
-            return value.integerValue.map(WireValue.integer)
-        }
-    }
-
-    /// `a{sv}` as a wire dictionary; throws when the reply has another shape.
-    package static func wireDictionary(_ value: DBusValue?, in member: String) throws(KeychainError) -> WireDictionary {
-        guard let dictionary = value?.asStringVariantDict() else { throw unexpectedReply(member, value) }
-        var result: WireDictionary = [:]
-        result.reserveCapacity(dictionary.count)
-        for (key, entry) in dictionary {
-            guard let converted = wireValue(entry) else { throw unexpectedReply(member, entry, key: key) }
-            result[key] = converted
-        }
-        return result
-    }
-
-    package static func unexpectedReply(_ member: String, _ value: DBusValue?, key: String? = nil) -> KeychainError {
-        let place = key.map { "\(member) reply key \($0)" } ?? "\(member) reply"
-        let shape = value.map { "type \($0.signature.rawValue)" } ?? "no value"
-        return KeychainError(SecStatus.io, detail: "unexpected \(place): \(shape)")
+        let value = WireCodec.dbusDictionary(dictionary)
+        if case .bytes(let bytes)? = value.asStringVariantDict()?[WireKey.valueData] { secrets.append(bytes) }
+        return value
     }
 
     // MARK: Errors

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
 
@@ -19,26 +20,26 @@ extension KeywellClient {
 
     /// Writes every item of `keychains` to `fd`, sealed under `passphrase`; returns the item count.
     public func exportKeychains(_ keychains: [String], to fd: Int32, passphrase: [UInt8]) throws(KeychainError) -> Int {
-        let reply = try call("ExportKeychains", [.stringArray(keychains), .unixFD(fd), .bytes(passphrase)],
+        let reply = try call(.exportKeychains, [.stringArray(keychains), .unixFD(fd), .bytes(passphrase)],
                              timeout: Self.transferTimeout)
-        guard let count = reply.first?.uint32Value else { throw KeychainError(SecStatus.io, detail: "ExportKeychains reply without a count") }
+        guard let count = reply.first?.uint32Value else { throw KeychainError(SecStatus.io, detail: "\(NativeMethod.exportKeychains.name) reply without a count") }
         return Int(count)
     }
 
     /// The keychains an export file names, and its number of items.
     public func inspectExport(_ fd: Int32, passphrase: [UInt8]) throws(KeychainError) -> (keychains: [String], items: Int) {
-        let reply = try call("InspectExport", [.unixFD(fd), .bytes(passphrase)], timeout: Self.transferTimeout)
+        let reply = try call(.inspectExport, [.unixFD(fd), .bytes(passphrase)], timeout: Self.transferTimeout)
         guard reply.count == 2, let names = reply[0].arrayElements?.compactMap(\.stringValue), let count = reply[1].uint32Value else {
-            throw KeychainError(SecStatus.io, detail: "InspectExport reply is malformed")
+            throw KeychainError(SecStatus.io, detail: "\(NativeMethod.inspectExport.name) reply is malformed")
         }
         return (names, Int(count))
     }
 
     /// Imports the file into `keychain` ("" = each item into the keychain it came from).
     public func importExport(_ fd: Int32, passphrase: [UInt8], into keychain: String, policy: String) throws(KeychainError) -> ImportCounts {
-        let reply = try call("ImportExport", [.unixFD(fd), .bytes(passphrase), .string(keychain), .string(policy)],
+        let reply = try call(.importExport, [.unixFD(fd), .bytes(passphrase), .string(keychain), .string(policy)],
                              timeout: Self.transferTimeout)
-        let summary = try DBusMapping.wireDictionary(reply.first, in: "ImportExport")
+        let summary = try WireCodec.replyDictionary(reply.first, of: .importExport)
         func count(_ key: String) -> Int { summary[key]?.integerValue.map { Int($0) } ?? 0 }
         return ImportCounts(added: count(ImportSummaryKey.added), replaced: count(ImportSummaryKey.replaced),
                             skipped: count(ImportSummaryKey.skipped))

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import KeywellAPI
 import KeywellDBus
 @_exported import KeywellProtocol
 
@@ -87,32 +88,32 @@ public final class KeywellClient: Sendable {
     /// `Add`: the result holds what the `r_*` keys asked for (`{}` without any).
     @discardableResult
     public func add(_ attributes: WireDictionary) throws(KeychainError) -> WireDictionary {
-        let reply = try callWipingSecrets("Add", [attributes])
-        return try DBusMapping.wireDictionary(reply.first, in: "Add")
+        let reply = try callWipingSecrets(.add, [attributes])
+        return try WireCodec.replyDictionary(reply.first, of: .add)
     }
 
     /// `CopyMatching`: one dictionary per match; no match is `errSecItemNotFound`.
     public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
-        let reply = try call("CopyMatching", [DBusMapping.dbusDictionary(query)])
+        let reply = try call(.copyMatching, [WireCodec.dbusDictionary(query)])
         guard let first = reply.first, let dictionaries = first.arrayElements else {
-            throw DBusMapping.unexpectedReply("CopyMatching", reply.first)
+            throw WireCodec.unexpectedReply(.copyMatching, reply.first)
         }
         var results: [WireDictionary] = []
         results.reserveCapacity(dictionaries.count)
         for dictionary in dictionaries {
-            results.append(try DBusMapping.wireDictionary(dictionary, in: "CopyMatching"))
+            results.append(try WireCodec.replyDictionary(dictionary, of: .copyMatching))
         }
         return results
     }
 
     /// `Update`: changes every match.
     public func update(_ query: WireDictionary, attributes: WireDictionary) throws(KeychainError) {
-        _ = try callWipingSecrets("Update", [query, attributes])
+        _ = try callWipingSecrets(.update, [query, attributes])
     }
 
     /// `Delete`: deletes every match.
     public func delete(_ query: WireDictionary) throws(KeychainError) {
-        _ = try call("Delete", [DBusMapping.dbusDictionary(query)])
+        _ = try call(.delete, [WireCodec.dbusDictionary(query)])
     }
 
     // MARK: Keychains
@@ -120,66 +121,66 @@ public final class KeywellClient: Sendable {
     /// `CreateKeychain`: returns the new file's absolute path. The keychain is unlocked.
     @discardableResult
     public func createKeychain(_ name: String, password: [UInt8]) throws(KeychainError) -> String {
-        try string(from: call("CreateKeychain", [.string(name), .bytes(password)]), "CreateKeychain")
+        try string(from: call(.createKeychain, [.string(name), .bytes(password)]), .createKeychain)
     }
 
     public func deleteKeychain(_ name: String) throws(KeychainError) {
-        _ = try call("DeleteKeychain", [.string(name)])
+        _ = try call(.deleteKeychain, [.string(name)])
     }
 
     /// Every keychain the user has (the folder, plus path-addressed ones in the search list).
     public func listKeychains() throws(KeychainError) -> [String] {
-        try strings(from: call("ListKeychains", []), "ListKeychains")
+        try strings(from: call(.listKeychains, []), .listKeychains)
     }
 
     /// The search list (what `security list-keychains` prints).
     public func searchList() throws(KeychainError) -> [String] {
-        try strings(from: call("GetSearchList", []), "GetSearchList")
+        try strings(from: call(.getSearchList, []), .getSearchList)
     }
 
     public func setSearchList(_ keychains: [String]) throws(KeychainError) {
-        _ = try call("SetSearchList", [.stringArray(keychains)])
+        _ = try call(.setSearchList, [.stringArray(keychains)])
     }
 
     /// `errSecNoDefaultKeychain` when there is none.
     public func defaultKeychain() throws(KeychainError) -> String {
-        try string(from: call("GetDefaultKeychain", []), "GetDefaultKeychain")
+        try string(from: call(.getDefaultKeychain, []), .getDefaultKeychain)
     }
 
     public func setDefaultKeychain(_ name: String) throws(KeychainError) {
-        _ = try call("SetDefaultKeychain", [.string(name)])
+        _ = try call(.setDefaultKeychain, [.string(name)])
     }
 
     /// `errSecNoSuchKeychain` until `login` exists.
     public func loginKeychain() throws(KeychainError) -> String {
-        try string(from: call("GetLoginKeychain", []), "GetLoginKeychain")
+        try string(from: call(.getLoginKeychain, []), .getLoginKeychain)
     }
 
     /// A wrong password is `errSecAuthFailed`, also for an unlocked keychain.
     public func unlock(_ name: String, password: [UInt8]) throws(KeychainError) {
-        _ = try call("Unlock", [.string(name), .bytes(password)])
+        _ = try call(.unlock, [.string(name), .bytes(password)])
     }
 
     public func lock(_ name: String) throws(KeychainError) {
-        _ = try call("Lock", [.string(name)])
+        _ = try call(.lock, [.string(name)])
     }
 
     public func lockAll() throws(KeychainError) {
-        _ = try call("LockAll", [])
+        _ = try call(.lockAll, [])
     }
 
     /// Leaves the lock state as it was.
     public func changePassword(_ name: String, oldPassword: [UInt8], newPassword: [UInt8]) throws(KeychainError) {
-        _ = try call("ChangePassword", [.string(name), .bytes(oldPassword), .bytes(newPassword)])
+        _ = try call(.changePassword, [.string(name), .bytes(oldPassword), .bytes(newPassword)])
     }
 
     /// Works while locked.
     public func info(_ name: String) throws(KeychainError) -> KeychainInfo {
-        let reply = try call("GetInfo", [.string(name)])
-        let info = try DBusMapping.wireDictionary(reply.first, in: "GetInfo")
+        let reply = try call(.getInfo, [.string(name)])
+        let info = try WireCodec.replyDictionary(reply.first, of: .getInfo)
         func field<T>(_ key: String, _ extract: (WireValue) -> T?) throws(KeychainError) -> T {
             guard let value = info[key], let typed = extract(value) else {
-                throw KeychainError(SecStatus.io, detail: "GetInfo reply without a valid \(key)")
+                throw KeychainError(SecStatus.io, detail: "\(NativeMethod.getInfo.name) reply without a valid \(key)")
             }
             return typed
         }
@@ -205,21 +206,21 @@ public final class KeywellClient: Sendable {
         if let lockOnSleep { settings[KeychainInfoKey.lockOnSleep] = .bool(lockOnSleep) }
         if let lockOnScreenLock { settings[KeychainInfoKey.lockOnScreenLock] = .bool(lockOnScreenLock) }
         if let lockAfterSeconds { settings[KeychainInfoKey.lockAfterSeconds] = .uint32(lockAfterSeconds) }
-        _ = try call("SetSettings", [.string(name), .stringVariantDict(settings)])
+        _ = try call(.setSettings, [.string(name), .stringVariantDict(settings)])
     }
 
     /// Keywell's own: the daemon writes a consistent copy of the keychain to `path` (absolute),
     /// refusing an existing file unless `replace` (docs/cli.md, "Backing up").
     public func backupKeychain(_ name: String, to path: String, replace: Bool) throws(KeychainError) {
-        _ = try call("BackupKeychain", [.string(name), .string(path), .bool(replace)])
+        _ = try call(.backupKeychain, [.string(name), .string(path), .bool(replace)])
     }
 
     /// Keywell's own: installs the keychain file at `path` (absolute) as keychain `name`,
     /// refusing an existing keychain unless `replace`. Returns the new keychain's path.
     public func restoreKeychain(from path: String, as name: String, replace: Bool) throws(KeychainError) -> String {
-        let reply = try call("RestoreKeychain", [.string(path), .string(name), .bool(replace)])
+        let reply = try call(.restoreKeychain, [.string(path), .string(name), .bool(replace)])
         guard let installed = reply.first?.stringValue else {
-            throw KeychainError(SecStatus.io, detail: "RestoreKeychain reply without a path")
+            throw KeychainError(SecStatus.io, detail: "\(NativeMethod.restoreKeychain.name) reply without a path")
         }
         return installed
     }
@@ -228,24 +229,24 @@ public final class KeywellClient: Sendable {
     /// `keyring` empty is every keyring; `password` empty tries only what needs none. One
     /// `a{sv}` report per keyring file.
     public func migrateKeyrings(_ keyring: String, password: [UInt8]) throws(KeychainError) -> [[String: DBusValue]] {
-        try dictionaries(try call("MigrateKeyrings", [.string(keyring), .bytes(password)]).first, in: "MigrateKeyrings")
+        try dictionaries(try call(.migrateKeyrings, [.string(keyring), .bytes(password)]).first, in: .migrateKeyrings)
     }
 
     /// Keywell's own: what came from which keyring file, when, how many items.
     public func migrationStatus() throws(KeychainError) -> [[String: DBusValue]] {
-        try dictionaries(try call("GetMigrationStatus", []).first, in: "GetMigrationStatus")
+        try dictionaries(try call(.getMigrationStatus, []).first, in: .getMigrationStatus)
     }
 
     /// Keywell's own: the keychain as a gnome-keyring keyring file at `path` (absolute).
     public func exportGnomeKeyring(_ name: String, to path: String, password: [UInt8], replace: Bool) throws(KeychainError) {
-        _ = try call("ExportGnomeKeyring", [.string(name), .string(path), .bytes(password), .bool(replace)])
+        _ = try call(.exportGnomeKeyring, [.string(name), .string(path), .bytes(password), .bool(replace)])
     }
 
-    private func dictionaries(_ value: DBusValue?, in member: String) throws(KeychainError) -> [[String: DBusValue]] {
-        guard let elements = value?.arrayElements else { throw KeychainError(SecStatus.io, detail: "\(member) reply is not an array") }
+    private func dictionaries(_ value: DBusValue?, in method: NativeMethod) throws(KeychainError) -> [[String: DBusValue]] {
+        guard let elements = value?.arrayElements else { throw KeychainError(SecStatus.io, detail: "\(method.name) reply is not an array") }
         var result: [[String: DBusValue]] = []
         for element in elements {
-            guard case .dictionary(_, _, let entries) = element else { throw KeychainError(SecStatus.io, detail: "\(member) reply is damaged") }
+            guard case .dictionary(_, _, let entries) = element else { throw KeychainError(SecStatus.io, detail: "\(method.name) reply is damaged") }
             var dictionary: [String: DBusValue] = [:]
             for entry in entries {
                 if let key = entry.key.stringValue { dictionary[key] = entry.value.unwrappingVariants }
@@ -257,12 +258,12 @@ public final class KeywellClient: Sendable {
 
     // MARK: Transport
 
-    func call(_ member: String, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
+    func call(_ method: NativeMethod, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
         let bus: DBusConnection
         if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
         do {
             return try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
-                                interface: KeywellNames.interface, member: member,
+                                interface: KeywellNames.interface, member: method.name,
                                 arguments: arguments, timeout: callTimeout ?? timeout)
         } catch {
             throw DBusMapping.keychainError(error)
@@ -271,30 +272,30 @@ public final class KeywellClient: Sendable {
 
     /// Sends dictionaries that may hold a secret (`v_Data`) and overwrites the copies made
     /// for the message once the call is over (the caller's own Data is the caller's).
-    private func callWipingSecrets(_ member: String, _ dictionaries: [WireDictionary]) throws(KeychainError) -> [DBusValue] {
+    private func callWipingSecrets(_ method: NativeMethod, _ dictionaries: [WireDictionary]) throws(KeychainError) -> [DBusValue] {
         var secrets: [[UInt8]] = []
         defer { for index in secrets.indices { PasswordBytes.wipe(&secrets[index]) } }
-        return try sendDictionaries(member, dictionaries, &secrets)
+        return try sendDictionaries(method, dictionaries, &secrets)
     }
 
     /// Separate so that the arguments are released before the caller wipes `secrets`.
-    private func sendDictionaries(_ member: String, _ dictionaries: [WireDictionary],
+    private func sendDictionaries(_ method: NativeMethod, _ dictionaries: [WireDictionary],
                                   _ secrets: inout [[UInt8]]) throws(KeychainError) -> [DBusValue] {
         var arguments: [DBusValue] = []
         for dictionary in dictionaries { arguments.append(DBusMapping.dbusDictionary(dictionary, secrets: &secrets)) }
-        return try call(member, arguments)
+        return try call(method, arguments)
     }
 
-    private func string(from reply: [DBusValue], _ member: String) throws(KeychainError) -> String {
+    private func string(from reply: [DBusValue], _ method: NativeMethod) throws(KeychainError) -> String {
         guard let text = reply.first?.stringValue else {
-            throw DBusMapping.unexpectedReply(member, reply.first)
+            throw WireCodec.unexpectedReply(method, reply.first)
         }
         return text
     }
 
-    private func strings(from reply: [DBusValue], _ member: String) throws(KeychainError) -> [String] {
+    private func strings(from reply: [DBusValue], _ method: NativeMethod) throws(KeychainError) -> [String] {
         guard let list = reply.first?.stringArrayValue else {
-            throw DBusMapping.unexpectedReply(member, reply.first)
+            throw WireCodec.unexpectedReply(method, reply.first)
         }
         return list
     }

@@ -73,22 +73,22 @@ struct CoreBenchmark: ParsableCommand {
         let findByKey = try timeQueries(store!, count: findSamples) {
             let index = Int.random(in: 0..<size, using: &generator)
             return [
-                WireKey.class: .string(WireKey.classGenericPassword), "acct": .string(Self.account(index)),
-                "svce": .string(Self.service(index)), WireKey.returnData: .bool(true),
+                WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(Self.account(index)),
+                AttributeKey.service: .string(Self.service(index)), WireKey.returnData: .bool(true),
             ]
         }
         let findByLabel = try timeQueries(store!, count: findSamples) {
             [
                 WireKey.class: .string(WireKey.classGenericPassword),
-                "labl": .string(Self.label(Int.random(in: 0..<size, using: &generator))),
+                AttributeKey.label: .string(Self.label(Int.random(in: 0..<size, using: &generator))),
                 WireKey.returnAttributes: .bool(true),
             ]
         }
         let findCaseInsensitive = try timeQueries(store!, count: findSamples) {
             let index = Int.random(in: 0..<size, using: &generator)
             return [
-                WireKey.class: .string(WireKey.classGenericPassword), "acct": .string(Self.account(index).uppercased()),
-                "svce": .string(Self.service(index).uppercased()), WireKey.matchCaseInsensitive: .bool(true),
+                WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(Self.account(index).uppercased()),
+                AttributeKey.service: .string(Self.service(index).uppercased()), WireKey.matchCaseInsensitive: .bool(true),
                 WireKey.returnAttributes: .bool(true),
             ]
         }
@@ -96,8 +96,8 @@ struct CoreBenchmark: ParsableCommand {
         var delete = LatencySamples()
         for index in (0..<size).shuffled().prefix(min(durableSamples, size)) {
             let query: WireDictionary = [
-                WireKey.class: .string(WireKey.classGenericPassword), "acct": .string(Self.account(index)),
-                "svce": .string(Self.service(index)),
+                WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(Self.account(index)),
+                AttributeKey.service: .string(Self.service(index)),
             ]
             delete.append(try KeywellBenchTiming.measure { try store!.delete(query) })
         }
@@ -171,9 +171,9 @@ struct CoreBenchmark: ParsableCommand {
     private static func item(_ index: Int) -> WireDictionary {
         [
             WireKey.class: .string(WireKey.classGenericPassword),
-            "acct": .string(account(index)),
-            "svce": .string(service(index)),
-            "labl": .string(label(index)),
+            AttributeKey.account: .string(account(index)),
+            AttributeKey.service: .string(service(index)),
+            AttributeKey.label: .string(label(index)),
             WireKey.valueData: .data(Data("password-\(index)-0123456789abcdef".utf8)),
             WireKey.useKeychain: .string("bench"),
         ]

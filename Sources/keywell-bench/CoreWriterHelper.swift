@@ -51,8 +51,8 @@ struct CoreWriterHelper: ParsableCommand {
         for index in 0..<count {
             let item: WireDictionary = [
                 WireKey.class: .string(WireKey.classGenericPassword),
-                "acct": .string("\(prefix)-\(index)"),
-                "svce": .string("core-writer"),
+                AttributeKey.account: .string("\(prefix)-\(index)"),
+                AttributeKey.service: .string("core-writer"),
                 WireKey.valueData: .data(Self.secret(prefix: prefix, index: index, bytes: secretBytes)),
                 WireKey.useKeychain: .string(keychain),
             ]

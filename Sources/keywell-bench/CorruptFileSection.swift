@@ -46,15 +46,15 @@ struct CorruptFileSection: SecurityReportSection {
     /// A real keychain made by the daemon, with the daemon stopped and the WAL folded in, so the
     /// main file holds everything.
     private func makeOriginal(_ world: ActivatedDaemonWorld, _ connection: DBusConnection) throws -> (Data, [String: [UInt8]]) {
-        _ = try NativeCalls.call(connection, "CreateKeychain", [.string("original"), .bytes(Self.password)])
+        _ = try NativeCalls.call(connection, .createKeychain, [.string("original"), .bytes(Self.password)])
         var secrets: [String: [UInt8]] = [:]
         for index in 0..<Self.itemCount {
             let account = "account-\(index)"
             let secret = Array("secret number \(index) ".utf8) + [UInt8](repeating: UInt8(index), count: 200)
             secrets[account] = secret
-            let item: [String: DBusValue] = ["class": "genp", "acct": .string(account), "svce": "corrupt-test",
-                                             "labl": .string("label \(index)"), "u_Keychain": "original", "v_Data": .bytes(secret)]
-            _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(item)])
+            let item: [String: DBusValue] = [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: "corrupt-test",
+                                             AttributeKey.label: .string("label \(index)"), WireKey.useKeychain: "original", WireKey.valueData: .bytes(secret)]
+            _ = try NativeCalls.call(connection, .add, [.stringVariantDict(item)])
         }
         try world.stopDaemon()
         let path = world.keychainPath("original")
@@ -72,9 +72,9 @@ struct CorruptFileSection: SecurityReportSection {
         let before = world.livePID()
         let outcome: Outcome
         do {
-            _ = try NativeCalls.call(connection, "Unlock", [.string(name), .bytes(Self.password)])
-            let items = try NativeCalls.matches(connection, ["class": "genp", "u_Keychain": .string(name)])
-            let wrong = items.filter { item in item["acct"].flatMap { secrets[String(decoding: $0, as: UTF8.self)] } != item["v_Data"] }
+            _ = try NativeCalls.call(connection, .unlock, [.string(name), .bytes(Self.password)])
+            let items = try NativeCalls.matches(connection, [WireKey.class: .string(WireKey.classGenericPassword), WireKey.useKeychain: .string(name)])
+            let wrong = items.filter { item in item[AttributeKey.account].flatMap { secrets[String(decoding: $0, as: UTF8.self)] } != item[WireKey.valueData] }
             outcome = wrong.isEmpty ? .right(items.count) : .wrong
         } catch let error as DBusError where FaultRun.isDaemonGone(error) {
             outcome = .crash

@@ -56,14 +56,14 @@ struct DaemonBenchmark: ParsableCommand {
         let clients = try (0..<8).map { _ in try world.connect() }
         defer { clients.forEach { $0.close() } }
         try waitForName(clients[0])
-        _ = try NativeCalls.call(clients[0], "ListKeychains", [])
+        _ = try NativeCalls.call(clients[0], .listKeychains, [])
         sleep(UInt32(idleWait))
         let startedKiB = residentKiB(of: pid)
         let startedAnonKiB = residentKiB(of: pid, field: "RssAnon:")
 
-        _ = try NativeCalls.call(clients[0], "CreateKeychain", ["bench", .bytes(Array("bench".utf8))])
-        _ = try NativeCalls.call(clients[0], "SetDefaultKeychain", ["bench"])
-        _ = try NativeCalls.call(clients[0], "SetSearchList", [.stringArray(["bench"])])
+        _ = try NativeCalls.call(clients[0], .createKeychain, ["bench", .bytes(Array("bench".utf8))])
+        _ = try NativeCalls.call(clients[0], .setDefaultKeychain, ["bench"])
+        _ = try NativeCalls.call(clients[0], .setSearchList, [.stringArray(["bench"])])
         let filler = try Filler(environment: world.environment)
         try filler.fill(to: sizes.first ?? 1000)
 
@@ -78,32 +78,32 @@ struct DaemonBenchmark: ParsableCommand {
         try measure("Peer.Ping (the floor)", calls: calls) { connection, _, _ in try connection.ping(KeywellNames.busName) }
         // The caller's identity, known after its first call: what access control adds to each call.
         try measure("WhoAmI (identity cached per connection)", calls: calls) { connection, _, _ in
-            _ = try NativeCalls.call(connection, "WhoAmI", [])
+            _ = try NativeCalls.call(connection, .whoAmI, [])
         }
         // A call the daemon refuses before the engine (wrong signature): the D-Bus layer's worker
         // hop plus the daemon's own handling, without SQLite or crypto.
         try measure("Lock() → Param (daemon, no engine)", calls: calls) { connection, _, _ in
-            do { _ = try NativeCalls.call(connection, "Lock", []) } catch let error as DBusError where error.name.hasSuffix(".Param") {}
+            do { _ = try NativeCalls.call(connection, .lock, []) } catch let error as DBusError where error.name.hasSuffix(".Param") {}
         }
         try measure("CopyMatching by primary key, r_Data", calls: calls) { connection, _, n in
             let index = (n &* 7919) % itemCount
             var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
-            query["r_Data"] = true
-            _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(query)])
+            query[WireKey.returnData] = true
+            _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(query)])
         }
         try measure("CopyMatching all \(itemCount), r_Attributes", calls: max(16, calls / 20)) { connection, _, _ in
-            _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict([
-                "class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true,
+            _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict([
+                WireKey.class: .string(WireKey.classGenericPassword), WireKey.matchLimit: .string(WireKey.matchLimitAll), WireKey.returnAttributes: true,
             ])])
         }
         for (round, clientCount) in clientCounts.enumerated() {
             let perClient = calls / clientCount * (clientCount == 1 ? 1 : 2)
             let add = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
                 let key = NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench")
-                _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(key.merging(["v_Data": .bytes(Array("secret \(n)".utf8))]) { $1 })])
+                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging([WireKey.valueData: .bytes(Array("secret \(n)".utf8))]) { $1 })])
             }
             let delete = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
-                _ = try NativeCalls.call(connection, "Delete", [.stringVariantDict(NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench"))])
+                _ = try NativeCalls.call(connection, .delete, [.stringVariantDict(NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench"))])
             }
             appendResult(&rows, "Add (durable)", add, clientCount)
             appendResult(&rows, "Delete by primary key (durable)", delete, clientCount)
@@ -124,13 +124,13 @@ struct DaemonBenchmark: ParsableCommand {
             let count = filler.count
             let add = try load.run(clientCount: 1, callsPerClient: 300) { connection, _, n in
                 let key = NativeCalls.primaryKey("flat-\(size)-\(n)", "bench")
-                _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(key.merging(["v_Data": .bytes([1, 2, 3])]) { $1 })])
+                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging([WireKey.valueData: .bytes([1, 2, 3])]) { $1 })])
             }
             let find = try load.run(clientCount: 1, callsPerClient: 300) { connection, _, n in
                 let index = (n &* 7919) % count
                 var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
-                query["r_Data"] = true
-                _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(query)])
+                query[WireKey.returnData] = true
+                _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(query)])
             }
             let busyKiB = residentKiB(of: pid)
             sleep(UInt32(idleWait))
@@ -165,13 +165,13 @@ struct DaemonBenchmark: ParsableCommand {
         let find = { @Sendable (connection: DBusConnection, n: Int) throws in
             let index = (n &* 7919) % itemCount
             var query = NativeCalls.primaryKey(NativeCalls.account(index), NativeCalls.service(index))
-            query["r_Data"] = true
-            _ = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(query)])
+            query[WireKey.returnData] = true
+            _ = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(query)])
         }
         let pairedFind = try alternating(with: connection, calls: calls, find)
         let pairedAdd = try alternating(with: connection, calls: calls) { connection, n in
             let key = NativeCalls.primaryKey("paired-\(UUID().uuidString)", "bench")
-            _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(key.merging(["v_Data": .bytes([1, 2, 3])]) { $1 })])
+            _ = try NativeCalls.call(connection, .add, [.stringVariantDict(key.merging([WireKey.valueData: .bytes([1, 2, 3])]) { $1 })])
         }
         print("alternated with Ping on one client: CopyMatching by key p50 \(formatMicroseconds(pairedFind.call.percentile(0.5))) µs"
               + " beside Ping \(formatMicroseconds(pairedFind.ping.percentile(0.5))) µs; Add p50 \(formatMicroseconds(pairedAdd.call.percentile(0.5))) µs"
@@ -197,9 +197,9 @@ struct DaemonBenchmark: ParsableCommand {
         let connection = try world.connect()
         defer { connection.close() }
         try waitForName(connection)
-        _ = try NativeCalls.call(connection, "CreateKeychain", ["bench", .bytes(Array("bench".utf8))])
-        _ = try NativeCalls.call(connection, "SetDefaultKeychain", ["bench"])
-        _ = try NativeCalls.call(connection, "SetSearchList", [.stringArray(["bench"])])
+        _ = try NativeCalls.call(connection, .createKeychain, ["bench", .bytes(Array("bench".utf8))])
+        _ = try NativeCalls.call(connection, .setDefaultKeychain, ["bench"])
+        _ = try NativeCalls.call(connection, .setSearchList, [.stringArray(["bench"])])
         let filler = try Filler(environment: world.environment)
         try filler.fill(to: 1000)
         let commit = LatencySamples(try StorageProbe.durableInsertLatencies(in: URL(fileURLWithPath: world.root), rowBytes: 256, count: 300))

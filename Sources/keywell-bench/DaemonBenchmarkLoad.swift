@@ -58,9 +58,9 @@ private final class LatencyCollector: @unchecked Sendable {
 
 /// The native API's calls, as the benchmark makes them.
 enum NativeCalls {
-    static func call(_ connection: DBusConnection, _ member: String, _ arguments: [DBusValue]) throws -> [DBusValue] {
+    static func call(_ connection: DBusConnection, _ method: NativeMethod, _ arguments: [DBusValue]) throws -> [DBusValue] {
         try connection.call(destination: KeywellNames.busName, path: KeywellNames.objectPath, interface: KeywellNames.interface,
-                            member: member, arguments: arguments)
+                            member: method.name, arguments: arguments)
     }
 
     static func account(_ index: Int) -> String { "user\(index)@example.com" }
@@ -69,14 +69,14 @@ enum NativeCalls {
     /// The attributes of filler item `index` (engine form, for the in-process batch).
     static func fillerItem(_ index: Int) -> WireDictionary {
         [
-            WireKey.class: .string(WireKey.classGenericPassword), "acct": .string(account(index)),
-            "svce": .string(service(index)), "labl": .string("Label \(index % 50)"),
+            WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account(index)),
+            AttributeKey.service: .string(service(index)), AttributeKey.label: .string("Label \(index % 50)"),
             WireKey.valueData: .data(Data("password-\(index)-0123456789abcdef".utf8)),
             WireKey.useKeychain: .string("bench"),
         ]
     }
 
     static func primaryKey(_ account: String, _ service: String) -> [String: DBusValue] {
-        ["class": .string("genp"), "acct": .string(account), "svce": .string(service)]
+        [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: .string(service)]
     }
 }

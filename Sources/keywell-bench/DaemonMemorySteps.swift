@@ -90,7 +90,7 @@ extension MemorySubject {
 
 extension KeywelldSubject {
     func touch(lookup: Bool) throws {
-        if lookup { try self.lookup() } else { try call("ListKeychains", []) }
+        if lookup { try self.lookup() } else { try call(.listKeychains, []) }
     }
 }
 
@@ -167,25 +167,25 @@ final class KeywelldSubject: MemorySubject {
 
     func itemCap(gnome: Int) -> Int { .max }
 
-    fileprivate func call(_ member: String, _ arguments: [DBusValue]) throws {
+    fileprivate func call(_ method: NativeMethod, _ arguments: [DBusValue]) throws {
         _ = try connection.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
-                                interface: KeywellNames.interface, member: member, arguments: arguments)
+                                interface: KeywellNames.interface, member: method.rawValue, arguments: arguments)
     }
 
     /// Creates the login keychain, locks it, then unlocks it as the PAM hand-off would: the
     /// reading afterwards shows whether Argon2id's working memory stayed resident.
     func unlockLogin() throws {
-        try call("CreateKeychain", [.string(KeywellNames.loginKeychain), .bytes(Self.password)])
-        try call("Lock", [.string(KeywellNames.loginKeychain)])
-        try call("Unlock", [.string(KeywellNames.loginKeychain), .bytes(Self.password)])
+        try call(.createKeychain, [.string(KeywellNames.loginKeychain), .bytes(Self.password)])
+        try call(.lock, [.string(KeywellNames.loginKeychain)])
+        try call(.unlock, [.string(KeywellNames.loginKeychain), .bytes(Self.password)])
     }
 
     func fill(to target: Int) throws {
         // Up to 1,000 through the daemon, one Add each; beyond, in batches of 1,000 in this process.
         while count < min(target, 1000) {
-            try call("Add", [.stringVariantDict([
-                "class": .string("genp"), "acct": .string(NativeCalls.account(count)), "svce": .string(NativeCalls.service(count)),
-                "v_Data": .bytes(Array("password-\(count)".utf8)),
+            try call(.add, [.stringVariantDict([
+                WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(NativeCalls.account(count)),
+                AttributeKey.service: .string(NativeCalls.service(count)), WireKey.valueData: .bytes(Array("password-\(count)".utf8)),
             ])])
             count += 1
         }
@@ -209,13 +209,13 @@ final class KeywelldSubject: MemorySubject {
 
     func lookup() throws {
         let index = count / 2
-        try call("CopyMatching", [.stringVariantDict([
-            "class": .string("genp"), "acct": .string(NativeCalls.account(index)), "svce": .string(NativeCalls.service(index)),
-            "r_Data": .bool(true),
+        try call(.copyMatching, [.stringVariantDict([
+            WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(NativeCalls.account(index)),
+            AttributeKey.service: .string(NativeCalls.service(index)), WireKey.returnData: .bool(true),
         ])])
     }
 
-    func lock() throws { try call("LockAll", []) }
+    func lock() throws { try call(.lockAll, []) }
 
     func stop() {
         connection.close()

@@ -26,7 +26,7 @@ struct DiskFullSection: SecurityReportSection {
 
         let connection = try world.connect()
         defer { connection.close() }
-        _ = try NativeCalls.call(connection, "CreateKeychain", [.string(Self.keychain), .bytes(Self.password)])
+        _ = try NativeCalls.call(connection, .createKeychain, [.string(Self.keychain), .bytes(Self.password)])
         // Room to give back at the end: on a full disk even deleting needs space (WAL).
         let ballast = dataHome + "/ballast"
         try Data(repeating: 0, count: 256 << 10).write(to: URL(fileURLWithPath: ballast))
@@ -39,7 +39,7 @@ struct DiskFullSection: SecurityReportSection {
             let secret = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
             index += 1
             do {
-                _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(Self.item(account).merging(["v_Data": .bytes(secret)]) { $1 })])
+                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(Self.item(account).merging([WireKey.valueData: .bytes(secret)]) { $1 })])
                 acknowledged[account] = secret
             } catch let error as DBusError {
                 refusals.append(error)
@@ -53,8 +53,8 @@ struct DiskFullSection: SecurityReportSection {
         let lostAfterRestart = reopened ? try Self.lost(acknowledged, connection) : acknowledged.count
         let integrity = world.integrityCheck(Self.keychain)
         unlink(ballast)
-        let writesAgain = (try? NativeCalls.call(connection, "Add", [.stringVariantDict(
-            Self.item("after").merging(["v_Data": .bytes(Array("fits again".utf8))]) { $1 })])) != nil
+        let writesAgain = (try? NativeCalls.call(connection, .add, [.stringVariantDict(
+            Self.item("after").merging([WireKey.valueData: .bytes(Array("fits again".utf8))]) { $1 })])) != nil
 
         let refusedNames = Set(refusals.map { $0.name.replacingOccurrences(of: KeywellNames.errorPrefix, with: "") }).sorted()
         return [
@@ -74,7 +74,7 @@ struct DiskFullSection: SecurityReportSection {
     }
 
     static func item(_ account: String) -> [String: DBusValue] {
-        ["class": "genp", "acct": .string(account), "svce": "disk-full", "u_Keychain": .string(keychain)]
+        [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: "disk-full", WireKey.useKeychain: .string(keychain)]
     }
 
     /// errSecDiskFull by name, with the status and a message in the text.
@@ -87,7 +87,7 @@ struct DiskFullSection: SecurityReportSection {
         var lost = 0
         for (account, secret) in acknowledged {
             let found = try NativeCalls.matches(connection, item(account))
-            if found.count != 1 || found[0]["v_Data"] != secret { lost += 1 }
+            if found.count != 1 || found[0][WireKey.valueData] != secret { lost += 1 }
         }
         return lost
     }
@@ -95,7 +95,7 @@ struct DiskFullSection: SecurityReportSection {
     /// Stops keywelld; the Unlock activates a new one.
     private func restartAndUnlock(_ world: ActivatedDaemonWorld, _ connection: DBusConnection) throws -> Bool {
         try world.stopDaemon()
-        return (try? NativeCalls.call(connection, "Unlock", [.string(Self.keychain), .bytes(Self.password)])) != nil
+        return (try? NativeCalls.call(connection, .unlock, [.string(Self.keychain), .bytes(Self.password)])) != nil
     }
 }
 

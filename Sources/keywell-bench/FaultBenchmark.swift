@@ -61,7 +61,7 @@ struct FaultRun {
         let world = try ActivatedDaemonWorld(daemonPath: daemonPath)
         let setup = try world.connect()
         defer { setup.close() }
-        _ = try NativeCalls.call(setup, "CreateKeychain", [.string(Self.keychain), .bytes(Self.password)])
+        _ = try NativeCalls.call(setup, .createKeychain, [.string(Self.keychain), .bytes(Self.password)])
 
         let ledger = AcknowledgedLedger()
         let stop = StopFlag()
@@ -86,7 +86,7 @@ struct FaultRun {
         defer { verifier.close() }
         var serves = true
         do {
-            _ = try NativeCalls.call(verifier, "Unlock", [.string(Self.keychain), .bytes(Self.password)])
+            _ = try NativeCalls.call(verifier, .unlock, [.string(Self.keychain), .bytes(Self.password)])
         } catch {
             serves = false
             ledger.error("after the last kill: \(error)")
@@ -141,13 +141,13 @@ struct FaultRun {
             while !stop.isSet {
                 attempts += 1
                 do {
-                    _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(
-                        NativeLoadClient.itemKey(account, keychain).merging(["v_Data": .bytes(secret)]) { $1 })])
+                    _ = try NativeCalls.call(connection, .add, [.stringVariantDict(
+                        NativeLoadClient.itemKey(account, keychain).merging([WireKey.valueData: .bytes(secret)]) { $1 })])
                     ledger.acknowledge(key, secret: secret)
                     break
                 } catch let error as DBusError where error.name.hasSuffix(".InteractionNotAllowed") && attempts < 50 {
                     // Refused before writing: unlock the restarted daemon and try the same item again.
-                    _ = try? NativeCalls.call(connection, "Unlock", [.string(keychain), .bytes(password)])
+                    _ = try? NativeCalls.call(connection, .unlock, [.string(keychain), .bytes(password)])
                 } catch let error as DBusError where isDaemonGone(error) {
                     unknown.increment()
                     break

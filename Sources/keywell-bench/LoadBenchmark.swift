@@ -63,9 +63,9 @@ struct LoadRun {
         let setup = try world.connect()
         defer { setup.close() }
         // The first call starts keywelld through activation.
-        _ = try NativeCalls.call(setup, "CreateKeychain", [.string(Self.keychain), .bytes(Self.password)])
-        _ = try NativeCalls.call(setup, "SetDefaultKeychain", [.string(Self.keychain)])
-        _ = try NativeCalls.call(setup, "SetSearchList", [.stringArray([Self.keychain])])
+        _ = try NativeCalls.call(setup, .createKeychain, [.string(Self.keychain), .bytes(Self.password)])
+        _ = try NativeCalls.call(setup, .setDefaultKeychain, [.string(Self.keychain)])
+        _ = try NativeCalls.call(setup, .setSearchList, [.stringArray([Self.keychain])])
 
         let ledger = AcknowledgedLedger()
         let connections = try (0..<clients).map { _ in try world.connect() }

@@ -35,8 +35,8 @@ struct NativeLoadClient: LoadClient {
             let secret = Array("secret \(account) v0".utf8)
             let key = AcknowledgedLedger.Key(face: .native, name: account)
             do {
-                _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(
-                    Self.itemKey(account, keychain).merging(["v_Data": .bytes(secret)]) { $1 })])
+                _ = try NativeCalls.call(connection, .add, [.stringVariantDict(
+                    Self.itemKey(account, keychain).merging([WireKey.valueData: .bytes(secret)]) { $1 })])
             } catch {
                 ledger.forget(key)
                 throw error
@@ -56,28 +56,28 @@ struct NativeLoadClient: LoadClient {
             if n % 8 == 3 {
                 let secret = Array("secret \(account) v\(n)".utf8)
                 ledger.forget(key)
-                _ = try NativeCalls.call(connection, "Update", [.stringVariantDict(Self.itemKey(account, keychain)),
-                                                                .stringVariantDict(["v_Data": .bytes(secret)])])
+                _ = try NativeCalls.call(connection, .update, [.stringVariantDict(Self.itemKey(account, keychain)),
+                                                                .stringVariantDict([WireKey.valueData: .bytes(secret)])])
                 ledger.acknowledge(key, secret: secret)
             } else {
                 ledger.forget(key)
                 live.remove(at: index)
-                _ = try NativeCalls.call(connection, "Delete", [.stringVariantDict(Self.itemKey(account, keychain))])
+                _ = try NativeCalls.call(connection, .delete, [.stringVariantDict(Self.itemKey(account, keychain))])
                 ledger.acknowledge(key, secret: nil)
             }
         }
     }
 
     static func itemKey(_ account: String, _ keychain: String) -> [String: DBusValue] {
-        ["class": "genp", "acct": .string(account), "svce": .string(service), "u_Keychain": .string(keychain)]
+        [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(account), AttributeKey.service: .string(service), WireKey.useKeychain: .string(keychain)]
     }
 
     /// The item's secret, or nil when there is no such item.
     static func readSecret(_ connection: DBusConnection, _ account: String, _ keychain: String) throws -> [UInt8]? {
         do {
-            let reply = try NativeCalls.call(connection, "CopyMatching", [.stringVariantDict(
-                itemKey(account, keychain).merging(["r_Data": true]) { $1 })])
-            guard let first = reply.first?.asStringVariantDictArray()?.first, let data = first["v_Data"]?.unwrappingVariants.bytesValue else {
+            let reply = try NativeCalls.call(connection, .copyMatching, [.stringVariantDict(
+                itemKey(account, keychain).merging([WireKey.returnData: true]) { $1 })])
+            guard let first = reply.first?.asStringVariantDictArray()?.first, let data = first[WireKey.valueData]?.unwrappingVariants.bytesValue else {
                 throw BenchmarkFailure("CopyMatching \(account): no v_Data in the answer")
             }
             return data

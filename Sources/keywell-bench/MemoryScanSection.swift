@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellProtocol
 
 /// The live daemon's memory before and after Lock: a keychain's master key (worked out from the
 /// file and the password), a stored secret read once, and the password, searched for in every
@@ -24,15 +25,15 @@ struct MemoryScanSection: SecurityReportSection {
         let secret = RandomBytes.make(32)
         // Short values take other paths (Foundation keeps up to 14 bytes inside a Data value).
         let shortSecret = RandomBytes.make(12)
-        _ = try NativeCalls.call(connection, "CreateKeychain", [.string(Self.keychain), .bytes(password)])
-        let item: [String: DBusValue] = ["class": "genp", "acct": "scan", "u_Keychain": .string(Self.keychain)]
-        _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(item.merging(["v_Data": .bytes(secret)]) { $1 })])
-        guard try NativeCalls.matches(connection, item).first?["v_Data"] == secret else {
+        _ = try NativeCalls.call(connection, .createKeychain, [.string(Self.keychain), .bytes(password)])
+        let item: [String: DBusValue] = [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: "scan", WireKey.useKeychain: .string(Self.keychain)]
+        _ = try NativeCalls.call(connection, .add, [.stringVariantDict(item.merging([WireKey.valueData: .bytes(secret)]) { $1 })])
+        guard try NativeCalls.matches(connection, item).first?[WireKey.valueData] == secret else {
             throw BenchmarkFailure("the stored secret did not read back")
         }
-        let shortItem: [String: DBusValue] = ["class": "genp", "acct": "short", "u_Keychain": .string(Self.keychain)]
-        _ = try NativeCalls.call(connection, "Add", [.stringVariantDict(shortItem.merging(["v_Data": .bytes(shortSecret)]) { $1 })])
-        guard try NativeCalls.matches(connection, shortItem).first?["v_Data"] == shortSecret else {
+        let shortItem: [String: DBusValue] = [WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: "short", WireKey.useKeychain: .string(Self.keychain)]
+        _ = try NativeCalls.call(connection, .add, [.stringVariantDict(shortItem.merging([WireKey.valueData: .bytes(shortSecret)]) { $1 })])
+        guard try NativeCalls.matches(connection, shortItem).first?[WireKey.valueData] == shortSecret else {
             throw BenchmarkFailure("the short secret did not read back")
         }
         let key = try KeychainFileAudit.masterKey(ofKeychainAt: world.keychainPath(Self.keychain),
@@ -41,7 +42,7 @@ struct MemoryScanSection: SecurityReportSection {
         guard let pid = world.livePID() else { throw BenchmarkFailure("no keywelld on the bus") }
         let memory = ProcessMemoryScan(pid: pid)
         let unlocked = try memory.occurrences(of: [keyBytes, secret, password, shortSecret])
-        _ = try NativeCalls.call(connection, "Lock", [.string(Self.keychain)])
+        _ = try NativeCalls.call(connection, .lock, [.string(Self.keychain)])
         let locked = try memory.occurrences(of: [keyBytes, secret, password, shortSecret])
 
         return [

@@ -1,13 +1,14 @@
 import KeywellDBus
+import KeywellProtocol
 
 extension NativeCalls {
     /// CopyMatching with attributes and data: each match as account → secret bytes plus its
     /// other attributes, or [] for ItemNotFound.
     static func matches(_ connection: DBusConnection, _ query: [String: DBusValue]) throws -> [[String: [UInt8]]] {
-        let request = query.merging(["r_Data": true, "r_Attributes": true, "m_Limit": "m_LimitAll"]) { $1 }
+        let request = query.merging([WireKey.returnData: true, WireKey.returnAttributes: true, WireKey.matchLimit: .string(WireKey.matchLimitAll)]) { $1 }
         let reply: [DBusValue]
         do {
-            reply = try call(connection, "CopyMatching", [.stringVariantDict(request)])
+            reply = try call(connection, .copyMatching, [.stringVariantDict(request)])
         } catch let error as DBusError where error.name.hasSuffix(".ItemNotFound") {
             return []
         }

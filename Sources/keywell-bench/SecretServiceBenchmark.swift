@@ -325,7 +325,7 @@ final class KeywellService: ServiceUnderTest {
         try super.init(name: "keywelld")
         pid = try world.startDaemon(daemonPath)
         try ready()
-        _ = try NativeCalls.call(client, "CreateKeychain", [.string("login"), .bytes(Array("bench".utf8))])
+        _ = try NativeCalls.call(client, .createKeychain, [.string("login"), .bytes(Array("bench".utf8))])
     }
 
     override func ready() throws {

@@ -86,7 +86,7 @@ enum ThrottleRun {
         }
         let elapsed = ContinuousClock.now - start
         Thread.sleep(forTimeInterval: wait.seconds + 0.005)
-        let works = (try? NativeCalls.call(connection, "Unlock", [.string(keychain), .bytes(password)])) != nil
+        let works = (try? NativeCalls.call(connection, .unlock, [.string(keychain), .bytes(password)])) != nil
         return Paced(attempts: 10, elapsed: elapsed, minimum: minimum, delaysNamed: named, rightPasswordWorks: works)
     }
 
@@ -97,10 +97,10 @@ enum ThrottleRun {
         defer { connection.close() }
         try createLocked(connection)
         // The cost of one check with nothing in the way: a keychain nobody is guessing at.
-        _ = try NativeCalls.call(connection, "CreateKeychain", [.string("other"), .bytes(password)])
-        _ = try NativeCalls.call(connection, "Lock", [.string("other")])
+        _ = try NativeCalls.call(connection, .createKeychain, [.string("other"), .bytes(password)])
+        _ = try NativeCalls.call(connection, .lock, [.string("other")])
         let unthrottled = KeywellBenchTiming.measure {
-            for _ in 0..<2 { _ = try? NativeCalls.call(connection, "Unlock", [.string("other"), .bytes(Array("x".utf8))]) }
+            for _ in 0..<2 { _ = try? NativeCalls.call(connection, .unlock, [.string("other"), .bytes(Array("x".utf8))]) }
         }
         var calls = 0
         var checked = 0
@@ -116,14 +116,14 @@ enum ThrottleRun {
     }
 
     private static func createLocked(_ connection: DBusConnection) throws {
-        _ = try NativeCalls.call(connection, "CreateKeychain", [.string(keychain), .bytes(password)])
-        _ = try NativeCalls.call(connection, "Lock", [.string(keychain)])
+        _ = try NativeCalls.call(connection, .createKeychain, [.string(keychain), .bytes(password)])
+        _ = try NativeCalls.call(connection, .lock, [.string(keychain)])
     }
 
     /// One wrong Unlock; returns the error message (which names any delay).
     private static func wrongUnlock(_ connection: DBusConnection, _ attempt: Int) -> String {
         do {
-            _ = try NativeCalls.call(connection, "Unlock", [.string(keychain), .bytes(Array("guess \(attempt)".utf8))])
+            _ = try NativeCalls.call(connection, .unlock, [.string(keychain), .bytes(Array("guess \(attempt)".utf8))])
             return "unlocked?!"
         } catch {
             return (error as? DBusError)?.message ?? "\(error)"

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
 @testable import KeychainServices
@@ -7,27 +8,29 @@ import KeywellProtocol
 /// Wire values ↔ D-Bus values, and D-Bus failures → OSStatus.
 @Suite struct DBusMappingTests {
     @Test func wireValuesTravelAsTheDaemonExpects() {
-        #expect(DBusMapping.dbusValue(.string("a")) == .string("a"))
-        #expect(DBusMapping.dbusValue(.data(Data([1, 2]))) == .bytes([1, 2]))
-        #expect(DBusMapping.dbusValue(.bool(true)) == .bool(true))
-        #expect(DBusMapping.dbusValue(.integer(443)) == .int64(443))
-        #expect(DBusMapping.dbusValue(.strings(["a", "b"])) == .stringArray(["a", "b"]))
+        #expect(WireCodec.dbusValue(.string("a"), key: "acct") == .string("a"))
+        #expect(WireCodec.dbusValue(.data(Data([1, 2])), key: "gena") == .bytes([1, 2]))
+        #expect(WireCodec.dbusValue(.bool(true), key: "invi") == .bool(true))
+        #expect(WireCodec.dbusValue(.integer(443), key: "port") == .uint32(443))
+        #expect(WireCodec.dbusValue(.integer(-1), key: "port") == .int64(-1))
+        #expect(WireCodec.dbusValue(.integer(443), key: "cdat") == .int64(443))
+        #expect(WireCodec.dbusValue(.strings(["a", "b"]), key: "m_SearchList") == .stringArray(["a", "b"]))
     }
 
     @Test func repliesAcceptAnyIntegerType() {
         let integers: [DBusValue] = [.byte(7), .int16(7), .uint16(7), .int32(7), .uint32(7), .int64(7), .uint64(7)]
-        for value in integers { #expect(DBusMapping.wireValue(value) == .integer(7)) }
-        #expect(DBusMapping.wireValue(.variant(.uint32(443))) == .integer(443))
-        #expect(DBusMapping.wireValue(.array(elementSignature: .byte, [.byte(1)])) == .data(Data([1])))
-        #expect(DBusMapping.wireValue(.double(1.5)) == nil)
+        for value in integers { #expect(WireCodec.replyValue(value) == .integer(7)) }
+        #expect(WireCodec.replyValue(.variant(.uint32(443))) == .integer(443))
+        #expect(WireCodec.replyValue(.array(elementSignature: .byte, [.byte(1)])) == .data(Data([1])))
+        #expect(WireCodec.replyValue(.double(1.5)) == nil)
     }
 
     @Test func replyDictionaries() throws {
         let reply = DBusValue.stringVariantDict(["acct": .string("a"), "port": .uint32(80), "v_Data": .bytes([9])])
-        #expect(try DBusMapping.wireDictionary(reply, in: "Add") == ["acct": .string("a"), "port": .integer(80), "v_Data": .data(Data([9]))])
-        #expect(throws: KeychainError.self) { try DBusMapping.wireDictionary(.string("x"), in: "Add") }
+        #expect(try WireCodec.replyDictionary(reply, of: .add) == ["acct": .string("a"), "port": .integer(80), "v_Data": .data(Data([9]))])
+        #expect(throws: KeychainError.self) { try WireCodec.replyDictionary(.string("x"), of: .add) }
         let bad = DBusValue.stringVariantDict(["x": .double(2)])
-        #expect((try? DBusMapping.wireDictionary(bad, in: "Add")) == nil)
+        #expect((try? WireCodec.replyDictionary(bad, of: .add)) == nil)
     }
 
     @Test func secretsAreHandedOutForWiping() {

@@ -51,7 +51,7 @@ enum DoctorChecks {
     private static func identity(on bus: DBusConnection, into report: inout DoctorReport) {
         do {
             let reply = try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
-                                     interface: KeywellNames.interface, member: "WhoAmI")
+                                     interface: KeywellNames.interface, member: NativeMethod.whoAmI.name)
             let identity = try reply.string(at: 0)
             let strength = try reply.string(at: 1)
             let reason = try reply.string(at: 2)
@@ -84,10 +84,10 @@ enum DoctorChecks {
 
     private static func loginKeychain(on bus: DBusConnection, into report: inout DoctorReport) {
         do {
-            let name = try nativeCall(bus, "GetLoginKeychain").string(at: 0)
-            let info = try nativeCall(bus, "GetInfo", [.string(name)]).first?.asStringVariantDict() ?? [:]
-            let path = info["path"]?.stringValue ?? name
-            if info["locked"]?.boolValue == true {
+            let name = try nativeCall(bus, .getLoginKeychain).string(at: 0)
+            let info = try nativeCall(bus, .getInfo, [.string(name)]).first?.asStringVariantDict() ?? [:]
+            let path = info[KeychainInfoKey.path]?.stringValue ?? name
+            if info[KeychainInfoKey.locked]?.boolValue == true {
                 report.note("login keychain", "\(path) is locked (unlock it with `keywell unlock-keychain \(name)`)")
             } else {
                 report.ok("login keychain", "\(path), unlocked")
@@ -117,9 +117,9 @@ enum DoctorChecks {
         report.note("kernel.yama.ptrace_scope", PtraceScope.meaning(PtraceScope.read()))
     }
 
-    private static func nativeCall(_ bus: DBusConnection, _ member: String, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
+    private static func nativeCall(_ bus: DBusConnection, _ method: NativeMethod, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
         try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath, interface: KeywellNames.interface,
-                     member: member, arguments: arguments)
+                     member: method.name, arguments: arguments)
     }
 
     private static func executable(of pid: UInt32) -> String? {

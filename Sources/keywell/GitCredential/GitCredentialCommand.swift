@@ -44,11 +44,11 @@ struct GitCredentialHelper {
     /// The attributes that identify the credential (without the account unless given).
     private func filters(_ request: CredentialRequest) -> WireDictionary? {
         guard let host = request.host, !host.isEmpty else { return nil }
-        var filters: WireDictionary = ["srvr": .string(host)]
-        if let code = GitProtocolCodes.code(for: request.protocolName) { filters["ptcl"] = .string(code) }
+        var filters: WireDictionary = [AttributeKey.server: .string(host)]
+        if let code = GitProtocolCodes.code(for: request.protocolName) { filters[AttributeKey.`protocol`] = .string(code) }
         if let port = request.port { filters["port"] = .integer(Int64(port)) }
         if let path = request.path, !path.isEmpty { filters["path"] = .string(path) }
-        if let username = request.username { filters["acct"] = .string(username) }
+        if let username = request.username { filters[AttributeKey.account] = .string(username) }
         return filters
     }
 
@@ -67,7 +67,7 @@ struct GitCredentialHelper {
             let item = try search.first(.internetPassword, filters, scope: scope, secret: true)
             defer { item.secret?.wipe() }
             var answer: [UInt8] = []
-            if let account = item.bytes("acct") { answer += Array("username=".utf8) + account + [0x0A] }
+            if let account = item.bytes(AttributeKey.account) { answer += Array("username=".utf8) + account + [0x0A] }
             answer += Array("password=".utf8) + (item.secret?.bytes ?? []) + [0x0A]
             context.output.writeSecret(answer)
             answer.withUnsafeMutableBytes { Memory.wipe($0) }
@@ -84,8 +84,8 @@ struct GitCredentialHelper {
     func store(_ request: CredentialRequest) -> Int32 {
         guard var attributes = filters(request), request.username != nil,
               let password = request.password else { return CommandStatus.success }
-        attributes["labl"] = attributes["srvr"]
-        attributes["atyp"] = .string("dflt")
+        attributes[AttributeKey.label] = attributes[AttributeKey.server]
+        attributes[AttributeKey.authenticationType] = .string("dflt")
         let secret = SecretBytes(Array(password.utf8))
         defer { secret.wipe() }
         do {
@@ -113,14 +113,14 @@ struct GitCredentialHelper {
             query[WireKey.returnAttributes] = .bool(true)
             query[WireKey.returnPersistentRef] = .bool(true)
             query[WireKey.matchLimit] = .string(WireKey.matchLimitAll)
-            query["labl"] = nil
+            query[AttributeKey.label] = nil
             // The query matches any port or path when the request has none; only the item
             // whose key parts are exactly these is the duplicate.
             let same = try context.client.copyMatching(query).filter { Self.sameKey($0, attributes) }
             for item in same {
                 guard let ref = item[WireKey.valuePersistentRef]?.dataValue else { continue }
                 try secret.withData { data throws(KeychainError) in
-                    var changes: WireDictionary = [WireKey.valueData: .data(data), "labl": attributes["labl"]!]
+                    var changes: WireDictionary = [WireKey.valueData: .data(data), AttributeKey.label: attributes[AttributeKey.label]!]
                     defer { changes[WireKey.valueData] = nil }
                     try context.client.update([WireKey.valuePersistentRef: .data(ref)], attributes: changes)
                 }
@@ -143,9 +143,9 @@ struct GitCredentialHelper {
         }
         return number(item["port"]) == number(wanted["port"])
             && text(item["path"]) == text(wanted["path"])
-            && text(item["ptcl"]) == text(wanted["ptcl"])
-            && text(item["sdmn"]) == text(wanted["sdmn"])
-            && text(item["acct"]) == text(wanted["acct"])
+            && text(item[AttributeKey.`protocol`]) == text(wanted[AttributeKey.`protocol`])
+            && text(item[AttributeKey.securityDomain]) == text(wanted[AttributeKey.securityDomain])
+            && text(item[AttributeKey.account]) == text(wanted[AttributeKey.account])
     }
 
     /// Deletes the matching items; when git says which password failed, only items holding

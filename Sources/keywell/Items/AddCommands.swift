@@ -57,30 +57,30 @@ enum AddCommands {
         guard operands.count <= 1, operands.first != "" else { return CommandStatus.usage }
         let typedKeychain = operands.first
 
-        var attributes: WireDictionary = ["acct": .string(account), "labl": .string(invocation.value("l") ?? primary)]
+        var attributes: WireDictionary = [AttributeKey.account: .string(account), AttributeKey.label: .string(invocation.value("l") ?? primary)]
         do {
-            if let creator = try ItemFilters.fourCharCode(invocation.value("c"), context) { attributes["crtr"] = .string(creator) }
-            if let type = try ItemFilters.fourCharCode(invocation.value("C"), context) { attributes["type"] = .string(type) }
+            if let creator = try ItemFilters.fourCharCode(invocation.value("c"), context) { attributes[AttributeKey.creator] = .string(creator) }
+            if let type = try ItemFilters.fourCharCode(invocation.value("C"), context) { attributes[AttributeKey.type] = .string(type) }
             if itemClass == .internetPassword {
-                attributes["srvr"] = .string(primary)
-                attributes["atyp"] = .string(try ItemFilters.fourCharCode(invocation.value("t"), context) ?? "dflt")
+                attributes[AttributeKey.server] = .string(primary)
+                attributes[AttributeKey.authenticationType] = .string(try ItemFilters.fourCharCode(invocation.value("t"), context) ?? "dflt")
                 // Protocol 0 ("any") is the absence of one.
-                if let code = try ItemFilters.fourCharCode(invocation.value("r"), context) { attributes["ptcl"] = .string(code) }
+                if let code = try ItemFilters.fourCharCode(invocation.value("r"), context) { attributes[AttributeKey.`protocol`] = .string(code) }
             } else {
-                attributes["svce"] = .string(primary)
+                attributes[AttributeKey.service] = .string(primary)
             }
         } catch {
             return CommandStatus.failure
         }
         if itemClass == .internetPassword {
-            attributes["port"] = .integer(Int64(invocation.value("P").map { UInt16(truncatingIfNeeded: atoi($0)) } ?? 0))
-            if let path = invocation.value("p") { attributes["path"] = .string(path) }
-            if let domain = invocation.value("d") { attributes["sdmn"] = .string(domain) }
+            attributes[AttributeKey.port] = .integer(Int64(invocation.value("P").map { UInt16(truncatingIfNeeded: atoi($0)) } ?? 0))
+            if let path = invocation.value("p") { attributes[AttributeKey.path] = .string(path) }
+            if let domain = invocation.value("d") { attributes[AttributeKey.securityDomain] = .string(domain) }
         } else if let generic = invocation.value("G") {
-            attributes["gena"] = .data(Data(generic.utf8))
+            attributes[AttributeKey.generic] = .data(Data(generic.utf8))
         }
-        if let kind = invocation.value("D") { attributes["desc"] = .string(kind) }
-        if let comment = invocation.value("j") { attributes["icmt"] = .string(comment) }
+        if let kind = invocation.value("D") { attributes[AttributeKey.description] = .string(kind) }
+        if let comment = invocation.value("j") { attributes[AttributeKey.comment] = .string(comment) }
         // -A: any application; -T (repeatable): those programs, "" adding none. Neither: the
         // daemon decides (docs/access-control.md, "Access lists on items").
         let access: AccessList?
@@ -157,17 +157,17 @@ enum AddCommands {
         let search = ItemSearch(context: context)
         var filters: WireDictionary
         if itemClass == .genericPassword {
-            filters = ["acct": attributes["acct"]!, "svce": attributes["svce"]!]
+            filters = [AttributeKey.account: attributes[AttributeKey.account]!, AttributeKey.service: attributes[AttributeKey.service]!]
         } else {
             // All seven key parts set: those alone; otherwise everything given, label included,
             // so an item with a custom label is not found and the add then fails [Q].
-            let keyParts = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
+            let keyParts = [AttributeKey.account, AttributeKey.securityDomain, AttributeKey.server, AttributeKey.`protocol`, AttributeKey.authenticationType, AttributeKey.port, AttributeKey.path]
             let allSet = keyParts.allSatisfy { key in
                 guard let value = attributes[key] else { return false }
                 return value != .integer(0) && value != .string("")
             }
             filters = allSet ? attributes.filter { keyParts.contains($0.key) } : attributes
-            if filters["port"] == .integer(0) { filters["port"] = nil }
+            if filters[AttributeKey.port] == .integer(0) { filters[AttributeKey.port] = nil }
         }
         let found: FoundItem
         do {

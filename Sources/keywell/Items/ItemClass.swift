@@ -30,26 +30,26 @@ enum ItemClass: String {
         Attribute(tag: tag, wireKey: kept ? tag : nil, format: format)
     }
 
-    static let label = Attribute(tag: "labl", wireKey: "labl", format: .blob)
+    static let label = Attribute(tag: AttributeKey.label, wireKey: AttributeKey.label, format: .blob)
     static let alias = Attribute(tag: "alis", wireKey: nil, format: .blob)
 
     private static let genericSchema: [Attribute] = [
         label, alias,
-        attribute("acct", .blob), attribute("cdat", .timedate), attribute("crtr", .uint32),
-        attribute("cusi", .sint32, kept: false), attribute("desc", .blob), attribute("gena", .blob),
-        attribute("icmt", .blob), attribute("invi", .sint32), attribute("mdat", .timedate),
-        attribute("nega", .sint32), attribute("prot", .blob, kept: false),
-        attribute("scrp", .sint32, kept: false), attribute("svce", .blob), attribute("type", .uint32),
+        attribute(AttributeKey.account, .blob), attribute(AttributeKey.creationDate, .timedate), attribute(AttributeKey.creator, .uint32),
+        attribute("cusi", .sint32, kept: false), attribute(AttributeKey.description, .blob), attribute(AttributeKey.generic, .blob),
+        attribute(AttributeKey.comment, .blob), attribute(AttributeKey.invisible, .sint32), attribute(AttributeKey.modificationDate, .timedate),
+        attribute(AttributeKey.negative, .sint32), attribute("prot", .blob, kept: false),
+        attribute("scrp", .sint32, kept: false), attribute(AttributeKey.service, .blob), attribute(AttributeKey.type, .uint32),
     ]
 
     private static let internetSchema: [Attribute] = [
         label, alias,
-        attribute("acct", .blob), attribute("atyp", .blob), attribute("cdat", .timedate),
-        attribute("crtr", .uint32), attribute("cusi", .sint32, kept: false), attribute("desc", .blob),
-        attribute("icmt", .blob), attribute("invi", .sint32), attribute("mdat", .timedate),
-        attribute("nega", .sint32), attribute("path", .blob), attribute("port", .uint32),
-        attribute("prot", .blob, kept: false), attribute("ptcl", .uint32),
-        attribute("scrp", .sint32, kept: false), attribute("sdmn", .blob), attribute("srvr", .blob),
-        attribute("type", .uint32),
+        attribute(AttributeKey.account, .blob), attribute(AttributeKey.authenticationType, .blob), attribute(AttributeKey.creationDate, .timedate),
+        attribute(AttributeKey.creator, .uint32), attribute("cusi", .sint32, kept: false), attribute(AttributeKey.description, .blob),
+        attribute(AttributeKey.comment, .blob), attribute(AttributeKey.invisible, .sint32), attribute(AttributeKey.modificationDate, .timedate),
+        attribute(AttributeKey.negative, .sint32), attribute(AttributeKey.path, .blob), attribute(AttributeKey.port, .uint32),
+        attribute("prot", .blob, kept: false), attribute(AttributeKey.`protocol`, .uint32),
+        attribute("scrp", .sint32, kept: false), attribute(AttributeKey.securityDomain, .blob), attribute(AttributeKey.server, .blob),
+        attribute(AttributeKey.type, .uint32),
     ]
 }

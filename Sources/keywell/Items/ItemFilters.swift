@@ -28,17 +28,17 @@ enum ItemFilters {
         let creator = try fourCharCode(invocation.value("c"), context)
         let type = try fourCharCode(invocation.value("C"), context)
         if let account = invocation.value("a"), let service = invocation.value("s") {
-            return ["acct": text(account), "svce": text(service)]
+            return [AttributeKey.account: text(account), AttributeKey.service: text(service)]
         }
         var filters: WireDictionary = [:]
-        if let account = invocation.value("a") { filters["acct"] = text(account) }
-        if let service = invocation.value("s") { filters["svce"] = text(service) }
-        if let creator { filters["crtr"] = text(creator) }
+        if let account = invocation.value("a") { filters[AttributeKey.account] = text(account) }
+        if let service = invocation.value("s") { filters[AttributeKey.service] = text(service) }
+        if let creator { filters[AttributeKey.creator] = text(creator) }
         if let type { filters["type"] = text(type) }
         if let kind = invocation.value("D") { filters["desc"] = text(kind) }
-        if let generic = invocation.value("G") { filters["gena"] = .data(Array(generic.utf8).asData) }
-        if let comment = invocation.value("j") { filters["icmt"] = text(comment) }
-        if let label = invocation.value("l") { filters["labl"] = text(label) }
+        if let generic = invocation.value("G") { filters[AttributeKey.generic] = .data(Array(generic.utf8).asData) }
+        if let comment = invocation.value("j") { filters[AttributeKey.comment] = text(comment) }
+        if let label = invocation.value("l") { filters[AttributeKey.label] = text(label) }
         return filters
     }
 
@@ -54,23 +54,23 @@ enum ItemFilters {
         let path = invocation.value("p")
         if let account, let domain, let server, let protocolCode, let authenticationType, let port, let path {
             return [
-                "acct": text(account), "sdmn": text(domain), "srvr": text(server), "ptcl": text(protocolCode),
-                "atyp": text(authenticationType), "port": .integer(Int64(port)), "path": text(path),
+                AttributeKey.account: text(account), AttributeKey.securityDomain: text(domain), AttributeKey.server: text(server), AttributeKey.`protocol`: text(protocolCode),
+                AttributeKey.authenticationType: text(authenticationType), "port": .integer(Int64(port)), "path": text(path),
             ]
         }
         var filters: WireDictionary = [:]
-        if let account { filters["acct"] = text(account) }
-        if let domain { filters["sdmn"] = text(domain) }
-        if let server { filters["srvr"] = text(server) }
-        if let protocolCode { filters["ptcl"] = text(protocolCode) }
-        if let authenticationType { filters["atyp"] = text(authenticationType) }
+        if let account { filters[AttributeKey.account] = text(account) }
+        if let domain { filters[AttributeKey.securityDomain] = text(domain) }
+        if let server { filters[AttributeKey.server] = text(server) }
+        if let protocolCode { filters[AttributeKey.`protocol`] = text(protocolCode) }
+        if let authenticationType { filters[AttributeKey.authenticationType] = text(authenticationType) }
         if let port { filters["port"] = .integer(Int64(port)) }
         if let path { filters["path"] = text(path) }
-        if let creator { filters["crtr"] = text(creator) }
+        if let creator { filters[AttributeKey.creator] = text(creator) }
         if let type { filters["type"] = text(type) }
         if let kind = invocation.value("D") { filters["desc"] = text(kind) }
-        if let comment = invocation.value("j") { filters["icmt"] = text(comment) }
-        if let label = invocation.value("l") { filters["labl"] = text(label) }
+        if let comment = invocation.value("j") { filters[AttributeKey.comment] = text(comment) }
+        if let label = invocation.value("l") { filters[AttributeKey.label] = text(label) }
         return filters
     }
 }

@@ -20,15 +20,15 @@ import KeywellProtocol
 /// object, empty for items made through the native API), `contentType` and `type` (null when
 /// the defaults).
 enum ItemJSON {
-    private static let common: [(String, String)] = [("label", "labl"), ("account", "acct")]
-    private static let generic: [(String, String)] = [("service", "svce"), ("generic", "gena")]
+    private static let common: [(String, String)] = [("label", AttributeKey.label), ("account", AttributeKey.account)]
+    private static let generic: [(String, String)] = [("service", AttributeKey.service), ("generic", AttributeKey.generic)]
     private static let internet: [(String, String)] = [
-        ("server", "srvr"), ("protocol", "ptcl"), ("port", "port"), ("path", "path"),
-        ("securityDomain", "sdmn"), ("authenticationType", "atyp"),
+        ("server", AttributeKey.server), ("protocol", AttributeKey.`protocol`), ("port", AttributeKey.port), ("path", AttributeKey.path),
+        ("securityDomain", AttributeKey.securityDomain), ("authenticationType", AttributeKey.authenticationType),
     ]
     private static let trailing: [(String, String)] = [
-        ("description", "desc"), ("comment", "icmt"), ("creator", "crtr"), ("type", "type"),
-        ("created", "cdat"), ("modified", "mdat"), ("invisible", "invi"), ("negative", "nega"),
+        ("description", AttributeKey.description), ("comment", AttributeKey.comment), ("creator", AttributeKey.creator), ("type", AttributeKey.type),
+        ("created", AttributeKey.creationDate), ("modified", AttributeKey.modificationDate), ("invisible", AttributeKey.invisible), ("negative", AttributeKey.negative),
     ]
 
     static func item(_ item: FoundItem, keychainPath: String, includeSecret: Bool, includeAccess: Bool = false,
@@ -42,8 +42,8 @@ enum ItemJSON {
             fields.append((name, value(item, key)))
         }
         if case .strings(let pairs)? = item.attributes[WireKey.secretServiceAttributes] {
-            fields.append(("accessGroup", value(item, "agrp")))
-            fields.append(("accessibility", value(item, "pdmn")))
+            fields.append(("accessGroup", value(item, AttributeKey.accessGroup)))
+            fields.append(("accessibility", value(item, AttributeKey.accessible)))
             var attributes: [(String, JSONValue)] = []
             for index in stride(from: 0, to: pairs.count - 1, by: 2) { attributes.append((pairs[index], .string(pairs[index + 1]))) }
             fields.append(("secretService", .object([
@@ -70,11 +70,11 @@ enum ItemJSON {
     private static func value(_ item: FoundItem, _ key: String) -> JSONValue {
         guard let wire = item.attributes[key] else { return .null }
         switch (key, wire) {
-        case ("cdat", .integer(let milliseconds)), ("mdat", .integer(let milliseconds)):
+        case (AttributeKey.creationDate, .integer(let milliseconds)), (AttributeKey.modificationDate, .integer(let milliseconds)):
             return .string(iso8601(milliseconds: milliseconds))
-        case ("port", .integer(let number)):
+        case (AttributeKey.port, .integer(let number)):
             return .number(number)
-        case ("crtr", .integer(let number)), ("type", .integer(let number)):
+        case (AttributeKey.creator, .integer(let number)), (AttributeKey.type, .integer(let number)):
             return .bytes(FourCharCode.bytes(UInt32(truncatingIfNeeded: number)))
         case (_, .bool(let flag)):
             return .bool(flag)

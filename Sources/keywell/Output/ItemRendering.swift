@@ -45,7 +45,7 @@ enum ItemRendering {
             + "    entry 0:\n"
             + "        authorizations (1): decrypt\n"
             + "        don't-require-password\n"
-            + "        description: \(item.text("labl") ?? "")\n"
+            + "        description: \(item.text(AttributeKey.label) ?? "")\n"
         switch item.access {
         case .applications(let identities)?:
             text += "        applications (\(identities.count)):\n"
@@ -63,7 +63,7 @@ enum ItemRendering {
     /// Label and alias are the numeric tags 7 and 8 (`0x00000007 `); the rest print as quoted codes.
     private static func tag(_ attribute: ItemClass.Attribute) -> String {
         switch attribute.tag {
-        case "labl": PrintBuffer.render(uint32: 7)
+        case AttributeKey.label: PrintBuffer.render(uint32: 7)
         case "alis": PrintBuffer.render(uint32: 8)
         default: PrintBuffer.render(Array(attribute.tag.utf8))
         }
@@ -73,7 +73,7 @@ enum ItemRendering {
         guard let key = attribute.wireKey else { return "<NULL>" }
         guard let wire = item.attributes[key] else {
             // Port and protocol are primary-key parts of internet items: missing means 0.
-            if item.itemClass == .internetPassword, key == "port" || key == "ptcl" {
+            if item.itemClass == .internetPassword, key == AttributeKey.port || key == AttributeKey.`protocol` {
                 return PrintBuffer.render(uint32: 0)
             }
             return "<NULL>"

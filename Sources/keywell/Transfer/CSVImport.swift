@@ -98,7 +98,7 @@ enum CSVImport {
                         skipped += 1
                         continue
                     }
-                    var changes = attributes.filter { ["v_Data", "labl", "icmt"].contains($0.key) }
+                    var changes = attributes.filter { [WireKey.valueData, AttributeKey.label, AttributeKey.comment].contains($0.key) }
                     defer { CSVSecrets.wipe(&changes) }
                     try context.client.update(query, attributes: changes)
                     replaced += 1
@@ -121,6 +121,6 @@ enum CSVImport {
         var lookup = query
         lookup[WireKey.returnAttributes] = .bool(true)
         let found = try context.client.copyMatching(lookup)
-        return found.allSatisfy { changed > ($0["mdat"]?.integerValue ?? .max) }
+        return found.allSatisfy { changed > ($0[AttributeKey.modificationDate]?.integerValue ?? .max) }
     }
 }

@@ -37,30 +37,30 @@ enum CSVMapping {
             if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]") {
                 let digits = rest[rest.index(after: colon)...]
                 guard let port = Int64(digits), (1...65535).contains(port) else { throw .badPort(String(digits)) }
-                attributes["port"] = .integer(port)
+                attributes[AttributeKey.port] = .integer(port)
                 host = rest[..<colon]
             }
             attributes[WireKey.class] = .string(WireKey.classInternetPassword)
-            attributes["srvr"] = .string(String(host))
-            if !scheme.isEmpty, let code = protocolCode(scheme) { attributes["ptcl"] = .string(code) }
-            if !path.isEmpty { attributes["path"] = .string(String(path)) }
-            if !entry.realm.isEmpty { attributes["sdmn"] = .string(entry.realm) }
-            if !entry.name.isEmpty && entry.name != String(host) { attributes["labl"] = .string(entry.name) }
+            attributes[AttributeKey.server] = .string(String(host))
+            if !scheme.isEmpty, let code = protocolCode(scheme) { attributes[AttributeKey.`protocol`] = .string(code) }
+            if !path.isEmpty { attributes[AttributeKey.path] = .string(String(path)) }
+            if !entry.realm.isEmpty { attributes[AttributeKey.securityDomain] = .string(entry.realm) }
+            if !entry.name.isEmpty && entry.name != String(host) { attributes[AttributeKey.label] = .string(entry.name) }
         } else {
             let service = entry.url.isEmpty ? entry.name : entry.url
             guard !service.isEmpty else { throw .noNameOrURL }
             attributes[WireKey.class] = .string(WireKey.classGenericPassword)
-            attributes["svce"] = .string(service)
-            if !entry.name.isEmpty && entry.name != service { attributes["labl"] = .string(entry.name) }
+            attributes[AttributeKey.service] = .string(service)
+            if !entry.name.isEmpty && entry.name != service { attributes[AttributeKey.label] = .string(entry.name) }
         }
-        attributes["acct"] = .string(entry.username)
-        if !entry.note.isEmpty { attributes["icmt"] = .string(entry.note) }
+        attributes[AttributeKey.account] = .string(entry.username)
+        if !entry.note.isEmpty { attributes[AttributeKey.comment] = .string(entry.note) }
         return attributes
     }
 
     /// The primary-key attributes of `attributes`: the query that finds the item they collide with.
     static func keyQuery(_ attributes: WireDictionary) -> WireDictionary {
-        let keys = ["class", "acct", "svce", "srvr", "ptcl", "port", "path", "sdmn", "atyp"]
+        let keys = [WireKey.class, AttributeKey.account, AttributeKey.service, AttributeKey.server, AttributeKey.`protocol`, AttributeKey.port, AttributeKey.path, AttributeKey.securityDomain, AttributeKey.authenticationType]
         return attributes.filter { keys.contains($0.key) }
     }
 
@@ -76,18 +76,18 @@ enum CSVMapping {
         let url: String
         let fallbackName: String
         if attributes[WireKey.class]?.stringValue == WireKey.classInternetPassword {
-            let server = text("srvr") ?? ""
-            let scheme = text("ptcl").map(schemeName) ?? ""
+            let server = text(AttributeKey.server) ?? ""
+            let scheme = text(AttributeKey.`protocol`).map(schemeName) ?? ""
             var port = ""
-            if case .integer(let number)? = attributes["port"], number != 0 { port = ":\(number)" }
-            url = (scheme.isEmpty ? "//" : scheme + "://") + server + port + (text("path") ?? "")
+            if case .integer(let number)? = attributes[AttributeKey.port], number != 0 { port = ":\(number)" }
+            url = (scheme.isEmpty ? "//" : scheme + "://") + server + port + (text(AttributeKey.path) ?? "")
             fallbackName = server
         } else {
-            url = text("svce") ?? ""
+            url = text(AttributeKey.service) ?? ""
             fallbackName = url
         }
-        return [Array((text("labl") ?? fallbackName).utf8), Array(url.utf8), Array((text("acct") ?? "").utf8), secret,
-                Array((text("icmt") ?? "").utf8)]
+        return [Array((text(AttributeKey.label) ?? fallbackName).utf8), Array(url.utf8), Array((text(AttributeKey.account) ?? "").utf8), secret,
+                Array((text(AttributeKey.comment) ?? "").utf8)]
     }
 
     /// A URL scheme's four-character code: the one git's table has, else the scheme itself when

@@ -1,0 +1,151 @@
+/// One argument of a native-API method or signal: its name and D-Bus type signature, exactly as
+/// dbus/org.keywell.Keychain1.xml spells them.
+public struct NativeArgument: Sendable, Hashable {
+    public let name: String
+    /// A D-Bus type signature (`a{sv}`, `s`, `ay`, …).
+    public let type: String
+
+    public init(_ name: String, _ type: String) {
+        self.name = name
+        self.type = type
+    }
+}
+
+/// What a native method does to the daemon's state: the daemon places and logs calls by it
+/// (docs/native-api.md, "The contract").
+public enum NativeMethodClass: Sendable, Hashable {
+    /// Only reads the engine's state: no key derivation, no commit, no prompt.
+    case read
+    /// Adds, changes or deletes items.
+    case changesItems
+    /// Changes keychains, their lock state, settings or lists (logged at info level).
+    case changesKeychains
+    /// Reads a caller-supplied export file; changes nothing.
+    case readsFile
+    /// Answers about the caller itself.
+    case describesCaller
+}
+
+/// Every method of `org.keywell.Keychain1`, defined once: the daemon builds its interface table
+/// from these and dispatches on them, the client calls through them, and a test checks them
+/// against dbus/org.keywell.Keychain1.xml. Adding a case is how a method is added
+/// (docs/native-api.md, "The contract").
+public enum NativeMethod: String, CaseIterable, Sendable {
+    // Items
+    case add = "Add"
+    case copyMatching = "CopyMatching"
+    case update = "Update"
+    case delete = "Delete"
+    // Keychains
+    case createKeychain = "CreateKeychain"
+    case deleteKeychain = "DeleteKeychain"
+    case listKeychains = "ListKeychains"
+    case getSearchList = "GetSearchList"
+    case setSearchList = "SetSearchList"
+    case getDefaultKeychain = "GetDefaultKeychain"
+    case setDefaultKeychain = "SetDefaultKeychain"
+    case getLoginKeychain = "GetLoginKeychain"
+    case unlock = "Unlock"
+    case lock = "Lock"
+    case lockAll = "LockAll"
+    case changePassword = "ChangePassword"
+    case getInfo = "GetInfo"
+    case setSettings = "SetSettings"
+    // Keywell's own: backups, keyring files, export files, caller identity
+    case backupKeychain = "BackupKeychain"
+    case restoreKeychain = "RestoreKeychain"
+    case migrateKeyrings = "MigrateKeyrings"
+    case getMigrationStatus = "GetMigrationStatus"
+    case exportGnomeKeyring = "ExportGnomeKeyring"
+    case exportKeychains = "ExportKeychains"
+    case inspectExport = "InspectExport"
+    case importExport = "ImportExport"
+    case whoAmI = "WhoAmI"
+
+    /// The D-Bus member name.
+    public var name: String { rawValue }
+
+    /// The method of a D-Bus member name; nil for one the API does not have. A hash lookup,
+    /// as every call asks it.
+    public init?(name: String) {
+        guard let method = Self.byName[name] else { return nil }
+        self = method
+    }
+
+    private static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })
+
+    public var inputs: [NativeArgument] { signature.inputs }
+    public var outputs: [NativeArgument] { signature.outputs }
+
+    public var methodClass: NativeMethodClass {
+        switch self {
+        case .copyMatching, .listKeychains, .getSearchList, .getDefaultKeychain, .getLoginKeychain, .getInfo,
+             .getMigrationStatus:
+            .read
+        case .add, .update, .delete:
+            .changesItems
+        case .createKeychain, .deleteKeychain, .setSearchList, .setDefaultKeychain, .unlock, .lock, .lockAll,
+             .changePassword, .setSettings, .backupKeychain, .restoreKeychain, .migrateKeyrings, .exportGnomeKeyring,
+             .exportKeychains, .importExport:
+            .changesKeychains
+        case .inspectExport:
+            .readsFile
+        case .whoAmI:
+            .describesCaller
+        }
+    }
+
+    private var signature: (inputs: [NativeArgument], outputs: [NativeArgument]) {
+        typealias A = NativeArgument
+        switch self {
+        case .add: return ([A("attributes", "a{sv}")], [A("result", "a{sv}")])
+        case .copyMatching: return ([A("query", "a{sv}")], [A("results", "aa{sv}")])
+        case .update: return ([A("query", "a{sv}"), A("attributes", "a{sv}")], [])
+        case .delete: return ([A("query", "a{sv}")], [])
+        case .createKeychain: return ([A("name", "s"), A("password", "ay")], [A("path", "s")])
+        case .deleteKeychain: return ([A("keychain", "s")], [])
+        case .listKeychains: return ([], [A("keychains", "as")])
+        case .getSearchList: return ([], [A("keychains", "as")])
+        case .setSearchList: return ([A("keychains", "as")], [])
+        case .getDefaultKeychain: return ([], [A("keychain", "s")])
+        case .setDefaultKeychain: return ([A("keychain", "s")], [])
+        case .getLoginKeychain: return ([], [A("keychain", "s")])
+        case .unlock: return ([A("keychain", "s"), A("password", "ay")], [])
+        case .lock: return ([A("keychain", "s")], [])
+        case .lockAll: return ([], [])
+        case .changePassword: return ([A("keychain", "s"), A("old_password", "ay"), A("new_password", "ay")], [])
+        case .getInfo: return ([A("keychain", "s")], [A("info", "a{sv}")])
+        case .setSettings: return ([A("keychain", "s"), A("settings", "a{sv}")], [])
+        case .backupKeychain: return ([A("keychain", "s"), A("path", "s"), A("replace", "b")], [])
+        case .restoreKeychain: return ([A("path", "s"), A("keychain", "s"), A("replace", "b")], [A("keychain_path", "s")])
+        case .migrateKeyrings: return ([A("keyring", "s"), A("password", "ay")], [A("reports", "aa{sv}")])
+        case .getMigrationStatus: return ([], [A("sources", "aa{sv}")])
+        case .exportGnomeKeyring:
+            return ([A("keychain", "s"), A("path", "s"), A("password", "ay"), A("replace", "b")], [])
+        case .exportKeychains: return ([A("keychains", "as"), A("file", "h"), A("passphrase", "ay")], [A("items", "u")])
+        case .inspectExport: return ([A("file", "h"), A("passphrase", "ay")], [A("keychains", "as"), A("items", "u")])
+        case .importExport:
+            return ([A("file", "h"), A("passphrase", "ay"), A("keychain", "s"), A("policy", "s")], [A("summary", "a{sv}")])
+        case .whoAmI: return ([], [A("identity", "s"), A("strength", "s"), A("reason", "s")])
+        }
+    }
+}
+
+/// Every signal of `org.keywell.Keychain1`: one per call per keychain, only when state changes.
+public enum NativeSignal: String, CaseIterable, Sendable {
+    case keychainLocked = "KeychainLocked"
+    case keychainUnlocked = "KeychainUnlocked"
+    case itemsChanged = "ItemsChanged"
+    case defaultKeychainChanged = "DefaultKeychainChanged"
+    case searchListChanged = "SearchListChanged"
+
+    /// The D-Bus member name.
+    public var name: String { rawValue }
+
+    public var arguments: [NativeArgument] {
+        switch self {
+        case .searchListChanged: [NativeArgument("keychains", "as")]
+        default: [NativeArgument("keychain", "s")]
+        }
+    }
+}
