@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // The control protocol's codes, from the header the PAM module includes (pam/keywell-control.h).
+        .systemLibrary(name: "CKeywellControl"),
 
         // Status codes, wire values and names shared by the engine, the daemon and the clients.
         .target(name: "KeywellProtocol"),
@@ -57,7 +59,8 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
+                "CKeywellControl", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService",
+                "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -101,7 +104,10 @@ let package = Package(
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",
-            dependencies: ["KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+            dependencies: [
+                "CKeywellControl", "KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellProtocol",
+                "KeywellTestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
