@@ -20,10 +20,10 @@ enum {
     KW_CONTROL_MAGIC_LENGTH = 4,
 
     /* Request ops: one ASCII letter each (§2). */
-    KW_OP_OPEN_SESSION = 'O',   /* [password] or no field */
-    KW_OP_CLOSE_SESSION = 'C',  /* no field */
+    KW_OP_OPEN_SESSION = 'O',    /* [password] or no field */
+    KW_OP_CLOSE_SESSION = 'C',   /* no field */
     KW_OP_CHANGE_PASSWORD = 'P', /* [old, new] */
-    KW_OP_PING = 'Q',           /* no field */
+    KW_OP_PING = 'Q',            /* no field */
 
     /* Request: magic, op, field count; then per field a u32 length and the bytes. */
     KW_REQUEST_HEAD_LENGTH = 6,
