@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // The control protocol's codes, from the header the PAM module includes (pam/keywell-control.h).
+        .systemLibrary(name: "CKeywellControl"),
 
         // Status codes, wire values and names shared by the engine, the daemon and the clients.
         .target(name: "KeywellProtocol"),
@@ -60,7 +62,8 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSecretService", "KeyringImport",
+                "CKeywellControl", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
+                "KeywellSecretService", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -109,7 +112,10 @@ let package = Package(
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",
-            dependencies: ["KeywellAPI", "KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+            dependencies: [
+                "CKeywellControl", "KeywellAPI", "KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus",
+                "KeywellProtocol", "KeywellTestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

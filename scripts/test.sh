@@ -17,6 +17,9 @@ export KEYWELL="$bin/keywell"
 export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
 
 status=0
+echo "== pam unit tests"
+make -s -C pam check || status=1
+
 echo "== swift test"
 # Swift Testing runs tests in parallel inside one process; its closing line counts them.
 swift test --skip-build 2>&1 | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1

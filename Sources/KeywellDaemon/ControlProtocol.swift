@@ -1,17 +1,37 @@
+import CKeywellControl
 import Foundation
 import KeywellCore
 import KeywellProtocol
 
 /// The `KWC1` framing of docs/control-protocol.md §2, over a connected socket with timeouts set.
+/// Codes and sizes come from the header the PAM module includes (pam/keywell-control.h).
 enum ControlProtocol {
-    static let magic: [UInt8] = Array("KWC1".utf8)
-    static let maximumFieldLength = 8192
+    static let magic: [UInt8] = Array(KW_CONTROL_MAGIC.utf8)
+    static let maximumFieldLength = Int(KW_MAX_FIELD)
+    static let maximumMessageLength = Int(KW_MAX_RESPONSE_MESSAGE)
+    /// The socket's name inside the daemon's runtime folder.
+    static let socketName = KW_CONTROL_SOCKET
 
-    enum Operation: UInt8 {
-        case openSession = 0x4F  // O
-        case closeSession = 0x43  // C
-        case changePassword = 0x50  // P
-        case ping = 0x51  // Q
+    enum Operation: CaseIterable, RawRepresentable {
+        case openSession
+        case closeSession
+        case changePassword
+        case ping
+
+        /// The op's letter on the wire.
+        var rawValue: UInt8 {
+            switch self {
+            case .openSession: UInt8(KW_OP_OPEN_SESSION)
+            case .closeSession: UInt8(KW_OP_CLOSE_SESSION)
+            case .changePassword: UInt8(KW_OP_CHANGE_PASSWORD)
+            case .ping: UInt8(KW_OP_PING)
+            }
+        }
+
+        init?(rawValue: UInt8) {
+            guard let operation = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+            self = operation
+        }
 
         /// Field counts each op takes.
         var acceptedFieldCounts: ClosedRange<Int> {
@@ -38,9 +58,9 @@ enum ControlProtocol {
     /// Reads one request. Throws `Rejection` for a malformed one (answer it) and `CancellationError`
     /// when the peer stalled or went away (just close).
     static func readRequest(from socket: Int32) throws -> Request {
-        var head = [UInt8](repeating: 0, count: 6)
+        var head = [UInt8](repeating: 0, count: Int(KW_REQUEST_HEAD_LENGTH))
         try readExactly(socket, into: &head)
-        guard Array(head[0..<4]) == magic else { throw Rejection(status: SecStatus.param, message: "bad magic") }
+        guard Array(head[0..<magic.count]) == magic else { throw Rejection(status: SecStatus.param, message: "bad magic") }
         guard let operation = Operation(rawValue: head[4]) else {
             throw Rejection(status: SecStatus.unimplemented, message: "unknown op 0x\(String(head[4], radix: 16))")
         }
@@ -50,7 +70,7 @@ enum ControlProtocol {
         }
         var fields: [SecretBytes] = []
         for _ in 0..<count {
-            var lengthBytes = [UInt8](repeating: 0, count: 4)
+            var lengthBytes = [UInt8](repeating: 0, count: Int(KW_FIELD_LENGTH_SIZE))
             try readExactly(socket, into: &lengthBytes)
             let length = lengthBytes.reduce(0) { $0 << 8 | Int($1) }
             guard length <= maximumFieldLength else {
@@ -62,7 +82,7 @@ enum ControlProtocol {
     }
 
     static func response(status: OSStatus, message: String) -> [UInt8] {
-        let text = Array(message.utf8.prefix(4096))
+        let text = Array(message.utf8.prefix(maximumMessageLength))
         return magic + bigEndian(UInt32(bitPattern: status)) + bigEndian(UInt32(text.count)) + text
     }
 

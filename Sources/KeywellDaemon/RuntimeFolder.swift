@@ -5,7 +5,7 @@ import Foundation
 struct RuntimeFolder {
     let path: String
 
-    var controlSocketPath: String { path + "/control" }
+    var controlSocketPath: String { path + "/" + ControlProtocol.socketName }
     var lockFilePath: String { path + "/keywelld.lock" }
 
     static func prepare(_ path: String) throws(DaemonError) -> RuntimeFolder {
