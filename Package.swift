@@ -53,11 +53,11 @@ let package = Package(
             ]
         ),
         // Readers of gnome-keyring's and libsecret's keyring files, and gnome-keyring's writer (no D-Bus).
-        .target(name: "KeyringImport", dependencies: ["KeywellCore", "COpenSSL", "CSodium"]),
+        .target(name: "KeyringImport", dependencies: ["KeywellCore", "KeywellProtocol", "COpenSSL", "CSodium"]),
         // Linux system calls Swift cannot reach (pidfd_open, pidfd_send_signal, openat2).
         .target(name: "CProcessPinning"),
         // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
-        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "CSodium", "CProcessPinning"]),
+        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium", "CProcessPinning"]),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",

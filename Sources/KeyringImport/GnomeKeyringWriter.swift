@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import KeywellProtocol
 import KeywellCore
 
 /// Writes gnome-keyring's binary `.keyring` file (the way back, docs/migration.md): the layout
@@ -51,7 +52,7 @@ public enum GnomeKeyringWriter {
             for name in names {
                 header.string(name)
                 header.uint32(0)
-                header.string(KeyringCrypto.hex(KeyringCrypto.md5(Array(item.attributes[name]!.utf8))))
+                header.string(LowercaseHex.string(KeyringCrypto.md5(Array(item.attributes[name]!.utf8))))
             }
         }
 

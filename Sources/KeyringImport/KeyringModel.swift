@@ -1,4 +1,5 @@
 import Foundation
+import KeywellProtocol
 import KeywellCore
 
 /// Which of the three keyring file formats a file is in (docs/migration.md, "The formats").
@@ -91,6 +92,6 @@ public enum KeyringLimits {
 /// A file's SHA-256 for the migration's record of what it read.
 public enum KeyringDigest {
     public static func sha256Hex(_ bytes: [UInt8]) -> String {
-        KeyringCrypto.hex(bytes.withUnsafeBytes { KeyringCrypto.sha256($0) })
+        LowercaseHex.string(bytes.withUnsafeBytes { KeyringCrypto.sha256($0) })
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellProtocol
 import KeywellCore
 
 /// libsecret's file backend, the `keyrings/v1/` files oo7 reads and writes (docs/migration.md,
@@ -100,6 +101,6 @@ public enum LibsecretFile {
     static func identity(of attributes: [String: String]) -> String {
         var text = ""
         for name in attributes.keys.sorted() { text += "\(name.utf8.count):\(name)\(attributes[name]!.utf8.count):\(attributes[name]!)" }
-        return KeyringCrypto.hex(Array(text.utf8).withUnsafeBytes { KeyringCrypto.sha256($0) })
+        return LowercaseHex.string(Array(text.utf8).withUnsafeBytes { KeyringCrypto.sha256($0) })
     }
 }

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import KeywellProtocol
 
 /// SHA-256 of open files, remembered by what identifies a file's contents without reading it:
 /// device, inode, size, modification and change times. A write changes mtime and ctime (and
@@ -82,17 +83,7 @@ public final class FileDigest: @unchecked Sendable {
         }
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         crypto_hash_sha256_final(&state, &digest)
-        return hex(digest)
+        return LowercaseHex.string(digest)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
 }

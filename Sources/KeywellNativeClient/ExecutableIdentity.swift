@@ -36,8 +36,7 @@ public enum ExecutableIdentity {
         }
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         crypto_hash_sha256_final(&state, &digest)
-        let digits = Array("0123456789abcdef")
-        let hex = String(digest.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
+        let hex = LowercaseHex.string(digest)
         return AccessList.executableIdentity(path: real, sha256Hex: hex)
     }
 

@@ -1,4 +1,5 @@
 import KeywellNativeClient
+import KeywellProtocol
 
 /// `find-generic-password`, `find-internet-password`, `delete-generic-password`,
 /// `delete-internet-password`.
@@ -96,7 +97,7 @@ enum FindDeleteCommands {
     /// password as lowercase hex instead (`security`'s `do_password_item_printing`).
     static func passwordLine(_ secret: [UInt8]) -> [UInt8] {
         let printable = secret.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
-        return (printable ? secret : Array(Hex.lower(secret).utf8)) + [0x0A]
+        return (printable ? secret : Array(LowercaseHex.string(secret).utf8)) + [0x0A]
     }
 
     private static func delete(_ itemClass: ItemClass, _ context: CommandContext, _ invocation: Invocation) -> Int32 {

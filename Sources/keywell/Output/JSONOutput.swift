@@ -1,3 +1,4 @@
+import KeywellProtocol
 /// A small JSON writer with fields in the order given, so `--json` output reads the same every
 /// time (Foundation's encoder would sort or shuffle keys).
 enum JSONValue {
@@ -13,7 +14,7 @@ enum JSONValue {
         var copy = Array(bytes)
         defer { copy.withUnsafeMutableBytes { Memory.wipe($0) } }
         if let text = String(validating: copy, as: UTF8.self) { return .string(text) }
-        return .object([("hex", .string(Hex.lower(copy)))])
+        return .object([("hex", .string(LowercaseHex.string(copy)))])
     }
 
     static func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }

@@ -45,21 +45,11 @@ enum PrintBuffer {
 /// The small number formats the renderers need, without Foundation's String(format:).
 enum Hex {
     private static let upperDigits = Array("0123456789ABCDEF".utf8)
-    private static let lowerDigits = Array("0123456789abcdef".utf8)
 
     static func upper(_ byte: UInt8) -> String {
         String(decoding: [upperDigits[Int(byte >> 4)], upperDigits[Int(byte & 0xF)]], as: UTF8.self)
     }
 
-    static func lower<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(lowerDigits[Int(byte >> 4)])
-            out.append(lowerDigits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 
     static func octal3(_ byte: UInt8) -> String {
         let digits = [byte >> 6, (byte >> 3) & 7, byte & 7].map { UInt8(ascii: "0") + $0 }
