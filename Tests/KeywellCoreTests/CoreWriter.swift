@@ -1,4 +1,5 @@
 import Foundation
+import KeywellTestSupport
 
 /// `keywell-bench core-writer`: the engine in a process of its own, adding items one at a time
 /// and printing `ack N` for each acknowledged add (Sources/keywell-bench/CoreWriterHelper.swift).
@@ -38,7 +39,7 @@ enum CoreWriter {
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
-        try process.run()
+        try SpawnGate.run(process)
         input.fileHandleForWriting.write(Data("pw\n".utf8))
         try input.fileHandleForWriting.close()
         return (process, output)

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellTestSupport
 import KeywellProtocol
 import Testing
 
@@ -139,7 +140,7 @@ func run(_ executable: String, _ arguments: [String]) throws -> String {
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
-    try process.run()
+    try SpawnGate.run(process)
     let bytes = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     let text = String(decoding: bytes, as: UTF8.self)

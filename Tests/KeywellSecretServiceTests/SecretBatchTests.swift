@@ -60,7 +60,7 @@ import Testing
             let sqlite = Process()
             sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             sqlite.arguments = [file, change]
-            try sqlite.run()
+            try SpawnGate.run(sqlite)
             sqlite.waitUntilExit()
             #expect(sqlite.terminationStatus == 0)
         }

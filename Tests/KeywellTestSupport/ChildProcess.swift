@@ -90,11 +90,13 @@ public final class ChildProcess: @unchecked Sendable {
         let argv = [executable] + arguments
         let environmentPairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         var childPID: pid_t = 0
-        let status = withCStringArray(argv) { argvPointer in
-            withCStringArray(environmentPairs) { envPointer in
-                executable.contains("/")
-                    ? posix_spawn(&childPID, executable, &actions, &attributes, argvPointer, envPointer)
-                    : posix_spawnp(&childPID, executable, &actions, &attributes, argvPointer, envPointer)
+        let status = SpawnGate.withLock {
+            withCStringArray(argv) { argvPointer in
+                withCStringArray(environmentPairs) { envPointer in
+                    executable.contains("/")
+                        ? posix_spawn(&childPID, executable, &actions, &attributes, argvPointer, envPointer)
+                        : posix_spawnp(&childPID, executable, &actions, &attributes, argvPointer, envPointer)
+                }
             }
         }
         close(stdoutPipe.write)

@@ -49,9 +49,11 @@ public final class TemporaryDirectory: @unchecked Sendable {
         let full = path + "/" + relative
         let parent = (full as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: full, contents: Data(bytes)) else {
-            throw TestSupportError("Cannot write \(full)")
-        }
+        // A program file is written while no child can be starting (SpawnGate).
+        let written = mode & 0o111 == 0
+            ? FileManager.default.createFile(atPath: full, contents: Data(bytes))
+            : SpawnGate.withLock { FileManager.default.createFile(atPath: full, contents: Data(bytes)) }
+        guard written else { throw TestSupportError("Cannot write \(full)") }
         chmod(full, mode)
         return full
     }
