@@ -22,7 +22,7 @@ public struct KeychainInfo: Sendable, Equatable, Hashable {
     public var lockAfterSeconds: UInt32
     public var isDefault: Bool
     public var isLogin: Bool
-    /// New items trust only their creator (docs/access-control.md).
+    /// New items are to trust only their creator; recorded, not yet enforced (docs/access-control.md).
     public var enforceAccess: Bool
 
     public init(name: String, path: String, locked: Bool, itemCount: Int, lockOnSleep: Bool,
