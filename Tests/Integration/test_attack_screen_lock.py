@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import threading
 
 import dbus
@@ -29,40 +28,11 @@ from jeepney.io.blocking import open_dbus_connection
 from keywell_helpers import keywelld, module, real_daemon_kit  # noqa: F401 (fixtures)
 from pam_helpers import dbus_call, ensure_runtime_dir, start_session_bus
 from security_figures import record
-from test_attack_sleep import connection_of_uid, wait_for
+from system_bus_helpers import connection_of_uid, start_system_bus, wait_for
 
 LOGIN1 = "org.freedesktop.login1"
 SESSION_IFACE = "org.freedesktop.login1.Session"
 SESSION_PATH = "/org/freedesktop/login1/session/_3"
-
-# As test_attack_sleep's, and like the real system bus: anyone may call logind (its own policy
-# decides), only root owns its name.
-SYSTEM_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.login1"/>
-  </policy>
-  <policy user="root">
-    <allow own="org.freedesktop.login1"/>
-  </policy>
-</busconfig>
-"""
 
 # Runs as the other user: Lock for the victim's session, unicast to the daemon, then a call of
 # its own so the bus has routed the signal before it prints its unique name.
@@ -126,18 +96,8 @@ def kit(real_daemon_kit):
 
 @pytest.fixture
 def system_bus(kit):
-    folder = tempfile.mkdtemp(prefix="kwsystem-")
-    kit.paths.append(folder)
-    os.chmod(folder, 0o755)
-    config = os.path.join(folder, "system.conf")
-    socket = os.path.join(folder, "system_bus_socket")
-    with open(config, "w") as f:
-        f.write(SYSTEM_CONFIG.format(socket=socket))
-    bus = kit.spawn(["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
-    if not bus.stdout.readline():
-        pytest.fail("the private system bus did not start")
-    return f"unix:path={socket}"
+    # Like the real system bus: anyone may call logind (its own policy decides).
+    return start_system_bus(kit, '    <allow send_destination="org.freedesktop.login1"/>\n')
 
 
 def test_screen_lock_from_another_user_locks_nothing(kit, keywelld, system_bus):

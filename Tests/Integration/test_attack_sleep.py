@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
-import time
 
 import dbus
 import dbus.lowlevel
@@ -25,39 +23,11 @@ import pytest
 from keywell_helpers import keywelld, module, real_daemon_kit  # noqa: F401 (fixtures)
 from pam_helpers import dbus_call, ensure_runtime_dir, start_session_bus
 from security_figures import record
+from system_bus_helpers import connection_of_uid, start_system_bus, wait_for
 
 LOGIN1 = "org.freedesktop.login1"
 LOGIN1_PATH = "/org/freedesktop/login1"
 MANAGER = "org.freedesktop.login1.Manager"
-
-# What the system bus's own policy says about strangers, in short: everyone may connect, talk to
-# the bus and send signals; nobody may own names or call methods unless allowed; root owns login1.
-SYSTEM_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Peer"/>
-  </policy>
-  <policy user="root">
-    <allow own="org.freedesktop.login1"/>
-  </policy>
-</busconfig>
-"""
 
 # Runs as the other user: PrepareForSleep(true) to one connection, then a call of its own, so the
 # bus has routed the signal before it prints its unique name.
@@ -80,38 +50,8 @@ def kit(real_daemon_kit):
 
 @pytest.fixture
 def system_bus(kit):
-    folder = tempfile.mkdtemp(prefix="kwsystem-")
-    kit.paths.append(folder)
-    os.chmod(folder, 0o755)
-    config = os.path.join(folder, "system.conf")
-    socket = os.path.join(folder, "system_bus_socket")
-    with open(config, "w") as f:
-        f.write(SYSTEM_CONFIG.format(socket=socket))
-    bus = kit.spawn(["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
-    if not bus.stdout.readline():
-        pytest.fail("the private system bus did not start")
-    return f"unix:path={socket}"
-
-
-def wait_for(condition, what: str, timeout: float = 60):
-    """Hang guard only: returns as soon as `condition()` is true."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def connection_of_uid(bus, uid: int) -> str | None:
-    driver = dbus.Interface(bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus"), "org.freedesktop.DBus")
-    for name in driver.ListNames():
-        if name.startswith(":") and int(driver.GetConnectionUnixUser(name)) == uid:
-            return str(name)
-    return None
+    # The real system bus also lets strangers ping.
+    return start_system_bus(kit, '    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Peer"/>\n')
 
 
 def test_prepare_for_sleep_from_another_user_locks_nothing(kit, keywelld, system_bus):
