@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,16 @@ class PrivateAccount:
         except ProcessLookupError:
             pass
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def wait_for(condition, what: str, timeout: float = 60):
+    """Polls `condition()` and returns its first true value. The timeout only guards against a
+    hang (a busy machine is slow, never wrong), so tests wait for positive signals, not sleeps."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -1,14 +1,13 @@
 """A private system bus for attack tests that need logind: a dbus-daemon with the system bus's
 policy toward strangers (anyone may connect, talk to the bus and send signals; nobody may own
-names or call methods unless allowed; only root owns org.freedesktop.login1), and the small
-waits those tests share. Used by test_attack_sleep.py and test_attack_screen_lock.py."""
+names or call methods unless allowed; only root owns org.freedesktop.login1), and how to find a
+user's connection on it. Used by test_attack_sleep.py and test_attack_screen_lock.py."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import tempfile
-import time
 
 import dbus
 import pytest
@@ -57,16 +56,6 @@ def start_system_bus(kit, extra_rules: str = "") -> str:
     return f"unix:path={socket}"
 
 
-def wait_for(condition, what: str, timeout: float = 60):
-    """Hang guard only: returns as soon as `condition()` is true."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def connection_of_uid(bus, uid: int) -> str | None:

@@ -25,10 +25,10 @@ from jeepney import DBusAddress, MessageType, new_error, new_method_return, new_
 from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import open_dbus_connection
 
-from keywell_helpers import keywelld, module, real_daemon_kit  # noqa: F401 (fixtures)
+from keywell_helpers import keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
 from pam_helpers import dbus_call, ensure_runtime_dir, start_session_bus
 from security_figures import record
-from system_bus_helpers import connection_of_uid, start_system_bus, wait_for
+from system_bus_helpers import connection_of_uid, start_system_bus
 
 LOGIN1 = "org.freedesktop.login1"
 SESSION_IFACE = "org.freedesktop.login1.Session"

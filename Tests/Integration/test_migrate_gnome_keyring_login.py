@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gnome_keyring_helpers import KEYRING_GET, KEYRING_SET, GnomeKeyring, git_credential_libsecret, tree_digest
-from keywell_helpers import built, keywelld, module, real_daemon_kit, real_daemon_stack  # noqa: F401 (fixtures)
+from keywell_helpers import built, keywelld, module, real_daemon_kit, real_daemon_stack, wait_for  # noqa: F401 (fixtures)
 from pam_helpers import keywelld_pids, login, start_session_bus
 
 GIT_REQUEST = "protocol=https\nhost=git.example.com\nusername=carol\n\n"
@@ -47,15 +47,6 @@ def prefix(user) -> list[str]:
 def lookup(kit, user, service: str, account: str) -> str:
     return as_user(kit, user, ["secret-tool", "lookup", "service", service, "account", account])[1]
 
-
-def wait_for(condition, what: str, timeout: float = 60) -> None:
-    """Polls for a positive result; the timeout only guards against a hang."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def status(kit, user) -> str:

@@ -9,12 +9,11 @@ times. A second run copies nothing. A hostile owner's huge list is refused with 
 from __future__ import annotations
 
 import subprocess
-import time
 
 import dbus
 import pytest
 
-from keywell_helpers import built
+from keywell_helpers import built, wait_for
 from secret_service_helpers import SECRETS, SERVICE_PATH, KeywellBus
 
 GK_PASSWORD = "gk-login-pw"
@@ -22,12 +21,6 @@ SERVICE_IFACE = "org.freedesktop.Secret.Service"
 ITEM_IFACE = "org.freedesktop.Secret.Item"
 GUILT = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
 
-
-def _wait(condition, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
 
 
 def _plain_secret(session, value: bytes, content_type: str = "text/plain"):
@@ -72,7 +65,7 @@ def gnome_bus():
     gnome.stdin.write(GK_PASSWORD.encode())
     gnome.stdin.close()
     connection = bus.dbus()
-    _wait(lambda: connection.name_has_owner(SECRETS))
+    wait_for(lambda: connection.name_has_owner(SECRETS), "the other service to own the name", 20)
     bus.gnome = gnome
     try:
         yield bus
@@ -125,7 +118,7 @@ def test_migration_from_gnome_keyring_gives_the_same_lookups(gnome_bus):
     # gnome-keyring goes; keywelld takes the name; the same lookups answer the same.
     bus.gnome.terminate()
     bus.gnome.wait(timeout=10)
-    _wait(lambda: "now owning org.freedesktop.secrets" in bus.daemon_log())
+    wait_for(lambda: "now owning org.freedesktop.secrets" in bus.daemon_log(), "keywelld to take the name", 20)
     assert bus.secret_tool("lookup", "service", "imap", "user", "bob").stdout == b"hunter2"
     assert bus.secret_tool("lookup", "service", "vpn", "user", "carol").stdout == b"vpn-secret"
     kr = bus.run(["/usr/bin/python3", "-c", "import keyring, sys; sys.stdout.write(keyring.get_password('app', 'alice'))"])

@@ -19,6 +19,7 @@ from pathlib import Path
 import dbus
 import pytest
 
+from keywell_helpers import wait_for
 from secret_service_helpers import LOGIN_PASSWORD, SERVICE_PATH, KeywellBus, session  # noqa: F401 (fixture)
 from test_seahorse import artifacts, display  # noqa: F401 (fixtures: Xvfb, screenshot folder)
 
@@ -38,16 +39,6 @@ def _locked_login(bus: KeywellBus) -> None:
 def _login_locked(bus: KeywellBus) -> bool:
     return bool(bus.native().GetInfo("login")["locked"])
 
-
-def _wait_for(condition, what: str, guard: float = GUARD):
-    deadline = time.monotonic() + guard
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_locked_lookup_without_any_display_fails_at_once_and_says_why():
@@ -132,7 +123,7 @@ def test_gnome_pinentry_under_xvfb_answered_by_typing(display, artifacts):
             found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "Unlock Keychain"], env=x_env,
                                    capture_output=True, text=True, timeout=GUARD)
             return found.stdout.split()[0] if found.stdout.split() else None
-        window = _wait_for(prompter_window, "gcr's prompter window")
+        window = wait_for(prompter_window, "gcr's prompter window", GUARD)
         # No window manager: focus it by hand, then type as a person would.
         subprocess.run(["xdotool", "windowfocus", "--sync", window], env=x_env, timeout=GUARD, check=True)
         subprocess.run(["xdotool", "type", "--delay", "30", LOGIN_PASSWORD], env=x_env, timeout=GUARD, check=True)
