@@ -57,14 +57,10 @@ struct DaemonMemorySteps {
         let inUseSmall = mib("1,000 items, a lookup (1 s after)"), inUseBig = mib("\(bigItems) items, a lookup (1 s after)")
         let idleSmall = mib("1,000 items, a lookup, idle (\(idleWait) s)"), afterLock = mib("after lock, idle (\(idleWait) s)")
         return [
-            TargetVerdict(name: "keywelld RSS in use, 1,000 items", figure: String(format: "%.1f MiB", inUseSmall),
-                          target: "≤ 15 MiB", met: inUseSmall <= 15),
-            TargetVerdict(name: "keywelld RSS in use, \(bigItems) items", figure: String(format: "%.1f MiB", inUseBig),
-                          target: "≤ 25 MiB", met: inUseBig <= 25),
-            TargetVerdict(name: "keywelld RSS idle, 1,000 items", figure: String(format: "%.1f MiB", idleSmall),
-                          target: "≤ 10 MiB", met: idleSmall <= 10),
-            TargetVerdict(name: "keywelld RSS idle after lock − idle with 1,000 items",
-                          figure: String(format: "%+.1f MiB", afterLock - idleSmall), target: "≤ 1 MiB", met: afterLock - idleSmall <= 1),
+            .mebibytes("keywelld RSS in use, 1,000 items", inUseSmall, atMost: 15),
+            .mebibytes("keywelld RSS in use, \(bigItems) items", inUseBig, atMost: 25),
+            .mebibytes("keywelld RSS idle, 1,000 items", idleSmall, atMost: 10),
+            .mebibytes("keywelld RSS idle after lock − idle with 1,000 items", afterLock - idleSmall, atMost: 1, signed: true),
         ]
     }
 }

@@ -82,6 +82,18 @@ struct TargetVerdict {
     let target: String
     let met: Bool
 
+    /// A ratio held to `limit` (figure and target printed alike: `2.77 ×`, `≤ 2.0 ×`).
+    static func ratio(_ name: String, _ value: Double, atMost limit: Double) -> TargetVerdict {
+        TargetVerdict(name: name, figure: String(format: "%.2f ×", value), target: String(format: "≤ %.1f ×", limit),
+                      met: value <= limit)
+    }
+
+    /// Memory in MiB held to `limit`; `signed` for a difference (`+2.8 MiB`).
+    static func mebibytes(_ name: String, _ value: Double, atMost limit: Int, signed: Bool = false) -> TargetVerdict {
+        TargetVerdict(name: name, figure: String(format: signed ? "%+.1f MiB" : "%.1f MiB", value), target: "≤ \(limit) MiB",
+                      met: value <= Double(limit))
+    }
+
     var line: String {
         "  \(name.padding(toLength: 58, withPad: " ", startingAt: 0)) \(figure.padding(toLength: 16, withPad: " ", startingAt: 0)) target \(target.padding(toLength: 14, withPad: " ", startingAt: 0)) \(met ? "met" : "NOT met")"
     }
@@ -193,25 +205,19 @@ struct StartupProcessRounds {
         let peak = Double(find.peaks.sorted()[find.peaks.count / 2]) / 1024
         let gitRatio = git.times.percentile(0.5).seconds / ping
         let fullPathRatio = subjects[2].times.percentile(0.5).seconds / ping
-        var verdicts = [
-            TargetVerdict(name: "keywell find-generic-password -w wall / Ping", figure: String(format: "%.2f ×", findRatio),
-                          target: "≤ 2.0 ×", met: findRatio <= 2.0),
-            TargetVerdict(name: "keywell find-generic-password -w wall / secret-tool lookup", figure: String(format: "%.2f ×", toolRatio),
-                          target: "≤ 0.5 ×", met: toolRatio <= 0.5),
-            TargetVerdict(name: "keywell find-generic-password -w peak memory", figure: String(format: "%.1f MiB", peak),
-                          target: "≤ 12 MiB", met: peak <= 12),
-            TargetVerdict(name: "git credential fill through the helper / Ping", figure: String(format: "%.2f ×", gitRatio),
-                          target: "≤ 2.5 ×", met: gitRatio <= 2.5),
-            TargetVerdict(name: "  the same, helper by full path / Ping", figure: String(format: "%.2f ×", fullPathRatio),
-                          target: "≤ 2.5 ×", met: fullPathRatio <= 2.5),
+        var verdicts: [TargetVerdict] = [
+            .ratio("keywell find-generic-password -w wall / Ping", findRatio, atMost: 2.0),
+            .ratio("keywell find-generic-password -w wall / secret-tool lookup", toolRatio, atMost: 0.5),
+            .mebibytes("keywell find-generic-password -w peak memory", peak, atMost: 12),
+            .ratio("git credential fill through the helper / Ping", gitRatio, atMost: 2.5),
+            .ratio("  the same, helper by full path / Ping", fullPathRatio, atMost: 2.5),
         ]
         if baselineKeywell != nil {
             let before = subjects[6].times.percentile(0.5).seconds, gitBefore = subjects[7].times.percentile(0.5).seconds
             print(String(format: "this build / baseline: find-generic-password %.2f, git credential fill %.2f",
                          find.times.percentile(0.5).seconds / before, git.times.percentile(0.5).seconds / gitBefore))
-            verdicts.append(TargetVerdict(name: "find-generic-password -w: this build / baseline",
-                                          figure: String(format: "%.2f ×", find.times.percentile(0.5).seconds / before),
-                                          target: "≤ 1.0 ×", met: find.times.percentile(0.5).seconds <= before))
+            verdicts.append(.ratio("find-generic-password -w: this build / baseline",
+                                   find.times.percentile(0.5).seconds / before, atMost: 1.0))
         }
         return verdicts
     }
