@@ -21,6 +21,12 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
 
     public var description: String { wireMessage }
 
+    /// `The specified keychain could not be found. (work)`: Apple's text, then the detail — what
+    /// Keywell's own commands print, having no `security` wording to match.
+    public var explanation: String {
+        detail.map { "\(message) (\($0))" } ?? message
+    }
+
     /// `org.keywell.Keychain1.Error.DuplicateItem`.
     public var dbusErrorName: String {
         KeywellNames.errorPrefix + (SecStatus.name(for: status) ?? "Unknown")

@@ -18,7 +18,7 @@ enum BackupCommands {
             try context.client.backupKeychain(name, to: target, replace: invocation.has("f"))
             return CommandStatus.success
         } catch {
-            context.diagnostics.error("backup \(typed ?? "<default>") to \(operands[0]): \(explained(error))")
+            context.diagnostics.error("backup \(typed ?? "<default>") to \(operands[0]): \(error.explanation)")
             context.diagnostics.hint(for: error, keychain: typed)
             return error.status
         }
@@ -34,7 +34,7 @@ enum BackupCommands {
             _ = try context.client.restoreKeychain(from: source, as: name, replace: invocation.has("f"))
             return CommandStatus.success
         } catch {
-            context.diagnostics.error("restore \(operands[0]) as \(typedName): \(explained(error))")
+            context.diagnostics.error("restore \(operands[0]) as \(typedName): \(error.explanation)")
             return error.status
         }
     }
@@ -48,12 +48,6 @@ enum BackupCommands {
             break
         }
         return name
-    }
-
-    /// Keywell's own commands have no `security` wording to match: the daemon's detail (which
-    /// file, why) follows Apple's text.
-    private static func explained(_ error: KeychainError) -> String {
-        error.detail.map { "\(error.message) (\($0))" } ?? error.message
     }
 
     private static func absolute(_ path: String) -> String {

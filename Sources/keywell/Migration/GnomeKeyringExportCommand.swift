@@ -18,7 +18,7 @@ enum GnomeKeyringExportCommand {
             return CommandStatus.success
         } catch {
             context.diagnostics.error("export \(typed ?? "<default>") to \(file): "
-                                      + (error.detail.map { "\(error.message) (\($0))" } ?? error.message))
+                                      + error.explanation)
             context.diagnostics.hint(for: error, keychain: typed)
             return error.status
         }

@@ -80,7 +80,7 @@ enum MigrateCommand {
         do {
             reports = try context.client.migrateKeyrings(keyring ?? "", password: [])
         } catch {
-            context.diagnostics.error("migrate: \(explained(error))")
+            context.diagnostics.error("migrate: \(error.explanation)")
             return error.status
         }
         if reports.isEmpty {
@@ -103,7 +103,7 @@ enum MigrateCommand {
                     report = same
                 } catch {
                     password.wipe()
-                    context.diagnostics.error("migrate \(field(report, "keyring")): \(explained(error))")
+                    context.diagnostics.error("migrate \(field(report, "keyring")): \(error.explanation)")
                     return error.status
                 }
             }
@@ -145,7 +145,7 @@ enum MigrateCommand {
         do {
             sources = try context.client.migrationStatus()
         } catch {
-            context.diagnostics.error("migrate --status: \(explained(error))")
+            context.diagnostics.error("migrate --status: \(error.explanation)")
             return error.status
         }
         if sources.isEmpty { context.output.write("nothing imported yet\n") }
@@ -171,9 +171,5 @@ enum MigrateCommand {
 
     private static func date(_ dictionary: [String: DBusValue], _ key: String) -> String {
         Date(timeIntervalSince1970: Double(number(dictionary, key))).formatted(.iso8601)
-    }
-
-    private static func explained(_ error: KeychainError) -> String {
-        error.detail.map { "\(error.message) (\($0))" } ?? error.message
     }
 }

@@ -22,7 +22,7 @@ enum CSVExport {
                 } catch where error.status == SecStatus.itemNotFound {
                     continue
                 } catch {
-                    context.diagnostics.error("export \(context.naming.displayName(for: keychain)): \(TransferOptions.explained(error))")
+                    context.diagnostics.error("export \(context.naming.displayName(for: keychain)): \(error.explanation)")
                     context.diagnostics.hintingAnywhere.hint(for: error, keychain: context.naming.displayName(for: keychain))
                     return error.status
                 }

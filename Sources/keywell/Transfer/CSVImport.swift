@@ -77,7 +77,7 @@ enum CSVImport {
         do {
             target = try context.keychainName(typedTarget)
         } catch {
-            context.diagnostics.error("import: \(TransferOptions.explained(error))")
+            context.diagnostics.error("import: \(error.explanation)")
             context.diagnostics.hintingAnywhere.hint(for: error, keychain: typedTarget)
             return error.status
         }
@@ -104,7 +104,7 @@ enum CSVImport {
                     replaced += 1
                 }
             } catch {
-                context.diagnostics.error("import: \(TransferOptions.explained(error)) after \(added) added, \(replaced) replaced")
+                context.diagnostics.error("import: \(error.explanation) after \(added) added, \(replaced) replaced")
                 context.diagnostics.hintingAnywhere.hint(for: error, keychain: typedTarget)
                 return error.status
             }

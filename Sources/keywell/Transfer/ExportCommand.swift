@@ -17,7 +17,7 @@ enum ExportCommand {
         do {
             keychains = try TransferOptions.keychains(context, invocation)
         } catch {
-            context.diagnostics.error("export: \(TransferOptions.explained(error))")
+            context.diagnostics.error("export: \(error.explanation)")
             context.diagnostics.hintingAnywhere.hint(for: error, keychain: invocation.value("k"))
             return error.status
         }
@@ -74,7 +74,7 @@ enum ExportCommand {
         } catch {
             // A half-written file is no export: remove it.
             unlink(path)
-            context.diagnostics.error("export: \(TransferOptions.explained(error))")
+            context.diagnostics.error("export: \(error.explanation)")
             context.diagnostics.hintingAnywhere.hint(for: error, keychain: keychains.count == 1 ? keychains[0] : nil)
             return error.status
         }
@@ -115,9 +115,5 @@ enum TransferOptions {
         }
         return PasswordInput.readNew(prompt: prompt, retypePrompt: retype, attempts: 3,
                                      onMismatch: { context.diagnostics.line("passphrases don't match") })
-    }
-
-    static func explained(_ error: KeychainError) -> String {
-        error.detail.map { "\(error.message) (\($0))" } ?? error.message
     }
 }

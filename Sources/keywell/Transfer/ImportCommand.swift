@@ -53,7 +53,7 @@ enum ImportCommand {
             context.output.write("imported \(path): \(counts.added) added, \(counts.replaced) replaced, \(counts.skipped) skipped\n")
             return CommandStatus.success
         } catch {
-            context.diagnostics.error("import: \(TransferOptions.explained(error)); nothing was imported")
+            context.diagnostics.error("import: \(error.explanation); nothing was imported")
             context.diagnostics.hintingAnywhere.hint(for: error, keychain: target)
             return error.status
         }
@@ -73,7 +73,7 @@ enum ImportCommand {
             _ = try context.client.createKeychain(name, password: password.bytes)
             return CommandStatus.success
         } catch {
-            context.diagnostics.error("import: creating keychain \(name): \(TransferOptions.explained(error)); nothing was imported")
+            context.diagnostics.error("import: creating keychain \(name): \(error.explanation); nothing was imported")
             return error.status
         }
     }
