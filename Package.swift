@@ -74,12 +74,15 @@ let package = Package(
         .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CSodium"]),
         // Apple-shaped client library over D-Bus.
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
+        // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
+        // library: the executable only calls it, and the CLI fuzz target links it.
+        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
         // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
         // lookup, and resolving the shared Swift libraries cost more than the lookup itself
         // (docs/performance.md). Allowed here because Keywell is always the root package.
         .executableTarget(
             name: "keywell",
-            dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"],
+            dependencies: ["KeywellCLI"],
             linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]
         ),
         .executableTarget(
@@ -137,6 +140,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "KeychainHeaderFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
             path: "Fuzz/KeychainHeaderFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "CLIArgumentFuzzer", path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
+            name: "CLIArgumentFuzzer", dependencies: ["KeywellCLI"],
+            path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
     ]
 }
