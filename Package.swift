@@ -85,10 +85,12 @@ let package = Package(
             dependencies: ["KeywellCLI"],
             linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]
         ),
+        // A seeded generator, so that damage made "at random" (keywell-bench, tests) repeats exactly.
+        .target(name: "DeterministicRandom"),
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol", "KeywellTestSupport",
+                "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
                 "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -96,7 +98,9 @@ let package = Package(
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
-        .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellCoreTests", dependencies: ["DeterministicRandom", "KeywellCore", "KeywellProtocol", "KeywellTestSupport"]
+        ),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellAPI", "KeywellProtocol", "KeywellTestSupport"]
@@ -111,7 +115,9 @@ let package = Package(
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
-        .testTarget(name: "KeywellIdentityTests", dependencies: ["KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
+        ),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",

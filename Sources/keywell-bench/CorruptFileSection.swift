@@ -1,7 +1,7 @@
+import DeterministicRandom
 import Foundation
 import KeywellDBus
 import KeywellProtocol
-import KeywellTestSupport
 
 /// Damaged keychain files opened through the daemon: copies of a real keychain cut short or with
 /// bytes flipped, each put in the keychains folder under its own name, unlocked and read in full

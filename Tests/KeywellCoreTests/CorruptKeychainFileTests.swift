@@ -1,3 +1,4 @@
+import DeterministicRandom
 import Foundation
 import KeywellProtocol
 import KeywellTestSupport
