@@ -202,12 +202,12 @@ private struct IntrospectionParser {
     }
 }
 
-private extension String {
-    func trimmingSpaces() -> String {
+extension String {
+    fileprivate func trimmingSpaces() -> String {
         String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 
-    func replacingAll(_ target: String, _ replacement: String) -> String {
+    fileprivate func replacingAll(_ target: String, _ replacement: String) -> String {
         guard contains(target) else { return self }
         return components(separatedBy: target).joined(separator: replacement)
     }
