@@ -107,7 +107,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeywellCLITests",
-            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellCLI", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellSecretServiceTests",
