@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // `swift package generate-documentation --target KeychainServices` (docs/contributing.md).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // System libraries: Debian's -dev packages, found through pkg-config.
@@ -74,18 +76,23 @@ let package = Package(
         .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CSodium"]),
         // Apple-shaped client library over D-Bus.
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
+        // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
+        // library: the executable only calls it, and the CLI fuzz target links it.
+        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
         // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
         // lookup, and resolving the shared Swift libraries cost more than the lookup itself
         // (docs/performance.md). Allowed here because Keywell is always the root package.
         .executableTarget(
             name: "keywell",
-            dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"],
+            dependencies: ["KeywellCLI"],
             linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]
         ),
+        // A seeded generator, so that damage made "at random" (keywell-bench, tests) repeats exactly.
+        .target(name: "DeterministicRandom"),
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol", "KeywellTestSupport",
+                "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
                 "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -93,14 +100,16 @@ let package = Package(
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
-        .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellCoreTests", dependencies: ["DeterministicRandom", "KeywellCore", "KeywellProtocol", "KeywellTestSupport"]
+        ),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellAPI", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellCLITests",
-            dependencies: ["KeychainServices", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellCLI", "KeywellProtocol", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellSecretServiceTests",
@@ -108,7 +117,9 @@ let package = Package(
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
-        .testTarget(name: "KeywellIdentityTests", dependencies: ["KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
+        ),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellDaemonTests",
@@ -137,6 +148,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "KeychainHeaderFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
             path: "Fuzz/KeychainHeaderFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "CLIArgumentFuzzer", path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
+            name: "CLIArgumentFuzzer", dependencies: ["KeywellCLI"],
+            path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
     ]
 }

@@ -6,6 +6,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
 
+status=0
+# Style first: it takes seconds, and a finding is reported whatever the tests say.
+echo "== lint"
+bash scripts/lint.sh || status=1
+
 echo "== build"
 swift build --build-tests --quiet || exit 1
 make -s -C pam || exit 1
@@ -16,7 +21,6 @@ export KEYWELLD="$bin/keywelld"
 export KEYWELL="$bin/keywell"
 export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
 
-status=0
 echo "== pam unit tests"
 make -s -C pam check || status=1
 

@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
+@testable import KeywellCLI
 
-/// The CLI's own parsers of outside input, compiled here from Sources/keywell (symlinked files:
-/// they need nothing else): BSD getopt over argv words, four-character codes, `atoi`, and the
-/// `key=value` lines git sends the credential helper.
+/// The CLI's own parsers of outside input, from the KeywellCLI library the `keywell` executable
+/// runs: BSD getopt over argv words, four-character codes, `atoi`, and the `key=value` lines git
+/// sends the credential helper.
 ///
 /// Input layout: first byte picks the option string, then NUL-separated argv words; the same
 /// bytes also go to the credential reader whole.
@@ -43,8 +44,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     for word in words {
         // Same answers as the C library's atoi, which `security` uses.
         let expected = word.withCString { Glibc.atoi($0) }
-        if !word.utf8.contains(0), atoi(word) != expected {
-            fatalError("atoi(\(word.debugDescription)) = \(atoi(word)), glibc says \(expected)")
+        if !word.utf8.contains(0), KeywellCLI.atoi(word) != expected {
+            fatalError("atoi(\(word.debugDescription)) = \(KeywellCLI.atoi(word)), glibc says \(expected)")
         }
         switch FourCharCode.parse(word) {
         case .success(let code): if code.utf8.count != 4 { fatalError("accepted \(code.debugDescription)") }

@@ -5,6 +5,14 @@ import Foundation
 /// (`SecKeychainOpen` never checks). A class, so that `SecKeychain?` out-parameters, CFArrays of
 /// keychains and `kSecUseKeychain` values work as on Apple platforms; equal when they name the
 /// same keychain the same way.
+///
+/// ```swift
+/// let work = SecKeychain(nameOrPath: "work.keychain")   // Keywell's keychain "work"
+/// let query = [kSecClass: kSecClassGenericPassword, kSecUseKeychain: work,
+///              kSecAttrService: "example.org", kSecReturnData: true] as CFDictionary
+/// var result: CFTypeRef?
+/// let status = SecItemCopyMatching(query, &result)
+/// ```
 public final class SecKeychain: NSObject, @unchecked Sendable {
     /// What the native API is given for this keychain.
     public let nameOrPath: String

@@ -14,12 +14,26 @@ import KeywellProtocol
 /// types above (any integer type counts) is `errSecParam`, like a repeated key or an oversized
 /// dictionary or list; a reply (`reply…`) comes from keywelld, so it is read leniently (variants
 /// unwrapped, object paths as strings) and a shape it cannot be is `errSecIO`.
+///
+/// No Apple counterpart (Apple's clients talk to securityd over XPC).
+///
+/// ```swift
+/// let request: WireDictionary = [WireKey.class: .string("genp"), AttributeKey.account: .string("alice")]
+/// let argument = WireCodec.dbusDictionary(request)                       // client side
+/// let decoded = try WireCodec.requestDictionary(argument) { Data($0) }   // daemon side
+/// assert(decoded == request)
+/// ```
 public enum WireCodec {
     /// Integer values that travel as `u` (everything else integer is `x`).
     public static let unsignedKeys: Set<String> = [AttributeKey.port, KeychainInfoKey.itemCount, KeychainInfoKey.lockAfterSeconds]
 
     // MARK: Wire values → D-Bus
 
+    /// One value as it travels: `key` decides between `u` and `x` for integers (`unsignedKeys`).
+    ///
+    /// ```swift
+    /// WireCodec.dbusValue(.integer(443), key: AttributeKey.port)   // .uint32(443)
+    /// ```
     public static func dbusValue(_ value: WireValue, key: String) -> DBusValue {
         switch value {
         case .string(let text): return .string(text)
@@ -32,14 +46,22 @@ public enum WireCodec {
         }
     }
 
-    /// `a{sv}`, keys sorted.
+    /// `a{sv}`, keys sorted, so the same dictionary always makes the same message.
+    ///
+    /// ```swift
+    /// let argument = WireCodec.dbusDictionary([AttributeKey.service: .string("example.org")])
+    /// ```
     public static func dbusDictionary(_ dictionary: WireDictionary) -> DBusValue {
         .dictionary(keySignature: .string, valueSignature: .variant, dictionary.keys.sorted().map { key in
             DBusDictEntry(key: .string(key), value: .variant(dbusValue(dictionary[key]!, key: key)))
         })
     }
 
-    /// `aa{sv}`.
+    /// `aa{sv}`: the reply of a search with `m_Limit` all.
+    ///
+    /// ```swift
+    /// let reply = WireCodec.dbusDictionaryArray(matches)
+    /// ```
     public static func dbusDictionaryArray(_ dictionaries: [WireDictionary]) -> DBusValue {
         .array(elementSignature: .stringVariantDict, dictionaries.map(dbusDictionary))
     }
@@ -48,6 +70,13 @@ public enum WireCodec {
 
     /// An `a{sv}` argument. `secretData` makes every byte value's `Data` (they may be secrets:
     /// the daemon passes storage that wipes itself).
+    ///
+    /// ```swift
+    /// let query = try WireCodec.requestDictionary(call.arguments[0]) { Data($0) }
+    /// ```
+    ///
+    /// - Throws: `errSecParam` for another type, a repeated key, more than
+    ///   `ServiceLimits.dictionaryEntries` entries, or a value `requestValue` refuses.
     public static func requestDictionary(
         _ value: DBusValue, secretData: ([UInt8]) -> Data
     ) throws(KeychainError) -> WireDictionary {
@@ -70,6 +99,14 @@ public enum WireCodec {
         return result
     }
 
+    /// One value of a request: strings, flags, bytes, string lists and integers of any width.
+    ///
+    /// ```swift
+    /// let port = try WireCodec.requestValue(.uint16(443), key: AttributeKey.port) { Data($0) }   // .integer(443)
+    /// ```
+    ///
+    /// - Throws: `errSecParam` for any other type or a list longer than
+    ///   `ServiceLimits.keychainListLength`.
     public static func requestValue(
         _ value: DBusValue, key: String, secretData: ([UInt8]) -> Data
     ) throws(KeychainError) -> WireValue {
@@ -93,7 +130,13 @@ public enum WireCodec {
         }
     }
 
-    /// An `as` argument naming keychains.
+    /// An `as` argument naming keychains (`SetSearchList`).
+    ///
+    /// ```swift
+    /// let names = try WireCodec.requestKeychainList(.stringArray(["login", "work"]))
+    /// ```
+    ///
+    /// - Throws: `errSecParam` for another type or more than `ServiceLimits.keychainListLength` names.
     public static func requestKeychainList(_ value: DBusValue) throws(KeychainError) -> [String] {
         guard case .array(let element, let elements) = value, element == .string else {
             throw .param("expected as, got \(value.signature.rawValue)")
@@ -107,6 +150,10 @@ public enum WireCodec {
     // MARK: Replies (D-Bus → wire values, lenient)
 
     /// Any D-Bus value the native API can send back; nil for types it never uses.
+    ///
+    /// ```swift
+    /// WireCodec.replyValue(.variant(.uint32(3)))   // .integer(3)
+    /// ```
     public static func replyValue(_ value: DBusValue) -> WireValue? {
         let value = value.unwrappingVariants
         switch value {
@@ -121,7 +168,14 @@ public enum WireCodec {
         }
     }
 
-    /// An `a{sv}` reply of `method`; `errSecIO` when it has another shape.
+    /// An `a{sv}` reply of `method`.
+    ///
+    /// ```swift
+    /// let reply = try connection.call(…, member: NativeMethod.add.name, arguments: [argument])
+    /// let item = try WireCodec.replyDictionary(reply.first, of: .add)
+    /// ```
+    ///
+    /// - Throws: `errSecIO` when the reply has another shape (see `unexpectedReply`).
     public static func replyDictionary(_ value: DBusValue?, of method: NativeMethod) throws(KeychainError) -> WireDictionary {
         guard let dictionary = value?.asStringVariantDict() else { throw unexpectedReply(method, value) }
         var result: WireDictionary = [:]
@@ -133,6 +187,11 @@ public enum WireCodec {
         return result
     }
 
+    /// The `errSecIO` error for a reply of the wrong shape, naming the method and, if given, the key.
+    ///
+    /// ```swift
+    /// guard let names = reply.first?.stringArrayValue else { throw WireCodec.unexpectedReply(.getSearchList, reply.first) }
+    /// ```
     public static func unexpectedReply(_ method: NativeMethod, _ value: DBusValue?, key: String? = nil) -> KeychainError {
         let place = key.map { "\(method.name) reply key \($0)" } ?? "\(method.name) reply"
         let shape = value.map { "type \($0.signature.rawValue)" } ?? "no value"

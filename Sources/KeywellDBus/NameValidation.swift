@@ -5,7 +5,8 @@ import Glibc
 
 /// Checks names before they reach libdbus: libdbus treats an invalid name passed to its API as
 /// a programming error and aborts the process, so anything coming from outside is checked here.
-enum NameValidation {
+/// Public for readers of introspection XML outside this module (the test support's parser).
+public enum NameValidation {
     private typealias Validator = (UnsafePointer<CChar>?, UnsafeMutablePointer<CDBus.DBusError>?) -> dbus_bool_t
 
     private static func check(_ value: String, kind: String, _ validator: Validator) throws(DBusError) {
@@ -15,8 +16,8 @@ enum NameValidation {
     }
 
     static func objectPath(_ value: String) throws(DBusError) { try check(value, kind: "object path", dbus_validate_path) }
-    static func interface(_ value: String) throws(DBusError) { try check(value, kind: "interface name", dbus_validate_interface) }
-    static func member(_ value: String) throws(DBusError) { try check(value, kind: "member name", dbus_validate_member) }
+    public static func interface(_ value: String) throws(DBusError) { try check(value, kind: "interface name", dbus_validate_interface) }
+    public static func member(_ value: String) throws(DBusError) { try check(value, kind: "member name", dbus_validate_member) }
     static func errorName(_ value: String) throws(DBusError) { try check(value, kind: "error name", dbus_validate_error_name) }
     static func busName(_ value: String) throws(DBusError) { try check(value, kind: "bus name", dbus_validate_bus_name) }
 

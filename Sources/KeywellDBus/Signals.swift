@@ -137,8 +137,8 @@ final class SignalSubscriptions: @unchecked Sendable {
     }
 }
 
-private extension String {
-    func replacingOccurrencesOfApostrophe() -> String {
+extension String {
+    fileprivate func replacingOccurrencesOfApostrophe() -> String {
         guard contains("'") else { return self }
         return split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''")
     }

@@ -14,7 +14,10 @@ import Logging
 /// request; the idle timer, the bus watcher and the sleep watcher have one thread each
 /// (docs/design.md "Threads").
 public enum DaemonMain {
-    public static func run(arguments: [String]) -> Never {
+    /// Runs the daemon until SIGTERM/SIGINT (or a fatal failure) and returns the process's exit
+    /// status for `main` to exit with: 0 after a clean stop, `--help` or `--version`, and when
+    /// another instance serves this activation; 1 when the daemon cannot run; 2 for bad options.
+    public static func run(arguments: [String]) -> Int32 {
         // Before any thread exists, so every thread inherits it: SIGTERM and SIGINT are taken
         // with sigwait on the main thread, never by a handler in the middle of a call.
         var terminationSignals = sigset_t()
@@ -30,8 +33,12 @@ public enum DaemonMain {
         let options: DaemonOptions
         switch DaemonOptions.parse(Array(arguments.dropFirst())) {
         case .run(let parsed): options = parsed
-        case .info(let text): print(text, terminator: ""); exit(0)
-        case .usageError(let text): FileHandle.standardError.write(Data(text.utf8)); exit(2)
+        case .info(let text):
+            print(text, terminator: "")
+            return 0
+        case .usageError(let text):
+            FileHandle.standardError.write(Data(text.utf8))
+            return 2
         }
 
         ProcessHardening.apply()
@@ -40,26 +47,31 @@ public enum DaemonMain {
         let logger = Logger(label: "keywelld")
 
         let environment = ProcessInfo.processInfo.environment
+        let fatal = FatalStop()
         let daemon: Daemon
         do {
-            daemon = try Daemon(environment: environment, logger: logger, replaceSecretService: options.replace)
+            daemon = try Daemon(environment: environment, logger: logger, replaceSecretService: options.replace, fatal: fatal)
         } catch let quiet as QuietExit {
             logger.debug("\(quiet)")
-            exit(0)
+            return 0
         } catch {
-            fail("\(error)")
+            return fail("\(error)")
         }
         daemon.start()
 
         var received: Int32 = 0
         while sigwait(&terminationSignals, &received) != 0 {}
+        // Another process took the bus name: report it and stop at once, as before a clean
+        // shutdown could begin (the keychains are not this instance's to lock any more).
+        if let reason = fatal.reason { return fail(reason) }
         daemon.shutDown(signal: received)
-        exit(0)
+        return 0
     }
 
-    static func fail(_ message: String) -> Never {
+    /// Writes `keywelld: <message>` to stderr; returns the failure exit status.
+    static func fail(_ message: String) -> Int32 {
         FileHandle.standardError.write(Data("keywelld: \(message)\n".utf8))
-        exit(1)
+        return 1
     }
 }
 
@@ -81,7 +93,8 @@ final class Daemon: @unchecked Sendable {
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
-    init(environment: [String: String], logger: Logger, replaceSecretService: Bool = false) throws {
+    /// `fatal` ends the daemon from another thread (see FatalStop).
+    init(environment: [String: String], logger: Logger, replaceSecretService: Bool = false, fatal: FatalStop) throws {
         self.environment = environment
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
@@ -133,7 +146,7 @@ final class Daemon: @unchecked Sendable {
             secretService.attach(to: connection)
             screenLockWatcher.watchScreenSavers(on: connection)
         }, onNameTaken: { message in
-            DaemonMain.fail("\(message); exiting")
+            fatal.stop("\(message); exiting")
         })
         try openControlSocket(in: paths.runtimeDirectory.path)
     }

@@ -122,8 +122,8 @@ public struct FlatpakInfo: Sendable, Equatable {
     }
 }
 
-private extension String {
-    func trimmingTrailingBlanks() -> String {
+extension String {
+    fileprivate func trimmingTrailingBlanks() -> String {
         var text = Substring(self)
         while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
         return String(text)

@@ -2,6 +2,16 @@
 /// `kSecAttr…` constants, defined once. The engine names its columns by them, KeychainServices
 /// defines its `kSecAttr…` constants as them, and the CLI reads and prints them
 /// (docs/native-api.md, "The contract").
+///
+/// Apple's counterpart is the `kSecAttr…` constants (`kSecAttrAccount` is `"acct"` there too).
+///
+/// ```swift
+/// let query: WireDictionary = [
+///     WireKey.class: .string(WireKey.classGenericPassword),
+///     AttributeKey.service: .string("example.org"),
+///     AttributeKey.account: .string("alice"),
+/// ]
+/// ```
 public enum AttributeKey {
     public static let account = "acct"
     public static let service = "svce"

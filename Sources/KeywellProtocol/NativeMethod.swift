@@ -1,10 +1,16 @@
 /// One argument of a native-API method or signal: its name and D-Bus type signature, exactly as
 /// dbus/org.keywell.Keychain1.xml spells them.
+///
+/// ```swift
+/// NativeMethod.createKeychain.inputs   // [NativeArgument("name", "s"), NativeArgument("password", "ay")]
+/// ```
 public struct NativeArgument: Sendable, Hashable {
+    /// The argument's name in the introspection XML.
     public let name: String
     /// A D-Bus type signature (`a{sv}`, `s`, `ay`, …).
     public let type: String
 
+    /// An argument named `name` of D-Bus type `type`.
     public init(_ name: String, _ type: String) {
         self.name = name
         self.type = type
@@ -30,6 +36,15 @@ public enum NativeMethodClass: Sendable, Hashable {
 /// from these and dispatches on them, the client calls through them, and a test checks them
 /// against dbus/org.keywell.Keychain1.xml. Adding a case is how a method is added
 /// (docs/native-api.md, "The contract").
+///
+/// No Apple counterpart: these are the calls behind `SecItem…` and `SecKeychain…` (Apple's go
+/// to securityd over XPC).
+///
+/// ```swift
+/// guard let method = NativeMethod(name: call.member) else { return call.reply(error: .unknownMethod(call.member)) }
+/// if method.methodClass == .read { /* answer from the engine, no commit */ }
+/// print(method.name, method.inputs.map(\.type))   // "Add" ["a{sv}"]
+/// ```
 public enum NativeMethod: String, CaseIterable, Sendable {
     // Items
     case add = "Add"
@@ -74,9 +89,12 @@ public enum NativeMethod: String, CaseIterable, Sendable {
 
     private static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })
 
+    /// The arguments a caller sends, in order.
     public var inputs: [NativeArgument] { signature.inputs }
+    /// The arguments of the reply, in order.
     public var outputs: [NativeArgument] { signature.outputs }
 
+    /// What the method does to the daemon's state (reads, changes items, changes keychains, …).
     public var methodClass: NativeMethodClass {
         switch self {
         case .copyMatching, .listKeychains, .getSearchList, .getDefaultKeychain, .getLoginKeychain, .getInfo,
@@ -132,6 +150,13 @@ public enum NativeMethod: String, CaseIterable, Sendable {
 }
 
 /// Every signal of `org.keywell.Keychain1`: one per call per keychain, only when state changes.
+///
+/// ```swift
+/// let rule = DBusMatchRule(interface: KeywellNames.interface, member: NativeSignal.itemsChanged.name)
+/// let subscription = try connection.addMatch(rule) { signal in
+///     print("items changed in", signal.arguments.first ?? "?")
+/// }
+/// ```
 public enum NativeSignal: String, CaseIterable, Sendable {
     case keychainLocked = "KeychainLocked"
     case keychainUnlocked = "KeychainUnlocked"

@@ -1,6 +1,17 @@
-/// OSStatus values and Apple's message texts (the comments in SecBase.h), as the CLI prints them.
+/// Apple's status type: 0 is success, negative values are `errSec…` codes.
 public typealias OSStatus = Int32
 
+/// OSStatus values and Apple's message texts (the comments in SecBase.h), as the CLI prints them;
+/// defined once for the engine, the daemon's D-Bus error names and every client.
+///
+/// Apple's counterpart is the `errSec…` constants and `SecCopyErrorMessageString`.
+///
+/// ```swift
+/// let error = KeychainError(SecStatus.itemNotFound)
+/// SecStatus.name(for: error.status)          // "ItemNotFound"
+/// SecStatus.message(for: -25300)             // "The specified item could not be found in the keychain."
+/// SecStatus.status(forName: "AuthFailed")    // -25293
+/// ```
 public enum SecStatus {
     public static let success: OSStatus = 0
     public static let unimplemented: OSStatus = -4
@@ -111,6 +122,8 @@ public enum SecStatus {
         byStatus[status]?.0
     }
 
+    /// The status a name (`name(for:)`'s form, as in a D-Bus error name) stands for; nil for
+    /// one Keywell does not know.
     public static func status(forName name: String) -> OSStatus? {
         byName[name]
     }

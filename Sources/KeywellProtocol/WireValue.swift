@@ -24,6 +24,18 @@ public enum WireValue: Sendable, Hashable {
 public typealias WireDictionary = [String: WireValue]
 
 /// Keys of native-API dictionaries: the string values of Apple's constants (docs/native-api.md "Dictionaries").
+///
+/// Apple's counterparts are `kSecClass`, `kSecValue…`, `kSecReturn…`, `kSecMatch…` and
+/// `kSecUseKeychain`; item attributes are in `AttributeKey`.
+///
+/// ```swift
+/// let search: WireDictionary = [
+///     WireKey.class: .string(WireKey.classInternetPassword),
+///     AttributeKey.server: .string("example.org"),
+///     WireKey.returnData: .bool(true),
+///     WireKey.matchLimit: .string(WireKey.matchLimitAll),
+/// ]
+/// ```
 public enum WireKey {
     public static let `class` = "class"
     public static let valueData = "v_Data"

@@ -1,7 +1,7 @@
+import DeterministicRandom
 import Foundation
 import KeywellDBus
 import KeywellProtocol
-import KeywellTestSupport
 
 /// Damaged keychain files opened through the daemon: copies of a real keychain cut short or with
 /// bytes flipped, each put in the keychains folder under its own name, unlocked and read in full
@@ -31,8 +31,10 @@ struct CorruptFileSection: SecurityReportSection {
         let errorNames = outcomes.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         let kinds = KeychainDamage.Kind.allCases.map { kind in "\(kind.rawValue): \(damage.filter { $0.kind == kind }.count)" }
         return [
-            SecurityFigure(check: "corrupt keychain files unlocked and read in full through keywelld: \(damage.count) damaged copies of a \(Self.itemCount)-item keychain (\(kinds.joined(separator: "; ")))",
-                           figure: "\(outcomes.clear) clear errors (\(errorNames.isEmpty ? "none" : errorNames)), \(outcomes.right) opened with the right secrets (\(outcomes.partial) of them missing items), \(outcomes.unclear.count) other answers"
+            SecurityFigure(check: "corrupt keychain files unlocked and read in full through keywelld: \(damage.count) damaged copies"
+                               + " of a \(Self.itemCount)-item keychain (\(kinds.joined(separator: "; ")))",
+                           figure: "\(outcomes.clear) clear errors (\(errorNames.isEmpty ? "none" : errorNames)), \(outcomes.right) opened"
+                               + " with the right secrets (\(outcomes.partial) of them missing items), \(outcomes.unclear.count) other answers"
                                + (outcomes.unclear.isEmpty ? "" : " (\(Set(outcomes.unclear).sorted().joined(separator: ", ")))")
                                + "; undamaged control copy: \(controlReads ? "reads all \(Self.itemCount)" : "\(control)")",
                            target: "each a clear error or the right secrets; control reads", met: outcomes.unclear.isEmpty && controlReads),

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import KeywellDBus
 import KeywellIdentity
-import KeywellTestSupport
 
 /// `keywell-bench identity`: what naming a caller costs (docs/access-control.md "Cost"). The
 /// first call of a connection asks the bus and reads /proc (and hashes a program not seen
@@ -25,16 +24,18 @@ struct IdentityBenchmark: ParsableCommand {
 
     func run() throws {
         guard connections > 0, lookups > 0 else { throw ValidationError("--connections and --lookups must be positive") }
-        let bus = try PrivateSessionBus()
-        defer { bus.stop() }
-        let service = try bus.connect()
+        // The daemon benchmark's private bus, without a keywelld: this program is the service.
+        let world = try DaemonBenchmarkWorld()
+        // Its deinit ends the bus: keep it past the last call (the defers below run first).
+        defer { withExtendedLifetime(world) {} }
+        let service = try world.connect()
         defer { service.close() }
-        let callers = try (0..<connections).map { _ in try bus.connect() }
+        let callers = try (0..<connections).map { _ in try world.connect() }
         defer { callers.forEach { $0.close() } }
         let names = callers.map { $0.uniqueName! }
 
         // This program is the caller: a cold cache hashes its own executable once.
-        let identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: bus.runtimeDirectory))
+        let identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: world.runtime))
         let clock = ContinuousClock()
         let cold = try clock.measure { _ = try identities.identity(of: names[0], on: service) }
         var warm = LatencySamples()

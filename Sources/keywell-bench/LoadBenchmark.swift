@@ -125,7 +125,8 @@ struct LoadRun {
             }
             if found != expected {
                 lost += 1
-                ledger.error("lost: " + "\(key.name): expected \(expected.map { String(decoding: $0, as: UTF8.self) } ?? "no item"), found \(found.map { String(decoding: $0, as: UTF8.self) } ?? "no item")")
+                let text = { (value: [UInt8]?) in value.map { String(decoding: $0, as: UTF8.self) } ?? "no item" }
+                ledger.error("lost: " + "\(key.name): expected \(text(expected)), found \(text(found))")
             }
         }
         return lost

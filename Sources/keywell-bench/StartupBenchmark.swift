@@ -95,7 +95,8 @@ struct TargetVerdict {
     }
 
     var line: String {
-        "  \(name.padding(toLength: 58, withPad: " ", startingAt: 0)) \(figure.padding(toLength: 16, withPad: " ", startingAt: 0)) target \(target.padding(toLength: 14, withPad: " ", startingAt: 0)) \(met ? "met" : "NOT met")"
+        "  \(name.padding(toLength: 58, withPad: " ", startingAt: 0)) \(figure.padding(toLength: 16, withPad: " ", startingAt: 0))"
+            + " target \(target.padding(toLength: 14, withPad: " ", startingAt: 0)) \(met ? "met" : "NOT met")"
     }
 }
 

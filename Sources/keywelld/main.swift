@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import KeywellDaemon
 
-DaemonMain.run(arguments: CommandLine.arguments)
+exit(DaemonMain.run(arguments: CommandLine.arguments))

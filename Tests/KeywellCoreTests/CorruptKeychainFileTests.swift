@@ -1,3 +1,4 @@
+import DeterministicRandom
 import Foundation
 import KeywellProtocol
 import KeywellTestSupport
@@ -158,7 +159,8 @@ import Testing
         expectStatus(SecStatus.invalidKeychain) { _ = try Self.readEverything(environment).get() }
         // A keychain table with NULLs and wrong types where the header's columns should be.
         unlink(path)
-        try sqlite(path, "CREATE TABLE keychain (id INTEGER, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit, wrap_nonce, wrapped_key, lock_on_sleep, lock_after_seconds); INSERT INTO keychain (id, format_version, uuid) VALUES (1, 'one', x'00');")
+        try sqlite(path, "CREATE TABLE keychain (id INTEGER, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit, wrap_nonce,"
+                       + " wrapped_key, lock_on_sleep, lock_after_seconds); INSERT INTO keychain (id, format_version, uuid) VALUES (1, 'one', x'00');")
         chmod(path, 0o600)
         expectStatus(SecStatus.invalidKeychain) { _ = try Self.readEverything(environment).get() }
     }
@@ -245,7 +247,8 @@ import Testing
         let (original, secrets) = try Self.makeKeychain(environment)
         let path = environment.path(of: "login")
         let pageSize = Int(try sqlite(path, "PRAGMA page_size"))!
-        let leaves = try sqlite(path, "SELECT name || ' ' || pageno FROM dbstat WHERE pagetype = 'leaf' AND (name = 'item' OR name LIKE 'item_%' OR name LIKE 'sqlite_autoindex_item%') ORDER BY pageno")
+        let leaves = try sqlite(path, "SELECT name || ' ' || pageno FROM dbstat WHERE pagetype = 'leaf'"
+                                    + " AND (name = 'item' OR name LIKE 'item_%' OR name LIKE 'sqlite_autoindex_item%') ORDER BY pageno")
             .split(separator: "\n").map { $0.split(separator: " ") }
         #expect(!leaves.isEmpty)
         for leaf in leaves {

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 /// The contract (`NativeMethod`, `NativeSignal` in KeywellProtocol) and the shipped

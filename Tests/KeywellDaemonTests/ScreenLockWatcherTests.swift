@@ -86,9 +86,9 @@ extension FakeLogind {
         let object = DBusClosureObject(interfaces: [session], getProperty: { name, _, _ throws(DBusError) -> DBusValue in
             guard name == "User" else { throw .unknownProperty("No property \(name)") }
             return .structure([.uint32(uid), .objectPath("/org/freedesktop/login1/user/_\(uid)")])
-        }) { call in
+        }, handler: { call in
             call.reply(error: .unknownMethod("No method \(call.member)"))
-        }
+        })
         try connection.register(object, at: path)
     }
 

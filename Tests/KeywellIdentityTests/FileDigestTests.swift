@@ -1,3 +1,4 @@
+import DeterministicRandom
 import Foundation
 import KeywellIdentity
 import KeywellTestSupport

@@ -1,13 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
+import KeywellDBus
 
 extension DBusInterface {
     /// Reads the `<interface>` elements of an introspection document (such as the files in
-    /// `dbus/`), so a service can describe itself with the same XML it ships. Nested `<node>`
-    /// elements are ignored. Names and signatures are validated.
+    /// `dbus/`, or what a service answers to Introspect), so tests can hold the shipped XML and
+    /// the served interfaces against the tables in code. Nested `<node>` elements are ignored.
+    /// Names and signatures are validated. Only tests read XML: the services build their
+    /// interfaces from code, so this reader lives in the test support.
     public static func parse(introspectionXML xml: String) throws(DBusError) -> [DBusInterface] {
         var parser = IntrospectionParser(Array(xml.utf8))
         return try parser.parse()
@@ -203,12 +202,12 @@ private struct IntrospectionParser {
     }
 }
 
-private extension String {
-    func trimmingSpaces() -> String {
+extension String {
+    fileprivate func trimmingSpaces() -> String {
         String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 
-    func replacingAll(_ target: String, _ replacement: String) -> String {
+    fileprivate func replacingAll(_ target: String, _ replacement: String) -> String {
         guard contains(target) else { return self }
         return components(separatedBy: target).joined(separator: replacement)
     }

@@ -60,7 +60,10 @@ enum CSVMapping {
 
     /// The primary-key attributes of `attributes`: the query that finds the item they collide with.
     static func keyQuery(_ attributes: WireDictionary) -> WireDictionary {
-        let keys = [WireKey.class, AttributeKey.account, AttributeKey.service, AttributeKey.server, AttributeKey.`protocol`, AttributeKey.port, AttributeKey.path, AttributeKey.securityDomain, AttributeKey.authenticationType]
+        let keys = [
+            WireKey.class, AttributeKey.account, AttributeKey.service, AttributeKey.server, AttributeKey.`protocol`, AttributeKey.port,
+            AttributeKey.path, AttributeKey.securityDomain, AttributeKey.authenticationType,
+        ]
         return attributes.filter { keys.contains($0.key) }
     }
 

@@ -1,1 +1,0 @@
-../../Sources/keywell/GitCredential/CredentialRequest.swift

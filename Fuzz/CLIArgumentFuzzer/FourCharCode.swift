@@ -1,1 +1,0 @@
-../../Sources/keywell/Parsing/FourCharCode.swift

@@ -1,1 +1,0 @@
-../../Sources/keywell/Input/SecretBytes.swift

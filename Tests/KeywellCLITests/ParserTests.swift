@@ -1,0 +1,62 @@
+import Glibc
+import Testing
+
+@testable import KeywellCLI
+
+/// The CLI's parsers of outside input, called in-process through the KeywellCLI library (the
+/// command tests run the real executable; these need no daemon and check many inputs cheaply).
+@Suite struct ParserTests {
+    @Test func atoiAnswersAsGlibcDoes() {
+        let inputs = ["0", "42", "  7", "\t-13", "+5", "12abc", "abc", "", "-", "+", " +-3", "2147483647", "2147483648",
+                      "-2147483649", "99999999999999999999", "-99999999999999999999", "0x10", "007", "\n\u{0B}8"]
+        for input in inputs {
+            #expect(KeywellCLI.atoi(input) == input.withCString { Glibc.atoi($0) }, "atoi(\(input.debugDescription))")
+        }
+    }
+
+    @Test func getoptClustersOptionsAndTakesTheNextWordAsAValue() throws {
+        let parser = GetoptParser(optionString: "lut:", longFlags: [])
+        let result = try parser.parse(["set-keychain-settings", "-lut", "7200", "work"])
+        #expect(result.options.map(\.letter) == ["l", "u", "t"])
+        #expect(result.value("t") == "7200")
+        #expect(result.operands == ["work"])
+        // A value may start with `-`; `--` ends the options.
+        let dashed = try parser.parse(["x", "-t", "-u", "--", "-l"])
+        #expect(dashed.value("t") == "-u")
+        #expect(!dashed.has("l"))
+        #expect(dashed.operands == ["-l"])
+    }
+
+    @Test func getoptRecordsWhereAValueSitsSoThatItCanBeScrubbed() throws {
+        let parser = GetoptParser(optionString: "a:w:", longFlags: [])
+        let words = ["add-generic-password", "-a", "alice", "-wsecret"]
+        let result = try parser.parse(words, firstWordIndex: 1)
+        let password = try #require(result.option("w")?.valueLocation)
+        #expect(password.word == 4 && password.offset == 2)
+        let account = try #require(result.option("a")?.valueLocation)
+        #expect(account.word == 3 && account.offset == 0)
+    }
+
+    @Test func getoptRefusesUnknownOptionsAndMissingValues() {
+        let parser = GetoptParser(optionString: "a:", longFlags: [])
+        #expect(throws: GetoptParser.Failure.unknownOption("-z")) { try parser.parse(["x", "-z"]) }
+        #expect(throws: GetoptParser.Failure.missingValue("a")) { try parser.parse(["x", "-a"]) }
+    }
+
+    @Test func fourCharacterCodesAreFourBytes() {
+        #expect((try? FourCharCode.parse("aapl").get()) == "aapl")
+        guard case .failure(let short) = FourCharCode.parse("abc") else { Issue.record("3 bytes accepted"); return }
+        #expect(short.lines == ["Error: four-character types must be exactly 4 characters long.", "(Try \"abc \" instead of \"abc\")"])
+        // Bytes, not characters: "é" is two of them.
+        #expect((try? FourCharCode.parse("éab").get()) == "éab")
+        guard case .failure = FourCharCode.parse("ééab") else { Issue.record("6 bytes accepted"); return }
+    }
+
+    @Test func credentialHostsSplitOffAPortOnlyWhenThereIsOne() {
+        #expect(CredentialRequest.splitHost("example.org:8443") == ("example.org", 8443))
+        #expect(CredentialRequest.splitHost("example.org") == ("example.org", nil))
+        #expect(CredentialRequest.splitHost("[::1]:22") == ("[::1]", 22))
+        #expect(CredentialRequest.splitHost("fe80::1") == ("fe80::1", nil))
+        #expect(CredentialRequest.splitHost("example.org:http") == ("example.org:http", nil))
+    }
+}
