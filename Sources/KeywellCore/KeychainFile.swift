@@ -10,6 +10,8 @@ final class KeychainFile: Sendable {
     let uuid: UUID
     /// The file this handle opened; a different file at the same path needs a new handle.
     let identity: FileIdentity
+    /// AfterFirstUnlock secrets kept through automatic locks (`SessionSecrets`).
+    let sessionSecrets = SessionSecrets()
 
     private struct State {
         var masterKey: SecretBytes? {
@@ -85,9 +87,11 @@ final class KeychainFile: Sendable {
         }
     }
 
-    /// Returns whether the state changed.
+    /// An explicit lock: drops the AfterFirstUnlock copies too (even when already locked by a
+    /// timer). Returns whether the lock state changed.
     func lock() -> Bool {
-        state.withLock { state in
+        sessionSecrets.wipe()
+        return state.withLock { state in
             guard state.masterKey != nil else { return false }
             state.masterKey = nil
             return true
