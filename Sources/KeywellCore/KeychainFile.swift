@@ -34,6 +34,7 @@ final class KeychainFile: Sendable {
         var initial = State(masterKey: nil, settings: header.settings, lastUse: Date())
         initial.masterKey = masterKey
         state = Protected(initial)
+        if masterKey != nil { sessionSecrets.open() }
     }
 
     var isLocked: Bool { state.withLock { $0.masterKey == nil } }

@@ -13,6 +13,11 @@ final class SessionSecrets: Sendable {
         var key: SecretBytes?
         /// Item UUID → nonce ‖ ciphertext ‖ tag under `key`.
         var sealed: [UUID: Data] = [:]
+        /// Copies may be added: from an unlock until the next wipe. A change that was under way
+        /// when an explicit lock came must not leave a copy behind it.
+        var isOpen = false
+        /// Counts wipes, so that copies gathered across one are not kept.
+        var wipes = 0
     }
 
     private let state = Protected(State())
@@ -24,20 +29,35 @@ final class SessionSecrets: Sendable {
 
     func contains(_ item: UUID) -> Bool { state.read { $0.sealed[item] != nil } }
 
-    /// Starts over under a fresh key with exactly `secrets` (at unlock).
-    func replaceAll(_ secrets: [(item: UUID, secret: Data)], keychain: UUID) {
+    /// Where `replaceAll` starts: read before gathering the secrets.
+    var mark: Int { state.read { $0.wipes } }
+
+    /// Opens for copies (a keychain created unlocked).
+    func open() {
+        state.withLock { $0.isOpen = true }
+    }
+
+    /// Starts over under a fresh key with exactly `secrets` (at unlock), unless a wipe came
+    /// since `mark` (an explicit lock meanwhile: then nothing is kept).
+    func replaceAll(_ secrets: [(item: UUID, secret: Data)], keychain: UUID, since mark: Int) {
         let key = Sodium.randomKey()
         var sealed: [UUID: Data] = [:]
         sealed.reserveCapacity(secrets.count)
         for (item, secret) in secrets {
             sealed[item] = Sodium.seal(secret, key: key, associatedData: Self.associatedData(keychain: keychain, item: item))
         }
-        state.withLock { $0 = State(key: sealed.isEmpty ? nil : key, sealed: sealed) }
+        state.withLock { state in
+            guard state.wipes == mark else { return }
+            state.key = sealed.isEmpty ? nil : key
+            state.sealed = sealed
+            state.isOpen = true
+        }
     }
 
-    /// Keeps (or replaces) one item's copy.
+    /// Keeps (or replaces) one item's copy, while open.
     func keep(_ secret: Data, for item: UUID, keychain: UUID) {
         state.withLock { state in
+            guard state.isOpen else { return }
             let key = state.key ?? Sodium.randomKey()
             state.key = key
             state.sealed[item] = Sodium.seal(secret, key: key, associatedData: Self.associatedData(keychain: keychain, item: item))
@@ -53,7 +73,7 @@ final class SessionSecrets: Sendable {
 
     /// Drops every copy and the key (SecretBytes zeroes it once no read still uses it).
     func wipe() {
-        state.withLock { $0 = State() }
+        state.withLock { $0 = State(wipes: $0.wipes &+ 1) }
     }
 
     /// The item's secret, or nil when no copy is kept for it.
@@ -82,6 +102,7 @@ extension KeychainFile {
     /// per such item. A keychain whose items fail their check keeps no copies; its reads then
     /// fail as they would have.
     func keepSessionCopies(logger: Logger) {
+        let mark = sessionSecrets.mark
         guard let (key, integrity) = try? keys() else { return }
         do throws(KeychainError) {
             let items = try database.snapshot { db in
@@ -99,7 +120,7 @@ extension KeychainFile {
             secrets.reserveCapacity(items.count)
             for item in items { secrets.append((item.uuid, try ItemSealing.open(item, keychain: uuid, key: key))) }
             defer { for entry in secrets { SecretWipe.wipe(entry.secret) } }
-            sessionSecrets.replaceAll(secrets, keychain: uuid)
+            sessionSecrets.replaceAll(secrets, keychain: uuid, since: mark)
         } catch {
             sessionSecrets.wipe()
             logger.warning("keeping no AfterFirstUnlock secrets of \(location.displayName): \(error.wireMessage)")

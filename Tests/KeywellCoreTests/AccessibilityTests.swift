@@ -182,4 +182,23 @@ import Testing
         let portable = try store.portableItemIDs(in: "work")
         #expect(portable.ids.count == 3 && portable.thisDeviceOnly == 4)
     }
+
+    /// An explicit lock that comes while an unlock gathers the copies, or while an add is
+    /// between its write and its copy, leaves no copy behind it.
+    @Test func aCopyUnderWayWhenAnExplicitLockComesIsNotKept() throws {
+        let copies = SessionSecrets()
+        let keychain = UUID(), item = UUID()
+        let mark = copies.mark
+        copies.wipe()
+        copies.replaceAll([(item, Data("gathered".utf8))], keychain: keychain, since: mark)
+        #expect(copies.isEmpty)
+        copies.keep(Data("added".utf8), for: item, keychain: keychain)
+        #expect(copies.isEmpty)
+
+        copies.replaceAll([], keychain: keychain, since: copies.mark)
+        copies.keep(Data("added".utf8), for: item, keychain: keychain)
+        #expect(try copies.secret(for: item, keychain: keychain) == Data("added".utf8))
+        // Bound to its keychain and item: no other answers with it.
+        #expect(try copies.secret(for: UUID(), keychain: keychain) == nil)
+    }
 }
