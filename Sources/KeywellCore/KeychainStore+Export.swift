@@ -126,6 +126,11 @@ extension KeychainStore {
             return summary
         }
         files.forEach { $0.markUsed() }
+        // Imported AfterFirstUnlock items, and replaced ones that had copies, get theirs anew.
+        for (index, file) in files.enumerated() where summary.added + summary.replaced > 0 {
+            let survivors = groups[index].contains { contents.items[$0].accessibility.survivesAutomaticLock }
+            if survivors || !file.sessionSecrets.isEmpty { file.keepSessionCopies(logger: logger) }
+        }
         if summary.added + summary.replaced > 0 { emit(files.map { .itemsChanged($0.location.displayName) }) }
         return summary
     }

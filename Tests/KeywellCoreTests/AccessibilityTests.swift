@@ -179,6 +179,13 @@ import Testing
                                                                WireKey.matchLimit: .string(WireKey.matchLimitAll)]).filter { $0.key != "acct" })
         #expect(Set(imported.compactMap { $0[AttributeKey.account]?.stringValue }) == ["ak", "ck", "dk"])
 
+        // Imported AfterFirstUnlock items are readable after the idle lock like added ones.
+        try other.setSettings("work", [KeychainInfoKey.lockAfterSeconds: .integer(10)])
+        #expect(other.lockIdleKeychains(now: Date().addingTimeInterval(11)) == ["work"])
+        #expect(try Self.secretOf("ck", other) == "s-ck")
+        #expect(try Self.secretOf("dk", other) == "s-dk")
+        expectStatus(SecStatus.interactionNotAllowed) { _ = try Self.secretOf("ak", other) }
+
         let portable = try store.portableItemIDs(in: "work")
         #expect(portable.ids.count == 3 && portable.thisDeviceOnly == 4)
     }
