@@ -64,14 +64,14 @@ public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
 public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
 public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
 
-// kSecAttrAccessible values
-public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
-public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
-public let kSecAttrAccessibleAlways: CFString = "dk"
-public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
-public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
-public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
-public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
+// kSecAttrAccessible values (their meaning here: docs/access-control.md, "Accessibility")
+public let kSecAttrAccessibleWhenUnlocked: CFString = Accessibility.whenUnlocked.rawValue
+public let kSecAttrAccessibleAfterFirstUnlock: CFString = Accessibility.afterFirstUnlock.rawValue
+public let kSecAttrAccessibleAlways: CFString = Accessibility.always.rawValue
+public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = Accessibility.whenPasscodeSetThisDeviceOnly.rawValue
+public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = Accessibility.whenUnlockedThisDeviceOnly.rawValue
+public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = Accessibility.afterFirstUnlockThisDeviceOnly.rawValue
+public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = Accessibility.alwaysThisDeviceOnly.rawValue
 
 // kSecAttrProtocol values (four-character codes)
 public let kSecAttrProtocolFTP: CFString = "ftp "

@@ -16,6 +16,12 @@ struct ExportedItem {
         if case .integer(let milliseconds)? = attributes[.modificationDate] { return milliseconds }
         return 0
     }
+
+    /// Its `pdmn`, read as a stored item's is (an odd value counts as the default).
+    var accessibility: Accessibility {
+        guard case .text(let text)? = attributes[.accessibility] else { return .default }
+        return Accessibility.stored(text)
+    }
 }
 
 /// The records inside an export file (docs/export-import.md, "File format"): a kind byte, then

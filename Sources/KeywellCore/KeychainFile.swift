@@ -10,6 +10,8 @@ final class KeychainFile: Sendable {
     let uuid: UUID
     /// The file this handle opened; a different file at the same path needs a new handle.
     let identity: FileIdentity
+    /// AfterFirstUnlock secrets kept through automatic locks (`SessionSecrets`).
+    let sessionSecrets = SessionSecrets()
 
     private struct State {
         var masterKey: SecretBytes? {
@@ -32,6 +34,7 @@ final class KeychainFile: Sendable {
         var initial = State(masterKey: nil, settings: header.settings, lastUse: Date())
         initial.masterKey = masterKey
         state = Protected(initial)
+        if masterKey != nil { sessionSecrets.open() }
     }
 
     var isLocked: Bool { state.withLock { $0.masterKey == nil } }
@@ -85,9 +88,11 @@ final class KeychainFile: Sendable {
         }
     }
 
-    /// Returns whether the state changed.
+    /// An explicit lock: drops the AfterFirstUnlock copies too (even when already locked by a
+    /// timer). Returns whether the lock state changed.
     func lock() -> Bool {
-        state.withLock { state in
+        sessionSecrets.wipe()
+        return state.withLock { state in
             guard state.masterKey != nil else { return false }
             state.masterKey = nil
             return true

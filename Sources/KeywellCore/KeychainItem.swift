@@ -14,7 +14,13 @@ struct KeychainItem: Sendable {
     var sealedSecret: Data
 
     static let defaultAccessGroup = ""
-    static let defaultAccessibility = "ak"
+    static let defaultAccessibility = Accessibility.default.rawValue
+
+    /// Its `pdmn`; a value stored before values were checked counts as the default.
+    var accessibility: Accessibility {
+        guard case .text(let text) = attributes[.accessibility] else { return .default }
+        return Accessibility.stored(text)
+    }
 
     /// A primary-key part: the attribute, or "" / 0 when the item lacks it.
     func keyValue(_ attribute: ItemAttribute) -> AttributeValue {

@@ -23,9 +23,12 @@ public struct ImportSummary: Sendable, Equatable {
 /// free-form rows and its secret, in the format of `ExportFile` and `ExportRecord`.
 extension KeychainStore {
     /// Writes the items of `keychains` (names or paths, each unlocked) to `fd` sealed under
-    /// `passphrase`, with the daemon's Argon2id cost. Returns the number of items. Nothing is
-    /// written when a keychain is locked or missing, or the items exceed the caps.
-    public func exportKeychains(_ keychains: [String], to fd: Int32, passphrase: SecretBytes) throws(KeychainError) -> Int {
+    /// `passphrase`, with the daemon's Argon2id cost. Returns the number of items written and of
+    /// ThisDeviceOnly items left out (`Accessibility.isThisDeviceOnly`: they stay on this
+    /// machine). Nothing is written when a keychain is locked or missing, or the items exceed the caps.
+    public func exportKeychains(
+        _ keychains: [String], to fd: Int32, passphrase: SecretBytes
+    ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
         guard !keychains.isEmpty, keychains.count <= ServiceLimits.keychainListLength else {
             throw .param("name between 1 and \(ServiceLimits.keychainListLength) keychains to export")
         }
@@ -36,11 +39,14 @@ extension KeychainStore {
         }
         var contents: [(file: KeychainFile, items: [(KeychainItem, [String: String])])] = []
         var total = 0
+        var thisDeviceOnly = 0
         for file in files {
             let (_, integrity) = try file.keys()
             let items = try file.database.snapshot { db in
-                let items = try ItemTable.fetch(ItemFilter(itemClass: nil), limit: .all, db)
-                try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                let all = try ItemTable.fetch(ItemFilter(itemClass: nil), limit: .all, db)
+                try ItemIntegrity.check(all, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                let items = all.filter { !$0.accessibility.isThisDeviceOnly }
+                thisDeviceOnly += all.count - items.count
                 return try items.map { ($0, try FreeformAttributeTable.attributes(itemID: $0.rowID!, db)) }
             }
             total += items.count
@@ -70,7 +76,7 @@ extension KeychainStore {
             file.markUsed()
         }
         try output.write(writer.seal(ExportRecord.end(itemCount: total), final: true))
-        return total
+        return (total, thisDeviceOnly)
     }
 
     /// The keychains an export file names (in file order) and its number of items: what the CLI
@@ -120,6 +126,11 @@ extension KeychainStore {
             return summary
         }
         files.forEach { $0.markUsed() }
+        // Imported AfterFirstUnlock items, and replaced ones that had copies, get theirs anew.
+        for (index, file) in files.enumerated() where summary.added + summary.replaced > 0 {
+            let survivors = groups[index].contains { contents.items[$0].accessibility.survivesAutomaticLock }
+            if survivors || !file.sessionSecrets.isEmpty { file.keepSessionCopies(logger: logger) }
+        }
         if summary.added + summary.replaced > 0 { emit(files.map { .itemsChanged($0.location.displayName) }) }
         return summary
     }
@@ -297,5 +308,25 @@ enum ExportInput {
             throw KeychainError(SecStatus.dataTooLarge, detail: "export files hold at most \(ExportLimits.bytesPerFile >> 20) MiB")
         }
         return bytes
+    }
+}
+
+extension KeychainStore {
+    /// The items of `keychain` that may leave this machine, in Secret Service order, and how
+    /// many ThisDeviceOnly items stay behind (`Accessibility.isThisDeviceOnly`): what an export
+    /// to another keyring takes. Works while locked.
+    public func portableItemIDs(in keychain: String) throws(KeychainError) -> (ids: [UUID], thisDeviceOnly: Int) {
+        let all = try secretServiceItemIDs(in: keychain)
+        let file = try file(at: location(keychain))
+        var staying = Set<UUID>()
+        try file.database.read { db in
+            for itemClass in ItemClass.allCases {
+                for accessibility in Accessibility.allCases where accessibility.isThisDeviceOnly {
+                    let filter = ItemFilter(itemClass: itemClass, attributes: [.accessibility: .text(accessibility.rawValue)])
+                    for item in try ItemTable.fetch(filter, limit: .all, columns: .keyAndSecret, db) { staying.insert(item.uuid) }
+                }
+            }
+        }
+        return (all.filter { !staying.contains($0) }, staying.count)
     }
 }

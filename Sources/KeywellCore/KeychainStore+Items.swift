@@ -16,6 +16,7 @@ extension KeychainStore {
         let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess)
         let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: file.uuid, key: integrity)
         item.rowID = try file.database.write { db in try ItemTable.insert(item, access: access, mac: mac, db) }
+        file.refreshSessionCopies(of: [item]) { _ in newItem.secret }
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, created: [item.uuid])])
         return try result(for: item, in: file, returns: newItem.returns, secret: newItem.secret, access: access)
@@ -46,7 +47,7 @@ extension KeychainStore {
         var keys: [(master: SecretBytes, integrity: IntegrityKey)] = []
         for file in files { keys.append(try file.keys()) }
         let now = Date()
-        let created: [[UUID]] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
+        let created: [[KeychainItem]] = try KeychainDatabase.writeTogether(files.map { $0.database }) { dbs in
             try dbs.enumerated().map { index, db in
                 let keychain = files[index].uuid
                 return try groups[index].map { newItem in
@@ -54,12 +55,16 @@ extension KeychainStore {
                     let access = newItem.access ?? .anyApplication
                     let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: keychain, key: keys[index].integrity)
                     _ = try ItemTable.insert(item, access: access, mac: mac, db)
-                    return item.uuid
+                    return item
                 }
             }
         }
+        for (index, file) in files.enumerated() {
+            let secrets = Dictionary(uniqueKeysWithValues: zip(created[index].map(\.uuid), groups[index].map(\.secret)))
+            file.refreshSessionCopies(of: created[index]) { secrets[$0.uuid] }
+        }
         files.forEach { $0.markUsed() }
-        emit(itemChanges: zip(files, created).map { KeychainItemsEvent(keychain: $0.location.displayName, created: $1) })
+        emit(itemChanges: zip(files, created).map { KeychainItemsEvent(keychain: $0.location.displayName, created: $1.map(\.uuid)) })
     }
 
     /// One dictionary per match, in search order. Locked keychains answer attribute and reference
@@ -82,7 +87,10 @@ extension KeychainStore {
             let columns: ItemTable.Columns = query.returns.attributes ? .all : .keyAndSecret
             var mismatches = IndexMismatches()
             defer { warnAboutIndex(of: file, mismatches) }
-            if query.returns.data && key == nil {
+            // Locked with AfterFirstUnlock copies kept: those items answer, the others count as locked.
+            let fromSessionCopies = query.returns.data && key == nil && !file.sessionSecrets.isEmpty
+            var lockedLeftOut = false
+            if query.returns.data && key == nil && !fromSessionCopies {
                 let matched = try file.database.read { db in
                     try ItemTable.fetch(query.filter, limit: .one, columns: .keyAndSecret, db) { mismatches.add($0) }
                 }
@@ -105,16 +113,26 @@ extension KeychainStore {
             } else {
                 // Locked: nothing is checked, so nothing needs one snapshot.
                 items = try file.database.read { db in
-                    let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
+                    var items = try ItemTable.fetch(query.filter, limit: fromSessionCopies ? .all : remaining, columns: columns, db) {
+                        mismatches.add($0)
+                    }
+                    if fromSessionCopies {
+                        let readable = items.filter { file.sessionSecrets.contains($0.uuid) }
+                        lockedLeftOut = readable.count < items.count
+                        items = remaining == .all ? readable : Array(readable.prefix(remaining.sqlValue))
+                    }
                     if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             }
+            lockedKeychainMatched = lockedKeychainMatched || lockedLeftOut
             file.markUsed()
             for (index, item) in items.enumerated() {
                 let access = item.rowID.flatMap { accessLists[$0] } ?? .anyApplication
-                var one = try result(for: item, in: file, returns: query.returns, key: key, access: access)
+                // A copy dropped meanwhile leaves no secret: the read then fails as locked.
+                let copy = fromSessionCopies ? try file.sessionSecrets.secret(for: item.uuid, keychain: file.uuid) : nil
+                var one = try result(for: item, in: file, returns: query.returns, key: key, secret: copy, access: access)
                 if wantsFreeform { Self.addSecretServiceAttributes(freeform[index], to: &one) }
                 results.append(one)
             }
@@ -133,12 +151,15 @@ extension KeychainStore {
         let query = try QueryParser.parseQuery(query, for: .update)
         let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
         let now = Date()
+        var changed: [(file: KeychainFile, items: [KeychainItem])] = []
         try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
             let (key, integrity) = try file.keys()
             // A change must not vouch for an edit made on disk.
             try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
+            changed.append((file, []))
             for item in items {
                 let updated = try changes.apply(to: item, keychain: file.uuid, key: key, now: now)
+                changed[changed.count - 1].items.append(updated)
                 try KeychainError.rethrowing(path: file.location.path) {
                     try ItemTable.update(updated, db)
                     if let access = changes.access { try ItemAccessColumn.set(access, rowID: item.rowID!, db) }
@@ -146,6 +167,8 @@ extension KeychainStore {
                 }
             }
         }
+        // Only once committed: a rolled-back change must not reach the copies.
+        for (file, items) in changed { file.refreshSessionCopies(of: items) { _ in changes.secret } }
     }
 
     /// Deletes every match in scope, whatever `m_Limit` says; all or nothing. Matches are not
@@ -153,11 +176,14 @@ extension KeychainStore {
     /// whoever can edit the file can delete rows anyway.
     public func delete(_ query: WireDictionary) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
+        var deleted: [(file: KeychainFile, items: [UUID])] = []
         try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
             for item in items {
                 try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
             }
+            deleted.append((file, items.map(\.uuid)))
         }
+        for (file, items) in deleted { file.sessionSecrets.remove(items) }
     }
 
     // MARK: Helpers

@@ -135,6 +135,7 @@ extension KeychainStore {
     public func unlock(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         if try file.unlock(password: password) {
+            file.keepSessionCopies(logger: logger)
             emit([.unlocked(file.location.displayName)])
         }
     }
@@ -153,6 +154,12 @@ extension KeychainStore {
             file.database.checkpoint()
             emit([.locked(file.location.displayName)])
         }
+    }
+
+    /// The last login session ended: every keychain's AfterFirstUnlock copies go, whatever its
+    /// lock state (an unlocked keychain keeps them again at its next unlock).
+    public func dropSessionSecrets() {
+        for file in allOpenFiles { file.sessionSecrets.wipe() }
     }
 
     public func lockAll() {

@@ -333,6 +333,7 @@ extension KeychainStore {
             try FreeformAttributeTable.deleteAll(itemID: row.rowID, db)
             try ItemTable.delete(rowID: row.rowID, db)
         }
+        file.sessionSecrets.remove([id])
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, deleted: [id])])
     }
@@ -349,7 +350,7 @@ extension KeychainStore {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let now = Date()
-        try file.database.write { db in
+        let changed = try file.database.write { db in
             let row = try Self.row(id, db)
             try ItemIntegrity.check(rowIDs: [row.rowID], keychain: file.uuid, key: integrity, db)
             var item = try Self.fullItem(rowID: row.rowID, db)
@@ -357,7 +358,10 @@ extension KeychainStore {
             item.attributes[.modificationDate] = .integer(millisecondsSince1970(now))
             try ItemTable.update(item, db)
             try ItemIntegrity.renew(rowID: row.rowID, keychain: file.uuid, key: integrity, db)
+            return item
         }
+        // A new secret reaches an AfterFirstUnlock item's session copy too.
+        file.refreshSessionCopies(of: [changed])
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, changed: [id])])
     }

@@ -129,7 +129,10 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     func forget(_ location: KeychainLocation) {
-        openFiles.withLock { $0[location.path] = nil }
+        openFiles.withLock { files in
+            files[location.path]?.file.sessionSecrets.wipe()
+            files[location.path] = nil
+        }
     }
 
     /// Keychains open in this process (every unlocked one is).

@@ -8,15 +8,16 @@ import KeywellProtocol
 /// type, secret, times; gnome-keyring-daemon opens the file with `password`.
 enum GnomeKeyringExport {
     /// The file is written as a whole (mode 0600) and replaces an existing one only with `replace`.
+    /// ThisDeviceOnly items stay behind. Returns the items written and the ThisDeviceOnly items left out.
     static func export(_ keychain: String, from store: KeychainStore, to path: String, password: SecretBytes,
-                       replace: Bool) throws(KeychainError) {
+                       replace: Bool) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
         guard path.hasPrefix("/") else { throw KeychainError(SecStatus.param, detail: "the export path must be absolute") }
         guard password.count > 0 else {
             throw KeychainError(SecStatus.param, detail: "a gnome-keyring file needs a password (an empty one makes a plaintext keyring)")
         }
         var info = stat()
         if !replace, lstat(path, &info) == 0 { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(path) exists") }
-        let ids = try store.secretServiceItemIDs(in: keychain)
+        let (ids, thisDeviceOnly) = try store.portableItemIDs(in: keychain)
         guard ids.count <= KeyringLimits.maximumItems else {
             throw KeychainError(SecStatus.param, detail: "more than \(KeyringLimits.maximumItems) items")
         }
@@ -40,5 +41,6 @@ enum GnomeKeyringExport {
         let label = keychain == KeywellNames.loginKeychain ? "Login" : keychain
         let file = GnomeKeyringWriter.write(label: label, created: now, modified: now, items: items, password: password)
         try AtomicFile.write(Data(file), to: path)
+        return (items.count, thisDeviceOnly)
     }
 }

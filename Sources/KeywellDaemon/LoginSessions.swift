@@ -137,6 +137,8 @@ final class LoginSessions: @unchecked Sendable {
             logger.info("session closed (\(remaining) open)")
             guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
             if let handler = state.withLock({ lastSessionClosed }) { handler() }
+            // Logout ends AfterFirstUnlock in every keychain, not only in login.
+            store.dropSessionSecrets()
             do throws(KeychainError) {
                 try store.lock(Self.login)
                 return .ok("login locked")

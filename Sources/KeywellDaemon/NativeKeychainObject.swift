@@ -172,16 +172,17 @@ final class NativeKeychainObject: DBusObject {
         case .getMigrationStatus:
             return [.stringVariantDictArray(MigrationWire.status(migration.state()))]
         case .exportGnomeKeyring:
-            try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
-                                          password: secret(arguments[2]), replace: bool(arguments[3]))
-            return []
+            let written = try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
+                                                        password: secret(arguments[2]), replace: bool(arguments[3]))
+            return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
         // closed here): the daemon never opens a path a caller names for these.
         case .exportKeychains:
             let fd = descriptor(call, 1)
             defer { close(fd) }
             let names = try WireCodec.requestKeychainList(arguments[0])
-            return [.uint32(UInt32(clamping: try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))))]
+            let written = try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))
+            return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         case .inspectExport:
             let fd = descriptor(call, 0)
             defer { close(fd) }

@@ -19,11 +19,21 @@ extension KeywellClient {
     }
 
     /// Writes every item of `keychains` to `fd`, sealed under `passphrase`; returns the item count.
-    public func exportKeychains(_ keychains: [String], to fd: Int32, passphrase: [UInt8]) throws(KeychainError) -> Int {
+    /// The items written, and the ThisDeviceOnly items left out (they stay on this machine).
+    public func exportKeychains(
+        _ keychains: [String], to fd: Int32, passphrase: [UInt8]
+    ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
         let reply = try call(.exportKeychains, [.stringArray(keychains), .unixFD(fd), .bytes(passphrase)],
                              timeout: Self.transferTimeout)
-        guard let count = reply.first?.uint32Value else { throw KeychainError(SecStatus.io, detail: "\(NativeMethod.exportKeychains.name) reply without a count") }
-        return Int(count)
+        return try Self.exportCounts(reply, .exportKeychains)
+    }
+
+    /// An export's reply: items written, ThisDeviceOnly items left out.
+    static func exportCounts(_ reply: [DBusValue], _ method: NativeMethod) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
+        guard reply.count == 2, let items = reply[0].uint32Value, let leftOut = reply[1].uint32Value else {
+            throw KeychainError(SecStatus.io, detail: "\(method.name) reply without its counts")
+        }
+        return (Int(items), Int(leftOut))
     }
 
     /// The keychains an export file names, and its number of items.

@@ -238,8 +238,13 @@ public final class KeywellClient: Sendable {
     }
 
     /// Keywell's own: the keychain as a gnome-keyring keyring file at `path` (absolute).
-    public func exportGnomeKeyring(_ name: String, to path: String, password: [UInt8], replace: Bool) throws(KeychainError) {
-        _ = try call(.exportGnomeKeyring, [.string(name), .string(path), .bytes(password), .bool(replace)])
+    /// The items written, and the ThisDeviceOnly items left out (they stay on this machine).
+    @discardableResult
+    public func exportGnomeKeyring(
+        _ name: String, to path: String, password: [UInt8], replace: Bool
+    ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
+        let reply = try call(.exportGnomeKeyring, [.string(name), .string(path), .bytes(password), .bool(replace)])
+        return try Self.exportCounts(reply, .exportGnomeKeyring)
     }
 
     private func dictionaries(_ value: DBusValue?, in method: NativeMethod) throws(KeychainError) -> [[String: DBusValue]] {

@@ -139,8 +139,10 @@ public enum NativeMethod: String, CaseIterable, Sendable {
         case .migrateKeyrings: return ([A("keyring", "s"), A("password", "ay")], [A("reports", "aa{sv}")])
         case .getMigrationStatus: return ([], [A("sources", "aa{sv}")])
         case .exportGnomeKeyring:
-            return ([A("keychain", "s"), A("path", "s"), A("password", "ay"), A("replace", "b")], [])
-        case .exportKeychains: return ([A("keychains", "as"), A("file", "h"), A("passphrase", "ay")], [A("items", "u")])
+            return ([A("keychain", "s"), A("path", "s"), A("password", "ay"), A("replace", "b")],
+                    [A("items", "u"), A("this_device_only", "u")])
+        case .exportKeychains:
+            return ([A("keychains", "as"), A("file", "h"), A("passphrase", "ay")], [A("items", "u"), A("this_device_only", "u")])
         case .inspectExport: return ([A("file", "h"), A("passphrase", "ay")], [A("keychains", "as"), A("items", "u")])
         case .importExport:
             return ([A("file", "h"), A("passphrase", "ay"), A("keychain", "s"), A("policy", "s")], [A("summary", "a{sv}")])

@@ -44,7 +44,7 @@ import Testing
         try Self.fill(store)
         let fd = try Self.newFile(source, "export")
         defer { close(fd) }
-        #expect(try store.exportKeychains(["login", "work"], to: fd, passphrase: secret("pass")) == 3)
+        #expect(try store.exportKeychains(["login", "work"], to: fd, passphrase: secret("pass")).items == 3)
 
         let target = try TestEnvironment()
         let other = try target.makeStore(with: ["login", "work"])

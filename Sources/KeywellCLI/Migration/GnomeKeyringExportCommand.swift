@@ -14,7 +14,9 @@ enum GnomeKeyringExportCommand {
         let target = file.hasPrefix("/") ? file : currentDirectory() + "/" + file
         do {
             let name = try context.keychainName(typed)
-            try context.client.exportGnomeKeyring(name, to: target, password: password.bytes, replace: replace)
+            let written = try context.client.exportGnomeKeyring(name, to: target, password: password.bytes, replace: replace)
+            context.output.write("exported \(written.items) item\(written.items == 1 ? "" : "s") to \(file)\n")
+            ThisDeviceOnlyReport.write(context, leftOut: written.thisDeviceOnly)
             return CommandStatus.success
         } catch {
             context.diagnostics.error("export \(typed ?? "<default>") to \(file): "

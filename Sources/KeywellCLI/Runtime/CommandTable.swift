@@ -263,6 +263,7 @@ enum CommandTable {
                                 "--format csv --plaintext writes name,url,username,password,note in the clear instead (a warning says so).",
                                 "--format gnome-keyring writes one keychain as a keyring file gnome-keyring-daemon opens with the",
                                 "password asked for (the way back, docs/migration.md); -f replaces an existing file.",
+                                "Every format leaves out ThisDeviceOnly items (kSecAttrAccessible…ThisDeviceOnly) and says how many.",
                                 "At most \(ExportLimits.itemsPerFile) items and \(ExportLimits.bytesPerFile >> 20) MiB per file (docs/export-import.md)."],
                     extraLongFlags: ["all", "plaintext"], longValueOptions: ["format"],
                     longOptionHelp: ["    --all  Export every keychain",

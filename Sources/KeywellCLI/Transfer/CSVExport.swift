@@ -14,6 +14,7 @@ enum CSVExport {
         var lines: [[UInt8]] = [CSVTable.line(CSVLayout.exportHeader.map { Array($0.utf8) })]
         defer { for index in lines.indices { lines[index].withUnsafeMutableBytes { Memory.wipe($0) } } }
         let search = ItemSearch(context: context)
+        var thisDeviceOnly = 0
         for keychain in keychains {
             for itemClass in [ItemClass.genericPassword, .internetPassword] {
                 var results: [WireDictionary]
@@ -27,6 +28,11 @@ enum CSVExport {
                     return error.status
                 }
                 for index in results.indices {
+                    guard !ThisDeviceOnlyReport.staysHere(results[index]) else {
+                        thisDeviceOnly += 1
+                        CSVSecrets.wipe(&results[index])
+                        continue
+                    }
                     var secret = [UInt8](results[index][WireKey.valueData]?.dataValue ?? Data())
                     var row = CSVMapping.row(results[index], secret: secret)
                     lines.append(CSVTable.line(row))
@@ -47,6 +53,7 @@ enum CSVExport {
             return CommandStatus.failure
         }
         context.output.write("exported \(lines.count - 1) item\(lines.count == 2 ? "" : "s") to \(path)\n")
+        ThisDeviceOnlyReport.write(context, leftOut: thisDeviceOnly)
         return CommandStatus.success
     }
 }

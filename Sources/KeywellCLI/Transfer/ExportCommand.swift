@@ -68,8 +68,9 @@ enum ExportCommand {
         }
         defer { close(fd) }
         do {
-            let count = try context.client.exportKeychains(keychains, to: fd, passphrase: passphrase.bytes)
-            context.output.write("exported \(count) item\(count == 1 ? "" : "s") to \(path)\n")
+            let written = try context.client.exportKeychains(keychains, to: fd, passphrase: passphrase.bytes)
+            context.output.write("exported \(written.items) item\(written.items == 1 ? "" : "s") to \(path)\n")
+            ThisDeviceOnlyReport.write(context, leftOut: written.thisDeviceOnly)
             return CommandStatus.success
         } catch {
             // A half-written file is no export: remove it.
