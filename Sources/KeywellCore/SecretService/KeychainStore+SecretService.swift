@@ -11,76 +11,6 @@ import KeywellProtocol
 /// item a search, property read or secret read returns is checked against its integrity MAC
 /// first (`ItemIntegrity`): a tampered one fails the call with `errSecDecode`.
 extension KeychainStore {
-    // MARK: Keychains as collections
-
-    /// Whether the keychain exists (a name or path that cannot name one does not).
-    public func keychainExists(_ nameOrPath: String) -> Bool {
-        guard let location = try? location(nameOrPath) else { return false }
-        return (try? existingFile(at: location)) != nil
-    }
-
-    /// What a kept list of keychains was checked against: valid while inotify reports no change
-    /// in the keychains folder, in the config folder (settings.json: default keychain, search
-    /// list) or on the way to either.
-    public struct KeychainListingMark: Sendable {
-        fileprivate let mark: PathChangeWatch.Mark
-    }
-
-    /// Take it before listing the keychains (a change while listing then counts); nil when the
-    /// folders cannot be watched, and the list must be checked every time.
-    public func keychainListingMark() -> KeychainListingMark? {
-        // Marks only move forward, so the first is the one to compare against.
-        guard let folder = changes.mark(watchingFolder: resolver.keychainsDirectory, edits: false),
-              changes.mark(watching: userSettings.path, edits: true) != nil
-        else { return nil }
-        return KeychainListingMark(mark: folder)
-    }
-
-    /// True when nothing that could change the list of keychains happened since `mark`: one
-    /// read of the inotify queue instead of looking at the folder and the settings file.
-    public func keychainListingIsUnchanged(since mark: KeychainListingMark?) -> Bool {
-        guard let mark else { return false }
-        return changes.isUnchanged(since: mark.mark)
-    }
-
-    /// A collection's `Created` and `Modified`: when its oldest item was made (the file's time for
-    /// an empty one), and the last write to the file or its log.
-    public func secretServiceTimes(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
-        let file = try file(at: location(keychain))
-        let fileTime = Self.modificationTime(file.location.path) ?? Date(timeIntervalSince1970: 0)
-        let modified = max(fileTime, Self.modificationTime(file.location.path + "-wal") ?? fileTime)
-        let oldest = try file.database.read { db -> Int64? in
-            let rows = try RawStatement(db, sql: "SELECT cdat FROM item ORDER BY id LIMIT 1", values: [])
-            defer { rows.finish() }
-            return try rows.step() ? rows.integer(0) : nil
-        }
-        let created = oldest.map { Date(timeIntervalSince1970: Double($0) / 1000) }.map { min($0, fileTime) } ?? fileTime
-        return (created, modified)
-    }
-
-    private static func modificationTime(_ path: String) -> Date? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
-    }
-
-    // MARK: Reading
-
-    /// Every item of the keychain, oldest first.
-    public func secretServiceItemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
-        let file = try file(at: location(keychain))
-        return try file.database.read(Self.allItemIDs)
-    }
-
-    private static func allItemIDs(_ db: Database) throws -> [UUID] {
-        let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
-        var ids: [UUID] = []
-        while try rows.step() {
-            if let uuid = rows.uuid(0) { ids.append(uuid) }
-        }
-        return ids
-    }
-
     /// Items whose Secret Service attributes include every pair of `attributes` (exact match);
     /// all items for an empty query. Works while locked.
     public func secretServiceSearch(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> [UUID] {
@@ -182,15 +112,6 @@ extension KeychainStore {
         }
     }
 
-    /// Whether the keychain has this item.
-    public func secretServiceContains(_ id: UUID, in keychain: String) throws(KeychainError) -> Bool {
-        let file = try file(at: location(keychain))
-        return try file.database.read { db in
-            let rows = try RawStatement(db, sql: "SELECT 1 FROM item WHERE uuid = ?", values: [id.data.databaseValue])
-            defer { rows.finish() }
-            return try rows.step()
-        }
-    }
 
     /// The secrets of many items at once: rows fetched 64 to a statement inside one read
     /// transaction, then one decryption each. Unknown items are left out.
