@@ -27,7 +27,7 @@ extension KeychainStore {
         for row in found {
             guard let uuid = row.uuid else { continue }
             let value = try Sodium.open(row.extra.sealed, key: key, associatedData: row.extra.associatedData)
-            let contentType = row.freeformValue(SecretServiceMapping.contentTypeRow) ?? SecretServiceMapping.defaultContentType
+            let contentType = row.freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType
             secrets[uuid] = SecretServiceSecret(value: value, contentType: contentType)
         }
         return secrets

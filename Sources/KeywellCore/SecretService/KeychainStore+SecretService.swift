@@ -74,7 +74,7 @@ extension KeychainStore {
         var branches: [FreeformAttributeTable.ItemBranch] = []
         for itemClass in ItemClass.allCases {
             guard let conditions = SecretServiceMapping.nativeConditions(for: query, itemClass: itemClass) else { continue }
-            let prefix = SecretServiceMapping.accessGroupPrefix
+            let prefix = FreeformItem.accessGroupPrefix
             var condition = "class = '\(itemClass.rawValue)' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) != ?"
             var values: [DatabaseValue] = [prefix.databaseValue]
             for (attribute, value) in conditions {
@@ -129,7 +129,7 @@ extension KeychainStore {
                 let sql = "SELECT \(SecretServiceRow.columns), item.secret, type.value FROM item"
                     + " LEFT JOIN item_attribute AS type ON type.item_id = item.id AND type.name = ?"
                     + " WHERE item.uuid IN (" + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
-                let rows = try RawStatement(db, sql: sql, values: [SecretServiceMapping.contentTypeRow.databaseValue]
+                let rows = try RawStatement(db, sql: sql, values: [FreeformItem.contentTypeRow.databaseValue]
                                                 + part.map { $0.data.databaseValue })
                 var rowIDs: [Int64] = []
                 while try rows.step() {
@@ -146,7 +146,7 @@ extension KeychainStore {
         secrets.reserveCapacity(found.count)
         for (row, contentType) in found {
             let value = try ItemSealing.open(row.item, keychain: file.uuid, key: key)
-            secrets[row.item.uuid] = SecretServiceSecret(value: value, contentType: contentType ?? SecretServiceMapping.defaultContentType)
+            secrets[row.item.uuid] = SecretServiceSecret(value: value, contentType: contentType ?? FreeformItem.defaultContentType)
         }
         return secrets
     }
@@ -185,7 +185,7 @@ extension KeychainStore {
             }
             let uuid = UUID.timeOrdered(at: now)
             var native: [ItemAttribute: AttributeValue] = [
-                .accessGroup: .text(SecretServiceMapping.accessGroup(for: uuid)),
+                .accessGroup: .text(FreeformItem.accessGroup(for: uuid)),
                 .accessibility: .text(KeychainItem.defaultAccessibility),
                 .creationDate: created, .modificationDate: milliseconds,
             ]
@@ -219,7 +219,7 @@ extension KeychainStore {
             let previous = item
             if row.isSecretServiceItem {
                 let current = try FreeformAttributeTable.attributes(itemID: row.rowID, db)
-                    .filter { !SecretServiceMapping.hiddenRows.contains($0.key) }
+                    .filter { !FreeformItem.hiddenRows.contains($0.key) }
                 let newAttributes = attributes ?? current
                 let newLabel = label ?? row.view(freeform: current).label
                 SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: newLabel, ssAttributes: newAttributes)
@@ -241,7 +241,7 @@ extension KeychainStore {
     public func secretServiceSetSecret(_ secret: SecretServiceSecret, of id: UUID, in keychain: String) throws(KeychainError) {
         try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: keychainUUID, key: key)
-            try FreeformAttributeTable.set(SecretServiceMapping.contentTypeRow, to: Self.storedContentType(secret.contentType),
+            try FreeformAttributeTable.set(FreeformItem.contentTypeRow, to: Self.storedContentType(secret.contentType),
                                            itemID: row.rowID, db)
         }
     }
@@ -309,8 +309,8 @@ extension KeychainStore {
     /// The first item made through the Secret Service whose attributes are exactly `attributes`,
     /// leaving out the rows of `excluded` (what an import added itself).
     static func itemWithExactly(_ attributes: [String: String], excluding excluded: Set<Int64> = [], _ db: Database) throws -> Int64? {
-        let prefix = SecretServiceMapping.accessGroupPrefix
-        let hidden = SecretServiceMapping.hiddenRows
+        let prefix = FreeformItem.accessGroupPrefix
+        let hidden = FreeformItem.hiddenRows
         if attributes.isEmpty {
             let rows = try RawStatement(db, sql: """
                 SELECT id FROM item WHERE class = 'genp' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) = ?
@@ -330,7 +330,7 @@ extension KeychainStore {
             guard visible == attributes else { continue }
             let group = try RawStatement(db, sql: "SELECT agrp FROM item WHERE id = ?", values: [candidate.rowID.databaseValue])
             defer { group.finish() }
-            if try group.step(), SecretServiceMapping.isSecretServiceItem(accessGroup: group.text(0)) {
+            if try group.step(), FreeformItem.isFreeform(accessGroup: group.text(0)) {
                 return candidate.rowID
             }
         }
@@ -341,20 +341,20 @@ extension KeychainStore {
     /// start with NUL, which no D-Bus string holds, so they never meet an attribute's.
     private static func hiddenRows(contentType: String, type: String?) -> [String: String] {
         var rows: [String: String] = [:]
-        rows[SecretServiceMapping.contentTypeRow] = storedContentType(contentType)
-        rows[SecretServiceMapping.typeRow] = type
+        rows[FreeformItem.contentTypeRow] = storedContentType(contentType)
+        rows[FreeformItem.typeRow] = type
         return rows
     }
 
     /// What the content-type row holds: nothing for the default type (no row).
     private static func storedContentType(_ contentType: String) -> String? {
-        contentType == SecretServiceMapping.defaultContentType ? nil : contentType
+        contentType == FreeformItem.defaultContentType ? nil : contentType
     }
 
     /// An existing item's hidden rows made to match: written, or deleted when no longer needed.
     private static func setHiddenRows(contentType: String, type: String?, itemID: Int64, _ db: Database) throws {
         let needed = hiddenRows(contentType: contentType, type: type)
-        for name in SecretServiceMapping.hiddenRows {
+        for name in FreeformItem.hiddenRows {
             try FreeformAttributeTable.set(name, to: needed[name], itemID: itemID, db)
         }
     }

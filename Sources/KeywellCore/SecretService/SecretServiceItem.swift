@@ -68,7 +68,7 @@ struct SecretServiceRow {
     var rowID: Int64 { item.rowID! }
     var isSecretServiceItem: Bool {
         guard case .text(let group)? = item.attributes[.accessGroup] else { return false }
-        return SecretServiceMapping.isSecretServiceItem(accessGroup: group)
+        return FreeformItem.isFreeform(accessGroup: group)
     }
 
     /// Decodes `columns` (then, with `withSecret`, the sealed secret) starting at column 0.
@@ -92,7 +92,7 @@ struct SecretServiceRow {
     /// The public view, given the item's free-form rows.
     func view(freeform: [String: String]) -> SecretServiceItem {
         var visible = freeform
-        for hidden in SecretServiceMapping.hiddenRows { visible[hidden] = nil }
+        for hidden in FreeformItem.hiddenRows { visible[hidden] = nil }
         let label: String
         let attributes: [String: String]
         if isSecretServiceItem {
@@ -103,7 +103,7 @@ struct SecretServiceRow {
             attributes = SecretServiceMapping.derivedAttributes(itemClass: item.itemClass, item.attributes)
                 .merging(visible) { derived, _ in derived }
         }
-        let type = freeform[SecretServiceMapping.typeRow] ?? attributes[SecretServiceMapping.schemaAttribute]
+        let type = freeform[FreeformItem.typeRow] ?? attributes[SecretServiceMapping.schemaAttribute]
             ?? "org.freedesktop.Secret.Generic"
         return SecretServiceItem(
             id: item.uuid, label: label, attributes: attributes, type: type,

@@ -15,25 +15,9 @@ import Foundation
 /// A native item shows in the Secret Service with attributes derived from its native ones (see
 /// `derivedAttributes`), plus free-form ones if it has any.
 enum SecretServiceMapping {
-    static let accessGroupPrefix = "org.freedesktop.secrets/"
     static let genericSchema = "org.keywell.generic-password"
     static let internetSchema = "org.keywell.internet-password"
     static let schemaAttribute = "xdg:schema"
-
-    /// Free-form rows no D-Bus client can name (D-Bus strings never hold NUL): the secret's
-    /// content type and the item's Type, kept only when they differ from the defaults.
-    static let contentTypeRow = "\u{0}content-type"
-    static let typeRow = "\u{0}type"
-    static let hiddenRows = [contentTypeRow, typeRow]
-    static let defaultContentType = "text/plain"
-
-    static func accessGroup(for item: UUID) -> String {
-        accessGroupPrefix + item.compactHex
-    }
-
-    static func isSecretServiceItem(accessGroup: String?) -> Bool {
-        accessGroup?.hasPrefix(accessGroupPrefix) ?? false
-    }
 
     static func service(label: String, attributes: [String: String]) -> String {
         attributes["service"] ?? attributes[schemaAttribute] ?? label

@@ -80,7 +80,7 @@ enum SecretServiceSearchCheck {
         /// of a class the query can name, whose own columns equal every condition's value exactly.
         func matches(_ columns: (itemClass: ItemClass?, values: [ItemAttribute: AttributeValue])?) -> Bool {
             guard let columns, let itemClass = columns.itemClass, let wanted = conditions[itemClass] else { return false }
-            if case .text(let group)? = columns.values[.accessGroup], SecretServiceMapping.isSecretServiceItem(accessGroup: group) {
+            if case .text(let group)? = columns.values[.accessGroup], FreeformItem.isFreeform(accessGroup: group) {
                 return false
             }
             return wanted.allSatisfy { condition in
