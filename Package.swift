@@ -93,7 +93,11 @@ let package = Package(
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
-        .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellCoreTests",
+            // KeywellSecretService: tests of free-form items go through the Secret Service's mapping.
+            dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSecretService", "KeywellTestSupport"]
+        ),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellAPI", "KeywellProtocol", "KeywellTestSupport"]
