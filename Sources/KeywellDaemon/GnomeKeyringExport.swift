@@ -17,7 +17,7 @@ enum GnomeKeyringExport {
         }
         var info = stat()
         if !replace, lstat(path, &info) == 0 { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(path) exists") }
-        let ids = try store.itemIDs(in: keychain)
+        let ids = try store.secretServiceItemIDs(in: keychain)
         guard ids.count <= KeyringLimits.maximumItems else {
             throw KeychainError(SecStatus.param, detail: "more than \(KeyringLimits.maximumItems) items")
         }
