@@ -101,7 +101,9 @@ let package = Package(
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
         .testTarget(
-            name: "KeywellCoreTests", dependencies: ["DeterministicRandom", "KeywellCore", "KeywellProtocol", "KeywellTestSupport"]
+            name: "KeywellCoreTests",
+            // KeywellSecretService: tests of free-form items go through the Secret Service's mapping.
+            dependencies: ["DeterministicRandom", "KeywellCore", "KeywellProtocol", "KeywellSecretService", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeychainServicesTests",

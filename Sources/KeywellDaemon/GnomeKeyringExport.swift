@@ -2,6 +2,7 @@ import Foundation
 import KeyringImport
 import KeywellCore
 import KeywellProtocol
+import KeywellSecretService
 
 /// `ExportGnomeKeyring`: a keychain written as a gnome-keyring binary keyring file, the way
 /// back (docs/migration.md). Every item goes with its Secret Service view: label, attributes,

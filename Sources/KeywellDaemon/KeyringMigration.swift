@@ -2,6 +2,7 @@ import Foundation
 import KeyringImport
 import KeywellCore
 import KeywellProtocol
+import KeywellSecretService
 import Logging
 
 /// Brings gnome-keyring's and libsecret's keyrings into keychains (docs/migration.md): at login

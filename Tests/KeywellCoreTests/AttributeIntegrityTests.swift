@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSecretService
 import Testing
 
 @testable import KeywellCore
@@ -125,7 +126,7 @@ import Testing
         _ = try store.add(genp("a", "s", [WireKey.valueData: data("v")]))
         try store.addBatch((0..<3).map { genp("b\($0)", "s") })
         try store.update(genp("a", "s"), ["acct": .string("a2"), "labl": .string("L")])
-        try store.update([WireKey.class: .string("genp"), "agrp": .string(SecretServiceMapping.accessGroup(for: item))], ["icmt": .string("c")])
+        try store.update([WireKey.class: .string("genp"), "agrp": .string(FreeformItem.accessGroup(for: item))], ["icmt": .string("c")])
 
         #expect(try store.secretServiceItem(item, in: "login").label == "Three")
         #expect(try store.secretServiceSecretBatch([item], in: "login")[item]?.value == Data("s3".utf8))

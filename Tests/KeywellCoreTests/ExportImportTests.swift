@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSecretService
 import Testing
 
 @testable import KeywellCore

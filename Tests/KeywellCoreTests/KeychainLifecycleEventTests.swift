@@ -180,7 +180,7 @@ import Testing
         let added = recorder.take()
         #expect(added.lines == ["items login +1 ~0 -0", "itemsChanged(\"login\")"])
         let made = try #require(added.events.first?.created.first)
-        #expect(try store.secretServiceItemIDs(in: "login") == [made])
+        #expect(try store.itemIDs(in: "login") == [made])
 
         try store.addBatch([genp("two", "login"), genp("three", "work")])
         let batch = recorder.take()

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSecretService
 import KeywellTestSupport
 import Testing
 
@@ -32,7 +33,7 @@ import Testing
         #expect(native.count == 1)
         #expect(native[0]["labl"] == .string("Mail"))
         #expect(native[0]["v_Data"] == .data(Data("v".utf8)))
-        #expect(native[0]["agrp"] == .string(SecretServiceMapping.accessGroup(for: id)))
+        #expect(native[0]["agrp"] == .string(FreeformItem.accessGroup(for: id)))
 
         let item = try store.secretServiceItem(id, in: "login")
         #expect(item.attributes == ["service": "mail", "username": "bob", "xdg:schema": "org.example.Mail"])

@@ -41,7 +41,7 @@ import Testing
         #expect(ObjectPaths.segment(for: id) == "0192f3a4b5c67d8e9fa0b1c2d3e4f506")
         #expect(ObjectPaths.path(of: id, in: .keychain("login"))
             == "/org/freedesktop/secrets/collection/login/0192f3a4b5c67d8e9fa0b1c2d3e4f506")
-        #expect(SecretServiceMapping.accessGroup(for: id) == "org.freedesktop.secrets/0192f3a4b5c67d8e9fa0b1c2d3e4f506")
+        #expect(FreeformItem.accessGroup(for: id) == "org.freedesktop.secrets/0192f3a4b5c67d8e9fa0b1c2d3e4f506")
         for _ in 0..<100 {
             let random = UUID()
             #expect(random.compactHex == random.uuidString.lowercased().filter { $0 != "-" })

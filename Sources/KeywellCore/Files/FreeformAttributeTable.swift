@@ -34,7 +34,7 @@ enum FreeformAttributeTable {
 
     /// Removes every row except the hidden ones (content type, type).
     static func deleteVisible(itemID: Int64, _ db: Database) throws {
-        let hidden = SecretServiceMapping.hiddenRows
+        let hidden = FreeformItem.hiddenRows
         try RawStatement(db, sql: "DELETE FROM item_attribute WHERE item_id = ? AND name NOT IN (?, ?)",
                          values: [itemID.databaseValue, hidden[0].databaseValue, hidden[1].databaseValue]).run()
     }

@@ -1,9 +1,10 @@
 import Foundation
+import KeywellCore
 
 /// How Secret Service items and keychain items are one and the same record.
 ///
-/// An item made through the Secret Service is a `genp` item whose free-form attributes (the
-/// `item_attribute` rows) are exactly its Secret Service attributes. Its native attributes are
+/// An item made through the Secret Service is a free-form item (`FreeformItem`): a `genp` item
+/// whose free-form attributes (the `item_attribute` rows) are exactly its Secret Service attributes. Its native attributes are
 /// derived so that `keywell find-generic-password` and `SecItemCopyMatching` find it: `labl` is
 /// its label, `svce` comes from `service` (else `xdg:schema`, else the label), `acct` from
 /// `account`, `username` or `user` (else empty). Its `agrp` is `org.freedesktop.secrets/` and the
@@ -15,25 +16,9 @@ import Foundation
 /// A native item shows in the Secret Service with attributes derived from its native ones (see
 /// `derivedAttributes`), plus free-form ones if it has any.
 enum SecretServiceMapping {
-    static let accessGroupPrefix = "org.freedesktop.secrets/"
     static let genericSchema = "org.keywell.generic-password"
     static let internetSchema = "org.keywell.internet-password"
     static let schemaAttribute = "xdg:schema"
-
-    /// Free-form rows no D-Bus client can name (D-Bus strings never hold NUL): the secret's
-    /// content type and the item's Type, kept only when they differ from the defaults.
-    static let contentTypeRow = "\u{0}content-type"
-    static let typeRow = "\u{0}type"
-    static let hiddenRows = [contentTypeRow, typeRow]
-    static let defaultContentType = "text/plain"
-
-    static func accessGroup(for item: UUID) -> String {
-        accessGroupPrefix + item.compactHex
-    }
-
-    static func isSecretServiceItem(accessGroup: String?) -> Bool {
-        accessGroup?.hasPrefix(accessGroupPrefix) ?? false
-    }
 
     static func service(label: String, attributes: [String: String]) -> String {
         attributes["service"] ?? attributes[schemaAttribute] ?? label
@@ -43,13 +28,13 @@ enum SecretServiceMapping {
         attributes["account"] ?? attributes["username"] ?? attributes["user"] ?? ""
     }
 
-    /// Sets the native attributes a Secret Service item's label and attributes determine.
-    static func applyDerivedNativeAttributes(
-        to attributes: inout [ItemAttribute: AttributeValue], label: String, ssAttributes: [String: String]
-    ) {
-        attributes[.label] = .text(label)
-        attributes[.service] = .text(service(label: label, attributes: ssAttributes))
-        attributes[.account] = .text(account(attributes: ssAttributes))
+    /// The native attributes a Secret Service item's label and attributes determine.
+    static func derivedNativeAttributes(label: String, attributes: [String: String]) -> [ItemAttribute: AttributeValue] {
+        [
+            .label: .text(label),
+            .service: .text(service(label: label, attributes: attributes)),
+            .account: .text(account(attributes: attributes)),
+        ]
     }
 
     // MARK: Native items seen through the Secret Service
@@ -106,6 +91,16 @@ enum SecretServiceMapping {
         let padded = name.padding(toLength: 4, withPad: " ", startingAt: 0)
         // "htps" itself is shown as "https", so the raw code names nothing.
         return protocolNames[padded] == nil ? padded : nil
+    }
+
+    /// A search's conditions on native columns, for each class some native item of which can
+    /// have all of these attributes (the engine's `freeformMatches` reads native items by them).
+    static func nativeConditions(for query: [String: String]) -> KeychainStore.NativeConditions {
+        var conditions: KeychainStore.NativeConditions = [:]
+        for itemClass in ItemClass.allCases {
+            conditions[itemClass] = nativeConditions(for: query, itemClass: itemClass)
+        }
+        return conditions
     }
 
     /// A search's conditions on native columns, for one class; nil when no native item of that

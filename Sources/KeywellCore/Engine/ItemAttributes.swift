@@ -2,7 +2,7 @@ import Foundation
 import KeywellProtocol
 
 /// The two item classes and their primary keys (docs/native-api.md "Primary keys", the data-protection set).
-enum ItemClass: String, CaseIterable, Sendable {
+public enum ItemClass: String, CaseIterable, Sendable {
     case genericPassword = "genp"
     case internetPassword = "inet"
 
@@ -50,7 +50,7 @@ enum AttributeKind: Sendable {
 
 /// One attribute of docs/native-api.md's list. Its name is the wire key and the database column.
 /// An enum, so that the dictionaries of attributes on every call hash a small integer.
-enum ItemAttribute: Int, CaseIterable, Sendable {
+public enum ItemAttribute: Int, CaseIterable, Sendable {
     case account, service, generic, server, `protocol`, port, path, securityDomain, authenticationType
     case label, description, comment, creator, type, invisible, negative, accessGroup, accessibility
     case creationDate, modificationDate
@@ -116,7 +116,7 @@ enum ItemAttribute: Int, CaseIterable, Sendable {
 }
 
 /// An attribute value as stored and matched.
-enum AttributeValue: Hashable, Sendable {
+public enum AttributeValue: Hashable, Sendable {
     case text(String)
     case integer(Int64)
     case bool(Bool)

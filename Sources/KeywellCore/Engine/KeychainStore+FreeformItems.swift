@@ -2,118 +2,58 @@ import Foundation
 import GRDB
 import KeywellProtocol
 
-/// The Secret Service's view of keychains: items by UUID, searches by free-form attributes, and
-/// batch secret reads. Items made here are ordinary keychain items (see `SecretServiceMapping`),
-/// so the native API sees them, and changes send the same `itemsChanged` events.
+/// Items made from free-form attributes (`FreeformItem`), and every item seen through them: items
+/// by UUID, searches by free-form pairs, secret reads, changes. A face (the Secret Service) says
+/// how its attributes derive native ones and which native items its searches match; the items
+/// are ordinary keychain items, so the native API sees them, and changes send the same
+/// `itemsChanged` events.
 ///
 /// Locked keychains answer searches and attribute reads; secrets and changes need them unlocked
 /// (`errSecInteractionNotAllowed`). Unknown items are `errSecItemNotFound`. While unlocked, every
 /// item a search, property read or secret read returns is checked against its integrity MAC
 /// first (`ItemIntegrity`): a tampered one fails the call with `errSecDecode`.
 extension KeychainStore {
-    // MARK: Keychains as collections
+    /// Per item class, the conditions on an item's own columns that make an item of that class
+    /// (not made from free-form attributes) match a free-form search; a class left out matches
+    /// nothing. How a face's attributes read native ones (the Secret Service's
+    /// `SecretServiceMapping.nativeConditions`).
+    public typealias NativeConditions = [ItemClass: [(attribute: ItemAttribute, value: AttributeValue)]]
 
-    /// Whether the keychain exists (a name or path that cannot name one does not).
-    public func keychainExists(_ nameOrPath: String) -> Bool {
-        guard let location = try? location(nameOrPath) else { return false }
-        return (try? existingFile(at: location)) != nil
-    }
+    /// The native attributes (label, service, account…) a free-form item's label and free-form
+    /// attributes determine; they are set over the item's own.
+    public typealias DeriveNative = (_ label: String, _ attributes: [String: String]) -> [ItemAttribute: AttributeValue]
 
-    /// What a kept list of keychains was checked against: valid while inotify reports no change
-    /// in the keychains folder, in the config folder (settings.json: default keychain, search
-    /// list) or on the way to either.
-    public struct KeychainListingMark: Sendable {
-        fileprivate let mark: PathChangeWatch.Mark
-    }
-
-    /// Take it before listing the keychains (a change while listing then counts); nil when the
-    /// folders cannot be watched, and the list must be checked every time.
-    public func keychainListingMark() -> KeychainListingMark? {
-        // Marks only move forward, so the first is the one to compare against.
-        guard let folder = changes.mark(watchingFolder: resolver.keychainsDirectory, edits: false),
-              changes.mark(watching: userSettings.path, edits: true) != nil
-        else { return nil }
-        return KeychainListingMark(mark: folder)
-    }
-
-    /// True when nothing that could change the list of keychains happened since `mark`: one
-    /// read of the inotify queue instead of looking at the folder and the settings file.
-    public func keychainListingIsUnchanged(since mark: KeychainListingMark?) -> Bool {
-        guard let mark else { return false }
-        return changes.isUnchanged(since: mark.mark)
-    }
-
-    /// A collection's `Created` and `Modified`: when its oldest item was made (the file's time for
-    /// an empty one), and the last write to the file or its log.
-    public func secretServiceTimes(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
-        let file = try file(at: location(keychain))
-        let fileTime = Self.modificationTime(file.location.path) ?? Date(timeIntervalSince1970: 0)
-        let modified = max(fileTime, Self.modificationTime(file.location.path + "-wal") ?? fileTime)
-        let oldest = try file.database.read { db -> Int64? in
-            let rows = try RawStatement(db, sql: "SELECT cdat FROM item ORDER BY id LIMIT 1", values: [])
-            defer { rows.finish() }
-            return try rows.step() ? rows.integer(0) : nil
-        }
-        let created = oldest.map { Date(timeIntervalSince1970: Double($0) / 1000) }.map { min($0, fileTime) } ?? fileTime
-        return (created, modified)
-    }
-
-    private static func modificationTime(_ path: String) -> Date? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
-    }
-
-    // MARK: Reading
-
-    /// Every item of the keychain, oldest first.
-    public func secretServiceItemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
-        let file = try file(at: location(keychain))
-        return try file.database.read(Self.allItemIDs)
-    }
-
-    private static func allItemIDs(_ db: Database) throws -> [UUID] {
-        let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
-        var ids: [UUID] = []
-        while try rows.step() {
-            if let uuid = rows.uuid(0) { ids.append(uuid) }
-        }
-        return ids
-    }
-
-    /// Items whose Secret Service attributes include every pair of `attributes` (exact match);
-    /// all items for an empty query. Works while locked.
-    public func secretServiceSearch(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> [UUID] {
-        try secretServiceMatches(attributes, in: keychain).ids
-    }
-
-    /// `secretServiceSearch` and whether the keychain is locked, from one look-up of its file
-    /// (SearchItems needs both, and each look-up checks the file on disk). Unlocked, the matches
-    /// are checked against their MACs in the same snapshot: a search never lists an item that
-    /// matches only through an edit made on disk.
-    public func secretServiceMatches(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
+    /// Items whose free-form rows include every pair of `attributes` (exact match), and items not
+    /// made from free-form attributes whose own columns meet `native`'s conditions for their class
+    /// (a class left out matches none); all items for an empty query. Works while locked.
+    /// Returns whether the keychain is locked too, from the same look-up of its file (each
+    /// look-up checks the file on disk). Unlocked, the matches are checked against their MACs in
+    /// the same snapshot: a search never lists an item that matches only through an edit made on disk.
+    public func freeformMatches(
+        _ attributes: [String: String], native: NativeConditions, in keychain: String
+    ) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
         let file = try file(at: location(keychain))
         var mismatches = IndexMismatches()
         defer { warnAboutIndex(of: file, mismatches) }
         // Every match is read again by row id to see that it really holds the pairs
-        // (`SecretServiceSearchCheck`): locked, unchecked; unlocked, against its MAC too.
+        // (`FreeformSearchCheck`): locked, unchecked; unlocked, against its MAC too.
         guard let integrity = file.integrityKeyIfUnlocked else {
             let ids = try file.database.read { db in
-                try Self.verifiedMatches(attributes, keychain: file.uuid, integrity: nil, db) { mismatches.add($0) }
+                try Self.verifiedMatches(attributes, native: native, keychain: file.uuid, integrity: nil, db) { mismatches.add($0) }
             }
             return (ids, true)
         }
         let ids = try file.database.snapshot { db in
-            try Self.verifiedMatches(attributes, keychain: file.uuid, integrity: integrity, db) { mismatches.add($0) }
+            try Self.verifiedMatches(attributes, native: native, keychain: file.uuid, integrity: integrity, db) { mismatches.add($0) }
         }
         return (ids, false)
     }
 
     private static func verifiedMatches(
-        _ attributes: [String: String], keychain: UUID, integrity: IntegrityKey?, _ db: Database,
+        _ attributes: [String: String], native: NativeConditions, keychain: UUID, integrity: IntegrityKey?, _ db: Database,
         onIndexMismatch: (Int64) -> Void
     ) throws -> [UUID] {
-        let matches = try matches(attributes, db)
+        let matches = try matches(attributes, native: native, db)
         // No pairs: every item, read from the table without an index; only the MACs to check.
         if attributes.isEmpty, let integrity {
             for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
@@ -122,11 +62,11 @@ extension KeychainStore {
             }
         }
         if attributes.isEmpty { return matches.map(\.uuid) }
-        return try SecretServiceSearchCheck.verified(
-            matches, query: attributes, keychain: keychain, integrity: integrity, db, onIndexMismatch: onIndexMismatch)
+        return try FreeformSearchCheck.verified(
+            matches, query: attributes, native: native, keychain: keychain, integrity: integrity, db, onIndexMismatch: onIndexMismatch)
     }
 
-    private static func matches(_ attributes: [String: String], _ db: Database) throws -> [FreeformAttributeTable.Match] {
+    private static func matches(_ attributes: [String: String], native: NativeConditions, _ db: Database) throws -> [FreeformAttributeTable.Match] {
         guard !attributes.isEmpty else {
             let rows = try RawStatement(db, sql: "SELECT id, uuid FROM item ORDER BY id", values: [])
             var all: [FreeformAttributeTable.Match] = []
@@ -135,16 +75,16 @@ extension KeychainStore {
             }
             return all
         }
-        return try FreeformAttributeTable.matchingItems(attributes, db, including: nativeBranches(attributes))
+        return try FreeformAttributeTable.matchingItems(attributes, db, including: nativeBranches(native))
     }
 
-    /// Native items (not made through the Secret Service) whose derived attributes would match,
-    /// one branch per item class the query can name.
-    private static func nativeBranches(_ query: [String: String]) -> [FreeformAttributeTable.ItemBranch] {
+    /// Items not made from free-form attributes whose own columns meet the conditions, one
+    /// branch per item class the query can name.
+    private static func nativeBranches(_ native: NativeConditions) -> [FreeformAttributeTable.ItemBranch] {
         var branches: [FreeformAttributeTable.ItemBranch] = []
         for itemClass in ItemClass.allCases {
-            guard let conditions = SecretServiceMapping.nativeConditions(for: query, itemClass: itemClass) else { continue }
-            let prefix = SecretServiceMapping.accessGroupPrefix
+            guard let conditions = native[itemClass] else { continue }
+            let prefix = FreeformItem.accessGroupPrefix
             var condition = "class = '\(itemClass.rawValue)' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) != ?"
             var values: [DatabaseValue] = [prefix.databaseValue]
             for (attribute, value) in conditions {
@@ -165,54 +105,45 @@ extension KeychainStore {
         return branches
     }
 
-    /// One item's attributes, label, type and dates. Works while locked (unchecked); unlocked,
-    /// checked against the item's MAC.
-    public func secretServiceItem(_ id: UUID, in keychain: String) throws(KeychainError) -> SecretServiceItem {
+    /// One item's summary: the attributes that name and date it and its free-form rows. Works
+    /// while locked (unchecked); unlocked, checked against the item's MAC.
+    public func itemSummary(_ id: UUID, in keychain: String) throws(KeychainError) -> ItemSummary {
         let file = try file(at: location(keychain))
         guard let integrity = file.integrityKeyIfUnlocked else {
             return try file.database.read { db in
                 let row = try Self.row(id, db)
-                return row.view(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
+                return row.summary(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
             }
         }
         return try file.database.snapshot { db in
             let row = try Self.row(id, db)
             try ItemIntegrity.check(rowIDs: [row.rowID], keychain: file.uuid, key: integrity, db)
-            return row.view(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
+            return row.summary(freeform: try FreeformAttributeTable.attributes(itemID: row.rowID, db))
         }
     }
 
-    /// Whether the keychain has this item.
-    public func secretServiceContains(_ id: UUID, in keychain: String) throws(KeychainError) -> Bool {
-        let file = try file(at: location(keychain))
-        return try file.database.read { db in
-            let rows = try RawStatement(db, sql: "SELECT 1 FROM item WHERE uuid = ?", values: [id.data.databaseValue])
-            defer { rows.finish() }
-            return try rows.step()
-        }
-    }
 
     /// The secrets of many items at once: rows fetched 64 to a statement inside one read
     /// transaction, then one decryption each. Unknown items are left out.
-    public func secretServiceSecrets(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
+    public func secrets(of ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: ItemSecret] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let chunk = 64
         // One transaction: the items' checks and their rows come from the same commit.
-        let found = try file.database.snapshot { db -> [(SecretServiceRow, String?)] in
-            var found: [(SecretServiceRow, String?)] = []
+        let found = try file.database.snapshot { db -> [(ItemSummaryRow, String?)] in
+            var found: [(ItemSummaryRow, String?)] = []
             found.reserveCapacity(ids.count)
-            let typeColumn = Int32(3 + SecretServiceRow.attributes.count + 1)
+            let typeColumn = Int32(3 + ItemSummaryRow.attributes.count + 1)
             for start in stride(from: 0, to: ids.count, by: chunk) {
                 let part = ids[start..<min(ids.count, start + chunk)]
-                let sql = "SELECT \(SecretServiceRow.columns), item.secret, type.value FROM item"
+                let sql = "SELECT \(ItemSummaryRow.columns), item.secret, type.value FROM item"
                     + " LEFT JOIN item_attribute AS type ON type.item_id = item.id AND type.name = ?"
                     + " WHERE item.uuid IN (" + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
-                let rows = try RawStatement(db, sql: sql, values: [SecretServiceMapping.contentTypeRow.databaseValue]
+                let rows = try RawStatement(db, sql: sql, values: [FreeformItem.contentTypeRow.databaseValue]
                                                 + part.map { $0.data.databaseValue })
                 var rowIDs: [Int64] = []
                 while try rows.step() {
-                    let row = try SecretServiceRow(rows, withSecret: true)
+                    let row = try ItemSummaryRow(rows, withSecret: true)
                     found.append((row, rows.isNull(typeColumn) ? nil : rows.text(typeColumn)))
                     rowIDs.append(row.rowID)
                 }
@@ -221,40 +152,40 @@ extension KeychainStore {
             return found
         }
         file.markUsed()
-        var secrets: [UUID: SecretServiceSecret] = [:]
+        var secrets: [UUID: ItemSecret] = [:]
         secrets.reserveCapacity(found.count)
         for (row, contentType) in found {
             let value = try ItemSealing.open(row.item, keychain: file.uuid, key: key)
-            secrets[row.item.uuid] = SecretServiceSecret(value: value, contentType: contentType ?? SecretServiceMapping.defaultContentType)
+            secrets[row.item.uuid] = ItemSecret(value: value, contentType: contentType ?? FreeformItem.defaultContentType)
         }
         return secrets
     }
 
     // MARK: Writing
 
-    /// Makes an item (one durable commit). With `replace`, an item made through the Secret Service
-    /// with exactly the same attributes gets the new label, secret and type instead, keeping its
-    /// identity. `times` carries an item's creation and modification times over from elsewhere
-    /// (a migration); without it both are now. Returns the item and whether it replaced one.
+    /// Makes a free-form item (one durable commit): a `genp` item whose free-form rows are
+    /// `attributes`, whose native attributes `derive` gives from its label and attributes, and whose
+    /// `type` (nil: none) is kept in a hidden row. With `replace`, a free-form item with exactly the
+    /// same attributes gets the new label, secret and type instead, keeping its identity. `times`
+    /// carries an item's creation and modification times over from elsewhere (a migration);
+    /// without it both are now. Returns the item and whether it replaced one.
     /// `creator`: as in `add` (a new item's access list, `AccessList.forNewItem`); nil, as a
     /// migration passes, makes an item any application may use. A replaced item keeps its list.
-    public func secretServiceCreateItem(
+    public func addFreeformItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
-        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil
+        secret: ItemSecret, replace: Bool, times: ItemDates? = nil, creator: String? = nil, derive: DeriveNative
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let now = Date()
         let milliseconds = AttributeValue.integer(millisecondsSince1970(times?.modified ?? now))
         let created = AttributeValue.integer(millisecondsSince1970(times?.created ?? now))
-        // Kept only when it says more than the schema attribute.
-        let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
         let result = try file.database.write { db -> (UUID, Bool) in
             if replace, let existing = try Self.itemWithExactly(attributes, db) {
                 // Replacing must not vouch for an edit made on disk.
                 try ItemIntegrity.check(rowIDs: [existing], keychain: file.uuid, key: integrity, db)
                 var item = try Self.fullItem(rowID: existing, db)
-                SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: label, ssAttributes: attributes)
+                item.attributes.merge(derive(label, attributes)) { _, derived in derived }
                 item.attributes[.modificationDate] = milliseconds
                 item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
                 try ItemTable.update(item, db)
@@ -264,11 +195,11 @@ extension KeychainStore {
             }
             let uuid = UUID.timeOrdered(at: now)
             var native: [ItemAttribute: AttributeValue] = [
-                .accessGroup: .text(SecretServiceMapping.accessGroup(for: uuid)),
+                .accessGroup: .text(FreeformItem.accessGroup(for: uuid)),
                 .accessibility: .text(KeychainItem.defaultAccessibility),
                 .creationDate: created, .modificationDate: milliseconds,
             ]
-            SecretServiceMapping.applyDerivedNativeAttributes(to: &native, label: label, ssAttributes: attributes)
+            native.merge(derive(label, attributes)) { _, derived in derived }
             var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: .genericPassword, attributes: native, sealedSecret: Data())
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             // A new item has no hidden rows to replace or delete: only those that say something.
@@ -286,22 +217,23 @@ extension KeychainStore {
         return result
     }
 
-    /// Changes the label and/or the attributes. Attributes of native items are derived from their
-    /// native ones and change through the native API (`errSecReadOnlyAttr` here).
-    public func secretServiceUpdateItem(
-        _ id: UUID, in keychain: String, label: String?, attributes: [String: String]?
+    /// Changes the label and/or the free-form attributes (then `derive` gives the native ones
+    /// anew). Only free-form items have attributes to change here; other items change theirs
+    /// through the native API (`errSecReadOnlyAttr` here).
+    public func updateFreeformItem(
+        _ id: UUID, in keychain: String, label: String?, attributes: [String: String]?, derive: DeriveNative
     ) throws(KeychainError) {
         try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
-            if attributes != nil, !row.isSecretServiceItem {
+            if attributes != nil, !row.isFreeform {
                 throw KeychainError(SecStatus.readOnlyAttr, detail: "attributes of items made through the native API change through it")
             }
             let previous = item
-            if row.isSecretServiceItem {
+            if row.isFreeform {
                 let current = try FreeformAttributeTable.attributes(itemID: row.rowID, db)
-                    .filter { !SecretServiceMapping.hiddenRows.contains($0.key) }
+                    .filter { !FreeformItem.hiddenRows.contains($0.key) }
                 let newAttributes = attributes ?? current
-                let newLabel = label ?? row.view(freeform: current).label
-                SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: newLabel, ssAttributes: newAttributes)
+                let newLabel = label ?? row.label
+                item.attributes.merge(derive(newLabel, newAttributes)) { _, derived in derived }
                 if let attributes {
                     try FreeformAttributeTable.deleteVisible(itemID: row.rowID, db)
                     try FreeformAttributeTable.insert(attributes, itemID: row.rowID, db)
@@ -317,15 +249,17 @@ extension KeychainStore {
         }
     }
 
-    public func secretServiceSetSecret(_ secret: SecretServiceSecret, of id: UUID, in keychain: String) throws(KeychainError) {
+    /// Replaces the item's secret and its content type.
+    public func setSecret(_ secret: ItemSecret, of id: UUID, in keychain: String) throws(KeychainError) {
         try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: keychainUUID, key: key)
-            try FreeformAttributeTable.set(SecretServiceMapping.contentTypeRow, to: Self.storedContentType(secret.contentType),
+            try FreeformAttributeTable.set(FreeformItem.contentTypeRow, to: Self.storedContentType(secret.contentType),
                                            itemID: row.rowID, db)
         }
     }
 
-    public func secretServiceDeleteItem(_ id: UUID, in keychain: String) throws(KeychainError) {
+    /// Deletes the item and its free-form rows. Needs the keychain unlocked.
+    public func deleteItem(_ id: UUID, in keychain: String) throws(KeychainError) {
         let file = try file(at: location(keychain))
         _ = try file.masterKey()
         try file.database.write { db in
@@ -345,7 +279,7 @@ extension KeychainStore {
     /// a new MAC. Needs the keychain unlocked.
     private func changeItem(
         _ id: UUID, in keychain: String,
-        _ change: (inout KeychainItem, SecretServiceRow, Database, SecretBytes, UUID) throws -> Void
+        _ change: (inout KeychainItem, ItemSummaryRow, Database, SecretBytes, UUID) throws -> Void
     ) throws(KeychainError) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
@@ -367,15 +301,15 @@ extension KeychainStore {
     }
 
     /// The item's row without its secret (property reads and changes).
-    private static func row(_ id: UUID, _ db: Database) throws -> SecretServiceRow {
+    private static func row(_ id: UUID, _ db: Database) throws -> ItemSummaryRow {
         let rows = try RawStatement(db, sql: rowSQL, values: [id.data.databaseValue])
         guard try rows.step() else { throw KeychainError(SecStatus.itemNotFound) }
         defer { rows.finish() }
-        return try SecretServiceRow(rows, withSecret: false)
+        return try ItemSummaryRow(rows, withSecret: false)
     }
 
     /// Built once: every property read runs it.
-    private static let rowSQL = "SELECT \(SecretServiceRow.columns) FROM item WHERE item.uuid = ?"
+    private static let rowSQL = "SELECT \(ItemSummaryRow.columns) FROM item WHERE item.uuid = ?"
 
     /// Every attribute of the item, for a full-row update.
     private static func fullItem(rowID: Int64, _ db: Database) throws -> KeychainItem {
@@ -389,11 +323,11 @@ extension KeychainStore {
         return item
     }
 
-    /// The first item made through the Secret Service whose attributes are exactly `attributes`,
+    /// The first free-form item whose attributes are exactly `attributes`,
     /// leaving out the rows of `excluded` (what an import added itself).
     static func itemWithExactly(_ attributes: [String: String], excluding excluded: Set<Int64> = [], _ db: Database) throws -> Int64? {
-        let prefix = SecretServiceMapping.accessGroupPrefix
-        let hidden = SecretServiceMapping.hiddenRows
+        let prefix = FreeformItem.accessGroupPrefix
+        let hidden = FreeformItem.hiddenRows
         if attributes.isEmpty {
             let rows = try RawStatement(db, sql: """
                 SELECT id FROM item WHERE class = 'genp' AND substr(ifnull(agrp, ''), 1, \(prefix.utf8.count)) = ?
@@ -413,7 +347,7 @@ extension KeychainStore {
             guard visible == attributes else { continue }
             let group = try RawStatement(db, sql: "SELECT agrp FROM item WHERE id = ?", values: [candidate.rowID.databaseValue])
             defer { group.finish() }
-            if try group.step(), SecretServiceMapping.isSecretServiceItem(accessGroup: group.text(0)) {
+            if try group.step(), FreeformItem.isFreeform(accessGroup: group.text(0)) {
                 return candidate.rowID
             }
         }
@@ -424,20 +358,20 @@ extension KeychainStore {
     /// start with NUL, which no D-Bus string holds, so they never meet an attribute's.
     private static func hiddenRows(contentType: String, type: String?) -> [String: String] {
         var rows: [String: String] = [:]
-        rows[SecretServiceMapping.contentTypeRow] = storedContentType(contentType)
-        rows[SecretServiceMapping.typeRow] = type
+        rows[FreeformItem.contentTypeRow] = storedContentType(contentType)
+        rows[FreeformItem.typeRow] = type
         return rows
     }
 
     /// What the content-type row holds: nothing for the default type (no row).
     private static func storedContentType(_ contentType: String) -> String? {
-        contentType == SecretServiceMapping.defaultContentType ? nil : contentType
+        contentType == FreeformItem.defaultContentType ? nil : contentType
     }
 
     /// An existing item's hidden rows made to match: written, or deleted when no longer needed.
     private static func setHiddenRows(contentType: String, type: String?, itemID: Int64, _ db: Database) throws {
         let needed = hiddenRows(contentType: contentType, type: type)
-        for name in SecretServiceMapping.hiddenRows {
+        for name in FreeformItem.hiddenRows {
             try FreeformAttributeTable.set(name, to: needed[name], itemID: itemID, db)
         }
     }

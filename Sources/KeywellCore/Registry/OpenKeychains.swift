@@ -2,59 +2,37 @@ import Foundation
 import KeywellProtocol
 import Logging
 
-/// All of one user's keychains: the engine behind the native API. Thread-safe.
-///
-/// Keychains are open (one SQLite connection each) from first use on; lock state is in memory only.
-public final class KeychainStore: @unchecked Sendable {
-    public let paths: KeywellPaths
-    let kdf: KDFParameters
-    let logger: Logger
+/// The registry of one user's keychains: where names and paths lead, which keychain files are
+/// open in this process (one `KeychainFile` each, with its lock state), and the user's settings
+/// (search list, default). Every look-up checks that the file is still the one opened and still
+/// the user's alone, asking the file watcher (`PathChangeWatch`) whether anything could have
+/// changed first. Thread-safe; `KeychainStore` holds one and works on the files it hands out.
+final class OpenKeychains: Sendable {
     let resolver: KeychainResolver
     let userSettings: UserSettingsFile
-
-    private let openFiles = Protected<[String: OpenKeychain]>([:])
     /// Lets a call skip re-checking files nothing has touched since the last check.
     let changes = PathChangeWatch()
+
+    private let openFiles = Protected<[String: OpenKeychain]>([:])
+    private let keyLostHandler = Protected<(@Sendable (String) -> Void)?>(nil)
 
     private struct OpenKeychain {
         let file: KeychainFile
         /// Its folder reported no change since the file was last checked while this is current.
         var checked: PathChangeWatch.Mark?
     }
-    private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
-    /// Serialises calls that create or delete keychains or change the settings, so the events
-    /// each one sends describe exactly its own change.
-    let administration = NSLock()
 
-    public init(
-        paths: KeywellPaths, kdf: KDFParameters = .default, logger: Logger = Logger(label: "keywell.core")
-    ) throws(KeychainError) {
-        guard paths.keychainsDirectory.path.hasPrefix("/"), paths.configDirectory.path.hasPrefix("/") else {
-            throw .param("keychain and config folders must be absolute paths")
-        }
-        guard kdf.isUsable else { throw .param("unusable key-derivation parameters") }
-        Sodium.ensureInitialized()
-        self.paths = paths
-        self.kdf = kdf
-        self.logger = logger
+    init(paths: KeywellPaths, logger: Logger) {
         resolver = KeychainResolver(keychainsDirectory: paths.keychainsDirectory.path)
         userSettings = UserSettingsFile(configDirectory: paths.configDirectory.path, logger: logger, changes: changes)
     }
 
-    /// Receives every `KeychainEvent`; set once by the daemon before use. It runs on the thread
-    /// that made the change, right after it: hand the event on (to the bus) rather than call
-    /// back into the store from it.
-    public var onEvent: (@Sendable (KeychainEvent) -> Void)? {
-        get { eventHandler.read { $0 } }
-        set { eventHandler.withLock { $0 = newValue } }
+    /// Told the name of an unlocked keychain whose file was replaced or deleted behind its back:
+    /// its key went with the old file, so for the daemon that keychain is now locked.
+    var onKeyLost: (@Sendable (String) -> Void)? {
+        get { keyLostHandler.read { $0 } }
+        set { keyLostHandler.withLock { $0 = newValue } }
     }
-
-    func emit(_ events: [KeychainEvent]) {
-        guard !events.isEmpty, let handler = onEvent else { return }
-        events.forEach(handler)
-    }
-
-    // MARK: Finding keychains
 
     func location(_ nameOrPath: String) throws(KeychainError) -> KeychainLocation {
         try resolver.location(for: nameOrPath)
@@ -85,7 +63,7 @@ public final class KeychainStore: @unchecked Sendable {
         var lostUnlocked = false
         defer {
             // The key went with the old file: for the daemon that keychain is now locked.
-            if lostUnlocked { emit([.locked(location.displayName)]) }
+            if lostUnlocked { onKeyLost?(location.displayName) }
         }
         return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
             if let open = files[location.path] {

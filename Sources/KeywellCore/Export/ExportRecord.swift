@@ -117,7 +117,7 @@ enum ExportRecord {
             }
             var freeform: [String: String] = [:]
             let rowCount = try reader.number(width: 2)
-            guard rowCount <= UInt64(ServiceLimits.attributesPerItem + SecretServiceMapping.hiddenRows.count) else {
+            guard rowCount <= UInt64(ServiceLimits.attributesPerItem + FreeformItem.hiddenRows.count) else {
                 throw malformed("an item has more than \(ServiceLimits.attributesPerItem) attributes")
             }
             for _ in 0..<rowCount {

@@ -192,14 +192,14 @@ extension KeychainStore {
     /// names start with NUL, which no D-Bus string may hold).
     private static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
         var pairs: [String] = []
-        for (name, value) in rows.sorted(by: { $0.key < $1.key }) where !SecretServiceMapping.hiddenRows.contains(name) {
+        for (name, value) in rows.sorted(by: { $0.key < $1.key }) where !FreeformItem.hiddenRows.contains(name) {
             pairs += [name, value]
         }
         result[WireKey.secretServiceAttributes] = .strings(pairs)
-        if let contentType = rows[SecretServiceMapping.contentTypeRow] {
+        if let contentType = rows[FreeformItem.contentTypeRow] {
             result[WireKey.secretServiceContentType] = .string(contentType)
         }
-        if let type = rows[SecretServiceMapping.typeRow] { result[WireKey.secretServiceType] = .string(type) }
+        if let type = rows[FreeformItem.typeRow] { result[WireKey.secretServiceType] = .string(type) }
     }
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses

@@ -2,7 +2,7 @@ import Foundation
 import KeywellProtocol
 
 /// One stored item: a stable UUID, its class, the attributes it has (as given) and its secret,
-/// sealed. Items are found by these; the Secret Service face will use the same records.
+/// sealed. Every face works on these records: the Secret Service's items are the same rows.
 struct KeychainItem: Sendable {
     /// The database row, once stored.
     var rowID: Int64?
@@ -54,7 +54,7 @@ extension UUID {
     var data: Data { withUnsafeBytes(of: uuid) { Data($0) } }
 
     /// The 32 lowercase hex digits of the UUID, without dashes (an item's D-Bus path segment and
-    /// its Secret Service access group). By hand: `uuidString` and Foundation's string replacing
+    /// its free-form item access group, `FreeformItem.accessGroup(for:)`). By hand: `uuidString` and Foundation's string replacing
     /// cost tens of microseconds, a measurable share of a CreateItem.
     public var compactHex: String {
         String(unsafeUninitializedCapacity: 32) { buffer in

@@ -2,17 +2,17 @@ import Foundation
 import GRDB
 import KeywellProtocol
 
-/// Secrets of many items for the Secret Service (`GetSecrets`, `GetSecret`), reading no more than
-/// opening them takes.
+/// Secrets of many items at once (the Secret Service's `GetSecrets`, `GetSecret`), reading no
+/// more than opening them takes.
 extension KeychainStore {
-    /// What `secretServiceSecrets` returns, reading per item only what opening its secret and
+    /// What `secrets(of:in:)` returns, reading per item only what opening its secret and
     /// checking its MAC take: one statement per 64 items gives each item's row and its free-form
     /// rows (`ItemIntegrity.read`), the primary-key columns its sealing binds are read in place
-    /// (building every attribute of each row, `SecretServiceRow`, was a quarter of the engine's
+    /// (building every attribute of each row, `ItemSummaryRow`, was a quarter of the engine's
     /// time for a thousand items), and secrets are opened after the read, once every MAC checked.
     /// Unknown items are left out; a tampered one fails the call (`errSecDecode`); needs the
     /// keychain unlocked.
-    public func secretServiceSecretBatch(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
+    public func secretBatch(of ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: ItemSecret] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let read = { (db: Database) throws -> [ItemIntegrity.Row<SealedSecret>] in
@@ -22,13 +22,13 @@ extension KeychainStore {
         let found = try ids.count > ItemIntegrity.chunk ? file.database.snapshot(read) : file.database.read(read)
         file.markUsed()
         for row in found { try row.check(integrity) }
-        var secrets: [UUID: SecretServiceSecret] = [:]
+        var secrets: [UUID: ItemSecret] = [:]
         secrets.reserveCapacity(found.count)
         for row in found {
             guard let uuid = row.uuid else { continue }
             let value = try Sodium.open(row.extra.sealed, key: key, associatedData: row.extra.associatedData)
-            let contentType = row.freeformValue(SecretServiceMapping.contentTypeRow) ?? SecretServiceMapping.defaultContentType
-            secrets[uuid] = SecretServiceSecret(value: value, contentType: contentType)
+            let contentType = row.freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType
+            secrets[uuid] = ItemSecret(value: value, contentType: contentType)
         }
         return secrets
     }

@@ -1,21 +1,22 @@
 import Foundation
 import GRDB
 
-/// A Secret Service search's matches checked against what each item itself holds: SQLite trusts
+/// A free-form search's matches checked against what each item itself holds: SQLite trusts
 /// its indexes, so a damaged or edited entry of `item_attribute_lookup` (or of an `item` index a
 /// native branch uses) hands back an item that lacks the pair searched for (docs/file-format.md,
 /// "Indexes are not trusted"). Each match's row and free-form rows are read by row id and item id
 /// (the tables themselves, no index) in the statement the integrity check reads anyway, checked
 /// against its MAC when `integrity` is given, and kept only if its free-form rows hold every pair,
 /// or, for a native item, its own columns satisfy the pairs' native conditions.
-enum SecretServiceSearchCheck {
+enum FreeformSearchCheck {
     /// The matches in their order, without those that fail: a MAC that does not verify throws
     /// (`errSecDecode`); an item the query does not match is left out and reported to `onIndexMismatch`.
     static func verified(
-        _ matches: [FreeformAttributeTable.Match], query: [String: String], keychain: UUID, integrity: IntegrityKey?,
+        _ matches: [FreeformAttributeTable.Match], query: [String: String], native conditions: KeychainStore.NativeConditions,
+        keychain: UUID, integrity: IntegrityKey?,
         _ db: Database, onIndexMismatch: (Int64) -> Void
     ) throws -> [UUID] {
-        let native = NativeQuery(query)
+        let native = NativeQuery(conditions)
         var kept = Set<Int64>()
         kept.reserveCapacity(matches.count)
         for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
@@ -44,18 +45,14 @@ enum SecretServiceSearchCheck {
         }
     }
 
-    /// The native conditions a query sets per class (as `SecretServiceMapping.nativeConditions`),
-    /// nil when no class can match: then no column is read.
+    /// The native conditions a query sets per class (`KeychainStore.NativeConditions`), nil when
+    /// no class can match: then no column is read.
     private struct NativeQuery {
         let conditions: [ItemClass: [(attribute: ItemAttribute, value: AttributeValue)]]
         /// What `columns(of:)` reads: every attribute a condition names, and the access group.
         let attributes: [ItemAttribute]
 
-        init?(_ query: [String: String]) {
-            var conditions: [ItemClass: [(attribute: ItemAttribute, value: AttributeValue)]] = [:]
-            for itemClass in ItemClass.allCases {
-                conditions[itemClass] = SecretServiceMapping.nativeConditions(for: query, itemClass: itemClass)
-            }
+        init?(_ conditions: KeychainStore.NativeConditions) {
             guard !conditions.isEmpty else { return nil }
             self.conditions = conditions
             var named: Set<ItemAttribute> = [.accessGroup]
@@ -76,11 +73,11 @@ enum SecretServiceSearchCheck {
             return (ItemClass(rawValue: row.text(classColumn)), values)
         }
 
-        /// As a native branch's WHERE clause: a native item (not made through the Secret Service)
+        /// As a native branch's WHERE clause: an item not made from free-form attributes
         /// of a class the query can name, whose own columns equal every condition's value exactly.
         func matches(_ columns: (itemClass: ItemClass?, values: [ItemAttribute: AttributeValue])?) -> Bool {
             guard let columns, let itemClass = columns.itemClass, let wanted = conditions[itemClass] else { return false }
-            if case .text(let group)? = columns.values[.accessGroup], SecretServiceMapping.isSecretServiceItem(accessGroup: group) {
+            if case .text(let group)? = columns.values[.accessGroup], FreeformItem.isFreeform(accessGroup: group) {
                 return false
             }
             return wanted.allSatisfy { condition in

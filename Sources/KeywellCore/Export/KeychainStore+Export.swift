@@ -187,11 +187,11 @@ private struct ImportMerge {
         var item = KeychainItem(rowID: nil, uuid: exported.uuid, itemClass: exported.itemClass, attributes: attributes,
                                 sealedSecret: Data())
         let groupText: String? = if case .text(let group)? = attributes[.accessGroup] { group } else { nil }
-        let isSecretService = SecretServiceMapping.isSecretServiceItem(accessGroup: groupText)
+        let isSecretService = FreeformItem.isFreeform(accessGroup: groupText)
         let sameID = try rowID(uuid: item.uuid)
         let existing: Int64?
         if isSecretService {
-            let visible = exported.freeform.filter { !SecretServiceMapping.hiddenRows.contains($0.key) }
+            let visible = exported.freeform.filter { !FreeformItem.hiddenRows.contains($0.key) }
             // Items the file holds twice with the same attributes (the Secret Service allows it)
             // do not collide with each other: only with what the keychain had before.
             existing = try sameID ?? KeychainStore.itemWithExactly(visible, excluding: added, db)
@@ -219,7 +219,7 @@ private struct ImportMerge {
         if try rowID(uuid: item.uuid) != nil {
             item = KeychainItem(rowID: nil, uuid: UUID.timeOrdered(at: Date()), itemClass: item.itemClass,
                                 attributes: item.attributes, sealedSecret: Data())
-            if isSecretService { item.attributes[.accessGroup] = .text(SecretServiceMapping.accessGroup(for: item.uuid)) }
+            if isSecretService { item.attributes[.accessGroup] = .text(FreeformItem.accessGroup(for: item.uuid)) }
         }
         item.sealedSecret = ItemSealing.seal(exported.secret, for: item, keychain: keychain, key: key)
         // An export carries no access lists: imported items trust any application, as migrated
@@ -316,7 +316,7 @@ extension KeychainStore {
     /// many ThisDeviceOnly items stay behind (`Accessibility.isThisDeviceOnly`): what an export
     /// to another keyring takes. Works while locked.
     public func portableItemIDs(in keychain: String) throws(KeychainError) -> (ids: [UUID], thisDeviceOnly: Int) {
-        let all = try secretServiceItemIDs(in: keychain)
+        let all = try itemIDs(in: keychain)
         let file = try file(at: location(keychain))
         var staying = Set<UUID>()
         try file.database.read { db in

@@ -1,0 +1,89 @@
+import Foundation
+import KeywellProtocol
+import Logging
+
+/// All of one user's keychains: the engine behind the native API. Thread-safe.
+///
+/// Keychains are open (one SQLite connection each) from first use on; lock state is in memory only.
+/// Three parts with one job each: this type works on items in open keychains and sends events;
+/// `OpenKeychains` (Registry/) finds and opens keychain files and keeps the user's settings;
+/// `PathChangeWatch` (Watch/) says, from inotify, whether a file may have changed behind its back.
+public final class KeychainStore: @unchecked Sendable {
+    public let paths: KeywellPaths
+    let kdf: KDFParameters
+    let logger: Logger
+    /// Which keychains exist and which are open (`Registry/OpenKeychains.swift`).
+    let keychains: OpenKeychains
+    private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
+    /// Serialises calls that create or delete keychains or change the settings, so the events
+    /// each one sends describe exactly its own change.
+    let administration = NSLock()
+
+    public init(
+        paths: KeywellPaths, kdf: KDFParameters = .default, logger: Logger = Logger(label: "keywell.core")
+    ) throws(KeychainError) {
+        guard paths.keychainsDirectory.path.hasPrefix("/"), paths.configDirectory.path.hasPrefix("/") else {
+            throw .param("keychain and config folders must be absolute paths")
+        }
+        guard kdf.isUsable else { throw .param("unusable key-derivation parameters") }
+        Sodium.ensureInitialized()
+        self.paths = paths
+        self.kdf = kdf
+        self.logger = logger
+        keychains = OpenKeychains(paths: paths, logger: logger)
+        keychains.onKeyLost = { [weak self] name in self?.emit([.locked(name)]) }
+    }
+
+    /// Receives every `KeychainEvent`; set once by the daemon before use. It runs on the thread
+    /// that made the change, right after it: hand the event on (to the bus) rather than call
+    /// back into the store from it.
+    public var onEvent: (@Sendable (KeychainEvent) -> Void)? {
+        get { eventHandler.read { $0 } }
+        set { eventHandler.withLock { $0 = newValue } }
+    }
+
+    func emit(_ events: [KeychainEvent]) {
+        guard !events.isEmpty, let handler = onEvent else { return }
+        events.forEach(handler)
+    }
+
+    // MARK: The registry's calls, under the names the engine's calls use
+
+    var resolver: KeychainResolver { keychains.resolver }
+    var userSettings: UserSettingsFile { keychains.userSettings }
+    var changes: PathChangeWatch { keychains.changes }
+
+    func location(_ nameOrPath: String) throws(KeychainError) -> KeychainLocation {
+        try keychains.location(nameOrPath)
+    }
+
+    var loginLocation: KeychainLocation { keychains.loginLocation }
+
+    /// The open keychain at `location`; `errSecNoSuchKeychain` when there is no file.
+    func file(at location: KeychainLocation) throws(KeychainError) -> KeychainFile {
+        try keychains.file(at: location)
+    }
+
+    /// The open keychain at `location`, or nil when there is no file (`OpenKeychains.existingFile`).
+    func existingFile(at location: KeychainLocation) throws(KeychainError) -> KeychainFile? {
+        try keychains.existingFile(at: location)
+    }
+
+    func fileIdentity(at location: KeychainLocation) throws(KeychainError) -> FileIdentity? {
+        try keychains.fileIdentity(at: location)
+    }
+
+    func register(_ location: KeychainLocation, masterKey: SecretBytes) throws(KeychainError) -> KeychainFile {
+        try keychains.register(location, masterKey: masterKey)
+    }
+
+    func forget(_ location: KeychainLocation) {
+        keychains.forget(location)
+    }
+
+    var allOpenFiles: [KeychainFile] { keychains.allOpenFiles }
+
+    func defaultLocation() throws(KeychainError) -> KeychainLocation? {
+        try keychains.defaultLocation()
+    }
+}
