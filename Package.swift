@@ -37,8 +37,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What every part of the process shares: the one timer thread, a lock with timed waits,
+        // and the one way to start a child process (docs/design.md, "Threads").
+        .target(name: "KeywellSystem"),
         // A small Swift layer over libdbus-1.
-        .target(name: "KeywellDBus", dependencies: ["CDBus"]),
+        .target(name: "KeywellDBus", dependencies: ["CDBus", "KeywellSystem"]),
         // The native API on D-Bus: its interface table (from KeywellProtocol's NativeMethod) and
         // the one WireValue <-> DBusValue codec, shared by the daemon and the client library.
         .target(name: "KeywellAPI", dependencies: ["KeywellDBus", "KeywellProtocol"]),
@@ -48,7 +51,7 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -63,7 +66,7 @@ let package = Package(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
-                "KeywellSecretService", "KeyringImport",
+                "KeywellSecretService", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -85,14 +88,14 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol", "KeywellTestSupport",
-                "SecretServiceCrypto",
+                "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol", "KeywellSystem",
+                "KeywellTestSupport", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
-        .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
+        .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus", "KeywellSystem"], path: "Tests/KeywellTestSupport"),
         .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",

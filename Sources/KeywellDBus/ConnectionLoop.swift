@@ -7,6 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellSystem
 
 /// The loop that does a connection's I/O and dispatching, on one thread at a time.
 ///

@@ -2,6 +2,7 @@ import CDBus
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellSystem
 
 /// An incoming method call, handed to a `DBusObject` on the thread its `placement(of:)` chose.
 ///

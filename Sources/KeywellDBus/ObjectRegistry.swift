@@ -1,3 +1,5 @@
+import KeywellSystem
+
 /// Which object answers which path: exact registrations first, then the deepest subtree.
 final class ObjectRegistry: @unchecked Sendable {
     private let lock = ConditionLock()

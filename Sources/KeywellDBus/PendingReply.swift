@@ -1,4 +1,5 @@
 import CDBus
+import KeywellSystem
 
 /// Waits for the reply to one sent method call.
 ///

@@ -1,3 +1,4 @@
+import KeywellSystem
 /// A received signal.
 public struct DBusSignal: Sendable {
     public var sender: String

@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellSystem
 
 /// The connection loop's doorbell: any thread rings it (`wake`), the loop polls `readDescriptor`
 /// and empties it (`drain`) before it looks at the connection again. Rings while one is pending
