@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 import KeywellDBus
 #if canImport(Glibc)
 import Glibc
@@ -92,7 +93,7 @@ public final class PrivateSessionBus: @unchecked Sendable {
         // A watchdog shell owns the daemon: it waits on a pipe whose only writer is this
         // process, so if the test process dies without stop() (crash, kill -9, SIGPIPE) the
         // pipe closes and the watchdog ends the daemon's process group. No orphaned buses.
-        let lifeline = try makePipe()
+        let lifeline = try ChildSpawner.makePipe()
         let watchdog = """
             "$0" "$@" 3<&- &
             echo "pid:$!"
