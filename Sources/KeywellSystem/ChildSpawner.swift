@@ -204,6 +204,30 @@ package enum ChildSpawner {
         return (fds[0], fds[1])
     }
 
+    /// Runs a program to its end and returns its exit and all it wrote to the stdout pipe
+    /// (`standardOutput` is made `.pipe`).
+    package static func runToEnd(_ request: SpawnRequest) throws(SpawnError) -> (exit: ChildExit?, output: [UInt8]) {
+        var request = request
+        request.standardOutput = .pipe
+        let child = try spawn(request)
+        let output = readToEnd(child.standardOutput!)
+        close(child.standardOutput!)
+        if let input = child.standardInput { close(input) }
+        return (waitForExit(child.pid), output)
+    }
+
+    /// Reads a descriptor until end of file (or an error).
+    package static func readToEnd(_ fd: Int32) -> [UInt8] {
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return output }
+            output += buffer[0..<count]
+        }
+    }
+
     /// Waits for `pid` to end (retrying when a signal interrupts the wait).
     package static func waitForExit(_ pid: pid_t) -> ChildExit? {
         var status: Int32 = 0

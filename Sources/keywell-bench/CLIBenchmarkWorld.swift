@@ -51,14 +51,7 @@ final class CLIBenchWorld {
         let start = clock.now
         let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment ?? self.environment,
                                    input: input, newGroup: false)
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(child.output, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            output += buffer[0..<count]
-        }
+        let output = ChildSpawner.readToEnd(child.output)
         close(child.output)
         let exit = ChildSpawner.waitForExit(child.pid)
         let duration = clock.now - start
