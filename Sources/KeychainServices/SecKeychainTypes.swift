@@ -5,6 +5,7 @@ import Foundation
 /// (`SecKeychainOpen` never checks). A class, so that `SecKeychain?` out-parameters, CFArrays of
 /// keychains and `kSecUseKeychain` values work as on Apple platforms; equal when they name the
 /// same keychain the same way.
+// @unchecked: immutable; NSObject keeps the compiler from seeing it.
 public final class SecKeychain: NSObject, @unchecked Sendable {
     /// What the native API is given for this keychain.
     public let nameOrPath: String

@@ -5,6 +5,7 @@ import Logging
 /// All of one user's keychains: the engine behind the native API. Thread-safe.
 ///
 /// Keychains are open (one SQLite connection each) from first use on; lock state is in memory only.
+// @unchecked: its state lives in `Protected` values and locked helpers; `administration` serialises keychain creation and removal.
 public final class KeychainStore: @unchecked Sendable {
     public let paths: KeywellPaths
     let kdf: KDFParameters

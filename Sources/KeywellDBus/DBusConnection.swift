@@ -19,6 +19,7 @@ private let threadsInitialized: Bool = dbus_threads_init_default() != 0
 /// queue; `call` blocks only the calling thread and is safe from any number of threads at once
 /// (never from the loop's thread, where it would deadlock). Sending is allowed from any thread:
 /// libdbus serialises it and writes the message at once when it can.
+// @unchecked: libdbus connections are thread-safe (dbus_threads_init_default); our mutable state lives in locked helpers.
 public final class DBusConnection: @unchecked Sendable {
     let raw: OpaquePointer
     /// The unique name the bus gave this connection (`:1.42`); nil on a peer-to-peer connection.

@@ -9,6 +9,7 @@ import KeywellSystem
 /// Reply exactly once with `reply(_:)` or `reply(error:)`, from any thread, now or later; later
 /// replies are ignored. A call dropped without a reply answers `Failed` so the caller never
 /// waits for its timeout.
+// @unchecked: the reply state is only touched under `lock`; `method` is set before a handler sees the call.
 public final class DBusMethodCall: @unchecked Sendable {
     public let connection: DBusConnection
     /// The caller's unique bus name (empty on a peer-to-peer connection).

@@ -16,6 +16,7 @@ import KeywellSystem
 /// loop"): `drain` reads the pipe empty first and only then clears `pending`. Clearing first let
 /// a ring land between the two: its byte was read away while `pending` stayed set, so no later
 /// ring ever wrote again and the loop slept in poll with replies queued.
+// @unchecked: `pending` is guarded by `lock`; the descriptors never change.
 final class WakePipe: @unchecked Sendable {
     let readDescriptor: Int32
     private let writeDescriptor: Int32

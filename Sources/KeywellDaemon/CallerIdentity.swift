@@ -4,6 +4,7 @@ import KeywellDBus
 /// Who is calling, for the log: the sender's pid (asked of the bus) and its executable, cached
 /// per sender. Only computed when a log line needs it, so the hot path never pays the extra
 /// round trip to the bus.
+// @unchecked: `cache` is only touched under `lock`.
 final class CallerIdentity: @unchecked Sendable {
     /// Unique names are never reused on a bus, so entries only go stale; a bound keeps the
     /// cache small without watching NameOwnerChanged.

@@ -9,6 +9,7 @@ import Logging
 /// is checked with `SO_PEERCRED` (root, the login process, or the user alone) before a byte is
 /// read, then served on its own short-lived thread with 5 s timeouts, so a stalled client never
 /// stalls the daemon.
+// @unchecked: the count of open connections is only touched under `active`; the rest is immutable.
 final class ControlSocketServer: @unchecked Sendable {
     typealias Handler = @Sendable (ControlProtocol.Request, LoginSessions.Sender) -> LoginSessions.Outcome
 

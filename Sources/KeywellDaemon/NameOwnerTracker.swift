@@ -6,6 +6,7 @@ import KeywellDBus
 /// well-known sender does not stop it; so a signal counts only when its sender is the name's
 /// current owner: asked once at start, then followed through the bus's own `NameOwnerChanged`,
 /// which no client can send (docs/auto-lock.md).
+// @unchecked: `owner`, `followed` and `subscription` are only touched under `lock`.
 final class NameOwnerTracker: @unchecked Sendable {
     let name: String
     private let lock = NSLock()

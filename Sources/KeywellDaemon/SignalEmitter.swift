@@ -6,6 +6,7 @@ import Logging
 
 /// Turns the engine's events into the native API's signals on the session bus. Events that happen
 /// while there is no bus (a login before the session bus exists) are only logged.
+// @unchecked: `connection` is only touched under `lock`.
 final class SignalEmitter: @unchecked Sendable {
     private let logger: Logger
     private let lock = NSLock()

@@ -21,6 +21,7 @@ enum ActivationEnvironment {
 }
 
 /// The connection the service serves on now (it changes when the session bus does).
+// @unchecked: `connection` is only touched under `lock`.
 final class LockedConnection: @unchecked Sendable {
     private let lock = NSLock()
     private var connection: DBusConnection?

@@ -10,6 +10,7 @@ extension NSLock {
 }
 
 /// A value behind a lock.
+// @unchecked: `value` is only touched under `lock`.
 final class LockedValue<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value

@@ -65,6 +65,7 @@ struct Pinentry: PasswordAsking {
 }
 
 /// One running pinentry process.
+// @unchecked: `cancelled` and `reaped` are guarded by `state`; the pipes and `buffered` are used by the one thread that asks.
 final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private let pid: pid_t
     private let toPinentry: Int32

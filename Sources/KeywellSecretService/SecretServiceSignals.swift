@@ -6,6 +6,7 @@ import Logging
 /// The Secret Service's signals, on the connection the service is attached to (none: dropped),
 /// in gnome-keyring's order and with `PropertiesChanged` carrying new values, never bare
 /// invalidations (docs/secret-service.md, "Signals").
+// @unchecked: `connection` is only touched under `lock`.
 final class SecretServiceSignals: @unchecked Sendable {
     private let logger: Logger
     /// Where the new values of `Items`, `Collections` and item properties are read.

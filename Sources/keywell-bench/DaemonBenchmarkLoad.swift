@@ -44,6 +44,7 @@ struct DaemonLoad {
     }
 }
 
+// @unchecked: `perClient` and `failure` are only touched under `lock`.
 private final class LatencyCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var perClient: [[Duration]]

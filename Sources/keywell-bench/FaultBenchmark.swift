@@ -168,6 +168,7 @@ struct FaultRun {
     }
 }
 
+// @unchecked: `stopped` is only touched under `lock`.
 final class StopFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
@@ -175,6 +176,7 @@ final class StopFlag: @unchecked Sendable {
     var isSet: Bool { lock.withLock { stopped } }
 }
 
+// @unchecked: `count` is only touched under `lock`.
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

@@ -133,12 +133,14 @@ struct LoadRun {
 }
 
 /// Lets each thread mutate its own client.
+// @unchecked: each box belongs to one load thread, which alone reads and replaces its client.
 private final class ClientBox: @unchecked Sendable {
     var client: any LoadClient
     init(_ client: any LoadClient) { self.client = client }
 }
 
 /// Per-thread latency lists, joined at the end.
+// @unchecked: `perThread` is only touched under `lock`.
 final class SampleSink: @unchecked Sendable {
     private let lock = NSLock()
     private var perThread: [[Duration]]

@@ -36,6 +36,7 @@ import Testing
     }
 }
 
+// @unchecked: `count` is only touched under `lock`.
 private final class EventCount: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

@@ -111,6 +111,7 @@ import Testing
     }
 }
 
+// @unchecked: `count` is only touched under `lock`.
 final class LockedCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
@@ -118,6 +119,7 @@ final class LockedCounter: @unchecked Sendable {
     var value: Int { lock.withLock { count } }
 }
 
+// @unchecked: `items` is only touched under `lock`.
 final class LockedList: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [String] = []

@@ -11,6 +11,7 @@ import Testing
     private let id = CollectionID.keychain("login")
 
     /// The sends and the later sends waiting, with the list length each send reports.
+    // @unchecked: its fields are LockedValues.
     private final class Recorder: @unchecked Sendable {
         let sends = LockedValue(0)
         let later = LockedValue<[@Sendable () -> Void]>([])

@@ -69,6 +69,7 @@ import Testing
     }
 }
 
+// @unchecked: `folders` is only touched under `lock`.
 private final class FolderKeeper: @unchecked Sendable {
     private let lock = NSLock()
     private var folders: [TemporaryDirectory] = []

@@ -10,6 +10,7 @@ import Glibc
 /// background threads so a chatty child never blocks on a full pipe. The child starts with
 /// default signal handling and an empty signal mask, and inherits only fds 0–2 (plus any
 /// `extraFileDescriptors`). If the object is dropped while the child runs, the child is killed.
+// @unchecked: immutable after init; what changes lives in ChildState.
 public final class ChildProcess: @unchecked Sendable {
     public struct Termination: Sendable, Equatable, CustomStringConvertible {
         /// The exit status, or nil when a signal ended the process.
@@ -132,6 +133,7 @@ public final class ChildProcess: @unchecked Sendable {
 }
 
 /// What the background threads share with the ChildProcess object.
+// @unchecked: output, counters and the termination are only touched under `condition`.
 private final class ChildState: @unchecked Sendable {
     /// Writing to a pipe whose reader exited must be an EPIPE error, not a dead test process.
     static let ignoreSIGPIPEOnce: Void = { signal(SIGPIPE, SIG_IGN); return () }()

@@ -17,6 +17,7 @@ import Glibc
 ///
 /// The daemon runs in its own process group under a small watchdog shell; `stop()` (or the
 /// death of the test process) ends the group, so services it activated go with it.
+// @unchecked: `stopped` is only touched under `lock`; the rest is immutable.
 public final class PrivateSessionBus: @unchecked Sendable {
     /// The address clients use (as printed by the daemon, with its guid).
     public let address: String
