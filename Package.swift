@@ -30,7 +30,7 @@ let package = Package(
         .target(
             name: "KeywellCore",
             dependencies: [
-                "KeywellProtocol", "CSodium",
+                "KeywellProtocol", "KeywellSystem", "CSodium",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Item rows are bound and read through SQLite's C API on GRDB's cached statements.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -96,7 +96,7 @@ let package = Package(
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
         .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus", "KeywellSystem"], path: "Tests/KeywellTestSupport"),
-        .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellTestSupport"]),
+        .testTarget(name: "KeywellCoreTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(
             name: "KeychainServicesTests",
             dependencies: ["KeychainServices", "KeywellNativeClient", "KeywellAPI", "KeywellProtocol", "KeywellTestSupport"]
@@ -107,7 +107,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeywellSecretServiceTests",
-            dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+            dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),

@@ -72,7 +72,8 @@ final class ControlSocketServer: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            // The daemon never spawns programs, so FD_CLOEXEC right after accept is race-free enough.
+            // FD_CLOEXEC right after accept is enough: a child the daemon starts (pinentry) gets
+            // only fds 0-2 whatever is open, as ChildSpawner closes the rest.
             let connection = accept(listener, nil, nil)
             if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
             if connection < 0 {

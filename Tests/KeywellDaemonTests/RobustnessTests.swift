@@ -3,6 +3,7 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
 import Testing
+import Synchronization
 
 /// Several clients, a daemon killed mid-write, timers.
 @Suite struct RobustnessTests {
@@ -111,12 +112,10 @@ import Testing
     }
 }
 
-// @unchecked: `count` is only touched under `lock`.
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+final class LockedCounter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 // @unchecked: `items` is only touched under `lock`.

@@ -2,6 +2,7 @@ import Foundation
 import KeywellProtocol
 import KeywellTestSupport
 import Testing
+import KeywellSystem
 
 @testable import KeywellCore
 
