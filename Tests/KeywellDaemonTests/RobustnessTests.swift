@@ -118,11 +118,9 @@ final class LockedCounter: Sendable {
     var value: Int { count.withLock { $0 } }
 }
 
-// @unchecked: `items` is only touched under `lock`.
-final class LockedList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [String] = []
-    func append(_ item: String) { lock.withLock { items.append(item) } }
-    var all: [String] { lock.withLock { items } }
-    var count: Int { lock.withLock { items.count } }
+final class LockedList: Sendable {
+    private let items = Mutex<[String]>([])
+    func append(_ item: String) { items.withLock { $0.append(item) } }
+    var all: [String] { items.withLock { $0 } }
+    var count: Int { items.withLock { $0.count } }
 }
