@@ -32,15 +32,18 @@ let package = Package(
         .target(
             name: "KeywellCore",
             dependencies: [
-                "KeywellProtocol", "CSodium",
+                "KeywellProtocol", "KeywellSystem", "CSodium",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Item rows are bound and read through SQLite's C API on GRDB's cached statements.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What every part of the process shares: the one timer thread, a lock with timed waits,
+        // and the one way to start a child process (docs/design.md, "Threads").
+        .target(name: "KeywellSystem"),
         // A small Swift layer over libdbus-1.
-        .target(name: "KeywellDBus", dependencies: ["CDBus"]),
+        .target(name: "KeywellDBus", dependencies: ["CDBus", "KeywellSystem"]),
         // The native API on D-Bus: its interface table (from KeywellProtocol's NativeMethod) and
         // the one WireValue <-> DBusValue codec, shared by the daemon and the client library.
         .target(name: "KeywellAPI", dependencies: ["KeywellDBus", "KeywellProtocol"]),
@@ -50,7 +53,7 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -65,7 +68,7 @@ let package = Package(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
-                "KeywellSecretService", "KeyringImport",
+                "KeywellSecretService", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -93,17 +96,17 @@ let package = Package(
             name: "keywell-bench",
             dependencies: [
                 "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
-                "SecretServiceCrypto",
+                "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
-        .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus"], path: "Tests/KeywellTestSupport"),
+        .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus", "KeywellSystem"], path: "Tests/KeywellTestSupport"),
         .testTarget(
             name: "KeywellCoreTests",
             // KeywellSecretService: tests of free-form items go through the Secret Service's mapping.
-            dependencies: ["DeterministicRandom", "KeywellCore", "KeywellProtocol", "KeywellSecretService", "KeywellTestSupport"]
+            dependencies: ["DeterministicRandom", "KeywellCore", "KeywellProtocol", "KeywellSecretService", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeychainServicesTests",
@@ -115,9 +118,10 @@ let package = Package(
         ),
         .testTarget(
             name: "KeywellSecretServiceTests",
-            dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellTestSupport"]
+            dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
+        .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]

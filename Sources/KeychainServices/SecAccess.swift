@@ -8,6 +8,7 @@ import KeywellProtocol
 
 /// Apple's `SecTrustedApplicationRef`: one application identity (`exe:<path>;sha256=<hex>` for
 /// a program made from a path).
+// @unchecked: immutable; NSObject keeps the compiler from seeing it.
 public final class SecTrustedApplication: NSObject, @unchecked Sendable {
     /// The identity string, as `dump-keychain -a` prints it.
     public let identity: String
@@ -22,6 +23,7 @@ public final class SecTrustedApplication: NSObject, @unchecked Sendable {
 }
 
 /// Apple's `SecAccessRef`: an item's access list, the value of `kSecAttrAccess`.
+// @unchecked: immutable; NSObject keeps the compiler from seeing it.
 public final class SecAccess: NSObject, @unchecked Sendable {
     let list: AccessList
     /// What Apple's access descriptor names (shown as the entry's description); Keywell does not store it.
@@ -47,6 +49,7 @@ public final class SecAccess: NSObject, @unchecked Sendable {
 }
 
 /// Apple's `SecKeychainItemRef` for the legacy item calls: an item by its persistent reference.
+// @unchecked: immutable; NSObject keeps the compiler from seeing it.
 public final class SecKeychainItem: NSObject, @unchecked Sendable {
     /// The item's `kSecValuePersistentRef`.
     public let persistentReference: Data

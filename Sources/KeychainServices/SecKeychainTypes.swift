@@ -13,6 +13,7 @@ import Foundation
 /// var result: CFTypeRef?
 /// let status = SecItemCopyMatching(query, &result)
 /// ```
+// @unchecked: immutable; NSObject keeps the compiler from seeing it.
 public final class SecKeychain: NSObject, @unchecked Sendable {
     /// What the native API is given for this keychain.
     public let nameOrPath: String

@@ -3,11 +3,13 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import KeywellSystem
 
 /// Whether anybody still waits for a call's reply: its caller may have left the bus, or its
 /// deadline (the time a caller waits by default) may have passed. Handlers of long calls ask
 /// `DBusMethodCall.checkStillWanted()` as they go and stop when the answer is no, instead of
 /// working for nobody.
+// @unchecked: `callerLeft` is only touched under `lock`; the rest is immutable.
 final class CallAbandonment: @unchecked Sendable {
     let sender: String
     let deadline: ContinuousClock.Instant
@@ -26,6 +28,7 @@ final class CallAbandonment: @unchecked Sendable {
 
 /// A server connection's calls still being handled, by caller, so that a caller leaving the bus
 /// (NameOwnerChanged with no new owner, delivered after every call it sent) marks its calls.
+// @unchecked: its tables are only touched under `lock`.
 final class InFlightCalls: @unchecked Sendable {
     private let lock = ConditionLock()
     private var watching = false

@@ -7,6 +7,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellSystem
 
 /// The loop that does a connection's I/O and dispatching, on one thread at a time.
 ///
@@ -27,6 +28,7 @@ import Glibc
 /// Method calls are taken out of libdbus's queue (borrowed, then stolen) so that no libdbus
 /// lock is held while they run; everything else (signals, replies to our own calls, `Peer`,
 /// the local `Disconnected`) goes through `dbus_connection_dispatch` as before.
+// @unchecked: its flags are guarded by `lock`; the libdbus connection is used only on the loop thread or under libdbus's own locks.
 final class ConnectionLoop: @unchecked Sendable {
     private let connection: OpaquePointer
     private let socket: Int32

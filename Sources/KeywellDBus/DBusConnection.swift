@@ -5,6 +5,8 @@ import FoundationEssentials
 import Foundation
 #endif
 import Dispatch
+import KeywellSystem
+import Synchronization
 
 /// libdbus must know that it is used from several threads before anything else happens.
 private let threadsInitialized: Bool = dbus_threads_init_default() != 0
@@ -17,6 +19,7 @@ private let threadsInitialized: Bool = dbus_threads_init_default() != 0
 /// queue; `call` blocks only the calling thread and is safe from any number of threads at once
 /// (never from the loop's thread, where it would deadlock). Sending is allowed from any thread:
 /// libdbus serialises it and writes the message at once when it can.
+// @unchecked: libdbus connections are thread-safe (dbus_threads_init_default); our mutable state lives in locked helpers.
 public final class DBusConnection: @unchecked Sendable {
     let raw: OpaquePointer
     /// The unique name the bus gave this connection (`:1.42`); nil on a peer-to-peer connection.
@@ -159,14 +162,13 @@ public final class DBusConnection: @unchecked Sendable {
                     continuation.resume(returning: .success(outcome))
                 }
                 box.waiter = waiter
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(min(timeout.saturatingNanoseconds, UInt64(Int.max))))) {
-                    waiter.expire()
-                }
+                box.expiry = TimerThread.shared.schedule(after: timeout) { waiter.expire() }
             } catch {
                 continuation.resume(returning: .failure(error))
             }
         }
         if let waiter = box.waiter { pendingReplies.remove(waiter) }
+        if let expiry = box.expiry { TimerThread.shared.cancel(expiry) }
         let outcome = try result.get()
         switch outcome {
         case .reply(let reply):
@@ -311,9 +313,23 @@ public final class DBusConnection: @unchecked Sendable {
     }
 }
 
-/// Lets an asynchronous completion find its own waiter (created after the closure).
-private final class WaiterBox: @unchecked Sendable {
-    var waiter: PendingReply?
+/// Lets an asynchronous completion find its own waiter (created after the closure) and its
+/// timeout. Locked: the reply can resume the caller before the continuation's body has stored them.
+private final class WaiterBox: Sendable {
+    private struct Parts {
+        var waiter: PendingReply?
+        var expiry: TimerThread.Token?
+    }
+    private let parts = Mutex(Parts())
+
+    var waiter: PendingReply? {
+        get { parts.withLock { $0.waiter } }
+        set { parts.withLock { $0.waiter = newValue } }
+    }
+    var expiry: TimerThread.Token? {
+        get { parts.withLock { $0.expiry } }
+        set { parts.withLock { $0.expiry = newValue } }
+    }
 }
 
 /// Moves a libdbus error into ours.

@@ -2,12 +2,14 @@ import CDBus
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellSystem
 
 /// An incoming method call, handed to a `DBusObject` on the thread its `placement(of:)` chose.
 ///
 /// Reply exactly once with `reply(_:)` or `reply(error:)`, from any thread, now or later; later
 /// replies are ignored. A call dropped without a reply answers `Failed` so the caller never
 /// waits for its timeout.
+// @unchecked: the reply state is only touched under `lock`; `method` is set before a handler sees the call.
 public final class DBusMethodCall: @unchecked Sendable {
     public let connection: DBusConnection
     /// The caller's unique bus name (empty on a peer-to-peer connection).

@@ -2,6 +2,7 @@ import CDBus
 
 /// Owns one reference to a libdbus message. Messages are reference-counted atomically by libdbus
 /// and read-only once sent or received, so a received message may be decoded on any thread.
+// @unchecked: libdbus reference-counts messages atomically; a message is read by one thread at a time.
 final class MessageRef: @unchecked Sendable {
     let pointer: OpaquePointer
 

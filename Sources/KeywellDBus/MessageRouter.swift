@@ -4,6 +4,7 @@ import CDBus
 /// takes out of libdbus's queue itself) go to `MethodDispatcher`, which runs the short ones its
 /// objects place on the loop and the rest off it; signals reach the delivery queue through a
 /// libdbus filter, run during dispatch.
+// @unchecked: immutable after init; each part it holds is thread-safe.
 final class MessageRouter: @unchecked Sendable {
     /// Weak so that the loop never holds the last reference to the connection.
     private weak let connection: DBusConnection?
@@ -53,6 +54,7 @@ final class MessageRouter: @unchecked Sendable {
 
 import Dispatch
 
+// @unchecked: DispatchQueue is thread-safe; Linux's Dispatch does not mark it Sendable.
 struct DispatchQueueBox: @unchecked Sendable {
     let queue: DispatchQueue
 }

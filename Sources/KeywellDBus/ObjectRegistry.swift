@@ -1,4 +1,7 @@
+import KeywellSystem
+
 /// Which object answers which path: exact registrations first, then the deepest subtree.
+// @unchecked: `exact` and `subtrees` are only touched under `lock`.
 final class ObjectRegistry: @unchecked Sendable {
     private let lock = ConditionLock()
     private var exact: [String: any DBusObject] = [:]

@@ -1,4 +1,5 @@
 import CDBus
+import KeywellSystem
 
 /// Waits for the reply to one sent method call.
 ///
@@ -6,6 +7,7 @@ import CDBus
 /// wakes the waiting thread; the caller never does I/O itself, so any number of threads can be
 /// waiting on one connection at once. Timeouts are measured here (libdbus gets an infinite
 /// timeout), so no libdbus timer machinery is needed.
+// @unchecked: the outcome is guarded by `lock`; libdbus locks the pending call itself.
 final class PendingReply: @unchecked Sendable {
     enum Outcome {
         case reply(MessageRef)
@@ -98,6 +100,7 @@ final class PendingReply: @unchecked Sendable {
 }
 
 /// The replies a connection is waiting for, so that closing it can release every waiter.
+// @unchecked: `waiting` and `closed` are only touched under `lock`.
 final class PendingReplyTable: @unchecked Sendable {
     private let lock = ConditionLock()
     private var waiting: [ObjectIdentifier: PendingReply] = [:]

@@ -1,3 +1,4 @@
+import KeywellSystem
 /// A received signal.
 public struct DBusSignal: Sendable {
     public var sender: String
@@ -104,6 +105,7 @@ public final class DBusSignalSubscription: Sendable {
 
 /// The handlers of one connection. Signals are decoded and delivered in arrival order on one
 /// serial queue, so a handler sees e.g. successive PropertiesChanged in the order sent.
+// @unchecked: `handlers` and `nextID` are only touched under `lock`.
 final class SignalSubscriptions: @unchecked Sendable {
     private let lock = ConditionLock()
     private var handlers: [UInt64: (DBusMatchRule, @Sendable (DBusSignal) -> Void)] = [:]

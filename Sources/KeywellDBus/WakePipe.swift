@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import KeywellSystem
 
 /// The connection loop's doorbell: any thread rings it (`wake`), the loop polls `readDescriptor`
 /// and empties it (`drain`) before it looks at the connection again. Rings while one is pending
@@ -15,6 +16,7 @@ import Glibc
 /// loop"): `drain` reads the pipe empty first and only then clears `pending`. Clearing first let
 /// a ring land between the two: its byte was read away while `pending` stayed set, so no later
 /// ring ever wrote again and the loop slept in poll with replies queued.
+// @unchecked: `pending` is guarded by `lock`; the descriptors never change.
 final class WakePipe: @unchecked Sendable {
     let readDescriptor: Int32
     private let writeDescriptor: Int32

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import KeywellSystem
 
 /// A connection's threads: they run its loop (one at a time, see `ConnectionLoop`) and its
 /// method handlers off the loop.
@@ -11,6 +12,7 @@ import Foundation
 /// Threads are reused (no thread per message) and the pool grows whenever every worker is busy,
 /// so a handler that blocks (a 300 ms key derivation, a nested D-Bus call) never holds up the
 /// next caller. Threads above `keepAlive` exit after `idleTimeout` without work.
+// @unchecked: the job queue and counters are only touched under `lock`.
 final class WorkerPool: @unchecked Sendable {
     private let lock = ConditionLock()
     /// Taken slots are emptied at once: a job's captures (a call that must answer when released)

@@ -1,63 +1,62 @@
 import Foundation
 import KeywellCore
+import KeywellSystem
 import Logging
+import Synchronization
 
 /// Locks keychains after their `lockAfterSeconds` without use.
 ///
-/// One thread sleeps until the engine's earliest idle deadline, then asks the engine to lock what
-/// is due (the engine tracks use and sends the `locked` events). Use only moves deadlines later,
-/// so item calls need not wake it; calls that can make a deadline earlier (unlock, create,
-/// settings) call `rearm()`.
-final class AutoLock: @unchecked Sendable {
+/// One job on the timer thread waits for the engine's earliest idle deadline, then asks the
+/// engine to lock what is due (the engine tracks use and sends the `locked` events). Use only
+/// moves deadlines later, so item calls need not touch it; calls that can make a deadline
+/// earlier (unlock, create, settings) call `rearm()`.
+final class AutoLock: Sendable {
+    private struct State {
+        var started = false
+        var pending: TimerThread.Token?
+    }
+
     private let store: KeychainStore
     private let logger: Logger
-    private let condition = NSCondition()
-    private var rearmed = false
-    private var started = false
+    private let timers: TimerThread
+    private let state = Mutex(State())
     /// Lets a deadline that has just passed count as passed despite clock granularity.
     private let slack: TimeInterval = 0.005
 
-    init(store: KeychainStore, logger: Logger) {
+    init(store: KeychainStore, logger: Logger, timers: TimerThread = .shared) {
         self.store = store
         self.logger = logger
+        self.timers = timers
     }
 
     func start() {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !started else { return }
-        started = true
-        let thread = Thread { [self] in run() }
-        thread.name = "auto-lock"
-        thread.stackSize = 256 << 10
-        thread.start()
+        let first = state.withLock { state -> Bool in
+            defer { state.started = true }
+            return !state.started
+        }
+        if first { rearm() }
     }
 
-    /// Makes the timer look at the deadlines again.
+    /// Looks at the deadlines again: the one pending job is replaced by one for the earliest.
     func rearm() {
-        condition.lock()
-        rearmed = true
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func run() {
-        while true {
+        state.withLock { state in
+            guard state.started else { return }
+            // Read under the lock, so that of two rearms the later reading wins.
             let deadline = store.nextIdleDeadline()
-            condition.lock()
-            if !rearmed {
-                if let deadline {
-                    _ = condition.wait(until: deadline.addingTimeInterval(slack))
-                } else {
-                    condition.wait()
-                }
-            }
-            rearmed = false
-            condition.unlock()
-            let locked = store.lockIdleKeychains()
-            if !locked.isEmpty {
-                logger.info("locked after idle time: \(locked.joined(separator: ", "))")
+            if let pending = state.pending { timers.cancel(pending) }
+            state.pending = deadline.map { deadline in
+                // Capped: a keychain set to lock after centuries must not overflow the clock.
+                let delay = min(max(0, deadline.timeIntervalSinceNow + slack), 1e9)
+                return timers.schedule(after: .seconds(delay)) { [self] in lockDue() }
             }
         }
+    }
+
+    private func lockDue() {
+        let locked = store.lockIdleKeychains()
+        if !locked.isEmpty {
+            logger.info("locked after idle time: \(locked.joined(separator: ", "))")
+        }
+        rearm()
     }
 }

@@ -1,26 +1,26 @@
 import Foundation
 import KeywellDBus
+import Synchronization
 
 /// Who is calling, for the log: the sender's pid (asked of the bus) and its executable, cached
 /// per sender. Only computed when a log line needs it, so the hot path never pays the extra
 /// round trip to the bus.
-final class CallerIdentity: @unchecked Sendable {
+final class CallerIdentity: Sendable {
     /// Unique names are never reused on a bus, so entries only go stale; a bound keeps the
     /// cache small without watching NameOwnerChanged.
     private let capacity = 256
-    private let lock = NSLock()
-    private var cache: [String: String] = [:]
+    private let cache = Mutex<[String: String]>([:])
 
     /// True when `describe` would answer from the cache, without a call to the bus.
     func isKnown(_ sender: String) -> Bool {
-        sender.isEmpty || lock.withLock { cache[sender] != nil }
+        sender.isEmpty || cache.withLock { $0[sender] != nil }
     }
 
     func describe(_ sender: String, on connection: DBusConnection) -> String {
         guard !sender.isEmpty else { return "a peer" }
-        if let known = lock.withLock({ cache[sender] }) { return known }
+        if let known = cache.withLock({ $0[sender] }) { return known }
         let description = Self.lookUp(sender, on: connection)
-        lock.withLock {
+        cache.withLock { cache in
             if cache.count >= capacity { cache.removeAll(keepingCapacity: true) }
             cache[sender] = description
         }

@@ -9,6 +9,7 @@ import Logging
 /// is checked with `SO_PEERCRED` (root, the login process, or the user alone) before a byte is
 /// read, then served on its own short-lived thread with 5 s timeouts, so a stalled client never
 /// stalls the daemon.
+// @unchecked: the count of open connections is only touched under `active`; the rest is immutable.
 final class ControlSocketServer: @unchecked Sendable {
     typealias Handler = @Sendable (ControlProtocol.Request, LoginSessions.Sender) -> LoginSessions.Outcome
 
@@ -71,7 +72,8 @@ final class ControlSocketServer: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            // The daemon never spawns programs, so FD_CLOEXEC right after accept is race-free enough.
+            // FD_CLOEXEC right after accept is enough: a child the daemon starts (pinentry) gets
+            // only fds 0-2 whatever is open, as ChildSpawner closes the rest.
             let connection = accept(listener, nil, nil)
             if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
             if connection < 0 {

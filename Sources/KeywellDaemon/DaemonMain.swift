@@ -76,6 +76,7 @@ public enum DaemonMain {
 }
 
 /// The running service's parts.
+// @unchecked: immutable after init; every part it holds is Sendable or locks itself.
 final class Daemon: @unchecked Sendable {
     let store: KeychainStore
     let logger: Logger

@@ -9,6 +9,7 @@ import Logging
 /// with the login password, and on `MigrateKeyrings` calls. Source files are only ever read.
 /// One migration runs at a time; the state file makes a second run import only what is new or
 /// newer, never the same item twice.
+// @unchecked: runs are serialised by `serial`; the rest is immutable.
 final class KeyringMigration: @unchecked Sendable {
     /// One keyring's outcome, as the log, `MigrateKeyrings` and `keywell migrate` report it.
     struct Report: Sendable {

@@ -17,6 +17,7 @@ import Logging
 ///
 /// Every password check goes through the daemon's `PasswordThrottle`, like the native `Unlock`;
 /// inside a guessing delay `O` is answered at once and the login goes on with `login` locked.
+// @unchecked: requests run one at a time under `serial`; the session table under `state`.
 final class LoginSessions: @unchecked Sendable {
     /// Who sent a control request, by `SO_PEERCRED`.
     enum Sender: Sendable, Equatable {

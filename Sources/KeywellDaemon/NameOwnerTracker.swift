@@ -1,19 +1,23 @@
 import Foundation
 import KeywellDBus
+import Synchronization
 
 /// Who owns a well-known name on one connection's bus right now. Any connection may send a
 /// signal straight to another with any path, interface and member, and a match rule naming a
 /// well-known sender does not stop it; so a signal counts only when its sender is the name's
 /// current owner: asked once at start, then followed through the bus's own `NameOwnerChanged`,
 /// which no client can send (docs/auto-lock.md).
-final class NameOwnerTracker: @unchecked Sendable {
+final class NameOwnerTracker: Sendable {
+    private struct State {
+        /// The unique name owning `name`; nil while nobody does.
+        var owner: String?
+        /// A NameOwnerChanged was seen: it is newer than the GetNameOwner answer may be.
+        var followed = false
+        var subscription: DBusSignalSubscription?
+    }
+
     let name: String
-    private let lock = NSLock()
-    /// The unique name owning `name`; nil while nobody does.
-    private var owner: String?
-    /// A NameOwnerChanged was seen: it is newer than the GetNameOwner answer may be.
-    private var followed = false
-    private var subscription: DBusSignalSubscription?
+    private let state = Mutex(State())
 
     /// Starts following `name` on `connection` (blocking call: not from its I/O thread).
     init(_ name: String, on connection: DBusConnection) throws(DBusError) {
@@ -21,19 +25,19 @@ final class NameOwnerTracker: @unchecked Sendable {
         // Follow first, then ask, so no change falls in between.
         let subscription = try connection.addMatch(.nameOwnerChanged(name: name)) { [weak self] signal in
             guard let self, signal.arguments.count == 3, let owner = signal.arguments[2].stringValue else { return }
-            lock.withLock {
-                self.owner = owner.isEmpty ? nil : owner
-                followed = true
+            state.withLock { state in
+                state.owner = owner.isEmpty ? nil : owner
+                state.followed = true
             }
         }
         let current = try connection.nameOwner(name)
-        lock.withLock {
-            if !followed { owner = current }
-            self.subscription = subscription
+        state.withLock { state in
+            if !state.followed { state.owner = current }
+            state.subscription = subscription
         }
     }
 
     func isOwner(_ sender: String) -> Bool {
-        lock.withLock { owner != nil && owner == sender }
+        state.withLock { $0.owner != nil && $0.owner == sender }
     }
 }

@@ -11,6 +11,7 @@ import Logging
 /// - `ActiveChanged(true)` of `org.freedesktop.ScreenSaver` or `org.gnome.ScreenSaver` on the
 ///   session bus: what screen lockers (GNOME Shell, KDE, xfce4-screensaver, …) announce.
 /// Each counts only from the current owner of the name it comes from (`NameOwnerTracker`).
+// @unchecked: its subscriptions are only touched under `lock`.
 final class ScreenLockWatcher: @unchecked Sendable {
     static let login1 = "org.freedesktop.login1"
     static let sessionInterface = "org.freedesktop.login1.Session"

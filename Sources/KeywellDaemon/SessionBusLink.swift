@@ -6,6 +6,7 @@ import Logging
 /// The daemon's place on the session bus: connects, exports the native object, owns
 /// `org.keywell.Keychain`, and, whenever there is no bus (not yet, or it went away), waits for
 /// one and claims the name as soon as it appears. The control socket works all along.
+// @unchecked: `connection` and `closing` are only touched under `lock`.
 final class SessionBusLink: @unchecked Sendable {
     enum Attempt {
         case claimed(DBusConnection)

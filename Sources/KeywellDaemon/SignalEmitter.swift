@@ -3,13 +3,13 @@ import KeywellCore
 import KeywellDBus
 import KeywellProtocol
 import Logging
+import Synchronization
 
 /// Turns the engine's events into the native API's signals on the session bus. Events that happen
 /// while there is no bus (a login before the session bus exists) are only logged.
-final class SignalEmitter: @unchecked Sendable {
+final class SignalEmitter: Sendable {
     private let logger: Logger
-    private let lock = NSLock()
-    private var connection: DBusConnection?
+    private let connection = Mutex<DBusConnection?>(nil)
 
     init(logger: Logger) {
         self.logger = logger
@@ -17,13 +17,13 @@ final class SignalEmitter: @unchecked Sendable {
 
     /// The connection signals go out on, once it owns the bus name (nil: none).
     func use(_ connection: DBusConnection?) {
-        lock.withLock { self.connection = connection }
+        self.connection.withLock { $0 = connection }
     }
 
     func emit(_ event: KeychainEvent) {
         let (member, argument) = Self.signal(for: event)
         logger.debug("signal \(member)")
-        guard let connection = lock.withLock({ self.connection }) else { return }
+        guard let connection = connection.withLock({ $0 }) else { return }
         do {
             try connection.emitSignal(path: KeywellNames.objectPath, interface: KeywellNames.interface,
                                       member: member, arguments: [argument])

@@ -14,6 +14,7 @@ import Logging
 /// Any connection on the system bus may send a signal straight to this one, with any path,
 /// interface and member, so `PrepareForSleep` counts only when its sender is the unique name
 /// that owns `org.freedesktop.login1` right now (`NameOwnerTracker`).
+// @unchecked: `connection`, `inhibitor` and `logind` are only touched under `lock`.
 final class SleepWatcher: @unchecked Sendable {
     private static let login1 = "org.freedesktop.login1"
     private static let login1Path = "/org/freedesktop/login1"

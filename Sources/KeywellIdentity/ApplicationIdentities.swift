@@ -8,6 +8,7 @@ import KeywellDBus
 /// Unique names are never reused on one bus, but a new bus (keywelld reconnects when the
 /// session bus comes back) numbers its connections afresh: the cache belongs to one connection
 /// to the bus, and starting to serve another forgets everything.
+// @unchecked: `known` and `order` are only touched under `lock`.
 public final class ApplicationIdentities: @unchecked Sendable {
     public let resolver: IdentityResolver
     /// Callers remembered at once. A session has a few dozen; beyond the cap the oldest are

@@ -5,6 +5,7 @@ import KeywellProtocol
 /// SHA-256 of open files, remembered by what identifies a file's contents without reading it:
 /// device, inode, size, modification and change times. A write changes mtime and ctime (and
 /// ctime cannot be set back by a program), so a changed file is hashed again.
+// @unchecked: the cache is only touched under `lock`.
 public final class FileDigest: @unchecked Sendable {
     /// Files larger than this are not hashed (docs/access-control.md): the largest programs
     /// are a few hundred megabytes.

@@ -1,5 +1,6 @@
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// The one session-bus connection every `KeywellClient()` without its own connection shares.
 ///

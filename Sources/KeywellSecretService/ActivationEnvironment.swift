@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import Synchronization
 
 /// The session's activation environment, where a desktop exports `DISPLAY` after the daemon
 /// started (`dbus-update-activation-environment --systemd`, `systemctl --user import-environment`):
@@ -21,10 +22,9 @@ enum ActivationEnvironment {
 }
 
 /// The connection the service serves on now (it changes when the session bus does).
-final class LockedConnection: @unchecked Sendable {
-    private let lock = NSLock()
-    private var connection: DBusConnection?
+final class LockedConnection: Sendable {
+    private let connection = Mutex<DBusConnection?>(nil)
 
-    func get() -> DBusConnection? { lock.withLock { connection } }
-    func set(_ connection: DBusConnection) { lock.withLock { self.connection = connection } }
+    func get() -> DBusConnection? { connection.withLock { $0 } }
+    func set(_ connection: DBusConnection) { self.connection.withLock { $0 = connection } }
 }

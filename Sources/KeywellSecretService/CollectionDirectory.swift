@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// Finds collections: keychains by name, the in-memory `session` collection, and aliases.
 ///
@@ -103,7 +104,7 @@ final class CollectionDirectory: Sendable {
         var names: [String]
     }
 
-    private let listing = LockedValue<(current: Listing?, generation: UInt64)>((nil, 0))
+    private let listing = Protected<(current: Listing?, generation: UInt64)>((nil, 0))
 
     /// The ids of every collection (the `Collections` property).
     func allIDs() -> [CollectionID] {
@@ -113,7 +114,7 @@ final class CollectionDirectory: Sendable {
     // MARK: Changes to the list
 
     /// What `Collections` showed when signals about it last went out.
-    private let announced = LockedValue<Announced?>(nil)
+    private let announced = Protected<Announced?>(nil)
 
     private struct Announced {
         var names: [String]

@@ -1,5 +1,6 @@
-import Foundation
 import KeywellProtocol
+import KeywellSystem
+import Synchronization
 
 /// When a collection's `Items` goes out after items were made or deleted (docs/secret-service.md,
 /// "Signals"). libsecret (Seahorse) loads new items only from that value, so it always goes out,
@@ -10,7 +11,7 @@ import KeywellProtocol
 /// with every change (before the call's reply, as gnome-keyring's does). A longer one goes out at
 /// most once per `ServiceLimits.longItemsListInterval`: the first change sends at once, the
 /// changes after it within the interval share one later send that reads the list then.
-final class ItemsPropertyPacer: @unchecked Sendable {
+final class ItemsPropertyPacer: Sendable {
     typealias Schedule = @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
 
     private struct State {
@@ -22,8 +23,7 @@ final class ItemsPropertyPacer: @unchecked Sendable {
     private let shortLength: Int
     private let interval: Duration
     private let schedule: Schedule
-    private let lock = NSLock()
-    private var states: [CollectionID: State] = [:]
+    private let states = Mutex<[CollectionID: State]>([:])
 
     private enum Decision {
         case sendNow
@@ -31,13 +31,10 @@ final class ItemsPropertyPacer: @unchecked Sendable {
         case coveredByLaterSend
     }
 
-    /// `schedule` runs a later send after a delay (tests run it by hand).
+    /// `schedule` runs a later send after a delay: on the timer thread (tests run it by hand).
     init(shortLength: Int = ServiceLimits.itemsSentWithEveryChange,
          interval: Duration = ServiceLimits.longItemsListInterval,
-         schedule: @escaping Schedule = { delay, body in
-             let (seconds, attoseconds) = delay.components
-             DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18, execute: body)
-         }) {
+         schedule: @escaping Schedule = { delay, body in TimerThread.shared.schedule(after: delay, body) }) {
         self.shortLength = shortLength
         self.interval = interval
         self.schedule = schedule
@@ -47,7 +44,7 @@ final class ItemsPropertyPacer: @unchecked Sendable {
     /// (nil when it could not).
     func changed(_ id: CollectionID, send: @escaping @Sendable () -> Int?) {
         let now = ContinuousClock.now
-        let decision = lock.withLock { () -> Decision in
+        let decision = states.withLock { states -> Decision in
             var state = states[id, default: State()]
             defer { states[id] = state }
             if state.laterSendScheduled { return .coveredByLaterSend }
@@ -65,7 +62,7 @@ final class ItemsPropertyPacer: @unchecked Sendable {
             return
         case .sendLater(let delay):
             schedule(delay) { [self] in
-                lock.withLock {
+                states.withLock { states in
                     states[id]?.laterSendScheduled = false
                     states[id]?.lastSent = .now
                 }
@@ -76,11 +73,11 @@ final class ItemsPropertyPacer: @unchecked Sendable {
 
     /// A collection that went away starts afresh if it comes back.
     func forget(_ id: CollectionID) {
-        _ = lock.withLock { states.removeValue(forKey: id) }
+        _ = states.withLock { $0.removeValue(forKey: id) }
     }
 
     private func record(_ id: CollectionID, length: Int?) {
         guard let length else { return }
-        lock.withLock { states[id]?.lastLength = length }
+        states.withLock { $0[id]?.lastLength = length }
     }
 }

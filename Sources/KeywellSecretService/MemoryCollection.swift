@@ -6,6 +6,7 @@ import KeywellProtocol
 /// when the user's last login session closes (PAM tells the daemon), when the daemon exits, or
 /// when its session bus goes away. Apps and test suites
 /// written for gnome-keyring keep throwaway secrets here.
+// @unchecked: the items are only touched under `lock`.
 final class MemoryCollection: SecretCollection, @unchecked Sendable {
     private struct StoredItem {
         var label: String

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellSystem
 
 /// What a password dialog shows.
 struct PasswordRequest: Sendable {
@@ -64,6 +65,7 @@ struct Pinentry: PasswordAsking {
 }
 
 /// One running pinentry process.
+// @unchecked: `cancelled` and `reaped` are guarded by `state`; the pipes and `buffered` are used by the one thread that asks.
 final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private let pid: pid_t
     private let toPinentry: Int32
@@ -74,52 +76,19 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private var reaped = false
 
     init(program: String, arguments: [String] = [], environment: [String: String] = [:]) throws(PinentryError) {
-        var input: [Int32] = [-1, -1]
-        var output: [Int32] = [-1, -1]
-        guard pipe(&input) == 0 else { throw PinentryError(description: "pipe: \(String(cString: strerror(errno)))") }
-        guard pipe(&output) == 0 else {
-            close(input[0]); close(input[1])
-            throw PinentryError(description: "pipe: \(String(cString: strerror(errno)))")
-        }
-        // Our ends must not leak into other children the daemon starts.
-        for descriptor in [input[0], input[1], output[0], output[1]] { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        // The daemon blocks SIGTERM and ignores SIGPIPE; pinentry must get both back.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        sigaddset(&defaults, SIGTERM)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
         var merged = ProcessInfo.processInfo.environment
         merged.merge(environment) { _, given in given }
-        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var child: pid_t = 0
-        let status = posix_spawnp(&child, program, &actions, &attributes, argv, envp)
-        close(input[0])
-        close(output[1])
-        guard status == 0 else {
-            close(input[1]); close(output[0])
-            throw PinentryError(description: "cannot start \(program): \(String(cString: strerror(status)))")
+        // Both pipes carry the Assuan conversation (the password included); nothing in argv or env.
+        let child: SpawnedChild
+        do {
+            child = try ChildSpawner.spawn(SpawnRequest(executable: program, arguments: arguments, environment: merged,
+                                                        standardInput: .pipe, standardOutput: .pipe))
+        } catch {
+            throw PinentryError(description: error.description)
         }
-        pid = child
-        toPinentry = input[1]
-        fromPinentry = output[0]
+        pid = child.pid
+        toPinentry = child.standardInput!
+        fromPinentry = child.standardOutput!
         guard let greeting = readLine(), greeting.hasPrefix("OK") else {
             finish()
             throw PinentryError(description: "\(program) did not greet with OK (is it a pinentry?)")
@@ -181,15 +150,8 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         _ = send("BYE")
         close(toPinentry)
         close(fromPinentry)
-        // A pinentry that ignores BYE and the closed pipe gets killed after a second.
-        var status: Int32 = 0
-        for attempt in 0..<100 {
-            if waitpid(pid, &status, WNOHANG) != 0 { return }
-            if attempt == 50 { kill(pid, SIGTERM) }
-            usleep(20_000)
-        }
-        kill(pid, SIGKILL)
-        waitpid(pid, &status, 0)
+        // A pinentry that ignores BYE and the closed pipe gets SIGTERM after a second, SIGKILL after two.
+        ChildSpawner.reap(pid, terminateAfter: .seconds(1), killAfter: .seconds(2))
     }
 
     private var isCancelled: Bool { state.withLock { cancelled } }

@@ -5,6 +5,7 @@ import Logging
 
 /// What a prompt's work sees: a password dialog opened on first use, and whether the prompt was
 /// dismissed meanwhile.
+// @unchecked: `conversation`, `dismissed` and `failure` are only touched under `lock`.
 final class PromptContext: @unchecked Sendable {
     let windowID: String
     private let asker: any PasswordAsking
@@ -75,10 +76,12 @@ final class PromptContext: @unchecked Sendable {
 /// `Completed(dismissed, result)` signal. Dismissing (the `Dismiss` method, cancelling the dialog,
 /// or the owner leaving the bus) completes with `dismissed = true` and an empty result of the
 /// prompt's type (`ao` for Unlock, `o` for CreateCollection and CreateItem).
+// @unchecked: the table of prompts is only touched under `lock`.
 final class PromptManager: @unchecked Sendable {
     /// The work: the result to report, or nil when dismissed.
     typealias Work = @Sendable (PromptContext) -> DBusValue?
 
+    // @unchecked: its mutable fields are only touched under the manager's `lock`.
     private final class Entry: @unchecked Sendable {
         let number: UInt64
         let owner: String

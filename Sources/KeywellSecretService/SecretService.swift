@@ -6,6 +6,7 @@ import Logging
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`) over the keychain engine: what
 /// keywelld exports next to its native API, on the same bus connection and the same store.
+// @unchecked: `connection` and `ownerWatch` are only touched under `lock`; the rest is immutable.
 public final class SecretService: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The daemon's environment: it decides which password dialog prompts show (`PrompterChoice`).

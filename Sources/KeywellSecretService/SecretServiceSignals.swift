@@ -2,18 +2,18 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import Logging
+import Synchronization
 
 /// The Secret Service's signals, on the connection the service is attached to (none: dropped),
 /// in gnome-keyring's order and with `PropertiesChanged` carrying new values, never bare
 /// invalidations (docs/secret-service.md, "Signals").
-final class SecretServiceSignals: @unchecked Sendable {
+final class SecretServiceSignals: Sendable {
     private let logger: Logger
     /// Where the new values of `Items`, `Collections` and item properties are read.
     private let directory: CollectionDirectory
     /// When `Items` goes out after a change (a big keychain's list is paced).
     private let itemsPacer: ItemsPropertyPacer
-    private let lock = NSLock()
-    private var connection: DBusConnection?
+    private let connection = Mutex<DBusConnection?>(nil)
 
     init(directory: CollectionDirectory, logger: Logger, itemsPacer: ItemsPropertyPacer = ItemsPropertyPacer()) {
         self.directory = directory
@@ -22,7 +22,7 @@ final class SecretServiceSignals: @unchecked Sendable {
     }
 
     func use(_ connection: DBusConnection?) {
-        lock.withLock { self.connection = connection }
+        self.connection.withLock { $0 = connection }
     }
 
     func collectionChanged(_ id: CollectionID) { service("CollectionChanged", id) }
@@ -118,7 +118,7 @@ final class SecretServiceSignals: @unchecked Sendable {
     }
 
     private func emit(_ send: (DBusConnection) throws(DBusError) -> Void) {
-        guard let connection = lock.withLock({ connection }) else { return }
+        guard let connection = connection.withLock({ $0 }) else { return }
         do {
             try send(connection)
         } catch {

@@ -27,6 +27,7 @@ final class SecretSession: Sendable {
 /// Open sessions, per owner. Sessions end with `Close`, when their owner leaves the bus
 /// (NameOwnerChanged), or when the daemon moves to a new bus. One connection holds at most
 /// `ServiceLimits.sessionsPerConnection`.
+// @unchecked: the session tables are only touched under `lock`.
 final class SessionManager: @unchecked Sendable {
     private let lock = NSLock()
     private var sessions: [UInt64: SecretSession] = [:]
@@ -137,6 +138,7 @@ final class SessionManager: @unchecked Sendable {
 
 /// Diffie-Hellman key pairs made ahead of time on a background thread, so that OpenSession
 /// only pays for the shared-secret exponentiation: a key pair is half of a DH session's cost.
+// @unchecked: `ready` and `refilling` are only touched under `lock`.
 final class DHKeyPairPool: @unchecked Sendable {
     private let lock = NSLock()
     private var ready: [DHKeyExchange] = []

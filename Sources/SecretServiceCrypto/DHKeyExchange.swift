@@ -4,6 +4,7 @@ import CSodium
 /// The `dh-ietf1024-sha256-aes128-cbc-pkcs7` key agreement of the Secret Service: Diffie-Hellman
 /// over RFC 2409's second Oakley group (1024-bit MODP, generator 2), then HKDF-SHA256 with no salt
 /// and no info over the shared secret left-padded to 128 bytes, giving a 16-byte AES key.
+// @unchecked: the OpenSSL keys are immutable after init and only read.
 public final class DHKeyExchange: @unchecked Sendable {
     public static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
     static let groupBytes = 128

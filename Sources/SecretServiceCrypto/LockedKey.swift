@@ -1,6 +1,7 @@
 import CSodium
 
 /// A small symmetric key in sodium_malloc'd memory: guarded, locked, and wiped when released.
+// @unchecked: the locked memory is written once in init and only read after.
 public final class LockedKey: @unchecked Sendable {
     public let count: Int
     private let pointer: UnsafeMutableRawPointer

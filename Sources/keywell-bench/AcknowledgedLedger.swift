@@ -3,6 +3,7 @@ import Foundation
 /// What the daemon acknowledged: for each item a client wrote, the secret it must now hold, or
 /// nil when an acknowledged delete removed it. Only acknowledged calls change the ledger, so
 /// the final check asks exactly what the daemon promised.
+// @unchecked: its tables are only touched under `lock`.
 final class AcknowledgedLedger: @unchecked Sendable {
     enum Face: Hashable { case native, secretService }
     struct Key: Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 import KeywellDBus
 import KeywellProtocol
 
@@ -71,15 +72,15 @@ final class ActivatedDaemonWorld {
 
     /// The keychain's `PRAGMA integrity_check` through the sqlite3 CLI, read-only ("ok" when sound).
     func integrityCheck(_ name: String) -> String {
-        let output = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-readonly", keychainPath(name), "PRAGMA integrity_check;"]
-        process.standardOutput = output
-        process.standardError = output
-        do { try process.run() } catch { return "cannot run sqlite3: \(error)" }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let run: (exit: ChildExit?, output: [UInt8])
+        do {
+            run = try ChildSpawner.runToEnd(SpawnRequest(
+                executable: "/usr/bin/sqlite3", arguments: ["-readonly", keychainPath(name), "PRAGMA integrity_check;"],
+                environment: ProcessInfo.processInfo.environment, standardError: .standardOutput))
+        } catch {
+            return "cannot run sqlite3: \(error)"
+        }
+        let text = String(decoding: run.output, as: UTF8.self)
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 
 /// One private session bus with scratch XDG folders for `keywell-bench cli`, and timed runs of
 /// programs on it. Everything it starts is in the bus's process group, ended by `stop()`.
@@ -50,20 +51,11 @@ final class CLIBenchWorld {
         let start = clock.now
         let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment ?? self.environment,
                                    input: input, newGroup: false)
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(child.output, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            output += buffer[0..<count]
-        }
+        let output = ChildSpawner.readToEnd(child.output)
         close(child.output)
-        var status: Int32 = 0
-        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        let exit = ChildSpawner.waitForExit(child.pid)
         let duration = clock.now - start
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Run(status: exitStatus, output: String(decoding: output, as: UTF8.self), duration: duration)
+        return Run(status: exit?.shellStatus ?? -1, output: String(decoding: output, as: UTF8.self), duration: duration)
     }
 
     func check(_ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil) throws {
@@ -104,45 +96,14 @@ final class CLIBenchWorld {
 
     private static func spawn(_ path: String, _ arguments: [String], environment: [String: String], input: String?,
                               newGroup: Bool) throws -> (pid: pid_t, output: Int32) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var outputPipe: [Int32] = [-1, -1], inputPipe: [Int32] = [-1, -1]
-        guard pipe(&outputPipe) == 0 else { throw BenchmarkFailure("pipe failed") }
-        if input != nil {
-            guard pipe(&inputPipe) == 0 else { throw BenchmarkFailure("pipe failed") }
-            posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
-            posix_spawn_file_actions_addclose(&actions, inputPipe[1])
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
-        posix_spawn_file_actions_addclose(&actions, outputPipe[0])
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        if newGroup {
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-            posix_spawnattr_setpgroup(&attributes, 0)
-        }
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        close(outputPipe[1])
-        if input != nil { close(inputPipe[0]) }
-        guard status == 0 else {
-            close(outputPipe[0])
-            if input != nil { close(inputPipe[1]) }
-            throw BenchmarkFailure("cannot start \(path): \(String(cString: strerror(status)))")
-        }
-        if let input {
+        let child = try ChildSpawner.spawn(SpawnRequest(
+            executable: path, arguments: arguments, environment: environment, standardInput: input == nil ? .nullDevice : .pipe,
+            standardOutput: .pipe, newProcessGroup: newGroup))
+        if let input, let inputEnd = child.standardInput {
             let bytes = Array(input.utf8)
-            _ = bytes.withUnsafeBytes { write(inputPipe[1], $0.baseAddress, $0.count) }
-            close(inputPipe[1])
+            _ = bytes.withUnsafeBytes { write(inputEnd, $0.baseAddress, $0.count) }
+            close(inputEnd)
         }
-        return (pid, outputPipe[0])
+        return (child.pid, child.standardOutput!)
     }
 }

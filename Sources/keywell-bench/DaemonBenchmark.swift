@@ -255,6 +255,7 @@ struct DaemonBenchmark: ParsableCommand {
 }
 
 /// NameOwnerChanged arrivals, with their time.
+// @unchecked: `events` is only touched under `condition`.
 private final class OwnerEvents: @unchecked Sendable {
     private let condition = NSCondition()
     private var events: [(owned: Bool, at: ContinuousClock.Instant)] = []

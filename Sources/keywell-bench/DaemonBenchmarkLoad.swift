@@ -1,6 +1,7 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import Synchronization
 
 /// Runs one kind of call from several clients at once, each on its own connection and thread.
 struct DaemonLoad {
@@ -44,16 +45,19 @@ struct DaemonLoad {
     }
 }
 
-private final class LatencyCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var perClient: [[Duration]]
-    private(set) var failure: String?
+private final class LatencyCollector: Sendable {
+    private struct State {
+        var perClient: [[Duration]]
+        var failure: String?
+    }
+    private let state: Mutex<State>
 
-    init(count: Int) { perClient = Array(repeating: [], count: count) }
+    init(count: Int) { state = Mutex(State(perClient: Array(repeating: [], count: count))) }
 
-    func store(_ samples: [Duration], at index: Int) { lock.withLock { perClient[index] = samples } }
-    func fail(_ message: String) { lock.withLock { failure = failure ?? message } }
-    var all: [Duration] { lock.withLock { perClient.flatMap { $0 } } }
+    var failure: String? { state.withLock { $0.failure } }
+    func store(_ samples: [Duration], at index: Int) { state.withLock { $0.perClient[index] = samples } }
+    func fail(_ message: String) { state.withLock { $0.failure = $0.failure ?? message } }
+    var all: [Duration] { state.withLock { $0.perClient.flatMap { $0 } } }
 }
 
 /// The native API's calls, as the benchmark makes them.

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import KeywellSystem
 
 /// The processes `keywell-bench daemon` runs: a private dbus-daemon and keywelld, in a scratch home.
 final class DaemonBenchmarkWorld {
@@ -56,7 +57,8 @@ final class DaemonBenchmarkWorld {
     func connect() throws -> DBusConnection { try DBusConnection(address: busAddress) }
 }
 
-/// posix_spawn with an explicit environment, stdin on /dev/null and stderr on /dev/null or a file.
+/// Starts bench processes with an explicit environment, stdin on /dev/null and stderr on
+/// /dev/null or a file.
 enum Spawn {
     struct Started {
         var pid: pid_t
@@ -66,27 +68,11 @@ enum Spawn {
 
     static func start(_ path: String, _ arguments: [String], environment: [String: String], captureOutput: Bool,
                       standardError: String? = nil) throws -> Started {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        var pipeEnds: [Int32] = [-1, -1]
-        if captureOutput {
-            guard pipe(&pipeEnds) == 0 else { throw BenchmarkFailure("pipe failed") }
-            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-            posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        if captureOutput { close(pipeEnds[1]) }
-        guard status == 0 else { throw BenchmarkFailure("cannot start \(path): \(String(cString: strerror(status)))") }
-        return Started(pid: pid, output: captureOutput ? pipeEnds[0] : nil)
+        let child = try ChildSpawner.spawn(SpawnRequest(
+            executable: path, arguments: arguments, environment: environment,
+            standardOutput: captureOutput ? .pipe : .nullDevice,
+            standardError: standardError.map { .appendToFile($0) } ?? .nullDevice))
+        return Started(pid: child.pid, output: child.standardOutput)
     }
 
     static func readLine(_ fd: Int32) throws -> String {

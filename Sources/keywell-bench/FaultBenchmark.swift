@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import Synchronization
 
 /// `keywell-bench faults`: SIGKILL keywelld again and again in the middle of a write-heavy run.
 /// D-Bus activation brings it back on the next call; acknowledged writes must all survive and the
@@ -168,16 +169,14 @@ struct FaultRun {
     }
 }
 
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopped = false
-    func set() { lock.withLock { stopped = true } }
-    var isSet: Bool { lock.withLock { stopped } }
+final class StopFlag: Sendable {
+    private let stopped = Mutex(false)
+    func set() { stopped.withLock { $0 = true } }
+    var isSet: Bool { stopped.withLock { $0 } }
 }
 
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import Synchronization
 
 /// `keywell-bench load`: many clients at once, half native API, half Secret Service, then a
 /// check from a fresh connection that every acknowledged write is there and correct.
@@ -134,18 +135,18 @@ struct LoadRun {
 }
 
 /// Lets each thread mutate its own client.
+// @unchecked: each box belongs to one load thread, which alone reads and replaces its client.
 private final class ClientBox: @unchecked Sendable {
     var client: any LoadClient
     init(_ client: any LoadClient) { self.client = client }
 }
 
 /// Per-thread latency lists, joined at the end.
-final class SampleSink: @unchecked Sendable {
-    private let lock = NSLock()
-    private var perThread: [[Duration]]
+final class SampleSink: Sendable {
+    private let perThread: Mutex<[[Duration]]>
 
-    init(count: Int) { perThread = Array(repeating: [], count: count) }
+    init(count: Int) { perThread = Mutex(Array(repeating: [], count: count)) }
 
-    func store(_ samples: [Duration], at index: Int) { lock.withLock { perThread[index] = samples } }
-    var all: [Duration] { lock.withLock { perThread.flatMap { $0 } } }
+    func store(_ samples: [Duration], at index: Int) { perThread.withLock { $0[index] = samples } }
+    var all: [Duration] { perThread.withLock { $0.flatMap { $0 } } }
 }

@@ -3,6 +3,7 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import SecretServiceCrypto
 
 /// `keywell-bench secrets`: the same Secret Service client workload against keywelld and against
@@ -107,15 +108,9 @@ class ServiceUnderTest {
     func stop() { client.close() }
 
     static func version(of path: String) -> String {
-        let pipe = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--version"]
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return "" }
-        process.waitUntilExit()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard let run = try? ChildSpawner.runToEnd(SpawnRequest(executable: path, arguments: ["--version"],
+                                                                environment: ProcessInfo.processInfo.environment)) else { return "" }
+        let text = String(decoding: run.output, as: UTF8.self)
         return text.split(separator: "\n").first.map { String($0.split(separator: " ").last ?? "") } ?? ""
     }
 
@@ -346,32 +341,29 @@ final class KeywellService: ServiceUnderTest {
 }
 
 final class GnomeKeyringService: ServiceUnderTest {
-    private let process = Process()
+    private var pid: pid_t = 0
 
     init(path: String) throws {
         try super.init(name: "gnome-keyring")
         // --unlock reads the login password on stdin and creates the login keyring, unlocked.
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--foreground", "--components=secrets", "--unlock"]
-        process.environment = world.environment
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data("bench".utf8))
-        try input.fileHandleForWriting.close()
+        let child = try ChildSpawner.spawn(SpawnRequest(
+            executable: path, arguments: ["--foreground", "--components=secrets", "--unlock"],
+            environment: world.environment, standardInput: .pipe))
+        pid = child.pid
+        let password = Array("bench".utf8)
+        _ = password.withUnsafeBytes { write(child.standardInput!, $0.baseAddress, $0.count) }
+        close(child.standardInput!)
         try ready()
     }
 
     override var isSlow: Bool { true }
 
-    override var servicePID: pid_t? { process.processIdentifier }
+    override var servicePID: pid_t? { pid }
 
     override func stop() {
         super.stop()
-        process.terminate()
-        process.waitUntilExit()
+        kill(pid, SIGTERM)
+        _ = ChildSpawner.waitForExit(pid)
     }
 }
 

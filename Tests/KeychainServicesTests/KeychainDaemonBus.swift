@@ -7,6 +7,7 @@ import KeychainServices
 /// A private session bus whose activation file starts the built `keywelld` (with the test-only
 /// fast KDF), so that the first call of a test starts the daemon exactly as in a real session.
 /// Every instance has its own home: tests do not see each other's keychains.
+// @unchecked: immutable after init; the bus and client it holds are thread-safe.
 final class KeychainDaemonBus: @unchecked Sendable {
     let bus: PrivateSessionBus
     let connection: DBusConnection

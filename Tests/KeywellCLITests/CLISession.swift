@@ -8,6 +8,7 @@ import Glibc
 /// A private session bus whose only service is the built keywelld (started by D-Bus
 /// activation, as in real life), temporary XDG folders, and the built keywell run as a child
 /// process, also through a symlink named `security`.
+// @unchecked: immutable after init; the bus it holds is thread-safe.
 final class CLISession: @unchecked Sendable {
     let bus: PrivateSessionBus
     let keywell: String

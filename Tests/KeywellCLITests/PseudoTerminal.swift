@@ -7,6 +7,7 @@ import Glibc
 /// keywell run with a pseudo-terminal as its controlling terminal and stdin/stdout/stderr
 /// (util-linux `setsid -c` makes it the controlling tty), so its password prompts take the
 /// /dev/tty path. The test reads what the terminal shows from the master side and types there.
+// @unchecked: used by the one test thread that drives the terminal.
 final class PseudoTerminalRun: @unchecked Sendable {
     private let master: Int32
     private let child: ChildProcess

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellProtocol
 import Testing
+import KeywellSystem
 
 @testable import KeywellCore
 

@@ -30,26 +30,14 @@ enum CoreWriter {
         }
     }
 
-    /// Starts it with password "pw" on its standard input: the process and its stdout.
-    static func start(_ arguments: [String]) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable())
-        process.arguments = arguments
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try SpawnGate.run(process)
-        input.fileHandleForWriting.write(Data("pw\n".utf8))
-        try input.fileHandleForWriting.close()
-        return (process, output)
+    /// Starts it with password "pw" on its standard input.
+    static func start(_ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(executable: try executable(), arguments: arguments, standardInput: Array("pw\n".utf8))
     }
 
     /// Runs it to the end with password "pw": its stdout and how it ended.
-    static func run(_ arguments: [String]) throws -> (output: Data, process: Process) {
-        let (process, output) = try start(arguments)
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (printed, process)
+    static func run(_ arguments: [String]) throws -> (output: Data, termination: ChildProcess.Termination) {
+        let finished = try start(arguments).wait(timeout: .seconds(600))
+        return (Data(finished.standardOutput), finished.termination)
     }
 }

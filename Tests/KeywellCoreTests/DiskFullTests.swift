@@ -99,8 +99,8 @@ enum SmallDisk {
 
         let (output, writer) = try CoreWriter.run(arguments(prefix: "big", count: 200))
         let acknowledged = CoreWriter.acknowledged(output)
-        #expect(writer.terminationReason == .exit, "killed by signal \(writer.terminationStatus) (SIGXFSZ?)")
-        #expect(writer.terminationStatus == 3, "2 MiB never filled up: \(acknowledged.count) acknowledged")
+        #expect(writer.signal == nil, "killed by signal \(writer.signal ?? 0) (SIGXFSZ?)")
+        #expect(writer.exitCode == 3, "2 MiB never filled up: \(acknowledged.count) acknowledged")
         let refused = try #require(refusal(output), "no refusal: \(String(decoding: output, as: UTF8.self))")
         #expect(refused.hasPrefix("refused \(SecStatus.diskFull) "), "\(refused)")
         #expect(refused.count > "refused \(SecStatus.diskFull) ".count, "no detail: \(refused)")
@@ -112,7 +112,7 @@ enum SmallDisk {
         // refuses as clearly.
         let (again, secondWriter) = try CoreWriter.run(arguments(prefix: "again", count: 200))
         let acknowledgedAgain = CoreWriter.acknowledged(again)
-        #expect(secondWriter.terminationReason == .exit && secondWriter.terminationStatus == 3)
+        #expect(secondWriter.exitCode == 3, "\(secondWriter)")
         #expect(refusal(again)?.hasPrefix("refused \(SecStatus.diskFull) ") == true, "\(String(decoding: again, as: UTF8.self))")
 
         // No limit here: every acknowledged item is there with its secret, the file is sound, and

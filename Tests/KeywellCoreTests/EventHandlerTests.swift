@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import Testing
+import Synchronization
 
 /// The daemon reads `onEvent` once per event for the life of the process: reading it must not
 /// make the handler any deeper (it once grew by two thunks a read and overflowed a worker's
@@ -36,9 +37,8 @@ import Testing
     }
 }
 
-private final class EventCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+private final class EventCount: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellProtocol
 import Testing
+import KeywellSystem
 
 @testable import KeywellCore
 
@@ -9,6 +10,7 @@ import Testing
 /// native API signals.
 @Suite struct KeychainLifecycleEventTests {
     /// Both streams in the order they arrive.
+    // @unchecked: what it records is only touched under `lock`.
     final class Recorder: @unchecked Sendable {
         private let lock = NSLock()
         private var seen: [String] = []
@@ -145,6 +147,7 @@ import Testing
 /// Which items each call made, changed or deleted reach `observeItems` observers (the Secret
 /// Service's ItemCreated / ItemChanged / ItemDeleted), right before that call's `itemsChanged`.
 @Suite struct KeychainItemsEventTests {
+    // @unchecked: what it records is only touched under `lock`.
     final class Recorder: @unchecked Sendable {
         private let lock = NSLock()
         private var seen: [String] = []

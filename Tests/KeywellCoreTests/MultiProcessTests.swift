@@ -1,12 +1,13 @@
 import Foundation
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 @testable import KeywellCore
 
 /// Real processes (`keywell-bench core-writer`) writing the same keychain file.
 @Suite struct MultiProcessTests {
-    private func startWriter(_ environment: TestEnvironment, prefix: String, count: Int) throws -> (Process, Pipe) {
+    private func startWriter(_ environment: TestEnvironment, prefix: String, count: Int) throws -> ChildProcess {
         try CoreWriter.start(CoreWriter.arguments(environment, keychain: "shared", prefix: prefix, count: count))
     }
 
@@ -29,11 +30,10 @@ import Testing
         for index in 0..<100 {
             _ = try store.add(genp("parent-\(index)", "core-writer", [WireKey.useKeychain: .string("shared")]))
         }
-        for (process, output) in writers {
-            let printed = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-            #expect(acknowledged(printed).count == count)
+        for writer in writers {
+            let finished = try writer.wait(timeout: .seconds(600))
+            #expect(finished.termination.succeeded, "\(finished)")
+            #expect(acknowledged(Data(finished.standardOutput)).count == count)
         }
         let all = try store.copyMatching(
             [WireKey.class: .string("genp"), "svce": .string("core-writer"), WireKey.useKeychain: .string("shared")] + limitAll)
@@ -49,17 +49,12 @@ import Testing
             let creator = try environment.makeStore(with: ["shared"])
             try creator.lock("shared")
         }
-        let (process, output) = try startWriter(environment, prefix: "killed", count: 1_000_000)
-        var printed = Data()
-        while acknowledged(printed).count < 200 {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            printed.append(chunk)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        printed.append(output.fileHandleForReading.readDataToEndOfFile())
-        #expect(process.terminationReason == .uncaughtSignal)
+        let writer = try startWriter(environment, prefix: "killed", count: 1_000_000)
+        try writer.waitForStandardOutput(timeout: .seconds(600)) { acknowledged(Data($0)).count >= 200 }
+        writer.kill(SIGKILL)
+        let finished = try writer.wait(timeout: .seconds(60))
+        let printed = Data(finished.standardOutput)
+        #expect(finished.termination.signal == SIGKILL, "\(finished.termination)")
         let acked = acknowledged(printed)
         #expect(acked.count >= 200)
         #expect(acked == Array(0..<acked.count))

@@ -17,6 +17,7 @@ import Testing
     static let suffixes = KeychainFileSet.companionSuffixes
 
     /// A sticky folder everyone can write, like /tmp, for keychains given by path.
+    // @unchecked: immutable after init.
     final class SharedFolder: @unchecked Sendable {
         let path: String
         let environment: TestEnvironment

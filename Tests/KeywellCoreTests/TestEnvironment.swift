@@ -6,6 +6,7 @@ import Testing
 @testable import KeywellCore
 
 /// A private XDG layout in a fresh temporary folder (removed afterwards) and stores over it.
+// @unchecked: immutable after init; it only names folders.
 final class TestEnvironment: @unchecked Sendable {
     let root: URL
     let paths: KeywellPaths
@@ -60,6 +61,7 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Collects a store's events.
+// @unchecked: `recorded` is only touched under `lock`.
 final class EventRecorder: @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [KeychainEvent] = []
@@ -134,18 +136,10 @@ func + (left: WireDictionary, right: WireDictionary) -> WireDictionary {
 /// Runs a program and returns its standard output; fails on a non-zero exit.
 @discardableResult
 func run(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try SpawnGate.run(process)
-    let bytes = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: bytes, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+    let finished = try ChildProcess.run(executable, arguments: arguments)
+    let text = finished.standardOutputText + finished.standardErrorText
+    guard finished.termination.succeeded else {
+        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) ended with \(finished.termination): \(text)")
     }
     return text
 }

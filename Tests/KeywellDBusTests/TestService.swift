@@ -3,6 +3,7 @@ import KeywellDBus
 import KeywellTestSupport
 
 /// A private bus with a test service on one connection and a client on another.
+// @unchecked: immutable after init; the bus and connections it holds are thread-safe.
 final class ServiceFixture: @unchecked Sendable {
     static let name = "org.keywell.Test"
     static let path = "/org/keywell/Test"
@@ -195,6 +196,7 @@ final class ServiceFixture: @unchecked Sendable {
 /// Gates for the `Hold` handler: a test knows exactly when handlers are inside (`waitUntilHeld`)
 /// and when they may leave (`open`), instead of guessing with sleeps. Gates are named, so tests
 /// running at the same time do not share one.
+// @unchecked: `held` and `opened` are only touched under `condition`.
 final class HandlerGates: @unchecked Sendable {
     static let shared = HandlerGates()
     private let condition = NSCondition()
@@ -232,6 +234,7 @@ final class HandlerGates: @unchecked Sendable {
 }
 
 /// A value behind a lock, for state shared with handlers.
+// @unchecked: `stored` is only touched under `lock`.
 final class LockedValue<T: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: T

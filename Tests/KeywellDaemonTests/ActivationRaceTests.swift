@@ -151,6 +151,7 @@ import Testing
 
 /// A private bus (DaemonFixture's) whose activation files for both names start the real keywelld
 /// through a recording shell, and a first keywelld started by hand for the same user folders.
+// @unchecked: immutable after init.
 private final class RaceWorld: @unchecked Sendable {
     let fixture: DaemonFixture
     let activatedLogPath: String

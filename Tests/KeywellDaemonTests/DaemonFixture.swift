@@ -6,6 +6,7 @@ import Testing
 
 /// A private session bus whose activation file starts the real `keywelld` (fast KDF, verbose log
 /// in the bus's temporary folder), and a client connection to it.
+// @unchecked: immutable after init; the bus and connection it holds are thread-safe.
 final class DaemonFixture: @unchecked Sendable {
     let bus: PrivateSessionBus
     let client: DBusConnection
@@ -128,6 +129,7 @@ func expectKeychainError(_ name: String, _ status: OSStatus, sourceLocation: Sou
 // MARK: Signals
 
 /// Records the native API's signals as the client receives them.
+// @unchecked: `received` and `subscription` are only touched under `condition`.
 final class SignalRecorder: @unchecked Sendable {
     struct Received: Equatable, CustomStringConvertible {
         var member: String

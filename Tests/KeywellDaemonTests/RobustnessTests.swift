@@ -3,6 +3,7 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
 import Testing
+import Synchronization
 
 /// Several clients, a daemon killed mid-write, timers.
 @Suite struct RobustnessTests {
@@ -111,17 +112,15 @@ import Testing
     }
 }
 
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+final class LockedCounter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
-final class LockedList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [String] = []
-    func append(_ item: String) { lock.withLock { items.append(item) } }
-    var all: [String] { lock.withLock { items } }
-    var count: Int { lock.withLock { items.count } }
+final class LockedList: Sendable {
+    private let items = Mutex<[String]>([])
+    func append(_ item: String) { items.withLock { $0.append(item) } }
+    var all: [String] { items.withLock { $0 } }
+    var count: Int { items.withLock { $0.count } }
 }

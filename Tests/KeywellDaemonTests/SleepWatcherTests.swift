@@ -60,6 +60,7 @@ import Testing
 
 /// Owns org.freedesktop.login1 on its own bus, answers Inhibit with a pipe's write end, and
 /// sends PrepareForSleep.
+// @unchecked: `readEnds` and `callers` are only touched under `lock`.
 final class FakeLogind: @unchecked Sendable {
     let bus: PrivateSessionBus
     let connection: DBusConnection

@@ -183,6 +183,7 @@ import Testing
 }
 
 /// Every signal keywelld sends under /org/freedesktop/secrets, in order.
+// @unchecked: the counters are only touched under `lock`; the waiter locks itself.
 final class SecretSignals: @unchecked Sendable {
     private let waiter = SignalWaiter()
     private let subscription: DBusSignalSubscription

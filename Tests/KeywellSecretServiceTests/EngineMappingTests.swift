@@ -3,6 +3,7 @@ import KeywellProtocol
 import KeywellSecretService
 import KeywellTestSupport
 import Testing
+import KeywellSystem
 
 @testable import KeywellCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import KeywellSystem
 
 @testable import KeywellSecretService
 
@@ -11,10 +12,10 @@ import Testing
     private let id = CollectionID.keychain("login")
 
     /// The sends and the later sends waiting, with the list length each send reports.
-    private final class Recorder: @unchecked Sendable {
-        let sends = LockedValue(0)
-        let later = LockedValue<[@Sendable () -> Void]>([])
-        let length = LockedValue(0)
+    private final class Recorder: Sendable {
+        let sends = Protected(0)
+        let later = Protected<[@Sendable () -> Void]>([])
+        let length = Protected(0)
 
         func send() -> Int? {
             sends.withLock { $0 += 1 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellTestSupport
 import Testing
+import Synchronization
 
 @testable import KeywellSecretService
 
@@ -69,8 +70,7 @@ import Testing
     }
 }
 
-private final class FolderKeeper: @unchecked Sendable {
-    private let lock = NSLock()
-    private var folders: [TemporaryDirectory] = []
-    func keep(_ folder: TemporaryDirectory) { lock.withLock { folders.append(folder) } }
+private final class FolderKeeper: Sendable {
+    private let folders = Mutex<[TemporaryDirectory]>([])
+    func keep(_ folder: TemporaryDirectory) { folders.withLock { $0.append(folder) } }
 }

@@ -58,12 +58,8 @@ import Testing
         let file = directory.url.appendingPathComponent("keychains/login.keychain-db").path
         for change in ["UPDATE item SET acct = 'mallory', acct_n = 'mallory', acct_f = 'mallory' WHERE acct = 'alice'",
                        "UPDATE item SET port = 443 WHERE acct = 'bob'"] {
-            let sqlite = Process()
-            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            sqlite.arguments = [file, change]
-            try SpawnGate.run(sqlite)
-            sqlite.waitUntilExit()
-            #expect(sqlite.terminationStatus == 0)
+            let sqlite = try ChildProcess.run("/usr/bin/sqlite3", arguments: [file, change])
+            #expect(sqlite.termination.succeeded, "\(sqlite)")
         }
         for id in ids {
             let failure = #expect(throws: KeychainError.self) { _ = try store.secretServiceSecretBatch([id], in: "login") }

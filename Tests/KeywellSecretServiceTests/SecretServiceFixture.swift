@@ -6,6 +6,7 @@ import Testing
 
 /// A private session bus whose activation files start the real `keywelld` for both of its names
 /// (fast KDF, verbose log in the bus's folder, a scripted pinentry), and a client connection.
+// @unchecked: immutable after init; the bus and connections it holds are thread-safe.
 final class SecretServiceFixture: @unchecked Sendable {
     static let service = "org.freedesktop.secrets"
     static let root = "/org/freedesktop/secrets"
@@ -201,6 +202,7 @@ struct ClientSession {
 }
 
 /// Collects signals; `wait` returns the first (or nil after the timeout).
+// @unchecked: `received` is only touched under `condition`.
 final class SignalWaiter: @unchecked Sendable {
     private let condition = NSCondition()
     private var received: [DBusSignal] = []

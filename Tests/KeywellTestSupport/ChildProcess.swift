@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,6 +10,7 @@ import Glibc
 /// background threads so a chatty child never blocks on a full pipe. The child starts with
 /// default signal handling and an empty signal mask, and inherits only fds 0–2 (plus any
 /// `extraFileDescriptors`). If the object is dropped while the child runs, the child is killed.
+// @unchecked: immutable after init; what changes lives in ChildState.
 public final class ChildProcess: @unchecked Sendable {
     public struct Termination: Sendable, Equatable, CustomStringConvertible {
         /// The exit status, or nil when a signal ended the process.
@@ -43,77 +45,22 @@ public final class ChildProcess: @unchecked Sendable {
         let state = ChildState()
         self.state = state
 
-        let stdoutPipe = try makePipe()
-        let stderrPipe = try makePipe()
-        let stdinPipe = try standardInput.map { _ in try makePipe() }
+        let request = SpawnRequest(
+            executable: executable, arguments: arguments, environment: environment ?? ProcessInfo.processInfo.environment,
+            standardInput: standardInput == nil ? .nullDevice : .pipe, standardOutput: .pipe, standardError: .pipe,
+            extraDescriptors: extraFileDescriptors, workingDirectory: workingDirectory, newProcessGroup: newProcessGroup)
+        let child: SpawnedChild
+        do {
+            child = try SpawnGate.withLock { () throws(SpawnError) -> SpawnedChild in try ChildSpawner.spawn(request) }
+        } catch {
+            throw TestSupportError("\(error)")
+        }
+        pid = child.pid
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdinPipe {
-            posix_spawn_file_actions_adddup2(&actions, stdinPipe.read, 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        posix_spawn_file_actions_adddup2(&actions, stdoutPipe.write, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderrPipe.write, 2)
-        for (target, source) in extraFileDescriptors.sorted(by: { $0.key < $1.key }) {
-            posix_spawn_file_actions_adddup2(&actions, source, target)
-        }
-        if let workingDirectory {
-            guard let addChdir = GNUExtensions.addChdir else { throw TestSupportError("posix_spawn cannot change directory here") }
-            _ = addChdir(&actions, workingDirectory)
-        }
-        // Only 0–2 and the extra descriptors reach the child, whatever this process has open.
-        let firstUnused = (extraFileDescriptors.keys.max() ?? 2) + 1
-        if let closeFrom = GNUExtensions.addCloseFrom { _ = closeFrom(&actions, max(3, firstUnused)) }
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var flags = Int32(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)
-        if newProcessGroup {
-            flags |= Int32(POSIX_SPAWN_SETPGROUP)
-            posix_spawnattr_setpgroup(&attributes, 0)
-        }
-        posix_spawnattr_setflags(&attributes, Int16(flags))
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM] {
-            sigaddset(&defaults, signal)
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-
-        let argv = [executable] + arguments
-        let environmentPairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        var childPID: pid_t = 0
-        let status = SpawnGate.withLock {
-            withCStringArray(argv) { argvPointer in
-                withCStringArray(environmentPairs) { envPointer in
-                    executable.contains("/")
-                        ? posix_spawn(&childPID, executable, &actions, &attributes, argvPointer, envPointer)
-                        : posix_spawnp(&childPID, executable, &actions, &attributes, argvPointer, envPointer)
-                }
-            }
-        }
-        close(stdoutPipe.write)
-        close(stderrPipe.write)
-        if let stdinPipe { close(stdinPipe.read) }
-        guard status == 0 else {
-            close(stdoutPipe.read)
-            close(stderrPipe.read)
-            if let stdinPipe { close(stdinPipe.write) }
-            throw TestSupportError("Cannot start \(executable): \(String(cString: strerror(status)))")
-        }
-        pid = childPID
-
-        state.startReader(fd: stdoutPipe.read, isStandardOutput: true)
-        state.startReader(fd: stderrPipe.read, isStandardOutput: false)
-        if let stdinPipe, let standardInput { ChildState.startWriter(fd: stdinPipe.write, bytes: standardInput) }
-        state.startWaiter(pid: childPID)
+        state.startReader(fd: child.standardOutput!, isStandardOutput: true)
+        state.startReader(fd: child.standardError!, isStandardOutput: false)
+        if let input = child.standardInput, let standardInput { ChildState.startWriter(fd: input, bytes: standardInput) }
+        state.startWaiter(pid: child.pid)
     }
 
     deinit {
@@ -186,6 +133,7 @@ public final class ChildProcess: @unchecked Sendable {
 }
 
 /// What the background threads share with the ChildProcess object.
+// @unchecked: output, counters and the termination are only touched under `condition`.
 private final class ChildState: @unchecked Sendable {
     /// Writing to a pipe whose reader exited must be an EPIPE error, not a dead test process.
     static let ignoreSIGPIPEOnce: Void = { signal(SIGPIPE, SIG_IGN); return () }()
@@ -247,12 +195,8 @@ private final class ChildState: @unchecked Sendable {
 
     func startWaiter(pid: pid_t) {
         let thread = Thread { [self] in
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            let signal = status & 0x7f
-            let termination = signal == 0
-                ? ChildProcess.Termination(exitCode: (status >> 8) & 0xff, signal: nil)
-                : ChildProcess.Termination(exitCode: nil, signal: signal)
+            let exit = ChildSpawner.waitForExit(pid)
+            let termination = ChildProcess.Termination(exitCode: exit?.exitCode ?? -1, signal: exit?.signal)
             condition.lock()
             _termination = termination
             changeCount += 1
@@ -305,45 +249,5 @@ extension Duration {
     public var inSeconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
-
-func makePipe() throws -> (read: Int32, write: Int32) {
-    var fds: [Int32] = [0, 0]
-    // O_CLOEXEC at creation: a pipe must not leak into children spawned concurrently.
-    guard GNUExtensions.makePipe(&fds) == 0 else { throw TestSupportError("pipe2 failed: \(String(cString: strerror(errno)))") }
-    return (fds[0], fds[1])
-}
-
-private func withCStringArray<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
-    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-    pointers.append(nil)
-    defer { for pointer in pointers { free(pointer) } }
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-}
-
-/// glibc functions that Swift's Glibc module hides behind _GNU_SOURCE, looked up at run time.
-private enum GNUExtensions {
-    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
-    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
-
-    static let addChdir: AddChdir? = lookUp("posix_spawn_file_actions_addchdir_np")
-    static let addCloseFrom: AddCloseFrom? = lookUp("posix_spawn_file_actions_addclosefrom_np")
-    private static let pipe2: Pipe2? = lookUp("pipe2")
-
-    /// pipe2(O_CLOEXEC): created close-on-exec atomically, so a pipe cannot leak into a child
-    /// spawned concurrently by another thread.
-    static func makePipe(_ fds: UnsafeMutablePointer<Int32>) -> Int32 {
-        if let pipe2 { return pipe2(fds, O_CLOEXEC) }
-        guard pipe(fds) == 0 else { return -1 }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-        return 0
-    }
-
-    private static func lookUp<T>(_ name: String) -> T? {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
-        return unsafeBitCast(symbol, to: T.self)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 import KeywellDBus
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,7 @@ import Glibc
 ///
 /// The daemon runs in its own process group under a small watchdog shell; `stop()` (or the
 /// death of the test process) ends the group, so services it activated go with it.
+// @unchecked: `stopped` is only touched under `lock`; the rest is immutable.
 public final class PrivateSessionBus: @unchecked Sendable {
     /// The address clients use (as printed by the daemon, with its guid).
     public let address: String
@@ -92,7 +94,7 @@ public final class PrivateSessionBus: @unchecked Sendable {
         // A watchdog shell owns the daemon: it waits on a pipe whose only writer is this
         // process, so if the test process dies without stop() (crash, kill -9, SIGPIPE) the
         // pipe closes and the watchdog ends the daemon's process group. No orphaned buses.
-        let lifeline = try makePipe()
+        let lifeline = try ChildSpawner.makePipe()
         let watchdog = """
             "$0" "$@" 3<&- &
             echo "pid:$!"

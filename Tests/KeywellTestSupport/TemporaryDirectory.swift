@@ -6,6 +6,7 @@ import Glibc
 /// A fresh directory under /tmp (mode 0700), removed with everything in it by `remove()` or
 /// when the object goes away. Paths stay short, so unix socket paths inside it fit in
 /// sockaddr_un's 108 bytes.
+// @unchecked: `removed` is only touched under `lock`.
 public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
     private let lock = NSLock()

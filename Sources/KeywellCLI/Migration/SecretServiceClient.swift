@@ -197,6 +197,7 @@ final class SecretServiceClient {
         return result
     }
 
+    // @unchecked: `stored` is only touched on the serial queue `lock`.
     private final class Outcome: @unchecked Sendable {
         private let lock = DispatchQueue(label: "prompt-outcome")
         private var stored: (Bool, DBusValue)?

@@ -2,6 +2,7 @@ import CSodium
 
 /// Bytes that must stay secret (passwords, keys): kept in libsodium's guarded, mlocked memory,
 /// never copied by the type itself, and zeroed and freed when the last reference goes away.
+// @unchecked: the bytes are written while one owner builds them, then only read.
 public final class SecretBytes: @unchecked Sendable {
     public let count: Int
     private let pointer: UnsafeMutableRawPointer

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 
 /// Receivers of `KeychainLifecycleEvent`s and `KeychainItemsEvent`s (the Secret Service's
 /// collection and item signals).

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellProtocol
 import Logging
+import KeywellSystem
 
 /// All of one user's keychains: the engine behind the native API. Thread-safe.
 ///
@@ -8,6 +9,7 @@ import Logging
 /// Three parts with one job each: this type works on items in open keychains and sends events;
 /// `OpenKeychains` (Registry/) finds and opens keychain files and keeps the user's settings;
 /// `PathChangeWatch` (Watch/) says, from inotify, whether a file may have changed behind its back.
+// @unchecked: its state lives in `Protected` values and locked helpers; `administration` serialises keychain creation and removal.
 public final class KeychainStore: @unchecked Sendable {
     public let paths: KeywellPaths
     let kdf: KDFParameters

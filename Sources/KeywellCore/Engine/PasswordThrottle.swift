@@ -16,6 +16,7 @@ import KeywellProtocol
 /// The count belongs to the keychain's identity (`KeychainStore.keychainIdentity`), not to its
 /// path: copies of a file, under any names, share one count. It lives in memory only: a
 /// restarted daemon starts again from zero (the Argon2id cost per check remains).
+// @unchecked: the failure table is only touched under `lock`.
 public final class PasswordThrottle: @unchecked Sendable {
     /// Failures that cost nothing before delays start.
     public static let freeFailures = 2

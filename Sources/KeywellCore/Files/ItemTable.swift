@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSystem
 
 /// SQL for the `item` table: rows to and from `KeychainItem`, and `ItemFilter` as WHERE clauses.
 enum ItemTable {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSystem
 
 /// An open keychain: its database and, while unlocked, its master key. Lock state lives only in
 /// this process's memory; locking drops the key (SecretBytes zeroes it once no call still uses it).

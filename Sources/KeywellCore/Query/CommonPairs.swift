@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 
 /// Attribute pairs that drove a search through many candidates (an `xdg:schema`, an application
 /// name), remembered so that later searches try a rarer pair first. Only the order of a search's

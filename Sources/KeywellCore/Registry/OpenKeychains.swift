@@ -1,6 +1,7 @@
 import Foundation
 import KeywellProtocol
 import Logging
+import KeywellSystem
 
 /// The registry of one user's keychains: where names and paths lead, which keychain files are
 /// open in this process (one `KeychainFile` each, with its lock state), and the user's settings

@@ -13,6 +13,7 @@ import Foundation
 /// at each call sees every change made before the call. When inotify is unavailable or a folder
 /// cannot be watched there is no mark, and callers check every time as before. Mounts over a
 /// path are not seen (only root can make them).
+// @unchecked: the watch table and generation are only touched under `lock`.
 final class PathChangeWatch: @unchecked Sendable {
     /// What a check was made against: nothing changed while `generation` stays the same.
     struct Mark: Equatable, Sendable {

@@ -6,6 +6,7 @@ import KeywellProtocol
 /// Each sandboxed app's master secret: an item of the default keychain found by its app id,
 /// made on first use with `PortalNames.secretLength` random bytes. One look-up-or-create runs at
 /// a time, so two first calls of an app never make two different secrets.
+// @unchecked: reads and writes of the secrets keychain are serialised by `lock`.
 final class AppSecrets: @unchecked Sendable {
     private let store: KeychainStore
     private let lock = NSLock()

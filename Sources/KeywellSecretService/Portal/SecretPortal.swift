@@ -15,6 +15,7 @@ import Glibc
 /// (`PortalNames.busName`, which `keywell.portal` names) and `org.freedesktop.secrets`, which
 /// gnome-keyring's portal file names. Only the frontend's connection is served: an app that can
 /// talk to the Secret Service directly must not ask for another app's secret by naming its id.
+// @unchecked: `requests` is only touched under `lock`; unlocking is serialised by `unlocking`.
 final class SecretPortal: DBusObject, @unchecked Sendable {
     /// Calls in progress at once (each may wait for an unlock dialog); more get response 2.
     static let maximumCallsInProgress = ServiceLimits.portalCallsInProgress
