@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 import KeywellCore
 import KeywellProtocol
 import Logging

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 import KeywellProtocol
 import Logging
 
