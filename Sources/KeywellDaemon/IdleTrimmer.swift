@@ -5,12 +5,17 @@ import Logging
 /// its last calls touched (`ResidentMemoryTrim`) and the heap malloc keeps free. A login
 /// keychain service is idle almost all the time; its footprint then should be what it holds,
 /// not what it once touched. The first call afterwards pays a few page faults.
+///
+/// A keychain that locks (by a call, a timer, sleep or the screen lock) trims at once too: what
+/// its unlocked use made resident (SQLite's caches, decrypted rows, library pages) is not needed
+/// until it is unlocked again, and a lock is often the last thing before a long idle.
 final class IdleTrimmer: @unchecked Sendable {
     private let quietPeriod: Duration
     private let logger: Logger
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var lastActivity = ContinuousClock.now
     private var trimmedSinceActivity = false
+    private var trimRequested = false
 
     init(quietPeriod: Duration = .seconds(10), logger: Logger) {
         self.quietPeriod = quietPeriod
@@ -19,23 +24,36 @@ final class IdleTrimmer: @unchecked Sendable {
 
     /// Called for every request (D-Bus or control socket); only a clock read under a lock.
     func noteActivity() {
-        lock.withLock {
+        condition.withLock {
             lastActivity = ContinuousClock.now
             trimmedSinceActivity = false
         }
     }
 
-    /// Trims after every quiet period that follows activity (start-up counts as activity).
+    /// Trims now on the trimmer's thread, not the caller's (a lock's reply does not wait for it).
+    func trimSoon() {
+        condition.withLock {
+            trimRequested = true
+            condition.signal()
+        }
+    }
+
+    /// Trims after every quiet period that follows activity (start-up counts as activity), and
+    /// whenever `trimSoon` asks.
     func start() {
         let thread = Thread { [self] in
             while true {
-                Thread.sleep(forTimeInterval: 1)
-                let due = lock.withLock { () -> Bool in
-                    guard !trimmedSinceActivity, ContinuousClock.now - lastActivity >= quietPeriod else { return false }
+                let reason = condition.withLock { () -> String? in
+                    if !trimRequested { _ = condition.wait(until: Date(timeIntervalSinceNow: 1)) }
+                    if trimRequested {
+                        trimRequested = false
+                        return "lock"
+                    }
+                    guard !trimmedSinceActivity, ContinuousClock.now - lastActivity >= quietPeriod else { return nil }
                     trimmedSinceActivity = true
-                    return true
+                    return "idle"
                 }
-                if due { trim() }
+                if let reason { trim(reason) }
             }
         }
         thread.name = "idle-trim"
@@ -43,18 +61,9 @@ final class IdleTrimmer: @unchecked Sendable {
         thread.start()
     }
 
-    private func trim() {
+    private func trim(_ reason: String) {
         let pages = ResidentMemoryTrim.apply()
-        _ = MallocTrim.function?(0)
-        logger.debug("idle: gave back \(pages) KiB of library pages")
+        MallocTuning.trim()
+        logger.debug("\(reason): gave back \(pages) KiB of library pages")
     }
-}
-
-/// glibc's `malloc_trim`, which Swift's Glibc module does not export; looked up at run time.
-private enum MallocTrim {
-    typealias Function = @convention(c) (Int) -> Int32
-    static let function: Function? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: Function.self)
-    }()
 }
