@@ -208,5 +208,6 @@ if [ -n "$pam_configs" ]; then
 else
   enable_hint="the lines in pam/README.md"
 fi
+echo "install: git's helper, by full path (docs/cli.md): git config --global credential.helper $PREFIX/bin/git-credential-keywell"
 echo "install: Keywell installed under $DESTDIR$PREFIX (turn the PAM module on with: $enable_hint;"
 echo "         take everything out again with: bash scripts/install.sh --uninstall)"

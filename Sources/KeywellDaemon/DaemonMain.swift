@@ -42,6 +42,7 @@ public enum DaemonMain {
         }
 
         ProcessHardening.apply()
+        MallocTuning.limitArenas()
         let level: Logger.Level = options.verbose ? .debug : .info
         LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
         let logger = Logger(label: "keywelld")
@@ -111,7 +112,8 @@ final class Daemon: @unchecked Sendable {
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                logger: logger)
-        store.onEvent = { [emitter, secretService] event in
+        store.onEvent = { [emitter, secretService, trimmer] event in
+            if case .locked = event { trimmer.trimSoon() }
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
             // A face's clients get its signals before the reply to the call that caused them

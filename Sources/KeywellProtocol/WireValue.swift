@@ -56,6 +56,10 @@ public enum WireKey {
     public static let accessAnyApplication = "any"
     /// Asks CopyMatching for each item's `access`.
     public static let returnAccess = "r_Access"
+    /// Keywell's own: asks CopyMatching to name each item's keychain under `useKeychain`, as
+    /// `GetSearchList` names it, so that a client searching the whole search list needs one
+    /// request, not one per keychain (docs/native-api.md "Dictionaries").
+    public static let returnKeychain = "r_Keychain"
 
     /// Keywell's own: with `r_Attributes`, also return the item's free-form (Secret Service)
     /// attributes under `ssAttributes`, `ssContentType` and `ssType` (docs/export-import.md).

@@ -21,10 +21,13 @@ struct DaemonMemorySteps {
         var table = MemoryTable(daemons: daemons.map(\.name))
 
         var inUseMappings: [(String, Int)] = []
+        var idleMappings: [(String, Int)] = [], lockedMappings: [(String, Int)] = []
         func readings(_ step: String, idle: Bool) {
             sleep(idle ? UInt32(idleWait) : 1)
             table.add(idle ? "\(step), idle (\(idleWait) s)" : "\(step) (1 s after)", daemons.map { $0.memory() })
+            if step.hasPrefix("1,000"), idle { idleMappings = residentByMapping(daemons[0].pid) }
             if step.hasPrefix("1,000"), !idle { inUseMappings = residentByMapping(daemons[0].pid) }
+            if step == "after lock", idle { lockedMappings = residentByMapping(daemons[0].pid) }
         }
         func step(_ name: String, lookup: Bool = false, _ action: (any MemorySubject) throws -> Void) throws {
             for daemon in daemons { try action(daemon) }
@@ -45,6 +48,11 @@ struct DaemonMemorySteps {
         table.print()
         print("\(daemons[0].name) in use with 1,000 items, resident KiB by mapping (largest first):")
         for (mapping, kib) in inUseMappings.prefix(12) { print(String(format: "  %7d  %@", kib, mapping)) }
+        // What the idle figure after lock holds beyond the idle figure with 1,000 items (the target).
+        let idleByMapping = Dictionary(idleMappings, uniquingKeysWith: +)
+        let grown = lockedMappings.map { ($0.0, $0.1 - (idleByMapping[$0.0] ?? 0)) }.filter { $0.1 != 0 }.sorted { $0.1 > $1.1 }
+        print("\(daemons[0].name) idle after lock − idle with 1,000 items, KiB by mapping (largest first):")
+        for (mapping, kib) in grown.prefix(6) { print(String(format: "  %+7d  %@", kib, mapping)) }
         // ICU's data is 30 MiB of the mapping; what of it is resident says whether anything touched it.
         let icu = inUseMappings.filter { $0.0.contains("ICU") }.map(\.1).reduce(0, +)
         print("  (ICU, lib_FoundationICU.so: \(icu) KiB resident)")

@@ -114,6 +114,31 @@ import Testing
         expectStatus(SecStatus.param) { _ = try store.copyMatching(genp("x", "s") + [WireKey.matchSearchList: .string("a")]) }
     }
 
+    @Test func returnKeychainNamesWhereEachResultWasFound() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["a", "b"])
+        try store.setSearchList(["a", "b"])
+        _ = try store.add(genp("x", "s", [WireKey.valueData: data("from a"), WireKey.useKeychain: .string("a")]))
+        _ = try store.add(genp("x", "s", [WireKey.valueData: data("from b"), WireKey.useKeychain: .string("b")]))
+        let named: WireDictionary = [WireKey.returnKeychain: .bool(true)]
+        #expect(try store.copyMatching(genp("x", "s") + named) == [[WireKey.useKeychain: .string("a")]])
+        #expect(try store.copyMatching(genp("x", "s") + named + returnData + limitAll)
+            == [[WireKey.useKeychain: .string("a"), WireKey.valueData: data("from a")],
+                [WireKey.useKeychain: .string("b"), WireKey.valueData: data("from b")]])
+        // Named as GetSearchList names it: a keychain outside the folder by its path.
+        let outside = environment.root.path + "/elsewhere.keychain-db"
+        _ = try store.createKeychain(outside, password: SecretBytes(copying: Array("pw".utf8)))
+        _ = try store.add(genp("y", "s", [WireKey.useKeychain: .string(outside)]))
+        try store.setSearchList(["b", outside])
+        #expect(try store.copyMatching(genp("y", "s") + named) == [[WireKey.useKeychain: .string(try store.searchList()[1])]])
+        // A secret search skips a locked keychain here too: the result says which one answered.
+        try store.setSearchList(["a", "b"])
+        try store.lock("a")
+        #expect(try store.copyMatching(genp("x", "s") + named + returnData)
+            == [[WireKey.useKeychain: .string("b"), WireKey.valueData: data("from b")]])
+        expectStatus(SecStatus.param) { _ = try store.copyMatching(genp("x", "s") + [WireKey.returnKeychain: .string("yes")]) }
+    }
+
     @Test func lockedKeychainsShowAttributesButNotSecrets() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["a", "b"])

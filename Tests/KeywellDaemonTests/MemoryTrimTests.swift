@@ -31,6 +31,20 @@ import Testing
         try fixture.call("Unlock", ["login", secret("pw")])
         #expect(try fixture.copyMatching(genp("after", ["r_Data": true])) == [["v_Data": secret("two")]])
     }
+
+    /// A lock gives back at once what the unlocked keychain made resident, without waiting for
+    /// the idle period; the keychain works as before once unlocked.
+    @Test func aLockTrimsAtOnceAndTheKeychainWorksAfterwards() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        try fixture.add(genp("kept", ["v_Data": secret("one")]))
+        try fixture.call("Lock", ["login"])
+        try waitUntil(timeout: .seconds(30)) { fixture.daemonLog.contains("lock: gave back") }
+        try fixture.call("Unlock", ["login", secret("pw")])
+        #expect(try fixture.copyMatching(genp("kept", ["r_Data": true])) == [["v_Data": secret("one")]])
+        try fixture.add(genp("new", ["v_Data": secret("two")]))
+        #expect(try fixture.copyMatching(genp("new", ["r_Data": true])) == [["v_Data": secret("two")]])
+    }
 }
 
 enum ProcessMemory {

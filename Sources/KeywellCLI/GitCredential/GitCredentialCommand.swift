@@ -62,9 +62,7 @@ struct GitCredentialHelper {
         guard let filters = filters(request) else { return CommandStatus.success }
         let search = ItemSearch(context: context)
         do throws(ItemSearch.Failure) {
-            let scope: [String]
-            do { scope = try search.scope([]) } catch { throw ItemSearch.Failure(status: error.status, keychain: nil) }
-            let item = try search.first(.internetPassword, filters, scope: scope, secret: true)
+            let item = try search.firstInSearchList(.internetPassword, filters, secret: true)
             defer { item.secret?.wipe() }
             var answer: [UInt8] = []
             if let account = item.bytes(AttributeKey.account) { answer += Array("username=".utf8) + account + [0x0A] }

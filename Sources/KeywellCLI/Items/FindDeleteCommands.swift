@@ -35,6 +35,9 @@ enum FindDeleteCommands {
                                _ context: CommandContext, _ invocation: Invocation) -> Result<FoundItem, CommandExit> {
         let search = ItemSearch(context: context)
         do throws(ItemSearch.Failure) {
+            if invocation.operands.isEmpty {
+                return .success(try search.firstInSearchList(itemClass, filters, secret: secret))
+            }
             let scope: [String]
             do {
                 scope = try search.scope(invocation.operands)

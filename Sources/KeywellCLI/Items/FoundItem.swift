@@ -25,6 +25,17 @@ struct FoundItem {
         self.secret = secret
     }
 
+    /// From one CopyMatching result; with `secret`, its `v_Data` is moved into wipeable bytes.
+    init(itemClass: ItemClass, keychain: String, result: inout WireDictionary, secret: Bool) {
+        var secretBytes: SecretBytes?
+        if secret, var data = result.removeValue(forKey: WireKey.valueData)?.dataValue {
+            secretBytes = SecretBytes(wiping: &data)
+        } else if secret {
+            secretBytes = SecretBytes([])
+        }
+        self.init(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
+    }
+
     /// The item's access list, when the search asked for it (`r_Access`); nil when it did not or
     /// when the daemon sent something else.
     var access: AccessList? {

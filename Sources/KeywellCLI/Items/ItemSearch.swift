@@ -44,6 +44,36 @@ struct ItemSearch {
         return query
     }
 
+    /// The first match in the search list, in ONE request: the daemon walks the list itself and
+    /// names the keychain it found the item in (`r_Keychain`), instead of GetSearchList and then
+    /// one CopyMatching per keychain (docs/cli.md "Password commands"). A search for a
+    /// secret takes it from the first unlocked keychain holding a match. Any answer but a match
+    /// or "not found" (only locked keychains match; a daemon older than `r_Keychain`) falls back
+    /// to `first(scope:)`, which names the keychain in hints and at a terminal asks for a
+    /// locked keychain's password.
+    func firstInSearchList(_ itemClass: ItemClass, _ filters: WireDictionary, secret: Bool) throws(Failure) -> FoundItem {
+        var query = query(itemClass, filters, in: "", secret: secret)
+        query[WireKey.useKeychain] = nil
+        query[WireKey.returnKeychain] = .bool(true)
+        do {
+            var results = try context.client.copyMatching(query)
+            // Taken out of the array, so the secret's buffer has one owner and can be wiped.
+            if !results.isEmpty {
+                var result = results.removeFirst()
+                results.removeAll()
+                if let keychain = result.removeValue(forKey: WireKey.useKeychain)?.stringValue {
+                    return FoundItem(itemClass: itemClass, keychain: keychain, result: &result, secret: secret)
+                }
+                FoundItem(itemClass: itemClass, keychain: "", result: &result, secret: secret).secret?.wipe()
+            }
+        } catch where error.status == SecStatus.itemNotFound {
+            throw Failure(status: error.status, keychain: nil)
+        } catch {}
+        let scope: [String]
+        do { scope = try context.client.searchList() } catch { throw Failure(status: error.status, keychain: nil) }
+        return try first(itemClass, filters, scope: scope, secret: secret)
+    }
+
     /// The first match in `scope`, with its secret when `secret` is set.
     func first(_ itemClass: ItemClass, _ filters: WireDictionary, scope: [String], secret: Bool) throws(Failure) -> FoundItem {
         var missing: [String] = []
@@ -59,13 +89,7 @@ struct ItemSearch {
                 // Taken out of the array, so the secret's buffer has one owner and can be wiped.
                 var result = results.removeFirst()
                 results.removeAll()
-                var secretBytes: SecretBytes?
-                if secret, var data = result.removeValue(forKey: WireKey.valueData)?.dataValue {
-                    secretBytes = SecretBytes(wiping: &data)
-                } else if secret {
-                    secretBytes = SecretBytes([])
-                }
-                return FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
+                return FoundItem(itemClass: itemClass, keychain: keychain, result: &result, secret: secret)
             } catch {
                 switch error.status {
                 case SecStatus.itemNotFound:

@@ -10,8 +10,10 @@ struct ReturnRequest: Equatable, Sendable {
     var access = false
     /// `r_SSAttributes` (with `r_Attributes`): the free-form rows too.
     var secretServiceAttributes = false
+    /// `r_Keychain`: the keychain each item was found in, under `u_Keychain`.
+    var keychain = false
 
-    var isEmpty: Bool { !data && !attributes && !persistentRef && !access }
+    var isEmpty: Bool { !data && !attributes && !persistentRef && !access && !keychain }
 }
 
 /// Where a call looks for items.

@@ -282,6 +282,7 @@ extension KeychainStore {
         if returns.persistentRef {
             result[WireKey.valuePersistentRef] = .data(PersistentRef(keychain: file.uuid, item: item.uuid).data)
         }
+        if returns.keychain { result[WireKey.useKeychain] = .string(file.location.displayName) }
         return result
     }
 }

@@ -26,7 +26,7 @@ extension KeychainStore {
     private func lockEach(_ lock: (KeychainFile) -> Bool) -> [String] {
         let locked = allOpenFiles.filter(lock)
         // A locked keychain's file alone holds every item (docs/cli.md, "Backing up").
-        for file in locked { file.database.checkpoint() }
+        for file in locked { file.database.settleAfterLock() }
         let names = locked.map { $0.location.displayName }
         emit(names.map { .locked($0) })
         return names

@@ -222,6 +222,15 @@ final class KeychainDatabase: Sendable {
         }
     }
 
+    /// After the keychain locked: the -wal moved into the file (`checkpoint`), and both
+    /// connections' page caches and prepared statements given back to malloc. A locked keychain
+    /// answers little until it is unlocked again; the next read prepares what it needs.
+    func settleAfterLock() {
+        checkpoint()
+        queue.releaseMemory()
+        reader.releaseMemory()
+    }
+
     func readHeader() throws(KeychainError) -> KeychainHeader {
         try read { db in try Self.readHeader(db, path: path) }
     }

@@ -48,7 +48,7 @@ enum QueryParser {
             case WireKey.useKeychain:
                 keychain = try string(key, value)
             case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnAccess,
-                 WireKey.returnSecretServiceAttributes:
+                 WireKey.returnSecretServiceAttributes, WireKey.returnKeychain:
                 guard operation != .update else { throw .param("\(key) is not allowed in an Update query") }
                 _ = try parseReturn(key, value, into: &query.returns)
             default:
@@ -111,6 +111,7 @@ enum QueryParser {
         case WireKey.returnPersistentRef: returns.persistentRef = try bool(key, value)
         case WireKey.returnAccess: returns.access = try bool(key, value)
         case WireKey.returnSecretServiceAttributes: returns.secretServiceAttributes = try bool(key, value)
+        case WireKey.returnKeychain: returns.keychain = try bool(key, value)
         default: return false
         }
         return true

@@ -151,7 +151,7 @@ extension KeychainStore {
     public func lock(_ nameOrPath: String) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         if file.lock() {
-            file.database.checkpoint()
+            file.database.settleAfterLock()
             emit([.locked(file.location.displayName)])
         }
     }
@@ -164,7 +164,7 @@ extension KeychainStore {
 
     public func lockAll() {
         let locked = allOpenFiles.filter { $0.lock() }
-        for file in locked { file.database.checkpoint() }
+        for file in locked { file.database.settleAfterLock() }
         emit(locked.map { .locked($0.location.displayName) })
     }
 
