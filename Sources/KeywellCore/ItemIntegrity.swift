@@ -40,7 +40,8 @@ enum ItemIntegrity {
         var lists: [Int64: AccessList] = [:]
         for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
             try item.check(key)
-            if let access = item.access { lists[item.rowID] = access }
+            // Only after the MAC: a list edited on disk is a MAC failure first, not a damaged list.
+            if let access = try item.access.get() { lists[item.rowID] = access }
         }
         return lists
     }
@@ -101,8 +102,8 @@ enum ItemIntegrity {
         let uuid: UUID?
         fileprivate(set) var input: MACInput
         let storedMAC: Data?
-        /// The access list read with the row; nil for any application.
-        let access: AccessList?
+        /// The access list read with the row (nil for any application), or why it is unreadable.
+        let access: Result<AccessList?, any Error>
         fileprivate(set) var freeform: [(name: [UInt8], value: [UInt8])]
         let extra: Extra
 
@@ -201,7 +202,7 @@ enum ItemIntegrity {
                 for column in firstCoveredColumn..<macColumn { input.appendColumn(rows, column) }
                 if !rows.isNull(accessColumn) { input.appendColumn(rows, accessColumn) }
                 let stored = rows.isNull(macColumn) ? nil : rows.blob(macColumn)
-                let access = try ItemAccessColumn.list(rows, column: accessColumn, rowID: rowID)
+                let access = Result { try ItemAccessColumn.list(rows, column: accessColumn, rowID: rowID) }
                 index = items.count
                 indexOfRow[rowID] = index
                 items.append(Row(rowID: rowID, uuid: rows.uuid(firstCoveredColumn), input: input, storedMAC: stored,
