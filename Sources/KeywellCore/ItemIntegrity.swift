@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import KeywellProtocol
 
 /// The MAC that binds an item's attributes to it (docs/file-format.md, "Integrity MACs"): keyed
@@ -41,7 +42,16 @@ enum ItemIntegrity {
         for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
             try item.check(key)
             // Only after the MAC: a list edited on disk is a MAC failure first, not a damaged list.
-            if let access = try item.access.get() { lists[item.rowID] = access }
+            // The MAC vouches that Keywell wrote the text, and Keywell validates every list it
+            // writes, so it is split here without validating it again (a trusted read pays this).
+            switch item.access {
+            case .anyApplication:
+                break
+            case .text(let text):
+                lists[item.rowID] = .applications(text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            case .notText:
+                throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(item.rowID) has a damaged access list")
+            }
         }
         return lists
     }
@@ -102,8 +112,8 @@ enum ItemIntegrity {
         let uuid: UUID?
         fileprivate(set) var input: MACInput
         let storedMAC: Data?
-        /// The access list read with the row (nil for any application), or why it is unreadable.
-        let access: Result<AccessList?, any Error>
+        /// The access column as read, trusted only once the MAC is checked.
+        let access: StoredAccess
         fileprivate(set) var freeform: [(name: [UInt8], value: [UInt8])]
         let extra: Extra
 
@@ -156,6 +166,13 @@ enum ItemIntegrity {
             + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
 
+    /// `item.access` as a read found it (docs/file-format.md): NULL, text, or anything else.
+    enum StoredAccess {
+        case anyApplication
+        case text(String)
+        case notText
+    }
+
     /// What a read is for, and so which statement it runs.
     enum Purpose {
         /// Rows named by id, nothing more than the check needs.
@@ -202,7 +219,8 @@ enum ItemIntegrity {
                 for column in firstCoveredColumn..<macColumn { input.appendColumn(rows, column) }
                 if !rows.isNull(accessColumn) { input.appendColumn(rows, accessColumn) }
                 let stored = rows.isNull(macColumn) ? nil : rows.blob(macColumn)
-                let access = Result { try ItemAccessColumn.list(rows, column: accessColumn, rowID: rowID) }
+                let access: StoredAccess = rows.isNull(accessColumn) ? .anyApplication
+                    : rows.storageType(accessColumn) == SQLITE_TEXT ? .text(rows.text(accessColumn)) : .notText
                 index = items.count
                 indexOfRow[rowID] = index
                 items.append(Row(rowID: rowID, uuid: rows.uuid(firstCoveredColumn), input: input, storedMAC: stored,
