@@ -85,8 +85,8 @@ class AccessAccount(PrivateAccount):
     keychain (made now: access lists enforced) as the default."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
-        root = Path(os.environ.get("TMPDIR", "/tmp"))
-        self.answers = Path(shutil.os.path.join(root, f"kwacl-answers-{os.getpid()}-{id(self)}.json"))
+        # Outside the account's folder, which exists only once the account is made.
+        self.answers = Path(os.environ.get("TMPDIR", "/tmp")) / f"kwacl-answers-{os.getpid()}-{id(self)}.json"
         self.runs = self.answers.with_suffix(".runs")
         self.dialog = self.answers.with_suffix(".log")
         super().__init__(keywelld, "keywell-acl-", extra_env={
@@ -153,7 +153,8 @@ class AccessAccount(PrivateAccount):
     def read(self, program: Path, service: str) -> subprocess.CompletedProcess:
         return self.run([program, "find-generic-password", "-s", service, "-w"], check=False)
 
-    def access_list(self, service: str) -> str:
+    def access_lists(self) -> str:
+        """`dump-keychain -a` of the default keychain: every item with its access list."""
         return self.run([self.keywell, "dump-keychain", "-a"]).stdout
 
     # The daemon

@@ -41,7 +41,7 @@ def test_allow_holds_for_that_run_only(acl):
     acl.answer(["allow"])
     assert acl.read(other, "mail").stdout == "s3cret\n", ALLOWED
     assert acl.questions == 1
-    assert f"exe:{other}" not in acl.access_list("mail")
+    assert f"exe:{other}" not in acl.access_lists()
     # A new run is a new connection: asked again.
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
@@ -54,7 +54,7 @@ def test_always_allow_is_written_survives_a_restart_and_a_replaced_binary_is_ask
     acl.answer(["always"])
     assert acl.read(other, "mail").stdout == "s3cret\n", ALLOWED
     assert acl.questions == 1
-    dump = acl.access_list("mail")
+    dump = acl.access_lists()
     assert f"exe:{creator};sha256=" in dump and f"exe:{other};sha256=" in dump
 
     acl.restart_daemon()
