@@ -97,6 +97,13 @@ final class Daemon: @unchecked Sendable {
         sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
         let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
+        // Access control, one for both faces (docs/access-control.md).
+        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
+        let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger)
+        // Always Allow: the identity joins each item's list in its keychain file.
+        accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
+            try store.trust(identity, items: items.map(\.reference))
+        }, log: logger)
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                logger: logger)
@@ -122,12 +129,6 @@ final class Daemon: @unchecked Sendable {
             nativeSignal()
             secretServiceSignals()
         }
-        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
-        let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger)
-        // Always Allow: the identity joins each item's list in its keychain file.
-        accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
-            try store.trust(identity, items: items.map(\.reference))
-        }, log: logger)
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration, gate: accessGate)
