@@ -4,12 +4,14 @@ pinentry choosing each answer), Deny denies, Allow holds for one connection, Alw
 written into the keychain file and survives a restart, a replaced binary is asked again, a
 burst of requests is one question, and with interaction off nobody is asked.
 
-Needs KEYWELL and KEYWELLD (scripts/test.sh sets them), dbus-send and python3-jeepney.
+Needs KEYWELL and KEYWELLD (scripts/test.sh sets them), dbus-send, python3-jeepney and bwrap.
 """
 
 from __future__ import annotations
 
-from access_control_helpers import PYTHON, acl  # noqa: F401 (fixture)
+from access_control_helpers import PY_CLIENT, PYTHON, acl  # noqa: F401 (fixture)
+from identity_helpers import account, flatpak_info  # noqa: F401 (fixture)
+from keywell_helpers import built
 
 ALLOWED = "the program read the secret"
 
@@ -132,3 +134,27 @@ def test_items_open_to_any_application_and_the_trust_option(acl):
     acl.answer(["deny"])
     assert acl.read(creator, "named").returncode != 0
     assert acl.questions == 1
+
+
+def test_a_sandboxed_app_sees_only_its_own_items_and_is_never_asked(account):
+    """A Flatpak-style sandbox (identity_helpers): what it adds trusts it alone and it reads
+    that silently; items of programs outside do not exist for it (not asked about: absent)."""
+    account.run([built("KEYWELL"), "create-keychain", "-p", "pw", "login"])
+    script = account.scratch / "client.py"
+    script.write_text(PY_CLIENT)
+    account.run([PYTHON, str(script), "add", "host", "2"])
+
+    def sandboxed(*arguments: str) -> list[str]:
+        result = account.run_sandboxed(account.sandbox([PYTHON, str(script), *arguments], flatpak_info("org.example.App")))
+        assert result.returncode == 0, result
+        return result.stdout.splitlines()
+
+    assert sandboxed("add", "app", "1") == ["ADDED 1"]
+    assert sandboxed("read", "app", "1") == ["DATA secret-0"] * 2
+    assert sandboxed("readall", "-", "0") == ["ITEMS 1"]
+    assert sandboxed("read", "host", "2") == ["ERROR org.keywell.Keychain1.Error.ItemNotFound"] * 4
+    dump = account.run([built("KEYWELL"), "dump-keychain", "-a"])
+    assert "            0: flatpak:org.example.App\n" in dump
+    # From outside, the app's item is another program's: asked (no dialog here: denied).
+    assert account.run([PYTHON, str(script), "read", "app", "1"]).splitlines() == [
+        "ERROR org.keywell.Keychain1.Error.AuthFailed"] * 2
