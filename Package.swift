@@ -53,7 +53,7 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "SecretServiceCrypto",
+                "CSodium", "KeywellAccess", "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -63,11 +63,17 @@ let package = Package(
         .target(name: "CProcessPinning"),
         // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
         .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium", "CProcessPinning"]),
+        // Access control's decisions and questions, shared by the native API and the Secret
+        // Service (docs/access-control.md): verdicts, once-allowances, one question per burst.
+        .target(
+            name: "KeywellAccess",
+            dependencies: ["KeywellProtocol", "KeywellIdentity", "KeywellDBus", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
+        ),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "CKeywellControl", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
+                "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
                 "KeywellSecretService", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -123,6 +129,7 @@ let package = Package(
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
+        .testTarget(name: "KeywellAccessTests", dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol"]),
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import KeywellProtocol
 
 /// The MAC that binds an item's attributes to it (docs/file-format.md, "Integrity MACs"): keyed
@@ -34,19 +35,39 @@ enum ItemIntegrity {
 
     /// Checks the items at `rowIDs` (one statement per 64): `errSecDecode` naming the first whose
     /// row or free-form rows differ from what its MAC covers, or that has no MAC.
-    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws {
+    /// Returns the access lists the check read, by row id (items trusting any application are absent).
+    @discardableResult
+    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws -> [Int64: AccessList] {
+        var lists: [Int64: AccessList] = [:]
         for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
             try item.check(key)
+            // Only after the MAC: a list edited on disk is a MAC failure first, not a damaged list.
+            // The MAC vouches that Keywell wrote the text, and Keywell validates every list it
+            // writes, so it is split here without validating it again (a trusted read pays this).
+            switch item.access {
+            case .anyApplication:
+                break
+            case .text(let text):
+                lists[item.rowID] = .applications(text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            case .notText:
+                throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(item.rowID) has a damaged access list")
+            }
         }
+        return lists
     }
 
-    /// `check` for fetched items, one statement per 64 (SQLite's errors as `KeychainError`s of `path`).
-    static func check(_ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database) throws(KeychainError) {
+    /// `check` for fetched items, one statement per 64 (SQLite's errors as `KeychainError`s of
+    /// `path`). Returns the access lists it read, checked by the same MAC, by row id.
+    @discardableResult
+    static func check(_ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database) throws(KeychainError) -> [Int64: AccessList] {
         let ids = items.compactMap(\.rowID)
-        try KeychainError.rethrowing(path: path) {
+        return try KeychainError.rethrowing(path: path) {
+            var lists: [Int64: AccessList] = [:]
             for start in stride(from: 0, to: ids.count, by: chunk) {
-                try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db)
+                let part = try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db)
+                lists.merge(part) { first, _ in first }
             }
+            return lists
         }
     }
 
@@ -91,6 +112,8 @@ enum ItemIntegrity {
         let uuid: UUID?
         fileprivate(set) var input: MACInput
         let storedMAC: Data?
+        /// The access column as read, trusted only once the MAC is checked.
+        let access: StoredAccess
         fileprivate(set) var freeform: [(name: [UInt8], value: [UInt8])]
         let extra: Extra
 
@@ -143,6 +166,13 @@ enum ItemIntegrity {
             + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
 
+    /// `item.access` as a read found it (docs/file-format.md): NULL, text, or anything else.
+    enum StoredAccess {
+        case anyApplication
+        case text(String)
+        case notText
+    }
+
     /// What a read is for, and so which statement it runs.
     enum Purpose {
         /// Rows named by id, nothing more than the check needs.
@@ -189,10 +219,12 @@ enum ItemIntegrity {
                 for column in firstCoveredColumn..<macColumn { input.appendColumn(rows, column) }
                 if !rows.isNull(accessColumn) { input.appendColumn(rows, accessColumn) }
                 let stored = rows.isNull(macColumn) ? nil : rows.blob(macColumn)
+                let access: StoredAccess = rows.isNull(accessColumn) ? .anyApplication
+                    : rows.storageType(accessColumn) == SQLITE_TEXT ? .text(rows.text(accessColumn)) : .notText
                 index = items.count
                 indexOfRow[rowID] = index
                 items.append(Row(rowID: rowID, uuid: rows.uuid(firstCoveredColumn), input: input, storedMAC: stored,
-                                 freeform: [], extra: try extra(rows)))
+                                 access: access, freeform: [], extra: try extra(rows)))
             }
             if !rows.isNull(nameColumn) {
                 let name = rows.withBytes(nameColumn) { Array($0) }

@@ -14,13 +14,15 @@ extension AccessList {
         }
     }
 
-    /// What a new item's list is. The one place where the creator would be trusted: `creator` is
-    /// the caller's identity, which keywelld does not name yet (nil), so until then a new item
-    /// without an explicit list trusts any application, as it did before access lists.
-    static func forNewItem(creator: String?, explicit: AccessList?, enforceAccess: Bool) -> AccessList {
+    /// What a new item's list is: the explicit one, else (the keychain enforcing access) the
+    /// creator's identity alone. `creator` nil: no caller to name (a migration, an import), and
+    /// the item trusts any application, unless `creatorUnidentified` says a caller made it whose
+    /// identity could not be worked out: its item then trusts nobody (docs/access-control.md).
+    static func forNewItem(creator: String?, explicit: AccessList?, enforceAccess: Bool, creatorUnidentified: Bool = false) -> AccessList {
         if let explicit { return explicit }
-        guard enforceAccess, let creator else { return .anyApplication }
-        return .applications([creator])
+        guard enforceAccess else { return .anyApplication }
+        if let creator { return .applications([creator]) }
+        return creatorUnidentified ? .applications([]) : .anyApplication
     }
 }
 
@@ -43,21 +45,26 @@ enum ItemAccessColumn {
             let rows = try RawStatement(db, sql: sql, values: part.map { $0.databaseValue })
             while try rows.step() {
                 let rowID = rows.integer(0)
-                guard !rows.isNull(1) else { continue }
-                guard rows.storageType(1) == SQLITE_TEXT else { throw damaged(rowID) }
-                let text = rows.text(1)
-                let identities = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-                do {
-                    result[rowID] = try AccessList.validated(identities)
-                } catch {
-                    throw damaged(rowID)
-                }
+                if let list = try list(rows, column: 1, rowID: rowID) { result[rowID] = list }
             }
         }
         return result
     }
 
-    private static func hasColumn(_ db: Database) throws -> Bool {
+    /// The list in `column` of the current row; nil for NULL (any application).
+    static func list(_ rows: RawStatement, column: Int32, rowID: Int64) throws -> AccessList? {
+        guard !rows.isNull(column) else { return nil }
+        guard rows.storageType(column) == SQLITE_TEXT else { throw damaged(rowID) }
+        let text = rows.text(column)
+        let identities = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        do {
+            return try AccessList.validated(identities)
+        } catch {
+            throw damaged(rowID)
+        }
+    }
+
+    static func hasColumn(_ db: Database) throws -> Bool {
         let rows = try RawStatement(db, sql: "SELECT 1 FROM pragma_table_info('item') WHERE name = 'access'", values: [])
         defer { rows.finish() }
         return try rows.step()

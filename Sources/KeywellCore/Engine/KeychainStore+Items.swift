@@ -6,14 +6,16 @@ import KeywellProtocol
 extension KeychainStore {
     /// Adds to `u_Keychain`, else the default keychain. Returns what the `r_*` keys ask for
     /// (`{}` without them). `creator`: the caller's application identity, trusted by the new item
-    /// when the dictionary has no `acls` and the keychain enforces access
-    /// (`AccessList.forNewItem`; keywelld does not name its callers yet and passes nil).
-    public func add(_ attributes: WireDictionary, creator: String? = nil) throws(KeychainError) -> WireDictionary {
+    /// when the dictionary has no `acls` and the keychain enforces access; `creatorUnidentified`:
+    /// a caller made it whose identity is unknown, so such an item trusts nobody
+    /// (`AccessList.forNewItem`).
+    public func add(_ attributes: WireDictionary, creator: String? = nil, creatorUnidentified: Bool = false) throws(KeychainError) -> WireDictionary {
         let newItem = try QueryParser.parseAdd(attributes)
         let file = try targetFile(newItem.keychain)
         let (key, integrity) = try file.keys()
         var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
-        let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess)
+        let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess,
+                                           creatorUnidentified: creatorUnidentified)
         let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: file.uuid, key: integrity)
         item.rowID = try file.database.write { db in try ItemTable.insert(item, access: access, mac: mac, db) }
         file.refreshSessionCopies(of: [item]) { _ in newItem.secret }
@@ -72,15 +74,24 @@ extension KeychainStore {
     /// only when they alone held matches. In an unlocked keychain every match is checked against
     /// its integrity MAC first: a tampered item fails the whole search with `errSecDecode`
     /// rather than being listed, or left out unnoticed.
-    public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
+    ///
+    /// `screen`: the caller's access control (keywelld's). Items it hides are left out; with
+    /// `r_Data`, items it does not trust are asked about, all in one question, before any
+    /// secret is opened (`u_AuthUI` says whether asking is allowed).
+    public func copyMatching(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> [WireDictionary] {
         let query = try QueryParser.parseQuery(query, for: .copyMatching)
-        var results: [WireDictionary] = []
+        // Attributes are no secret: only a caller items may be hidden from needs judging then.
+        let screen = query.returns.data || screen?.mayHide == true ? screen : nil
+        var found: [FoundItem] = []
+        var toAsk: [(found: Int, rowID: Int64, item: AccessItem)] = []
         var lockedKeychainMatched = false
+        // Hidden items must not take the places of visible ones: the limit then applies here.
+        let hides = screen?.mayHide ?? false
         for file in try files(inScopeOf: query) {
             var remaining = MatchLimit.all
             if case .count(let count) = query.limit {
-                guard results.count < count else { break }
-                remaining = .count(count - results.count)
+                guard found.count < count else { break }
+                remaining = hides ? .all : .count(count - found.count)
             }
             let key = try? file.masterKey()
             // Attributes are read only when returned; the secret needs just the primary key.
@@ -101,12 +112,13 @@ extension KeychainStore {
             let items: [KeychainItem]
             var accessLists: [Int64: AccessList] = [:]
             let wantsFreeform = query.returns.attributes && query.returns.secretServiceAttributes
+            let wantsLists = query.returns.access || screen != nil
             var freeform: [[String: String]] = []
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
-                    try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
-                    if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
+                    // The check reads each item's list with what its MAC covers.
+                    accessLists = try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
@@ -121,7 +133,7 @@ extension KeychainStore {
                         lockedLeftOut = readable.count < items.count
                         items = remaining == .all ? readable : Array(readable.prefix(remaining.sqlValue))
                     }
-                    if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
+                    if wantsLists { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
@@ -129,13 +141,36 @@ extension KeychainStore {
             lockedKeychainMatched = lockedKeychainMatched || lockedLeftOut
             file.markUsed()
             for (index, item) in items.enumerated() {
+                if case .count(let count) = query.limit, found.count >= count { break }
                 let access = item.rowID.flatMap { accessLists[$0] } ?? .anyApplication
-                // A copy dropped meanwhile leaves no secret: the read then fails as locked.
-                let copy = fromSessionCopies ? try file.sessionSecrets.secret(for: item.uuid, keychain: file.uuid) : nil
-                var one = try result(for: item, in: file, returns: query.returns, key: key, secret: copy, access: access)
-                if wantsFreeform { Self.addSecretServiceAttributes(freeform[index], to: &one) }
-                results.append(one)
+                if let screen {
+                    let reference = { AccessItem(keychain: file.location.path, reference: Self.reference(to: item, in: file), label: "") }
+                    switch screen.verdict(access, item: reference) {
+                    case .hidden:
+                        continue
+                    case .mustAsk where query.returns.data:
+                        if query.interaction == .skip { continue }
+                        toAsk.append((found.count, item.rowID!, reference()))
+                    case .mustAsk, .allowed:
+                        break
+                    }
+                }
+                found.append(FoundItem(file: file, item: item, key: key, access: access,
+                                       freeform: wantsFreeform ? freeform[index] : nil, fromSessionCopy: fromSessionCopies))
             }
+        }
+        if let screen, !toAsk.isEmpty {
+            try screen.ask(about: try labelled(toAsk.map { (found[$0.found].file, $0.rowID, $0.item) }),
+                           interactionAllowed: query.interaction == .allow)
+        }
+        var results: [WireDictionary] = []
+        results.reserveCapacity(found.count)
+        for entry in found {
+            // A copy dropped meanwhile leaves no secret: the read then fails as locked.
+            let copy = entry.fromSessionCopy ? try entry.file.sessionSecrets.secret(for: entry.item.uuid, keychain: entry.file.uuid) : nil
+            var one = try result(for: entry.item, in: entry.file, returns: query.returns, key: entry.key, secret: copy, access: entry.access)
+            if let rows = entry.freeform { Self.addSecretServiceAttributes(rows, to: &one) }
+            results.append(one)
         }
         guard !results.isEmpty else {
             if lockedKeychainMatched {
@@ -146,17 +181,22 @@ extension KeychainStore {
         return results
     }
 
-    /// Changes every match in scope, whatever `m_Limit` says; all or nothing.
-    public func update(_ query: WireDictionary, _ attributesToUpdate: WireDictionary) throws(KeychainError) {
+    /// Changes every match in scope, whatever `m_Limit` says; all or nothing. `screen`: as in
+    /// `copyMatching`; every item not trusted is asked about first, and only items that were
+    /// judged are changed.
+    public func update(
+        _ query: WireDictionary, _ attributesToUpdate: WireDictionary, screen: (any ItemAccessScreening)? = nil
+    ) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .update)
         let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
         let now = Date()
+        let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
         var changed: [(file: KeychainFile, items: [KeychainItem])] = []
-        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, only: judged, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
+            changed.append((file, []))
             let (key, integrity) = try file.keys()
             // A change must not vouch for an edit made on disk.
             try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
-            changed.append((file, []))
             for item in items {
                 let updated = try changes.apply(to: item, keychain: file.uuid, key: key, now: now)
                 changed[changed.count - 1].items.append(updated)
@@ -173,11 +213,12 @@ extension KeychainStore {
 
     /// Deletes every match in scope, whatever `m_Limit` says; all or nothing. Matches are not
     /// checked against their MACs: deleting a tampered item is how one gets rid of it, and
-    /// whoever can edit the file can delete rows anyway.
-    public func delete(_ query: WireDictionary) throws(KeychainError) {
+    /// whoever can edit the file can delete rows anyway. `screen`: as in `update`.
+    public func delete(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
+        let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
         var deleted: [(file: KeychainFile, items: [UUID])] = []
-        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, only: judged, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
             for item in items {
                 try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
             }
@@ -190,7 +231,7 @@ extension KeychainStore {
 
     /// `r_SSAttributes`: the free-form rows, the hidden ones under keys of their own (their
     /// names start with NUL, which no D-Bus string may hold).
-    private static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
+    static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
         var pairs: [String] = []
         for (name, value) in rows.sorted(by: { $0.key < $1.key }) where !FreeformItem.hiddenRows.contains(name) {
             pairs += [name, value]
@@ -204,9 +245,12 @@ extension KeychainStore {
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.
-    /// `report` names what happened to a keychain's matched items (by keychain and item ids).
+    /// `only`: the items access control judged (`screenedMatches`); a match outside it (one that
+    /// began to match since) is left alone. `report` names what happened to a keychain's matched
+    /// items (by keychain and item ids).
     private func changeMatches(
         of query: ItemQuery,
+        only judged: Set<UUID>? = nil,
         report: (String, [UUID]) -> KeychainItemsEvent,
         _ change: (KeychainFile, [KeychainItem], Database) throws(KeychainError) -> Void
     ) throws(KeychainError) {
@@ -215,7 +259,9 @@ extension KeychainStore {
             var mismatches = Array(repeating: IndexMismatches(), count: files.count)
             defer { for (file, found) in zip(files, mismatches) { warnAboutIndex(of: file, found) } }
             let matches = try dbs.enumerated().map { index, db in
-                try ItemTable.fetch(query.filter, limit: .all, db) { mismatches[index].add($0) }
+                let all = try ItemTable.fetch(query.filter, limit: .all, db) { mismatches[index].add($0) }
+                guard let judged else { return all }
+                return all.filter { judged.contains($0.uuid) }
             }
             guard matches.contains(where: { !$0.isEmpty }) else { throw KeychainError(SecStatus.itemNotFound) }
             if let locked = zip(files, matches).first(where: { $0.0.isLocked && !$0.1.isEmpty })?.0 {
@@ -232,7 +278,7 @@ extension KeychainStore {
 
     /// `u_Keychain` (which must exist), else `m_SearchList` or the search list, without missing
     /// keychains. A query by persistent reference looks in the keychain the reference names.
-    private func files(inScopeOf query: ItemQuery) throws(KeychainError) -> [KeychainFile] {
+    func files(inScopeOf query: ItemQuery) throws(KeychainError) -> [KeychainFile] {
         var locations: [KeychainLocation] = []
         switch query.scope {
         case .keychain(let name):
@@ -264,7 +310,7 @@ extension KeychainStore {
     }
 
     /// The result dictionary for one item: what `returns` asks for.
-    private func result(
+    func result(
         for item: KeychainItem, in file: KeychainFile, returns: ReturnRequest, key: SecretBytes? = nil, secret: Data? = nil,
         access: AccessList = .anyApplication
     ) throws(KeychainError) -> WireDictionary {
