@@ -43,21 +43,26 @@ enum ItemAccessColumn {
             let rows = try RawStatement(db, sql: sql, values: part.map { $0.databaseValue })
             while try rows.step() {
                 let rowID = rows.integer(0)
-                guard !rows.isNull(1) else { continue }
-                guard rows.storageType(1) == SQLITE_TEXT else { throw damaged(rowID) }
-                let text = rows.text(1)
-                let identities = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-                do {
-                    result[rowID] = try AccessList.validated(identities)
-                } catch {
-                    throw damaged(rowID)
-                }
+                if let list = try list(rows, column: 1, rowID: rowID) { result[rowID] = list }
             }
         }
         return result
     }
 
-    private static func hasColumn(_ db: Database) throws -> Bool {
+    /// The list in `column` of the current row; nil for NULL (any application).
+    static func list(_ rows: RawStatement, column: Int32, rowID: Int64) throws -> AccessList? {
+        guard !rows.isNull(column) else { return nil }
+        guard rows.storageType(column) == SQLITE_TEXT else { throw damaged(rowID) }
+        let text = rows.text(column)
+        let identities = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        do {
+            return try AccessList.validated(identities)
+        } catch {
+            throw damaged(rowID)
+        }
+    }
+
+    static func hasColumn(_ db: Database) throws -> Bool {
         let rows = try RawStatement(db, sql: "SELECT 1 FROM pragma_table_info('item') WHERE name = 'access'", values: [])
         defer { rows.finish() }
         return try rows.step()

@@ -237,10 +237,13 @@ extension KeychainStore {
     /// identity. `times` carries an item's creation and modification times over from elsewhere
     /// (a migration); without it both are now. Returns the item and whether it replaced one.
     /// `creator`: as in `add` (a new item's access list, `AccessList.forNewItem`); nil, as a
-    /// migration passes, makes an item any application may use. A replaced item keeps its list.
+    /// migration passes, makes an item any application may use. A replaced item keeps its list;
+    /// `access`, when given, is the new item's list whatever the keychain's `enforceAccess` says
+    /// (a sandboxed app's item trusts that app alone); `replacing` decides, from that list, whether the caller may replace it at all (nil: yes).
     public func secretServiceCreateItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
-        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil
+        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil,
+        access explicitAccess: AccessList? = nil, replacing: (@Sendable (AccessList) -> SecretServiceReplacement)? = nil
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
@@ -250,9 +253,8 @@ extension KeychainStore {
         // Kept only when it says more than the schema attribute.
         let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
         let result = try file.database.write { db -> (UUID, Bool) in
-            if replace, let existing = try Self.itemWithExactly(attributes, db) {
-                // Replacing must not vouch for an edit made on disk.
-                try ItemIntegrity.check(rowIDs: [existing], keychain: file.uuid, key: integrity, db)
+            if replace, let existing = try Self.itemWithExactly(attributes, db),
+               try Self.mayReplace(existing, keychain: file.uuid, integrity: integrity, replacing, db) {
                 var item = try Self.fullItem(rowID: existing, db)
                 SecretServiceMapping.applyDerivedNativeAttributes(to: &item.attributes, label: label, ssAttributes: attributes)
                 item.attributes[.modificationDate] = milliseconds
@@ -273,7 +275,7 @@ extension KeychainStore {
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             // A new item has no hidden rows to replace or delete: only those that say something.
             let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
-            let access = AccessList.forNewItem(creator: creator, explicit: nil, enforceAccess: file.enforcesAccess)
+            let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess)
             let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
             let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
             try FreeformAttributeTable.insert(rows, itemID: rowID, db)
@@ -284,6 +286,22 @@ extension KeychainStore {
         emit(itemChanges: [replaced ? KeychainItemsEvent(keychain: file.location.displayName, changed: [id])
                                     : KeychainItemsEvent(keychain: file.location.displayName, created: [id])])
         return result
+    }
+
+    /// Checks the item's MAC (replacing must not vouch for an edit made on disk), then asks
+    /// `replacing` about its access list: true to replace it, false to make a new item instead.
+    private static func mayReplace(
+        _ rowID: Int64, keychain: UUID, integrity: IntegrityKey,
+        _ replacing: ((AccessList) -> SecretServiceReplacement)?, _ db: Database
+    ) throws -> Bool {
+        try ItemIntegrity.check(rowIDs: [rowID], keychain: keychain, key: integrity, db)
+        guard let replacing else { return true }
+        switch replacing(try ItemAccessColumn.read(rowIDs: [rowID], db)[rowID] ?? .anyApplication) {
+        case .replace: return true
+        case .makeNew: return false
+        case .refuse:
+            throw KeychainError(SecStatus.interactionNotAllowed, detail: "the item it would replace is locked for this application")
+        }
     }
 
     /// Changes the label and/or the attributes. Attributes of native items are derived from their

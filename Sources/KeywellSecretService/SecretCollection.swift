@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAccess
 import KeywellCore
 import KeywellProtocol
 
@@ -19,10 +20,14 @@ protocol SecretCollection: Sendable {
     func contains(_ id: UUID) throws(KeychainError) -> Bool
     /// Secrets of the items that exist; needs the collection unlocked.
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret]
+    /// Each of `ids` as an access question names it, with its access list, in the order given.
+    func access(_ ids: [UUID]) throws(KeychainError) -> [(item: AccessItem, list: AccessList)]
     /// `times`: the item's creation and modification times when they are carried over from
-    /// elsewhere (a migration), else now.
+    /// elsewhere (a migration), else now. `creator`: who makes it (nil: no access control), whom
+    /// the new item trusts (docs/secret-service.md, "Access control"), and who must be allowed
+    /// to use an item it would replace.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool, times: SecretServiceItemTimes?) throws(KeychainError) -> (id: UUID, replaced: Bool)
+                    replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool)
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError)
     func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError)
     func deleteItem(_ id: UUID) throws(KeychainError)
@@ -52,10 +57,19 @@ struct KeychainCollection: SecretCollection {
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret] {
         try store.secretServiceSecretBatch(ids, in: name)
     }
+    func access(_ ids: [UUID]) throws(KeychainError) -> [(item: AccessItem, list: AccessList)] {
+        let lists = try store.secretServiceAccessLists(ids, in: name)
+        return ids.map { (AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: $0), label: ""), lists.list(of: $0)) }
+    }
+    /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could
+    /// not see its own item otherwise); anyone else's is the keychain's default for its creator.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool, times: SecretServiceItemTimes?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
-        try store.secretServiceCreateItem(in: name, label: label, attributes: attributes, type: type, secret: secret,
-                                          replace: replace, times: times)
+                    replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
+        let sandboxed = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }
+        return try store.secretServiceCreateItem(
+            in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace, times: times,
+            creator: creator?.identityString, access: sandboxed.map { .applications([$0]) },
+            replacing: creator.map { caller in { list in SecretServiceAccess.replacement(of: list, by: caller) } })
     }
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
         try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)
