@@ -58,6 +58,12 @@ let package = Package(
         .target(name: "CProcessPinning"),
         // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
         .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium", "CProcessPinning"]),
+        // Access control's decisions and questions, shared by the native API and the Secret
+        // Service (docs/access-control.md): verdicts, once-allowances, one question per burst.
+        .target(
+            name: "KeywellAccess",
+            dependencies: ["KeywellProtocol", "KeywellIdentity", "KeywellDBus", .product(name: "Logging", package: "swift-log")]
+        ),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",

@@ -40,7 +40,7 @@ package final class ConditionLock: @unchecked Sendable {
     /// Waits (the lock held) until signalled or `deadline` (monotonic nanoseconds) passes.
     /// Returns false on timeout.
     @discardableResult
-    func wait(untilNanoseconds deadline: UInt64?) -> Bool {
+    package func wait(untilNanoseconds deadline: UInt64?) -> Bool {
         guard let deadline else {
             pthread_cond_wait(condition, mutex)
             return true
@@ -49,12 +49,12 @@ package final class ConditionLock: @unchecked Sendable {
         return pthread_cond_timedwait(condition, mutex, &time) == 0
     }
 
-    func signal() { pthread_cond_signal(condition) }
-    func broadcast() { pthread_cond_broadcast(condition) }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }
 
 /// Monotonic clock in nanoseconds (the clock the condition waits use).
-func monotonicNanoseconds() -> UInt64 {
+package func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)

@@ -1,0 +1,229 @@
+import KeywellDBus
+import KeywellProtocol
+import Logging
+
+/// Decides who may use an item and asks the person when the item's list does not say
+/// (docs/access-control.md "Who is asked", "No storm"). One per daemon, shared by the native
+/// API and the Secret Service.
+///
+/// - `verdict` is the per-item check on every read: the list, then this connection's
+///   once-allowances (a dictionary lookup, taken only when the list does not trust the caller).
+/// - `ask` blocks the calling worker until the person answers. One connection has at most one
+///   question open: requests arriving meanwhile join it; after the answer, its requests within
+///   `burstWindow` (renewed by each) get the same answer without a new question. Questions of
+///   different connections queue: one dialog at a time.
+public final class AccessGate: @unchecked Sendable {
+    /// Writes Always Allow into the keychain files: the identity joins each item's list.
+    public typealias Persist = @Sendable (_ identity: String, _ items: [AccessItem]) throws -> Void
+
+    /// How long a question waits, in the queue and on screen together, before it counts as Deny.
+    public static let questionTimeoutSeconds = 300
+    /// After an answer, further requests of the same connection within this time get the same
+    /// answer; each request renews it. Long enough for a program that reads items one by one
+    /// after another, short enough that a later, unrelated request is asked about afresh.
+    public static let burstWindow: Duration = .seconds(3)
+
+    private let asker: any AccessQuestionAsking
+    private let persist: Persist
+    private let log: Logger
+    private let burstNanoseconds: UInt64
+    private let timeoutSeconds: Int
+
+    private let lock = ConditionLock()
+    /// Items each connection was allowed once (Allow, or Always Allow while the file catches up).
+    private var allowances: [String: Set<AccessItem>] = [:]
+    /// Each connection's open question or last answer.
+    private var conversations: [String: Conversation] = [:]
+    /// Questions waiting for the dialog, the first one on screen.
+    private var queue: [PendingQuestion] = []
+    private var questionsShown = 0
+    /// The bus the connection names are about (weak: a closed connection is not kept alive).
+    private weak var current: DBusConnection?
+
+    public init(asker: any AccessQuestionAsking, persist: @escaping Persist, log: Logger = Logger(label: "keywelld.access"),
+                burstWindow: Duration = AccessGate.burstWindow, timeoutSeconds: Int = AccessGate.questionTimeoutSeconds) {
+        self.asker = asker
+        self.persist = persist
+        self.log = log
+        self.burstNanoseconds = UInt64(max(0, burstWindow.components.seconds)) * 1_000_000_000
+            + UInt64(max(0, burstWindow.components.attoseconds / 1_000_000_000))
+        self.timeoutSeconds = max(1, timeoutSeconds)
+    }
+
+    // MARK: Deciding
+
+    /// Whether `caller` may use `item`'s secret now. Cheap: no lock while the list trusts the caller.
+    public func verdict(for caller: AccessCaller, item: AccessItem, list: AccessList) -> AccessVerdict {
+        if list.trusts(caller) { return .allowed }
+        if caller.isSandboxed { return .hidden }
+        let allowed = lock.withLock { allowances[caller.connection]?.contains(item) ?? false }
+        return allowed ? .allowed : .mustAsk
+    }
+
+    /// How many questions were put to the person since start (tests, `keywell doctor`).
+    public var questionCount: Int { lock.withLock { questionsShown } }
+
+    // MARK: Asking
+
+    /// Asks the person whether `caller` may use `items`, and waits (at most
+    /// `questionTimeoutSeconds`). Not from the D-Bus I/O thread. `interactive: false` answers
+    /// `.deny` at once unless an answer of the same burst applies. Allow is remembered for the
+    /// connection; Always Allow is also written through `persist`.
+    public func ask(_ caller: AccessCaller, about items: [AccessItem], interactive: Bool) -> AccessAnswer {
+        var unique: [AccessItem] = []
+        var seen = Set<AccessItem>()
+        for item in items where seen.insert(item).inserted { unique.append(item) }
+        guard !unique.isEmpty else { return .allowOnce }
+
+        lock.lock()
+        let now = monotonicNanoseconds()
+        switch conversations[caller.connection] {
+        case .answered(let answer, let until)? where until > now:
+            conversations[caller.connection] = .answered(answer, until: now + burstNanoseconds)
+            if answer.allows { allowances[caller.connection, default: []].formUnion(unique) }
+            lock.unlock()
+            if answer == .alwaysAllow { write(answer, for: caller, unique) }
+            return answer
+        case .asking(let question)?:
+            question.add(unique)
+            while !question.isDone { lock.wait(untilNanoseconds: nil) }
+            lock.unlock()
+            return question.answer ?? .deny
+        default:
+            break
+        }
+        guard interactive else {
+            lock.unlock()
+            return .deny
+        }
+        let question = PendingQuestion(caller: caller, items: unique)
+        conversations[caller.connection] = .asking(question)
+        queue.append(question)
+        let deadline = now + UInt64(timeoutSeconds) * 1_000_000_000
+        while queue.first !== question, question.answer == nil, monotonicNanoseconds() < deadline {
+            lock.wait(untilNanoseconds: deadline)
+        }
+        guard queue.first === question, question.answer == nil else {
+            // Timed out in the queue, or the caller left the bus meanwhile.
+            if let index = queue.firstIndex(where: { $0 === question }) { queue.remove(at: index) }
+            settle(question, .deny)
+            lock.unlock()
+            return .deny
+        }
+        questionsShown += 1
+        let shown = AccessQuestion(caller: caller, items: question.items)
+        lock.unlock()
+
+        let remaining = Int((deadline - min(deadline, monotonicNanoseconds())) / 1_000_000_000)
+        var answer = asker.ask(shown, timeoutSeconds: max(1, remaining))
+        if answer == .alwaysAllow, !shown.offersAlwaysAllow { answer = .allowOnce }
+
+        // Items that joined while the dialog was up get the same answer; later ones the burst's.
+        lock.lock()
+        let all = question.items
+        question.answer = answer
+        if !question.callerLeft {
+            conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds)
+            if answer.allows { allowances[caller.connection, default: []].formUnion(all) }
+        }
+        queue.removeAll { $0 === question }
+        lock.broadcast()
+        lock.unlock()
+
+        if answer == .alwaysAllow { write(answer, for: caller, all) }
+        lock.withLock {
+            question.isDone = true
+            lock.broadcast()
+        }
+        log.info("access question answered", metadata: [
+            "caller": "\(caller.identityString ?? "unidentified")", "items": "\(all.count)", "answer": "\(answer)",
+        ])
+        return answer
+    }
+
+    /// Always Allow into the files; a failure is logged and the answer still holds for this connection.
+    private func write(_ answer: AccessAnswer, for caller: AccessCaller, _ items: [AccessItem]) {
+        guard let identity = caller.identityString else { return }
+        do {
+            try persist(identity, items)
+        } catch {
+            log.error("cannot store Always Allow", metadata: ["caller": "\(identity)", "error": "\(error)"])
+        }
+    }
+
+    /// Answers a question that never reached the screen (the lock held).
+    private func settle(_ question: PendingQuestion, _ answer: AccessAnswer) {
+        question.answer = answer
+        question.isDone = true
+        if case .asking(let open)? = conversations[question.caller.connection], open === question {
+            conversations[question.caller.connection] = nil
+        }
+        lock.broadcast()
+    }
+
+    // MARK: Connections leaving
+
+    /// Forgets `connection`'s allowances and answers: it left the bus. A question of it still
+    /// waiting in the queue is dropped (Deny); one on screen finishes but is not remembered.
+    public func connectionLeft(_ connection: String) {
+        lock.withLock {
+            allowances[connection] = nil
+            switch conversations.removeValue(forKey: connection) {
+            case .asking(let question)?:
+                question.callerLeft = true
+                if queue.first !== question, let index = queue.firstIndex(where: { $0 === question }) {
+                    queue.remove(at: index)
+                    settle(question, .deny)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Follows callers leaving `connection`'s bus (NameOwnerChanged). A different connection than
+    /// before forgets everything: a new bus numbers its connections afresh.
+    public func watch(_ connection: DBusConnection) throws(DBusError) {
+        let isNew = lock.withLock { () -> Bool in
+            guard current !== connection else { return false }
+            current = connection
+            allowances.removeAll()
+            conversations = conversations.filter { if case .asking = $0.value { true } else { false } }
+            return true
+        }
+        guard isNew else { return }
+        var rule = DBusMatchRule.nameOwnerChanged()
+        rule.arguments[2] = ""
+        _ = try connection.addMatch(rule) { [weak self] signal in
+            guard let name = signal.arguments.first?.stringValue, name.hasPrefix(":") else { return }
+            self?.connectionLeft(name)
+        }
+    }
+}
+
+private enum Conversation {
+    case asking(PendingQuestion)
+    /// The last answer, which applies to the connection's requests until `until` (monotonic ns).
+    case answered(AccessAnswer, until: UInt64)
+}
+
+/// One connection's open question; guarded by the gate's lock.
+private final class PendingQuestion {
+    let caller: AccessCaller
+    private(set) var items: [AccessItem]
+    private var known: Set<AccessItem>
+    var answer: AccessAnswer?
+    /// The answer is given and written: joined requests may return.
+    var isDone = false
+    var callerLeft = false
+
+    init(caller: AccessCaller, items: [AccessItem]) {
+        self.caller = caller
+        self.items = items
+        self.known = Set(items)
+    }
+
+    func add(_ more: [AccessItem]) {
+        for item in more where known.insert(item).inserted { items.append(item) }
+    }
+}
