@@ -48,7 +48,7 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "CSodium", "KeywellCore", "KeywellDBus", "KeywellProtocol", "SecretServiceCrypto",
+                "CSodium", "KeywellAccess", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

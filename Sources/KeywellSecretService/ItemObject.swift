@@ -66,7 +66,8 @@ struct ItemObject {
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let verdict = try verdict(id, in: collection, call: call, path)
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
-        let locked = try verdict == .mustAsk || engine(path()) { () throws(KeychainError) in try collection.isLocked() }
+        var locked = verdict == .mustAsk
+        if !locked { locked = try engine(path()) { () throws(KeychainError) in try collection.isLocked() } }
         var values: [String: DBusValue] = ["Locked": .bool(locked)]
         for name in Self.rowProperties { values[name] = Self.value(name, of: item) }
         return values

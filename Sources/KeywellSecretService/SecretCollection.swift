@@ -65,11 +65,12 @@ struct KeychainCollection: SecretCollection {
     /// not see its own item otherwise); anyone else's is the keychain's default for its creator.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
                     replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
-        let sandboxed = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }
+        let sandboxed: AccessList? = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }.map { .applications([$0]) }
+        var replacing: (@Sendable (AccessList) -> SecretServiceReplacement)?
+        if let creator { replacing = { list in SecretServiceAccess.replacement(of: list, by: creator) } }
         return try store.secretServiceCreateItem(
             in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace, times: times,
-            creator: creator?.identityString, access: sandboxed.map { .applications([$0]) },
-            replacing: creator.map { caller in { list in SecretServiceAccess.replacement(of: list, by: caller) } })
+            creator: creator?.identityString, access: sandboxed, replacing: replacing)
     }
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
         try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)
