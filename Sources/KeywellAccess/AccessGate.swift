@@ -60,6 +60,13 @@ public final class AccessGate: @unchecked Sendable {
         return allowed ? .allowed : .mustAsk
     }
 
+    /// `verdict(for:item:list:)` that builds the item only when the list alone does not decide
+    /// (the engine's screening: a trusted read builds nothing).
+    public func verdict(for caller: AccessCaller, list: AccessList, item: () -> AccessItem) -> AccessVerdict {
+        if list.trusts(caller) { return .allowed }
+        return verdict(for: caller, item: item(), list: list)
+    }
+
     /// How many questions were put to the person since start (tests, `keywell doctor`).
     public var questionCount: Int { lock.withLock { questionsShown } }
 

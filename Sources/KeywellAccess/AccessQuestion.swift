@@ -1,3 +1,4 @@
+import KeywellProtocol
 import KeywellIdentity
 
 /// One access question as the person sees it (docs/access-control.md "The question"): who asks,

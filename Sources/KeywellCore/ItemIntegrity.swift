@@ -34,19 +34,29 @@ enum ItemIntegrity {
 
     /// Checks the items at `rowIDs` (one statement per 64): `errSecDecode` naming the first whose
     /// row or free-form rows differ from what its MAC covers, or that has no MAC.
-    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws {
+    /// Returns the access lists the check read, by row id (items trusting any application are absent).
+    @discardableResult
+    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws -> [Int64: AccessList] {
+        var lists: [Int64: AccessList] = [:]
         for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
             try item.check(key)
+            if let access = item.access { lists[item.rowID] = access }
         }
+        return lists
     }
 
-    /// `check` for fetched items, one statement per 64 (SQLite's errors as `KeychainError`s of `path`).
-    static func check(_ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database) throws(KeychainError) {
+    /// `check` for fetched items, one statement per 64 (SQLite's errors as `KeychainError`s of
+    /// `path`). Returns the access lists it read, checked by the same MAC, by row id.
+    @discardableResult
+    static func check(_ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database) throws(KeychainError) -> [Int64: AccessList] {
         let ids = items.compactMap(\.rowID)
-        try KeychainError.rethrowing(path: path) {
+        return try KeychainError.rethrowing(path: path) {
+            var lists: [Int64: AccessList] = [:]
             for start in stride(from: 0, to: ids.count, by: chunk) {
-                try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db)
+                let part = try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db)
+                lists.merge(part) { first, _ in first }
             }
+            return lists
         }
     }
 
@@ -91,6 +101,8 @@ enum ItemIntegrity {
         let uuid: UUID?
         fileprivate(set) var input: MACInput
         let storedMAC: Data?
+        /// The access list read with the row; nil for any application.
+        let access: AccessList?
         fileprivate(set) var freeform: [(name: [UInt8], value: [UInt8])]
         let extra: Extra
 
@@ -189,10 +201,11 @@ enum ItemIntegrity {
                 for column in firstCoveredColumn..<macColumn { input.appendColumn(rows, column) }
                 if !rows.isNull(accessColumn) { input.appendColumn(rows, accessColumn) }
                 let stored = rows.isNull(macColumn) ? nil : rows.blob(macColumn)
+                let access = try ItemAccessColumn.list(rows, column: accessColumn, rowID: rowID)
                 index = items.count
                 indexOfRow[rowID] = index
                 items.append(Row(rowID: rowID, uuid: rows.uuid(firstCoveredColumn), input: input, storedMAC: stored,
-                                 freeform: [], extra: try extra(rows)))
+                                 access: access, freeform: [], extra: try extra(rows)))
             }
             if !rows.isNull(nameColumn) {
                 let name = rows.withBytes(nameColumn) { Array($0) }

@@ -36,6 +36,16 @@ struct NewItem: Sendable {
     var access: AccessList?
 }
 
+/// `u_AuthUI`: what a call does with items whose access list does not trust its caller.
+enum UserInteraction: Sendable {
+    /// Ask the person (`u_AuthUIA`, the default).
+    case allow
+    /// `errSecInteractionNotAllowed` instead of asking (`u_AuthUIF`).
+    case fail
+    /// Leave those items out (`u_AuthUIS`).
+    case skip
+}
+
 /// A parsed `CopyMatching`, `Update` or `Delete` query.
 struct ItemQuery: Sendable {
     var filter: ItemFilter
@@ -43,6 +53,7 @@ struct ItemQuery: Sendable {
     var returns = ReturnRequest()
     var limit = MatchLimit.one
     var scope = KeychainScope.searchList
+    var interaction = UserInteraction.allow
 }
 
 /// A parsed `Update` attributes dictionary.

@@ -67,15 +67,22 @@ extension KeychainStore {
     /// only when they alone held matches. In an unlocked keychain every match is checked against
     /// its integrity MAC first: a tampered item fails the whole search with `errSecDecode`
     /// rather than being listed, or left out unnoticed.
-    public func copyMatching(_ query: WireDictionary) throws(KeychainError) -> [WireDictionary] {
+    ///
+    /// `screen`: the caller's access control (keywelld's). Items it hides are left out; with
+    /// `r_Data`, items it does not trust are asked about, all in one question, before any
+    /// secret is opened (`u_AuthUI` says whether asking is allowed).
+    public func copyMatching(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> [WireDictionary] {
         let query = try QueryParser.parseQuery(query, for: .copyMatching)
-        var results: [WireDictionary] = []
+        var found: [FoundItem] = []
+        var toAsk: [(found: Int, rowID: Int64, item: AccessItem)] = []
         var lockedKeychainMatched = false
+        // Hidden items must not take the places of visible ones: the limit then applies here.
+        let hides = screen?.mayHide ?? false
         for file in try files(inScopeOf: query) {
             var remaining = MatchLimit.all
             if case .count(let count) = query.limit {
-                guard results.count < count else { break }
-                remaining = .count(count - results.count)
+                guard found.count < count else { break }
+                remaining = hides ? .all : .count(count - found.count)
             }
             let key = try? file.masterKey()
             // Attributes are read only when returned; the secret needs just the primary key.
@@ -93,12 +100,13 @@ extension KeychainStore {
             let items: [KeychainItem]
             var accessLists: [Int64: AccessList] = [:]
             let wantsFreeform = query.returns.attributes && query.returns.secretServiceAttributes
+            let wantsLists = query.returns.access || screen != nil
             var freeform: [[String: String]] = []
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
-                    try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
-                    if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
+                    // The check reads each item's list with what its MAC covers.
+                    accessLists = try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
@@ -106,18 +114,41 @@ extension KeychainStore {
                 // Locked: nothing is checked, so nothing needs one snapshot.
                 items = try file.database.read { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
-                    if query.returns.access { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
+                    if wantsLists { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
             }
             file.markUsed()
             for (index, item) in items.enumerated() {
+                if case .count(let count) = query.limit, found.count >= count { break }
                 let access = item.rowID.flatMap { accessLists[$0] } ?? .anyApplication
-                var one = try result(for: item, in: file, returns: query.returns, key: key, access: access)
-                if wantsFreeform { Self.addSecretServiceAttributes(freeform[index], to: &one) }
-                results.append(one)
+                if let screen {
+                    let reference = { AccessItem(keychain: file.location.path, reference: Self.reference(to: item, in: file), label: "") }
+                    switch screen.verdict(access, item: reference) {
+                    case .hidden:
+                        continue
+                    case .mustAsk where query.returns.data:
+                        if query.interaction == .skip { continue }
+                        toAsk.append((found.count, item.rowID!, reference()))
+                    case .mustAsk, .allowed:
+                        break
+                    }
+                }
+                found.append(FoundItem(file: file, item: item, key: key, access: access,
+                                       freeform: wantsFreeform ? freeform[index] : nil))
             }
+        }
+        if let screen, !toAsk.isEmpty {
+            try screen.ask(about: try labelled(toAsk.map { (found[$0.found].file, $0.rowID, $0.item) }),
+                           interactionAllowed: query.interaction == .allow)
+        }
+        var results: [WireDictionary] = []
+        results.reserveCapacity(found.count)
+        for entry in found {
+            var one = try result(for: entry.item, in: entry.file, returns: query.returns, key: entry.key, access: entry.access)
+            if let rows = entry.freeform { Self.addSecretServiceAttributes(rows, to: &one) }
+            results.append(one)
         }
         guard !results.isEmpty else {
             if lockedKeychainMatched {
@@ -128,12 +159,17 @@ extension KeychainStore {
         return results
     }
 
-    /// Changes every match in scope, whatever `m_Limit` says; all or nothing.
-    public func update(_ query: WireDictionary, _ attributesToUpdate: WireDictionary) throws(KeychainError) {
+    /// Changes every match in scope, whatever `m_Limit` says; all or nothing. `screen`: as in
+    /// `copyMatching`; every item not trusted is asked about first, and only items that were
+    /// judged are changed.
+    public func update(
+        _ query: WireDictionary, _ attributesToUpdate: WireDictionary, screen: (any ItemAccessScreening)? = nil
+    ) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .update)
         let changes = try QueryParser.parseChanges(attributesToUpdate, itemClass: query.filter.itemClass)
         let now = Date()
-        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
+        let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
+        try changeMatches(of: query, only: judged, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
             let (key, integrity) = try file.keys()
             // A change must not vouch for an edit made on disk.
             try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
@@ -150,10 +186,11 @@ extension KeychainStore {
 
     /// Deletes every match in scope, whatever `m_Limit` says; all or nothing. Matches are not
     /// checked against their MACs: deleting a tampered item is how one gets rid of it, and
-    /// whoever can edit the file can delete rows anyway.
-    public func delete(_ query: WireDictionary) throws(KeychainError) {
+    /// whoever can edit the file can delete rows anyway. `screen`: as in `update`.
+    public func delete(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
-        try changeMatches(of: query, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
+        let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
+        try changeMatches(of: query, only: judged, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
             for item in items {
                 try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
             }
@@ -164,7 +201,7 @@ extension KeychainStore {
 
     /// `r_SSAttributes`: the free-form rows, the hidden ones under keys of their own (their
     /// names start with NUL, which no D-Bus string may hold).
-    private static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
+    static func addSecretServiceAttributes(_ rows: [String: String], to result: inout WireDictionary) {
         var pairs: [String] = []
         for (name, value) in rows.sorted(by: { $0.key < $1.key }) where !SecretServiceMapping.hiddenRows.contains(name) {
             pairs += [name, value]
@@ -178,9 +215,12 @@ extension KeychainStore {
 
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.
-    /// `report` names what happened to a keychain's matched items (by keychain and item ids).
+    /// `only`: the items access control judged (`screenedMatches`); a match outside it (one that
+    /// began to match since) is left alone. `report` names what happened to a keychain's matched
+    /// items (by keychain and item ids).
     private func changeMatches(
         of query: ItemQuery,
+        only judged: Set<UUID>? = nil,
         report: (String, [UUID]) -> KeychainItemsEvent,
         _ change: (KeychainFile, [KeychainItem], Database) throws(KeychainError) -> Void
     ) throws(KeychainError) {
@@ -189,7 +229,9 @@ extension KeychainStore {
             var mismatches = Array(repeating: IndexMismatches(), count: files.count)
             defer { for (file, found) in zip(files, mismatches) { warnAboutIndex(of: file, found) } }
             let matches = try dbs.enumerated().map { index, db in
-                try ItemTable.fetch(query.filter, limit: .all, db) { mismatches[index].add($0) }
+                let all = try ItemTable.fetch(query.filter, limit: .all, db) { mismatches[index].add($0) }
+                guard let judged else { return all }
+                return all.filter { judged.contains($0.uuid) }
             }
             guard matches.contains(where: { !$0.isEmpty }) else { throw KeychainError(SecStatus.itemNotFound) }
             if let locked = zip(files, matches).first(where: { $0.0.isLocked && !$0.1.isEmpty })?.0 {
@@ -206,7 +248,7 @@ extension KeychainStore {
 
     /// `u_Keychain` (which must exist), else `m_SearchList` or the search list, without missing
     /// keychains. A query by persistent reference looks in the keychain the reference names.
-    private func files(inScopeOf query: ItemQuery) throws(KeychainError) -> [KeychainFile] {
+    func files(inScopeOf query: ItemQuery) throws(KeychainError) -> [KeychainFile] {
         var locations: [KeychainLocation] = []
         switch query.scope {
         case .keychain(let name):
@@ -238,7 +280,7 @@ extension KeychainStore {
     }
 
     /// The result dictionary for one item: what `returns` asks for.
-    private func result(
+    func result(
         for item: KeychainItem, in file: KeychainFile, returns: ReturnRequest, key: SecretBytes? = nil, secret: Data? = nil,
         access: AccessList = .anyApplication
     ) throws(KeychainError) -> WireDictionary {

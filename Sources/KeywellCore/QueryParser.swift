@@ -17,6 +17,8 @@ enum QueryParser {
             case WireKey.valueData: item.secret = try data(key, value)
             case WireKey.useKeychain: item.keychain = try string(key, value)
             case WireKey.access: item.access = try AccessList(wire: value)
+            // Accepted for Apple's callers; Add never asks.
+            case WireKey.useAuthenticationUI: _ = try interaction(value)
             default:
                 guard try parseReturn(key, value, into: &item.returns) else { throw unknownKey(key, in: NativeMethod.add.name) }
             }
@@ -47,6 +49,8 @@ enum QueryParser {
                 searchList = list
             case WireKey.useKeychain:
                 keychain = try string(key, value)
+            case WireKey.useAuthenticationUI:
+                query.interaction = try interaction(value)
             case WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, WireKey.returnAccess,
                  WireKey.returnSecretServiceAttributes:
                 guard operation != .update else { throw .param("\(key) is not allowed in an Update query") }
@@ -114,6 +118,17 @@ enum QueryParser {
         default: return false
         }
         return true
+    }
+
+    private static func interaction(_ value: WireValue) throws(KeychainError) -> UserInteraction {
+        switch value {
+        case .string(WireKey.useAuthenticationUIAllow): return .allow
+        case .string(WireKey.useAuthenticationUIFail): return .fail
+        case .string(WireKey.useAuthenticationUISkip): return .skip
+        default:
+            throw .param("\(WireKey.useAuthenticationUI) must be \(WireKey.useAuthenticationUIAllow), "
+                + "\(WireKey.useAuthenticationUIFail) or \(WireKey.useAuthenticationUISkip)")
+        }
     }
 
     private static func limit(_ value: WireValue) throws(KeychainError) -> MatchLimit {

@@ -44,6 +44,16 @@ public enum WireKey {
     public static let accessAnyApplication = "any"
     /// Asks CopyMatching for each item's `access`.
     public static let returnAccess = "r_Access"
+    /// Whether CopyMatching (with `r_Data`), Update and Delete may ask the person about an item
+    /// whose access list does not trust the caller (docs/native-api.md "Access control"): one of
+    /// the three values below, the strings of Apple's `kSecUseAuthenticationUI` and its values.
+    public static let useAuthenticationUI = "u_AuthUI"
+    /// Ask (the default).
+    public static let useAuthenticationUIAllow = "u_AuthUIA"
+    /// Never ask: `errSecInteractionNotAllowed` at once.
+    public static let useAuthenticationUIFail = "u_AuthUIF"
+    /// Never ask: leave out the items that would need an answer.
+    public static let useAuthenticationUISkip = "u_AuthUIS"
 
     /// Keywell's own: with `r_Attributes`, also return the item's free-form (Secret Service)
     /// attributes under `ssAttributes`, `ssContentType` and `ssType` (docs/export-import.md).
