@@ -294,9 +294,9 @@ extension KeychainStore {
         _ rowID: Int64, keychain: UUID, integrity: IntegrityKey,
         _ replacing: ((AccessList) -> SecretServiceReplacement)?, _ db: Database
     ) throws -> Bool {
-        try ItemIntegrity.check(rowIDs: [rowID], keychain: keychain, key: integrity, db)
+        let lists = try ItemIntegrity.check(rowIDs: [rowID], keychain: keychain, key: integrity, db)
         guard let replacing else { return true }
-        switch replacing(try ItemAccessColumn.read(rowIDs: [rowID], db)[rowID] ?? .anyApplication) {
+        switch replacing(lists[rowID] ?? .anyApplication) {
         case .replace: return true
         case .makeNew: return false
         case .refuse:

@@ -89,10 +89,10 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
 
     /// Named by the item's UUID within `session`: nothing on disk to write Always Allow into, so
     /// an allowance for a session item lasts as long as its connection.
-    func access(_ ids: [UUID]) -> [(item: AccessItem, list: AccessList)] {
-        lock.locked {
-            ids.map { (AccessItem(keychain: ObjectPaths.sessionCollectionSegment, reference: withUnsafeBytes(of: $0.uuid) { Array($0) }, label: ""),
-                       items[$0]?.access ?? .anyApplication) }
+    func access(_ ids: [UUID]) -> CollectionAccess {
+        let lists = lock.locked { ids.map { items[$0]?.access ?? .anyApplication } }
+        return CollectionAccess(lists: lists) { index in
+            AccessItem(keychain: ObjectPaths.sessionCollectionSegment, reference: withUnsafeBytes(of: ids[index].uuid) { Array($0) }, label: "")
         }
     }
 

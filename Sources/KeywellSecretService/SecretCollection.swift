@@ -20,8 +20,8 @@ protocol SecretCollection: Sendable {
     func contains(_ id: UUID) throws(KeychainError) -> Bool
     /// Secrets of the items that exist; needs the collection unlocked.
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret]
-    /// Each of `ids` as an access question names it, with its access list, in the order given.
-    func access(_ ids: [UUID]) throws(KeychainError) -> [(item: AccessItem, list: AccessList)]
+    /// The access lists of `ids`, and how an access question names each.
+    func access(_ ids: [UUID]) throws(KeychainError) -> CollectionAccess
     /// `times`: the item's creation and modification times when they are carried over from
     /// elsewhere (a migration), else now. `creator`: who makes it (nil: no access control), whom
     /// the new item trusts (docs/secret-service.md, "Access control"), and who must be allowed
@@ -31,6 +31,13 @@ protocol SecretCollection: Sendable {
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError)
     func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError)
     func deleteItem(_ id: UUID) throws(KeychainError)
+}
+
+/// The access lists of some items of a collection, in the order asked, and how an access
+/// question names each (built only for an item the list does not trust).
+struct CollectionAccess {
+    let lists: [AccessList]
+    let item: (Int) -> AccessItem
 }
 
 /// A keychain as a collection: every call goes to the engine, which owns the file.
@@ -57,9 +64,11 @@ struct KeychainCollection: SecretCollection {
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret] {
         try store.secretServiceSecretBatch(ids, in: name)
     }
-    func access(_ ids: [UUID]) throws(KeychainError) -> [(item: AccessItem, list: AccessList)] {
+    func access(_ ids: [UUID]) throws(KeychainError) -> CollectionAccess {
         let lists = try store.secretServiceAccessLists(ids, in: name)
-        return ids.map { (AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: $0), label: ""), lists.list(of: $0)) }
+        return CollectionAccess(lists: ids.map(lists.list(of:))) { index in
+            AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: ids[index]), label: "")
+        }
     }
     /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could
     /// not see its own item otherwise); anyone else's is the keychain's default for its creator.

@@ -57,7 +57,8 @@ struct CallerAccess {
     /// The verdict for each of `ids`, in order.
     func verdicts(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [AccessVerdict] {
         guard let access, let caller, !ids.isEmpty else { return Array(repeating: .allowed, count: ids.count) }
-        return try collection.access(ids).map { access.gate.verdict(for: caller, item: $0.item, list: $0.list) }
+        let lists = try collection.access(ids)
+        return lists.lists.indices.map { index in access.gate.verdict(for: caller, list: lists.lists[index]) { lists.item(index) } }
     }
 
     func verdict(_ id: UUID, in collection: any SecretCollection) throws(KeychainError) -> AccessVerdict {

@@ -313,7 +313,7 @@ private struct UnlockItem: Sendable {
         var result: [AccessItem] = []
         result.reserveCapacity(items.count)
         for item in items {
-            guard let named = try? item.collection.access([item.id]).first?.item else { continue }
+            guard let named = try? item.collection.access([item.id]).item(0) else { continue }
             let label = (try? item.collection.item(item.id).label) ?? ""
             result.append(AccessItem(keychain: named.keychain, reference: named.reference, label: label))
         }
