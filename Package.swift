@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "CKeywellControl", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
+                "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
                 "KeywellSecretService", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -114,6 +114,7 @@ let package = Package(
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
+        .testTarget(name: "KeywellAccessTests", dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol"]),
         .testTarget(name: "KeywellIdentityTests", dependencies: ["KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
         .testTarget(

@@ -67,6 +67,14 @@ public final class AccessGate: @unchecked Sendable {
         return verdict(for: caller, item: item(), list: list)
     }
 
+    /// Requests of `connection` waiting for the answer to its open question (tests, logs).
+    public func waitingCount(for connection: String) -> Int {
+        lock.withLock {
+            if case .asking(let question)? = conversations[connection] { return question.waiting }
+            return 0
+        }
+    }
+
     /// How many questions were put to the person since start (tests, `keywell doctor`).
     public var questionCount: Int { lock.withLock { questionsShown } }
 
@@ -93,7 +101,9 @@ public final class AccessGate: @unchecked Sendable {
             return answer
         case .asking(let question)?:
             question.add(unique)
+            question.waiting += 1
             while !question.isDone { lock.wait(untilNanoseconds: nil) }
+            question.waiting -= 1
             lock.unlock()
             return question.answer ?? .deny
         default:
@@ -223,6 +233,8 @@ private final class PendingQuestion {
     /// The answer is given and written: joined requests may return.
     var isDone = false
     var callerLeft = false
+    /// Requests waiting for the answer: the one that opened the question and those that joined.
+    var waiting = 1
 
     init(caller: AccessCaller, items: [AccessItem]) {
         self.caller = caller

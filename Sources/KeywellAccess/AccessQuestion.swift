@@ -23,20 +23,43 @@ public struct AccessQuestion: Sendable {
     /// `and N more items` for several, then the identity and how strong it is on lines of their own.
     /// Plain text with newlines: a prompter escapes it for its own protocol.
     public var description: String {
-        let label = items.first?.label ?? ""
+        let label = Self.shown(items.first?.label ?? "")
         let more = items.count > 1 ? " and \(items.count - 1) more item\(items.count == 2 ? "" : "s")" : ""
-        var text = "“\(caller.displayName)” wants to use your confidential information stored in “\(label)”\(more) in your keychain."
+        var text = "“\(Self.shown(caller.displayName))” wants to use your confidential information stored in “\(label)”\(more) in your keychain."
         if let identity = caller.identity {
-            text += "\n\n\(identity.string)\n"
+            text += "\n\n\(Self.shown(identity.string, limit: Self.identityLimit))\n"
             switch identity.strength {
             case .strong: text += "Identity: strong. \(identity.strengthReason)"
             case .weak: text += "Identity: weak, \(identity.strengthReason)"
             }
-            if let note = identity.note { text += "\n\(note)" }
+            if let note = identity.note { text += "\n\(Self.shown(note, limit: Self.identityLimit))" }
         } else {
             text += "\n\nThe program could not be identified: Always Allow is not offered."
         }
         return text
+    }
+
+    /// Characters of a label or app name shown; longer ones end in "…" so that they cannot push
+    /// the identity out of the dialog.
+    static let nameLimit = 200
+    static let identityLimit = 1200
+
+    /// `text` as one line of the dialog: a label or a path is the caller's to choose, so line
+    /// breaks and other control characters become U+FFFD and cannot forge lines of their own.
+    static func shown(_ text: String, limit: Int = nameLimit) -> String {
+        var result = String.UnicodeScalarView()
+        var count = 0
+        for scalar in text.unicodeScalars {
+            guard count < limit else {
+                result.append("…")
+                break
+            }
+            let isControl = scalar.properties.generalCategory == .control
+                || scalar.properties.generalCategory == .lineSeparator || scalar.properties.generalCategory == .paragraphSeparator
+            result.append(isControl ? "\u{FFFD}" : scalar)
+            count += 1
+        }
+        return String(result)
     }
 
     /// Whether Always Allow can be answered: only an identified caller can join a list.

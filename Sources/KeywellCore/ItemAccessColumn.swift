@@ -14,13 +14,15 @@ extension AccessList {
         }
     }
 
-    /// What a new item's list is. The one place where the creator would be trusted: `creator` is
-    /// the caller's identity, which keywelld does not name yet (nil), so until then a new item
-    /// without an explicit list trusts any application, as it did before access lists.
-    static func forNewItem(creator: String?, explicit: AccessList?, enforceAccess: Bool) -> AccessList {
+    /// What a new item's list is: the explicit one, else (the keychain enforcing access) the
+    /// creator's identity alone. `creator` nil: no caller to name (a migration, an import), and
+    /// the item trusts any application, unless `creatorUnidentified` says a caller made it whose
+    /// identity could not be worked out: its item then trusts nobody (docs/access-control.md).
+    static func forNewItem(creator: String?, explicit: AccessList?, enforceAccess: Bool, creatorUnidentified: Bool = false) -> AccessList {
         if let explicit { return explicit }
-        guard enforceAccess, let creator else { return .anyApplication }
-        return .applications([creator])
+        guard enforceAccess else { return .anyApplication }
+        if let creator { return .applications([creator]) }
+        return creatorUnidentified ? .applications([]) : .anyApplication
     }
 }
 

@@ -6,14 +6,16 @@ import KeywellProtocol
 extension KeychainStore {
     /// Adds to `u_Keychain`, else the default keychain. Returns what the `r_*` keys ask for
     /// (`{}` without them). `creator`: the caller's application identity, trusted by the new item
-    /// when the dictionary has no `acls` and the keychain enforces access
-    /// (`AccessList.forNewItem`; keywelld does not name its callers yet and passes nil).
-    public func add(_ attributes: WireDictionary, creator: String? = nil) throws(KeychainError) -> WireDictionary {
+    /// when the dictionary has no `acls` and the keychain enforces access; `creatorUnidentified`:
+    /// a caller made it whose identity is unknown, so such an item trusts nobody
+    /// (`AccessList.forNewItem`).
+    public func add(_ attributes: WireDictionary, creator: String? = nil, creatorUnidentified: Bool = false) throws(KeychainError) -> WireDictionary {
         let newItem = try QueryParser.parseAdd(attributes)
         let file = try targetFile(newItem.keychain)
         let (key, integrity) = try file.keys()
         var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
-        let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess)
+        let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess,
+                                           creatorUnidentified: creatorUnidentified)
         let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: file.uuid, key: integrity)
         item.rowID = try file.database.write { db in try ItemTable.insert(item, access: access, mac: mac, db) }
         file.markUsed()
@@ -73,6 +75,8 @@ extension KeychainStore {
     /// secret is opened (`u_AuthUI` says whether asking is allowed).
     public func copyMatching(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> [WireDictionary] {
         let query = try QueryParser.parseQuery(query, for: .copyMatching)
+        // Attributes are no secret: only a caller items may be hidden from needs judging then.
+        let screen = query.returns.data || screen?.mayHide == true ? screen : nil
         var found: [FoundItem] = []
         var toAsk: [(found: Int, rowID: Int64, item: AccessItem)] = []
         var lockedKeychainMatched = false

@@ -166,6 +166,18 @@ public final class DBusMethodCall: @unchecked Sendable {
         pthread_getspecific(currentKey).map { Unmanaged<DBusMethodCall>.fromOpaque($0).takeUnretainedValue() }
     }
 
+    /// Goes on with `body` off the D-Bus I/O thread, with this call as `current`: a handler
+    /// placed on the I/O thread that finds it must wait (for a person's answer) hands the rest
+    /// of the call to a worker instead of holding up every caller. Off the I/O thread `body`
+    /// runs at once.
+    public func continueOffIOThread(_ body: @escaping @Sendable () -> Void) {
+        guard connection.isOnIOThread else {
+            body()
+            return
+        }
+        connection.loop.runOffLoop { [self] in DBusMethodCall.withCurrent(self, body) }
+    }
+
     /// Runs `body` with `call` as `current` on this thread.
     static func withCurrent(_ call: DBusMethodCall, _ body: () -> Void) {
         let previous = pthread_getspecific(currentKey)

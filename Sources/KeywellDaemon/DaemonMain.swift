@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellIdentity
@@ -78,6 +79,8 @@ final class Daemon: @unchecked Sendable {
     let trimmer: IdleTrimmer
     /// Callers' application identities, per connection (docs/access-control.md).
     let identities: ApplicationIdentities
+    /// Access control's decisions and questions, for both faces (docs/access-control.md).
+    let accessGate: AccessGate
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
 
@@ -94,9 +97,16 @@ final class Daemon: @unchecked Sendable {
         sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
         let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
+        // Before the Secret Service, which asks through the same gate.
+        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
+        let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger)
+        // Always Allow: the identity joins each item's list in its keychain file.
+        accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
+            try store.trust(identity, items: items.map(\.reference))
+        }, log: logger)
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
-                                               logger: logger)
+                                               access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
         store.onEvent = { [emitter, secretService] event in
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
@@ -119,17 +129,22 @@ final class Daemon: @unchecked Sendable {
             nativeSignal()
             secretServiceSignals()
         }
-        identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
-                                          throttle: throttle, migration: migration)
+                                          throttle: throttle, migration: migration, gate: accessGate)
         screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
         sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
                                  logger: logger, claimDelay: Self.testClaimDelay(environment),
-                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService, screenLockWatcher] connection in
+                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService, screenLockWatcher, accessGate, logger] connection in
+            accessQuestions.use(connection)
+            do throws(DBusError) {
+                try accessGate.watch(connection)
+            } catch {
+                logger.error("cannot follow callers leaving the bus (Allow answers would outlive them): \(error.message)")
+            }
             secretService.attach(to: connection)
             screenLockWatcher.watchScreenSavers(on: connection)
         }, onNameTaken: { message in

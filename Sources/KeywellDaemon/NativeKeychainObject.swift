@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAccess
 import KeywellAPI
 import KeywellCore
 import KeywellDBus
@@ -7,10 +8,11 @@ import KeywellProtocol
 import Logging
 
 /// `/org/keywell/Keychain`: the native API. Calls go straight to the engine (thread-safe). Reads
-/// run on the D-Bus I/O thread (they never wait for a writer: the engine reads through its own
-/// connection), everything else on a worker, so slow calls (a key derivation, a durable
-/// commit) never hold up others. Signals go out from the engine's events during the call, hence
-/// before its reply.
+/// of a caller already identified run on the D-Bus I/O thread (they never wait for a writer: the
+/// engine reads through its own connection), everything else on a worker, so slow calls (a key
+/// derivation, a durable commit) never hold up others; a read that must ask the person moves to
+/// a worker (`NativeAccessScreen`). Signals go out from the engine's events during the call,
+/// hence before its reply.
 final class NativeKeychainObject: DBusObject {
     private let store: KeychainStore
     private let sessions: LoginSessions
@@ -21,11 +23,13 @@ final class NativeKeychainObject: DBusObject {
     private let logger: Logger
     private let throttle: PasswordThrottle
     private let migration: KeyringMigration
+    private let gate: AccessGate
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
          identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
-         migration: KeyringMigration) {
+         migration: KeyringMigration, gate: AccessGate) {
         self.store = store
+        self.gate = gate
         self.identities = identities
         self.migration = migration
         self.throttle = throttle
@@ -45,6 +49,8 @@ final class NativeKeychainObject: DBusObject {
         guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else { return .worker }
         if method == .whoAmI { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
         guard method.methodClass == .read else { return .worker }
+        // Access control needs the caller's identity: a new caller's is worked out on a worker.
+        if method.isJudged, identities.cached(call.sender, on: call.connection) == nil { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
         return .ioThread
@@ -72,11 +78,17 @@ final class NativeKeychainObject: DBusObject {
             afterReply.finish()
             trimmer.noteActivity()
         }
+        let movedOff = MoveOffIOThread()
         do throws(KeychainError) {
-            let values = try perform(method, call.arguments, call, &afterReply)
+            let values = try perform(method, call.arguments, call, &afterReply, movedOff)
             call.reply(values)
             log(call, caller: caller, outcome: "ok", level: level, since: start)
         } catch {
+            if movedOff.isSet {
+                // It must ask the person: again from the start on a worker (a read changed nothing).
+                call.continueOffIOThread { [self] in handle(call) }
+                return
+            }
             call.reply(error: DBusError(name: error.dbusErrorName, message: error.wireMessage))
             let errorLevel: Logger.Level = PasswordThrottle.isRefusal(error)
                 ? .debug : error.status == SecStatus.authFailed ? .notice : level
@@ -85,7 +97,8 @@ final class NativeKeychainObject: DBusObject {
     }
 
     private func perform(
-        _ method: NativeMethod, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply
+        _ method: NativeMethod, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply,
+        _ movedOff: MoveOffIOThread
     ) throws(KeychainError) -> [DBusValue] {
         // Exhaustive: a method added to the contract does not compile until it is handled here.
         switch method {
@@ -94,23 +107,25 @@ final class NativeKeychainObject: DBusObject {
         case .add:
             let attributes = try wireDictionary(arguments[0])
             afterReply.wipe(attributes)
-            let result = try store.add(attributes)
+            // The creator is trusted (docs/access-control.md); one that cannot be named, nobody.
+            let creator = try? identities.identity(of: call.sender, on: call.connection).string
+            let result = try store.add(attributes, creator: creator, creatorUnidentified: creator == nil)
             afterReply.wipe(result)
             return [WireCodec.dbusDictionary(result)]
         case .copyMatching:
             let query = try wireDictionary(arguments[0])
             afterReply.wipe(query)
-            let results = try store.copyMatching(query)
+            let results = try store.copyMatching(query, screen: screen(call, movedOff))
             afterReply.wipe(results)
             return [WireCodec.dbusDictionaryArray(results)]
         case .update:
             let query = try wireDictionary(arguments[0])
             let changes = try wireDictionary(arguments[1])
             afterReply.wipe(changes)
-            try store.update(query, changes)
+            try store.update(query, changes, screen: screen(call, movedOff))
             return []
         case .delete:
-            try store.delete(wireDictionary(arguments[0]))
+            try store.delete(wireDictionary(arguments[0]), screen: screen(call, movedOff))
             return []
         case .createKeychain:
             let path = try store.createKeychain(string(arguments[0]), password: secret(arguments[1]))
@@ -206,6 +221,14 @@ final class NativeKeychainObject: DBusObject {
         }
     }
 
+    /// Access control for the call's caller; one whose identity cannot be worked out is trusted
+    /// with nothing (only items open to any application).
+    private func screen(_ call: DBusMethodCall, _ movedOff: MoveOffIOThread) -> NativeAccessScreen {
+        let identity = try? identities.identity(of: call.sender, on: call.connection)
+        return NativeAccessScreen(gate: gate, caller: AccessCaller(connection: call.sender, identity: identity),
+                                  onIOThread: call.connection.isOnIOThread, movedOff: movedOff)
+    }
+
     private func whoAmI(_ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
         let identity: ApplicationIdentity
         do {
@@ -268,4 +291,9 @@ private struct AfterReply {
         for index in dictionaries.indices { SecretWipe.wipe(&dictionaries[index]) }
         dictionaries = []
     }
+}
+
+private extension NativeMethod {
+    /// Calls whose items access control judges (they need the caller's identity).
+    var isJudged: Bool { self == .copyMatching || self == .update || self == .delete }
 }

@@ -199,7 +199,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     }
 
     /// Sends a command and waits for OK (the line) or ERR (nil).
-    private func command(_ line: String) -> String? {
+    func command(_ line: String) -> String? {
         guard send(line) else { return nil }
         while let reply = readLine() {
             if reply.hasPrefix("OK") { return reply }
@@ -208,7 +208,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         return nil
     }
 
-    private func send(_ line: String) -> Bool {
+    func send(_ line: String) -> Bool {
         let bytes = Array((line + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
@@ -220,7 +220,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         return true
     }
 
-    private func readLine() -> String? {
+    func readLine() -> String? {
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffered[..<newline], as: UTF8.self)

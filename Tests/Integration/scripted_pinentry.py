@@ -7,6 +7,11 @@ a string is the password typed, null means the person pressed Cancel, {"hold": t
 dialog up (it logs HOLDING and answers nothing) until the caller ends it. An empty or missing list
 cancels. SCRIPTED_PINENTRY_LOG, if set, receives every command line (one per line), so tests can
 check what the dialog showed.
+
+CONFIRM (an access question) takes the first entry too: "allow" answers OK (the OK button),
+"always" ERR 83886194 (GPG_ERR_NOT_CONFIRMED from pinentry: the NOTOK button, Always Allow),
+"deny", null or an empty list ERR 83886179 (cancelled); {"hold": true} as for GETPIN.
+SCRIPTED_PINENTRY_RUNS, if set, gets one line per run of this program, so tests can count dialogs.
 """
 import json
 import os
@@ -43,6 +48,17 @@ def reply(line: str) -> None:
     sys.stdout.flush()
 
 
+CONFIRM_REPLIES = {
+    "allow": "OK",
+    "always": "ERR 83886194 Not confirmed <Pinentry>",
+    "deny": "ERR 83886179 Operation cancelled <Pinentry>",
+}
+
+runs = os.environ.get("SCRIPTED_PINENTRY_RUNS")
+if runs:
+    with open(runs, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+
 reply("OK Pleased to meet you")
 for raw in sys.stdin:
     line = raw.rstrip("\n")
@@ -60,6 +76,13 @@ for raw in sys.stdin:
             if answer:
                 reply("D " + escape(answer))
             reply("OK")
+    elif command == "CONFIRM":
+        answer = next_answer()
+        if isinstance(answer, dict) and answer.get("hold"):
+            log("HOLDING")
+            sys.stdin.read()
+            break
+        reply(CONFIRM_REPLIES.get(answer, CONFIRM_REPLIES["deny"]) if isinstance(answer, str) else CONFIRM_REPLIES["deny"])
     elif command == "BYE":
         reply("OK closing connection")
         break
