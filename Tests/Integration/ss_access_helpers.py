@@ -17,7 +17,8 @@ PYTHON = "/usr/bin/python3"
 # SearchItems' two lists and, for every item found, its Locked property and GetSecret's answer,
 # then GetSecrets' answer for all of them. `store LABEL ATTRS SECRET` makes an item in the
 # default collection (replace=true) and prints its path. `get PATH` prints one GetSecret answer,
-# `unlock ATTRS` runs Unlock (and its prompt) on the locked matches and prints whether it was
+# `probe PATH` tries every way at one item (properties, GetSecret, SetSecret, Delete) and the
+# default collection's Items and Delete. `unlock ATTRS` runs Unlock (and its prompt) on the locked matches and prints whether it was
 # dismissed, the result, then GetSecret of each.
 CLIENT = r'''
 import json, sys
@@ -65,6 +66,30 @@ elif command == "store":
     print(path)
 elif command == "get":
     print(get_secret(sys.argv[2], session))
+elif command == "probe":
+    # Every way at an item by its path, and the default collection's Items and Delete.
+    path = sys.argv[2]
+    def attempt(action):
+        try:
+            action()
+            return "OK"
+        except DBusErrorResponse as error:
+            return error.name
+    def get_property(name):
+        return unwrap_msg(connection.send_and_get_reply(Properties(item(path)).get(name), timeout=120))
+    def set_property(name, value):
+        return unwrap_msg(connection.send_and_get_reply(Properties(item(path)).set(name, "s", value), timeout=120))
+    collection = DBusAddress("/org/freedesktop/secrets/aliases/default", bus_name=NAME, interface="org.freedesktop.Secret.Collection")
+    items = unwrap_msg(connection.send_and_get_reply(Properties(collection).get("Items"), timeout=120))[0][1]
+    print(json.dumps({
+        "Locked": attempt(lambda: get_property("Locked")), "Attributes": attempt(lambda: get_property("Attributes")),
+        "Label": attempt(lambda: set_property("Label", "renamed")),
+        "GetSecret": attempt(lambda: call(item(path), "GetSecret", "o", session)),
+        "SetSecret": attempt(lambda: call(item(path), "SetSecret", "(oayays)", (session, b"", b"planted", "text/plain"))),
+        "Delete": attempt(lambda: call(item(path), "Delete")),
+        "Items": list(items),
+        "DeleteCollection": attempt(lambda: call(collection, "Delete")),
+    }))
 elif command == "unlock":
     _, locked_paths = call(service, "SearchItems", "a{ss}", json.loads(sys.argv[2]))
     unlocked, prompt = call(service, "Unlock", "ao", list(locked_paths))
@@ -107,6 +132,9 @@ class Client:
 
     def get(self, path: str, prefix: list[str] | None = None) -> str:
         return self.run("get", path, prefix=prefix).strip()
+
+    def probe(self, path: str, prefix: list[str] | None = None) -> dict:
+        return json.loads(self.run("probe", path, prefix=prefix))
 
     def unlock(self, attributes: dict) -> dict:
         return json.loads(self.run("unlock", json.dumps(attributes)))
