@@ -71,15 +71,19 @@ struct KeychainCollection: SecretCollection {
         }
     }
     /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could
-    /// not see its own item otherwise); anyone else's is the keychain's default for its creator.
+    /// not see its own item otherwise); anyone else's is the keychain's default for its creator,
+    /// except a migrated copy's.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
                     replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let sandboxed: AccessList? = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }.map { .applications([$0]) }
+        // A copy from another keyring (`keywell migrate --from-secret-service` carries its
+        // times) is made as every migrated item is: open to any application.
+        let trusted = times == nil ? creator?.identityString : nil
         var replacing: (@Sendable (AccessList) -> SecretServiceReplacement)?
         if let creator { replacing = { list in SecretServiceAccess.replacement(of: list, by: creator) } }
         return try store.secretServiceCreateItem(
             in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace, times: times,
-            creator: creator?.identityString, access: sandboxed, replacing: replacing)
+            creator: trusted, access: sandboxed, replacing: replacing)
     }
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
         try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)

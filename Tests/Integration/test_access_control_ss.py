@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 
-import dbus
 import pytest
 
 from keywell_helpers import wait_for
@@ -135,8 +134,7 @@ def test_unlock_of_a_locked_keychain_and_an_untrusted_item_asks_the_password_the
 
 
 def test_a_keychain_that_does_not_enforce_trusts_any_program(session, scratch):
-    session.create_login()
-    session.native().SetSettings("login", {"enforceAccess": dbus.Boolean(False)})
+    session.create_login(enforce_access=False)
     Client(session, scratch / "maker.py").store("Open", ATTRS, "open")
     seen = Client(session, scratch / "reader.py").look(ATTRS)
     assert list(seen["secrets"].values()) == ["open"] and confirms(session) == []
