@@ -238,12 +238,13 @@ extension KeychainStore {
     /// (a migration); without it both are now. Returns the item and whether it replaced one.
     /// `creator`: as in `add` (a new item's access list, `AccessList.forNewItem`); nil, as a
     /// migration passes, makes an item any application may use. A replaced item keeps its list;
-    /// `access`, when given, is the new item's list whatever the keychain's `enforceAccess` says
+    /// `creatorUnidentified`: as in `add` (a caller whose identity is unknown: its item trusts nobody
+    /// in an enforcing keychain). `access`, when given, is the new item's list whatever the keychain's `enforceAccess` says
     /// (a sandboxed app's item trusts that app alone); `replacing` decides, from that list, whether the caller may replace it at all (nil: yes).
     public func secretServiceCreateItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
         secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil,
-        access explicitAccess: AccessList? = nil, replacing: (@Sendable (AccessList) -> SecretServiceReplacement)? = nil
+        creatorUnidentified: Bool = false, access explicitAccess: AccessList? = nil, replacing: (@Sendable (AccessList) -> SecretServiceReplacement)? = nil
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
@@ -275,7 +276,8 @@ extension KeychainStore {
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             // A new item has no hidden rows to replace or delete: only those that say something.
             let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
-            let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess)
+            let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess,
+                                                creatorUnidentified: creatorUnidentified)
             let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
             let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
             try FreeformAttributeTable.insert(rows, itemID: rowID, db)

@@ -79,11 +79,12 @@ struct KeychainCollection: SecretCollection {
         // A copy from another keyring (`keywell migrate --from-secret-service` carries its
         // times) is made as every migrated item is: open to any application.
         let trusted = times == nil ? creator?.identityString : nil
+        let unidentified = times == nil && creator != nil && creator?.identityString == nil
         var replacing: (@Sendable (AccessList) -> SecretServiceReplacement)?
         if let creator { replacing = { list in SecretServiceAccess.replacement(of: list, by: creator) } }
         return try store.secretServiceCreateItem(
             in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace, times: times,
-            creator: trusted, access: sandboxed, replacing: replacing)
+            creator: trusted, creatorUnidentified: unidentified, access: sandboxed, replacing: replacing)
     }
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
         try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)

@@ -167,21 +167,22 @@ struct ServiceObject {
     private func unlock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Unlock takes", "object paths")
         let access = context.callerAccess(call)
-        var unlocked: [String] = []
+        // By their place in `paths`: answers keep the order they were asked in.
+        var unlockedAt: [(index: Int, path: String)] = []
         var pending: [(path: String, keychain: String)] = []
         var questioned: [UnlockItem] = []
-        var itemsOf: [CollectionID: (collection: any SecretCollection, items: [(path: String, id: UUID)])] = [:]
+        var itemsOf: [CollectionID: (collection: any SecretCollection, items: [(index: Int, path: String, id: UUID)])] = [:]
         var order: [CollectionID] = []
         for (index, path) in paths.enumerated() {
             if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             guard let (collection, item) = context.existingObject(path) else { continue }
             if let item {
                 if itemsOf[collection.id] == nil { order.append(collection.id) }
-                itemsOf[collection.id, default: (collection, [])].items.append((path, item))
+                itemsOf[collection.id, default: (collection, [])].items.append((index, path, item))
             } else if (try? collection.isLocked()) == true, case .keychain(let name) = collection.id {
                 pending.append((path, name))
             } else {
-                unlocked.append(path)
+                unlockedAt.append((index, path))
             }
         }
         for id in order {
@@ -196,10 +197,11 @@ struct ServiceObject {
                 case .hidden: continue
                 case .mustAsk: questioned.append(UnlockItem(path: item.path, id: item.id, collection: collection, keychain: keychain))
                 case .allowed:
-                    if let keychain { pending.append((item.path, keychain)) } else { unlocked.append(item.path) }
+                    if let keychain { pending.append((item.path, keychain)) } else { unlockedAt.append((item.index, item.path)) }
                 }
             }
         }
+        let unlocked = unlockedAt.sorted { $0.index < $1.index }.map(\.path)
         guard !pending.isEmpty || !questioned.isEmpty else {
             return [.objectPathArray(unlocked), .objectPath(SecretServiceNames.noObject)]
         }
