@@ -54,15 +54,17 @@ public let kSecMatchLimitAll: CFString = WireKey.matchLimitAll
 public let kSecMatchCaseInsensitive: CFString = WireKey.matchCaseInsensitive
 public let kSecMatchSearchList: CFString = WireKey.matchSearchList
 public let kSecUseKeychain: CFString = WireKey.useKeychain
-// Apple's switches between its two keychain implementations and its UI. Keywell has one
-// implementation and no UI: the client accepts these keys and drops them.
-public let kSecUseDataProtectionKeychain: CFString = "nleg"
-public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
-public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
-public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
-public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
-public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
+// Whether a call may ask the person about an item whose access list does not trust the caller
+// (docs/native-api.md "Access control"); kSecUseNoAuthenticationUI true means Fail.
+public let kSecUseAuthenticationUI: CFString = WireKey.useAuthenticationUI
+public let kSecUseAuthenticationUIAllow: CFString = WireKey.useAuthenticationUIAllow
+public let kSecUseAuthenticationUIFail: CFString = WireKey.useAuthenticationUIFail
+public let kSecUseAuthenticationUISkip: CFString = WireKey.useAuthenticationUISkip
 public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
+// Apple's switch between its two keychain implementations, and its own prompt text. Keywell has
+// one implementation and words of its own: the client accepts these keys and drops them.
+public let kSecUseDataProtectionKeychain: CFString = "nleg"
+public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
 
 // kSecAttrAccessible values
 public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"

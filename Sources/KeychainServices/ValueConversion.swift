@@ -24,14 +24,12 @@ enum ValueConversion {
     static let booleanKeys: Set<String> = [
         WireKey.returnData, WireKey.returnAttributes, WireKey.returnPersistentRef, kSecReturnRef,
         WireKey.matchCaseInsensitive, kSecAttrIsInvisible, kSecAttrIsNegative,
-        kSecAttrSynchronizable, kSecUseDataProtectionKeychain,
+        kSecAttrSynchronizable, kSecUseDataProtectionKeychain, kSecUseNoAuthenticationUI,
     ]
 
-    /// Apple keys that choose between Apple's implementations or their UI; Keywell has one
-    /// implementation and no UI, so any value means the same as none.
-    static let ignoredKeys: Set<String> = [
-        kSecUseDataProtectionKeychain, kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecUseNoAuthenticationUI,
-    ]
+    /// Apple keys that choose between Apple's implementations or give its prompt's text; Keywell
+    /// has one implementation and its own words, so any value means the same as none.
+    static let ignoredKeys: Set<String> = [kSecUseDataProtectionKeychain, kSecUseOperationPrompt]
 
     static func wireDictionary(_ dictionary: CFDictionary, role: DictionaryRole) throws(KeychainError) -> WireDictionary {
         var result: WireDictionary = [:]
@@ -50,6 +48,9 @@ enum ValueConversion {
                 guard try boolean(value, key) == false else { throw .param("kSecReturnRef is not supported: there are no item references") }
             case kSecValueRef:
                 throw .param("kSecValueRef is not supported: there are no item references")
+            case kSecUseNoAuthenticationUI:
+                // The older form of kSecUseAuthenticationUIFail.
+                if try boolean(value, key) { result[WireKey.useAuthenticationUI] = .string(WireKey.useAuthenticationUIFail) }
             case WireKey.useKeychain:
                 result[key] = .string(try keychainIdentifier(value, key))
             case WireKey.matchSearchList:

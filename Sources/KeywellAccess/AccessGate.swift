@@ -82,7 +82,8 @@ public final class AccessGate: @unchecked Sendable {
 
     /// Asks the person whether `caller` may use `items`, and waits (at most
     /// `questionTimeoutSeconds`). Not from the D-Bus I/O thread. `interactive: false` answers
-    /// `.deny` at once unless an answer of the same burst applies. Allow is remembered for the
+    /// `.deny` at once (it never waits for an open question) unless an answer of the same burst
+    /// applies. Allow is remembered for the
     /// connection; Always Allow is also written through `persist`.
     public func ask(_ caller: AccessCaller, about items: [AccessItem], interactive: Bool) -> AccessAnswer {
         var unique: [AccessItem] = []
@@ -99,7 +100,7 @@ public final class AccessGate: @unchecked Sendable {
             lock.unlock()
             if answer == .alwaysAllow { write(answer, for: caller, unique) }
             return answer
-        case .asking(let question)?:
+        case .asking(let question)? where interactive:
             question.add(unique)
             question.waiting += 1
             while !question.isDone { lock.wait(untilNanoseconds: nil) }

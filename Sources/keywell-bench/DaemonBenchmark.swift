@@ -188,6 +188,7 @@ struct DaemonBenchmark: ParsableCommand {
             print(String(format: "keywelld CPU per call: Ping %.1f µs, CopyMatching by key %.1f µs",
                          pingCPU.seconds * 1e6, findCPU.seconds * 1e6))
         }
+        print("target (access control):\n\(try AccessCheckRow.measure(connection, calls: calls).line)")
     }
 
     /// `--targets-only N`: a daemon with 1,000 items, then the two targets N times (for repeated checks).

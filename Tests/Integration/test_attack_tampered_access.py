@@ -31,6 +31,10 @@ def _identity(path: str) -> str:
 
 def _store_items(session: KeywellBus) -> str:
     session.create_login()
+    # The reads below come from this test (python3), which neither list trusts: every question
+    # it causes is answered Allow, which stores nothing, so the lists stay as written. (What is
+    # tested here is the MAC over the lists, checked before anyone is asked.)
+    session.pinentry_answers(*["allow"] * 100)
     keywell = built("KEYWELL", "keywell")
     session.run([keywell, "add-generic-password", "-a", "listed", "-s", "svc", "-w", LISTED_PASSWORD,
                  "-T", "/usr/bin/env", "login"], check=True)

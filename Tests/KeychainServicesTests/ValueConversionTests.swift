@@ -119,11 +119,24 @@ import KeywellProtocol
         let query: [String: Any] = [
             kSecClass as String: kSecClassGenericPassword,
             kSecUseDataProtectionKeychain as String: true,
-            kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip,
             kSecUseOperationPrompt as String: "Unlock?",
             kSecReturnRef as String: false,
         ]
         #expect(try wire(query) == ["class": .string("genp")])
+    }
+
+    @Test func authenticationUIReachesTheDaemon() throws {
+        let base: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
+        func with(_ key: CFString, _ value: Any) -> [String: Any] {
+            var dictionary = base
+            dictionary[key as String] = value
+            return dictionary
+        }
+        #expect(try wire(with(kSecUseAuthenticationUI, kSecUseAuthenticationUIFail))
+            == ["class": .string("genp"), "u_AuthUI": .string("u_AuthUIF")])
+        #expect(try wire(with(kSecUseAuthenticationUI, kSecUseAuthenticationUISkip))["u_AuthUI"] == .string("u_AuthUIS"))
+        #expect(try wire(with(kSecUseNoAuthenticationUI, true)) == ["class": .string("genp"), "u_AuthUI": .string("u_AuthUIF")])
+        #expect(try wire(with(kSecUseNoAuthenticationUI, false)) == ["class": .string("genp")])
     }
 
     @Test func unconvertibleValuesAreParam() {

@@ -151,6 +151,17 @@ struct AccessGateTests {
         #expect(asker.count == 0)
     }
 
+    @Test func aRequestWithoutInteractionDoesNotWaitForAnOpenQuestion() {
+        let asker = ScriptedAsker([.allowOnce], hold: true)
+        let gate = AccessGate(asker: asker, persist: { _, _ in })
+        let first = Thread.detachNewThreadResult { gate.ask(app, about: [item(1)], interactive: true) }
+        #expect(asker.waitForQuestions(1))
+        #expect(gate.ask(app, about: [item(2)], interactive: false) == .deny)
+        asker.release()
+        #expect(first.value == .allowOnce)
+        #expect(gate.verdict(for: app, item: item(2), list: .applications([])) == .mustAsk)
+    }
+
     @Test func requestsWhileTheQuestionIsUpJoinIt() {
         let asker = ScriptedAsker([.allowOnce], hold: true)
         let gate = AccessGate(asker: asker, persist: { _, _ in })
