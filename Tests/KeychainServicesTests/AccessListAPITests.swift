@@ -49,14 +49,17 @@ struct AccessListAPITests {
         let session = try KeychainDaemonBus().withLoginKeychain()
         let env = try #require(trusted("/usr/bin/env"))
         let shell = try #require(trusted("/bin/sh"))
+        let me = try #require(trusted(nil))
         try session.run {
+            // This test program is on the list too: changing an item's list is using the item,
+            // which a program the list does not trust is asked about (docs/access-control.md).
             var access: SecAccess?
-            #expect(SecAccessCreate("Mail" as CFString, [env, shell] as CFArray, &access) == errSecSuccess)
+            #expect(SecAccessCreate("Mail" as CFString, [env, shell, me] as CFArray, &access) == errSecSuccess)
             let add = [kSecClass: kSecClassGenericPassword, kSecAttrService: "mail", kSecAttrAccount: "alice",
                        kSecValueData: Data("pw".utf8), kSecAttrAccess: try #require(access)] as CFDictionary
             #expect(SecItemAdd(add, nil) == errSecSuccess)
             let mail = try item("mail", "alice")
-            #expect(identities(mail) == .some([env.identity, shell.identity]))
+            #expect(identities(mail) == .some([env.identity, shell.identity, me.identity]))
 
             #expect(SecKeychainItemSetAccess(mail, SecAccess.anyApplication()) == errSecSuccess)
             #expect(identities(mail) == .some(nil))
@@ -64,23 +67,31 @@ struct AccessListAPITests {
             #expect(SecAccessCreate("none" as CFString, [] as CFArray, &none) == errSecSuccess)
             #expect(SecKeychainItemSetAccess(mail, try #require(none)) == errSecSuccess)
             #expect(identities(mail) == .some([]))
+            // Now it trusts nobody: a change is asked about, and with no dialog to show, denied.
+            #expect(SecKeychainItemSetAccess(mail, SecAccess.anyApplication()) == errSecAuthFailed)
+            #expect(identities(mail) == .some([]))
 
             // nil trusted list: the calling program alone, as on macOS.
             var mine: SecAccess?
             #expect(SecAccessCreate("mine" as CFString, nil, &mine) == errSecSuccess)
-            #expect(mine?.trustedApplications?.map(\.identity) == [try #require(trusted(nil)).identity])
+            #expect(mine?.trustedApplications?.map(\.identity) == [me.identity])
 
-            // Without kSecAttrAccess: any application (keywelld does not name creators yet).
+            // Without kSecAttrAccess, in a keychain enforcing access lists: the creator alone.
             let plain = [kSecClass: kSecClassGenericPassword, kSecAttrService: "plain", kSecAttrAccount: "bob",
                          kSecValueData: Data("pw".utf8)] as CFDictionary
             #expect(SecItemAdd(plain, nil) == errSecSuccess)
-            #expect(identities(try item("plain", "bob")) == .some(nil))
+            #expect(identities(try item("plain", "bob")) == .some([me.identity]))
 
             // kSecAttrAccess in SecItemUpdate too.
             var shellOnly: SecAccess?
             #expect(SecAccessCreate("sh" as CFString, [shell] as CFArray, &shellOnly) == errSecSuccess)
             let query = [kSecClass: kSecClassGenericPassword, kSecAttrService: "plain"] as CFDictionary
             #expect(SecItemUpdate(query, [kSecAttrAccess: try #require(shellOnly)] as CFDictionary) == errSecSuccess)
+            #expect(identities(try item("plain", "bob")) == .some([shell.identity]))
+            // Asking is not allowed here: errSecInteractionNotAllowed, nothing changed.
+            let quiet = [kSecClass: kSecClassGenericPassword, kSecAttrService: "plain",
+                         kSecUseAuthenticationUI: kSecUseAuthenticationUIFail] as CFDictionary
+            #expect(SecItemUpdate(quiet, [kSecAttrAccess: SecAccess.anyApplication()] as CFDictionary) == errSecInteractionNotAllowed)
             #expect(identities(try item("plain", "bob")) == .some([shell.identity]))
         }
     }

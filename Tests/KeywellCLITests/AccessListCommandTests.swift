@@ -23,11 +23,13 @@ import Testing
     }
 
     /// One item in a keychain of its own, dumped with -a -d: the text after its attributes.
-    private func dumpTail(_ options: [String]) throws -> String {
+    /// `withData` false: without -d, from the access block on (keywell reading the secret of an
+    /// item whose list does not trust it would be asked about, and here denied: no dialog).
+    private func dumpTail(_ options: [String], withData: Bool = true) throws -> String {
         let keychain = try session.makeKeychain("acl")
         try session.ok(["add-generic-password", "-a", "acct", "-s", "svc", "-l", "My label", "-w", "s3cret"] + options + [keychain])
-        let dump = try session.ok(["dump-keychain", "-a", "-d", keychain])
-        let marker = "data:\n"
+        let dump = try session.ok(["dump-keychain", "-a"] + (withData ? ["-d"] : []) + [keychain])
+        let marker = withData ? "data:\n" : "access:"
         let start = try #require(dump.stdout.range(of: marker))
         return String(dump.stdout[start.lowerBound...])
     }
@@ -36,8 +38,8 @@ import Testing
         // /bin/sh is a symlink: the identity names the program it resolves to.
         let first = try identity("/usr/bin/env"), second = try identity("/bin/sh")
         #expect(!second.hasPrefix("exe:/bin/sh;"))
-        let tail = try dumpTail(["-T", "/usr/bin/env", "-T", "/bin/sh"])
-        #expect(tail == "data:\n\"s3cret\"\n" + accessBlock(label: "My label", """
+        let tail = try dumpTail(["-T", "/usr/bin/env", "-T", "/bin/sh"], withData: false)
+        #expect(tail == accessBlock(label: "My label", """
                     applications (2):
                         0: \(first)
                         1: \(second)
@@ -46,7 +48,7 @@ import Testing
     }
 
     @Test func dashTEmptyTrustsNone() throws {
-        #expect(try dumpTail(["-T", ""]) == "data:\n\"s3cret\"\n" + accessBlock(label: "My label", "        applications (0):\n"))
+        #expect(try dumpTail(["-T", ""], withData: false) == accessBlock(label: "My label", "        applications (0):\n"))
     }
 
     @Test func dashATrustsAnyApplication() throws {
@@ -55,8 +57,10 @@ import Testing
         #expect(try dumpTail(["-A", "-T", "/usr/bin/env"]) == "data:\n\"s3cret\"\n" + accessBlock(label: "My label", "        applications: <null>\n"))
     }
 
-    @Test func withoutOptionsAnyApplicationUntilTheDaemonNamesCreators() throws {
-        #expect(try dumpTail([]) == "data:\n\"s3cret\"\n" + accessBlock(label: "My label", "        applications: <null>\n"))
+    @Test func withoutOptionsTheCreatorAlone() throws {
+        // keywell made it, so keywell is on its list and reads it (-d) without a question.
+        #expect(try dumpTail([]) == "data:\n\"s3cret\"\n"
+            + accessBlock(label: "My label", "        applications (1):\n            0: \(try identity(session.keywell))\n"))
     }
 
     @Test func withoutDashDTheBlockFollowsTheAttributesAndInternetItemsHaveItToo() throws {
@@ -79,11 +83,22 @@ import Testing
 
     @Test func dashUReplacesTheListOnlyWhenGiven() throws {
         let keychain = try session.makeKeychain("acl")
-        try session.ok(["add-generic-password", "-a", "a", "-s", "s", "-w", "pw", "-T", "", keychain])
+        let keywell = try identity(session.keywell)
+        try session.ok(["add-generic-password", "-a", "a", "-s", "s", "-w", "pw", "-T", session.keywell, keychain])
         try session.ok(["add-generic-password", "-U", "-a", "a", "-s", "s", "-w", "pw2", keychain])
-        #expect(try session.ok(["dump-keychain", "-a", keychain]).stdout.hasSuffix("        applications (0):\n"))
+        #expect(try session.ok(["dump-keychain", "-a", keychain]).stdout.hasSuffix("        applications (1):\n            0: \(keywell)\n"))
         try session.ok(["add-generic-password", "-U", "-a", "a", "-s", "s", "-w", "pw3", "-A", keychain])
         #expect(try session.ok(["dump-keychain", "-a", keychain]).stdout.hasSuffix("        applications: <null>\n"))
+    }
+
+    @Test func anItemThatDoesNotTrustKeywellIsNotChangedUnasked() throws {
+        let keychain = try session.makeKeychain("acl")
+        try session.ok(["add-generic-password", "-a", "a", "-s", "s", "-w", "pw", "-T", "", keychain])
+        // No dialog can be shown in this session: the question is answered Deny (errSecAuthFailed).
+        let update = try session.run(["add-generic-password", "-U", "-a", "a", "-s", "s", "-w", "pw2", "-A", keychain])
+        #expect(update.exit == 51, "\(update)")
+        #expect(try session.ok(["dump-keychain", "-a", keychain]).stdout.hasSuffix("        applications (0):\n"))
+        #expect(try session.run(["find-generic-password", "-a", "a", "-s", "s", "-w", keychain]).exit == 51)
     }
 
     @Test func dumpJSONCarriesTheList() throws {
