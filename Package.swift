@@ -53,7 +53,8 @@ let package = Package(
         .target(
             name: "KeywellSecretService",
             dependencies: [
-                "CSodium", "KeywellAccess", "KeywellCore", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "SecretServiceCrypto",
+                "CSodium", "KeywellAccess", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol", "KeywellSystem",
+                "SecretServiceCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

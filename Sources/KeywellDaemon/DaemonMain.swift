@@ -121,7 +121,7 @@ final class Daemon: @unchecked Sendable {
         }, log: logger)
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
-                                               logger: logger)
+                                               access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
         store.onEvent = { [emitter, secretService, trimmer] event in
             if case .locked = event { trimmer.trimSoon() }
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }

@@ -9,10 +9,11 @@ extension Daemon {
     /// unlocks is treated like one the native `Unlock` opened (idle timer re-armed, a drifted
     /// login keychain re-wrapped to the login password); its calls count as activity for the
     /// idle memory trim, as native calls do. The user's last logout empties its in-memory
-    /// `session` collection.
+    /// `session` collection. Items are judged for each caller through the daemon's one access
+    /// gate (docs/secret-service.md, "Access control").
     static func makeSecretService(
         store: KeychainStore, environment: [String: String], replaceOwner: Bool, autoLock: AutoLock,
-        sessions: LoginSessions, throttle: PasswordThrottle, trimmer: IdleTrimmer, logger: Logger
+        sessions: LoginSessions, throttle: PasswordThrottle, trimmer: IdleTrimmer, access: SecretServiceAccess, logger: Logger
     ) -> SecretService {
         let configuration = SecretService.Configuration(
             environment: environment, replaceOwner: replaceOwner, throttle: throttle,
@@ -20,7 +21,7 @@ extension Daemon {
                 autoLock.rearm()
                 sessions.keychainUnlocked(keychain, with: password)
             },
-            activity: { trimmer.noteActivity() })
+            activity: { trimmer.noteActivity() }, access: access)
         let service = SecretService(store: store, configuration: configuration, logger: logger)
         sessions.onLastSessionClosed { [weak service] in service?.loginSessionsEnded() }
         return service

@@ -14,12 +14,17 @@ struct CollectionObject {
         let arguments = call.arguments
         switch call.member {
         case "Delete":
+            // A sandboxed app sees only its own items: it must not delete everyone's.
+            if context.callerAccess(call).isSandboxed {
+                throw .accessDenied("A sandboxed application cannot delete a collection")
+            }
             try delete(collection)
             return [.objectPath(SecretServiceNames.noObject)]
         case "SearchItems":
             let attributes = try arguments.stringStringDict(at: 0)
             try CallLimits.checkAttributes(attributes, "A search has")
-            let ids = try engine(path()) { () throws(KeychainError) in try collection.search(attributes) }
+            let access = context.callerAccess(call)
+            let ids = try engine(path()) { () throws(KeychainError) in try access.visible(collection.search(attributes), in: collection) }
             return [.objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))]
         case "CreateItem":
             let properties = try PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.item)
@@ -30,15 +35,17 @@ struct CollectionObject {
             defer { SecretWipe.wipe(secret.value) }
             let replace = try arguments.bool(at: 2)
             let times = properties.carriedTimes()
+            let creator = context.callerAccess(call).caller
             let (id, replaced): (UUID, Bool)
             do throws(DBusError) {
                 (id, replaced) = try engine(path()) { () throws(KeychainError) in
                     try collection.createItem(label: label, attributes: attributes, type: type, secret: secret,
-                                              replace: replace, times: times)
+                                              replace: replace, times: times, creator: creator)
                 }
             } catch where error.name == SecretServiceNames.errorIsLocked {
                 // libsecret asks to unlock, then tries once more and prints this if still locked.
-                guard case .keychain(let name) = collection.id else { throw error }
+                // An item it would replace that is locked for the caller is not about the keychain.
+                guard case .keychain(let name) = collection.id, (try? collection.isLocked()) == true else { throw error }
                 throw SecretServiceError.isLocked(FirstStoreAdvice.locked(name, why: context.prompts.whyLastDismissed(owner: call.sender)))
             }
             context.itemsChanged(in: collection.id, created: replaced ? [] : [id], changed: replaced ? [id] : [])
@@ -48,12 +55,13 @@ struct CollectionObject {
         }
     }
 
-    func property(_ name: String, _ address: CollectionAddress) throws(DBusError) -> DBusValue {
+    func property(_ name: String, _ address: CollectionAddress, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: collection.id) }
         switch name {
         case "Items":
-            let ids = try engine(path()) { () throws(KeychainError) in try collection.itemIDs() }
+            let access = context.callerAccess(call)
+            let ids = try engine(path()) { () throws(KeychainError) in try access.visible(collection.itemIDs(), in: collection) }
             return .objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))
         case "Label":
             return .string(try engine(path()) { () throws(KeychainError) in try collection.label() })

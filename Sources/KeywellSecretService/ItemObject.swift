@@ -1,9 +1,14 @@
 import Foundation
+import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
 
 /// `/org/freedesktop/secrets/collection/<c>/<i>`: `org.freedesktop.Secret.Item`.
+///
+/// For a caller the item's access list does not trust, the item is locked (`Locked` true, its
+/// secret and every change IsLocked) until an Unlock prompt lets it in; for a sandboxed caller
+/// the list does not name, there is no such item (docs/secret-service.md, "Access control").
 struct ItemObject {
     let context: ServiceContext
 
@@ -11,13 +16,16 @@ struct ItemObject {
         let collection = try context.collection(address)
         // Only errors name the item: a read that succeeds builds no path.
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
+        let verdict = try self.verdict(id, in: collection, call: call, path)
         switch call.member {
         case "Delete":
+            try refuseIfLocked(verdict, path)
             try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
             context.itemsChanged(in: collection.id, deleted: [id])
             return [.objectPath(SecretServiceNames.noObject)]
         case "GetSecret":
             let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
+            try refuseIfLocked(verdict, path)
             let secrets = try engine(path()) { () throws(KeychainError) in try collection.secrets([id]) }
             guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path())") }
             defer { SecretWipe.wipe(secret.value) }
@@ -26,6 +34,7 @@ struct ItemObject {
         case "SetSecret":
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
+            try refuseIfLocked(verdict, path)
             try engine(path()) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
             context.itemsChanged(in: collection.id, changed: [id])
             return []
@@ -34,15 +43,17 @@ struct ItemObject {
         }
     }
 
-    func property(_ name: String, _ address: CollectionAddress, _ id: UUID) throws(DBusError) -> DBusValue {
+    func property(_ name: String, _ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         if name == "Locked" {
             guard try engine(path(), { () throws(KeychainError) in try collection.contains(id) }) else {
                 throw SecretServiceError.noSuchObject("No item \(path())")
             }
+            if try verdict(id, in: collection, call: call, path) == .mustAsk { return .bool(true) }
             return .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
         }
+        _ = try verdict(id, in: collection, call: call, path)
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
         guard let value = Self.value(name, of: item) else { throw .unknownProperty("No property \(name)") }
         return value
@@ -50,16 +61,20 @@ struct ItemObject {
 
     /// GetAll: the item read once (libsecret's item proxies ask for all six properties), not once
     /// per property.
-    func allProperties(_ address: CollectionAddress, _ id: UUID) throws(DBusError) -> [String: DBusValue] {
+    func allProperties(_ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) -> [String: DBusValue] {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
+        let verdict = try verdict(id, in: collection, call: call, path)
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
-        var values: [String: DBusValue] = ["Locked": .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })]
+        var locked = verdict == .mustAsk
+        if !locked { locked = try engine(path()) { () throws(KeychainError) in try collection.isLocked() } }
+        var values: [String: DBusValue] = ["Locked": .bool(locked)]
         for name in Self.rowProperties { values[name] = Self.value(name, of: item) }
         return values
     }
 
-    /// The properties an item's row answers (`Locked` is its keychain's).
+    /// The properties an item's row answers (`Locked` is its keychain's, or true for a caller
+    /// the item's list does not trust).
     private static let rowProperties = ["Attributes", "Label", "Type", "Created", "Modified"]
 
     private static func value(_ name: String, of item: SecretServiceItem) -> DBusValue? {
@@ -74,9 +89,10 @@ struct ItemObject {
     }
 
     /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).
-    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, _ id: UUID) throws(DBusError) {
+    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
+        try refuseIfLocked(verdict(id, in: collection, call: call, path), path)
         switch name {
         case "Label":
             guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
@@ -90,5 +106,19 @@ struct ItemObject {
         default:
             throw .propertyReadOnly("\(name) is read-only")
         }
+    }
+
+    /// The caller's verdict on the item; NoSuchObject when the item does not exist for it (a
+    /// sandboxed caller the list does not name), exactly as for a missing item.
+    private func verdict(_ id: UUID, in collection: any SecretCollection, call: DBusMethodCall,
+                         _ path: () -> String) throws(DBusError) -> AccessVerdict {
+        let verdict = try engine(path()) { () throws(KeychainError) in try context.callerAccess(call).verdict(id, in: collection) }
+        if verdict == .hidden { throw SecretServiceError.noSuchObject("No item \(path())") }
+        return verdict
+    }
+
+    /// IsLocked for an item locked for this caller: libsecret then calls Unlock, whose prompt asks.
+    private func refuseIfLocked(_ verdict: AccessVerdict, _ path: () -> String) throws(DBusError) {
+        if verdict == .mustAsk { throw SecretServiceError.isLocked("\(path()) is locked for this application") }
     }
 }

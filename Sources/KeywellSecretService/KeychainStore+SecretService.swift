@@ -67,15 +67,25 @@ extension KeychainStore {
     /// (a migration); without it both are now. Returns the item and whether it replaced one.
     /// `creator`: as in `add` (a new item's access list); nil, as a migration passes, makes an
     /// item any application may use. A replaced item keeps its list.
+    /// `creatorUnidentified`, `access`, `replacing`: as in `addFreeformItem` (who the new item
+    /// trusts, and whether this caller may replace an item it would replace).
     public func secretServiceCreateItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
-        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil
+        secret: SecretServiceSecret, replace: Bool, times: SecretServiceItemTimes? = nil, creator: String? = nil,
+        creatorUnidentified: Bool = false, access: AccessList? = nil,
+        replacing: (@Sendable (AccessList) -> SecretServiceReplacement)? = nil
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         // Kept only when it says more than the schema attribute.
         let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
         return try addFreeformItem(
             in: keychain, label: label, attributes: attributes, type: type, secret: secret, replace: replace,
-            times: times, creator: creator, derive: SecretServiceMapping.derivedNativeAttributes)
+            times: times, creator: creator, creatorUnidentified: creatorUnidentified, access: access,
+            replacing: replacing, derive: SecretServiceMapping.derivedNativeAttributes)
+    }
+
+    /// The access lists of the collection's items `ids` (works while locked).
+    public func secretServiceAccessLists(_ ids: [UUID], in keychain: String) throws(KeychainError) -> SecretServiceAccessLists {
+        try accessLists(ids, in: keychain)
     }
 
     /// Changes the label and/or the attributes. Attributes of native items are derived from their

@@ -1,11 +1,13 @@
 import Foundation
+import KeywellAccess
 import KeywellCore
 import KeywellProtocol
 
 /// The `session` collection: in memory only, never written to disk, always unlocked, emptied
 /// when the user's last login session closes (PAM tells the daemon), when the daemon exits, or
 /// when its session bus goes away. Apps and test suites
-/// written for gnome-keyring keep throwaway secrets here.
+/// written for gnome-keyring keep throwaway secrets here. Its items trust any application,
+/// except a sandboxed app's, which trust that app alone (docs/secret-service.md, "Access control").
 // @unchecked: the items are only touched under `lock`.
 final class MemoryCollection: SecretCollection, @unchecked Sendable {
     private struct StoredItem {
@@ -15,6 +17,7 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
         var secret: SecretServiceSecret
         let created: Date
         var modified: Date
+        let access: AccessList
     }
 
     let id = CollectionID.session
@@ -85,13 +88,30 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
         }
     }
 
+    /// Named by the item's UUID within `session`: nothing on disk to write Always Allow into, so
+    /// an allowance for a session item lasts as long as its connection.
+    func access(_ ids: [UUID]) -> CollectionAccess {
+        let lists = lock.locked { ids.map { items[$0]?.access ?? .anyApplication } }
+        return CollectionAccess(lists: lists) { index in
+            AccessItem(keychain: ObjectPaths.sessionCollectionSegment, reference: withUnsafeBytes(of: ids[index].uuid) { Array($0) }, label: "")
+        }
+    }
+
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool, times: SecretServiceItemTimes?) -> (id: UUID, replaced: Bool) {
+                    replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let secret = Self.ownCopy(secret)
-        return lock.locked {
+        let access: AccessList = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }.map { .applications([$0]) } ?? .anyApplication
+        return try lock.locked { () throws(KeychainError) -> (id: UUID, replaced: Bool) in
             let now = Date()
+            // A match the creator may not use is left alone (a sandboxed app's own item is made
+            // beside it) or refused, as in a keychain.
+            let candidate = replace ? order.first(where: { items[$0]!.attributes == attributes }) : nil
+            let replacement = candidate.map { id in creator.map { SecretServiceAccess.replacement(of: items[id]!.access, by: $0) } ?? .replace }
+            if replacement == .refuse {
+                throw KeychainError(SecStatus.interactionNotAllowed, detail: "the item it would replace is locked for this application")
+            }
             modified = now
-            if replace, let existing = order.first(where: { items[$0]!.attributes == attributes }) {
+            if let existing = candidate, replacement == .replace {
                 items[existing]!.label = label
                 items[existing]!.type = type
                 items[existing]!.secret = secret
@@ -100,7 +120,7 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
             }
             let id = UUID()
             items[id] = StoredItem(label: label, attributes: attributes, type: type, secret: secret,
-                                   created: times?.created ?? now, modified: times?.modified ?? now)
+                                   created: times?.created ?? now, modified: times?.modified ?? now, access: access)
             order.append(id)
             return (id, false)
         }

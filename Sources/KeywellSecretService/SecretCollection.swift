@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAccess
 import KeywellCore
 import KeywellProtocol
 
@@ -19,13 +20,24 @@ protocol SecretCollection: Sendable {
     func contains(_ id: UUID) throws(KeychainError) -> Bool
     /// Secrets of the items that exist; needs the collection unlocked.
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret]
+    /// The access lists of `ids`, and how an access question names each.
+    func access(_ ids: [UUID]) throws(KeychainError) -> CollectionAccess
     /// `times`: the item's creation and modification times when they are carried over from
-    /// elsewhere (a migration), else now.
+    /// elsewhere (a migration), else now. `creator`: who makes it (nil: no access control), whom
+    /// the new item trusts (docs/secret-service.md, "Access control"), and who must be allowed
+    /// to use an item it would replace.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool, times: SecretServiceItemTimes?) throws(KeychainError) -> (id: UUID, replaced: Bool)
+                    replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool)
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError)
     func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError)
     func deleteItem(_ id: UUID) throws(KeychainError)
+}
+
+/// The access lists of some items of a collection, in the order asked, and how an access
+/// question names each (built only for an item the list does not trust).
+struct CollectionAccess {
+    let lists: [AccessList]
+    let item: (Int) -> AccessItem
 }
 
 /// A keychain as a collection: every call goes to the engine, which owns the file.
@@ -52,10 +64,27 @@ struct KeychainCollection: SecretCollection {
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret] {
         try store.secretServiceSecretBatch(ids, in: name)
     }
+    func access(_ ids: [UUID]) throws(KeychainError) -> CollectionAccess {
+        let lists = try store.secretServiceAccessLists(ids, in: name)
+        return CollectionAccess(lists: ids.map(lists.list(of:))) { index in
+            AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: ids[index]), label: "")
+        }
+    }
+    /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could
+    /// not see its own item otherwise); anyone else's is the keychain's default for its creator,
+    /// except a migrated copy's.
     func createItem(label: String, attributes: [String: String], type: String?, secret: SecretServiceSecret,
-                    replace: Bool, times: SecretServiceItemTimes?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
-        try store.secretServiceCreateItem(in: name, label: label, attributes: attributes, type: type, secret: secret,
-                                          replace: replace, times: times)
+                    replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
+        let sandboxed: AccessList? = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }.map { .applications([$0]) }
+        // A copy from another keyring (`keywell migrate --from-secret-service` carries its
+        // times) is made as every migrated item is: open to any application.
+        let trusted = times == nil ? creator?.identityString : nil
+        let unidentified = times == nil && creator != nil && creator?.identityString == nil
+        var replacing: (@Sendable (AccessList) -> SecretServiceReplacement)?
+        if let creator { replacing = { list in SecretServiceAccess.replacement(of: list, by: creator) } }
+        return try store.secretServiceCreateItem(
+            in: name, label: label, attributes: attributes, type: type, secret: secret, replace: replace, times: times,
+            creator: trusted, creatorUnidentified: unidentified, access: sandboxed, replacing: replacing)
     }
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError) {
         try store.secretServiceUpdateItem(id, in: name, label: label, attributes: attributes)

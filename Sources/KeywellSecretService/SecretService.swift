@@ -19,15 +19,18 @@ public final class SecretService: @unchecked Sendable {
         public var keychainUnlocked: @Sendable (String, SecretBytes) -> Void
         /// Called for every call and property access (the daemon's idle timers count it as use).
         public var activity: @Sendable () -> Void
+        /// Access control on items (docs/secret-service.md, "Access control"); nil: none.
+        public var access: SecretServiceAccess?
 
         public init(environment: [String: String] = [:], replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
                     keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
-                    activity: @escaping @Sendable () -> Void = {}) {
+                    activity: @escaping @Sendable () -> Void = {}, access: SecretServiceAccess? = nil) {
             self.environment = environment
             self.replaceOwner = replaceOwner
             self.throttle = throttle
             self.keychainUnlocked = keychainUnlocked
             self.activity = activity
+            self.access = access
         }
     }
 
@@ -54,7 +57,8 @@ public final class SecretService: @unchecked Sendable {
         context = ServiceContext(
             store: store, directory: directory, sessions: SessionManager(),
             prompts: PromptManager(asker: Pinentry(choice: choice), signals: signals, logger: logger),
-            signals: signals, logger: logger, throttle: configuration.throttle, keychainUnlocked: configuration.keychainUnlocked)
+            signals: signals, logger: logger, throttle: configuration.throttle, access: configuration.access,
+            keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
         currentConnection = connectionNow
         context.directory.noteCurrentList()

@@ -58,3 +58,9 @@ public typealias SecretServiceSecret = ItemSecret
 /// An item's creation and modification times, given when an item is carried over from another
 /// Secret Service (`keywell migrate --from-secret-service`) so that it keeps its own.
 public typealias SecretServiceItemTimes = ItemDates
+
+/// The access lists of a collection's items, as `SecretServiceAccess` judges them per caller.
+public typealias SecretServiceAccessLists = ItemAccessLists
+
+/// What creating an item does with one it would replace (`SecretServiceAccess.replacement`).
+public typealias SecretServiceReplacement = ItemReplacement

@@ -39,8 +39,10 @@ final class SecretServiceTree: DBusObject {
 
     /// Reads answer on the D-Bus I/O thread, the hot path of every client; writes, prompts, DH
     /// key agreement (about a millisecond of big-number work) and the collections' `Items` lists
-    /// (which grow with the collection) go to a worker.
+    /// (which grow with the collection) go to a worker. So do the first reads of a caller whose
+    /// identity access control has not worked out yet (that waits for the bus).
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        if let access = context.access, !access.isKnown(call) { return .worker }
         if call.interface == StandardInterface.properties {
             guard call.member != "Set" else { return .worker }
             if case .collection? = ObjectPaths.parse(call.path) { return .worker }
@@ -105,8 +107,8 @@ final class SecretServiceTree: DBusObject {
         do throws(DBusError) {
             switch object {
             case .service?: return try ServiceObject(context: context).property(name)
-            case .collection(let address)?: return try CollectionObject(context: context).property(name, address)
-            case .item(let address, let id)?: return try ItemObject(context: context).property(name, address, id)
+            case .collection(let address)?: return try CollectionObject(context: context).property(name, address, call: call)
+            case .item(let address, let id)?: return try ItemObject(context: context).property(name, address, id, call: call)
             default: throw .unknownProperty("No property \(interface).\(name) at \(path)")
             }
         } catch {
@@ -119,7 +121,7 @@ final class SecretServiceTree: DBusObject {
         guard interface == SecretServiceNames.itemInterface, case .item(let address, let id)? = object else { return nil }
         activity()
         do throws(DBusError) {
-            return try ItemObject(context: context).allProperties(address, id)
+            return try ItemObject(context: context).allProperties(address, id, call: call)
         } catch {
             throw MissingObject.answer(error, calling: path, object)
         }
@@ -131,7 +133,7 @@ final class SecretServiceTree: DBusObject {
         do throws(DBusError) {
             switch object {
             case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address)
-            case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id)
+            case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id, call: call)
             default: throw .propertyReadOnly("Property \(interface).\(name) is read-only")
             }
         } catch {

@@ -17,9 +17,12 @@ final class ServiceContext: Sendable {
     /// Told about every unlock a prompt does (the daemon re-arms its idle timer and repairs a
     /// login keychain whose password drifted from the login password).
     let keychainUnlocked: @Sendable (String, SecretBytes) -> Void
+    /// Access control (nil: every item is every caller's, as for a service built without it).
+    let access: SecretServiceAccess?
 
     init(store: KeychainStore, directory: CollectionDirectory, sessions: SessionManager, prompts: PromptManager,
-         signals: SecretServiceSignals, logger: Logger, throttle: PasswordThrottle, keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void) {
+         signals: SecretServiceSignals, logger: Logger, throttle: PasswordThrottle, access: SecretServiceAccess? = nil,
+         keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void) {
         self.store = store
         self.directory = directory
         self.sessions = sessions
@@ -28,7 +31,11 @@ final class ServiceContext: Sendable {
         self.logger = logger
         self.throttle = throttle
         self.keychainUnlocked = keychainUnlocked
+        self.access = access
     }
+
+    /// What `call`'s caller may do with items (its identity worked out, or taken from the cache).
+    func callerAccess(_ call: DBusMethodCall) -> CallerAccess { CallerAccess(access, call: call) }
 
     /// The collection an address stands for; NoSuchObject when an alias names none (its message
     /// says what to do, and why `caller`'s last prompt ended if it was dismissed). A keychain

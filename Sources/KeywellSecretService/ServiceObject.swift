@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
@@ -50,9 +51,12 @@ struct ServiceObject {
     // MARK: Searching and secrets
 
     /// Every collection's matches, split by lock state: attributes stay readable while a keychain
-    /// is locked, so its matches show as `locked` and the client asks to unlock them.
+    /// is locked, so its matches show as `locked` and the client asks to unlock them. An item
+    /// whose list does not trust the caller is locked for it; one a sandboxed caller is not
+    /// named by is left out (docs/secret-service.md, "Access control").
     private func searchItems(_ attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
         try CallLimits.checkAttributes(attributes, "A search has")
+        let access = context.callerAccess(call)
         var unlocked: [String] = []
         var locked: [String] = []
         for collection in context.directory.all() {
@@ -60,8 +64,15 @@ struct ServiceObject {
             do throws(KeychainError) {
                 let (ids, isLocked) = try collection.searchWithLockState(attributes)
                 guard !ids.isEmpty else { continue }
-                let paths = ObjectPaths.paths(of: ids, in: collection.id)
-                if isLocked { locked += paths } else { unlocked += paths }
+                let verdicts = try access.verdicts(ids, in: collection)
+                let segment = ObjectPaths.paths(of: ids, in: collection.id)
+                for (path, verdict) in zip(segment, verdicts) {
+                    switch verdict {
+                    case .hidden: continue
+                    case .mustAsk: locked.append(path)
+                    case .allowed: if isLocked { locked.append(path) } else { unlocked.append(path) }
+                    }
+                }
             } catch {
                 // One damaged or vanished keychain must not hide the others' items.
                 context.logger.warning("SearchItems skips \(ObjectPaths.path(of: collection.id)): \(error.wireMessage)")
@@ -105,11 +116,16 @@ struct ServiceObject {
         entries.reserveCapacity(paths.count)
         // One value for every secret's session field.
         let sessionPath = DBusValue.objectPath(session.path)
-        for (index, (collection, items)) in groups.enumerated() {
+        let access = context.callerAccess(call)
+        for (index, (collection, asked)) in groups.enumerated() {
             // Each group costs at least a look for its keychain's file.
             if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             let secrets: [UUID: SecretServiceSecret]
+            let items: [(path: String, id: UUID)]
             do throws(KeychainError) {
+                // Items locked for the caller are left out, as those of a locked keychain are.
+                let verdicts = try access.verdicts(asked.map(\.id), in: collection)
+                items = zip(asked, verdicts).compactMap { $1 == .allowed ? $0 : nil }
                 secrets = try collection.secrets(items.map(\.id))
             } catch where error.status == SecStatus.interactionNotAllowed || error.status == SecStatus.noSuchKeychain {
                 continue  // locked (the client unlocks first, as libsecret does) or gone
@@ -143,35 +159,72 @@ struct ServiceObject {
 
     // MARK: Lock state
 
-    /// Objects in unlocked collections come back at once; locked ones wait for a prompt that
-    /// asks for their keychains' passwords and completes with them (`ao`).
+    /// Objects in unlocked collections come back at once; the others wait for a prompt
+    /// (`Completed` lists those now usable, `ao`). The prompt first asks for the passwords of
+    /// locked keychains, then, in one question, whether the caller may use the items locked for
+    /// it (docs/secret-service.md, "Unlock and the access question"). Items a sandboxed caller
+    /// cannot see are left out, as missing ones are; a collection is about its keychain's lock only.
     private func unlock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Unlock takes", "object paths")
-        var unlocked: [String] = []
+        let access = context.callerAccess(call)
+        // By their place in `paths`: answers keep the order they were asked in.
+        var unlockedAt: [(index: Int, path: String)] = []
         var pending: [(path: String, keychain: String)] = []
+        var questioned: [UnlockItem] = []
+        var itemsOf: [CollectionID: (collection: any SecretCollection, items: [(index: Int, path: String, id: UUID)])] = [:]
+        var order: [CollectionID] = []
         for (index, path) in paths.enumerated() {
             if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
-            guard let (collection, _) = context.existingObject(path) else { continue }
-            if (try? collection.isLocked()) == true, case .keychain(let name) = collection.id {
+            guard let (collection, item) = context.existingObject(path) else { continue }
+            if let item {
+                if itemsOf[collection.id] == nil { order.append(collection.id) }
+                itemsOf[collection.id, default: (collection, [])].items.append((index, path, item))
+            } else if (try? collection.isLocked()) == true, case .keychain(let name) = collection.id {
                 pending.append((path, name))
             } else {
-                unlocked.append(path)
+                unlockedAt.append((index, path))
             }
         }
-        guard !pending.isEmpty else {
+        for id in order {
+            guard let (collection, items) = itemsOf[id] else { continue }
+            try call.checkStillWanted()
+            let verdicts = try engine(ObjectPaths.path(of: id)) { () throws(KeychainError) in
+                try access.verdicts(items.map(\.id), in: collection)
+            }
+            let keychain: String? = if case .keychain(let name) = id, (try? collection.isLocked()) == true { name } else { nil }
+            for (item, verdict) in zip(items, verdicts) {
+                switch verdict {
+                case .hidden: continue
+                case .mustAsk: questioned.append(UnlockItem(path: item.path, id: item.id, collection: collection, keychain: keychain))
+                case .allowed:
+                    if let keychain { pending.append((item.path, keychain)) } else { unlockedAt.append((item.index, item.path)) }
+                }
+            }
+        }
+        let unlocked = unlockedAt.sorted { $0.index < $1.index }.map(\.path)
+        guard !pending.isEmpty || !questioned.isEmpty else {
             return [.objectPathArray(unlocked), .objectPath(SecretServiceNames.noObject)]
         }
         var keychains: [String] = []
         var seen: Set<String> = []
-        for (_, name) in pending where seen.insert(name).inserted { keychains.append(name) }
+        for name in pending.map(\.keychain) + questioned.compactMap(\.keychain) where seen.insert(name).inserted { keychains.append(name) }
         let requester = ServiceContext.describe(call.sender, on: call.connection)
-        try context.refuseWithoutPrompter(to: "unlock", keychains, requester: requester)
+        if !keychains.isEmpty { try context.refuseWithoutPrompter(to: "unlock", keychains, requester: requester) }
         let context = self.context
         let waiting = pending
+        let question = questioned
+        let caller = access.caller
         let prompt = try context.prompts.create(owner: call.sender, emptyResult: .objectPathArray([])) { [keychains] promptContext in
-            let opened = UnlockPrompt(context: context, requester: requester).run(keychains, promptContext)
-            guard !opened.isEmpty else { return nil }
-            return .objectPathArray(waiting.filter { opened.contains($0.keychain) }.map(\.path))
+            let opened = keychains.isEmpty ? [] : UnlockPrompt(context: context, requester: requester).run(keychains, promptContext)
+            guard keychains.isEmpty || !opened.isEmpty else { return nil }
+            var usable = waiting.filter { opened.contains($0.keychain) }.map(\.path)
+            if let caller, let gate = context.access?.gate, !question.isEmpty, !promptContext.isDismissed {
+                let items = question.filter { $0.keychain.map(opened.contains) ?? true }
+                if gate.ask(caller, about: UnlockItem.accessItems(items), interactive: true).allows {
+                    usable += items.map(\.path)
+                }
+            }
+            return usable.isEmpty ? nil : .objectPathArray(usable)
         }
         return [.objectPathArray(unlocked), .objectPath(prompt)]
     }
@@ -246,6 +299,27 @@ struct ServiceObject {
         } catch {
             throw error.secretServiceError(path)
         }
+    }
+}
+
+/// An item an Unlock prompt asks the access question about.
+private struct UnlockItem: Sendable {
+    let path: String
+    let id: UUID
+    let collection: any SecretCollection
+    /// Its keychain when that was locked too (the password comes first).
+    let keychain: String?
+
+    /// The items as the question names them, with their labels.
+    static func accessItems(_ items: [UnlockItem]) -> [AccessItem] {
+        var result: [AccessItem] = []
+        result.reserveCapacity(items.count)
+        for item in items {
+            guard let named = try? item.collection.access([item.id]).item(0) else { continue }
+            let label = (try? item.collection.item(item.id).label) ?? ""
+            result.append(AccessItem(keychain: named.keychain, reference: named.reference, label: label))
+        }
+        return result
     }
 }
 

@@ -157,10 +157,15 @@ exec '{self.keywelld}' --verbose {self.daemon_args} 2>>'{self.log_path}'
                 else:
                     os.environ[k] = v
 
-    def create_login(self, password: str = LOGIN_PASSWORD) -> None:
-        """The login keychain, as PAM would make it (default keychain, search list)."""
+    def create_login(self, password: str = LOGIN_PASSWORD, enforce_access: bool = True) -> None:
+        """The login keychain, as PAM would make it (default keychain, search list). It enforces
+        access lists, as every new keychain does; `enforce_access=False` turns that off for tests
+        where several programs share items and access control is not what they are about."""
         import dbus
-        self.native().CreateKeychain("login", dbus.ByteArray(password.encode()))
+        native = self.native()
+        native.CreateKeychain("login", dbus.ByteArray(password.encode()))
+        if not enforce_access:
+            native.SetSettings("login", {"enforceAccess": dbus.Boolean(False)})
 
     def keywelld_pids(self) -> list[int]:
         out = subprocess.run(["pgrep", "-f", "-s", str(self.bus.pid), "keywelld"], capture_output=True, text=True)

@@ -67,7 +67,9 @@ def bus_without_prompter():
 
 
 def test_a_no_keychain_at_all_creates_the_default_through_a_prompt(bus):
-    bus.pinentry_answers("new-pw")
+    # The new keychain enforces access lists: secret-tool reading python keyring's item is
+    # asked, and allowed (docs/secret-service.md, "Access control").
+    bus.pinentry_answers("new-pw", "allow")
     result = store(bus)
     assert result.returncode == 0, result.stderr
     assert lookup(bus) == b"first-secret"
@@ -79,7 +81,7 @@ def test_a_no_keychain_at_all_creates_the_default_through_a_prompt(bus):
 
 
 def test_a_python_keyring_alone_creates_the_default_too(bus):
-    bus.pinentry_answers("new-pw")
+    bus.pinentry_answers("new-pw", "allow")  # the access question of secret-tool's lookup
     result = keyring_set(bus)
     assert result.returncode == 0, result.stderr
     assert bus.secret_tool("lookup", "service", "s2", "username", "a2").stdout == b"kr-secret"

@@ -23,12 +23,29 @@ OTHER_APP = "org.example.Other"
 
 
 def stored_items(portal, app_id: str) -> list[dict]:
-    """The login keychain's items for `app_id`, as any Secret Service client sees them."""
+    """The login keychain's items for `app_id`, as a Secret Service client outside the sandbox
+    sees them: locked for it (the item trusts the app alone, docs/portal.md) until the person
+    answers Allow to its Unlock prompt."""
     import secretstorage
+    from secretstorage.util import unlock_objects
     connection = portal.bus.jeepney()
     collection = secretstorage.get_default_collection(connection)
+    items = list(collection.search_items({"app_id": app_id}))
+    assert all(item.is_locked() for item in items), "the app's secret is open to programs outside its sandbox"
+    portal.bus.pinentry_answers("allow")
+    assert not items or not unlock_objects(connection, [item.item_path for item in items])
     return [{"label": item.get_label(), "attributes": item.get_attributes(), "secret": item.get_secret()}
-            for item in collection.search_items({"app_id": app_id})]
+            for item in items]
+
+
+def access_list(portal, label: str) -> list[str] | str:
+    """The access list of the login keychain's item labelled `label`, read with the native API."""
+    import dbus
+    found = portal.bus.native().CopyMatching({"class": "genp", "r_Attributes": True, "r_Access": True,
+                                              "m_Limit": "m_LimitAll"})
+    lists = [entry["acls"] for entry in found if str(entry.get("labl", "")) == label]
+    assert len(lists) == 1, found
+    return str(lists[0]) if isinstance(lists[0], dbus.String) else [str(identity) for identity in lists[0]]
 
 
 def test_each_sandboxed_app_gets_a_stable_secret_of_its_own(portal):
@@ -51,6 +68,8 @@ def test_each_sandboxed_app_gets_a_stable_secret_of_its_own(portal):
     assert items[0]["label"] == f"Application key for {APP}"
     assert items[0]["attributes"]["xdg:schema"] == "org.freedesktop.portal.Secret"
     assert items[0]["secret"] == secret
+    # Trusted for the app it serves, not for xdg-desktop-portal, which asked for it.
+    assert access_list(portal, f"Application key for {APP}") == [f"flatpak:{APP}"]
     log = portal.bus.daemon_log()
     assert f"gave {APP} its secret (new, stored in \"login\")" in log
     import dbus

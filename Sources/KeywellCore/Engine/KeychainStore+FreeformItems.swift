@@ -170,10 +170,16 @@ extension KeychainStore {
     /// carries an item's creation and modification times over from elsewhere (a migration);
     /// without it both are now. Returns the item and whether it replaced one.
     /// `creator`: as in `add` (a new item's access list, `AccessList.forNewItem`); nil, as a
-    /// migration passes, makes an item any application may use. A replaced item keeps its list.
+    /// migration passes, makes an item any application may use. A replaced item keeps its list;
+    /// `creatorUnidentified`: as in `add` (a caller whose identity is unknown: its item trusts nobody
+    /// in an enforcing keychain). `access`, when given, is the new item's list whatever the
+    /// keychain's `enforceAccess` says (a sandboxed app's item trusts that app alone); `replacing`
+    /// decides, from that list, whether the caller may replace it at all (nil: yes).
     public func addFreeformItem(
         in keychain: String, label: String, attributes: [String: String], type: String?,
-        secret: ItemSecret, replace: Bool, times: ItemDates? = nil, creator: String? = nil, derive: DeriveNative
+        secret: ItemSecret, replace: Bool, times: ItemDates? = nil, creator: String? = nil,
+        creatorUnidentified: Bool = false, access explicitAccess: AccessList? = nil,
+        replacing: (@Sendable (AccessList) -> ItemReplacement)? = nil, derive: DeriveNative
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
@@ -181,9 +187,8 @@ extension KeychainStore {
         let milliseconds = AttributeValue.integer(millisecondsSince1970(times?.modified ?? now))
         let created = AttributeValue.integer(millisecondsSince1970(times?.created ?? now))
         let result = try file.database.write { db -> (UUID, Bool) in
-            if replace, let existing = try Self.itemWithExactly(attributes, db) {
-                // Replacing must not vouch for an edit made on disk.
-                try ItemIntegrity.check(rowIDs: [existing], keychain: file.uuid, key: integrity, db)
+            if replace, let existing = try Self.itemWithExactly(attributes, db),
+               try Self.mayReplace(existing, keychain: file.uuid, integrity: integrity, replacing, db) {
                 var item = try Self.fullItem(rowID: existing, db)
                 item.attributes.merge(derive(label, attributes)) { _, derived in derived }
                 item.attributes[.modificationDate] = milliseconds
@@ -204,7 +209,8 @@ extension KeychainStore {
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             // A new item has no hidden rows to replace or delete: only those that say something.
             let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
-            let access = AccessList.forNewItem(creator: creator, explicit: nil, enforceAccess: file.enforcesAccess)
+            let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess,
+                                                creatorUnidentified: creatorUnidentified)
             let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
             let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
             try FreeformAttributeTable.insert(rows, itemID: rowID, db)
@@ -215,6 +221,22 @@ extension KeychainStore {
         emit(itemChanges: [replaced ? KeychainItemsEvent(keychain: file.location.displayName, changed: [id])
                                     : KeychainItemsEvent(keychain: file.location.displayName, created: [id])])
         return result
+    }
+
+    /// Checks the item's MAC (replacing must not vouch for an edit made on disk), then asks
+    /// `replacing` about its access list: true to replace it, false to make a new item instead.
+    private static func mayReplace(
+        _ rowID: Int64, keychain: UUID, integrity: IntegrityKey,
+        _ replacing: ((AccessList) -> ItemReplacement)?, _ db: Database
+    ) throws -> Bool {
+        let lists = try ItemIntegrity.check(rowIDs: [rowID], keychain: keychain, key: integrity, db)
+        guard let replacing else { return true }
+        switch replacing(lists[rowID] ?? .anyApplication) {
+        case .replace: return true
+        case .makeNew: return false
+        case .refuse:
+            throw KeychainError(SecStatus.interactionNotAllowed, detail: "the item it would replace is locked for this application")
+        }
     }
 
     /// Changes the label and/or the free-form attributes (then `derive` gives the native ones

@@ -21,7 +21,9 @@ final class AppSecrets: @unchecked Sendable {
         return (name, try store.isLocked(name))
     }
 
-    /// The app's secret in `keychain` (unlocked), made and stored first if it has none. When
+    /// The app's secret in `keychain` (unlocked), made and stored first if it has none, trusting
+    /// the Flatpak app it is for (not xdg-desktop-portal, which asks for it; a Snap id names no
+    /// identity, so its item follows the keychain's default: docs/portal.md). When
     /// several items carry the app id (made by hand, or a keyring migrated twice), the one with
     /// the smallest identifier wins, the same one every time.
     func secret(for app: PortalAppID, in keychain: String) throws(KeychainError) -> (secret: Data, created: Bool) {
@@ -36,7 +38,8 @@ final class AppSecrets: @unchecked Sendable {
         _ = try store.secretServiceCreateItem(
             in: keychain, label: PortalNames.itemLabel(for: app.value),
             attributes: [PortalNames.appIDAttribute: app.value, SecretServiceSchema.attribute: PortalNames.itemSchema],
-            type: nil, secret: SecretServiceSecret(value: value, contentType: PortalNames.secretContentType), replace: false)
+            type: nil, secret: SecretServiceSecret(value: value, contentType: PortalNames.secretContentType), replace: false,
+            creator: app.flatpakIdentity)
         return (value, true)
     }
 

@@ -37,6 +37,10 @@ public struct PortalAppID: Sendable, Hashable, CustomStringConvertible {
         value = text
     }
 
+    /// The access-control identity of the Flatpak app this id names (`flatpak:<id>`); nil for a
+    /// Snap id (`snap.<name>`), which names a snap but not its app's AppArmor label.
+    public var flatpakIdentity: String? { value.hasPrefix("snap.") ? nil : "flatpak:\(value)" }
+
     private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
 
     private static func isNameByte(_ byte: UInt8) -> Bool {

@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+import KeywellProtocol
+
+/// The access lists of some items of one keychain, as a face reads them (the Secret Service's) to
+/// decide, per caller, whether an item is usable, locked for that caller, or (for a sandboxed
+/// caller it does not name) absent (docs/secret-service.md, "Access control").
+public struct ItemAccessLists: Sendable {
+    /// The keychain file's path: what an access question names the keychain by.
+    public let keychainPath: String
+    private let keychainUUID: UUID
+    /// Only the items that name applications: any other trusts any application.
+    private let named: [UUID: AccessList]
+
+    init(keychainPath: String, keychainUUID: UUID, named: [UUID: AccessList]) {
+        self.keychainPath = keychainPath
+        self.keychainUUID = keychainUUID
+        self.named = named
+    }
+
+    /// An item's list (any application for an item that names none, or is not in the keychain).
+    public func list(of item: UUID) -> AccessList { named[item] ?? .anyApplication }
+
+    /// The item's `v_PersistentRef` bytes: how access questions and Always Allow name it.
+    public func reference(of item: UUID) -> [UInt8] { Array(PersistentRef(keychain: keychainUUID, item: item).data) }
+}
+
+/// What `addFreeformItem` does with an item it would replace, decided from that item's
+/// access list by the face that knows the caller.
+public enum ItemReplacement: Sendable {
+    /// Replace it (the caller may use it).
+    case replace
+    /// Leave it alone and make a new item (the caller does not see it: a sandboxed app must not
+    /// overwrite, or learn of, another app's item).
+    case makeNew
+    /// Refuse: `errSecInteractionNotAllowed` (the item is locked for the caller).
+    case refuse
+}
+
+extension KeychainStore {
+    /// The access lists of those of `ids` that are in the keychain. Works while locked.
+    ///
+    /// Not checked against the items' MACs: the lists only decide what a caller is shown. Every
+    /// read that returns a secret checks the MAC, which covers the list, in the statement that
+    /// reads the secret, so a list edited on disk yields `errSecDecode`, never a secret. One
+    /// statement per 64 items.
+    public func accessLists(_ ids: [UUID], in keychain: String) throws(KeychainError) -> ItemAccessLists {
+        let file = try file(at: location(keychain))
+        let named = try ids.isEmpty ? [:] : file.database.read { db -> [UUID: AccessList] in
+            guard try ItemAccessColumn.hasColumn(db) else { return [:] }
+            var result: [UUID: AccessList] = [:]
+            for start in stride(from: 0, to: ids.count, by: ItemIntegrity.chunk) {
+                let part = ids[start..<min(ids.count, start + ItemIntegrity.chunk)]
+                let sql = "SELECT id, uuid, access FROM item WHERE access IS NOT NULL AND uuid IN ("
+                    + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
+                let rows = try RawStatement(db, sql: sql, values: part.map { $0.data.databaseValue })
+                while try rows.step() {
+                    guard let uuid = rows.uuid(1) else { continue }
+                    if let list = try ItemAccessColumn.list(rows, column: 2, rowID: rows.integer(0)) { result[uuid] = list }
+                }
+            }
+            return result
+        }
+        return ItemAccessLists(keychainPath: file.location.path, keychainUUID: file.uuid, named: named)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import KeywellAccess
+import KeywellCore
+import KeywellDBus
+import KeywellIdentity
+import KeywellProtocol
+
+/// Access control on the Secret Service face (docs/secret-service.md, "Access control"): an
+/// item whose list does not trust the caller is *locked for that caller* (in SearchItems'
+/// `locked` list, `Locked` true, no secret, no change) until an Unlock prompt asks the person;
+/// for a sandboxed caller it names not, it does not exist. The decisions and the question are
+/// the daemon's one `AccessGate`, shared with the native API.
+public struct SecretServiceAccess: Sendable {
+    public let gate: AccessGate
+    public let identities: ApplicationIdentities
+
+    public init(gate: AccessGate, identities: ApplicationIdentities) {
+        self.gate = gate
+        self.identities = identities
+    }
+
+    /// Whether the caller's identity is known already: only then can a read stay on the D-Bus
+    /// I/O thread (working it out waits for the bus).
+    func isKnown(_ call: DBusMethodCall) -> Bool {
+        identities.cached(call.sender, on: call.connection) != nil
+    }
+
+    /// The caller of `call`; one that cannot be identified is trusted with nothing.
+    func caller(of call: DBusMethodCall) -> AccessCaller {
+        AccessCaller(connection: call.sender, identity: try? identities.identity(of: call.sender, on: call.connection))
+    }
+
+    /// What creating an item over an existing one may do: replace it when its list trusts the
+    /// creator; a sandboxed app makes its own item beside one it cannot see; anyone else is
+    /// refused (the item is locked for it).
+    static func replacement(of list: AccessList, by creator: AccessCaller) -> SecretServiceReplacement {
+        if list.trusts(creator) { return .replace }
+        return creator.isSandboxed ? .makeNew : .refuse
+    }
+}
+
+/// One call's caller as access control sees it: the verdict for each item it names. Without
+/// access control (`access` nil: a service built without it, as unit tests build it) every item
+/// is allowed.
+struct CallerAccess {
+    let access: SecretServiceAccess?
+    let caller: AccessCaller?
+
+    init(_ access: SecretServiceAccess?, call: DBusMethodCall) {
+        self.access = access
+        caller = access?.caller(of: call)
+    }
+
+    /// Sandboxed callers see only the items whose lists name them.
+    var isSandboxed: Bool { caller?.isSandboxed ?? false }
+
+    /// The verdict for each of `ids`, in order.
+    func verdicts(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [AccessVerdict] {
+        guard let access, let caller, !ids.isEmpty else { return Array(repeating: .allowed, count: ids.count) }
+        let lists = try collection.access(ids)
+        return lists.lists.indices.map { index in access.gate.verdict(for: caller, list: lists.lists[index]) { lists.item(index) } }
+    }
+
+    func verdict(_ id: UUID, in collection: any SecretCollection) throws(KeychainError) -> AccessVerdict {
+        try verdicts([id], in: collection)[0]
+    }
+
+    /// `ids` without the items that do not exist for the caller.
+    func visible(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [UUID] {
+        guard access != nil, caller != nil else { return ids }
+        let verdicts = try verdicts(ids, in: collection)
+        return zip(ids, verdicts).compactMap { $1 == .hidden ? nil : $0 }
+    }
+}
