@@ -3,6 +3,7 @@ import KeywellSystem
 import KeywellCore
 import KeywellProtocol
 import Logging
+import Synchronization
 
 /// The PAM module's private channel: `$XDG_RUNTIME_DIR/keywell/control` (docs/control-protocol.md).
 ///
@@ -10,8 +11,7 @@ import Logging
 /// is checked with `SO_PEERCRED` (root, the login process, or the user alone) before a byte is
 /// read, then served on its own short-lived thread with 5 s timeouts, so a stalled client never
 /// stalls the daemon.
-// @unchecked: the count of open connections is only touched under `active`; the rest is immutable.
-final class ControlSocketServer: @unchecked Sendable {
+final class ControlSocketServer: Sendable {
     typealias Handler = @Sendable (ControlProtocol.Request, LoginSessions.Sender) -> LoginSessions.Outcome
 
     let path: String
@@ -19,8 +19,8 @@ final class ControlSocketServer: @unchecked Sendable {
     private let logger: Logger
     private let listener: Int32
     private let owner = getuid()
-    private let active = NSLock()
-    private var activeConnections = 0
+    /// Connections being served right now.
+    private let activeConnections = Mutex(0)
     private let maximumConnections = 16
 
     /// Binds and listens at once, replacing a stale socket (the caller holds the instance lock,
@@ -91,9 +91,10 @@ final class ControlSocketServer: @unchecked Sendable {
                 close(connection)
                 continue
             }
-            let admitted = active.withLock { () -> Bool in
-                guard activeConnections < maximumConnections else { return false }
-                activeConnections += 1
+            let maximumConnections = maximumConnections
+            let admitted = activeConnections.withLock { active -> Bool in
+                guard active < maximumConnections else { return false }
+                active += 1
                 return true
             }
             guard admitted else {
@@ -103,7 +104,7 @@ final class ControlSocketServer: @unchecked Sendable {
             }
             let thread = Thread { [self] in
                 serve(connection, peer: peer)
-                active.withLock { activeConnections -= 1 }
+                activeConnections.withLock { $0 -= 1 }
             }
             thread.name = "control"
             thread.stackSize = 512 << 10

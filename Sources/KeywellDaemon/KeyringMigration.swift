@@ -4,13 +4,13 @@ import KeywellCore
 import KeywellProtocol
 import KeywellSecretService
 import Logging
+import Synchronization
 
 /// Brings gnome-keyring's and libsecret's keyrings into keychains (docs/migration.md): at login
 /// with the login password, and on `MigrateKeyrings` calls. Source files are only ever read.
 /// One migration runs at a time; the state file makes a second run import only what is new or
 /// newer, never the same item twice.
-// @unchecked: runs are serialised by `serial`; the rest is immutable.
-final class KeyringMigration: @unchecked Sendable {
+final class KeyringMigration: Sendable {
     /// One keyring's outcome, as the log, `MigrateKeyrings` and `keywell migrate` report it.
     struct Report: Sendable {
         enum Outcome: String, Sendable {
@@ -35,7 +35,8 @@ final class KeyringMigration: @unchecked Sendable {
     private let logger: Logger
     let folder: KeyringFolder
     let statePath: String
-    private let serial = NSLock()
+    /// One run at a time.
+    private let serial = Mutex(())
 
     init(store: KeychainStore, throttle: PasswordThrottle, logger: Logger) {
         self.store = store
@@ -71,7 +72,7 @@ final class KeyringMigration: @unchecked Sendable {
     /// `keyring` nil: every keyring file. `password` nil or empty: only what needs none
     /// (plaintext keyrings going into keychains that are already unlocked, unchanged files).
     func migrate(keyring: String?, password: SecretBytes?, atLogin: Bool = false) -> [Report] {
-        serial.withLock {
+        serial.withLock { _ -> [Report] in
             var state = MigrationState.load(from: statePath)
             let password = password.flatMap { $0.count > 0 ? $0 : nil }
             var reports: [Report] = []
@@ -92,7 +93,7 @@ final class KeyringMigration: @unchecked Sendable {
     }
 
     func state() -> MigrationState {
-        serial.withLock { MigrationState.load(from: statePath) }
+        serial.withLock { _ in MigrationState.load(from: statePath) }
     }
 
     func log(_ report: Report) {

@@ -2,6 +2,7 @@ import Foundation
 import KeywellCore
 import KeywellProtocol
 import Logging
+import Synchronization
 
 /// What the PAM module tells the daemon (docs/control-protocol.md §3): sessions counted as
 /// opens minus closes, the login keychain unlocked or created at login and locked at the last
@@ -17,8 +18,7 @@ import Logging
 ///
 /// Every password check goes through the daemon's `PasswordThrottle`, like the native `Unlock`;
 /// inside a guessing delay `O` is answered at once and the login goes on with `login` locked.
-// @unchecked: requests run one at a time under `serial`; the session table under `state`.
-final class LoginSessions: @unchecked Sendable {
+final class LoginSessions: Sendable {
     /// Who sent a control request, by `SO_PEERCRED`.
     enum Sender: Sendable, Equatable {
         /// uid 0: the login process (the PAM module), which vouches for the password.
@@ -43,12 +43,15 @@ final class LoginSessions: @unchecked Sendable {
     private let logger: Logger
     private let throttle: PasswordThrottle
     /// One control request at a time: two logins at once must not both create `login`.
-    private let serial = NSLock()
-    private let state = NSLock()
-    private var openSessions = 0
-    private var driftedLoginPassword: SecretBytes?
-    private var lastSessionClosed: (@Sendable () -> Void)?
-    private var loginPasswordHandler: (@Sendable (SecretBytes) -> Void)?
+    private let serial = Mutex(())
+    private let state = Mutex(SessionState())
+
+    private struct SessionState {
+        var openSessions = 0
+        var driftedLoginPassword: SecretBytes?
+        var lastSessionClosed: (@Sendable () -> Void)?
+        var loginPasswordHandler: (@Sendable (SecretBytes) -> Void)?
+    }
 
     private static let login = KeywellNames.loginKeychain
 
@@ -59,18 +62,18 @@ final class LoginSessions: @unchecked Sendable {
         self.logger = logger
     }
 
-    var sessionCount: Int { state.withLock { openSessions } }
+    var sessionCount: Int { state.withLock { $0.openSessions } }
 
     /// Runs when a close leaves no session open (the Secret Service forgets its in-memory
     /// `session` collection then); on the control request's thread, before the answer goes out.
     func onLastSessionClosed(_ handler: @escaping @Sendable () -> Void) {
-        state.withLock { lastSessionClosed = handler }
+        state.withLock { $0.lastSessionClosed = handler }
     }
 
     /// Runs (it must not block: it starts its own work) when a password sent with `O` opened
     /// or created `login`, or found it unlocked: the keyring migration (docs/migration.md).
     func onLoginPassword(_ handler: @escaping @Sendable (SecretBytes) -> Void) {
-        state.withLock { loginPasswordHandler = handler }
+        state.withLock { $0.loginPasswordHandler = handler }
     }
 
     // MARK: Control requests
@@ -78,17 +81,17 @@ final class LoginSessions: @unchecked Sendable {
     /// `O`: one more session; with a password, unlock `login` or create it.
     func openSession(password: SecretBytes?, from sender: Sender) -> Outcome {
         let outcome = openSessionSerially(password: password, from: sender)
-        if let password, outcome.status == SecStatus.success, let handler = state.withLock({ loginPasswordHandler }) {
+        if let password, outcome.status == SecStatus.success, let handler = state.withLock({ $0.loginPasswordHandler }) {
             handler(password)
         }
         return outcome
     }
 
     private func openSessionSerially(password: SecretBytes?, from sender: Sender) -> Outcome {
-        serial.withLock {
-            let count = state.withLock { () -> Int in
-                openSessions += 1
-                return openSessions
+        serial.withLock { _ -> Outcome in
+            let count = state.withLock { state -> Int in
+                state.openSessions += 1
+                return state.openSessions
             }
             logger.info("session opened (\(count) open)")
             guard let password else { return .ok("session counted") }
@@ -96,7 +99,7 @@ final class LoginSessions: @unchecked Sendable {
                 guard try store.isLocked(Self.login) else { return .ok("login is already unlocked") }
                 try throttle.unlock(Self.login, password: password, in: store)
                 autoLock.rearm()
-                state.withLock { driftedLoginPassword = nil }
+                state.withLock { $0.driftedLoginPassword = nil }
                 logger.info("unlocked login at login")
                 return .ok("login unlocked")
             } catch let error where error.status == SecStatus.noSuchKeychain {
@@ -117,7 +120,7 @@ final class LoginSessions: @unchecked Sendable {
             if !refused { logger.notice("a process of the user sent a password that does not open login; ignored") }
             return Outcome(error)
         }
-        state.withLock { driftedLoginPassword = loginPassword }
+        state.withLock { $0.driftedLoginPassword = loginPassword }
         if refused {
             logger.notice("login stays locked: \(error.wireMessage)")
             return Outcome(error)
@@ -129,15 +132,15 @@ final class LoginSessions: @unchecked Sendable {
 
     /// `C`: one session less; the last one locks `login`.
     func closeSession() -> Outcome {
-        serial.withLock {
-            let remaining = state.withLock { () -> Int in
-                openSessions = max(0, openSessions - 1)
-                if openSessions == 0 { driftedLoginPassword = nil }
-                return openSessions
+        serial.withLock { _ -> Outcome in
+            let remaining = state.withLock { state -> Int in
+                state.openSessions = max(0, state.openSessions - 1)
+                if state.openSessions == 0 { state.driftedLoginPassword = nil }
+                return state.openSessions
             }
             logger.info("session closed (\(remaining) open)")
             guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
-            if let handler = state.withLock({ lastSessionClosed }) { handler() }
+            if let handler = state.withLock({ $0.lastSessionClosed }) { handler() }
             // Logout ends AfterFirstUnlock in every keychain, not only in login.
             store.dropSessionSecrets()
             do throws(KeychainError) {
@@ -154,15 +157,15 @@ final class LoginSessions: @unchecked Sendable {
 
     /// `P`: re-wrap `login` from the old login password to the new one.
     func changePassword(old: SecretBytes, new: SecretBytes, from sender: Sender) -> Outcome {
-        serial.withLock {
+        serial.withLock { _ -> Outcome in
             do throws(KeychainError) {
                 try throttle.changePassword(Self.login, old: old, new: new, in: store)
-                state.withLock { driftedLoginPassword = nil }
+                state.withLock { $0.driftedLoginPassword = nil }
                 logger.info("login keychain password changed with the login password")
                 return .ok("login re-wrapped")
             } catch let error where error.status == SecStatus.authFailed {
                 // From root: already drifted, the keychain keeps an older password; remember the new one.
-                if sender == .root { state.withLock { driftedLoginPassword = new } }
+                if sender == .root { state.withLock { $0.driftedLoginPassword = new } }
                 if !PasswordThrottle.isRefusal(error) {
                     logger.notice("the login keychain's password was not the old login password; not changed")
                 }
@@ -182,11 +185,11 @@ final class LoginSessions: @unchecked Sendable {
     /// login password root sent, the password that just opened it (the old one, now proven)
     /// re-wraps it to that login password.
     func keychainUnlocked(_ keychain: String, with password: SecretBytes) {
-        guard let loginPassword = state.withLock({ driftedLoginPassword }) else { return }
+        guard let loginPassword = state.withLock({ $0.driftedLoginPassword }) else { return }
         guard (try? store.info(keychain)[KeychainInfoKey.isLogin]) == .bool(true) else { return }
         do throws(KeychainError) {
             try store.changePassword(Self.login, old: password, new: loginPassword)
-            state.withLock { if driftedLoginPassword === loginPassword { driftedLoginPassword = nil } }
+            state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
             logger.notice("updated the login keychain's password to the login password")
         } catch {
             logger.error("cannot update the login keychain's password: \(error.wireMessage)")

@@ -294,7 +294,7 @@ private struct AfterReply {
     }
 }
 
-private extension NativeMethod {
+extension NativeMethod {
     /// Calls whose items access control judges (they need the caller's identity).
-    var isJudged: Bool { self == .copyMatching || self == .update || self == .delete }
+    fileprivate var isJudged: Bool { self == .copyMatching || self == .update || self == .delete }
 }

@@ -2,6 +2,7 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import Logging
+import Synchronization
 
 /// Locks the keychains set to lock on screen lock when the user's screen locks (docs/auto-lock.md):
 /// - logind's `Lock` signal (`org.freedesktop.login1.Session`, on the system bus) for a session
@@ -11,19 +12,21 @@ import Logging
 /// - `ActiveChanged(true)` of `org.freedesktop.ScreenSaver` or `org.gnome.ScreenSaver` on the
 ///   session bus: what screen lockers (GNOME Shell, KDE, xfce4-screensaver, …) announce.
 /// Each counts only from the current owner of the name it comes from (`NameOwnerTracker`).
-// @unchecked: its subscriptions are only touched under `lock`.
-final class ScreenLockWatcher: @unchecked Sendable {
+final class ScreenLockWatcher: Sendable {
     static let login1 = "org.freedesktop.login1"
     static let sessionInterface = "org.freedesktop.login1.Session"
     static let screenSavers = ["org.freedesktop.ScreenSaver", "org.gnome.ScreenSaver"]
 
     private let store: KeychainStore
     private let logger: Logger
-    private let lock = NSLock()
-    /// Kept alive while their connection is the current one.
-    private var sessionBusTrackers: [NameOwnerTracker] = []
-    private var sessionBusWatches: [DBusSignalSubscription] = []
-    private var logindWatch: DBusSignalSubscription?
+    private let subscriptions = Mutex(Subscriptions())
+
+    private struct Subscriptions {
+        /// Kept alive while their connection is the current one.
+        var sessionBusTrackers: [NameOwnerTracker] = []
+        var sessionBusWatches: [DBusSignalSubscription] = []
+        var logindWatch: DBusSignalSubscription?
+    }
 
     init(store: KeychainStore, logger: Logger) {
         self.store = store
@@ -47,7 +50,7 @@ final class ScreenLockWatcher: @unchecked Sendable {
             }
             screenLocked(by: "logind (\(signal.path))")
         }
-        lock.withLock { logindWatch = watch }
+        subscriptions.withLock { $0.logindWatch = watch }
     }
 
     /// The screen savers' `ActiveChanged` on a (new) session bus.
@@ -71,12 +74,13 @@ final class ScreenLockWatcher: @unchecked Sendable {
         } catch {
             logger.warning("not watching the screen savers on the session bus: \(error.message)")
         }
-        let previous = lock.withLock { () -> [DBusSignalSubscription] in
+        let (newTrackers, newWatches) = (trackers, watches)
+        let previous = subscriptions.withLock { subscriptions -> [DBusSignalSubscription] in
             defer {
-                sessionBusTrackers = trackers
-                sessionBusWatches = watches
+                subscriptions.sessionBusTrackers = newTrackers
+                subscriptions.sessionBusWatches = newWatches
             }
-            return sessionBusWatches
+            return subscriptions.sessionBusWatches
         }
         previous.forEach { $0.cancel() }
     }

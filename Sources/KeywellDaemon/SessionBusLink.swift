@@ -2,12 +2,12 @@ import Foundation
 import KeywellDBus
 import KeywellProtocol
 import Logging
+import Synchronization
 
 /// The daemon's place on the session bus: connects, exports the native object, owns
 /// `org.keywell.Keychain`, and, whenever there is no bus (not yet, or it went away), waits for
 /// one and claims the name as soon as it appears. The control socket works all along.
-// @unchecked: `connection` and `closing` are only touched under `lock`.
-final class SessionBusLink: @unchecked Sendable {
+final class SessionBusLink: Sendable {
     enum Attempt {
         case claimed(DBusConnection)
         /// No bus to talk to (yet); the reason, for a debug line.
@@ -27,9 +27,12 @@ final class SessionBusLink: @unchecked Sendable {
     /// How long a handler may work on one call (`ServiceLimits.callDeadline`; a test hook
     /// shortens it).
     private let callDeadline: Duration
-    private let lock = NSLock()
-    private var connection: DBusConnection?
-    private var closing = false
+    private let link = Mutex(Link())
+
+    private struct Link {
+        var connection: DBusConnection?
+        var closing = false
+    }
 
     init(address: String, object: any DBusObject, emitter: SignalEmitter, logger: Logger, claimDelay: Duration? = nil,
          callDeadline: Duration = ServiceLimits.callDeadline,
@@ -44,7 +47,7 @@ final class SessionBusLink: @unchecked Sendable {
         self.onNameTaken = onNameTaken
     }
 
-    var currentConnection: DBusConnection? { lock.withLock { connection } }
+    var currentConnection: DBusConnection? { link.withLock { $0.connection } }
 
     /// One attempt now (on the caller's thread, so start-up owns the name as early as possible),
     /// then a background thread keeps the link up.
@@ -59,9 +62,9 @@ final class SessionBusLink: @unchecked Sendable {
 
     /// Closes the connection (flushing queued signals) and stops reconnecting.
     func close() {
-        let current = lock.withLock { () -> DBusConnection? in
-            closing = true
-            return connection
+        let current = link.withLock { link -> DBusConnection? in
+            link.closing = true
+            return link.connection
         }
         current?.close()
     }
@@ -95,7 +98,7 @@ final class SessionBusLink: @unchecked Sendable {
             connection.close()
             return .noBus(error.message)
         }
-        lock.withLock { self.connection = connection }
+        link.withLock { $0.connection = connection }
         emitter.use(connection)
         onClaimed(connection)
         return .claimed(connection)
@@ -114,8 +117,8 @@ final class SessionBusLink: @unchecked Sendable {
                 reportedAbsence = false
                 connection.run()  // until the bus goes away or close()
                 emitter.use(nil)
-                lock.withLock { self.connection = nil }
-                if lock.withLock({ closing }) { return }
+                link.withLock { $0.connection = nil }
+                if link.withLock({ $0.closing }) { return }
                 logger.notice("lost the session bus; waiting for a new one")
             case .noBus(let reason):
                 if !reportedAbsence {
@@ -132,7 +135,7 @@ final class SessionBusLink: @unchecked Sendable {
                 onNameTaken(message)
                 return
             }
-            if lock.withLock({ closing }) { return }
+            if link.withLock({ $0.closing }) { return }
             outcome = attempt()
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import Logging
+import Synchronization
 
 /// Locks the keychains set to lock on sleep when logind announces sleep (`PrepareForSleep(true)`
 /// on the system bus). While awake it holds a logind "delay" inhibitor, so the machine waits
@@ -14,8 +15,7 @@ import Logging
 /// Any connection on the system bus may send a signal straight to this one, with any path,
 /// interface and member, so `PrepareForSleep` counts only when its sender is the unique name
 /// that owns `org.freedesktop.login1` right now (`NameOwnerTracker`).
-// @unchecked: `connection`, `inhibitor` and `logind` are only touched under `lock`.
-final class SleepWatcher: @unchecked Sendable {
+final class SleepWatcher: Sendable {
     private static let login1 = "org.freedesktop.login1"
     private static let login1Path = "/org/freedesktop/login1"
     private static let managerInterface = "org.freedesktop.login1.Manager"
@@ -23,10 +23,13 @@ final class SleepWatcher: @unchecked Sendable {
     private let store: KeychainStore
     private let logger: Logger
     private let screenLock: ScreenLockWatcher
-    private let lock = NSLock()
-    private var connection: DBusConnection?
-    private var inhibitor: Int32 = -1
-    private var logind: NameOwnerTracker?
+    private let state = Mutex(State())
+
+    private struct State {
+        var connection: DBusConnection?
+        var inhibitor: Int32 = -1
+        var logind: NameOwnerTracker?
+    }
 
     init(store: KeychainStore, screenLock: ScreenLockWatcher, logger: Logger) {
         self.store = store
@@ -57,7 +60,7 @@ final class SleepWatcher: @unchecked Sendable {
         do {
             let connection = try DBusConnection(address: address)
             let logind = try NameOwnerTracker(Self.login1, on: connection)
-            lock.withLock { self.logind = logind }
+            state.withLock { $0.logind = logind }
             try connection.addMatch(DBusMatchRule(sender: Self.login1, path: Self.login1Path, interface: Self.managerInterface,
                                                   member: "PrepareForSleep")) { [weak self] signal in
                 guard let self, let sleeping = signal.arguments.first?.boolValue else { return }
@@ -69,7 +72,7 @@ final class SleepWatcher: @unchecked Sendable {
                 sleeping ? prepareForSleep() : resumed()
             }
             try screenLock.watchLogind(on: connection, logind: logind)
-            lock.withLock { self.connection = connection }
+            state.withLock { $0.connection = connection }
             takeInhibitor()
             logger.debug("watching logind for sleep")
         } catch {
@@ -78,7 +81,7 @@ final class SleepWatcher: @unchecked Sendable {
     }
 
     private func isFromLogind(_ signal: DBusSignal) -> Bool {
-        lock.withLock { logind }?.isOwner(signal.sender) ?? false
+        state.withLock { $0.logind }?.isOwner(signal.sender) ?? false
     }
 
     private func prepareForSleep() {
@@ -92,16 +95,16 @@ final class SleepWatcher: @unchecked Sendable {
     }
 
     private func takeInhibitor() {
-        guard let connection = lock.withLock({ self.connection }), lock.withLock({ inhibitor < 0 }) else { return }
+        guard let connection = state.withLock({ $0.inhibitor < 0 ? $0.connection : nil }) else { return }
         do {
             let reply = try connection.call(destination: Self.login1, path: Self.login1Path, interface: Self.managerInterface,
                                             member: "Inhibit",
                                             arguments: ["sleep", "keywelld", "Lock keychains before sleep", "delay"],
                                             timeout: .seconds(5))
             guard let fd = reply.first?.unixFDValue else { return }
-            let previous = lock.withLock { () -> Int32 in
-                defer { inhibitor = fd }
-                return inhibitor
+            let previous = state.withLock { state -> Int32 in
+                defer { state.inhibitor = fd }
+                return state.inhibitor
             }
             if previous >= 0 { close(previous) }
         } catch {
@@ -110,9 +113,9 @@ final class SleepWatcher: @unchecked Sendable {
     }
 
     private func releaseInhibitor() {
-        let fd = lock.withLock { () -> Int32 in
-            defer { inhibitor = -1 }
-            return inhibitor
+        let fd = state.withLock { state -> Int32 in
+            defer { state.inhibitor = -1 }
+            return state.inhibitor
         }
         if fd >= 0 { close(fd) }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One line per message on stderr (`keywelld[pid] level: message key=value`): what journald
 /// and a terminal want. Callers never pass secrets; nothing here could tell one from a name.
@@ -7,7 +8,7 @@ struct StderrLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
     private let prefix: String
-    private static let lock = NSLock()
+    private static let writing = Mutex(())
 
     init(label: String, level: Logger.Level) {
         self.logLevel = level
@@ -26,6 +27,6 @@ struct StderrLogHandler: LogHandler {
         line += "\n"
         let bytes = Array(line.utf8)
         // One write per line, so lines from several threads never interleave.
-        Self.lock.withLock { _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) } }
+        Self.writing.withLock { _ in _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) } }
     }
 }

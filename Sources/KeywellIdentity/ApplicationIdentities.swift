@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import Synchronization
 
 /// Every connected caller's identity, worked out at its first call and kept until its unique
 /// name leaves the bus (NameOwnerChanged), so that later calls pay a dictionary lookup. The
@@ -8,21 +9,23 @@ import KeywellDBus
 /// Unique names are never reused on one bus, but a new bus (keywelld reconnects when the
 /// session bus comes back) numbers its connections afresh: the cache belongs to one connection
 /// to the bus, and starting to serve another forgets everything.
-// @unchecked: `known` and `order` are only touched under `lock`.
-public final class ApplicationIdentities: @unchecked Sendable {
+public final class ApplicationIdentities: Sendable {
     public let resolver: IdentityResolver
     /// Callers remembered at once. A session has a few dozen; beyond the cap the oldest are
     /// forgotten (and worked out again if they call again).
     public let capacity: Int
 
-    private let lock = NSLock()
-    private var known: [String: Result<ApplicationIdentity, IdentityError>] = [:]
-    private var order: [String] = []
-    /// Names seen leaving, so an answer worked out while its caller left is not kept forever.
-    private var departed = Set<String>()
-    private var departedOrder: [String] = []
-    /// The bus connection the cache is about (weak: a closed connection is not kept alive).
-    private weak var current: DBusConnection?
+    private struct Cache {
+        var known: [String: Result<ApplicationIdentity, IdentityError>] = [:]
+        var order: [String] = []
+        /// Names seen leaving, so an answer worked out while its caller left is not kept forever.
+        var departed = Set<String>()
+        var departedOrder: [String] = []
+        /// The bus connection the cache is about (weak: a closed connection is not kept alive).
+        weak var current: DBusConnection?
+    }
+
+    private let cache = Mutex(Cache())
 
     public init(resolver: IdentityResolver, capacity: Int = 4096) {
         self.resolver = resolver
@@ -32,7 +35,7 @@ public final class ApplicationIdentities: @unchecked Sendable {
     /// The identity already known for `sender`, without any call to the bus or the kernel: the
     /// per-call cost of access control for a caller seen before. nil: not worked out yet.
     public func cached(_ sender: String, on connection: DBusConnection) -> Result<ApplicationIdentity, IdentityError>? {
-        lock.withLock { current === connection ? known[sender] : nil }
+        cache.withLock { $0.current === connection ? $0.known[sender] : nil }
     }
 
     /// `sender`'s identity, worked out on its first call (a few bus round trips and, for a
@@ -53,7 +56,7 @@ public final class ApplicationIdentities: @unchecked Sendable {
     }
 
     /// How many callers are remembered.
-    public var count: Int { lock.withLock { known.count } }
+    public var count: Int { cache.withLock { $0.known.count } }
 
     /// A race or a bus failure may not happen again; anything else is what the caller is.
     private static func isLasting(_ result: Result<ApplicationIdentity, IdentityError>) -> Bool {
@@ -65,34 +68,34 @@ public final class ApplicationIdentities: @unchecked Sendable {
     }
 
     private func remember(_ sender: String, _ result: Result<ApplicationIdentity, IdentityError>, on connection: DBusConnection) {
-        lock.withLock {
-            guard current === connection, !departed.contains(sender), known[sender] == nil else { return }
-            if known.count >= capacity, !order.isEmpty { known[order.removeFirst()] = nil }
-            known[sender] = result
-            order.append(sender)
+        let capacity = capacity
+        cache.withLock { cache in
+            guard cache.current === connection, !cache.departed.contains(sender), cache.known[sender] == nil else { return }
+            if cache.known.count >= capacity, !cache.order.isEmpty { cache.known[cache.order.removeFirst()] = nil }
+            cache.known[sender] = result
+            cache.order.append(sender)
         }
     }
 
     func forget(_ sender: String, on connection: DBusConnection?) {
-        lock.withLock {
-            guard let connection, current === connection else { return }
-            if known.removeValue(forKey: sender) != nil, let index = order.firstIndex(of: sender) { order.remove(at: index) }
-            guard departed.insert(sender).inserted else { return }
-            departedOrder.append(sender)
-            if departedOrder.count > capacity { departed.remove(departedOrder.removeFirst()) }
+        let capacity = capacity
+        cache.withLock { cache in
+            guard let connection, cache.current === connection else { return }
+            if cache.known.removeValue(forKey: sender) != nil, let index = cache.order.firstIndex(of: sender) {
+                cache.order.remove(at: index)
+            }
+            guard cache.departed.insert(sender).inserted else { return }
+            cache.departedOrder.append(sender)
+            if cache.departedOrder.count > capacity { cache.departed.remove(cache.departedOrder.removeFirst()) }
         }
     }
 
     /// Makes `connection` the one the cache is about: a different one forgets every caller (they
     /// were another bus's) and subscribes to names leaving this bus.
     private func adopt(_ connection: DBusConnection) throws(IdentityError) {
-        let isNew = lock.withLock { () -> Bool in
-            guard current !== connection else { return false }
-            current = connection
-            known.removeAll()
-            order.removeAll()
-            departed.removeAll()
-            departedOrder.removeAll()
+        let isNew = cache.withLock { cache -> Bool in
+            guard cache.current !== connection else { return false }
+            cache = Cache(current: connection)
             return true
         }
         guard isNew else { return }
@@ -104,7 +107,7 @@ public final class ApplicationIdentities: @unchecked Sendable {
                 self?.forget(name, on: connection)
             }
         } catch {
-            lock.withLock { if current === connection { current = nil } }
+            cache.withLock { if $0.current === connection { $0.current = nil } }
             throw .bus("cannot watch callers leaving: \(error.message)")
         }
     }

@@ -1,12 +1,12 @@
 import CSodium
 import Foundation
 import KeywellProtocol
+import Synchronization
 
 /// SHA-256 of open files, remembered by what identifies a file's contents without reading it:
 /// device, inode, size, modification and change times. A write changes mtime and ctime (and
 /// ctime cannot be set back by a program), so a changed file is hashed again.
-// @unchecked: the cache is only touched under `lock`.
-public final class FileDigest: @unchecked Sendable {
+public final class FileDigest: Sendable {
     /// Files larger than this are not hashed (docs/access-control.md): the largest programs
     /// are a few hundred megabytes.
     public static let maximumSize: Int64 = 2 * 1024 * 1024 * 1024
@@ -35,17 +35,21 @@ public final class FileDigest: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
-    private var digests: [Stamp: String] = [:]
-    private var order: [Stamp] = []
-    private var hashedCount = 0
+    private struct Cache {
+        var digests: [Stamp: String] = [:]
+        /// Oldest first: the one forgotten when the cache is full.
+        var order: [Stamp] = []
+        var hashedCount = 0
+    }
+
+    private let cache = Mutex(Cache())
 
     public init(capacity: Int = 256) {
         self.capacity = max(1, capacity)
     }
 
     /// How many files were read and hashed (not answered from memory) so far.
-    public var filesHashed: Int { lock.withLock { hashedCount } }
+    public var filesHashed: Int { cache.withLock { $0.hashedCount } }
 
     /// The SHA-256 of the regular file open at `descriptor`, in 64 lowercase hex digits.
     public func sha256(of descriptor: Int32) throws(IdentityError) -> String {
@@ -55,14 +59,15 @@ public final class FileDigest: @unchecked Sendable {
         guard Int64(status.st_size) <= Self.maximumSize else { throw .process("file larger than \(Self.maximumSize) bytes") }
         let stamp = Stamp(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
                           modified: status.st_mtim, changed: status.st_ctim)
-        if let known = lock.withLock({ digests[stamp] }) { return known }
+        if let known = cache.withLock({ $0.digests[stamp] }) { return known }
         let digest = try Self.hash(descriptor, size: Int64(status.st_size))
-        lock.withLock {
-            hashedCount += 1
-            guard digests[stamp] == nil else { return }
-            if digests.count >= capacity, !order.isEmpty { digests[order.removeFirst()] = nil }
-            digests[stamp] = digest
-            order.append(stamp)
+        let capacity = capacity
+        cache.withLock { cache in
+            cache.hashedCount += 1
+            guard cache.digests[stamp] == nil else { return }
+            if cache.digests.count >= capacity, !cache.order.isEmpty { cache.digests[cache.order.removeFirst()] = nil }
+            cache.digests[stamp] = digest
+            cache.order.append(stamp)
         }
         return digest
     }

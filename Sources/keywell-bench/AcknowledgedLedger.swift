@@ -1,37 +1,42 @@
 import Foundation
+import Synchronization
 
 /// What the daemon acknowledged: for each item a client wrote, the secret it must now hold, or
 /// nil when an acknowledged delete removed it. Only acknowledged calls change the ledger, so
 /// the final check asks exactly what the daemon promised.
-// @unchecked: its tables are only touched under `lock`.
-final class AcknowledgedLedger: @unchecked Sendable {
+final class AcknowledgedLedger: Sendable {
     enum Face: Hashable { case native, secretService }
     struct Key: Hashable {
         var face: Face
         var name: String
     }
 
-    private let lock = NSLock()
-    private var expected: [Key: [UInt8]?] = [:]
-    private var failures: [String] = []
-    private(set) var errorCount = 0
+    private struct Tables {
+        var expected: [Key: [UInt8]?] = [:]
+        var failures: [String] = []
+        var errorCount = 0
+    }
 
-    func acknowledge(_ key: Key, secret: [UInt8]?) { lock.withLock { expected[key] = .some(secret) } }
+    private let tables = Mutex(Tables())
+
+    var errorCount: Int { tables.withLock { $0.errorCount } }
+
+    func acknowledge(_ key: Key, secret: [UInt8]?) { tables.withLock { $0.expected[key] = .some(secret) } }
 
     /// A write whose outcome is unknown (its call failed): neither present nor absent is wrong.
-    func forget(_ key: Key) { _ = lock.withLock { expected.removeValue(forKey: key) } }
+    func forget(_ key: Key) { _ = tables.withLock { $0.expected.removeValue(forKey: key) } }
 
-    func expectation(_ key: Key) -> [UInt8]?? { lock.withLock { expected[key] } }
+    func expectation(_ key: Key) -> [UInt8]?? { tables.withLock { $0.expected[key] } }
 
-    var entries: [(Key, [UInt8]?)] { lock.withLock { expected.map { ($0.key, $0.value) } } }
+    var entries: [(Key, [UInt8]?)] { tables.withLock { $0.expected.map { ($0.key, $0.value) } } }
 
     /// Counts an error and keeps the first few texts for the report.
     func error(_ text: String) {
-        lock.withLock {
-            errorCount += 1
-            if failures.count < 5 { failures.append(text) }
+        tables.withLock {
+            $0.errorCount += 1
+            if $0.failures.count < 5 { $0.failures.append(text) }
         }
     }
 
-    var firstErrors: [String] { lock.withLock { failures } }
+    var firstErrors: [String] { tables.withLock { $0.failures } }
 }

@@ -192,7 +192,7 @@ extension KeychainStore {
         let now = Date()
         let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
         var changed: [(file: KeychainFile, items: [KeychainItem])] = []
-        try changeMatches(of: query, only: judged, report: { KeychainItemsEvent(keychain: $0, changed: $1) }) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, only: judged, reportedAs: \.changed) { file, items, db throws(KeychainError) in
             changed.append((file, []))
             let (key, integrity) = try file.keys()
             // A change must not vouch for an edit made on disk.
@@ -218,7 +218,7 @@ extension KeychainStore {
         let query = try QueryParser.parseQuery(query, for: .delete)
         let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
         var deleted: [(file: KeychainFile, items: [UUID])] = []
-        try changeMatches(of: query, only: judged, report: { KeychainItemsEvent(keychain: $0, deleted: $1) }) { file, items, db throws(KeychainError) in
+        try changeMatches(of: query, only: judged, reportedAs: \.deleted) { file, items, db throws(KeychainError) in
             for item in items {
                 try KeychainError.rethrowing(path: file.location.path) { try ItemTable.delete(rowID: item.rowID!, db) }
             }
@@ -246,12 +246,12 @@ extension KeychainStore {
     /// Finds every match in every keychain in scope inside one write transaction each, refuses
     /// if a locked keychain holds one, then lets `change` act on each keychain's matches.
     /// `only`: the items access control judged (`screenedMatches`); a match outside it (one that
-    /// began to match since) is left alone. `report` names what happened to a keychain's matched
-    /// items (by keychain and item ids).
+    /// began to match since) is left alone. `reportedAs`: the list of the keychain's
+    /// `KeychainItemsEvent` the matched items go into (changed or deleted).
     private func changeMatches(
         of query: ItemQuery,
         only judged: Set<UUID>? = nil,
-        report: (String, [UUID]) -> KeychainItemsEvent,
+        reportedAs report: WritableKeyPath<KeychainItemsEvent, [UUID]>,
         _ change: (KeychainFile, [KeychainItem], Database) throws(KeychainError) -> Void
     ) throws(KeychainError) {
         let files = try files(inScopeOf: query)
@@ -273,7 +273,11 @@ extension KeychainStore {
             return zip(files, matches).filter { !$0.1.isEmpty }
         }
         files.forEach { $0.markUsed() }
-        emit(itemChanges: changed.map { file, items in report(file.location.displayName, items.map(\.uuid)) })
+        emit(itemChanges: changed.map { file, items in
+            var event = KeychainItemsEvent(keychain: file.location.displayName)
+            event[keyPath: report] = items.map(\.uuid)
+            return event
+        })
     }
 
     /// `u_Keychain` (which must exist), else `m_SearchList` or the search list, without missing

@@ -6,20 +6,18 @@ import KeywellSystem
 /// All of one user's keychains: the engine behind the native API. Thread-safe.
 ///
 /// Keychains are open (one SQLite connection each) from first use on; lock state is in memory only.
-/// Three parts with one job each: this type works on items in open keychains and sends events;
-/// `OpenKeychains` (Registry/) finds and opens keychain files and keeps the user's settings;
-/// `PathChangeWatch` (Watch/) says, from inotify, whether a file may have changed behind its back.
-// @unchecked: its state lives in `Protected` values and locked helpers; `administration` serialises keychain creation and removal.
-public final class KeychainStore: @unchecked Sendable {
+/// Three parts with one job each: this type works on items in open keychains, their lock state,
+/// and sends events; `OpenKeychains` (Registry/) finds, opens, creates and deletes keychain files
+/// and keeps the user's settings (search list, default); `PathChangeWatch` (Watch/) says, from
+/// inotify, whether a file may have changed behind its back. The registry's calls are offered
+/// here under their public names (`Registry/KeychainStore+Keychains.swift`).
+public final class KeychainStore: Sendable {
     public let paths: KeywellPaths
     let kdf: KDFParameters
     let logger: Logger
     /// Which keychains exist and which are open (`Registry/OpenKeychains.swift`).
     let keychains: OpenKeychains
     private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
-    /// Serialises calls that create or delete keychains or change the settings, so the events
-    /// each one sends describe exactly its own change.
-    let administration = NSLock()
 
     public init(
         paths: KeywellPaths, kdf: KDFParameters = .default, logger: Logger = Logger(label: "keywell.core")
@@ -32,8 +30,11 @@ public final class KeychainStore: @unchecked Sendable {
         self.paths = paths
         self.kdf = kdf
         self.logger = logger
-        keychains = OpenKeychains(paths: paths, logger: logger)
-        keychains.onKeyLost = { [weak self] name in self?.emit([.locked(name)]) }
+        keychains = OpenKeychains(paths: paths, kdf: kdf, logger: logger)
+        // The registry's events reach the same receivers, in the order it sends them.
+        keychains.events = OpenKeychains.RegistryEvents(
+            keychains: { [weak self] events in self?.emit(events) },
+            state: { [weak self] events in self?.emit(events) })
     }
 
     /// Receives every `KeychainEvent`; set once by the daemon before use. It runs on the thread
@@ -73,10 +74,6 @@ public final class KeychainStore: @unchecked Sendable {
 
     func fileIdentity(at location: KeychainLocation) throws(KeychainError) -> FileIdentity? {
         try keychains.fileIdentity(at: location)
-    }
-
-    func register(_ location: KeychainLocation, masterKey: SecretBytes) throws(KeychainError) -> KeychainFile {
-        try keychains.register(location, masterKey: masterKey)
     }
 
     func forget(_ location: KeychainLocation) {

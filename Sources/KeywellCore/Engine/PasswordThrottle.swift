@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import Synchronization
 
 /// Slows down guessing of a keychain's password, whichever way the guesses come: the native
 /// `Unlock` and `ChangePassword`, the PAM module's control socket (`O`, `P`) and the Secret
@@ -16,8 +17,7 @@ import KeywellProtocol
 /// The count belongs to the keychain's identity (`KeychainStore.keychainIdentity`), not to its
 /// path: copies of a file, under any names, share one count. It lives in memory only: a
 /// restarted daemon starts again from zero (the Argon2id cost per check remains).
-// @unchecked: the failure table is only touched under `lock`.
-public final class PasswordThrottle: @unchecked Sendable {
+public final class PasswordThrottle: Sendable {
     /// Failures that cost nothing before delays start.
     public static let freeFailures = 2
     public static let maximumDelay: Duration = .seconds(30)
@@ -39,8 +39,7 @@ public final class PasswordThrottle: @unchecked Sendable {
     }
 
     private let unit: Duration
-    private let lock = NSLock()
-    private var records: [UUID: Record] = [:]
+    private let records = Mutex<[UUID: Record]>([:])
 
     /// `unit` is the first delay; tests shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
     public init(unit: Duration = .seconds(1)) {
@@ -97,7 +96,7 @@ public final class PasswordThrottle: @unchecked Sendable {
     /// Throws `AuthFailed` (with the time left) while `keychain` is in a delay.
     func checkAllowed(_ keychain: UUID, name: String) throws(KeychainError) {
         let now = ContinuousClock.now
-        let blockedUntil = lock.withLock { records[keychain]?.blockedUntil }
+        let blockedUntil = records.withLock { $0[keychain]?.blockedUntil }
         if let blockedUntil, blockedUntil > now {
             throw KeychainError(SecStatus.authFailed,
                                 detail: "\(Self.refusalPrefix)\(name); try again in \(Self.text(blockedUntil - now))")
@@ -106,7 +105,7 @@ public final class PasswordThrottle: @unchecked Sendable {
 
     /// Counts a wrong password and returns the delay it starts (zero for the free ones).
     func recordFailure(_ keychain: UUID) -> Duration {
-        lock.withLock {
+        records.withLock { records in
             var record = records[keychain] ?? Record()
             record.failures += 1
             let delay = delay(afterFailures: record.failures)
@@ -117,7 +116,7 @@ public final class PasswordThrottle: @unchecked Sendable {
     }
 
     func recordSuccess(_ keychain: UUID) {
-        _ = lock.withLock { records.removeValue(forKey: keychain) }
+        _ = records.withLock { $0.removeValue(forKey: keychain) }
     }
 
     public static func text(_ duration: Duration) -> String {

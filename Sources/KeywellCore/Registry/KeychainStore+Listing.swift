@@ -1,14 +1,11 @@
 import Foundation
 import KeywellProtocol
 
-/// Whether keychains exist, and whether the list of them may have changed since a caller last
-/// looked: what a face that shows keychains as objects (the Secret Service's collections) keeps
-/// its list by.
+/// The registry's listing calls (`OpenKeychains+Listing.swift`) under the names the faces call.
 extension KeychainStore {
     /// Whether the keychain exists (a name or path that cannot name one does not).
     public func keychainExists(_ nameOrPath: String) -> Bool {
-        guard let location = try? location(nameOrPath) else { return false }
-        return (try? existingFile(at: location)) != nil
+        keychains.keychainExists(nameOrPath)
     }
 
     /// What a kept list of keychains was checked against: valid while inotify reports no change
@@ -21,11 +18,7 @@ extension KeychainStore {
     /// Take it before listing the keychains (a change while listing then counts); nil when the
     /// folders cannot be watched, and the list must be checked every time.
     public func keychainListingMark() -> KeychainListingMark? {
-        // Marks only move forward, so the first is the one to compare against.
-        guard let folder = changes.mark(watchingFolder: resolver.keychainsDirectory, edits: false),
-              changes.mark(watching: userSettings.path, edits: true) != nil
-        else { return nil }
-        return KeychainListingMark(mark: folder)
+        keychains.keychainListingMark().map(KeychainListingMark.init(mark:))
     }
 
     /// True when nothing that could change the list of keychains happened since `mark`: one

@@ -2,20 +2,35 @@ import Foundation
 import KeywellProtocol
 import Logging
 import KeywellSystem
+import Synchronization
 
 /// The registry of one user's keychains: where names and paths lead, which keychain files are
 /// open in this process (one `KeychainFile` each, with its lock state), and the user's settings
 /// (search list, default). Every look-up checks that the file is still the one opened and still
 /// the user's alone, asking the file watcher (`PathChangeWatch`) whether anything could have
-/// changed first. Thread-safe; `KeychainStore` holds one and works on the files it hands out.
+/// changed first. It also creates and deletes keychains and keeps the search list and the
+/// default (`OpenKeychains+Keychains.swift`), and says whether that list may have changed
+/// (`OpenKeychains+Listing.swift`). Thread-safe; `KeychainStore` holds one, works on the files it
+/// hands out and forwards the keychain calls to it under their public names.
 final class OpenKeychains: Sendable {
     let resolver: KeychainResolver
     let userSettings: UserSettingsFile
     /// Lets a call skip re-checking files nothing has touched since the last check.
     let changes = PathChangeWatch()
+    let kdf: KDFParameters
+    let logger: Logger
+    /// Serialises calls that create or delete keychains or change the settings, so the events
+    /// each one sends describe exactly its own change.
+    let administration = Mutex(())
 
     private let openFiles = Protected<[String: OpenKeychain]>([:])
-    private let keyLostHandler = Protected<(@Sendable (String) -> Void)?>(nil)
+    private let announcer = Protected<RegistryEvents>(RegistryEvents())
+
+    /// Where the registry's events go: the store's receivers, set once by the store.
+    struct RegistryEvents: Sendable {
+        var keychains: @Sendable ([KeychainLifecycleEvent]) -> Void = { _ in }
+        var state: @Sendable ([KeychainEvent]) -> Void = { _ in }
+    }
 
     private struct OpenKeychain {
         let file: KeychainFile
@@ -23,16 +38,28 @@ final class OpenKeychains: Sendable {
         var checked: PathChangeWatch.Mark?
     }
 
-    init(paths: KeywellPaths, logger: Logger) {
+    init(paths: KeywellPaths, kdf: KDFParameters, logger: Logger) {
         resolver = KeychainResolver(keychainsDirectory: paths.keychainsDirectory.path)
         userSettings = UserSettingsFile(configDirectory: paths.configDirectory.path, logger: logger, changes: changes)
+        self.kdf = kdf
+        self.logger = logger
     }
 
-    /// Told the name of an unlocked keychain whose file was replaced or deleted behind its back:
-    /// its key went with the old file, so for the daemon that keychain is now locked.
-    var onKeyLost: (@Sendable (String) -> Void)? {
-        get { keyLostHandler.read { $0 } }
-        set { keyLostHandler.withLock { $0 = newValue } }
+    /// Receives the keychains made or removed and the state changes (default, search list, a
+    /// keychain locked because its file was replaced) on the thread that made them.
+    var events: RegistryEvents {
+        get { announcer.read { $0 } }
+        set { announcer.withLock { $0 = newValue } }
+    }
+
+    func emit(_ events: [KeychainLifecycleEvent]) {
+        guard !events.isEmpty else { return }
+        self.events.keychains(events)
+    }
+
+    func emit(_ events: [KeychainEvent]) {
+        guard !events.isEmpty else { return }
+        self.events.state(events)
     }
 
     func location(_ nameOrPath: String) throws(KeychainError) -> KeychainLocation {
@@ -64,7 +91,7 @@ final class OpenKeychains: Sendable {
         var lostUnlocked = false
         defer {
             // The key went with the old file: for the daemon that keychain is now locked.
-            if lostUnlocked { onKeyLost?(location.displayName) }
+            if lostUnlocked { emit([KeychainEvent.locked(location.displayName)]) }
         }
         return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
             if let open = files[location.path] {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Says whether a file checked earlier may have changed since, from inotify, so the engine can
 /// skip re-checking a keychain file and the settings file on every call (a stat and a geteuid
@@ -13,14 +14,13 @@ import Foundation
 /// at each call sees every change made before the call. When inotify is unavailable or a folder
 /// cannot be watched there is no mark, and callers check every time as before. Mounts over a
 /// path are not seen (only root can make them).
-// @unchecked: the watch table and generation are only touched under `lock`.
-final class PathChangeWatch: @unchecked Sendable {
+final class PathChangeWatch: Sendable {
     /// What a check was made against: nothing changed while `generation` stays the same.
     struct Mark: Equatable, Sendable {
         fileprivate let generation: UInt64
     }
 
-    private struct Watch {
+    fileprivate struct Watch {
         /// The entries that matter in this folder; nil for the folder holding watched files.
         var entries: Set<String>?
         var mask: UInt32
@@ -39,31 +39,35 @@ final class PathChangeWatch: @unchecked Sendable {
     }
 
     private let descriptor: Int32
-    private let lock = NSLock()
-    private let eventBuffer = UnsafeMutableRawPointer.allocate(byteCount: PathChangeWatch.eventBufferSize, alignment: 8)
-    private static let eventBufferSize = 16 * 1024
-    private var generation: UInt64 = 0
-    /// How many times every watch was dropped.
-    private var resets = 0
-    private var watches: [Int32: Watch] = [:]
-    private var descriptorsByPath: [String: Int32] = [:]
+    private let table: Mutex<WatchTable>
+    fileprivate static let eventBufferSize = 16 * 1024
+
+    /// The inotify descriptor's watches and what they reported, only touched under the lock.
+    fileprivate struct WatchTable {
+        let descriptor: Int32
+        var generation: UInt64 = 0
+        /// How many times every watch was dropped.
+        var resets = 0
+        var watches: [Int32: Watch] = [:]
+        var descriptorsByPath: [String: Int32] = [:]
+    }
 
     /// Events on a folder's entries that can replace or re-mode a file, or change the folder itself.
-    private static let folderEvents = UInt32(
+    fileprivate static let folderEvents = UInt32(
         IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
     /// The same for folders on the way: only renames, deletions and creations matter there.
-    private static let pathEvents = UInt32(
+    fileprivate static let pathEvents = UInt32(
         IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
     /// Events after which a watch no longer watches what it was made for.
-    private static let watchGone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW)
+    fileprivate static let watchGone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW)
 
     init() {
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        table = Mutex(WatchTable(descriptor: descriptor))
     }
 
     deinit {
         if descriptor >= 0 { close(descriptor) }
-        eventBuffer.deallocate()
     }
 
     /// Watches `path`'s folder and the way to it, then returns the mark a check of `path` made
@@ -77,30 +81,32 @@ final class PathChangeWatch: @unchecked Sendable {
     /// The same for everything in `folder` (a listing of it, say).
     func mark(watchingFolder folder: String, edits: Bool) -> Mark? {
         guard descriptor >= 0 else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        // Events queued before the watches were (re)made may drop them all: make them again.
-        for _ in 0..<3 {
-            guard watchPath(to: folder, edits: edits) else { return nil }
-            let resetsBefore = resets
-            drainEvents()
-            if resets == resetsBefore { return Mark(generation: generation) }
+        return table.withLock { table -> Mark? in
+            // Events queued before the watches were (re)made may drop them all: make them again.
+            for _ in 0..<3 {
+                guard table.watchPath(to: folder, edits: edits) else { return nil }
+                let resetsBefore = table.resets
+                table.drainEvents()
+                if table.resets == resetsBefore { return Mark(generation: table.generation) }
+            }
+            return nil  // the way keeps changing: check every time
         }
-        return nil  // the way keeps changing: check every time
     }
 
     /// True when nothing that could affect the file behind `mark` changed since it was taken.
     func isUnchanged(since mark: Mark?) -> Bool {
         guard let mark else { return false }
-        lock.lock()
-        defer { lock.unlock() }
-        drainEvents()
-        return generation == mark.generation
+        return table.withLock { table in
+            table.drainEvents()
+            return table.generation == mark.generation
+        }
     }
+}
 
-    // MARK: Watches (under the lock)
+// MARK: Watches (under the lock)
 
-    private func watchPath(to folder: String, edits: Bool) -> Bool {
+extension PathChangeWatch.WatchTable {
+    mutating func watchPath(to folder: String, edits: Bool) -> Bool {
         guard folder.hasPrefix("/") else { return false }
         var components = folder.split(separator: "/").map(String.init)
         // The file's own folder reports all its entries; each folder above it the one entry that
@@ -109,7 +115,7 @@ final class PathChangeWatch: @unchecked Sendable {
         var entryOnTheWay: String?
         while true {
             let current = "/" + components.joined(separator: "/")
-            let mask = entryOnTheWay == nil ? Self.folderEvents | (edits ? UInt32(IN_MODIFY) : 0) : Self.pathEvents
+            let mask = entryOnTheWay == nil ? PathChangeWatch.folderEvents | (edits ? UInt32(IN_MODIFY) : 0) : PathChangeWatch.pathEvents
             let result = add(current, mask: mask, entry: entryOnTheWay)
             if result == .failed { return false }
             guard let last = components.popLast() else { return result == .watched }
@@ -119,7 +125,7 @@ final class PathChangeWatch: @unchecked Sendable {
 
     private enum AddResult { case watched, missing, failed }
 
-    private func add(_ folder: String, mask: UInt32, entry: String?) -> AddResult {
+    private mutating func add(_ folder: String, mask: UInt32, entry: String?) -> AddResult {
         if let existing = descriptorsByPath[folder], var watch = watches[existing] {
             if watch.covers(mask: mask, entry: entry) { return .watched }
             // Widening an existing watch keeps its descriptor.
@@ -133,7 +139,7 @@ final class PathChangeWatch: @unchecked Sendable {
         let watchDescriptor = inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))
         guard watchDescriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .failed }
         // The same folder may be reached by another name (a symlink on the way): one watch serves both.
-        var watch = watches[watchDescriptor] ?? Watch(entries: [], mask: 0)
+        var watch = watches[watchDescriptor] ?? PathChangeWatch.Watch(entries: [], mask: 0)
         watch.widen(mask: mask, entry: entry)
         watches[watchDescriptor] = watch
         descriptorsByPath[folder] = watchDescriptor
@@ -142,30 +148,33 @@ final class PathChangeWatch: @unchecked Sendable {
 
     /// Reads every queued event (the descriptor does not block) and moves `generation` on for
     /// those that matter.
-    private func drainEvents() {
+    mutating func drainEvents() {
         let headerSize = 16  // int wd; uint32_t mask, cookie, len; then `len` bytes of name
-        let buffer = eventBuffer
-        while true {
-            let count = read(descriptor, buffer, Self.eventBufferSize)
-            guard count > 0 else { return }  // EAGAIN: the queue is empty
-            var offset = 0
-            while offset + headerSize <= count {
-                let watchDescriptor = buffer.load(fromByteOffset: offset, as: Int32.self)
-                let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
-                let nameLength = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
-                let name = nameLength > 0
-                    ? String(cString: buffer.advanced(by: offset + headerSize).assumingMemoryBound(to: CChar.self)) : ""
-                handle(watchDescriptor, mask, name)
-                offset += headerSize + nameLength
+        let size = PathChangeWatch.eventBufferSize
+        withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { buffer in
+            guard let buffer = buffer.baseAddress else { return }
+            while true {
+                let count = read(descriptor, buffer, size)
+                guard count > 0 else { return }  // EAGAIN: the queue is empty
+                var offset = 0
+                while offset + headerSize <= count {
+                    let watchDescriptor = buffer.load(fromByteOffset: offset, as: Int32.self)
+                    let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
+                    let nameLength = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+                    let name = nameLength > 0
+                        ? String(cString: buffer.advanced(by: offset + headerSize).assumingMemoryBound(to: CChar.self)) : ""
+                    handle(watchDescriptor, mask, name)
+                    offset += headerSize + nameLength
+                }
             }
         }
     }
 
-    private func handle(_ watchDescriptor: Int32, _ mask: UInt32, _ name: String) {
+    private mutating func handle(_ watchDescriptor: Int32, _ mask: UInt32, _ name: String) {
         if mask & UInt32(IN_Q_OVERFLOW) != 0 { return forgetAllWatches() }
         // Events of a watch already dropped (IN_IGNORED follows every removal) mean nothing now.
         guard let watch = watches[watchDescriptor] else { return }
-        if mask & Self.watchGone != 0 { return forgetAllWatches() }
+        if mask & PathChangeWatch.watchGone != 0 { return forgetAllWatches() }
         guard let entries = watch.entries else {
             generation &+= 1
             return
@@ -173,7 +182,7 @@ final class PathChangeWatch: @unchecked Sendable {
         if entries.contains(name) { forgetAllWatches() }
     }
 
-    private func forgetAllWatches() {
+    private mutating func forgetAllWatches() {
         for watchDescriptor in watches.keys { inotify_rm_watch(descriptor, watchDescriptor) }
         watches.removeAll()
         descriptorsByPath.removeAll()
