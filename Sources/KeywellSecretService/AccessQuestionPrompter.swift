@@ -1,6 +1,7 @@
 import Foundation
 import KeywellAccess
 import KeywellDBus
+import KeywellSystem
 import Logging
 
 /// Access questions (docs/access-control.md "The question") through the same dialogs as
@@ -27,7 +28,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
 
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer {
         let current = lock.withLock { connection }
-        let choice = PrompterChoice(environment: environment) { current.map(ActivationEnvironment.read) ?? [:] }
+        let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
         switch choice.choose() {
         case .unavailable(let reason):
             logger.notice("access question for \(question.caller.identityString ?? "an unidentified program") not shown, answered Deny: \(reason)")
