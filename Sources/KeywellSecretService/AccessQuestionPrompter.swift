@@ -27,6 +27,11 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
     public func use(_ connection: DBusConnection) { lock.withLock { self.connection = connection } }
 
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer {
+        ask(question, timeoutSeconds: timeoutSeconds, withdrawal: AccessWithdrawal())
+    }
+
+    /// Withdrawing stops the pinentry (SIGTERM): its closed pipe ends `CONFIRM` as Deny.
+    public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
         let current = lock.withLock { connection }
         let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
         switch choice.choose() {
@@ -43,7 +48,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
             }
             defer { conversation.finish() }
             conversation.configure(windowID: "", timeout: timeoutSeconds)
-            return conversation.confirm(question)
+            return withdrawal.whileShowing(stop: { conversation.cancel() }) { conversation.confirm(question) }
         }
     }
 }

@@ -225,7 +225,7 @@ struct ServiceObject {
             var usable = waiting.filter { opened.contains($0.keychain) }.map(\.path)
             if let caller, let gate = context.access?.gate, !question.isEmpty, !promptContext.isDismissed {
                 let items = question.filter { $0.keychain.map(opened.contains) ?? true }
-                if gate.ask(caller, about: UnlockItem.accessItems(items), interactive: true).allows {
+                if gate.ask(caller, about: UnlockItem.accessItems(items), interactive: true, withdrawal: promptContext.withdrawal).allows {
                     usable += items.map(\.path)
                 }
             }
