@@ -79,7 +79,7 @@ public struct PrompterChoice: Sendable {
     }
 
     /// `name` as an executable path: itself when it holds a slash, else the first on `search`.
-    static func locate(_ name: String, in search: String) -> String? {
+    public static func locate(_ name: String, in search: String) -> String? {
         if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
         for folder in search.split(separator: ":") where !folder.isEmpty {
             let candidate = "\(folder)/\(name)"

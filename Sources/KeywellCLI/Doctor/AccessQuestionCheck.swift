@@ -51,7 +51,13 @@ enum AccessQuestionCheck {
         }
         switch PrompterChoice(environment: environment, activationEnvironment: { bus.activationEnvironment() }).choose() {
         case .pinentry(let program, _, _):
-            report.ok(subject, "shown by \(program)")
+            // KEYWELL_PINENTRY is taken as given: a name that runs nothing is answered Deny too.
+            guard let found = PrompterChoice.locate(program, in: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
+                report.note(subject, "\(PrompterChoice.pinentryVariable)=\(program) in keywelld's environment is not a program "
+                    + "it can run, so every one is answered Deny: programs not on an item's list never read it")
+                return
+            }
+            report.ok(subject, "shown by \(found)")
         case .unavailable(let reason):
             report.note(subject, "none can be shown (\(reason)), so every one is answered Deny: programs not on an "
                 + "item's list never read it. Install a graphical pinentry, or set \(PrompterChoice.terminalVariable) "
