@@ -27,23 +27,24 @@ final class SecretServiceTree: DBusObject {
     }
 
     func childNodes(at path: String) -> [String] {
-        childNodes(at: path, access: nil)
+        childNodes(at: path) { nil }
     }
 
     /// A collection's item nodes as its `Items` lists them for the caller: a sandboxed app does
     /// not learn the paths of items that do not exist for it (docs/secret-service.md, "Sandboxed callers").
     func childNodes(at path: String, call: DBusMethodCall) -> [String] {
-        childNodes(at: path, access: context.callerAccess(call))
+        childNodes(at: path) { context.callerAccess(call) }
     }
 
-    private func childNodes(at path: String, access: CallerAccess?) -> [String] {
+    /// `access` is asked for only at a collection's path: elsewhere the nodes are everyone's.
+    private func childNodes(at path: String, access: () -> CallerAccess?) -> [String] {
         switch ObjectPaths.parse(path) {
         case .service?: return ObjectPaths.folders
         case .folder("collection")?: return context.directory.allIDs().map(ObjectPaths.segment(for:))
         case .folder("aliases")?: return CollectionDirectory.aliases.filter { context.directory.target(ofAlias: $0) != nil }
         case .collection(let address)?:
             guard let collection = try? context.collection(address), var ids = try? collection.itemIDs() else { return [] }
-            if let access, access.isSandboxed {
+            if let access = access(), access.isSandboxed {
                 // Nothing listed when the lists cannot be read: hiding is the safe failure.
                 ids = (try? access.visible(ids, in: collection)) ?? []
             }
