@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
         // library: the executable only calls it, and the CLI fuzz target links it.
-        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol"]),
+        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSystem"]),
         // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
         // lookup, and resolving the shared Swift libraries cost more than the lookup itself
         // (docs/performance.md). Allowed here because Keywell is always the root package.

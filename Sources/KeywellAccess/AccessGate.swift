@@ -86,7 +86,22 @@ public final class AccessGate: @unchecked Sendable {
     /// `.deny` at once (it never waits for an open question) unless an answer of the same burst
     /// applies. Allow is remembered for the
     /// connection; Always Allow is also written through `persist`.
-    public func ask(_ caller: AccessCaller, about items: [AccessItem], interactive: Bool) -> AccessAnswer {
+    ///
+    /// `withdrawal`, when given, takes the question back (a dismissed Secret Service prompt): a
+    /// request waiting for the dialog or for the answer stops waiting, the dialog closes, and the
+    /// answer is `.deny`, remembered neither for the burst nor anywhere else.
+    public func ask(_ caller: AccessCaller, about items: [AccessItem], interactive: Bool,
+                    withdrawal: AccessWithdrawal? = nil) -> AccessAnswer {
+        guard let withdrawal else { return ask(caller, about: items, interactive: interactive, unless: nil) }
+        // Wakes this request's waits below; taken with the lock, so no wake-up is lost.
+        return withdrawal.whileShowing(stop: { [lock] in lock.withLock { lock.broadcast() } }) {
+            ask(caller, about: items, interactive: interactive, unless: withdrawal)
+        }
+    }
+
+    private func ask(_ caller: AccessCaller, about items: [AccessItem], interactive: Bool,
+                     unless withdrawal: AccessWithdrawal?) -> AccessAnswer {
+        func isWithdrawn() -> Bool { withdrawal?.isWithdrawn ?? false }
         var unique: [AccessItem] = []
         var seen = Set<AccessItem>()
         for item in items where seen.insert(item).inserted { unique.append(item) }
@@ -104,10 +119,10 @@ public final class AccessGate: @unchecked Sendable {
         case .asking(let question)? where interactive:
             question.add(unique)
             question.waiting += 1
-            while !question.isDone { lock.wait(untilNanoseconds: nil) }
+            while !question.isDone, !isWithdrawn() { lock.wait(untilNanoseconds: nil) }
             question.waiting -= 1
             lock.unlock()
-            return question.answer ?? .deny
+            return question.isDone ? question.answer ?? .deny : .deny
         default:
             break
         }
@@ -119,11 +134,11 @@ public final class AccessGate: @unchecked Sendable {
         conversations[caller.connection] = .asking(question)
         queue.append(question)
         let deadline = now + UInt64(timeoutSeconds) * 1_000_000_000
-        while queue.first !== question, question.answer == nil, monotonicNanoseconds() < deadline {
+        while queue.first !== question, question.answer == nil, monotonicNanoseconds() < deadline, !isWithdrawn() {
             lock.wait(untilNanoseconds: deadline)
         }
-        guard queue.first === question, question.answer == nil else {
-            // Timed out in the queue, or the caller left the bus meanwhile.
+        guard queue.first === question, question.answer == nil, !isWithdrawn() else {
+            // Timed out in the queue, withdrawn, or the caller left the bus meanwhile.
             if let index = queue.firstIndex(where: { $0 === question }) { queue.remove(at: index) }
             settle(question, .deny)
             lock.unlock()
@@ -134,14 +149,25 @@ public final class AccessGate: @unchecked Sendable {
         lock.unlock()
 
         let remaining = Int((deadline - min(deadline, monotonicNanoseconds())) / 1_000_000_000)
-        var answer = asker.ask(shown, timeoutSeconds: max(1, remaining))
+        var answer = if let withdrawal {
+            asker.ask(shown, timeoutSeconds: max(1, remaining), withdrawal: withdrawal)
+        } else {
+            asker.ask(shown, timeoutSeconds: max(1, remaining))
+        }
         if answer == .alwaysAllow, !shown.offersAlwaysAllow { answer = .allowOnce }
+        // Whatever the dialog said as it closed, a withdrawn question is not the person's answer.
+        let withdrawn = isWithdrawn()
+        if withdrawn { answer = .deny }
 
         // Items that joined while the dialog was up get the same answer; later ones the burst's.
         lock.lock()
         let all = question.items
         question.answer = answer
-        if !question.callerLeft {
+        if withdrawn {
+            if case .asking(let open)? = conversations[caller.connection], open === question {
+                conversations[caller.connection] = nil
+            }
+        } else if !question.callerLeft {
             conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds)
             if answer.allows { allowances[caller.connection, default: []].formUnion(all) }
         }

@@ -72,4 +72,14 @@ public protocol AccessQuestionAsking: Sendable {
     /// thread. Anything but a clear Allow or Always Allow (a dismissed dialog, a crash, a
     /// timeout, no prompter at all) is `.deny`.
     func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer
+
+    /// `ask(_:timeoutSeconds:)` that closes the dialog, answering `.deny`, when `withdrawal` is
+    /// withdrawn meanwhile. The default cannot close it: the dialog runs to its answer.
+    func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer
+}
+
+extension AccessQuestionAsking {
+    public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
+        ask(question, timeoutSeconds: timeoutSeconds)
+    }
 }

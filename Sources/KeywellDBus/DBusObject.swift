@@ -12,6 +12,10 @@ public protocol DBusObject: Sendable {
     /// Names (single path elements) of objects directly below `path`, for introspection.
     func childNodes(at path: String) -> [String]
 
+    /// `childNodes(at:)` as `call` (the `Introspect` call) may see them: an object whose
+    /// children depend on who asks answers here. The default is `childNodes(at:)`.
+    func childNodes(at path: String, call: DBusMethodCall) -> [String]
+
     /// A call to a method declared in `interfaces(at:)`, carrying exactly the input signature
     /// declared for it (the layer refuses other calls first). Reply exactly once through
     /// `call`, now or later, from any thread.
@@ -50,6 +54,8 @@ public enum DBusCallPlacement: Sendable {
 
 extension DBusObject {
     public func childNodes(at path: String) -> [String] { [] }
+
+    public func childNodes(at path: String, call: DBusMethodCall) -> [String] { childNodes(at: path) }
 
     public func placement(of call: DBusMethodCall) -> DBusCallPlacement { .worker }
 

@@ -92,7 +92,7 @@ enum MethodDispatcher {
         }
         var children = Set(registry.registeredChildren(of: call.path))
         // A subtree may have bare intermediate nodes (no interfaces) that still list children.
-        if let object { children.formUnion(object.childNodes(at: call.path)) }
+        if let object { children.formUnion(object.childNodes(at: call.path, call: call)) }
         // Any path answers, with what is below it (libdbus and GDBus do the same): a client
         // walking the tree finds empty nodes, not errors.
         let xml = Introspection.document(interfaces: interfaces ?? [], children: children.sorted(),

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellAccess
 import KeywellDBus
+import KeywellSystem
 import Logging
 
 /// Access questions (docs/access-control.md "The question") through the same dialogs as
@@ -26,8 +27,13 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
     public func use(_ connection: DBusConnection) { lock.withLock { self.connection = connection } }
 
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer {
+        ask(question, timeoutSeconds: timeoutSeconds, withdrawal: AccessWithdrawal())
+    }
+
+    /// Withdrawing stops the pinentry (SIGTERM): its closed pipe ends `CONFIRM` as Deny.
+    public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
         let current = lock.withLock { connection }
-        let choice = PrompterChoice(environment: environment) { current.map(ActivationEnvironment.read) ?? [:] }
+        let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
         switch choice.choose() {
         case .unavailable(let reason):
             logger.notice("access question for \(question.caller.identityString ?? "an unidentified program") not shown, answered Deny: \(reason)")
@@ -42,7 +48,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
             }
             defer { conversation.finish() }
             conversation.configure(windowID: "", timeout: timeoutSeconds)
-            return conversation.confirm(question)
+            return withdrawal.whileShowing(stop: { conversation.cancel() }) { conversation.confirm(question) }
         }
     }
 }

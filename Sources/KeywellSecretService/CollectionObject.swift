@@ -15,9 +15,7 @@ struct CollectionObject {
         switch call.member {
         case "Delete":
             // A sandboxed app sees only its own items: it must not delete everyone's.
-            if context.callerAccess(call).isSandboxed {
-                throw .accessDenied("A sandboxed application cannot delete a collection")
-            }
+            try context.callerAccess(call).refuseSandboxed("delete a collection")
             try delete(collection)
             return [.objectPath(SecretServiceNames.noObject)]
         case "SearchItems":
@@ -76,9 +74,11 @@ struct CollectionObject {
     }
 
     /// `Label` (kept in the keychain file; a locked keychain answers IsLocked, as for every change).
-    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress) throws(DBusError) {
+    /// A collection is every app's: a sandboxed one cannot rename it.
+    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, call: DBusMethodCall) throws(DBusError) {
         let collection = try context.collection(address)
         guard name == "Label" else { throw .propertyReadOnly("\(name) is read-only") }
+        try context.callerAccess(call).refuseSandboxed("rename a collection")
         guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
         try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in try collection.setLabel(label) }
         context.signals.collectionLabelChanged(collection.id, to: label)

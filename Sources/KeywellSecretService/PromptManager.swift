@@ -1,4 +1,5 @@
 import Foundation
+import KeywellAccess
 import KeywellDBus
 import KeywellProtocol
 import Logging
@@ -8,6 +9,8 @@ import Logging
 // @unchecked: `conversation`, `dismissed` and `failure` are only touched under `lock`.
 final class PromptContext: @unchecked Sendable {
     let windowID: String
+    /// Withdrawn by Dismiss: an access question the work shows closes too.
+    let withdrawal = AccessWithdrawal()
     private let asker: any PasswordAsking
     private let lock = NSLock()
     private var conversation: (any PasswordConversation)?
@@ -60,6 +63,7 @@ final class PromptContext: @unchecked Sendable {
             return conversation
         }
         current?.cancel()
+        withdrawal.withdraw()
     }
 
     func finish() {

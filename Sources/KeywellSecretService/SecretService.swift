@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellSystem
 import KeywellProtocol
 import Logging
 
@@ -52,7 +53,7 @@ public final class SecretService: @unchecked Sendable {
         let signals = SecretServiceSignals(directory: directory, logger: logger)
         let connectionNow = LockedConnection()
         let choice = PrompterChoice(environment: configuration.environment) {
-            connectionNow.get().map(ActivationEnvironment.read) ?? [:]
+            connectionNow.get()?.activationEnvironment() ?? [:]
         }
         context = ServiceContext(
             store: store, directory: directory, sessions: SessionManager(),

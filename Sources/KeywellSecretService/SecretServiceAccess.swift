@@ -54,6 +54,13 @@ struct CallerAccess {
     /// Sandboxed callers see only the items whose lists name them.
     var isSandboxed: Bool { caller?.isSandboxed ?? false }
 
+    /// AccessDenied for a sandboxed caller: what every app of the user shares (collections,
+    /// aliases, lock state, master passwords) is not a sandboxed app's to change
+    /// (docs/secret-service.md, "Sandboxed callers"). `what` completes "cannot …".
+    func refuseSandboxed(_ what: String) throws(DBusError) {
+        if isSandboxed { throw .accessDenied("A sandboxed application cannot \(what)") }
+    }
+
     /// The verdict for each of `ids`, in order.
     func verdicts(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [AccessVerdict] {
         guard let access, let caller, !ids.isEmpty else { return Array(repeating: .allowed, count: ids.count) }

@@ -27,13 +27,29 @@ final class SecretServiceTree: DBusObject {
     }
 
     func childNodes(at path: String) -> [String] {
+        childNodes(at: path) { nil }
+    }
+
+    /// A collection's item nodes as its `Items` lists them for the caller: a sandboxed app does
+    /// not learn the paths of items that do not exist for it (docs/secret-service.md, "Sandboxed callers").
+    func childNodes(at path: String, call: DBusMethodCall) -> [String] {
+        childNodes(at: path) { context.callerAccess(call) }
+    }
+
+    /// `access` is asked for only at a collection's path: elsewhere the nodes are everyone's.
+    private func childNodes(at path: String, access: () -> CallerAccess?) -> [String] {
         switch ObjectPaths.parse(path) {
-        case .service?: ObjectPaths.folders
-        case .folder("collection")?: context.directory.allIDs().map(ObjectPaths.segment(for:))
-        case .folder("aliases")?: CollectionDirectory.aliases.filter { context.directory.target(ofAlias: $0) != nil }
+        case .service?: return ObjectPaths.folders
+        case .folder("collection")?: return context.directory.allIDs().map(ObjectPaths.segment(for:))
+        case .folder("aliases")?: return CollectionDirectory.aliases.filter { context.directory.target(ofAlias: $0) != nil }
         case .collection(let address)?:
-            ((try? context.collection(address).itemIDs()) ?? []).map(ObjectPaths.segment(for:))
-        default: []
+            guard let collection = try? context.collection(address), var ids = try? collection.itemIDs() else { return [] }
+            if let access = access(), access.isSandboxed {
+                // Nothing listed when the lists cannot be read: hiding is the safe failure.
+                ids = (try? access.visible(ids, in: collection)) ?? []
+            }
+            return ids.map(ObjectPaths.segment(for:))
+        default: return []
         }
     }
 
@@ -132,7 +148,7 @@ final class SecretServiceTree: DBusObject {
         let object = ObjectPaths.parse(path)
         do throws(DBusError) {
             switch object {
-            case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address)
+            case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address, call: call)
             case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id, call: call)
             default: throw .propertyReadOnly("Property \(interface).\(name) is read-only")
             }

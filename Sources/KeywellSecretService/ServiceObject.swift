@@ -17,14 +17,18 @@ struct ServiceObject {
                 algorithm: arguments.string(at: 0), input: arguments.variant(at: 1), owner: call.sender)
             return [.variant(output), .objectPath(session.path)]
         case "CreateCollection":
+            try context.callerAccess(call).refuseSandboxed("create a collection")
             return try createCollection(PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection), alias: arguments.string(at: 1), call: call)
         case "SearchItems":
             return try searchItems(arguments.stringStringDict(at: 0), call: call)
         case "Unlock":
             return try unlock(arguments.objectPathArray(at: 0), call: call)
         case "Lock":
+            // Locking is per keychain: it would lock every other app's items too.
+            try context.callerAccess(call).refuseSandboxed("lock the user's keychains")
             return [.objectPathArray(try lock(arguments.objectPathArray(at: 0), call: call)), .objectPath(SecretServiceNames.noObject)]
         case "LockService":
+            try context.callerAccess(call).refuseSandboxed("lock the user's keychains")
             context.store.lockAll()
             return []
         case "GetSecrets":
@@ -36,6 +40,7 @@ struct ServiceObject {
             let target = context.directory.target(ofAlias: alias).flatMap(context.directory.collection)
             return [.objectPath(target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject)]
         case "SetAlias":
+            try context.callerAccess(call).refuseSandboxed("change which collection an alias names")
             try setAlias(arguments.string(at: 0), to: arguments.objectPath(at: 1))
             return []
         default:
@@ -220,7 +225,7 @@ struct ServiceObject {
             var usable = waiting.filter { opened.contains($0.keychain) }.map(\.path)
             if let caller, let gate = context.access?.gate, !question.isEmpty, !promptContext.isDismissed {
                 let items = question.filter { $0.keychain.map(opened.contains) ?? true }
-                if gate.ask(caller, about: UnlockItem.accessItems(items), interactive: true).allows {
+                if gate.ask(caller, about: UnlockItem.accessItems(items), interactive: true, withdrawal: promptContext.withdrawal).allows {
                     usable += items.map(\.path)
                 }
             }

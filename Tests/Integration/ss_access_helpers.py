@@ -19,7 +19,9 @@ PYTHON = "/usr/bin/python3"
 # default collection (replace=true) and prints its path. `get PATH` prints one GetSecret answer,
 # `probe PATH` tries every way at one item (properties, GetSecret, SetSecret, Delete) and the
 # default collection's Items and Delete. `unlock ATTRS` runs Unlock (and its prompt) on the locked matches and prints whether it was
-# dismissed, the result, then GetSecret of each.
+# dismissed, the result, then GetSecret of each. `dismiss ATTRS LOG` runs Unlock's prompt, calls
+# Dismiss once the pinentry log LOG shows the dialog holding, prints how it completed and
+# GetSecret of each, then runs a second Unlock to its end.
 CLIENT = r'''
 import json, sys
 from jeepney import DBusAddress, MatchRule, Properties, new_method_call
@@ -105,6 +107,37 @@ elif command == "unlock":
         result["completed"] = list(value[1])
     result["after"] = {p: get_secret(p, session) for p in locked_paths}
     print(json.dumps(result))
+elif command == "dismiss":
+    # Unlock's prompt, dismissed once LOG shows the dialog holding; then Unlock once more.
+    import time
+    _, locked_paths = call(service, "SearchItems", "a{ss}", json.loads(sys.argv[2]))
+    _, prompt = call(service, "Unlock", "ao", list(locked_paths))
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+    call(message_bus, "AddMatch", "s", rule.serialise())
+    prompt_object = DBusAddress(prompt, bus_name=NAME, interface="org.freedesktop.Secret.Prompt")
+    with connection.filter(rule) as queue:
+        call(prompt_object, "Prompt", "s", "")
+        deadline = time.monotonic() + 120  # a hang guard: the dialog shows within seconds
+        def holding():
+            try:
+                return "HOLDING" in open(sys.argv[3]).read()
+            except FileNotFoundError:
+                return False
+        while not holding():
+            assert time.monotonic() < deadline, "the access question never showed"
+            time.sleep(0.05)
+        call(prompt_object, "Dismiss")
+        signal = connection.recv_until_filtered(queue, timeout=120)
+    dismissed, value = signal.body
+    result = {"dismissed": dismissed, "completed": list(value[1]), "after": {p: get_secret(p, session) for p in locked_paths}}
+    _, again = call(service, "Unlock", "ao", list(locked_paths))
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=again)
+    call(message_bus, "AddMatch", "s", rule.serialise())
+    with connection.filter(rule) as queue:
+        call(DBusAddress(again, bus_name=NAME, interface="org.freedesktop.Secret.Prompt"), "Prompt", "s", "")
+        signal = connection.recv_until_filtered(queue, timeout=120)
+    result["again"] = {"dismissed": signal.body[0], "secrets": {p: get_secret(p, session) for p in locked_paths}}
+    print(json.dumps(result))
 '''
 
 
@@ -138,6 +171,9 @@ class Client:
 
     def unlock(self, attributes: dict) -> dict:
         return json.loads(self.run("unlock", json.dumps(attributes)))
+
+    def dismiss(self, attributes: dict, pinentry_log: Path) -> dict:
+        return json.loads(self.run("dismiss", json.dumps(attributes), str(pinentry_log)))
 
 
 def sandbox(bus: KeywellBus, scratch: Path, app_id: str, instance: str) -> list[str]:

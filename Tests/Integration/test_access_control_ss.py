@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 
 import pytest
 
@@ -118,6 +119,27 @@ def test_unlock_prompt_denied_is_dismissed_and_reads_nothing(session, scratch):
     result = Client(session, scratch / "reader.py").unlock(ATTRS)
     assert result["dismissed"] is True and result["completed"] == []
     assert list(result["after"].values()) == ["ERROR org.freedesktop.Secret.Error.IsLocked"]
+
+
+def scripted_pinentries(session) -> list[int]:
+    """The scripted pinentries running on this bus's session (the daemon's children)."""
+    out = subprocess.run(["pgrep", "-s", str(session.bus.pid), "-f", "scripted_pinentry"], capture_output=True, text=True)
+    return [int(pid) for pid in out.stdout.split()]
+
+
+def test_dismiss_withdraws_the_access_question_on_screen(session, scratch):
+    session.create_login()
+    Client(session, scratch / "maker.py").store("Maker's", ATTRS, "kept")
+    # The dialog holds (answers nothing) until the daemon ends it; the second question allows.
+    session.pinentry_answers({"hold": True}, "allow")
+    result = Client(session, scratch / "reader.py").dismiss(ATTRS, session.pinentry_log)
+    # Dismiss: Deny, Completed(dismissed=true), the dialog stopped.
+    assert result["dismissed"] is True and result["completed"] == []
+    assert list(result["after"].values()) == ["ERROR org.freedesktop.Secret.Error.IsLocked"]
+    assert scripted_pinentries(session) == []
+    # The withdrawn question was no answer: the next Unlock, moments later, asks again.
+    assert result["again"] == {"dismissed": False, "secrets": {path: "SECRET kept" for path in result["after"]}}
+    assert len(confirms(session)) == 2
 
 
 def test_unlock_of_a_locked_keychain_and_an_untrusted_item_asks_the_password_then_the_question(session, scratch):

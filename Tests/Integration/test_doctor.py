@@ -8,9 +8,12 @@ Needs KEYWELLD and KEYWELL (scripts/test.sh sets them).
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from identity_helpers import account, exe  # noqa: F401 (fixture)
-from keywell_helpers import built
+from keywell_helpers import PrivateAccount, built
+
+SCRIPTED = Path(__file__).resolve().parent / "scripted_pinentry.py"
 
 
 def doctor(account, env=None) -> subprocess.CompletedProcess:
@@ -103,3 +106,52 @@ def test_doctor_help_and_usage(account):
     assert help_text.returncode == 0 and "Usage: keywell doctor" in help_text.stdout
     wrong = subprocess.run([keywell, "doctor", "extra"], env=account.env, capture_output=True, text=True)
     assert wrong.returncode == 2 and "usage: keywell doctor" in wrong.stderr
+
+
+def test_access_lists_are_reported_per_keychain_of_the_search_list(account):
+    keywell = built("KEYWELL", "keywell")
+    for name in ("login", "work"):
+        subprocess.run([keywell, "create-keychain", "-p", "pw", name], env=account.env, check=True, capture_output=True)
+    subprocess.run([keywell, "list-keychains", "-s", "login", "work"], env=account.env, check=True, capture_output=True)
+    subprocess.run([keywell, "set-keychain-settings", "--enforce-access", "off", "work"], env=account.env, check=True,
+                   capture_output=True)
+    result = doctor(account)
+    assert result.returncode == 0, result
+    lines = lines_by_subject(result.stdout)
+    kind, text = lines["access lists (login)"]
+    assert kind == "ok" and text.startswith("enforced"), text
+    kind, text = lines["access lists (work)"]
+    assert kind == "note" and text.startswith("not enforced") and "--enforce-access on work" in text, text
+
+
+def test_without_a_program_for_access_questions_doctor_says_every_one_is_denied(account):
+    # The account's keywelld has no display, no KEYWELL_PINENTRY and no terminal configured.
+    result = doctor(account)
+    kind, text = lines_by_subject(result.stdout)["access questions"]
+    assert kind == "note", text
+    assert "none can be shown (there is no display" in text and "answered Deny" in text, text
+
+
+def test_access_questions_name_the_program_keywelld_would_run():
+    # A display in keywelld's environment and a graphical pinentry first on its PATH.
+    account = PrivateAccount(built("KEYWELLD", "keywelld"), "keywell-doctor-", bin_dir=True, extra_env={"DISPLAY": ":99"})
+    try:
+        pinentry = account.bin / "pinentry-gnome3"
+        pinentry.write_text("#!/bin/sh\necho OK\n")
+        pinentry.chmod(0o755)
+        kind, text = lines_by_subject(doctor(account).stdout)["access questions"]
+        assert (kind, text) == ("ok", f"shown by {pinentry}")
+    finally:
+        account.close()
+    # KEYWELL_PINENTRY comes first, display or not; one that is not a program is said to be none.
+    account = PrivateAccount(built("KEYWELLD", "keywelld"), "keywell-doctor-", extra_env={"KEYWELL_PINENTRY": str(SCRIPTED)})
+    try:
+        assert lines_by_subject(doctor(account).stdout)["access questions"] == ("ok", f"shown by {SCRIPTED}")
+    finally:
+        account.close()
+    account = PrivateAccount(built("KEYWELLD", "keywelld"), "keywell-doctor-", extra_env={"KEYWELL_PINENTRY": "/nonexistent/pinentry"})
+    try:
+        kind, text = lines_by_subject(doctor(account).stdout)["access questions"]
+        assert kind == "note" and text.startswith("KEYWELL_PINENTRY=/nonexistent/pinentry") and "answered Deny" in text, text
+    finally:
+        account.close()

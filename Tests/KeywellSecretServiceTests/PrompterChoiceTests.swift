@@ -4,6 +4,7 @@ import Testing
 import Synchronization
 
 @testable import KeywellSecretService
+import KeywellSystem
 
 /// Which dialog a prompt shows (docs/prompts.md), with real files on a PATH of the test's own.
 @Suite struct PrompterChoiceTests {

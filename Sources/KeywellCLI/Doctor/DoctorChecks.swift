@@ -12,6 +12,8 @@ enum DoctorChecks {
         identity(on: bus, into: &report)
         secretService(on: bus, daemon: daemon, into: &report)
         loginKeychain(on: bus, into: &report)
+        AccessQuestionCheck.enforcement(on: bus, into: &report)
+        AccessQuestionCheck.prompter(on: bus, daemon: daemon, into: &report)
         pamProfile(into: &report)
     }
 
@@ -117,7 +119,7 @@ enum DoctorChecks {
         report.note("kernel.yama.ptrace_scope", PtraceScope.meaning(PtraceScope.read()))
     }
 
-    private static func nativeCall(_ bus: DBusConnection, _ method: NativeMethod, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
+    static func nativeCall(_ bus: DBusConnection, _ method: NativeMethod, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
         try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath, interface: KeywellNames.interface,
                      member: method.name, arguments: arguments)
     }

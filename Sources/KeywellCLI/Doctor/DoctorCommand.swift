@@ -30,7 +30,9 @@ enum DoctorCommand {
         Usage: keywell doctor
 
         Checks that Keywell is in place for this user and says what is not: the session bus,
-        keywelld, who serves the Secret Service, the login keychain and the PAM profile. It also
+        keywelld, who serves the Secret Service, the login keychain, whether each keychain of
+        the search list enforces its items' access lists, whether keywelld can show an access
+        question (without one every question is answered Deny), and the PAM profile. It also
         prints the identity keywelld gives this program (how access control names callers) and
         kernel.yama.ptrace_scope, which decides how far an exe: identity can be trusted.
         Lines start with ok, note (worth knowing, not wrong) or problem. Exits 0 when there is no

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Which password dialog a prompt shows, decided afresh for each prompt (docs/prompts.md):
 /// 1. `KEYWELL_PINENTRY` (a path or a name on PATH), always, display or not;
@@ -8,6 +12,8 @@ import Foundation
 ///    GTK, FLTK and X11 ones;
 /// 3. with `KEYWELL_PINENTRY_TTY` naming a terminal, pinentry-curses or pinentry-tty on it;
 /// 4. else none: the prompt cannot be shown, and the caller is told why.
+/// keywelld decides with it for every prompt and access question; `keywell doctor` with the
+/// daemon's environment, to say whether one can be shown.
 public struct PrompterChoice: Sendable {
     public enum Outcome: Equatable, Sendable {
         /// Run `program` with `arguments`; `environment` goes over the daemon's own.
@@ -73,7 +79,7 @@ public struct PrompterChoice: Sendable {
     }
 
     /// `name` as an executable path: itself when it holds a slash, else the first on `search`.
-    static func locate(_ name: String, in search: String) -> String? {
+    public static func locate(_ name: String, in search: String) -> String? {
         if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
         for folder in search.split(separator: ":") where !folder.isEmpty {
             let candidate = "\(folder)/\(name)"
