@@ -94,9 +94,9 @@ public final class AccessGate: @unchecked Sendable {
                     withdrawal: AccessWithdrawal? = nil) -> AccessAnswer {
         guard let withdrawal else { return ask(caller, about: items, interactive: interactive, unless: nil) }
         // Wakes this request's waits below; taken with the lock, so no wake-up is lost.
-        return withdrawal.whileShowing(stop: { [lock] in lock.withLock { lock.broadcast() } }) {
-            ask(caller, about: items, interactive: interactive, unless: withdrawal)
-        }
+        return withdrawal.whileShowing(
+            { ask(caller, about: items, interactive: interactive, unless: withdrawal) },
+            stop: { [lock] in lock.withLock { lock.broadcast() } })
     }
 
     private func ask(_ caller: AccessCaller, about items: [AccessItem], interactive: Bool,

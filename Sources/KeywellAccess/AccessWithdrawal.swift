@@ -30,7 +30,7 @@ public final class AccessWithdrawal: Sendable {
 
     /// Runs `stop` if the question is withdrawn while `body` runs (at once when it already is),
     /// then forgets it: a dialog closes only while it is the one showing the question.
-    public func whileShowing<Result>(stop: @escaping @Sendable () -> Void, _ body: () -> Result) -> Result {
+    public func whileShowing<Result>(_ body: () -> Result, stop: @escaping @Sendable () -> Void) -> Result {
         let token = state.withLock { state -> UInt64? in
             guard !state.withdrawn else { return nil }
             state.nextToken += 1

@@ -48,7 +48,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
             }
             defer { conversation.finish() }
             conversation.configure(windowID: "", timeout: timeoutSeconds)
-            return withdrawal.whileShowing(stop: { conversation.cancel() }) { conversation.confirm(question) }
+            return withdrawal.whileShowing({ conversation.confirm(question) }, stop: { conversation.cancel() })
         }
     }
 }

@@ -17,7 +17,7 @@ final class WithdrawableAsker: AccessQuestionAsking, @unchecked Sendable {
     }
 
     func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
-        withdrawal.whileShowing(stop: { [self] in close() }) {
+        withdrawal.whileShowing({
             condition.lock()
             defer { condition.unlock() }
             shown += 1
@@ -25,7 +25,7 @@ final class WithdrawableAsker: AccessQuestionAsking, @unchecked Sendable {
             while !closed { condition.wait() }
             closed = false
             return .allowOnce
-        }
+        }, stop: { [self] in close() })
     }
 
     func close() {
