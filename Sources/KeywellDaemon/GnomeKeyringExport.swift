@@ -10,15 +10,19 @@ import KeywellSecretService
 enum GnomeKeyringExport {
     /// The file is written as a whole (mode 0600) and replaces an existing one only with `replace`.
     /// ThisDeviceOnly items stay behind. Returns the items written and the ThisDeviceOnly items left out.
+    /// `screen`: the caller's access control; the file hands every secret to whoever knows the
+    /// password the caller chose, so items it is not trusted with are asked about (one question),
+    /// hidden ones stay behind.
     static func export(_ keychain: String, from store: KeychainStore, to path: String, password: SecretBytes,
-                       replace: Bool) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
+                       replace: Bool, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
         guard path.hasPrefix("/") else { throw KeychainError(SecStatus.param, detail: "the export path must be absolute") }
         guard password.count > 0 else {
             throw KeychainError(SecStatus.param, detail: "a gnome-keyring file needs a password (an empty one makes a plaintext keyring)")
         }
         var info = stat()
         if !replace, lstat(path, &info) == 0 { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(path) exists") }
-        let (ids, thisDeviceOnly) = try store.portableItemIDs(in: keychain)
+        var (ids, thisDeviceOnly) = try store.portableItemIDs(in: keychain)
+        if let screen { ids = try screened(ids, in: keychain, of: store, by: screen) }
         guard ids.count <= KeyringLimits.maximumItems else {
             throw KeychainError(SecStatus.param, detail: "more than \(KeyringLimits.maximumItems) items")
         }
@@ -43,5 +47,27 @@ enum GnomeKeyringExport {
         let file = GnomeKeyringWriter.write(label: label, created: now, modified: now, items: items, password: password)
         try AtomicFile.write(Data(file), to: path)
         return (items.count, thisDeviceOnly)
+    }
+
+    /// The items `screen` lets go, after one question about those it does not trust.
+    private static func screened(
+        _ ids: [UUID], in keychain: String, of store: KeychainStore, by screen: any ItemAccessScreening
+    ) throws(KeychainError) -> [UUID] {
+        let lists = try store.accessLists(ids, in: keychain)
+        var kept: [UUID] = []
+        var toAsk: [AccessItem] = []
+        for id in ids {
+            let item = { AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: id), label: "") }
+            switch screen.verdict(lists.list(of: id), item: item) {
+            case .hidden: continue
+            case .mustAsk:
+                toAsk.append(AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: id),
+                                        label: try store.secretServiceItem(id, in: keychain).label))
+            case .allowed: break
+            }
+            kept.append(id)
+        }
+        if !toAsk.isEmpty { try screen.ask(about: toAsk, interactionAllowed: true) }
+        return kept
     }
 }

@@ -188,7 +188,8 @@ final class NativeKeychainObject: DBusObject {
             return [.stringVariantDictArray(MigrationWire.status(migration.state()))]
         case .exportGnomeKeyring:
             let written = try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
-                                                        password: secret(arguments[2]), replace: bool(arguments[3]))
+                                                        password: secret(arguments[2]), replace: bool(arguments[3]),
+                                                        screen: screen(call, movedOff))
             return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
         // closed here): the daemon never opens a path a caller names for these.
@@ -196,7 +197,7 @@ final class NativeKeychainObject: DBusObject {
             let fd = descriptor(call, 1)
             defer { close(fd) }
             let names = try WireCodec.requestKeychainList(arguments[0])
-            let written = try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]))
+            let written = try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]), screen: screen(call, movedOff))
             return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         case .inspectExport:
             let fd = descriptor(call, 0)

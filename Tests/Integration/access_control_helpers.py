@@ -140,9 +140,9 @@ class AccessAccount(PrivateAccount):
         path.write_text(PY_CLIENT)
         return path
 
-    def run(self, argv: list, check: bool = True, timeout: float = 400) -> subprocess.CompletedProcess:
+    def run(self, argv: list, check: bool = True, timeout: float = 400, input: str | None = None) -> subprocess.CompletedProcess:
         result = subprocess.run([str(a) for a in argv], env=self.env, cwd=self.scratch, capture_output=True, text=True,
-                                timeout=timeout)
+                                timeout=timeout, input=input)
         if check:
             assert result.returncode == 0, f"{argv} exited {result.returncode}: {result.stdout!r} {result.stderr!r}"
         return result

@@ -77,12 +77,17 @@ def locked(kit, user) -> bool:
     return r["ok"]["locked"]
 
 
-def logged_in_with(kit, stack, items: dict[str, tuple[str, bytes]]):
+def logged_in_with(kit, stack, items: dict[str, tuple[str, bytes]], enforce_access: bool = True):
     """A throwaway user logged in through PAM (login unlocked) holding `items`: account →
-    (pdmn, secret)."""
+    (pdmn, secret). `enforce_access=False`: login's items trust any program (docs/access-control.md),
+    for tests where a program other than their creator (the keywell CLI) reads them."""
     user = kit.user()
     start_session_bus(kit, user)
     assert login(stack, user).ok
+    if not enforce_access:
+        r = kit.as_user(user, [built("KEYWELL", "keywell"), "set-keychain-settings", "--enforce-access", "off", "login"],
+                        capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
     for account, (accessibility, secret) in items.items():
         kit.secrets.append(secret.hex())
         assert native(kit, user, "add", account, accessibility, stdin=secret) == {"ok": None}
@@ -153,7 +158,8 @@ def test_an_explicit_lock_ends_it(kit, stack):
 def test_exports_leave_this_device_only_items_behind_and_say_so(kit, stack):
     items = {account: (accessibility, secrets.token_hex(16).encode())
              for account, accessibility in (("plain", "ak"), ("here", "aku"), ("here-after", "cku"), ("after", "ck"))}
-    user = logged_in_with(kit, stack, items)
+    # The CLI exports what a python client made: not the creator, so the items trust any program here.
+    user = logged_in_with(kit, stack, items, enforce_access=False)
     keywell = built("KEYWELL", "keywell")
     passphrase = "Export-" + secrets.token_urlsafe(12)
     kit.secrets.append(passphrase)

@@ -37,3 +37,40 @@ def test_an_untrusted_program_reading_every_item_gets_nothing_and_one_question(a
     # The owner still reads its own, silently.
     assert acl.run([PYTHON, owner, "readall", "-", "0"]).stdout == f"ITEMS {ATTEMPTS}\n"
     assert acl.questions == 2
+
+
+def test_an_untrusted_program_cannot_export_the_keychain_under_its_own_passphrase(acl):
+    """An export hands every secret to whoever knows the passphrase the caller picks: the same
+    theft as a read. Before exports were screened, any program got every secret this way, with no
+    question at all."""
+    owner = acl.program("owner")
+    for n in range(5):
+        acl.add(owner, f"export-{n}", f"export-secret-{n}")
+    thief = acl.program("thief")
+    acl.answer(["deny"])
+    exported = acl.scratch / "loot.kwexport"
+    native = acl.run([thief, "export", "--all", str(exported)], check=False, input="loot-passphrase\n" * 2)
+    native_leaked = exported.exists() and exported.stat().st_size > 0
+    gnome = acl.scratch / "loot.keyring"
+    acl.answer(["deny"])
+    back = acl.run([thief, "export", "--format", "gnome-keyring", "-k", "login", str(gnome)], check=False,
+                   input="loot-passphrase\n" * 2)
+    gnome_leaked = gnome.exists()
+    met = native.returncode != 0 and back.returncode != 0 and not native_leaked and not gnome_leaked and acl.questions == 2
+    record("an untrusted program exports the keychain under a passphrase it chose (keywell export, both formats)",
+           f"2 exports of 5 items: {int(native.returncode != 0) + int(back.returncode != 0)} refused, "
+           f"{int(native_leaked) + int(gnome_leaked)} files written, {acl.questions} question(s)",
+           "refused after the person's Deny, no file", met)
+    assert native.returncode != 0, native.stdout + native.stderr
+    assert "denied" in native.stderr, native.stderr
+    assert not native_leaked
+    assert back.returncode != 0, back.stdout + back.stderr
+    assert not gnome_leaked
+    assert acl.questions == 2
+    assert any("export-" in text and "more item" in text for text in acl.descriptions())
+    # Allowed, the same export works: one question for all five items.
+    acl.answer(["allow"])
+    done = acl.run([thief, "export", "--all", str(exported)], check=False, input="loot-passphrase\n" * 2)
+    assert done.returncode == 0, done.stderr
+    assert "5 items" in done.stdout + done.stderr
+    assert acl.questions == 3

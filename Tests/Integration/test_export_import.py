@@ -70,6 +70,10 @@ def fill(account: Account) -> None:
     """Items in two keychains: native ones made by the CLI, Secret Service ones by secret-tool."""
     account.run("create-keychain", "-p", "login-pw", "login")
     account.run("create-keychain", "-p", "work-pw", "work")
+    # The CLI exports and dumps what secret-tool made: not their creator. Access control has its
+    # own tests (test_access_control*.py, test_attack_acl.py's export); here every item trusts any program.
+    for keychain in ("login", "work"):
+        account.run("set-keychain-settings", "--enforce-access", "off", keychain)
     account.run("add-generic-password", "-a", "alice", "-s", "myapp", "-l", "My App", "-j", "a comment",
                 "-w", "alice-secret", "login")
     account.run("add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-P", "8443",

@@ -26,8 +26,13 @@ extension KeychainStore {
     /// `passphrase`, with the daemon's Argon2id cost. Returns the number of items written and of
     /// ThisDeviceOnly items left out (`Accessibility.isThisDeviceOnly`: they stay on this
     /// machine). Nothing is written when a keychain is locked or missing, or the items exceed the caps.
+    ///
+    /// `screen`: the caller's access control, as in `copyMatching`. An export hands every secret
+    /// to whoever knows the passphrase it chose, so it is a read of each item: items the caller is
+    /// not trusted with are asked about in one question before anything is written, hidden ones
+    /// (a sandboxed caller's view) stay behind.
     public func exportKeychains(
-        _ keychains: [String], to fd: Int32, passphrase: SecretBytes
+        _ keychains: [String], to fd: Int32, passphrase: SecretBytes, screen: (any ItemAccessScreening)? = nil
     ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
         guard !keychains.isEmpty, keychains.count <= ServiceLimits.keychainListLength else {
             throw .param("name between 1 and \(ServiceLimits.keychainListLength) keychains to export")
@@ -40,13 +45,25 @@ extension KeychainStore {
         var contents: [(file: KeychainFile, items: [(KeychainItem, [String: String])])] = []
         var total = 0
         var thisDeviceOnly = 0
+        var toAsk: [(file: KeychainFile, rowID: Int64, item: AccessItem)] = []
         for file in files {
             let (_, integrity) = try file.keys()
             let items = try file.database.snapshot { db in
                 let all = try ItemTable.fetch(ItemFilter(itemClass: nil), limit: .all, db)
-                try ItemIntegrity.check(all, keychain: file.uuid, key: integrity, path: file.location.path, db)
-                let items = all.filter { !$0.accessibility.isThisDeviceOnly }
+                let lists = try ItemIntegrity.check(all, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                var items = all.filter { !$0.accessibility.isThisDeviceOnly }
                 thisDeviceOnly += all.count - items.count
+                if let screen {
+                    items = items.filter { item in
+                        let reference = { AccessItem(keychain: file.location.path, reference: Self.reference(to: item, in: file), label: "") }
+                        switch screen.verdict(item.rowID.flatMap { lists[$0] } ?? .anyApplication, item: reference) {
+                        case .hidden: return false
+                        case .mustAsk: toAsk.append((file, item.rowID!, reference()))
+                        case .allowed: break
+                        }
+                        return true
+                    }
+                }
                 return try items.map { ($0, try FreeformAttributeTable.attributes(itemID: $0.rowID!, db)) }
             }
             total += items.count
@@ -54,6 +71,9 @@ extension KeychainStore {
                 throw KeychainError(SecStatus.dataTooLarge, detail: "an export file holds at most \(ExportLimits.itemsPerFile) items")
             }
             contents.append((file, items))
+        }
+        if let screen, !toAsk.isEmpty {
+            try screen.ask(about: try labelled(toAsk), interactionAllowed: true)
         }
         var writer = try ExportFile.Writer(passphrase: passphrase, kdf: kdf)
         var output = ExportOutput(fd: fd)
