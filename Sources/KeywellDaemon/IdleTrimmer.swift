@@ -110,8 +110,10 @@ final class IdleTrimmer: Sendable {
     }
 
     private func trimEverything(_ reason: String) {
-        let pages = ResidentMemoryTrim.apply()
+        // Before the library pages go: releasing runs SQLite's and Swift's code, which would
+        // fault those pages straight back in.
         releaseCaches()
+        let pages = ResidentMemoryTrim.apply()
         MallocTuning.trim()
         logger.debug("\(reason): gave back \(pages) KiB of library pages")
     }
