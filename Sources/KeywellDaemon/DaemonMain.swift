@@ -104,7 +104,7 @@ final class Daemon: @unchecked Sendable {
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
         store = try KeychainStore(paths: paths, kdf: Self.kdfParameters(environment), logger: Logger(label: "keywell.core"))
-        trimmer = IdleTrimmer(logger: logger)
+        trimmer = IdleTrimmer(logger: logger, releaseCaches: { [store] in store.releasePageCaches() })
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
         // One throttle for every way a password is checked: native calls, PAM, prompts.

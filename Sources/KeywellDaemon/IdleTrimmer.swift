@@ -5,9 +5,11 @@ import Synchronization
 
 /// When the daemon has had nothing to do for a while, it gives memory back, in two steps:
 ///
-/// - half a second after the last call, the heap malloc keeps free (`MallocTuning.trim`): a burst
-///   of calls (a thousand adds, a migration) leaves freed blocks behind that only this returns,
-///   and giving them back costs the next burst nothing but fresh zero pages;
+/// - half a second after the last call, the keychains' SQLite page caches (`releaseCaches`), then
+///   the heap malloc keeps free (`MallocTuning.trim`): a burst of calls (a thousand adds, a
+///   migration) leaves cached pages and freed blocks behind that only this returns, and giving
+///   them back costs the next burst nothing but fresh zero pages and copies from the kernel's
+///   file cache;
 /// - ten seconds after it, also the library pages the calls touched (`ResidentMemoryTrim`): a
 ///   login keychain service is idle almost all the time, and its footprint then should be what
 ///   it holds, not what it once touched. The first call afterwards pays a few page faults.
@@ -30,16 +32,19 @@ final class IdleTrimmer: Sendable {
     private let heapQuietPeriod: Duration
     private let logger: Logger
     private let timers: TimerThread
+    /// Gives caches the daemon keeps for speed back to malloc, before each heap trim.
+    private let releaseCaches: @Sendable () -> Void
     private let state = Mutex(State())
 
     init(
         quietPeriod: Duration = .seconds(10), heapQuietPeriod: Duration = .milliseconds(500), logger: Logger,
-        timers: TimerThread = .shared
+        timers: TimerThread = .shared, releaseCaches: @escaping @Sendable () -> Void = {}
     ) {
         self.quietPeriod = quietPeriod
         self.heapQuietPeriod = heapQuietPeriod
         self.logger = logger
         self.timers = timers
+        self.releaseCaches = releaseCaches
     }
 
     /// Called for every request (D-Bus or control socket): a clock read under a lock, and a
@@ -95,6 +100,7 @@ final class IdleTrimmer: Sendable {
         }
         switch next {
         case .heap(let then):
+            releaseCaches()
             MallocTuning.trim()
             scheduleCheck(after: then)
         case .everything: trimEverything("idle")
@@ -104,6 +110,9 @@ final class IdleTrimmer: Sendable {
     }
 
     private func trimEverything(_ reason: String) {
+        // Before the library pages go: releasing runs SQLite's and Swift's code, which would
+        // fault those pages straight back in.
+        releaseCaches()
         let pages = ResidentMemoryTrim.apply()
         MallocTuning.trim()
         logger.debug("\(reason): gave back \(pages) KiB of library pages")

@@ -58,6 +58,12 @@ public enum ServiceLimits {
     /// see the difference: a change a second apart from the last one still sends at once.
     public static let itemsSentWithEveryChange = 100
 
+    /// Items of a collection that each get `ItemChanged` and their own `Locked` when it locks or
+    /// unlocks, as gnome-keyring sends them. A bigger collection sends only its own signals
+    /// (`CollectionChanged`, `Locked`): one lock of a 100,000-item keychain would otherwise queue
+    /// 200,000 messages and leave their heap behind (docs/secret-service.md, "Big collections").
+    public static let itemsSignalledOnLockChange = 100
+
     /// How often a longer `Items` list goes out while its collection keeps changing: a 100,000-item
     /// keychain written in a loop sends one 7 MiB message a second, not one per write.
     public static let longItemsListInterval: Duration = .seconds(1)

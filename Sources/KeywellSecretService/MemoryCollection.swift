@@ -53,6 +53,7 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     func isLocked() -> Bool { false }
     func times() -> (created: Date, modified: Date) { lock.locked { (created, modified) } }
     func itemIDs() -> [UUID] { lock.locked { order } }
+    func itemIDs(atMost limit: Int) -> [UUID] { lock.locked { Array(order.prefix(max(0, limit))) } }
 
     func search(_ attributes: [String: String]) -> [UUID] {
         lock.locked {

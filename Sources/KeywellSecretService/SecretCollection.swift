@@ -13,6 +13,9 @@ protocol SecretCollection: Sendable {
     func isLocked() throws(KeychainError) -> Bool
     func times() throws(KeychainError) -> (created: Date, modified: Date)
     func itemIDs() throws(KeychainError) -> [UUID]
+    /// The oldest `limit` items: enough to tell whether there are more than `limit - 1`
+    /// without reading a big collection's whole list.
+    func itemIDs(atMost limit: Int) throws(KeychainError) -> [UUID]
     func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID]
     /// `search` and `isLocked` together: for a keychain, one look-up of its file instead of two.
     func searchWithLockState(_ attributes: [String: String]) throws(KeychainError) -> (ids: [UUID], locked: Bool)
@@ -53,6 +56,7 @@ struct KeychainCollection: SecretCollection {
     func isLocked() throws(KeychainError) -> Bool { try store.isLocked(name) }
     func times() throws(KeychainError) -> (created: Date, modified: Date) { try store.secretServiceTimes(of: name) }
     func itemIDs() throws(KeychainError) -> [UUID] { try store.secretServiceItemIDs(in: name) }
+    func itemIDs(atMost limit: Int) throws(KeychainError) -> [UUID] { try store.itemIDs(in: name, atMost: limit) }
     func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID] {
         try store.secretServiceSearch(attributes, in: name)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellProtocol
 import Logging
 import Synchronization
 
@@ -48,10 +49,15 @@ final class SecretServiceSignals: Sendable {
         emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, ["Label": .string(label)])
     }
 
-    /// A collection's `Locked` changed (through any face, or a timer): `ItemChanged` for each of
-    /// its items, `CollectionChanged`, then `Locked` of each item and of the collection.
+    /// A collection's `Locked` changed (through any face, or a timer). Up to
+    /// `ServiceLimits.itemsSignalledOnLockChange` items, gnome-keyring's set: `ItemChanged` for
+    /// each item, `CollectionChanged`, then `Locked` of each item and of the collection. A bigger
+    /// collection sends only `CollectionChanged` and its own `Locked`, which is what Seahorse
+    /// watches (docs/secret-service.md, "Big collections").
     func lockChanged(_ id: CollectionID, locked: Bool) {
-        let items = (try? directory.unchecked(id).itemIDs()) ?? []
+        let cap = ServiceLimits.itemsSignalledOnLockChange
+        let first = (try? directory.unchecked(id).itemIDs(atMost: cap + 1)) ?? []
+        let items = first.count > cap ? [] : first
         items.forEach { item("ItemChanged", $0, id) }
         collectionChanged(id)
         for item in items {

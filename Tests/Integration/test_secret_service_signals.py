@@ -10,11 +10,14 @@ afterwards has (a bus delivers one sender's signals in order).
 from __future__ import annotations
 
 import os
+import re
 import select
 import socket
 import struct
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import secretstorage
 
@@ -323,5 +326,77 @@ def test_lock_and_unlock_send_item_then_collection_signals(session):
                 ("PropertiesChanged", login_path, {"Locked": f"boolean {locked}"}),
             ], steps
         assert len(steps) == 8, steps
+    finally:
+        monitor.close()
+
+
+def _lock_signal_cap() -> int:
+    """ServiceLimits.itemsSignalledOnLockChange, read from its one definition."""
+    source = (Path(__file__).resolve().parents[2] / "Sources/KeywellProtocol/ServiceLimits.swift").read_text()
+    return int(re.search(r"itemsSignalledOnLockChange = ([\d_]+)", source).group(1).replace("_", ""))
+
+
+# A long-lived libsecret client holding the collection and its items, as Seahorse does: it reports
+# what it holds, then waits (main loop, a hang guard only) for the collection's `locked` to change
+# and reports what it sees then, and what a fresh libsecret client finds.
+LIBSECRET_WATCHER = r"""
+import gi, sys
+gi.require_version("Secret", "1")
+from gi.repository import GLib, Secret
+service = Secret.Service.open_sync(Secret.Service, None, Secret.ServiceFlags.LOAD_COLLECTIONS, None)
+login = next(c for c in service.get_collections() if c.get_object_path().endswith("/login"))
+login.load_items_sync(None)
+loop = GLib.MainLoop()
+login.connect("notify::locked", lambda *_: loop.quit())
+GLib.timeout_add_seconds(120, loop.quit)
+print("holding", len(login.get_items()), login.get_locked(), flush=True)
+loop.run()
+fresh = Secret.Service.open_sync(Secret.Service, None, Secret.ServiceFlags.NONE, None)
+found = fresh.search_sync(None, {"app": "big"}, Secret.SearchFlags.ALL, None)
+print("after", login.get_locked(), len(found),
+      sum(item.get_locked() for item in found), flush=True)
+"""
+
+
+def test_lock_of_a_collection_over_the_cap_sends_only_its_own_signals(session):
+    """Up to the cap every item gets ItemChanged and Locked; one more item and a lock sends only
+    CollectionChanged and the collection's Locked, and libsecret clients still see it locked."""
+    keywell = built("KEYWELL")
+    cap = _lock_signal_cap()
+    session.create_login(enforce_access=False)
+    login_path = f"{COLLECTION_IFACE_PATH}/login"
+    login = secretstorage.Collection(session.jeepney(), login_path)
+    items = [login.create_item(f"item {n}", {"app": "big", "n": str(n)}, b"s") for n in range(cap)]
+    monitor = _started(session)
+    try:
+        session.run([keywell, "lock-keychain", "login"], check=True)
+        session.run([keywell, "unlock-keychain", "-p", "login-password", "login"], check=True)
+        monitor.sync()
+        steps = monitor.sequence()
+        paths = [item.item_path for item in items]
+        for locked, part in (("true", steps[:2 * cap + 2]), ("false", steps[2 * cap + 2:])):
+            assert part == [("ItemChanged", login_path, path) for path in paths] + [
+                ("CollectionChanged", SERVICE_PATH, login_path)] + [
+                ("PropertiesChanged", path, {"Locked": f"boolean {locked}"}) for path in paths] + [
+                ("PropertiesChanged", login_path, {"Locked": f"boolean {locked}"})], part[:6]
+
+        login.create_item("one more", {"app": "big", "n": str(cap)}, b"s")
+        watcher = subprocess.Popen([sys.executable, "-c", LIBSECRET_WATCHER], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=session.env)
+        try:
+            assert watcher.stdout.readline().split() == ["holding", str(cap + 1), "False"], watcher.stderr.read()
+            monitor.sync()
+            before = len(monitor.sequence())
+            session.run([keywell, "lock-keychain", "login"], check=True)
+            monitor.sync()
+            assert monitor.sequence()[before:] == [
+                ("CollectionChanged", SERVICE_PATH, login_path),
+                ("PropertiesChanged", login_path, {"Locked": "boolean true"}),
+            ]
+            out, err = watcher.communicate(timeout=120)
+        finally:
+            watcher.kill()
+        # The held collection reads locked; a fresh client finds every item, each locked.
+        assert out.split() == ["after", "True", str(cap + 1), str(cap + 1)], (out, err)
     finally:
         monitor.close()

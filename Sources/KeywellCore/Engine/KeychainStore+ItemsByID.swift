@@ -34,8 +34,19 @@ extension KeychainStore {
         return try file.database.read(Self.allItemIDs)
     }
 
+    /// The keychain's oldest `limit` items (none for a limit below one).
+    public func itemIDs(in keychain: String, atMost limit: Int) throws(KeychainError) -> [UUID] {
+        let file = try file(at: location(keychain))
+        return try file.database.read { db in try Self.itemIDs(db, limit: max(0, limit)) }
+    }
+
     private static func allItemIDs(_ db: Database) throws -> [UUID] {
-        let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id", values: [])
+        try itemIDs(db, limit: -1)
+    }
+
+    /// A negative limit is SQLite's "no limit".
+    private static func itemIDs(_ db: Database, limit: Int) throws -> [UUID] {
+        let rows = try RawStatement(db, sql: "SELECT uuid FROM item ORDER BY id LIMIT ?", values: [Int64(limit).databaseValue])
         var ids: [UUID] = []
         while try rows.step() {
             if let uuid = rows.uuid(0) { ids.append(uuid) }

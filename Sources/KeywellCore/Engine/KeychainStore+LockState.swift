@@ -40,6 +40,17 @@ extension KeychainStore {
         emit(locked.map { .locked($0.location.displayName) })
     }
 
+    /// Every open keychain's SQLite page caches given back to malloc (`releasePageCaches`): the
+    /// daemon's trim half a second after the last call, before malloc returns its free heap.
+    public func releasePageCaches() {
+        for file in allOpenFiles { file.database.releasePageCaches() }
+    }
+
+    /// Bytes the SQLite page caches of every open keychain hold.
+    public func pageCacheBytes() -> Int {
+        allOpenFiles.reduce(0) { $0 + $1.database.pageCacheBytes() }
+    }
+
     /// Every open keychain's -wal moved into its file (`KeychainDatabase.checkpoint`), so that
     /// the `.keychain-db` files alone are complete: when the daemon exits.
     public func checkpointAll() {

@@ -231,6 +231,27 @@ final class KeychainDatabase: Sendable {
         reader.releaseMemory()
     }
 
+    /// Both connections' page caches given back to malloc, their prepared statements kept: after
+    /// a burst of calls the cached pages would stay resident until the keychain locks, and the
+    /// kernel keeps the file's pages anyway, so the next call reads them back with a copy
+    /// (docs/performance.md, "The daemon").
+    func releasePageCaches() {
+        for connection in [queue, reader] {
+            connection.inDatabase { db in _ = sqlite3_db_release_memory(db.sqliteConnection) }
+        }
+    }
+
+    /// Bytes the page caches of both connections hold (SQLITE_DBSTATUS_CACHE_USED).
+    func pageCacheBytes() -> Int {
+        [queue, reader].reduce(0) { total, connection in
+            total + connection.inDatabase { db in
+                var current: Int32 = 0, highest: Int32 = 0
+                sqlite3_db_status(db.sqliteConnection, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
+                return Int(current)
+            }
+        }
+    }
+
     func readHeader() throws(KeychainError) -> KeychainHeader {
         try read { db in try Self.readHeader(db, path: path) }
     }
