@@ -25,6 +25,9 @@ echo "== pam unit tests"
 make -s -C pam check || status=1
 
 echo "== swift test"
+# glibc writes its abort messages (heap corruption, failed checks) to the terminal, which CI does
+# not have; this sends them to stderr so that a crash of the test process says why.
+export LIBC_FATAL_STDERR_=1
 # Swift Testing runs tests in parallel inside one process; its closing line counts them.
 swift test --skip-build 2>&1 | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
 
