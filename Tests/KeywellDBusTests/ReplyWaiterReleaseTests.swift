@@ -8,7 +8,7 @@ import Testing
 struct ReplyWaiterReleaseTests {
     /// keywelld asks the bus two questions about every new caller (pid, credentials). Each
     /// answered call used to keep its waiter, libdbus pending call and messages for good (about
-    /// 4.7 KiB per caller process, docs/performance.md "Daemon memory"): none may stay.
+    /// 4.7 KiB per caller process, docs/dbus-layer.md "Calls and their waiters"): none may stay.
     @Test func answeredCallsLeaveNoWaiterBehind() async throws {
         let fixture = try ServiceFixture()
         let calls = 300
