@@ -45,10 +45,10 @@ final class PendingReply: @unchecked Sendable {
 
     /// The owner is done with the call (outcome taken, or cancelled): gives back our reference to
     /// the pending call. Until then the pending call and this waiter hold each other (our
-    /// reference; the retained notify data), so without it every call answered would keep both,
-    /// its messages and its timeout reply for good (docs/dbus-layer.md, "Calls and their waiters"). libdbus
-    /// holds its own reference while it completes a call, so a notify still running is safe; the
-    /// pending call's end releases the notify data and with it this waiter.
+    /// reference; the retained notify data), so without it every answered call would keep both,
+    /// its messages and its timeout reply for good (docs/dbus-layer.md, "Calls and their
+    /// waiters"). libdbus holds its own reference while it completes a call, so a notify still
+    /// running is safe; the pending call's end releases the notify data and with it this waiter.
     func release() {
         let first = lock.withLock { () -> Bool in
             defer { released = true }
