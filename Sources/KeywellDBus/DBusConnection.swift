@@ -30,6 +30,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     let loop: ConnectionLoop
     private let pendingReplies: PendingReplyTable
+    private let replyWaiters = ReplyWaiterCensus()
     let registry = ObjectRegistry()
     let subscriptions = SignalSubscriptions()
     let workers = WorkerPool(name: "dbus-worker")
@@ -94,6 +95,10 @@ public final class DBusConnection: @unchecked Sendable {
         let router = MessageRouter.install(on: raw, for: self)
         loop.start(methodCalls: { message in router.receive(methodCall: message) })
     }
+
+    /// Reply waiters of this connection still in memory; after its calls are answered, 0 (a
+    /// waiter goes once libdbus has finished with its pending call).
+    var liveReplyWaiters: Int { replyWaiters.count.load(ordering: .relaxed) }
 
     deinit {
         close()
@@ -167,7 +172,10 @@ public final class DBusConnection: @unchecked Sendable {
                 continuation.resume(returning: .failure(error))
             }
         }
-        if let waiter = box.waiter { pendingReplies.remove(waiter) }
+        if let waiter = box.waiter {
+            pendingReplies.remove(waiter)
+            waiter.release()
+        }
         if let expiry = box.expiry { TimerThread.shared.cancel(expiry) }
         let outcome = try result.get()
         switch outcome {
@@ -201,7 +209,10 @@ public final class DBusConnection: @unchecked Sendable {
         if loop.isOnLoopThread { throw .failed("A blocking call from the D-Bus I/O thread would deadlock") }
         let deadline = deadline(after: timeout)
         let waiter = try sendExpectingReply(message)
-        defer { pendingReplies.remove(waiter) }
+        defer {
+            pendingReplies.remove(waiter)
+            waiter.release()
+        }
         switch waiter.wait(untilNanoseconds: deadline) {
         case .reply(let reply): return reply
         case .timedOut: throw .timedOut(after: timeout)
@@ -218,7 +229,7 @@ public final class DBusConnection: @unchecked Sendable {
         if wantsWake { loop.wakeIfNeededAfterSend() }
         guard sent != 0 else { throw .noMemory() }
         guard let pending else { throw .disconnected() }
-        let waiter = PendingReply(pending: pending, completion: completion)
+        let waiter = PendingReply(pending: pending, completion: completion, census: replyWaiters)
         guard pendingReplies.insert(waiter) else {
             dbus_pending_call_cancel(pending)
             throw .disconnected()

@@ -1,5 +1,6 @@
 import CDBus
 import KeywellSystem
+import Synchronization
 
 /// Waits for the reply to one sent method call.
 ///
@@ -19,17 +20,42 @@ final class PendingReply: @unchecked Sendable {
     private let lock = ConditionLock()
     private var notified = false
     private var closed = false
+    /// Our reference to `pending` was given back (`release()`).
+    private var released = false
     /// Asynchronous completion (used by `callAsync`); runs once.
     private var completion: (@Sendable (Outcome) -> Void)?
 
     /// Takes over the caller's reference to `pending`. With `completion` the reply is delivered
     /// to it (exactly once: reply, `expire()` or closing) instead of to `wait`.
-    init(pending: OpaquePointer, completion: (@Sendable (Outcome) -> Void)? = nil) {
+    init(pending: OpaquePointer, completion: (@Sendable (Outcome) -> Void)? = nil, census: ReplyWaiterCensus? = nil) {
         self.pending = pending
         self.completion = completion
+        self.census = census
+        census?.count.add(1, ordering: .relaxed)
     }
 
-    deinit { dbus_pending_call_unref(pending) }
+    private let census: ReplyWaiterCensus?
+
+    // Only when `release()` was not called: an armed waiter is kept alive by the pending call
+    // itself (its notify data), so it reaches here only after giving its reference back.
+    deinit {
+        if !released { dbus_pending_call_unref(pending) }
+        census?.count.subtract(1, ordering: .relaxed)
+    }
+
+    /// The owner is done with the call (outcome taken, or cancelled): gives back our reference to
+    /// the pending call. Until then the pending call and this waiter hold each other (our
+    /// reference; the retained notify data), so without it every answered call would keep both,
+    /// its messages and its timeout reply for good (docs/dbus-layer.md, "Calls and their
+    /// waiters"). libdbus holds its own reference while it completes a call, so a notify still
+    /// running is safe; the pending call's end releases the notify data and with it this waiter.
+    func release() {
+        let first = lock.withLock { () -> Bool in
+            defer { released = true }
+            return !released
+        }
+        if first { dbus_pending_call_unref(pending) }
+    }
 
     /// Installs the notify function. Call once, before waiting.
     func arm() {
@@ -97,6 +123,12 @@ final class PendingReply: @unchecked Sendable {
         guard let reply = dbus_pending_call_steal_reply(pending) else { return .connectionClosed }
         return .reply(MessageRef(owning: reply))
     }
+}
+
+/// How many reply waiters of one connection are still in memory: the calls in flight, once
+/// their waiters are released as they should be.
+final class ReplyWaiterCensus: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// The replies a connection is waiting for, so that closing it can release every waiter.
