@@ -39,14 +39,9 @@ enum ItemAccessColumn {
     static func read(rowIDs: [Int64], _ db: Database) throws -> [Int64: AccessList] {
         guard try hasColumn(db) else { return [:] }
         var result: [Int64: AccessList] = [:]
-        for start in stride(from: 0, to: rowIDs.count, by: ItemIntegrity.chunk) {
-            let part = rowIDs[start..<min(rowIDs.count, start + ItemIntegrity.chunk)]
-            let sql = "SELECT id, access FROM item WHERE id IN (" + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
-            let rows = try RawStatement(db, sql: sql, values: part.map { $0.databaseValue })
-            while try rows.step() {
-                let rowID = rows.integer(0)
-                if let list = try list(rows, column: 1, rowID: rowID) { result[rowID] = list }
-            }
+        try ChunkedLookup.forEachRow(of: rowIDs.map(\.databaseValue), db, selectIn: "SELECT id, access FROM item WHERE id IN") { rows in
+            let rowID = rows.integer(0)
+            if let list = try list(rows, column: 1, rowID: rowID) { result[rowID] = list }
         }
         return result
     }

@@ -128,13 +128,8 @@ extension KeychainStore {
 
     private static func labels(rowIDs: [Int64], _ db: Database) throws -> [Int64: String] {
         var result: [Int64: String] = [:]
-        for start in stride(from: 0, to: rowIDs.count, by: ItemIntegrity.chunk) {
-            let part = rowIDs[start..<min(rowIDs.count, start + ItemIntegrity.chunk)]
-            let sql = "SELECT id, \(labelColumn) FROM item WHERE id IN (" + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
-            let rows = try RawStatement(db, sql: sql, values: part.map { $0.databaseValue })
-            while try rows.step() {
-                if !rows.isNull(1) { result[rows.integer(0)] = rows.text(1) }
-            }
+        try ChunkedLookup.forEachRow(of: rowIDs.map(\.databaseValue), db, selectIn: "SELECT id, \(labelColumn) FROM item WHERE id IN") { rows in
+            if !rows.isNull(1) { result[rows.integer(0)] = rows.text(1) }
         }
         return result
     }

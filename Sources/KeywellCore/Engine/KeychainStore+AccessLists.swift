@@ -49,15 +49,10 @@ extension KeychainStore {
         let named = try ids.isEmpty ? [:] : file.database.read { db -> [UUID: AccessList] in
             guard try ItemAccessColumn.hasColumn(db) else { return [:] }
             var result: [UUID: AccessList] = [:]
-            for start in stride(from: 0, to: ids.count, by: ItemIntegrity.chunk) {
-                let part = ids[start..<min(ids.count, start + ItemIntegrity.chunk)]
-                let sql = "SELECT id, uuid, access FROM item WHERE access IS NOT NULL AND uuid IN ("
-                    + Array(repeating: "?", count: part.count).joined(separator: ", ") + ")"
-                let rows = try RawStatement(db, sql: sql, values: part.map { $0.data.databaseValue })
-                while try rows.step() {
-                    guard let uuid = rows.uuid(1) else { continue }
-                    if let list = try ItemAccessColumn.list(rows, column: 2, rowID: rows.integer(0)) { result[uuid] = list }
-                }
+            try ChunkedLookup.forEachRow(of: ids.map(\.data.databaseValue), db,
+                                           selectIn: "SELECT id, uuid, access FROM item WHERE access IS NOT NULL AND uuid IN") { rows in
+                guard let uuid = rows.uuid(1) else { return }
+                if let list = try ItemAccessColumn.list(rows, column: 2, rowID: rows.integer(0)) { result[uuid] = list }
             }
             return result
         }
