@@ -39,23 +39,36 @@ enum ItemAccessColumn {
     static func read(rowIDs: [Int64], _ db: Database) throws -> [Int64: AccessList] {
         guard try hasColumn(db) else { return [:] }
         var result: [Int64: AccessList] = [:]
+        var decoder = Decoder()
         try ChunkedLookup.forEachRow(of: rowIDs.map(\.databaseValue), db, selectIn: "SELECT id, access FROM item WHERE id IN") { rows in
             let rowID = rows.integer(0)
-            if let list = try list(rows, column: 1, rowID: rowID) { result[rowID] = list }
+            if let list = try decoder.list(rows, column: 1, rowID: rowID) { result[rowID] = list }
         }
         return result
     }
 
-    /// The list in `column` of the current row; nil for NULL (any application).
-    static func list(_ rows: RawStatement, column: Int32, rowID: Int64) throws -> AccessList? {
-        guard !rows.isNull(column) else { return nil }
-        guard rows.storageType(column) == SQLITE_TEXT else { throw damaged(rowID) }
-        let text = rows.text(column)
-        let identities = text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        do {
-            return try AccessList.validated(identities)
-        } catch {
-            throw damaged(rowID)
+    /// Reads lists row by row, each distinct text split and checked once: a keychain's items
+    /// share a handful of lists (mostly their creators'), and a read of 1,000 items would
+    /// otherwise decode 1,000 copies of the same few (docs/performance.md).
+    struct Decoder {
+        private var decoded: [String: AccessList] = [:]
+
+        /// The list in `column` of the current row; nil for NULL (any application).
+        mutating func list(_ rows: RawStatement, column: Int32, rowID: Int64) throws -> AccessList? {
+            guard !rows.isNull(column) else { return nil }
+            guard rows.storageType(column) == SQLITE_TEXT else { throw damaged(rowID) }
+            let text = rows.text(column)
+            if let known = decoded[text] { return known }
+            // Split on the byte: the lines are identities, never grapheme clusters spanning "\n".
+            let identities = text.isEmpty ? [] : text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+                .map { String(decoding: $0, as: UTF8.self) }
+            do {
+                let list = try AccessList.validated(identities)
+                decoded[text] = list
+                return list
+            } catch {
+                throw damaged(rowID)
+            }
         }
     }
 

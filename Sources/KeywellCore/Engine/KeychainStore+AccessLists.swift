@@ -49,10 +49,11 @@ extension KeychainStore {
         let named = try ids.isEmpty ? [:] : file.database.read { db -> [UUID: AccessList] in
             guard try ItemAccessColumn.hasColumn(db) else { return [:] }
             var result: [UUID: AccessList] = [:]
+            var decoder = ItemAccessColumn.Decoder()
             try ChunkedLookup.forEachRow(of: ids.map(\.data.databaseValue), db,
                                            selectIn: "SELECT id, uuid, access FROM item WHERE access IS NOT NULL AND uuid IN") { rows in
                 guard let uuid = rows.uuid(1) else { return }
-                if let list = try ItemAccessColumn.list(rows, column: 2, rowID: rows.integer(0)) { result[uuid] = list }
+                if let list = try decoder.list(rows, column: 2, rowID: rows.integer(0)) { result[uuid] = list }
             }
             return result
         }
