@@ -18,7 +18,7 @@ import KeywellProtocol
 /// No Apple counterpart (Apple's clients talk to securityd over XPC).
 ///
 /// ```swift
-/// let request: WireDictionary = [WireKey.class: .string("genp"), AttributeKey.account: .string("alice")]
+/// let request: WireDictionary = [WireKey.class: .string(ItemClass.genericPassword.rawValue), AttributeKey.account: .string("alice")]
 /// let argument = WireCodec.dbusDictionary(request)                       // client side
 /// let decoded = try WireCodec.requestDictionary(argument) { Data($0) }   // daemon side
 /// assert(decoded == request)

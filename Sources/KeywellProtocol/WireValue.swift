@@ -81,8 +81,8 @@ public enum WireKey {
     /// The item's Secret Service `Type` when one was given beyond its schema.
     public static let secretServiceType = "ssType"
 
-    public static let classGenericPassword = "genp"
-    public static let classInternetPassword = "inet"
+    public static let classGenericPassword = ItemClass.genericPassword.rawValue
+    public static let classInternetPassword = ItemClass.internetPassword.rawValue
 }
 
 /// `GetInfo` and `SetSettings` keys.

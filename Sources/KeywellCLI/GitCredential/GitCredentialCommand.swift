@@ -46,8 +46,8 @@ struct GitCredentialHelper {
         guard let host = request.host, !host.isEmpty else { return nil }
         var filters: WireDictionary = [AttributeKey.server: .string(host)]
         if let code = GitProtocolCodes.code(for: request.protocolName) { filters[AttributeKey.`protocol`] = .string(code) }
-        if let port = request.port { filters["port"] = .integer(Int64(port)) }
-        if let path = request.path, !path.isEmpty { filters["path"] = .string(path) }
+        if let port = request.port { filters[AttributeKey.port] = .integer(Int64(port)) }
+        if let path = request.path, !path.isEmpty { filters[AttributeKey.path] = .string(path) }
         if let username = request.username { filters[AttributeKey.account] = .string(username) }
         return filters
     }
@@ -139,8 +139,8 @@ struct GitCredentialHelper {
             default: ""
             }
         }
-        return number(item["port"]) == number(wanted["port"])
-            && text(item["path"]) == text(wanted["path"])
+        return number(item[AttributeKey.port]) == number(wanted[AttributeKey.port])
+            && text(item[AttributeKey.path]) == text(wanted[AttributeKey.path])
             && text(item[AttributeKey.`protocol`]) == text(wanted[AttributeKey.`protocol`])
             && text(item[AttributeKey.securityDomain]) == text(wanted[AttributeKey.securityDomain])
             && text(item[AttributeKey.account]) == text(wanted[AttributeKey.account])

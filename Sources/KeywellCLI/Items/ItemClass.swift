@@ -2,10 +2,7 @@ import KeywellProtocol
 
 /// The two item classes the `security` password commands handle, and their attribute schemas
 /// in the order `security` prints them (sorted by numeric tag: docs/cli.md "Item blocks").
-enum ItemClass: String {
-    case genericPassword = "genp"
-    case internetPassword = "inet"
-
+extension ItemClass {
     /// How an attribute's value is stored in the legacy schema, which decides how it prints.
     enum Format: String {
         case blob, uint32, sint32, timedate

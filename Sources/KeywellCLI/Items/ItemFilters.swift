@@ -34,8 +34,8 @@ enum ItemFilters {
         if let account = invocation.value("a") { filters[AttributeKey.account] = text(account) }
         if let service = invocation.value("s") { filters[AttributeKey.service] = text(service) }
         if let creator { filters[AttributeKey.creator] = text(creator) }
-        if let type { filters["type"] = text(type) }
-        if let kind = invocation.value("D") { filters["desc"] = text(kind) }
+        if let type { filters[AttributeKey.type] = text(type) }
+        if let kind = invocation.value("D") { filters[AttributeKey.description] = text(kind) }
         if let generic = invocation.value("G") { filters[AttributeKey.generic] = .data(Array(generic.utf8).asData) }
         if let comment = invocation.value("j") { filters[AttributeKey.comment] = text(comment) }
         if let label = invocation.value("l") { filters[AttributeKey.label] = text(label) }
@@ -55,7 +55,7 @@ enum ItemFilters {
         if let account, let domain, let server, let protocolCode, let authenticationType, let port, let path {
             return [
                 AttributeKey.account: text(account), AttributeKey.securityDomain: text(domain), AttributeKey.server: text(server), AttributeKey.`protocol`: text(protocolCode),
-                AttributeKey.authenticationType: text(authenticationType), "port": .integer(Int64(port)), "path": text(path),
+                AttributeKey.authenticationType: text(authenticationType), AttributeKey.port: .integer(Int64(port)), AttributeKey.path: text(path),
             ]
         }
         var filters: WireDictionary = [:]
@@ -64,11 +64,11 @@ enum ItemFilters {
         if let server { filters[AttributeKey.server] = text(server) }
         if let protocolCode { filters[AttributeKey.`protocol`] = text(protocolCode) }
         if let authenticationType { filters[AttributeKey.authenticationType] = text(authenticationType) }
-        if let port { filters["port"] = .integer(Int64(port)) }
-        if let path { filters["path"] = text(path) }
+        if let port { filters[AttributeKey.port] = .integer(Int64(port)) }
+        if let path { filters[AttributeKey.path] = text(path) }
         if let creator { filters[AttributeKey.creator] = text(creator) }
-        if let type { filters["type"] = text(type) }
-        if let kind = invocation.value("D") { filters["desc"] = text(kind) }
+        if let type { filters[AttributeKey.type] = text(type) }
+        if let kind = invocation.value("D") { filters[AttributeKey.description] = text(kind) }
         if let comment = invocation.value("j") { filters[AttributeKey.comment] = text(comment) }
         if let label = invocation.value("l") { filters[AttributeKey.label] = text(label) }
         return filters

@@ -1,11 +1,8 @@
 import Foundation
 import KeywellProtocol
 
-/// The two item classes and their primary keys (docs/native-api.md "Primary keys", the data-protection set).
-public enum ItemClass: String, CaseIterable, Sendable {
-    case genericPassword = "genp"
-    case internetPassword = "inet"
-
+/// Each item class's primary key (docs/native-api.md "Primary keys", the data-protection set).
+extension ItemClass {
     /// Attributes whose values together make an item unique in its keychain.
     var primaryKey: [ItemAttribute] {
         switch self {

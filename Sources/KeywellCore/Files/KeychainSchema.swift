@@ -1,3 +1,5 @@
+import KeywellProtocol
+
 /// The tables of a keychain file (format version 3; docs/file-format.md).
 ///
 /// `keychain` holds one row: identity, the wrapped master key, the lock settings and the

@@ -1,3 +1,4 @@
+import KeywellProtocol
 import Foundation
 import GRDB
 

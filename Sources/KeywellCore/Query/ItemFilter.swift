@@ -1,3 +1,4 @@
+import KeywellProtocol
 import Foundation
 
 /// What items a query matches in one keychain: SQL-ready criteria from a parsed query.
