@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeywellProtocol
 
 /// `keywell-bench cli`: what a script pays for one secret, whole process included.
 /// `keywell find-generic-password -s S -w` against a running keywelld, beside
@@ -32,7 +33,7 @@ struct CLIBenchmark: ParsableCommand {
         print("CLI benchmark: \(runs) runs each, new process per run, daemons already running, private buses")
         print("keywell: \(keywellPath)")
 
-        let keywellWorld = try CLIBenchWorld(name: "keywell", activating: ["org.keywell.Keychain": daemonPath])
+        let keywellWorld = try CLIBenchWorld(name: "keywell", activating: [KeywellNames.busName: daemonPath])
         defer { keywellWorld.stop() }
         try keywellWorld.check(keywellPath, ["create-keychain", "-p", "bench-password", "login"])
         try keywellWorld.check(keywellPath, ["add-generic-password", "-a", "bench", "-s", "S", "-w", "bench-secret"])
