@@ -22,7 +22,11 @@ enum GnomeKeyringExport {
         var info = stat()
         if !replace, lstat(path, &info) == 0 { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(path) exists") }
         var (ids, thisDeviceOnly) = try store.portableItemIDs(in: keychain)
-        if let screen { ids = try screened(ids, in: keychain, of: store, by: screen) }
+        if let screen {
+            ids = try store.screened(ids, in: keychain, by: screen) { id throws(KeychainError) in
+                try store.secretServiceItem(id, in: keychain).label
+            }
+        }
         guard ids.count <= KeyringLimits.maximumItems else {
             throw KeychainError(SecStatus.param, detail: "more than \(KeyringLimits.maximumItems) items")
         }
@@ -47,27 +51,5 @@ enum GnomeKeyringExport {
         let file = GnomeKeyringWriter.write(label: label, created: now, modified: now, items: items, password: password)
         try AtomicFile.write(Data(file), to: path)
         return (items.count, thisDeviceOnly)
-    }
-
-    /// The items `screen` lets go, after one question about those it does not trust.
-    private static func screened(
-        _ ids: [UUID], in keychain: String, of store: KeychainStore, by screen: any ItemAccessScreening
-    ) throws(KeychainError) -> [UUID] {
-        let lists = try store.accessLists(ids, in: keychain)
-        var kept: [UUID] = []
-        var toAsk: [AccessItem] = []
-        for id in ids {
-            let item = { AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: id), label: "") }
-            switch screen.verdict(lists.list(of: id), item: item) {
-            case .hidden: continue
-            case .mustAsk:
-                toAsk.append(AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: id),
-                                        label: try store.secretServiceItem(id, in: keychain).label))
-            case .allowed: break
-            }
-            kept.append(id)
-        }
-        if !toAsk.isEmpty { try screen.ask(about: toAsk, interactionAllowed: true) }
-        return kept
     }
 }

@@ -1,8 +1,8 @@
-import Foundation
 import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import Synchronization
 
 /// Access control for one native call (docs/access-control.md, docs/native-api.md "Access
 /// control"): the engine's verdicts and questions go to the daemon's one `AccessGate` for the
@@ -36,10 +36,9 @@ struct NativeAccessScreen: ItemAccessScreening {
 }
 
 /// Set when a call on the I/O thread must continue on a worker.
-final class MoveOffIOThread: @unchecked Sendable {
-    private let lock = NSLock()
-    private var moved = false
+final class MoveOffIOThread: Sendable {
+    private let moved = Mutex(false)
 
-    func set() { lock.withLock { moved = true } }
-    var isSet: Bool { lock.withLock { moved } }
+    func set() { moved.withLock { $0 = true } }
+    var isSet: Bool { moved.withLock { $0 } }
 }

@@ -1,22 +1,25 @@
-import Foundation
 import KeywellAccess
 import KeywellDBus
 import KeywellSystem
 import Logging
+import Synchronization
 
 /// Access questions (docs/access-control.md "The question") through the same dialogs as
 /// password prompts: the pinentry `PrompterChoice` picks, one process per question, as a
 /// three-button confirmation. The answer is read by the error number `CONFIRM` returns, never
 /// by its text: `OK` is Allow, the NOTOK button's error is Always Allow, anything else Deny.
-public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sendable {
+public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     /// GPG_ERR_NOT_CONFIRMED (114) from GPG_ERR_SOURCE_PINENTRY (5 << 24): the NOTOK button.
     static let notConfirmed = 83_886_194
 
     private let environment: [String: String]
     private let logger: Logger
-    private let lock = NSLock()
-    /// The bus the activation environment is read from (the daemon's current one).
-    private weak var connection: DBusConnection?
+    /// The bus the activation environment is read from (the daemon's current one), not kept alive by us.
+    private let connection = Mutex(WeakConnection())
+
+    private struct WeakConnection {
+        weak var connection: DBusConnection?
+    }
 
     public init(environment: [String: String], logger: Logger) {
         self.environment = environment
@@ -24,7 +27,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
     }
 
     /// The bus whose activation environment may name the display (a new one on each reconnect).
-    public func use(_ connection: DBusConnection) { lock.withLock { self.connection = connection } }
+    public func use(_ connection: DBusConnection) { self.connection.withLock { $0.connection = connection } }
 
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer {
         ask(question, timeoutSeconds: timeoutSeconds, withdrawal: AccessWithdrawal())
@@ -32,7 +35,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, @unchecked Sen
 
     /// Withdrawing stops the pinentry (SIGTERM): its closed pipe ends `CONFIRM` as Deny.
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
-        let current = lock.withLock { connection }
+        let current = connection.withLock { $0.connection }
         let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
         switch choice.choose() {
         case .unavailable(let reason):

@@ -2,14 +2,14 @@ import Foundation
 import KeywellAccess
 import KeywellCore
 import KeywellProtocol
+import Synchronization
 
 /// The `session` collection: in memory only, never written to disk, always unlocked, emptied
 /// when the user's last login session closes (PAM tells the daemon), when the daemon exits, or
 /// when its session bus goes away. Apps and test suites
 /// written for gnome-keyring keep throwaway secrets here. Its items trust any application,
 /// except a sandboxed app's, which trust that app alone (docs/secret-service.md, "Access control").
-// @unchecked: the items are only touched under `lock`.
-final class MemoryCollection: SecretCollection, @unchecked Sendable {
+final class MemoryCollection: SecretCollection, Sendable {
     private struct StoredItem {
         var label: String
         var attributes: [String: String]
@@ -20,20 +20,24 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
         let access: AccessList
     }
 
-    let id = CollectionID.session
-    private let lock = NSLock()
-    private var items: [UUID: StoredItem] = [:]
-    private var order: [UUID] = []
-    private var labelValue = "Session"
-    private let created = Date()
-    private var modified = Date()
+    /// Everything that changes, only touched under the lock.
+    private struct Contents {
+        var items: [UUID: StoredItem] = [:]
+        var order: [UUID] = []
+        var label = "Session"
+        var modified = Date()
+    }
 
-    func label() -> String { lock.locked { labelValue } }
+    let id = CollectionID.session
+    private let contents = Mutex(Contents())
+    private let created = Date()
+
+    func label() -> String { contents.withLock { $0.label } }
 
     func setLabel(_ label: String) {
-        lock.locked {
-            labelValue = label
-            modified = Date()
+        contents.withLock {
+            $0.label = label
+            $0.modified = Date()
         }
     }
 
@@ -41,24 +45,24 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     /// the items it held, oldest first.
     @discardableResult
     func clear() -> [UUID] {
-        lock.locked {
-            let removed = order
-            items.removeAll()
-            order.removeAll()
-            if !removed.isEmpty { modified = Date() }
+        contents.withLock { contents in
+            let removed = contents.order
+            contents.items.removeAll()
+            contents.order.removeAll()
+            if !removed.isEmpty { contents.modified = Date() }
             return removed
         }
     }
 
     func isLocked() -> Bool { false }
-    func times() -> (created: Date, modified: Date) { lock.locked { (created, modified) } }
-    func itemIDs() -> [UUID] { lock.locked { order } }
-    func itemIDs(atMost limit: Int) -> [UUID] { lock.locked { Array(order.prefix(max(0, limit))) } }
+    func times() -> (created: Date, modified: Date) { (created, contents.withLock { $0.modified }) }
+    func itemIDs() -> [UUID] { contents.withLock { $0.order } }
+    func itemIDs(atMost limit: Int) -> [UUID] { contents.withLock { Array($0.order.prefix(max(0, limit))) } }
 
     func search(_ attributes: [String: String]) -> [UUID] {
-        lock.locked {
-            order.filter { id in
-                let stored = items[id]!.attributes
+        contents.withLock { contents in
+            contents.order.filter { id in
+                let stored = contents.items[id]!.attributes
                 return attributes.allSatisfy { stored[$0.key] == $0.value }
             }
         }
@@ -69,8 +73,8 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     }
 
     func item(_ id: UUID) throws(KeychainError) -> SecretServiceItem {
-        try lock.locked { () throws(KeychainError) -> SecretServiceItem in
-            guard let stored = items[id] else { throw KeychainError(SecStatus.itemNotFound) }
+        try contents.withLock { contents throws(KeychainError) -> SecretServiceItem in
+            guard let stored = contents.items[id] else { throw KeychainError(SecStatus.itemNotFound) }
             return SecretServiceItem(
                 id: id, label: stored.label, attributes: stored.attributes,
                 type: stored.type ?? stored.attributes["xdg:schema"] ?? "org.freedesktop.Secret.Generic",
@@ -78,13 +82,13 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
         }
     }
 
-    func contains(_ id: UUID) -> Bool { lock.locked { items[id] != nil } }
+    func contains(_ id: UUID) -> Bool { contents.withLock { $0.items[id] != nil } }
 
     func secrets(_ ids: [UUID]) -> [UUID: SecretServiceSecret] {
-        lock.locked {
+        contents.withLock { contents in
             var result: [UUID: SecretServiceSecret] = [:]
             // Copies: callers wipe what they are given once it is sent.
-            for id in ids { result[id] = items[id].map { Self.ownCopy($0.secret) } }
+            for id in ids { result[id] = contents.items[id].map { Self.ownCopy($0.secret) } }
             return result
         }
     }
@@ -92,7 +96,7 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     /// Named by the item's UUID within `session`: nothing on disk to write Always Allow into, so
     /// an allowance for a session item lasts as long as its connection.
     func access(_ ids: [UUID]) -> CollectionAccess {
-        let lists = lock.locked { ids.map { items[$0]?.access ?? .anyApplication } }
+        let lists = contents.withLock { contents in ids.map { contents.items[$0]?.access ?? .anyApplication } }
         return CollectionAccess(lists: lists) { index in
             AccessItem(keychain: ObjectPaths.sessionCollectionSegment, reference: withUnsafeBytes(of: ids[index].uuid) { Array($0) }, label: "")
         }
@@ -102,27 +106,29 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
                     replace: Bool, times: SecretServiceItemTimes?, creator: AccessCaller?) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         let secret = Self.ownCopy(secret)
         let access: AccessList = creator.flatMap { $0.isSandboxed ? $0.identityString : nil }.map { .applications([$0]) } ?? .anyApplication
-        return try lock.locked { () throws(KeychainError) -> (id: UUID, replaced: Bool) in
+        return try contents.withLock { contents throws(KeychainError) -> (id: UUID, replaced: Bool) in
             let now = Date()
             // A match the creator may not use is left alone (a sandboxed app's own item is made
             // beside it) or refused, as in a keychain.
-            let candidate = replace ? order.first(where: { items[$0]!.attributes == attributes }) : nil
-            let replacement = candidate.map { id in creator.map { SecretServiceAccess.replacement(of: items[id]!.access, by: $0) } ?? .replace }
+            let candidate = replace ? contents.order.first(where: { contents.items[$0]!.attributes == attributes }) : nil
+            let replacement = candidate.map { id in
+                creator.map { SecretServiceAccess.replacement(of: contents.items[id]!.access, by: $0) } ?? .replace
+            }
             if replacement == .refuse {
                 throw KeychainError(SecStatus.interactionNotAllowed, detail: "the item it would replace is locked for this application")
             }
-            modified = now
+            contents.modified = now
             if let existing = candidate, replacement == .replace {
-                items[existing]!.label = label
-                items[existing]!.type = type
-                items[existing]!.secret = secret
-                items[existing]!.modified = times?.modified ?? now
+                contents.items[existing]!.label = label
+                contents.items[existing]!.type = type
+                contents.items[existing]!.secret = secret
+                contents.items[existing]!.modified = times?.modified ?? now
                 return (existing, true)
             }
             let id = UUID()
-            items[id] = StoredItem(label: label, attributes: attributes, type: type, secret: secret,
-                                   created: times?.created ?? now, modified: times?.modified ?? now, access: access)
-            order.append(id)
+            contents.items[id] = StoredItem(label: label, attributes: attributes, type: type, secret: secret,
+                                            created: times?.created ?? now, modified: times?.modified ?? now, access: access)
+            contents.order.append(id)
             return (id, false)
         }
     }
@@ -145,19 +151,19 @@ final class MemoryCollection: SecretCollection, @unchecked Sendable {
     }
 
     func deleteItem(_ id: UUID) throws(KeychainError) {
-        try lock.locked { () throws(KeychainError) in
-            guard items.removeValue(forKey: id) != nil else { throw KeychainError(SecStatus.itemNotFound) }
-            order.removeAll { $0 == id }
-            modified = Date()
+        try contents.withLock { contents throws(KeychainError) in
+            guard contents.items.removeValue(forKey: id) != nil else { throw KeychainError(SecStatus.itemNotFound) }
+            contents.order.removeAll { $0 == id }
+            contents.modified = Date()
         }
     }
 
     private func change(_ id: UUID, _ body: (inout StoredItem) -> Void) throws(KeychainError) {
-        try lock.locked { () throws(KeychainError) in
-            guard items[id] != nil else { throw KeychainError(SecStatus.itemNotFound) }
-            body(&items[id]!)
-            items[id]!.modified = Date()
-            modified = Date()
+        try contents.withLock { contents throws(KeychainError) in
+            guard contents.items[id] != nil else { throw KeychainError(SecStatus.itemNotFound) }
+            body(&contents.items[id]!)
+            contents.items[id]!.modified = Date()
+            contents.modified = Date()
         }
     }
 }

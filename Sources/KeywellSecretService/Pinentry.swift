@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellSystem
+import Synchronization
 
 /// What a password dialog shows.
 struct PasswordRequest: Sendable {
@@ -65,15 +66,13 @@ struct Pinentry: PasswordAsking {
 }
 
 /// One running pinentry process.
-// @unchecked: `cancelled` and `reaped` are guarded by `state`; the pipes and `buffered` are used by the one thread that asks.
+// @unchecked: `buffered` (and the pipes) belong to the one thread that asks; `cancel` from another thread touches only `state`.
 final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private let pid: pid_t
     private let toPinentry: Int32
     private let fromPinentry: Int32
     private var buffered: [UInt8] = []
-    private let state = NSLock()
-    private var cancelled = false
-    private var reaped = false
+    private let state = Mutex<(cancelled: Bool, reaped: Bool)>((false, false))
 
     init(program: String, arguments: [String] = [], environment: [String: String] = [:]) throws(PinentryError) {
         var merged = ProcessInfo.processInfo.environment
@@ -134,17 +133,17 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     }
 
     func cancel() {
-        let running = state.withLock { () -> Bool in
-            cancelled = true
-            return !reaped
+        let running = state.withLock { state -> Bool in
+            state.cancelled = true
+            return !state.reaped
         }
         if running { kill(pid, SIGTERM) }
     }
 
     func finish() {
-        let first = state.withLock { () -> Bool in
-            defer { reaped = true }
-            return !reaped
+        let first = state.withLock { state -> Bool in
+            defer { state.reaped = true }
+            return !state.reaped
         }
         guard first else { return }
         _ = send("BYE")
@@ -154,7 +153,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         ChildSpawner.reap(pid, terminateAfter: .seconds(1), killAfter: .seconds(2))
     }
 
-    private var isCancelled: Bool { state.withLock { cancelled } }
+    private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     private func endedAnswer() -> PasswordAnswer {
         isCancelled ? .cancelled : .failed("pinentry stopped answering")

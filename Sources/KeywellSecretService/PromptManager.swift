@@ -3,35 +3,38 @@ import KeywellAccess
 import KeywellDBus
 import KeywellProtocol
 import Logging
+import Synchronization
 
 /// What a prompt's work sees: a password dialog opened on first use, and whether the prompt was
 /// dismissed meanwhile.
-// @unchecked: `conversation`, `dismissed` and `failure` are only touched under `lock`.
-final class PromptContext: @unchecked Sendable {
+final class PromptContext: Sendable {
     let windowID: String
     /// Withdrawn by Dismiss: an access question the work shows closes too.
     let withdrawal = AccessWithdrawal()
     private let asker: any PasswordAsking
-    private let lock = NSLock()
-    private var conversation: (any PasswordConversation)?
-    private var dismissed = false
-    private var failure: String?
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var conversation: (any PasswordConversation)?
+        var dismissed = false
+        var failure: String?
+    }
 
     init(windowID: String, asker: any PasswordAsking) {
         self.windowID = windowID
         self.asker = asker
     }
 
-    var isDismissed: Bool { lock.withLock { dismissed } }
+    var isDismissed: Bool { state.withLock { $0.dismissed } }
 
     /// Why the work could not finish, in words a person can act on (no dialog could be shown,
     /// the keychain could not be made); nil when it finished or the person cancelled.
-    var failureReason: String? { lock.withLock { failure } }
+    var failureReason: String? { state.withLock { $0.failure } }
 
-    func noteFailure(_ reason: String) { lock.withLock { failure = reason } }
+    func noteFailure(_ reason: String) { state.withLock { $0.failure = reason } }
 
     func ask(_ request: PasswordRequest, error: String? = nil) -> PasswordAnswer {
-        let existing = lock.withLock { dismissed ? nil : conversation }
+        let existing = state.withLock { $0.dismissed ? nil : $0.conversation }
         if isDismissed { return .cancelled }
         let current: any PasswordConversation
         if let existing {
@@ -43,9 +46,9 @@ final class PromptContext: @unchecked Sendable {
                 noteFailure("no password dialog could be shown: \(error.description)")
                 return .failed(error.description)
             }
-            let keep = lock.withLock { () -> Bool in
-                guard !dismissed else { return false }
-                conversation = current
+            let keep = state.withLock { state -> Bool in
+                guard !state.dismissed else { return false }
+                state.conversation = current
                 return true
             }
             guard keep else {
@@ -58,18 +61,18 @@ final class PromptContext: @unchecked Sendable {
 
     /// Dismiss: closes the dialog, so a pending `ask` returns `.cancelled`.
     func dismiss() {
-        let current = lock.withLock { () -> (any PasswordConversation)? in
-            dismissed = true
-            return conversation
+        let current = state.withLock { state -> (any PasswordConversation)? in
+            state.dismissed = true
+            return state.conversation
         }
         current?.cancel()
         withdrawal.withdraw()
     }
 
     func finish() {
-        let current = lock.withLock { () -> (any PasswordConversation)? in
-            defer { conversation = nil }
-            return conversation
+        let current = state.withLock { state -> (any PasswordConversation)? in
+            defer { state.conversation = nil }
+            return state.conversation
         }
         current?.finish()
     }
@@ -80,25 +83,35 @@ final class PromptContext: @unchecked Sendable {
 /// `Completed(dismissed, result)` signal. Dismissing (the `Dismiss` method, cancelling the dialog,
 /// or the owner leaving the bus) completes with `dismissed = true` and an empty result of the
 /// prompt's type (`ao` for Unlock, `o` for CreateCollection and CreateItem).
-// @unchecked: the table of prompts is only touched under `lock`.
-final class PromptManager: @unchecked Sendable {
+final class PromptManager: Sendable {
     /// The work: the result to report, or nil when dismissed.
     typealias Work = @Sendable (PromptContext) -> DBusValue?
 
-    // @unchecked: its mutable fields are only touched under the manager's `lock`.
-    private final class Entry: @unchecked Sendable {
+    private struct Entry: Sendable {
         let number: UInt64
         let owner: String
         let emptyResult: DBusValue
         let work: Work
+        /// Set by `Prompt`: the work runs (or ran) with it.
         var context: PromptContext?
-        var completed = false
+    }
 
-        init(number: UInt64, owner: String, emptyResult: DBusValue, work: @escaping Work) {
-            self.number = number
-            self.owner = owner
-            self.emptyResult = emptyResult
-            self.work = work
+    /// The prompts not completed yet, only touched under the lock. A prompt leaves `entries`
+    /// when it completes, so an entry missing there has completed.
+    private struct Table {
+        var entries: [UInt64: Entry] = [:]
+        /// Each owner's prompts not completed yet (how many it holds, and which to dismiss when it leaves).
+        var numbersByOwner: [String: Set<UInt64>] = [:]
+        var nextNumber: UInt64 = 1
+        /// Why each owner's last prompt ended dismissed, until it leaves the bus or a prompt of its
+        /// completes: the error of its next call says it (docs/secret-service.md, "First store").
+        var lastDismissal: [String: String] = [:]
+
+        func owned(_ number: UInt64, by caller: String) throws(DBusError) -> Entry {
+            guard let entry = entries[number], entry.owner == caller else {
+                throw SecretServiceError.noSuchObject("No prompt \(ObjectPaths.promptPath(number)) of this connection")
+            }
+            return entry
         }
     }
 
@@ -106,15 +119,8 @@ final class PromptManager: @unchecked Sendable {
     let asker: any PasswordAsking
     private let signals: SecretServiceSignals
     private let logger: Logger
-    private let lock = NSLock()
-    private var entries: [UInt64: Entry] = [:]
-    /// Each owner's prompts not completed yet (how many it holds, and which to dismiss when it leaves).
-    private var numbersByOwner: [String: Set<UInt64>] = [:]
-    private var nextNumber: UInt64 = 1
+    private let table = Mutex(Table())
     private let maximumPerOwner: Int
-    /// Why each owner's last prompt ended dismissed, until it leaves the bus or a prompt of its
-    /// completes: the error of its next call says it (docs/secret-service.md, "First store").
-    private var lastDismissal: [String: String] = [:]
     private static let rememberedDismissals = 1_024
 
     init(asker: any PasswordAsking, signals: SecretServiceSignals, logger: Logger,
@@ -128,15 +134,15 @@ final class PromptManager: @unchecked Sendable {
     /// A new prompt; returns its path. An owner holding `ServiceLimits.promptsPerConnection`
     /// prompts not completed yet gets LimitsExceeded.
     func create(owner: String, emptyResult: DBusValue, work: @escaping Work) throws(DBusError) -> String {
-        try lock.locked { () throws(DBusError) -> String in
-            guard (numbersByOwner[owner]?.count ?? 0) < maximumPerOwner else {
+        try table.withLock { table throws(DBusError) -> String in
+            guard (table.numbersByOwner[owner]?.count ?? 0) < maximumPerOwner else {
                 throw CallLimits.exceeded("This connection has \(maximumPerOwner) prompts not completed, the most one may have: "
                                           + "run or dismiss them first")
             }
-            let entry = Entry(number: nextNumber, owner: owner, emptyResult: emptyResult, work: work)
-            nextNumber += 1
-            entries[entry.number] = entry
-            numbersByOwner[owner, default: []].insert(entry.number)
+            let entry = Entry(number: table.nextNumber, owner: owner, emptyResult: emptyResult, work: work)
+            table.nextNumber += 1
+            table.entries[entry.number] = entry
+            table.numbersByOwner[owner, default: []].insert(entry.number)
             return ObjectPaths.promptPath(entry.number)
         }
     }
@@ -146,21 +152,22 @@ final class PromptManager: @unchecked Sendable {
     /// answered ask this first and fail with the reason instead (docs/prompts.md).
     func unavailableReason() -> String? { asker.unavailableReason() }
 
-    func exists(_ number: UInt64) -> Bool { lock.withLock { entries[number] != nil } }
+    func exists(_ number: UInt64) -> Bool { table.withLock { $0.entries[number] != nil } }
 
     /// `Prompt(window_id)`: checks the call; the returned closure starts the work (call it after
     /// replying, so the reply goes out before `Completed`).
     func start(_ number: UInt64, caller: String, windowID: String) throws(DBusError) -> @Sendable () -> Void {
-        let entry = try lock.locked { () throws(DBusError) -> Entry in
-            let entry = try owned(number, by: caller)
+        let (entry, context) = try table.withLock { table throws(DBusError) -> (Entry, PromptContext) in
+            let entry = try table.owned(number, by: caller)
             guard entry.context == nil else {
                 throw SecretServiceError.alreadyExists("Prompt \(ObjectPaths.promptPath(number)) is already showing")
             }
-            entry.context = PromptContext(windowID: windowID, asker: asker)
-            return entry
+            let context = PromptContext(windowID: windowID, asker: asker)
+            table.entries[number]?.context = context
+            return (entry, context)
         }
         return { [self] in
-            let thread = Thread { [self] in run(entry) }
+            let thread = Thread { [self] in run(entry, context) }
             thread.name = "secret-service-prompt"
             thread.start()
         }
@@ -169,46 +176,39 @@ final class PromptManager: @unchecked Sendable {
     /// `Dismiss()`: the returned closure completes the prompt if the work was not running yet
     /// (call it after replying); running work stops at its dialog and completes by itself.
     func dismiss(_ number: UInt64, caller: String) throws(DBusError) -> @Sendable () -> Void {
-        let entry = try lock.locked { () throws(DBusError) -> Entry in try owned(number, by: caller) }
+        let entry = try table.withLock { table throws(DBusError) -> Entry in try table.owned(number, by: caller) }
         return dismissal(of: entry)
     }
 
     /// Dismisses the prompts of a client that left the bus.
     func dismissAll(ownedBy owner: String) {
-        let owned = lock.withLock { (numbersByOwner[owner] ?? []).compactMap { entries[$0] } }
+        let owned = table.withLock { table in (table.numbersByOwner[owner] ?? []).compactMap { table.entries[$0] } }
         owned.forEach { dismissal(of: $0)() }
-        lock.withLock { lastDismissal[owner] = nil }
+        table.withLock { $0.lastDismissal[owner] = nil }
     }
 
     /// Why `owner`'s last prompt ended dismissed ("the password dialog was cancelled", "no
     /// password dialog could be shown: …"); nil when its last prompt completed, or it had none.
     func whyLastDismissed(owner: String) -> String? {
-        lock.withLock { lastDismissal[owner] }
+        table.withLock { $0.lastDismissal[owner] }
     }
 
     func dismissAll() {
-        let all = lock.withLock { Array(entries.values) }
+        let all = table.withLock { Array($0.entries.values) }
         all.forEach { dismissal(of: $0)() }
     }
 
+    /// A prompt whose work runs is dismissed through its dialog (the work then completes it);
+    /// one not started (or already completed) is completed here.
     private func dismissal(of entry: Entry) -> @Sendable () -> Void {
-        let context = lock.withLock { entry.context }
-        if let context {
+        if let context = table.withLock({ $0.entries[entry.number]?.context }) {
             context.dismiss()
             return {}
         }
         return { [self] in complete(entry, dismissed: true, result: entry.emptyResult) }
     }
 
-    private func owned(_ number: UInt64, by caller: String) throws(DBusError) -> Entry {
-        guard let entry = entries[number], entry.owner == caller else {
-            throw SecretServiceError.noSuchObject("No prompt \(ObjectPaths.promptPath(number)) of this connection")
-        }
-        return entry
-    }
-
-    private func run(_ entry: Entry) {
-        guard let context = lock.withLock({ entry.context }) else { return }
+    private func run(_ entry: Entry, _ context: PromptContext) {
         let result = entry.work(context)
         context.finish()
         if let result, !context.isDismissed {
@@ -224,21 +224,19 @@ final class PromptManager: @unchecked Sendable {
     /// Sends `Completed` once and forgets the prompt.
     private func complete(_ entry: Entry, dismissed: Bool, result: DBusValue,
                           reason: String = "the prompt was dismissed") {
-        let first = lock.withLock { () -> Bool in
-            guard !entry.completed else { return false }
-            entry.completed = true
+        let first = table.withLock { table -> Bool in
+            guard table.entries.removeValue(forKey: entry.number) != nil else { return false }
             if dismissed {
                 // Only a hint for the owner's next error: a work that ends after its owner left
                 // may leave one behind, so the table is emptied rather than let grow.
-                if lastDismissal.count >= Self.rememberedDismissals { lastDismissal.removeAll() }
-                lastDismissal[entry.owner] = reason
+                if table.lastDismissal.count >= Self.rememberedDismissals { table.lastDismissal.removeAll() }
+                table.lastDismissal[entry.owner] = reason
             } else {
-                lastDismissal[entry.owner] = nil
+                table.lastDismissal[entry.owner] = nil
             }
-            entries[entry.number] = nil
-            if var numbers = numbersByOwner[entry.owner] {
+            if var numbers = table.numbersByOwner[entry.owner] {
                 numbers.remove(entry.number)
-                numbersByOwner[entry.owner] = numbers.isEmpty ? nil : numbers
+                table.numbersByOwner[entry.owner] = numbers.isEmpty ? nil : numbers
             }
             return true
         }

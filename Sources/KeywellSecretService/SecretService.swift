@@ -1,14 +1,13 @@
-import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellSystem
 import KeywellProtocol
 import Logging
+import Synchronization
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`) over the keychain engine: what
 /// keywelld exports next to its native API, on the same bus connection and the same store.
-// @unchecked: `connection` and `ownerWatch` are only touched under `lock`; the rest is immutable.
-public final class SecretService: @unchecked Sendable {
+public final class SecretService: Sendable {
     public struct Configuration: Sendable {
         /// The daemon's environment: it decides which password dialog prompts show (`PrompterChoice`).
         public var environment: [String: String]
@@ -40,9 +39,8 @@ public final class SecretService: @unchecked Sendable {
     private let portal: SecretPortal
     private let configuration: Configuration
     private let logger: Logger
-    private let lock = NSLock()
-    private var connection: DBusConnection?
-    private var ownerWatch: DBusSignalSubscription?
+    /// The bus served now, and the watch of its clients leaving (kept alive while it serves).
+    private let served = Mutex<(connection: DBusConnection?, ownerWatch: DBusSignalSubscription?)>((nil, nil))
     /// The bus the prompts ask for the activation environment.
     private let currentConnection: LockedConnection
 
@@ -77,9 +75,9 @@ public final class SecretService: @unchecked Sendable {
     /// portal's backend (docs/portal.md). A new bus means a new
     /// login session: sessions, prompts and the in-memory collection of the old one are dropped.
     public func attach(to connection: DBusConnection) {
-        let previous = lock.withLock { () -> DBusConnection? in
-            defer { self.connection = connection }
-            return self.connection
+        let previous = served.withLock { served -> DBusConnection? in
+            defer { served.connection = connection }
+            return served.connection
         }
         if previous != nil {
             context.prompts.dismissAll()
@@ -94,7 +92,7 @@ public final class SecretService: @unchecked Sendable {
             let watch = try connection.addMatch(.nameOwnerChanged()) { [weak self] signal in
                 self?.nameOwnerChanged(signal, on: connection)
             }
-            lock.withLock { ownerWatch = watch }
+            served.withLock { $0.ownerWatch = watch }
             claimName(on: connection)
         } catch {
             logger.error("cannot serve \(SecretServiceNames.busName): \(error.message)")

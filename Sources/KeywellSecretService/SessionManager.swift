@@ -2,6 +2,7 @@ import Foundation
 import KeywellDBus
 import KeywellProtocol
 import SecretServiceCrypto
+import Synchronization
 
 /// One client's session: how secrets travel between it and us.
 final class SecretSession: Sendable {
@@ -27,26 +28,41 @@ final class SecretSession: Sendable {
 /// Open sessions, per owner. Sessions end with `Close`, when their owner leaves the bus
 /// (NameOwnerChanged), or when the daemon moves to a new bus. One connection holds at most
 /// `ServiceLimits.sessionsPerConnection`.
-// @unchecked: the session tables are only touched under `lock`.
-final class SessionManager: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sessions: [UInt64: SecretSession] = [:]
-    /// The numbers of each owner's sessions: a departing client's are found without a walk
-    /// over everybody's, and its count is at hand.
-    private var numbersByOwner: [String: Set<UInt64>] = [:]
-    private var nextNumber: UInt64 = 1
+final class SessionManager: Sendable {
+    /// The open sessions, only touched under the lock.
+    private struct Table {
+        var sessions: [UInt64: SecretSession] = [:]
+        /// The numbers of each owner's sessions: a departing client's are found without a walk
+        /// over everybody's, and its count is at hand.
+        var numbersByOwner: [String: Set<UInt64>] = [:]
+        var nextNumber: UInt64 = 1
+        let maximumPerOwner: Int
+
+        func checkRoom(for owner: String) throws(DBusError) {
+            guard (numbersByOwner[owner]?.count ?? 0) >= maximumPerOwner else { return }
+            throw CallLimits.exceeded("This connection has \(maximumPerOwner) open sessions, the most one may have: close some first")
+        }
+
+        mutating func forget(_ session: SecretSession) {
+            sessions[session.number] = nil
+            guard var numbers = numbersByOwner[session.owner] else { return }
+            numbers.remove(session.number)
+            numbersByOwner[session.owner] = numbers.isEmpty ? nil : numbers
+        }
+    }
+
+    private let table: Mutex<Table>
     private let keyPairs = DHKeyPairPool()
-    private let maximumPerOwner: Int
 
     init(maximumPerOwner: Int = ServiceLimits.sessionsPerConnection) {
-        self.maximumPerOwner = maximumPerOwner
+        table = Mutex(Table(maximumPerOwner: maximumPerOwner))
     }
 
     /// `OpenSession`: the output value and the session. Unknown algorithms are `NotSupported`,
     /// the one clients fall back to `plain` on; an owner at its cap is `LimitsExceeded`.
     func open(algorithm: String, input: DBusValue, owner: String) throws(DBusError) -> (output: DBusValue, session: SecretSession) {
         // Checked before the key agreement too, so that refusals cost nothing.
-        try lock.locked { () throws(DBusError) in try checkRoom(for: owner) }
+        try table.withLock { table throws(DBusError) in try table.checkRoom(for: owner) }
         let output: DBusValue
         let cipher: AESCBCCipher?
         switch algorithm {
@@ -72,81 +88,65 @@ final class SessionManager: @unchecked Sendable {
         default:
             throw .notSupported("Algorithm \(algorithm) is not supported (plain and \(DHKeyExchange.algorithm) are)")
         }
-        let session = try lock.locked { () throws(DBusError) -> SecretSession in
-            try checkRoom(for: owner)
-            let session = SecretSession(number: nextNumber, owner: owner, cipher: cipher)
-            nextNumber += 1
-            sessions[session.number] = session
-            numbersByOwner[owner, default: []].insert(session.number)
+        let session = try table.withLock { table throws(DBusError) -> SecretSession in
+            try table.checkRoom(for: owner)
+            let session = SecretSession(number: table.nextNumber, owner: owner, cipher: cipher)
+            table.nextNumber += 1
+            table.sessions[session.number] = session
+            table.numbersByOwner[owner, default: []].insert(session.number)
             return session
         }
         return (output, session)
     }
 
-    /// Under the lock.
-    private func checkRoom(for owner: String) throws(DBusError) {
-        guard (numbersByOwner[owner]?.count ?? 0) >= maximumPerOwner else { return }
-        throw CallLimits.exceeded("This connection has \(maximumPerOwner) open sessions, the most one may have: close some first")
-    }
-
-    /// Under the lock.
-    private func forget(_ session: SecretSession) {
-        sessions[session.number] = nil
-        guard var numbers = numbersByOwner[session.owner] else { return }
-        numbers.remove(session.number)
-        numbersByOwner[session.owner] = numbers.isEmpty ? nil : numbers
-    }
-
     /// The session at `path` if `caller` owns it; anything else is NoSession (gnome-keyring's answer).
     func session(at path: String, for caller: String) throws(DBusError) -> SecretSession {
         guard case .session(let number)? = ObjectPaths.parse(path),
-              let session = lock.withLock({ sessions[number] }), session.owner == caller
+              let session = table.withLock({ $0.sessions[number] }), session.owner == caller
         else { throw SecretServiceError.noSession("No session \(path) of this connection") }
         return session
     }
 
-    func exists(_ number: UInt64) -> Bool { lock.withLock { sessions[number] != nil } }
+    func exists(_ number: UInt64) -> Bool { table.withLock { $0.sessions[number] != nil } }
 
     func close(_ number: UInt64, caller: String) throws(DBusError) {
-        try lock.locked { () throws(DBusError) in
-            guard let session = sessions[number], session.owner == caller else {
+        try table.withLock { table throws(DBusError) in
+            guard let session = table.sessions[number], session.owner == caller else {
                 throw SecretServiceError.noSuchObject("No session \(ObjectPaths.sessionPath(number)) of this connection")
             }
-            forget(session)
+            table.forget(session)
         }
     }
 
     /// Returns how many there were.
     @discardableResult
     func closeAll(ownedBy owner: String) -> Int {
-        lock.withLock {
-            guard let numbers = numbersByOwner.removeValue(forKey: owner) else { return 0 }
-            for number in numbers { sessions[number] = nil }
+        table.withLock { table in
+            guard let numbers = table.numbersByOwner.removeValue(forKey: owner) else { return 0 }
+            for number in numbers { table.sessions[number] = nil }
             return numbers.count
         }
     }
 
     func closeAll() {
-        lock.withLock {
-            sessions.removeAll()
-            numbersByOwner.removeAll()
+        table.withLock { table in
+            table.sessions.removeAll()
+            table.numbersByOwner.removeAll()
         }
     }
 
-    var count: Int { lock.withLock { sessions.count } }
+    var count: Int { table.withLock { $0.sessions.count } }
 }
 
 /// Diffie-Hellman key pairs made ahead of time on a background thread, so that OpenSession
 /// only pays for the shared-secret exponentiation: a key pair is half of a DH session's cost.
-// @unchecked: `ready` and `refilling` are only touched under `lock`.
-final class DHKeyPairPool: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ready: [DHKeyExchange] = []
-    private var refilling = false
+final class DHKeyPairPool: Sendable {
+    /// The pairs made ahead, and whether a refill runs; only touched under the lock.
+    private let pool = Mutex<(ready: [DHKeyExchange], refilling: Bool)>(([], false))
     private let target = 4
 
     func take() throws(DBusError) -> DHKeyExchange {
-        let pair = lock.withLock { ready.popLast() }
+        let pair = pool.withLock { $0.ready.popLast() }
         refillInBackground()
         if let pair { return pair }
         do {
@@ -157,22 +157,22 @@ final class DHKeyPairPool: @unchecked Sendable {
     }
 
     private func refillInBackground() {
-        let start = lock.withLock { () -> Bool in
-            guard !refilling, ready.count < target else { return false }
-            refilling = true
+        let start = pool.withLock { pool -> Bool in
+            guard !pool.refilling, pool.ready.count < target else { return false }
+            pool.refilling = true
             return true
         }
         guard start else { return }
         DispatchQueue.global(qos: .utility).async { [self] in
             while true {
                 guard let pair = try? DHKeyExchange() else { break }
-                let full = lock.withLock { () -> Bool in
-                    ready.append(pair)
-                    return ready.count >= target
+                let full = pool.withLock { pool -> Bool in
+                    pool.ready.append(pair)
+                    return pool.ready.count >= target
                 }
                 if full { break }
             }
-            lock.withLock { refilling = false }
+            pool.withLock { $0.refilling = false }
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// `keywell-bench daemon`: keywelld on a private dbus-daemon, measured from real clients.
 struct DaemonBenchmark: ParsableCommand {
@@ -256,9 +257,9 @@ struct DaemonBenchmark: ParsableCommand {
 }
 
 /// NameOwnerChanged arrivals, with their time.
-// @unchecked: `events` is only touched under `condition`.
+// @unchecked: `events` is only touched with `condition` held (a condition wait: no Mutex).
 private final class OwnerEvents: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var events: [(owned: Bool, at: ContinuousClock.Instant)] = []
 
     func record(owned: Bool) {
@@ -270,7 +271,7 @@ private final class OwnerEvents: @unchecked Sendable {
 
     /// The time of the next event of that kind (consumed), or nil after 10 s.
     func wait(owned: Bool) -> ContinuousClock.Instant? {
-        let deadline = Date().addingTimeInterval(10)
+        let limit = deadline(after: .seconds(10))
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -279,7 +280,7 @@ private final class OwnerEvents: @unchecked Sendable {
                 events.removeSubrange(...index)
                 return event.at
             }
-            guard condition.wait(until: deadline) else { return nil }
+            guard condition.wait(untilNanoseconds: limit) else { return nil }
         }
     }
 }

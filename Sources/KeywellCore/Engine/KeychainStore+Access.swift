@@ -84,34 +84,20 @@ extension KeychainStore {
     /// (the change refuses them anyway).
     func screenedMatches(of query: ItemQuery, _ screen: any ItemAccessScreening) throws(KeychainError) -> Set<UUID> {
         var judged = Set<UUID>()
-        var toAsk: [(file: KeychainFile, rowID: Int64, item: AccessItem)] = []
+        var round = AccessScreeningRound<ItemToAsk>(screen, interaction: query.interaction)
         for file in try files(inScopeOf: query) {
             let (items, lists) = try file.database.read { db in
                 let items = try ItemTable.fetch(query.filter, limit: .all, columns: .keyAndSecret, db) { _ in }
                 return (items, try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db))
             }
-            for item in items {
-                let reference = { AccessItem(keychain: file.location.path, reference: Self.reference(to: item, in: file), label: "") }
-                switch screen.verdict(item.rowID.flatMap { lists[$0] } ?? .anyApplication, item: reference) {
-                case .hidden:
-                    continue
-                case .mustAsk:
-                    if query.interaction == .skip { continue }
-                    if !file.isLocked { toAsk.append((file, item.rowID!, reference())) }
-                case .allowed:
-                    break
-                }
-                judged.insert(item.uuid)
-            }
+            for index in round.admitted(items, of: file, lists: lists, asking: !file.isLocked) { judged.insert(items[index].uuid) }
         }
-        if !toAsk.isEmpty {
-            try screen.ask(about: try labelled(toAsk), interactionAllowed: query.interaction == .allow)
-        }
+        try round.askOnce(of: self)
         return judged
     }
 
     /// The items with their labels, read for the question (one statement per 64 per keychain).
-    func labelled(_ entries: [(file: KeychainFile, rowID: Int64, item: AccessItem)]) throws(KeychainError) -> [AccessItem] {
+    func labelled(_ entries: [ItemToAsk]) throws(KeychainError) -> [AccessItem] {
         var labels: [ObjectIdentifier: [Int64: String]] = [:]
         var byFile: [ObjectIdentifier: (KeychainFile, [Int64])] = [:]
         for entry in entries { byFile[ObjectIdentifier(entry.file), default: (entry.file, [])].1.append(entry.rowID) }

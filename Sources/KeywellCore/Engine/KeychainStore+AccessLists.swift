@@ -60,3 +60,25 @@ extension KeychainStore {
         return ItemAccessLists(keychainPath: file.location.path, keychainUUID: file.uuid, named: named)
     }
 }
+
+extension KeychainStore {
+    /// Those of `ids` (items of `keychain`) that `screen` lets the caller have, in order, after
+    /// one question about the ones it does not trust; hidden ones are left out. For a face that
+    /// hands items out by id (the gnome-keyring export): `label` names an item in the question
+    /// the way that face shows it.
+    public func screened(
+        _ ids: [UUID], in keychain: String, by screen: any ItemAccessScreening, label: (UUID) throws(KeychainError) -> String
+    ) throws(KeychainError) -> [UUID] {
+        let lists = try accessLists(ids, in: keychain)
+        var round = AccessScreeningRound<(id: UUID, item: AccessItem)>(screen)
+        let kept = round.admitted(ids, list: lists.list(of:),
+                                  item: { AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: $0), label: "") },
+                                  pending: { ($0, $1) })
+        try round.askOnce { entries throws(KeychainError) in
+            try entries.map { entry throws(KeychainError) in
+                AccessItem(keychain: entry.item.keychain, reference: entry.item.reference, label: try label(entry.id))
+            }
+        }
+        return kept
+    }
+}

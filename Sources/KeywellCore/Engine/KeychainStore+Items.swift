@@ -83,7 +83,9 @@ extension KeychainStore {
         // Attributes are no secret: only a caller items may be hidden from needs judging then.
         let screen = query.returns.data || screen?.mayHide == true ? screen : nil
         var found: [FoundItem] = []
-        var toAsk: [(found: Int, rowID: Int64, item: AccessItem)] = []
+        var round = screen.map {
+            AccessScreeningRound<ItemToAsk>($0, interaction: query.interaction, untrustedNeedAnswer: query.returns.data)
+        }
         var lockedKeychainMatched = false
         // Hidden items must not take the places of visible ones: the limit then applies here.
         let hides = screen?.mayHide ?? false
@@ -140,29 +142,16 @@ extension KeychainStore {
             }
             lockedKeychainMatched = lockedKeychainMatched || lockedLeftOut
             file.markUsed()
-            for (index, item) in items.enumerated() {
-                if case .count(let count) = query.limit, found.count >= count { break }
-                let access = item.rowID.flatMap { accessLists[$0] } ?? .anyApplication
-                if let screen {
-                    let reference = { AccessItem(keychain: file.location.path, reference: Self.reference(to: item, in: file), label: "") }
-                    switch screen.verdict(access, item: reference) {
-                    case .hidden:
-                        continue
-                    case .mustAsk where query.returns.data:
-                        if query.interaction == .skip { continue }
-                        toAsk.append((found.count, item.rowID!, reference()))
-                    case .mustAsk, .allowed:
-                        break
-                    }
-                }
-                found.append(FoundItem(file: file, item: item, key: key, access: access,
+            var limit = Int.max
+            if case .count(let count) = query.limit { limit = count - found.count }
+            let kept = round?.admitted(items, of: file, lists: accessLists, limit: limit) ?? Array(items.indices.prefix(limit))
+            for index in kept {
+                let item = items[index]
+                found.append(FoundItem(file: file, item: item, key: key, access: item.rowID.flatMap { accessLists[$0] } ?? .anyApplication,
                                        freeform: wantsFreeform ? freeform[index] : nil, fromSessionCopy: fromSessionCopies))
             }
         }
-        if let screen, !toAsk.isEmpty {
-            try screen.ask(about: try labelled(toAsk.map { (found[$0.found].file, $0.rowID, $0.item) }),
-                           interactionAllowed: query.interaction == .allow)
-        }
+        try round?.askOnce(of: self)
         var results: [WireDictionary] = []
         results.reserveCapacity(found.count)
         for entry in found {

@@ -45,7 +45,8 @@ extension KeychainStore {
         var contents: [(file: KeychainFile, items: [(KeychainItem, [String: String])])] = []
         var total = 0
         var thisDeviceOnly = 0
-        var toAsk: [(file: KeychainFile, rowID: Int64, item: AccessItem)] = []
+        // An export has no u_AuthUI: untrusted items are always asked about.
+        var round = screen.map { AccessScreeningRound<ItemToAsk>($0) }
         for file in files {
             let (_, integrity) = try file.keys()
             let items = try file.database.snapshot { db in
@@ -53,17 +54,7 @@ extension KeychainStore {
                 let lists = try ItemIntegrity.check(all, keychain: file.uuid, key: integrity, path: file.location.path, db)
                 var items = all.filter { !$0.accessibility.isThisDeviceOnly }
                 thisDeviceOnly += all.count - items.count
-                if let screen {
-                    items = items.filter { item in
-                        let reference = { AccessItem(keychain: file.location.path, reference: Self.reference(to: item, in: file), label: "") }
-                        switch screen.verdict(item.rowID.flatMap { lists[$0] } ?? .anyApplication, item: reference) {
-                        case .hidden: return false
-                        case .mustAsk: toAsk.append((file, item.rowID!, reference()))
-                        case .allowed: break
-                        }
-                        return true
-                    }
-                }
+                if let kept = round?.admitted(items, of: file, lists: lists) { items = kept.map { items[$0] } }
                 return try items.map { ($0, try FreeformAttributeTable.attributes(itemID: $0.rowID!, db)) }
             }
             total += items.count
@@ -72,9 +63,7 @@ extension KeychainStore {
             }
             contents.append((file, items))
         }
-        if let screen, !toAsk.isEmpty {
-            try screen.ask(about: try labelled(toAsk), interactionAllowed: true)
-        }
+        try round?.askOnce(of: self)
         var writer = try ExportFile.Writer(passphrase: passphrase, kdf: kdf)
         var output = ExportOutput(fd: fd)
         try output.write(writer.header)

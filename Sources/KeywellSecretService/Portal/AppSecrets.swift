@@ -2,14 +2,15 @@ import CSodium
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import Synchronization
 
 /// Each sandboxed app's master secret: an item of the default keychain found by its app id,
 /// made on first use with `PortalNames.secretLength` random bytes. One look-up-or-create runs at
 /// a time, so two first calls of an app never make two different secrets.
-// @unchecked: reads and writes of the secrets keychain are serialised by `lock`.
-final class AppSecrets: @unchecked Sendable {
+final class AppSecrets: Sendable {
     private let store: KeychainStore
-    private let lock = NSLock()
+    /// Serialises the look-up-or-create; guards no value of its own.
+    private let lookUpOrCreate = Mutex(())
 
     init(store: KeychainStore) {
         self.store = store
@@ -27,20 +28,20 @@ final class AppSecrets: @unchecked Sendable {
     /// several items carry the app id (made by hand, or a keyring migrated twice), the one with
     /// the smallest identifier wins, the same one every time.
     func secret(for app: PortalAppID, in keychain: String) throws(KeychainError) -> (secret: Data, created: Bool) {
-        lock.lock()
-        defer { lock.unlock() }
-        let ids = try store.secretServiceSearch([PortalNames.appIDAttribute: app.value], in: keychain)
-        if let chosen = ids.min(by: { $0.uuidString < $1.uuidString }),
-           let found = try store.secretServiceSecrets([chosen], in: keychain)[chosen] {
-            return (found.value, false)
+        try lookUpOrCreate.withLock { _ throws(KeychainError) -> (secret: Data, created: Bool) in
+            let ids = try store.secretServiceSearch([PortalNames.appIDAttribute: app.value], in: keychain)
+            if let chosen = ids.min(by: { $0.uuidString < $1.uuidString }),
+               let found = try store.secretServiceSecrets([chosen], in: keychain)[chosen] {
+                return (found.value, false)
+            }
+            let value = Self.randomSecret()
+            _ = try store.secretServiceCreateItem(
+                in: keychain, label: PortalNames.itemLabel(for: app.value),
+                attributes: [PortalNames.appIDAttribute: app.value, SecretServiceSchema.attribute: PortalNames.itemSchema],
+                type: nil, secret: SecretServiceSecret(value: value, contentType: PortalNames.secretContentType), replace: false,
+                creator: app.flatpakIdentity)
+            return (value, true)
         }
-        let value = Self.randomSecret()
-        _ = try store.secretServiceCreateItem(
-            in: keychain, label: PortalNames.itemLabel(for: app.value),
-            attributes: [PortalNames.appIDAttribute: app.value, SecretServiceSchema.attribute: PortalNames.itemSchema],
-            type: nil, secret: SecretServiceSecret(value: value, contentType: PortalNames.secretContentType), replace: false,
-            creator: app.flatpakIdentity)
-        return (value, true)
     }
 
     /// From libsodium's generator (the kernel's), as every key of the engine.

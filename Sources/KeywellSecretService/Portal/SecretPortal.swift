@@ -3,6 +3,7 @@ import KeywellCore
 import KeywellDBus
 import KeywellProtocol
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,8 +16,7 @@ import Glibc
 /// (`PortalNames.busName`, which `keywell.portal` names) and `org.freedesktop.secrets`, which
 /// gnome-keyring's portal file names. Only the frontend's connection is served: an app that can
 /// talk to the Secret Service directly must not ask for another app's secret by naming its id.
-// @unchecked: `requests` is only touched under `lock`; unlocking is serialised by `unlocking`.
-final class SecretPortal: DBusObject, @unchecked Sendable {
+final class SecretPortal: DBusObject, Sendable {
     /// Calls in progress at once (each may wait for an unlock dialog); more get response 2.
     static let maximumCallsInProgress = ServiceLimits.portalCallsInProgress
 
@@ -24,11 +24,10 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
     private let asker: any PasswordAsking
     private let secrets: AppSecrets
     private let logger: Logger
-    private let lock = NSLock()
     /// The Request objects of calls in progress, by path.
-    private var requests: [String: PendingRequest] = [:]
-    /// One unlock dialog at a time: the calls behind it find the keychain open.
-    private let unlocking = NSLock()
+    private let requests = Mutex<[String: PendingRequest]>([:])
+    /// One unlock dialog at a time: the calls behind it find the keychain open. Guards no value.
+    private let unlocking = Mutex(())
 
     init(context: ServiceContext) {
         self.context = context
@@ -39,7 +38,7 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
 
     /// Exports the portal on `connection` and asks for `PortalNames.busName`.
     func attach(to connection: DBusConnection) {
-        lock.withLock { requests.removeAll() }
+        requests.withLock { $0.removeAll() }
         do {
             try connection.registerSubtree(self, at: PortalNames.objectPath)
             switch try connection.requestName(PortalNames.busName, flags: [.doNotQueue]) {
@@ -57,7 +56,7 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
 
     func interfaces(at path: String) -> [DBusInterface]? {
         if path == PortalNames.objectPath { return [PortalNames.secret] }
-        return lock.withLock { requests.keys.contains(path) } ? [PortalNames.request] : nil
+        return requests.withLock { $0.keys.contains(path) } ? [PortalNames.request] : nil
     }
 
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
@@ -160,34 +159,34 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
     /// The normal unlock dialog (the Secret Service's), shown once at a time; the Request's
     /// `Close` dismisses it.
     private func unlock(_ keychain: String, for app: PortalAppID, handle: String) -> PortalNames.Response {
-        unlocking.lock()
-        defer { unlocking.unlock() }
-        if (try? context.store.isLocked(keychain)) == false { return .success }
-        // No dialog can be shown (no display, no configured terminal): say why at once rather
-        // than start one that can only fail (docs/prompts.md).
-        if let reason = asker.unavailableReason() {
-            logger.error("Secret portal: \"\(keychain)\" is locked and no password dialog can be shown (\(reason)), so \(app) gets no secret; unlock it with `keywell unlock-keychain \(keychain)`")
+        unlocking.withLock { _ -> PortalNames.Response in
+            if (try? context.store.isLocked(keychain)) == false { return .success }
+            // No dialog can be shown (no display, no configured terminal): say why at once rather
+            // than start one that can only fail (docs/prompts.md).
+            if let reason = asker.unavailableReason() {
+                logger.error("Secret portal: \"\(keychain)\" is locked and no password dialog can be shown (\(reason)), so \(app) gets no secret; unlock it with `keywell unlock-keychain \(keychain)`")
+                return .failed
+            }
+            let prompt = PromptContext(windowID: "", asker: asker)
+            let stillWanted = requests.withLock { requests -> Bool in
+                guard let request = requests[handle], !request.closed else { return false }
+                requests[handle]?.prompt = prompt
+                return true
+            }
+            guard stillWanted else {
+                logger.notice("Secret portal: the request for \(app)'s secret was closed before \"\(keychain)\" could be unlocked")
+                return .cancelled
+            }
+            defer { prompt.finish() }
+            let opened = UnlockPrompt(context: context, requester: "The sandboxed app \(app)").run([keychain], prompt)
+            if !opened.isEmpty { return .success }
+            if prompt.isDismissed {
+                logger.notice("Secret portal: the request for \(app)'s secret was closed while \"\(keychain)\" was locked")
+                return .cancelled
+            }
+            logger.warning("Secret portal: \"\(keychain)\" stays locked, so \(app) gets no secret (unlock it with `keywell unlock-keychain`)")
             return .failed
         }
-        let prompt = PromptContext(windowID: "", asker: asker)
-        let stillWanted = lock.withLock { () -> Bool in
-            guard let request = requests[handle], !request.closed else { return false }
-            request.prompt = prompt
-            return true
-        }
-        guard stillWanted else {
-            logger.notice("Secret portal: the request for \(app)'s secret was closed before \"\(keychain)\" could be unlocked")
-            return .cancelled
-        }
-        defer { prompt.finish() }
-        let opened = UnlockPrompt(context: context, requester: "The sandboxed app \(app)").run([keychain], prompt)
-        if !opened.isEmpty { return .success }
-        if prompt.isDismissed {
-            logger.notice("Secret portal: the request for \(app)'s secret was closed while \"\(keychain)\" was locked")
-            return .cancelled
-        }
-        logger.warning("Secret portal: \"\(keychain)\" stays locked, so \(app) gets no secret (unlock it with `keywell unlock-keychain`)")
-        return .failed
     }
 
     private func answer(_ call: DBusMethodCall, _ response: PortalNames.Response) {
@@ -197,7 +196,7 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
     // MARK: Request objects
 
     private func begin(_ handle: String) -> Bool {
-        lock.withLock {
+        requests.withLock { requests in
             guard requests.count < Self.maximumCallsInProgress, requests[handle] == nil else { return false }
             requests[handle] = PendingRequest()
             return true
@@ -205,12 +204,12 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
     }
 
     private func end(_ handle: String) {
-        _ = lock.withLock { requests.removeValue(forKey: handle) }
+        _ = requests.withLock { $0.removeValue(forKey: handle) }
     }
 
     /// The frontend gave up on a request (the app closed it): its dialog goes away.
     private func close(_ handle: String) {
-        let prompt = lock.withLock { () -> PromptContext? in
+        let prompt = requests.withLock { requests -> PromptContext? in
             requests[handle]?.closed = true
             return requests[handle]?.prompt
         }
@@ -229,8 +228,7 @@ final class SecretPortal: DBusObject, @unchecked Sendable {
 }
 
 /// A call in progress, as its Request object: closed by the frontend, and the dialog it shows.
-/// Guarded by the portal's lock.
-private final class PendingRequest {
+private struct PendingRequest {
     var closed = false
     var prompt: PromptContext?
 }
