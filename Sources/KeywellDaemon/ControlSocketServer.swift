@@ -24,14 +24,18 @@ final class ControlSocketServer: Sendable {
     private let maximumConnections = 16
 
     /// Binds and listens at once, replacing a stale socket (the caller holds the instance lock,
-    /// so nobody else can be listening there).
+    /// so nobody else can be listening there). The socket is made under a temporary name and
+    /// renamed into place once it listens with its final mode: whoever finds the file (the PAM
+    /// module, a test) can connect at once, never meeting a socket that is bound but not yet
+    /// listening (ECONNREFUSED) or not yet 0600.
     init(path: String, logger: Logger, handler: @escaping Handler) throws(DaemonError) {
         self.path = path
         self.handler = handler
         self.logger = logger
+        let temporary = path + ".new"
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
+        let pathBytes = Array(temporary.utf8)
         guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             throw DaemonError("the control socket path \(path) is too long")
         }
@@ -39,21 +43,24 @@ final class ControlSocketServer: Sendable {
             raw.copyBytes(from: pathBytes)
             raw[pathBytes.count] = 0
         }
-        var existing = stat()
-        if lstat(path, &existing) == 0 {
-            guard existing.st_mode & S_IFMT == S_IFSOCK else {
-                throw DaemonError("\(path) exists and is not a socket")
+        for stale in [path, temporary] {
+            var existing = stat()
+            if lstat(stale, &existing) == 0 {
+                guard existing.st_mode & S_IFMT == S_IFSOCK else {
+                    throw DaemonError("\(stale) exists and is not a socket")
+                }
+                unlink(stale)
             }
-            unlink(path)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw DaemonError("socket: \(String(cString: strerror(errno)))") }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 32) == 0 else {
+        guard bound == 0, chmod(temporary, 0o600) == 0, listen(fd, 32) == 0, rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
+            unlink(temporary)
             throw DaemonError("cannot listen on \(path): \(reason)")
         }
         listener = fd
