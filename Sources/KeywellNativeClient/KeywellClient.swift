@@ -264,12 +264,18 @@ public final class KeywellClient: Sendable {
     // MARK: Transport
 
     func call(_ method: NativeMethod, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
-        let bus: DBusConnection
-        if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
-        do {
-            return try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
-                                interface: KeywellNames.interface, member: method.name,
-                                arguments: arguments, timeout: callTimeout ?? timeout)
+        let timeout = callTimeout ?? self.timeout
+        // Without a connection of its own: the shared session-bus connection, which only makes
+        // calls (SessionBusConnection).
+        let shared = connection == nil ? try SessionBusConnection.get() : nil
+        do throws(DBusError) {
+            if let connection {
+                return try connection.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
+                                           interface: KeywellNames.interface, member: method.name, arguments: arguments, timeout: timeout)
+            }
+            guard let shared else { throw DBusError.disconnected() }
+            return try shared.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
+                                   interface: KeywellNames.interface, member: method.name, arguments: arguments, timeout: timeout)
         } catch {
             throw DBusMapping.keychainError(error)
         }

@@ -105,8 +105,11 @@ enum Program {
         return status
     }
 
+    /// The last non-empty component of `path` (basename(3) without its "/" and "." cases).
     static func baseName(_ path: String) -> String {
-        let name = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
-        return name.isEmpty ? "keywell" : name
+        var name = Substring(path)
+        while name.hasSuffix("/") { name = name.dropLast() }
+        if let slash = name.lastIndex(of: "/") { name = name[name.index(after: slash)...] }
+        return name.isEmpty ? (path.isEmpty ? "keywell" : path) : String(name)
     }
 }
