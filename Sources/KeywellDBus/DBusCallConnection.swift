@@ -1,17 +1,23 @@
 import CDBus
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A private bus connection that only makes method calls: no I/O thread, no worker pool, no
 /// objects, no signals. Each call sends its message and waits for the reply on the calling
-/// thread (libdbus's `dbus_connection_send_with_reply_and_block`, which lets any number of
-/// threads wait at once). For short-lived clients such as the `keywell` command, which make one
-/// or two calls and exit: a `DBusConnection` starts its loop thread and its tables first, which
-/// costs such a process more than its call (docs/performance.md, "The command line").
-// @unchecked: libdbus connections are thread-safe once dbus_threads_init_default ran; nothing here mutates.
+/// thread (libdbus's `dbus_connection_send_with_reply_and_block`). For short-lived,
+/// single-threaded clients such as the `keywell` command, which make one or two calls and exit:
+/// a `DBusConnection` starts its loop thread and its tables first, which costs such a process
+/// more than its call (docs/performance.md, "The command line").
+///
+/// Calls from several threads take turns: when several threads wait in libdbus at once, one
+/// of them can miss the reply another thread read for it and wait until its timeout. A program
+/// whose threads call at the same time wants a `DBusConnection`.
+// @unchecked: libdbus connections are thread-safe once dbus_threads_init_default ran; calls are serialised by `turn`.
 public final class DBusCallConnection: @unchecked Sendable {
     private let raw: OpaquePointer
+    private let turn = ConditionLock()
 
     /// A new private connection to `address`, registered with the bus (Hello).
     public init(address: String) throws(DBusError) {
@@ -57,9 +63,10 @@ public final class DBusCallConnection: @unchecked Sendable {
         }
         var error = CDBus.DBusError()
         dbus_error_init(&error)
-        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.pointer, Self.milliseconds(timeout), &error) else {
-            throw takeError(&error)
-        }
+        turn.lock()
+        let reply = dbus_connection_send_with_reply_and_block(raw, message.pointer, Self.milliseconds(timeout), &error)
+        turn.unlock()
+        guard let reply else { throw takeError(&error) }
         return try MessageRef(owning: reply).arguments()
     }
 
