@@ -12,7 +12,14 @@ enum Program {
         // directly, with messages and hints naming keywell, whose commands they suggest.
         if progname == GitCredentialCommand.programName {
             let context = CommandContext(progname: "keywell", quiet: false)
-            return execute(["git-credential"] + arguments.dropFirst(), argvIndex: 1, context: context, verbose: false)
+            let words = ["git-credential"] + arguments.dropFirst()
+            // git's call (one action word) goes straight to the helper, as `execute` would send
+            // it: building the table of every command first cost more than the lookup
+            // (docs/performance.md).
+            if words.count == 2, words[1] != "--help" {
+                return GitCredentialCommand.run(context, Invocation(words: words, argvIndex: 1, arguments: .init()))
+            }
+            return execute(words, argvIndex: 1, context: context, verbose: false)
         }
         let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help", "version"])
         let parsed: GetoptParser.Result
