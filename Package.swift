@@ -92,11 +92,18 @@ let package = Package(
         // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
         // lookup, and resolving the shared Swift libraries cost more than the lookup itself
         // (docs/performance.md). Allowed here because Keywell is always the root package.
+        // libdbus and the C++ runtime are linked in too, by scripts/lib/link-keywell (which says why
+        // SwiftPM's own settings cannot); CStaticDBusLink supplies libdbus's two libsystemd symbols.
         .executableTarget(
             name: "keywell",
-            dependencies: ["KeywellCLI"],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"]), .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]
+            dependencies: ["KeywellCLI", "CStaticDBusLink"],
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib", "-use-ld=\(Context.packageDirectory)/scripts/lib/link-keywell"]),
+                .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization"),
+            ]
         ),
+        // What libdbus's static archive needs besides libc when `keywell` links it (see above).
+        .target(name: "CStaticDBusLink"),
         // A seeded generator, so that damage made "at random" (keywell-bench, tests) repeats exactly.
         .target(name: "DeterministicRandom"),
         .executableTarget(

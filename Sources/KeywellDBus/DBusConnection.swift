@@ -1,4 +1,7 @@
 import CDBus
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -9,7 +12,7 @@ import KeywellSystem
 import Synchronization
 
 /// libdbus must know that it is used from several threads before anything else happens.
-private let threadsInitialized: Bool = dbus_threads_init_default() != 0
+let threadsInitialized: Bool = dbus_threads_init_default() != 0
 
 /// A connection to a bus (or a peer), with its own loop and worker threads.
 ///
@@ -43,9 +46,20 @@ public final class DBusConnection: @unchecked Sendable {
     // MARK: Opening
 
     /// The session bus address: `DBUS_SESSION_BUS_ADDRESS`, else `unix:path=$XDG_RUNTIME_DIR/bus`.
-    public static func sessionBusAddress(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty, !runtime.utf8.contains(0) {
+    public static func sessionBusAddress(environment: [String: String]) -> String? {
+        sessionBusAddress { environment[$0] }
+    }
+
+    /// The same, read from the process's environment with getenv(3): building
+    /// `ProcessInfo.environment`'s dictionary costs a short-lived client more than its call
+    /// (docs/performance.md).
+    public static func sessionBusAddress() -> String? {
+        sessionBusAddress { name in getenv(name).map { String(cString: $0) } }
+    }
+
+    private static func sessionBusAddress(_ variable: (String) -> String?) -> String? {
+        if let address = variable("DBUS_SESSION_BUS_ADDRESS"), !address.isEmpty { return address }
+        if let runtime = variable("XDG_RUNTIME_DIR"), !runtime.isEmpty, !runtime.utf8.contains(0) {
             guard let escaped = dbus_address_escape_value(runtime + "/bus") else { return nil }
             defer { dbus_free(escaped) }
             return "unix:path=" + String(cString: escaped)
@@ -53,11 +67,18 @@ public final class DBusConnection: @unchecked Sendable {
         return nil
     }
 
+    static let noSessionBus = DBusError(
+        name: DBusError.Name.failed, message: "No session bus: neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set")
+
     /// A new private connection to the session bus.
-    public static func sessionBus(environment: [String: String] = ProcessInfo.processInfo.environment) throws(DBusError) -> DBusConnection {
-        guard let address = sessionBusAddress(environment: environment) else {
-            throw DBusError(name: DBusError.Name.failed, message: "No session bus: neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set")
-        }
+    public static func sessionBus(environment: [String: String]) throws(DBusError) -> DBusConnection {
+        guard let address = sessionBusAddress(environment: environment) else { throw noSessionBus }
+        return try DBusConnection(address: address)
+    }
+
+    /// A new private connection to the session bus of this process's environment.
+    public static func sessionBus() throws(DBusError) -> DBusConnection {
+        guard let address = sessionBusAddress() else { throw noSessionBus }
         return try DBusConnection(address: address)
     }
 

@@ -53,19 +53,34 @@ public final class KeywellClient: Sendable {
     /// Long enough for D-Bus activation of the daemon on the first call (the bus allows 25 s).
     public static let defaultTimeout: Duration = .seconds(30)
 
-    /// nil: the process-wide session-bus connection, opened on first use.
+    /// nil: a process-wide session-bus connection, opened on first use.
     private let connection: DBusConnection?
+    /// Without a connection of its own: the call-only session-bus connection instead of the
+    /// serving one.
+    private let callsOnly: Bool
     private let timeout: Duration
 
     /// - Parameter connection: the bus to talk on; nil for the session bus (shared by all
     ///   clients made without one, opened lazily, reopened if the bus drops it).
     public init(connection: DBusConnection? = nil, timeout: Duration = KeywellClient.defaultTimeout) {
         self.connection = connection
+        self.callsOnly = false
+        self.timeout = timeout
+    }
+
+    private init(callsOnlyWithTimeout timeout: Duration) {
+        connection = nil
+        callsOnly = true
         self.timeout = timeout
     }
 
     /// The client on the session bus.
     public static let shared = KeywellClient()
+
+    /// The client on the session bus for a short-lived program that calls from one thread (the
+    /// `keywell` command): its connection starts no I/O thread (`DBusCallConnection`), and calls
+    /// from several threads take turns. Opened on the first call, like `shared`'s.
+    public static let shortLived = KeywellClient(callsOnlyWithTimeout: KeywellClient.defaultTimeout)
 
     @TaskLocal private static var taskDefault: KeywellClient?
 
@@ -264,12 +279,18 @@ public final class KeywellClient: Sendable {
     // MARK: Transport
 
     func call(_ method: NativeMethod, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
-        let bus: DBusConnection
-        if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
-        do {
+        let timeout = callTimeout ?? self.timeout
+        let callOnly = callsOnly ? try SessionBusConnection.callOnly() : nil
+        let bus: DBusConnection?
+        if callOnly != nil { bus = nil } else if let connection { bus = connection } else { bus = try SessionBusConnection.get() }
+        do throws(DBusError) {
+            if let callOnly {
+                return try callOnly.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
+                                         interface: KeywellNames.interface, member: method.name, arguments: arguments, timeout: timeout)
+            }
+            guard let bus else { throw DBusError.disconnected() }
             return try bus.call(destination: KeywellNames.busName, path: KeywellNames.objectPath,
-                                interface: KeywellNames.interface, member: method.name,
-                                arguments: arguments, timeout: callTimeout ?? timeout)
+                                interface: KeywellNames.interface, member: method.name, arguments: arguments, timeout: timeout)
         } catch {
             throw DBusMapping.keychainError(error)
         }

@@ -77,14 +77,14 @@ enum FindDeleteCommands {
         case .failure(let exit): return exit.status
         }
         defer { item.secret?.wipe() }
-        let path = context.naming.path(for: item.keychain)
-
-        if invocation.json {
-            JSONOutput.write(ItemJSON.item(item, keychainPath: path, includeSecret: wantsSecret), to: context.output)
+        if passwordOnly, !invocation.json {
+            context.output.writeSecret(passwordLine(item.secret?.bytes ?? []))
             return CommandStatus.success
         }
-        if passwordOnly {
-            context.output.writeSecret(passwordLine(item.secret?.bytes ?? []))
+        // Only the printed forms need the keychain's path (and so the keychains folder).
+        let path = context.naming.path(for: item.keychain)
+        if invocation.json {
+            JSONOutput.write(ItemJSON.item(item, keychainPath: path, includeSecret: wantsSecret), to: context.output)
             return CommandStatus.success
         }
         context.output.write(ItemRendering.block(item, keychainPath: path))

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,9 +23,11 @@ struct KeychainNaming {
     let keychainsDirectory: String
     let currentDirectory: String
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    /// From the process's environment, read with getenv(3) rather than through
+    /// `ProcessInfo.environment`, whose whole dictionary costs more than the lookup it serves.
+    init() {
         func absolute(_ key: String) -> String? {
-            guard let value = environment[key], value.hasPrefix("/") else { return nil }
+            guard let value = getenv(key).map({ String(cString: $0) }), value.hasPrefix("/") else { return nil }
             return value
         }
         let home = absolute("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path

@@ -8,15 +8,17 @@ import KeywellNativeClient
 final class CommandContext {
     let progname: String
     var diagnostics: Diagnostics
-    let naming: KeychainNaming
-    /// The daemon, on the session bus; connecting happens on the first call.
+    /// Read from the environment when a command first needs it: a lookup that prints only the
+    /// password never does (docs/performance.md).
+    private(set) lazy var naming = KeychainNaming()
+    /// The daemon, on the session bus; connecting happens on the first call. `shortLived`: a
+    /// connection without an I/O thread, as one command's few calls need (docs/performance.md).
     let client: KeywellClient
 
-    init(progname: String, quiet: Bool, client: KeywellClient = .shared, naming: KeychainNaming = KeychainNaming()) {
+    init(progname: String, quiet: Bool, client: KeywellClient = .shortLived) {
         self.progname = progname
         diagnostics = Diagnostics(progname: progname, quiet: quiet)
         self.client = client
-        self.naming = naming
     }
 
     var output: OutputStream { StandardStreams.output }

@@ -12,7 +12,14 @@ enum Program {
         // directly, with messages and hints naming keywell, whose commands they suggest.
         if progname == GitCredentialCommand.programName {
             let context = CommandContext(progname: "keywell", quiet: false)
-            return execute(["git-credential"] + arguments.dropFirst(), argvIndex: 1, context: context, verbose: false)
+            let words = ["git-credential"] + arguments.dropFirst()
+            // git's call (one action word) goes straight to the helper, as `execute` would send
+            // it: building the table of every command first cost more than the lookup
+            // (docs/performance.md).
+            if words.count == 2, words[1] != "--help" {
+                return GitCredentialCommand.run(context, Invocation(words: words, argvIndex: 1, arguments: .init()))
+            }
+            return execute(words, argvIndex: 1, context: context, verbose: false)
         }
         let global = GetoptParser(optionString: "hilp:qv", longFlags: ["help", "version"])
         let parsed: GetoptParser.Result
@@ -105,8 +112,11 @@ enum Program {
         return status
     }
 
+    /// The last non-empty component of `path` (basename(3) without its "/" and "." cases).
     static func baseName(_ path: String) -> String {
-        let name = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
-        return name.isEmpty ? "keywell" : name
+        var name = Substring(path)
+        while name.hasSuffix("/") { name = name.dropLast() }
+        if let slash = name.lastIndex(of: "/") { name = name[name.index(after: slash)...] }
+        return name.isEmpty ? (path.isEmpty ? "keywell" : path) : String(name)
     }
 }
