@@ -124,11 +124,20 @@ struct StartupProcessRounds {
             extraEnvironment: ["GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"])
         defer { world.stop() }
         let current = try helperFolder(world, "bin", keywell: keywell)
+        let baseline = try baselineKeywell.map { try helperFolder(world, "bin-baseline", keywell: $0) }
         try world.check(current.keywell, ["create-keychain", "-p", "bench-password", "login"])
-        try world.check(current.keywell, ["add-generic-password", "-a", "bench", "-s", "S", "-w", "bench-secret"])
+        // Items trust the program that made them; a baseline build is another program, so it is
+        // named in their lists too (docs/access-control.md), and git's item is made the same way.
+        let trusted = ([current.keywell] + [baseline?.keywell].compactMap { $0 }).flatMap { ["-T", $0] }
+        try world.check(current.keywell, ["add-generic-password", "-a", "bench", "-s", "S", "-w", "bench-secret"] + trusted)
         try world.check("/usr/bin/secret-tool", ["store", "--label=S", "service", "S"], input: "bench-secret")
-        try world.check("/usr/bin/git", ["-c", "credential.helper=keywell", "credential", "approve"],
-                        input: "url=https://git.example.com\nusername=alice\npassword=s3cret\n\n", environment: current.environment)
+        if baseline == nil {
+            try world.check("/usr/bin/git", ["-c", "credential.helper=keywell", "credential", "approve"],
+                            input: "url=https://git.example.com\nusername=alice\npassword=s3cret\n\n", environment: current.environment)
+        } else {
+            try world.check(current.keywell, ["add-internet-password", "-a", "alice", "-s", "git.example.com", "-r", "htps",
+                                              "-w", "s3cret"] + trusted)
+        }
         let gitFill = ["/usr/bin/git", "-c", "credential.helper=keywell", "credential", "fill"]
         let gitRequest = "url=https://git.example.com\n\n"
         let gitAnswered = { (output: String) in output.contains("\npassword=s3cret\n") }
@@ -159,8 +168,7 @@ struct StartupProcessRounds {
             Subject(name: "keywell help (start-up alone, no D-Bus)", command: [current.keywell, "help"],
                     input: nil, environment: nil, expect: { $0.contains("find-generic-password") }),
         ]
-        if let baselineKeywell {
-            let baseline = try helperFolder(world, "bin-baseline", keywell: baselineKeywell)
+        if let baseline {
             subjects += [
                 Subject(name: "baseline: keywell find-generic-password -w", command: [baseline.keywell, "find-generic-password", "-s", "S", "-w"],
                         input: nil, environment: nil, expect: { $0 == "bench-secret\n" }),
