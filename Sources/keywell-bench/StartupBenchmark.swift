@@ -118,6 +118,13 @@ struct StartupProcessRounds {
         var peaks: [Int] = []
     }
 
+    private static let findName = "keywell find-generic-password -s S -w"
+    private static let gitName = "git credential fill (helper by full path)"
+    private static let secretToolName = "secret-tool lookup service S (keywelld)"
+    private static let pingName = "dbus-send Peer.Ping to keywelld (the floor)"
+    private static let baselineFindName = "baseline: keywell find-generic-password -w"
+    private static let baselineGitName = "baseline: git credential fill (full path)"
+
     func run() throws -> [TargetVerdict] {
         let world = try CLIBenchWorld(
             name: "startup", activating: [KeywellNames.busName: keywelld, KeywellNames.secretsBusName: keywelld],
@@ -143,11 +150,11 @@ struct StartupProcessRounds {
         let gitAnswered = { (output: String) in output.contains("\npassword=s3cret\n") }
 
         var subjects = [
-            Subject(name: "keywell find-generic-password -s S -w", command: [current.keywell, "find-generic-password", "-s", "S", "-w"],
+            Subject(name: Self.findName, command: [current.keywell, "find-generic-password", "-s", "S", "-w"],
                     input: nil, environment: nil, expect: { $0 == "bench-secret\n" }),
             // As docs/cli.md configures it: the helper by absolute path, which git's shell execs
             // directly (git has no way to run a helper without a shell).
-            Subject(name: "git credential fill (helper by full path)",
+            Subject(name: Self.gitName,
                     command: ["/usr/bin/git", "-c", "credential.helper=\(current.helper)", "credential", "fill"],
                     input: gitRequest, environment: current.environment, expect: gitAnswered),
             // By name: git runs `git credential-keywell get` through the shell, a second git.
@@ -157,9 +164,16 @@ struct StartupProcessRounds {
             Subject(name: "git credential fill, builtin helper (git's floor)",
                     command: ["/usr/bin/git", "-c", "credential.helper=!f() { echo username=alice; echo password=s3cret; }; f", "credential", "fill"],
                     input: gitRequest, environment: current.environment, expect: gitAnswered),
-            Subject(name: "secret-tool lookup service S (keywelld)", command: ["/usr/bin/secret-tool", "lookup", "service", "S"],
+            // The floor of any helper that asks the bus: git, its shell, and a C program making
+            // one D-Bus call (dbus-send's Ping to keywelld) before the answer is printed.
+            Subject(name: "git credential fill, helper = one dbus-send Ping",
+                    command: ["/usr/bin/git", "-c", "credential.helper=!f() { /usr/bin/dbus-send --session --print-reply "
+                                + "--dest=\(KeywellNames.busName) \(KeywellNames.objectPath) org.freedesktop.DBus.Peer.Ping >/dev/null; "
+                                + "echo username=alice; echo password=s3cret; }; f", "credential", "fill"],
+                    input: gitRequest, environment: current.environment, expect: gitAnswered),
+            Subject(name: Self.secretToolName, command: ["/usr/bin/secret-tool", "lookup", "service", "S"],
                     input: nil, environment: nil, expect: { $0 == "bench-secret" }),
-            Subject(name: "dbus-send Peer.Ping to keywelld (the floor)",
+            Subject(name: Self.pingName,
                     command: ["/usr/bin/dbus-send", "--session", "--print-reply", "--dest=\(KeywellNames.busName)",
                               KeywellNames.objectPath, "org.freedesktop.DBus.Peer.Ping"],
                     input: nil, environment: nil, expect: { $0.hasPrefix("method return") }),
@@ -170,9 +184,9 @@ struct StartupProcessRounds {
         ]
         if let baseline {
             subjects += [
-                Subject(name: "baseline: keywell find-generic-password -w", command: [baseline.keywell, "find-generic-password", "-s", "S", "-w"],
+                Subject(name: Self.baselineFindName, command: [baseline.keywell, "find-generic-password", "-s", "S", "-w"],
                         input: nil, environment: nil, expect: { $0 == "bench-secret\n" }),
-                Subject(name: "baseline: git credential fill (full path)",
+                Subject(name: Self.baselineGitName,
                         command: ["/usr/bin/git", "-c", "credential.helper=\(baseline.helper)", "credential", "fill"],
                         input: gitRequest, environment: baseline.environment, expect: gitAnswered),
             ]
@@ -203,7 +217,11 @@ struct StartupProcessRounds {
             }
         }
 
-        let ping = subjects[5].times.percentile(0.5).seconds
+        // Subjects by name, so that a row added to the list above moves no figure.
+        func median(_ name: String) -> Double {
+            subjects.first { $0.name == name }?.times.percentile(0.5).seconds ?? .nan
+        }
+        let ping = median(Self.pingName)
         print("\nwhole processes, \(rounds) rounds alternated, one keywelld (wall ms; peak memory: GNU time's maximum RSS over 5 runs, MiB)")
         print("command".padding(toLength: 46, withPad: " ", startingAt: 0) + " median    p10    p90  × Ping   peak MiB (median / max)")
         for subject in subjects {
@@ -215,11 +233,11 @@ struct StartupProcessRounds {
                            times.percentile(0.5).seconds / ping, Double(peaks[peaks.count / 2]) / 1024,
                            Double(peaks.last ?? 0) / 1024))
         }
-        let find = subjects[0], git = subjects[1], secretTool = subjects[4]
-        let findRatio = find.times.percentile(0.5).seconds / ping
-        let toolRatio = find.times.percentile(0.5).seconds / secretTool.times.percentile(0.5).seconds
+        let find = subjects[0]
+        let findRatio = median(Self.findName) / ping
+        let toolRatio = median(Self.findName) / median(Self.secretToolName)
         let peak = Double(find.peaks.sorted()[find.peaks.count / 2]) / 1024
-        let gitRatio = git.times.percentile(0.5).seconds / ping
+        let gitRatio = median(Self.gitName) / ping
         var verdicts: [TargetVerdict] = [
             .ratio("keywell find-generic-password -w wall / Ping", findRatio, atMost: 2.0),
             .ratio("keywell find-generic-password -w wall / secret-tool lookup", toolRatio, atMost: 0.5),
@@ -227,11 +245,10 @@ struct StartupProcessRounds {
             .ratio("git credential fill through the helper (full path) / Ping", gitRatio, atMost: 2.5),
         ]
         if baselineKeywell != nil {
-            let before = subjects[7].times.percentile(0.5).seconds, gitBefore = subjects[8].times.percentile(0.5).seconds
+            let before = median(Self.baselineFindName), gitBefore = median(Self.baselineGitName)
             print(String(format: "this build / baseline: find-generic-password %.2f, git credential fill %.2f",
-                         find.times.percentile(0.5).seconds / before, git.times.percentile(0.5).seconds / gitBefore))
-            verdicts.append(.ratio("find-generic-password -w: this build / baseline",
-                                   find.times.percentile(0.5).seconds / before, atMost: 1.0))
+                         median(Self.findName) / before, median(Self.gitName) / gitBefore))
+            verdicts.append(.ratio("find-generic-password -w: this build / baseline", median(Self.findName) / before, atMost: 1.0))
         }
         return verdicts
     }
