@@ -22,7 +22,9 @@ let package = Package(
         // System libraries: Debian's -dev packages, found through pkg-config.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libcrypto only: "openssl" would also link libssl, which nothing uses, and keywelld would
+        // load and relocate it for nothing (docs/performance.md, "The daemon").
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The control protocol's codes, from the header the PAM module includes (pam/keywell-control.h).
         .systemLibrary(name: "CKeywellControl"),
 

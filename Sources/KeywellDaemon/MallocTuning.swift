@@ -8,8 +8,11 @@ enum MallocTuning {
     /// Arenas for the whole process. glibc gives every thread that allocates while the others'
     /// arenas are busy one of its own, up to 8 per core, and each keeps the pages it once used;
     /// keywelld's D-Bus workers, timers and trimmer then hold several heaps' worth of free pages.
-    /// Two arenas keep the I/O thread and a worker from waiting on one lock.
-    static let arenaLimit: Int32 = 2
+    /// One arena: a second one (for the I/O thread and a worker not to wait on one lock) held
+    /// 0.5–0.7 MiB resident after the heap trim for 60–400 KiB of live blocks, pages that blocks
+    /// of either arena only partly fill; each thread's malloc cache (tcache) already serves most
+    /// small blocks without the lock (docs/performance.md, "The daemon").
+    static let arenaLimit: Int32 = 1
 
     private typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
     private typealias MallocTrim = @convention(c) (Int) -> Int32
