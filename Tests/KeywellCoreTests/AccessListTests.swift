@@ -117,6 +117,8 @@ import Testing
         // Another identity added; a list made "any"; "any" narrowed to none (each a MAC failure).
         try sqlite(path, "UPDATE item SET access = access || char(10) || 'exe:/tmp/evil;sha256=00' WHERE acct = 'listed'")
         expectTampered { _ = try store.copyMatching(genp("listed", "s") + returnData) }
+        // An attributes-only search does not split the lists, but its MAC check still covers them.
+        expectTampered { _ = try store.copyMatching(genp("listed", "s") + returnAttributes) }
         expectTampered { try store.update(genp("listed", "s"), [WireKey.access: .strings([app])]) }
         try sqlite(path, "UPDATE item SET access = NULL WHERE acct = 'none'")
         expectTampered { _ = try store.copyMatching(genp("none", "s") + returnAttributes) }
