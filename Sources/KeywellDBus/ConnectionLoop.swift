@@ -101,6 +101,9 @@ final class ConnectionLoop: @unchecked Sendable {
 
     var isFinished: Bool { lock.withLock { finished } }
 
+    /// Whether sent messages are still queued, not yet (all) written to the socket.
+    var isStillSending: Bool { dbus_connection_has_messages_to_send(connection) != 0 }
+
     /// Makes the loop look at the connection again. Safe from any thread, including from inside
     /// libdbus callbacks. Repeated wakes collapse into one.
     func wake() { wakePipe.wake() }

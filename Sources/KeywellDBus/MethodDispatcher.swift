@@ -31,7 +31,10 @@ enum MethodDispatcher {
         let interfaces = object?.interfaces(at: call.path)
 
         func run(_ placement: DBusCallPlacement, _ body: @escaping @Sendable () -> Void) {
-            if let loop, placement == .worker { loop.runOffLoop(body) } else { body() }
+            // A reply still being written (bigger than the socket takes at once) would otherwise
+            // wait for this handler: the loop writes its rest only when it polls again. So the
+            // call runs on this thread while another takes the loop on (docs/dbus-layer.md).
+            if let loop, placement == .worker || loop.isStillSending { loop.runOffLoop(body) } else { body() }
         }
 
         switch call.interface {

@@ -33,6 +33,9 @@ struct DaemonBenchmark: ParsableCommand {
     @Option(help: "Only the latency targets (CopyMatching and Add alternated with Ping at 1,000 items), this many times.")
     var targetsOnly: Int?
 
+    @Option(name: .customLong("rows"), help: "Only the latency rows whose name contains this text (no targets, no growing keychain): to repeat one row.")
+    var rowFilter: String?
+
     func run() throws {
         let daemonPath = keywelld ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("keywelld").path
@@ -74,6 +77,7 @@ struct DaemonBenchmark: ParsableCommand {
         let itemCount = filler.count
         let clientCounts = [1, 8]
         func measure(_ name: String, calls: Int, _ body: @escaping @Sendable (DBusConnection, Int, Int) throws -> Void) throws {
+            guard isSelected(name) else { return }
             rows.append((name, try clientCounts.map { try load.run(clientCount: $0, callsPerClient: calls / $0 * ($0 == 1 ? 1 : 2), body) }))
         }
         try measure("Peer.Ping (the floor)", calls: calls) { connection, _, _ in try connection.ping(KeywellNames.busName) }
@@ -97,7 +101,7 @@ struct DaemonBenchmark: ParsableCommand {
                 WireKey.class: .string(WireKey.classGenericPassword), WireKey.matchLimit: .string(WireKey.matchLimitAll), WireKey.returnAttributes: true,
             ])])
         }
-        for (round, clientCount) in clientCounts.enumerated() {
+        for (round, clientCount) in clientCounts.enumerated() where isSelected("Add (durable)") || isSelected("Delete by primary key (durable)") {
             let perClient = calls / clientCount * (clientCount == 1 ? 1 : 2)
             let add = try load.run(clientCount: clientCount, callsPerClient: perClient) { connection, client, n in
                 let key = NativeCalls.primaryKey("add-\(round)-\(client)-\(n)", "bench")
@@ -111,6 +115,12 @@ struct DaemonBenchmark: ParsableCommand {
         }
         print("")
         printLatencyTable(rows, floor: floor, itemCount: itemCount)
+        if rowFilter != nil {
+            for (name, results) in rows {
+                print("\(name): calls in flight at once, at most " + results.map { "\($0.peakInFlight)" }.joined(separator: " / "))
+            }
+            return
+        }
         try printTargets(clients[0], daemon: pid, itemCount: itemCount, commit: floor)
 
         // Add stays flat as the keychain grows.
@@ -142,6 +152,10 @@ struct DaemonBenchmark: ParsableCommand {
                   + formatMicroseconds(find.latencies.percentile(0.5)).padding(toLength: 31, withPad: " ", startingAt: 0)
                   + String(format: "%.1f / %.1f (%.1f)", Double(busyKiB) / 1024, Double(idleKiB) / 1024, Double(idleAnonKiB) / 1024))
         }
+    }
+
+    private func isSelected(_ row: String) -> Bool {
+        rowFilter.map { row.contains($0) } ?? true
     }
 
     private func appendResult(_ rows: inout [(String, [DaemonLoad.Result])], _ name: String, _ result: DaemonLoad.Result, _ clients: Int) {

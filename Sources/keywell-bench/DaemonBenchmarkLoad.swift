@@ -9,6 +9,8 @@ struct DaemonLoad {
         var latencies: LatencySamples
         /// All clients' calls over the wall-clock time they took together.
         var totalRate: Double
+        /// The most calls that were in flight at once.
+        var peakInFlight: Int
     }
 
     let clients: [DBusConnection]
@@ -22,12 +24,15 @@ struct DaemonLoad {
             for n in 0..<warmUp { try call(connection, index, callsPerClient + n) }
         }
         let collected = LatencyCollector(count: clientCount)
+        let inFlight = InFlightCount()
         let start = ContinuousClock.now
         DispatchQueue.concurrentPerform(iterations: clientCount) { index in
             var samples: [Duration] = []
             samples.reserveCapacity(callsPerClient)
             for n in 0..<callsPerClient {
                 let begin = ContinuousClock.now
+                inFlight.enter()
+                defer { inFlight.leave() }
                 do {
                     try call(connections[index], index, n)
                 } catch {
@@ -41,8 +46,17 @@ struct DaemonLoad {
         let wall = ContinuousClock.now - start
         if let failure = collected.failure { throw BenchmarkFailure(failure) }
         let all = collected.all
-        return Result(latencies: LatencySamples(all), totalRate: Double(all.count) / wall.seconds)
+        return Result(latencies: LatencySamples(all), totalRate: Double(all.count) / wall.seconds, peakInFlight: inFlight.peak)
     }
+}
+
+/// How many calls are in flight, and the most there were at once.
+private final class InFlightCount: Sendable {
+    private let counts = Mutex((now: 0, peak: 0))
+
+    func enter() { counts.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) } }
+    func leave() { counts.withLock { $0.now -= 1 } }
+    var peak: Int { counts.withLock { $0.peak } }
 }
 
 private final class LatencyCollector: Sendable {

@@ -27,6 +27,11 @@ import Testing
         #expect(try access(store, genp("c", "s")) == .string(WireKey.accessAnyApplication))
         // Only when asked.
         #expect(try store.copyMatching(genp("a", "s") + returnAttributes)[0][WireKey.access] == nil)
+        // Lists are split on the newline byte: identities beyond ASCII, even one that starts with
+        // a combining mark, come back as given (checked here, and while locked below).
+        let unusual = ["exe:/opt/Ärger/app;sha256=" + String(repeating: "cd", count: 32), "\u{301}snap:odd.app"]
+        _ = try store.add(genp("u", "s") + [WireKey.access: .strings(unusual), WireKey.valueData: data("x")])
+        #expect(try access(store, genp("u", "s")) == .strings(unusual))
 
         try store.update(genp("a", "s"), [WireKey.access: .strings([app])])
         #expect(try access(store, genp("a", "s")) == .strings([app]))
@@ -37,6 +42,7 @@ import Testing
         #expect(added == [WireKey.access: .strings([app])])
         try store.lock("login")
         #expect(try access(store, genp("a", "s")) == .strings([app]))
+        #expect(try access(store, genp("u", "s")) == .strings(unusual))
         try store.unlock("login", password: secret("pw"))
         #expect(try access(store, genp("a", "s")) == .strings([app]))
         #expect(try sqlite(environment.path(of: "login"), "SELECT quote(access) FROM item WHERE acct = 'b'") == "NULL")
@@ -117,6 +123,8 @@ import Testing
         // Another identity added; a list made "any"; "any" narrowed to none (each a MAC failure).
         try sqlite(path, "UPDATE item SET access = access || char(10) || 'exe:/tmp/evil;sha256=00' WHERE acct = 'listed'")
         expectTampered { _ = try store.copyMatching(genp("listed", "s") + returnData) }
+        // An attributes-only search does not split the lists, but its MAC check still covers them.
+        expectTampered { _ = try store.copyMatching(genp("listed", "s") + returnAttributes) }
         expectTampered { try store.update(genp("listed", "s"), [WireKey.access: .strings([app])]) }
         try sqlite(path, "UPDATE item SET access = NULL WHERE acct = 'none'")
         expectTampered { _ = try store.copyMatching(genp("none", "s") + returnAttributes) }

@@ -79,6 +79,40 @@ struct ConcurrencyTests {
         otherClient.close()
     }
 
+    /// A reply bigger than the socket takes at once is written out while the next call placed on
+    /// the loop runs, not after it (docs/dbus-layer.md): that call runs off the loop while its
+    /// rest is queued. Before, the loop ran it first, and the big reply waited for the whole of it.
+    @Test func aBigReplyIsNotHeldUpByTheNextCallPlacedOnTheLoop() throws {
+        let fixture = try ServiceFixture()
+        let otherClient = try fixture.bus.connect()
+        let bigGate = UUID().uuidString, nextGate = UUID().uuidString
+        let big = LockedValue<Int?>(nil)
+        let bigDone = DispatchSemaphore(value: 0)
+        // 8 MiB: many times what a Unix socket holds, so its rest is queued when its handler returns.
+        let size: UInt32 = 8 << 20
+        Thread {
+            if case .bytes(let bytes)? = try? fixture.call("BigOnLoop", [.string(bigGate), .uint32(size)], timeout: .seconds(60)).first {
+                big.value = bytes.count
+            }
+            bigDone.signal()
+        }.start()
+        #expect(HandlerGates.shared.waitUntilHeld(bigGate), "the big call never reached its handler")
+        // The next call is sent while the loop is busy; once the bus has answered a later call of
+        // the same client, it has passed the first on towards the service.
+        let threadsBefore = ServiceFixture.holdOnLoopThreads.value.count
+        try otherClient.callWithoutReply(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                         interface: ServiceFixture.interfaceName, member: "HoldOnLoop", arguments: [.string(nextGate)])
+        try otherClient.ping("org.freedesktop.DBus", path: "/org/freedesktop/DBus")
+        HandlerGates.shared.open(bigGate)
+        #expect(HandlerGates.shared.waitUntilHeld(nextGate), "the next call never reached its handler")
+        // The big reply arrives while the next handler still holds its thread (its gate is shut).
+        #expect(bigDone.wait(timeout: .now() + 30) == .success, "the big reply waited for the next handler")
+        #expect(big.value == Int(size))
+        #expect(Array(ServiceFixture.holdOnLoopThreads.value.dropFirst(threadsBefore)) == ["worker"])
+        HandlerGates.shared.open(nextGate)
+        otherClient.close()
+    }
+
     /// Twelve handlers inside at the same moment: they run in parallel, whatever the machine's
     /// speed (the time they take is the benchmarks' business).
     @Test func manySlowHandlersRunInParallel() throws {

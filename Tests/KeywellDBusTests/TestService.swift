@@ -36,6 +36,12 @@ final class ServiceFixture: @unchecked Sendable {
                        outputs: [DBusArgument("thread", .uint64)]),
             DBusMethod(name: "ThreadIDOffLoopHeld", inputs: [DBusArgument("gate", .string)],
                        outputs: [DBusArgument("thread", .uint64)]),
+            // Placed on the loop: holds the gate, then replies with `size` bytes.
+            DBusMethod(name: "BigOnLoop", inputs: [DBusArgument("gate", .string), DBusArgument("size", .uint32)],
+                       outputs: [DBusArgument("bytes", .bytes)]),
+            // Placed on the loop: notes where it runs ("io" or "worker") in `holdOnLoopThreads`,
+            // then holds the gate.
+            DBusMethod(name: "HoldOnLoop", inputs: [DBusArgument("gate", .string)]),
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
             DBusMethod(name: "Keep", annotations: [DBusMethod.anyArgumentsAnnotation]),
             DBusMethod(name: "KeepPublic", annotations: [DBusMethod.anyArgumentsAnnotation]),
@@ -73,7 +79,7 @@ final class ServiceFixture: @unchecked Sendable {
                 guard name == "Label", let text = value.stringValue else { throw .propertyReadOnly(name) }
                 label.value = text
             },
-            placement: { call in call.member == "Where" || call.member == "ThreadID" ? .ioThread : .worker },
+            placement: { call in ["Where", "ThreadID", "BigOnLoop", "HoldOnLoop"].contains(call.member) ? .ioThread : .worker },
             handler: Self.handle)
         try server.register(object, at: Self.path)
         _ = try server.requestName(Self.name, flags: [.doNotQueue])
@@ -85,6 +91,8 @@ final class ServiceFixture: @unchecked Sendable {
         bus.stop()
     }
 
+    /// Where each `HoldOnLoop` ran, in order.
+    static let holdOnLoopThreads = LockedValue<[String]>([])
     /// What `Keep` was last called with.
     static let kept = LockedValue<[DBusValue]>([])
     static let keptPublic = LockedValue<[DBusValue]>([])
@@ -99,6 +107,17 @@ final class ServiceFixture: @unchecked Sendable {
             call.reply([.string(call.connection.isOnIOThread ? "io" : "worker")])
         case "ThreadID":
             call.reply([.uint64(UInt64(pthread_self()))])
+        case "BigOnLoop":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                HandlerGates.shared.hold(try call.arguments.string(at: 0))
+                return [.bytes(Array(repeating: 0x5a, count: Int(try call.arguments.uint32(at: 1))))]
+            }
+        case "HoldOnLoop":
+            call.reply { () throws(DBusError) -> [DBusValue] in
+                holdOnLoopThreads.mutate { $0.append(call.connection.isOnIOThread ? "io" : "worker") }
+                HandlerGates.shared.hold(try call.arguments.string(at: 0))
+                return []
+            }
         case "ThreadIDOffLoop":
             call.reply { () throws(DBusError) -> [DBusValue] in
                 usleep(try call.arguments.uint32(at: 0) * 1000)

@@ -35,9 +35,11 @@ enum ItemIntegrity {
 
     /// Checks the items at `rowIDs` (one statement per 64): `errSecDecode` naming the first whose
     /// row or free-form rows differ from what its MAC covers, or that has no MAC.
-    /// Returns the access lists the check read, by row id (items trusting any application are absent).
+    /// Returns the access lists the check read, by row id (items trusting any application are
+    /// absent); `readingLists` false: none (the MAC still covers them), for a caller that does not
+    /// judge access, so that it does not pay for splitting every list (docs/performance.md).
     @discardableResult
-    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database) throws -> [Int64: AccessList] {
+    static func check(rowIDs: [Int64], keychain: UUID, key: IntegrityKey, _ db: Database, readingLists: Bool = true) throws -> [Int64: AccessList] {
         var lists: [Int64: AccessList] = [:]
         for item in try read(.check, rowIDs.map { $0.databaseValue }, keychain: keychain, db, extra: { _ in () }) {
             try item.check(key)
@@ -48,7 +50,7 @@ enum ItemIntegrity {
             case .anyApplication:
                 break
             case .text(let text):
-                lists[item.rowID] = .applications(text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+                if readingLists { lists[item.rowID] = .applications(ItemAccessColumn.identities(in: text)) }
             case .notText:
                 throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(item.rowID) has a damaged access list")
             }
@@ -57,14 +59,18 @@ enum ItemIntegrity {
     }
 
     /// `check` for fetched items, one statement per 64 (SQLite's errors as `KeychainError`s of
-    /// `path`). Returns the access lists it read, checked by the same MAC, by row id.
+    /// `path`). Returns the access lists it read, checked by the same MAC, by row id (none
+    /// without `readingLists`).
     @discardableResult
-    static func check(_ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database) throws(KeychainError) -> [Int64: AccessList] {
+    static func check(
+        _ items: [KeychainItem], keychain: UUID, key: IntegrityKey, path: String, _ db: Database, readingLists: Bool = true
+    ) throws(KeychainError) -> [Int64: AccessList] {
         let ids = items.compactMap(\.rowID)
         return try KeychainError.rethrowing(path: path) {
             var lists: [Int64: AccessList] = [:]
             for start in stride(from: 0, to: ids.count, by: chunk) {
-                let part = try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db)
+                let part = try check(rowIDs: Array(ids[start..<min(ids.count, start + chunk)]), keychain: keychain, key: key, db,
+                                     readingLists: readingLists)
                 lists.merge(part) { first, _ in first }
             }
             return lists

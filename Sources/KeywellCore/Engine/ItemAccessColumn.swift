@@ -59,17 +59,22 @@ enum ItemAccessColumn {
             guard rows.storageType(column) == SQLITE_TEXT else { throw damaged(rowID) }
             let text = rows.text(column)
             if let known = decoded[text] { return known }
-            // Split on the byte: the lines are identities, never grapheme clusters spanning "\n".
-            let identities = text.isEmpty ? [] : text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-                .map { String(decoding: $0, as: UTF8.self) }
             do {
-                let list = try AccessList.validated(identities)
+                let list = try AccessList.validated(identities(in: text))
                 decoded[text] = list
                 return list
             } catch {
                 throw damaged(rowID)
             }
         }
+    }
+
+    /// A stored list's identities, one per line (docs/file-format.md). Split on the newline byte,
+    /// not on Characters: every read of a list pays this, and grapheme breaking over paths and
+    /// hashes cost more than the item's MAC (docs/performance.md).
+    static func identities(in text: String) -> [String] {
+        guard !text.isEmpty else { return [] }
+        return text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     }
 
     static func hasColumn(_ db: Database) throws -> Bool {

@@ -119,8 +119,10 @@ extension KeychainStore {
             if let integrity = file.integrityKeyIfUnlocked {
                 items = try file.database.snapshot { db in
                     let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
-                    // The check reads each item's list with what its MAC covers.
-                    accessLists = try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
+                    // The check reads each item's list with what its MAC covers; only judging or
+                    // returning them needs them split.
+                    accessLists = try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db,
+                                                          readingLists: wantsLists)
                     if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
                     return items
                 }
