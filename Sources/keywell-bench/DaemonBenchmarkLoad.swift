@@ -26,7 +26,7 @@ struct DaemonLoad {
         let collected = LatencyCollector(count: clientCount)
         let inFlight = InFlightCount()
         let start = ContinuousClock.now
-        DispatchQueue.concurrentPerform(iterations: clientCount) { index in
+        ClientThreads.run(count: clientCount) { index in
             var samples: [Duration] = []
             samples.reserveCapacity(callsPerClient)
             for n in 0..<callsPerClient {

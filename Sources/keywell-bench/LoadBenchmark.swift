@@ -84,7 +84,7 @@ struct LoadRun {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         let samples = SampleSink(count: clients)
         let start = ContinuousClock.now
-        DispatchQueue.concurrentPerform(iterations: clients) { index in
+        ClientThreads.run(count: clients) { index in
             var local: [Duration] = []
             var n = 0
             while n < perClientLimit, ContinuousClock.now < deadline {
