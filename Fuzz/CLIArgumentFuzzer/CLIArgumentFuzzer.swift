@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+
 @testable import KeywellCLI
 
 /// The CLI's own parsers of outside input, from the KeywellCLI library the `keywell` executable

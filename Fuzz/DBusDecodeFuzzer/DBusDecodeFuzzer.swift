@@ -1,9 +1,9 @@
 import CDBus
 import Foundation
+import KeywellAPI
 import KeywellProtocol
 
 @testable import KeywellDBus
-import KeywellAPI
 
 /// Whole D-Bus messages as they come off the wire: libdbus checks the bytes
 /// (`dbus_message_demarshal`), then Keywell's decoder turns the body into values and the daemon's

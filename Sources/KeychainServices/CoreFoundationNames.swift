@@ -1,6 +1,6 @@
 import Foundation
-@_exported import KeywellProtocol
 @_exported import KeywellNativeClient
+@_exported import KeywellProtocol
 
 // Foundation on Linux has no CoreFoundation types in Swift. These names let code written for
 // Apple platforms (`query as CFDictionary`, `var item: CFTypeRef?`, `result as? Data`) compile

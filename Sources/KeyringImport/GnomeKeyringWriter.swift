@@ -1,7 +1,7 @@
 import CSodium
 import Foundation
-import KeywellProtocol
 import KeywellCore
+import KeywellProtocol
 
 /// Writes gnome-keyring's binary `.keyring` file (the way back, docs/migration.md): the layout
 /// `GnomeKeyringBinary` reads, as gnome-keyring-daemon itself writes it, so the daemon opens the

@@ -1,6 +1,6 @@
 import Foundation
-import KeywellProtocol
 import KeywellCore
+import KeywellProtocol
 
 /// Which of the three keyring file formats a file is in (docs/migration.md, "The formats").
 public enum KeyringFormat: String, Sendable, Codable {

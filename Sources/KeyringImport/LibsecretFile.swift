@@ -1,6 +1,6 @@
 import Foundation
-import KeywellProtocol
 import KeywellCore
+import KeywellProtocol
 
 /// libsecret's file backend, the `keyrings/v1/` files oo7 reads and writes (docs/migration.md,
 /// "libsecret's file format"):

@@ -1,6 +1,6 @@
 import KeywellDBus
-import KeywellSystem
 import KeywellProtocol
+import KeywellSystem
 import Logging
 
 /// Decides who may use an item and asks the person when the item's list does not say

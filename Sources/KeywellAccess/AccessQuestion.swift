@@ -1,5 +1,5 @@
-import KeywellProtocol
 import KeywellIdentity
+import KeywellProtocol
 
 /// One access question as the person sees it (docs/access-control.md "The question"): who asks,
 /// for which items, and the words every prompter shows. The prompter (pinentry, gcr) only

@@ -1,9 +1,10 @@
+import KeywellSystem
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellSystem
 
 /// Whether anybody still waits for a call's reply: its caller may have left the bus, or its
 /// deadline (the time a caller waits by default) may have passed. Handlers of long calls ask

@@ -1,4 +1,6 @@
 import CDBus
+import KeywellSystem
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -7,7 +9,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellSystem
 
 /// The loop that does a connection's I/O and dispatching, on one thread at a time.
 ///

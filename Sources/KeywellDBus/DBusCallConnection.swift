@@ -1,5 +1,6 @@
 import CDBus
 import KeywellSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif

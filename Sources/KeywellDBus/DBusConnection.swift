@@ -1,4 +1,8 @@
 import CDBus
+import Dispatch
+import KeywellSystem
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,9 +11,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
-import KeywellSystem
-import Synchronization
 
 /// libdbus must know that it is used from several threads before anything else happens.
 let threadsInitialized: Bool = dbus_threads_init_default() != 0

@@ -1,8 +1,9 @@
 import CDBus
+import KeywellSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellSystem
 
 /// An incoming method call, handed to a `DBusObject` on the thread its `placement(of:)` chose.
 ///

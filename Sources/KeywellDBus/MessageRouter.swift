@@ -1,4 +1,5 @@
 import CDBus
+import Dispatch
 
 /// Where a connection's incoming messages go, on the loop's leader. Method calls (which the loop
 /// takes out of libdbus's queue itself) go to `MethodDispatcher`, which runs the short ones its
@@ -52,7 +53,6 @@ final class MessageRouter: @unchecked Sendable {
     }
 }
 
-import Dispatch
 
 // @unchecked: DispatchQueue is thread-safe; Linux's Dispatch does not mark it Sendable.
 struct DispatchQueueBox: @unchecked Sendable {

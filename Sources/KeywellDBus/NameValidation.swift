@@ -1,4 +1,5 @@
 import CDBus
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import KeywellSystem
+
 /// A received signal.
 public struct DBusSignal: Sendable {
     public var sender: String

@@ -1,3 +1,5 @@
+import KeywellSystem
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -6,7 +8,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellSystem
 
 /// The connection loop's doorbell: any thread rings it (`wake`), the loop polls `readDescriptor`
 /// and empties it (`drain`) before it looks at the connection again. Rings while one is pending

@@ -1,10 +1,11 @@
 import CDBus
+import KeywellSystem
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellSystem
 
 /// A connection's threads: they run its loop (one at a time, see `ConnectionLoop`) and its
 /// method handlers off the loop.

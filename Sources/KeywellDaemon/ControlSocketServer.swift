@@ -1,7 +1,7 @@
 import Foundation
-import KeywellSystem
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 import Logging
 import Synchronization
 

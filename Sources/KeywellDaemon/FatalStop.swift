@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// A failure on another thread that must end the daemon (its bus name taken by another
 /// process). The library does not exit the process itself: the message is kept, and the main

@@ -1,6 +1,6 @@
 import Foundation
-import KeywellAccess
 import KeywellAPI
+import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellIdentity

@@ -1,11 +1,12 @@
+import KeywellAPI
+import KeywellDBus
+import KeywellProtocol
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellAPI
-import KeywellDBus
-import KeywellProtocol
 
 /// The client's side of the native API's values (the mapping itself is `WireCodec`'s), and
 /// D-Bus failures as OSStatus-carrying `KeychainError`s.

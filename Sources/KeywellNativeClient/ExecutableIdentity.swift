@@ -1,8 +1,9 @@
 import CSodium
+import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellProtocol
 
 /// `AccessList.executableIdentity` of a program as it is on disk now: what `-T path` and
 /// `SecTrustedApplicationCreateFromPath` trust (docs/access-control.md).

@@ -1,11 +1,12 @@
+import KeywellAPI
+import KeywellDBus
+@_exported import KeywellProtocol
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellAPI
-import KeywellDBus
-@_exported import KeywellProtocol
 
 /// One keychain as `GetInfo` describes it (docs/native-api.md "GetInfo keys").
 public struct KeychainInfo: Sendable, Equatable, Hashable {

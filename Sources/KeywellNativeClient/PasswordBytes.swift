@@ -1,4 +1,5 @@
 import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import KeywellCore
 import KeywellDBus
-import KeywellSystem
 import KeywellProtocol
+import KeywellSystem
 import Logging
 import Synchronization
 

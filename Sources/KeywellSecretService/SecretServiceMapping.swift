@@ -1,6 +1,6 @@
-import KeywellProtocol
 import Foundation
 import KeywellCore
+import KeywellProtocol
 
 /// How Secret Service items and keychain items are one and the same record.
 ///

@@ -1,7 +1,7 @@
 import Foundation
-import KeywellSystem
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// A scratch home with a private dbus-daemon that starts keywelld by D-Bus activation, as a
 /// desktop session does: the first call to either bus name starts it, and so does the first

@@ -1,6 +1,7 @@
+import KeywellCLI
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellCLI
 
 exit(KeywellCommandLine.run(CommandLine.arguments))

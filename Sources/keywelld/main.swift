@@ -1,6 +1,7 @@
+import KeywellDaemon
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellDaemon
 
 exit(DaemonMain.run(arguments: CommandLine.arguments))

@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import KeychainServices
 import KeywellProtocol
+import Testing
 
 /// AppleStyleProgram.swift run against the real keywelld, started by D-Bus activation on a
 /// private bus (each test its own bus, home and daemon).

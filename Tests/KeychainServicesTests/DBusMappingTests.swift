@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
+import Testing
+
 @testable import KeychainServices
 
 /// Wire values ↔ D-Bus values, and D-Bus failures → OSStatus.

@@ -1,8 +1,8 @@
 import Foundation
+import KeychainServices
 import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
-import KeychainServices
 
 /// A private session bus whose activation file starts the built `keywelld` (with the test-only
 /// fast KDF), so that the first call of a test starts the daemon exactly as in a real session.

@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import KeychainServices
 import KeywellProtocol
+import Testing
 
 /// The Swift layer (what the `keywell` CLI uses) against the real daemon.
 @Suite(.enabled(if: KeychainDaemonBus.daemonIsBuilt, "keywelld is not built next to the tests"))

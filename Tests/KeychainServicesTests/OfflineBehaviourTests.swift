@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import KeywellProtocol
 import KeywellTestSupport
+import Testing
+
 @testable import KeychainServices
 
 /// What the Apple-shaped functions decide before, or without, reaching the daemon.

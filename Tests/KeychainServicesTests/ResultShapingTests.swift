@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import KeywellProtocol
+import Testing
+
 @testable import KeychainServices
 
 /// Wire results → what Apple's SecItem puts in `result`, for every combination of return types

@@ -1,5 +1,5 @@
-import Testing
 import KeychainServices
+import Testing
 
 @Test func statusCodesHaveApplesValues() {
     #expect(errSecDuplicateItem == -25299)

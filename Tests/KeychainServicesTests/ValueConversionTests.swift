@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import KeywellProtocol
+import Testing
+
 @testable import KeychainServices
 
 /// Apple dictionaries (as Apple-platform code builds them) → native-API wire dictionaries.

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellProtocol
 import KeywellTestSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
-import Testing
 import KeywellProtocol
+import Testing
 
 /// `security` exits with the low byte of the OSStatus (docs/cli.md "General rules").
 @Test func exitStatusIsTheLowByteOfTheStatus() {

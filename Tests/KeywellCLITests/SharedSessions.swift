@@ -1,5 +1,6 @@
 import Foundation
 import KeywellTestSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import Foundation
 import KeywellCore
-import Testing
 import Synchronization
+import Testing
 
 /// The daemon reads `onEvent` once per event for the life of the process: reading it must not
 /// make the handler any deeper (it once grew by two thunks a read and overflowed a worker's

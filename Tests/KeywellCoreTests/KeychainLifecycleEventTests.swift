@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
-import Testing
 import KeywellSystem
+import Testing
 
 @testable import KeywellCore
 

@@ -1,6 +1,6 @@
 import Foundation
-import KeywellTestSupport
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 @testable import KeywellCore

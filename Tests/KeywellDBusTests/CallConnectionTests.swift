@@ -1,7 +1,8 @@
 import Foundation
-@testable import KeywellDBus
 import KeywellTestSupport
 import Testing
+
+@testable import KeywellDBus
 
 /// `DBusCallConnection`, the thread-less connection short-lived clients call through, against a
 /// real dbus-daemon and the test service.

@@ -3,6 +3,7 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
 import Testing
+
 @testable import KeywellDaemon
 
 /// Giving library pages back must never change what a process computes.

@@ -4,6 +4,7 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
 import Testing
+
 @testable import KeywellDaemon
 
 /// Wrong passwords through Unlock and ChangePassword are slowed down: free for two, then delays

@@ -2,8 +2,8 @@ import Foundation
 import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
-import Testing
 import Synchronization
+import Testing
 
 /// Several clients, a daemon killed mid-write, timers.
 @Suite struct RobustnessTests {

@@ -1,7 +1,8 @@
 import Foundation
-@testable import KeywellIdentity
 import KeywellTestSupport
 import Testing
+
+@testable import KeywellIdentity
 
 /// A pinned process is read through its own /proc folder and pidfd: once it is gone, the pin
 /// says so instead of reading whatever process gets the pid next.

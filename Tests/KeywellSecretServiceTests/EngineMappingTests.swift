@@ -1,9 +1,9 @@
 import Foundation
 import KeywellProtocol
 import KeywellSecretService
+import KeywellSystem
 import KeywellTestSupport
 import Testing
-import KeywellSystem
 
 @testable import KeywellCore
 

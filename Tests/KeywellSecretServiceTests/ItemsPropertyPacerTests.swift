@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import KeywellSystem
+import Testing
 
 @testable import KeywellSecretService
 

@@ -1,5 +1,5 @@
-import Testing
 import KeywellSecretService
+import Testing
 
 @Test func busNameAndPathFollowTheSpecification() {
     #expect(SecretServiceNames.busName == "org.freedesktop.secrets")

@@ -1,7 +1,7 @@
 import Foundation
-@testable import KeywellCore
 import Testing
 
+@testable import KeywellCore
 @testable import KeywellSecretService
 
 @Suite struct ObjectPathTests {

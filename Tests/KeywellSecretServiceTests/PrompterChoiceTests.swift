@@ -1,10 +1,10 @@
 import Foundation
+import KeywellSystem
 import KeywellTestSupport
-import Testing
 import Synchronization
+import Testing
 
 @testable import KeywellSecretService
-import KeywellSystem
 
 /// Which dialog a prompt shows (docs/prompts.md), with real files on a PATH of the test's own.
 @Suite struct PrompterChoiceTests {

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
-import KeywellSystem
 import KeywellDBus
+import KeywellSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import SecretServiceCrypto
 
 private func hex(_ string: String) -> [UInt8] {

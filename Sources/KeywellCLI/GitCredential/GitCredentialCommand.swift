@@ -1,9 +1,10 @@
+import KeywellNativeClient
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellNativeClient
 
 /// `keywell git-credential get|store|erase`: git's credential helper protocol over internet
 /// password items (installed as `git-credential-keywell`, so `credential.helper=keywell`).

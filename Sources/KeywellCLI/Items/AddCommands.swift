@@ -1,10 +1,11 @@
+import KeywellNativeClient
+import KeywellProtocol
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellNativeClient
-import KeywellProtocol
 
 /// `add-generic-password` and `add-internet-password`.
 enum AddCommands {

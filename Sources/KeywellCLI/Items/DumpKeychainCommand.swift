@@ -1,7 +1,8 @@
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellNativeClient
 
 /// `dump-keychain [-adir] [keychain...]`: every item of the keychains (default: the search list)
 /// as item blocks; `-d` adds each secret. One item that cannot be read gets an error line after

@@ -1,9 +1,10 @@
+import KeywellProtocol
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellProtocol
 
 /// One item as a search returned it, with the keychain it was found in.
 struct FoundItem {

@@ -1,9 +1,10 @@
+import KeywellProtocol
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellProtocol
 
 /// The attribute filters `find-*` and `delete-*` build from their options, with `security`'s
 /// shortcuts: a generic search with both -a and -s looks at nothing else, and an internet

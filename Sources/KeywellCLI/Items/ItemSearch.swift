@@ -1,9 +1,10 @@
+import KeywellNativeClient
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellNativeClient
 
 /// `security`'s item search: the keychains named on the command line in order, else the search
 /// list; keychains that do not exist are skipped; the first match wins, even in a locked

@@ -1,9 +1,10 @@
+import KeywellNativeClient
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellNativeClient
 
 /// `backup` and `restore`: Keywell's own (docs/cli.md, "Backing up"). The daemon does the work,
 /// since it owns the keychain files; paths are made absolute here, where the current folder is.

@@ -1,3 +1,5 @@
+import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,7 +8,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellProtocol
 
 /// How keychain arguments become what the daemon takes, and daemon names become the paths
 /// `security` prints.

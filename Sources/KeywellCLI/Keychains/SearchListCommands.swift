@@ -1,9 +1,10 @@
+import KeywellNativeClient
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellNativeClient
 
 /// `list-keychains`, `default-keychain` and `login-keychain`: the per-user preferences.
 ///

@@ -1,8 +1,9 @@
+import FoundationEssentials
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import KeywellNativeClient
 
 /// `keywell export --format gnome-keyring [-f] [-k keychain] FILE`: a keychain as a keyring file
 /// gnome-keyring-daemon opens (docs/migration.md, "Switching from gnome-keyring / KWallet / KeePassXC"), for `export --format

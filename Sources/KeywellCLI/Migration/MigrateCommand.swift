@@ -1,9 +1,10 @@
+import FoundationEssentials
+import KeywellDBus
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import KeywellNativeClient
-import KeywellDBus
 
 /// `keywell migrate [--keyring NAME] [--status]`: gnome-keyring's and libsecret's keyring
 /// files into keychains (docs/migration.md). The daemon reads the files and does the work; this

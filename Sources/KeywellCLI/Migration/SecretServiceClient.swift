@@ -1,6 +1,6 @@
 import Dispatch
-import Glibc
 import FoundationEssentials
+import Glibc
 import KeywellDBus
 import KeywellProtocol
 

@@ -1,7 +1,8 @@
+import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellProtocol
 
 /// `--json` shape of an item. Every field of the class is present (null when the item has no
 /// value), so scripts can rely on the keys; `password` appears only when -w/-g (find) or -d

@@ -1,7 +1,8 @@
+import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellProtocol
 
 /// The item block of `find-*`, `delete-*` and `dump-keychain` (docs/cli.md "Item blocks"):
 ///

@@ -1,4 +1,5 @@
 import KeywellProtocol
+
 /// A small JSON writer with fields in the order given, so `--json` output reads the same every
 /// time (Foundation's encoder would sort or shuffle keys).
 enum JSONValue {

@@ -1,7 +1,8 @@
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellNativeClient
 
 /// What every command needs: the program name for messages, the daemon, keychain naming,
 /// and the output streams.

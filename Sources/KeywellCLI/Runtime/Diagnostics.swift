@@ -1,9 +1,10 @@
+import KeywellProtocol
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

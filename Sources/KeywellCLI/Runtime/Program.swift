@@ -1,7 +1,8 @@
+import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import KeywellProtocol
 
 /// `security`'s main(): global options, then one command (or, with -i, one per input line).
 /// Returns the status whose low byte is the exit code.

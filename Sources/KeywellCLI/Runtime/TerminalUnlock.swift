@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,9 @@
+import FoundationEssentials
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import KeywellNativeClient
 
 /// Plaintext CSV export (docs/export-import.md, "CSV"), done here through the ordinary item
 /// calls: the secrets are in the clear in the file anyway.

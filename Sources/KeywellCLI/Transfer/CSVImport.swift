@@ -1,8 +1,9 @@
+import FoundationEssentials
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import KeywellNativeClient
 
 /// Plaintext CSV import (docs/export-import.md, "CSV"), done here through the ordinary item
 /// calls (Add, then Update for a replaced item).

@@ -1,8 +1,9 @@
+import FoundationEssentials
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import KeywellNativeClient
 
 /// `export [-k keychain]... [--all] [--format keywell|csv] [--plaintext] file`
 /// (docs/export-import.md). The encrypted format is written by keywelld, which holds the keys,

@@ -1,8 +1,9 @@
+import FoundationEssentials
+import KeywellNativeClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import KeywellNativeClient
 
 /// `import [-k keychain] [--skip|--replace|--newer] [--format keywell|csv] [--plaintext] file`
 /// (docs/export-import.md). keywelld reads and merges an encrypted export in one transaction;

@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
-import Logging
 import KeywellSystem
+import Logging
 
 /// All of one user's keychains: the engine behind the native API. Thread-safe.
 ///

@@ -1,6 +1,6 @@
 import Foundation
-import KeywellSystem
 import KeywellProtocol
+import KeywellSystem
 import Logging
 
 /// The secrets of one keychain's AfterFirstUnlock items (`Accessibility.survivesAutomaticLock`),

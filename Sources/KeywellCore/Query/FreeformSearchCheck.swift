@@ -1,6 +1,6 @@
-import KeywellProtocol
 import Foundation
 import GRDB
+import KeywellProtocol
 
 /// A free-form search's matches checked against what each item itself holds: SQLite trusts
 /// its indexes, so a damaged or edited entry of `item_attribute_lookup` (or of an `item` index a

@@ -1,5 +1,5 @@
-import KeywellProtocol
 import Foundation
+import KeywellProtocol
 
 /// What items a query matches in one keychain: SQL-ready criteria from a parsed query.
 struct ItemFilter: Sendable {

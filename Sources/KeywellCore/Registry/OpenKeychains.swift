@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
-import Logging
 import KeywellSystem
+import Logging
 import Synchronization
 
 /// The registry of one user's keychains: where names and paths lead, which keychain files are

@@ -1,7 +1,7 @@
 import Foundation
 import KeywellProtocol
-import Logging
 import KeywellSystem
+import Logging
 
 /// The per-user settings: the search list and the default keychain, each entry a keychain name
 /// or an absolute path, as outputs give them.

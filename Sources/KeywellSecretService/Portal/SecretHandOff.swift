@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif

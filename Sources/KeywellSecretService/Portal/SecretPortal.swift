@@ -4,6 +4,7 @@ import KeywellDBus
 import KeywellProtocol
 import Logging
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
