@@ -22,19 +22,7 @@ public final class DBusCallConnection: @unchecked Sendable {
 
     /// A new private connection to `address`, registered with the bus (Hello).
     public init(address: String) throws(DBusError) {
-        _ = threadsInitialized
-        guard !address.utf8.contains(0) else { throw .invalidArgs("Invalid address") }
-        var error = CDBus.DBusError()
-        dbus_error_init(&error)
-        guard let connection = dbus_connection_open_private(address, &error) else { throw takeError(&error) }
-        // libdbus would otherwise call exit() when the bus goes away.
-        dbus_connection_set_exit_on_disconnect(connection, 0)
-        guard dbus_bus_register(connection, &error) != 0 else {
-            dbus_connection_close(connection)
-            dbus_connection_unref(connection)
-            throw takeError(&error)
-        }
-        raw = connection
+        raw = try openPrivateConnection(address, registerWithBus: true)
     }
 
     /// A new private connection to the session bus of this process's environment.

@@ -86,18 +86,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// A new private connection to `address`; with `registerWithBus` it says Hello and gets a
     /// unique name (leave it off for peer-to-peer connections).
     public convenience init(address: String, registerWithBus: Bool = true) throws(DBusError) {
-        _ = threadsInitialized
-        guard !address.utf8.contains(0) else { throw .invalidArgs("Invalid address") }
-        var error = CDBus.DBusError()
-        dbus_error_init(&error)
-        guard let connection = dbus_connection_open_private(address, &error) else { throw takeError(&error) }
-        // libdbus would otherwise call exit() when the bus goes away.
-        dbus_connection_set_exit_on_disconnect(connection, 0)
-        if registerWithBus, dbus_bus_register(connection, &error) == 0 {
-            dbus_connection_close(connection)
-            dbus_connection_unref(connection)
-            throw takeError(&error)
-        }
+        let connection = try openPrivateConnection(address, registerWithBus: registerWithBus)
         do {
             try self.init(raw: connection, isBus: registerWithBus)
         } catch {
@@ -366,6 +355,24 @@ private final class WaiterBox: Sendable {
 }
 
 /// Moves a libdbus error into ours.
+/// A new private libdbus connection to `address`, which never exits the process when the bus
+/// goes away; with `registerWithBus` it has said Hello. Both connection types start here.
+func openPrivateConnection(_ address: String, registerWithBus: Bool) throws(DBusError) -> OpaquePointer {
+    _ = threadsInitialized
+    guard !address.utf8.contains(0) else { throw .invalidArgs("Invalid address") }
+    var error = CDBus.DBusError()
+    dbus_error_init(&error)
+    guard let connection = dbus_connection_open_private(address, &error) else { throw takeError(&error) }
+    // libdbus would otherwise call exit() when the bus goes away.
+    dbus_connection_set_exit_on_disconnect(connection, 0)
+    if registerWithBus, dbus_bus_register(connection, &error) == 0 {
+        dbus_connection_close(connection)
+        dbus_connection_unref(connection)
+        throw takeError(&error)
+    }
+    return connection
+}
+
 func takeError(_ error: inout CDBus.DBusError) -> DBusError {
     let name = error.name.map { String(cString: $0) } ?? DBusError.Name.failed
     let message = error.message.map { String(cString: $0) } ?? ""

@@ -1,6 +1,7 @@
 import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
+import Synchronization
 
 /// The session-bus connections clients without a connection of their own share: one
 /// `DBusConnection` for `KeywellClient()`, one call-only connection (no I/O thread) for
@@ -10,35 +11,40 @@ import KeywellSystem
 /// when the bus dropped it (a restarted session bus), and never cached as a failure, so a
 /// program that started before the bus recovers once the bus is there.
 enum SessionBusConnection {
-    private static let lock = ConditionLock()
-    nonisolated(unsafe) private static var cached: DBusConnection?
-    nonisolated(unsafe) private static var cachedCallOnly: DBusCallConnection?
+    private static let shared = CachedConnection<DBusConnection>(isConnected: \.isConnected, open: DBusConnection.sessionBus)
+    private static let sharedCallOnly = CachedConnection<DBusCallConnection>(isConnected: \.isConnected, open: DBusCallConnection.sessionBus)
 
-    static func get() throws(KeychainError) -> DBusConnection {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached, cached.isConnected { return cached }
-        cached = nil
-        do {
-            let connection = try DBusConnection.sessionBus()
-            cached = connection
-            return connection
-        } catch {
-            throw KeychainError(SecStatus.notAvailable, detail: "session bus: \(error)")
-        }
+    static func get() throws(KeychainError) -> DBusConnection { try shared.get() }
+
+    static func callOnly() throws(KeychainError) -> DBusCallConnection { try sharedCallOnly.get() }
+}
+
+/// One cached connection of either kind, opened again once it is no longer connected.
+private final class CachedConnection<Connection: AnyObject & Sendable>: Sendable {
+    private let cached = Mutex<Connection?>(nil)
+    private let isConnected: @Sendable (Connection) -> Bool
+    private let open: @Sendable () throws(DBusError) -> Connection
+
+    init(isConnected: @escaping @Sendable (Connection) -> Bool, open: @escaping @Sendable () throws(DBusError) -> Connection) {
+        self.isConnected = isConnected
+        self.open = open
     }
 
-    static func callOnly() throws(KeychainError) -> DBusCallConnection {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cachedCallOnly, cachedCallOnly.isConnected { return cachedCallOnly }
-        cachedCallOnly = nil
-        do {
-            let connection = try DBusCallConnection.sessionBus()
-            cachedCallOnly = connection
-            return connection
-        } catch {
-            throw KeychainError(SecStatus.notAvailable, detail: "session bus: \(error)")
+    func get() throws(KeychainError) -> Connection {
+        let result: Result<Connection, DBusError> = cached.withLock { cached in
+            if let connection = cached, isConnected(connection) { return .success(connection) }
+            cached = nil
+            do throws(DBusError) {
+                let connection = try open()
+                cached = connection
+                return .success(connection)
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let connection): return connection
+        case .failure(let error): throw KeychainError(SecStatus.notAvailable, detail: "session bus: \(error)")
         }
     }
 }
