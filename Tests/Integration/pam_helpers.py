@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import grp
 import hashlib
 import json
@@ -22,6 +23,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -73,34 +75,30 @@ def require_root_and_tools() -> None:
 
 
 class SyslogCapture:
-    """Collects what PAM modules log. In containers and CI nothing listens on /dev/log, so we
-    bind it for the duration of the test; with journald or rsyslog we read what they stored."""
+    """Collects what PAM modules log. With journald or rsyslog we read what they stored; in
+    containers and CI nothing listens on /dev/log, so one relay process (syslog_relay.py) binds
+    it for every test run on the machine and appends each message to a file that each capture
+    reads from where it started."""
+
+    RELAY_FOLDER = "/run/keywell-test-syslog"
+    RELAY = Path(__file__).with_name("syslog_relay.py")
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
         self.mode = None
-        self._sock = None
-        self._thread = None
         self._cursor = None
-        self._stop = False
-        self._reading = threading.Lock()  # one reader at a time keeps the lines in order
-        if self._dev_log_alive():
-            if shutil.which("journalctl") and self._journal_cursor() is not None:
-                self.mode = "journal"
-                self._cursor = self._journal_cursor()
-            else:
-                self.mode = "file"
-                self._files = {p: p.stat().st_size for p in map(Path, ("/var/log/auth.log", "/var/log/syslog", "/var/log/secure")) if p.exists()}
+        if not self._dev_log_alive():
+            self._start_relay()
+        relay_file = Path(self.RELAY_FOLDER, "messages")
+        if self._relay_running():
+            self.mode = "relay"
+            self._relay_file = relay_file
+            self._offset = relay_file.stat().st_size if relay_file.exists() else 0
+        elif shutil.which("journalctl") and self._journal_cursor() is not None:
+            self.mode = "journal"
+            self._cursor = self._journal_cursor()
         else:
-            self.mode = "socket"
-            if os.path.lexists("/dev/log"):
-                os.unlink("/dev/log")  # a dead socket: nobody reads it anyway
-            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self._sock.bind("/dev/log")
-            os.chmod("/dev/log", 0o666)
-            self._sock.settimeout(0.1)
-            self._thread = threading.Thread(target=self._pump, daemon=True)
-            self._thread.start()
+            self.mode = "file"
+            self._files = {p: p.stat().st_size for p in map(Path, ("/var/log/auth.log", "/var/log/syslog", "/var/log/secure")) if p.exists()}
 
     @staticmethod
     def _dev_log_alive() -> bool:
@@ -115,6 +113,31 @@ class SyslogCapture:
         finally:
             s.close()
 
+    @classmethod
+    def _relay_running(cls) -> bool:
+        """Whether the relay holds its lock (then /dev/log is its socket)."""
+        try:
+            lock = open(os.path.join(cls.RELAY_FOLDER, "lock"), "w")
+        except FileNotFoundError:
+            return False
+        with lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            return False
+
+    @classmethod
+    def _start_relay(cls) -> None:
+        subprocess.Popen([sys.executable, str(cls.RELAY), cls.RELAY_FOLDER], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30  # a hang guard: the relay binds within milliseconds
+        while not (cls._dev_log_alive() and cls._relay_running()):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the syslog relay did not start (Tests/Integration/syslog_relay.py)")
+            time.sleep(0.01)
+
     @staticmethod
     def _journal_cursor():
         r = subprocess.run(["journalctl", "-n", "0", "--show-cursor", "-q"], capture_output=True, text=True)
@@ -123,63 +146,45 @@ class SyslogCapture:
                 return line[len("-- cursor: "):]
         return None
 
-    def _pump(self) -> None:
-        # Keeps the socket's small queue from filling, which would block the module's syslog().
-        while not self._stop:
-            with self._reading:
-                try:
-                    data = self._sock.recv(65536)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    return
-                self.lines.append(data.decode("utf-8", "replace"))
-
-    def _drain(self) -> None:
-        """Takes what is queued now. A module's syslog() into this socket returns only once its
-        datagram is queued, so after the program that logged has exited, every line is here."""
-        with self._reading:
-            while True:
-                try:
-                    data = self._sock.recv(65536, socket.MSG_DONTWAIT)
-                except (BlockingIOError, socket.timeout):
-                    return
-                except OSError:
-                    return
-                self.lines.append(data.decode("utf-8", "replace"))
+    def _relay_text(self) -> str:
+        """Everything logged since this capture began. A marker sent now arrives after every
+        message already queued (a module's syslog() returns once its datagram is queued, and the
+        socket keeps their order), so once the marker is in the file, so is everything before."""
+        marker = f"keywell-test-sync {os.getpid()} {time.monotonic_ns()}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(f"<15>{marker}".encode(), "/dev/log")
+        deadline = time.monotonic() + 30  # a hang guard only
+        while True:
+            with open(self._relay_file, "rb") as f:
+                f.seek(self._offset)
+                text = f.read().decode("utf-8", "replace")
+            if marker in text:
+                return "\n".join(line for line in text.splitlines() if "keywell-test-sync" not in line)
+            if time.monotonic() > deadline:
+                raise RuntimeError("the syslog relay stopped writing (Tests/Integration/syslog_relay.py)")
+            time.sleep(0.005)
 
     def text(self) -> str:
-        if self.mode == "socket":
-            self._drain()
-            return "\n".join(self.lines)
-        if self.mode == "file":
-            time.sleep(0.2)  # rsyslog writes in its own time; nothing here can tell when
+        if self.mode == "relay":
+            return self._relay_text()
         if self.mode == "journal":
             subprocess.run(["journalctl", "--sync"], capture_output=True)
             r = subprocess.run(["journalctl", "--after-cursor", self._cursor, "-o", "short", "--no-pager"],
                                capture_output=True, text=True, errors="replace")
             return r.stdout
-        if self.mode == "file":
-            out = []
-            for p, size in self._files.items():
-                with open(p, "rb") as f:
-                    f.seek(size)
-                    out.append(f.read().decode("utf-8", "replace"))
-            return "\n".join(out)
-        return "\n".join(self.lines)
+        time.sleep(0.2)  # rsyslog writes in its own time; nothing here can tell when
+        out = []
+        for p, size in self._files.items():
+            with open(p, "rb") as f:
+                f.seek(size)
+                out.append(f.read().decode("utf-8", "replace"))
+        return "\n".join(out)
 
     def keywell_lines(self) -> list[str]:
         return [line for line in self.text().splitlines() if "pam_keywell" in line]
 
     def close(self) -> None:
-        if self._sock is not None:
-            self._stop = True
-            self._thread.join(timeout=2)
-            self._sock.close()
-            try:
-                os.unlink("/dev/log")
-            except FileNotFoundError:
-                pass
+        pass  # the relay serves other runs too; it leaves when idle
 
 
 # ------------------------------------------------------------------------------------ users
