@@ -77,10 +77,12 @@ enum ItemAccessColumn {
         return text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Whether the file has the column (format 3 on). Asked of SQLite's parsed schema, which it
+    /// keeps in memory, rather than by a `pragma_table_info` query: every read that judges access
+    /// asks, and the query cost as much as reading the lists.
     static func hasColumn(_ db: Database) throws -> Bool {
-        let rows = try RawStatement(db, sql: "SELECT 1 FROM pragma_table_info('item') WHERE name = 'access'", values: [])
-        defer { rows.finish() }
-        return try rows.step()
+        guard let connection = db.sqliteConnection else { return false }
+        return sqlite3_table_column_metadata(connection, "main", "item", "access", nil, nil, nil, nil, nil) == SQLITE_OK
     }
 
     private static func damaged(_ rowID: Int64) -> KeychainError {
