@@ -44,9 +44,8 @@ public final class DBusCallConnection: @unchecked Sendable {
     public func call(destination: String?, path: String, interface: String?, member: String,
                      arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
                      autoStart: Bool = true) throws(DBusError) -> [DBusValue] {
-        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member)
-        message.setAutoStart(autoStart)
-        try message.append(arguments)
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
+                                                arguments: arguments, autoStart: autoStart)
         if dbus_message_contains_unix_fds(message.pointer) != 0, dbus_connection_can_send_type(raw, TypeCode.unixFD) == 0 {
             throw .notSupported("This connection cannot pass file descriptors")
         }

@@ -155,9 +155,8 @@ public final class DBusConnection: @unchecked Sendable {
     public func call(destination: String?, path: String, interface: String?, member: String,
                      arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
                      autoStart: Bool = true) throws(DBusError) -> [DBusValue] {
-        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member)
-        message.setAutoStart(autoStart)
-        try message.append(arguments)
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
+                                                arguments: arguments, autoStart: autoStart)
         let reply = try sendAndWait(message, timeout: timeout)
         if reply.type == MessageType.error { throw reply.asError() }
         return try reply.arguments()
@@ -167,9 +166,8 @@ public final class DBusConnection: @unchecked Sendable {
     public func callAsync(destination: String?, path: String, interface: String?, member: String,
                           arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
                           autoStart: Bool = true) async throws(DBusError) -> [DBusValue] {
-        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member)
-        message.setAutoStart(autoStart)
-        try message.append(arguments)
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
+                                                arguments: arguments, autoStart: autoStart)
         let box = WaiterBox()
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<PendingReply.Outcome, DBusError>, Never>) in
             do throws(DBusError) {

@@ -31,13 +31,18 @@ final class MessageRef: @unchecked Sendable {
 
     // MARK: Building
 
-    static func methodCall(destination: String?, path: String, interface: String?, member: String) throws(DBusError) -> MessageRef {
+    /// A method call with its arguments, names checked first (both connection kinds send these).
+    static func methodCall(destination: String?, path: String, interface: String?, member: String,
+                           arguments: [DBusValue] = [], autoStart: Bool = true) throws(DBusError) -> MessageRef {
         if let destination { try NameValidation.busName(destination) }
         try NameValidation.objectPath(path)
         if let interface { try NameValidation.interface(interface) }
         try NameValidation.member(member)
         guard let message = dbus_message_new_method_call(destination, path, interface, member) else { throw .noMemory() }
-        return MessageRef(owning: message)
+        let call = MessageRef(owning: message)
+        call.setAutoStart(autoStart)
+        try call.append(arguments)
+        return call
     }
 
     static func signal(path: String, interface: String, member: String) throws(DBusError) -> MessageRef {
