@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellProtocol
 
 /// The keyring files of `$XDG_DATA_HOME/keyrings` (gnome-keyring's folder; libsecret's file
 /// backend and oo7 use its `v1/` folder) and the `default` file naming the default keyring.

@@ -2,16 +2,6 @@ import Foundation
 import KeywellCore
 import KeywellProtocol
 
-/// Which of the three keyring file formats a file is in (docs/migration.md, "The formats").
-public enum KeyringFormat: String, Sendable, Codable {
-    /// gnome-keyring's password-encrypted binary file.
-    case gnomeKeyring = "gnome-keyring"
-    /// gnome-keyring's key-file text, for keyrings with an empty password.
-    case gnomeKeyringPlaintext = "gnome-keyring-plaintext"
-    /// libsecret's file backend (`keyrings/v1/`), which oo7 also reads and writes.
-    case libsecretFile = "libsecret-file"
-}
-
 /// One item read from a keyring file. The secret stays in locked, self-wiping memory.
 public struct KeyringItem: Sendable {
     /// Stable within one source file: gnome-keyring's numeric item id, or for libsecret's file

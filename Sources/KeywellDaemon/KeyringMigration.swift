@@ -13,12 +13,7 @@ import Synchronization
 final class KeyringMigration: Sendable {
     /// One keyring's outcome, as the log, `MigrateKeyrings` and `keywell migrate` report it.
     struct Report: Sendable {
-        enum Outcome: String, Sendable {
-            case imported, unchanged
-            case needsPassword = "needs-password"
-            case wrongPassword = "wrong-password"
-            case failed
-        }
+        typealias Outcome = MigrationOutcome
         var keyring: String
         var path: String
         var keychain: String

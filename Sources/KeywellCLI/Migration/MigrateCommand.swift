@@ -92,36 +92,36 @@ enum MigrateCommand {
         for index in reports.indices {
             var report = reports[index]
             var attempts = 0
-            while field(report, "outcome") == "needs-password" || field(report, "outcome") == "wrong-password" {
-                if field(report, "outcome") == "wrong-password" { StandardStreams.error.write("\(field(report, "message"))\n") }
+            while field(report, MigrationKey.outcome) == MigrationOutcome.needsPassword.rawValue || field(report, MigrationKey.outcome) == MigrationOutcome.wrongPassword.rawValue {
+                if field(report, MigrationKey.outcome) == MigrationOutcome.wrongPassword.rawValue { StandardStreams.error.write("\(field(report, MigrationKey.message))\n") }
                 attempts += 1
                 guard attempts <= (isatty(0) == 1 ? 3 : 1) else { break }
                 guard let password = askPassword(for: report) else { return CommandStatus.endOfInput }
                 do {
-                    let again = try context.client.migrateKeyrings(field(report, "keyring"), password: password.bytes)
+                    let again = try context.client.migrateKeyrings(field(report, MigrationKey.keyring), password: password.bytes)
                     password.wipe()
-                    guard let same = again.first(where: { field($0, "path") == field(report, "path") }) else { break }
+                    guard let same = again.first(where: { field($0, MigrationKey.path) == field(report, MigrationKey.path) }) else { break }
                     report = same
                 } catch {
                     password.wipe()
-                    context.diagnostics.error("migrate \(field(report, "keyring")): \(error.explanation)")
+                    context.diagnostics.error("migrate \(field(report, MigrationKey.keyring)): \(error.explanation)")
                     return error.status
                 }
             }
             reports[index] = report
             context.output.write(line(report) + "\n")
-            if ["failed", "needs-password", "wrong-password"].contains(field(report, "outcome")) { status = CommandStatus.failure }
+            if [MigrationOutcome.failed, .needsPassword, .wrongPassword].map(\.rawValue).contains(field(report, MigrationKey.outcome)) { status = CommandStatus.failure }
         }
         return status
     }
 
     /// A plaintext keyring brings no password: the new keychain needs one.
     private static func askPassword(for report: [String: DBusValue]) -> SecretBytes? {
-        let keyring = field(report, "keyring")
-        guard field(report, "format") == "gnome-keyring-plaintext" else {
+        let keyring = field(report, MigrationKey.keyring)
+        guard field(report, MigrationKey.format) == KeyringFormat.gnomeKeyringPlaintext.rawValue else {
             return PasswordInput.read(prompt: "password for keyring \(keyring): ")
         }
-        let prompt = "new password for keychain \(field(report, "keychain")): "
+        let prompt = "new password for keychain \(field(report, MigrationKey.keychain)): "
         guard isatty(0) == 1 else { return PasswordInput.read(prompt: prompt) }
         switch PasswordInput.readNew(prompt: prompt, retypePrompt: "retype new password: ", attempts: 3, onMismatch: {
             StandardStreams.error.write("passwords don't match\n")
@@ -132,11 +132,11 @@ enum MigrateCommand {
     }
 
     static func line(_ report: [String: DBusValue]) -> String {
-        var text = "\(field(report, "path")) → \(field(report, "keychain")): \(field(report, "outcome"))"
-        if field(report, "outcome") == "imported" || field(report, "outcome") == "unchanged" {
-            text += " (\(number(report, "added")) added, \(number(report, "updated")) updated, \(number(report, "unchanged")) unchanged)"
+        var text = "\(field(report, MigrationKey.path)) → \(field(report, MigrationKey.keychain)): \(field(report, MigrationKey.outcome))"
+        if field(report, MigrationKey.outcome) == MigrationOutcome.imported.rawValue || field(report, MigrationKey.outcome) == MigrationOutcome.unchanged.rawValue {
+            text += " (\(number(report, MigrationKey.added)) added, \(number(report, MigrationKey.updated)) updated, \(number(report, MigrationKey.unchanged)) unchanged)"
         }
-        let message = field(report, "message")
+        let message = field(report, MigrationKey.message)
         if !message.isEmpty { text += ": \(message)" }
         return text
     }
@@ -152,10 +152,10 @@ enum MigrateCommand {
         if sources.isEmpty { context.output.write("nothing imported yet\n") }
         for source in sources {
             context.output.write("""
-                \(field(source, "path")) (\(field(source, "format"))) → keychain \(field(source, "keychain")): \
-                \(number(source, "items")) items; first imported \(date(source, "first_imported")); \
-                last run \(date(source, "last_run")): \(number(source, "added")) added, \(number(source, "updated")) updated, \
-                \(number(source, "unchanged")) unchanged
+                \(field(source, MigrationKey.path)) (\(field(source, MigrationKey.format))) → keychain \(field(source, MigrationKey.keychain)): \
+                \(number(source, MigrationKey.items)) items; first imported \(date(source, MigrationKey.firstImported)); \
+                last run \(date(source, MigrationKey.lastRun)): \(number(source, MigrationKey.added)) added, \(number(source, MigrationKey.updated)) updated, \
+                \(number(source, MigrationKey.unchanged)) unchanged
 
                 """)
         }
