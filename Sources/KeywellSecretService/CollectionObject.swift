@@ -13,18 +13,18 @@ struct CollectionObject {
         func path() -> String { ObjectPaths.path(of: collection.id) }
         let arguments = call.arguments
         switch call.member {
-        case "Delete":
+        case SecretServiceProtocol.Member.delete:
             // A sandboxed app sees only its own items: it must not delete everyone's.
             try context.callerAccess(call).refuseSandboxed("delete a collection")
             try delete(collection)
             return [.objectPath(SecretServiceNames.noObject)]
-        case "SearchItems":
+        case SecretServiceProtocol.Member.searchItems:
             let attributes = try arguments.stringStringDict(at: 0)
             try CallLimits.checkAttributes(attributes, "A search has")
             let access = context.callerAccess(call)
             let ids = try engine(path()) { () throws(KeychainError) in try access.visible(collection.search(attributes), in: collection) }
             return [.objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))]
-        case "CreateItem":
+        case SecretServiceProtocol.Member.createItem:
             let properties = try PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.item)
             let label = properties.string(SecretServiceNames.itemLabelProperty) ?? ""
             let attributes = try properties.stringDictionary(SecretServiceNames.itemAttributesProperty) ?? [:]
@@ -57,17 +57,17 @@ struct CollectionObject {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: collection.id) }
         switch name {
-        case "Items":
+        case SecretServiceProtocol.Property.items:
             let access = context.callerAccess(call)
             let ids = try engine(path()) { () throws(KeychainError) in try access.visible(collection.itemIDs(), in: collection) }
             return .objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))
-        case "Label":
+        case SecretServiceProtocol.Property.label:
             return .string(try engine(path()) { () throws(KeychainError) in try collection.label() })
-        case "Locked":
+        case SecretServiceProtocol.Property.locked:
             return .bool(try engine(path()) { () throws(KeychainError) in try collection.isLocked() })
-        case "Created", "Modified":
+        case SecretServiceProtocol.Property.created, SecretServiceProtocol.Property.modified:
             let times = try engine(path()) { () throws(KeychainError) in try collection.times() }
-            return .uint64(UInt64(max(0, (name == "Created" ? times.created : times.modified).timeIntervalSince1970)))
+            return .uint64(UInt64(max(0, (name == SecretServiceProtocol.Property.created ? times.created : times.modified).timeIntervalSince1970)))
         default:
             throw .unknownProperty("No property \(name)")
         }
@@ -77,7 +77,7 @@ struct CollectionObject {
     /// A collection is every app's: a sandboxed one cannot rename it.
     func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, call: DBusMethodCall) throws(DBusError) {
         let collection = try context.collection(address)
-        guard name == "Label" else { throw .propertyReadOnly("\(name) is read-only") }
+        guard name == SecretServiceProtocol.Property.label else { throw .propertyReadOnly("\(name) is read-only") }
         try context.callerAccess(call).refuseSandboxed("rename a collection")
         guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
         try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in try collection.setLabel(label) }

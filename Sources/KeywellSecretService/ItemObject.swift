@@ -18,12 +18,12 @@ struct ItemObject {
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let verdict = try self.verdict(id, in: collection, call: call, path)
         switch call.member {
-        case "Delete":
+        case SecretServiceProtocol.Member.delete:
             try refuseIfLocked(verdict, path)
             try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
             context.itemsChanged(in: collection.id, deleted: [id])
             return [.objectPath(SecretServiceNames.noObject)]
-        case "GetSecret":
+        case SecretServiceProtocol.Member.getSecret:
             let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
             try refuseIfLocked(verdict, path)
             let secrets = try engine(path()) { () throws(KeychainError) in try collection.secrets([id]) }
@@ -31,7 +31,7 @@ struct ItemObject {
             defer { SecretWipe.wipe(secret.value) }
             call.replyMayHoldSecrets = !session.isEncrypted
             return [try SecretEncoding.encode(secret, for: session)]
-        case "SetSecret":
+        case SecretServiceProtocol.Member.setSecret:
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
             try refuseIfLocked(verdict, path)
@@ -46,7 +46,7 @@ struct ItemObject {
     func property(_ name: String, _ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
-        if name == "Locked" {
+        if name == SecretServiceProtocol.Property.locked {
             guard try engine(path(), { () throws(KeychainError) in try collection.contains(id) }) else {
                 throw SecretServiceError.noSuchObject("No item \(path())")
             }
@@ -68,22 +68,25 @@ struct ItemObject {
         let item = try engine(path()) { () throws(KeychainError) in try collection.item(id) }
         var locked = verdict == .mustAsk
         if !locked { locked = try engine(path()) { () throws(KeychainError) in try collection.isLocked() } }
-        var values: [String: DBusValue] = ["Locked": .bool(locked)]
+        var values: [String: DBusValue] = [SecretServiceProtocol.Property.locked: .bool(locked)]
         for name in Self.rowProperties { values[name] = Self.value(name, of: item) }
         return values
     }
 
     /// The properties an item's row answers (`Locked` is its keychain's, or true for a caller
     /// the item's list does not trust).
-    private static let rowProperties = ["Attributes", "Label", "Type", "Created", "Modified"]
+    private static let rowProperties = {
+        typealias Property = SecretServiceProtocol.Property
+        return [Property.attributes, Property.label, Property.type, Property.created, Property.modified]
+    }()
 
     private static func value(_ name: String, of item: SecretServiceItem) -> DBusValue? {
         switch name {
-        case "Attributes": .stringStringDict(item.attributes)
-        case "Label": .string(item.label)
-        case "Type": .string(item.type)
-        case "Created": .uint64(UInt64(max(0, item.created.timeIntervalSince1970)))
-        case "Modified": .uint64(UInt64(max(0, item.modified.timeIntervalSince1970)))
+        case SecretServiceProtocol.Property.attributes: .stringStringDict(item.attributes)
+        case SecretServiceProtocol.Property.label: .string(item.label)
+        case SecretServiceProtocol.Property.type: .string(item.type)
+        case SecretServiceProtocol.Property.created: .uint64(UInt64(max(0, item.created.timeIntervalSince1970)))
+        case SecretServiceProtocol.Property.modified: .uint64(UInt64(max(0, item.modified.timeIntervalSince1970)))
         default: nil
         }
     }
@@ -94,11 +97,11 @@ struct ItemObject {
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         try refuseIfLocked(verdict(id, in: collection, call: call, path), path)
         switch name {
-        case "Label":
+        case SecretServiceProtocol.Property.label:
             guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
             try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: label, attributes: nil) }
             context.itemsChanged(in: collection.id, changed: [id])
-        case "Attributes":
+        case SecretServiceProtocol.Property.attributes:
             guard let attributes = value.asStringStringDict() else { throw .invalidArgs("Attributes is a{ss}") }
             try CallLimits.checkAttributes(attributes, "Attributes has")
             try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: nil, attributes: attributes) }

@@ -1,4 +1,5 @@
 import KeywellDBus
+import KeywellProtocol
 
 /// The interfaces as introspection shows them (libsecret's org.freedesktop.Secrets.xml, plus
 /// gnome-keyring's `Item.Type` and `Service.LockService`, which clients written for it call, and
@@ -7,23 +8,23 @@ enum SecretServiceInterfaces {
     static let service = DBusInterface(
         name: SecretServiceNames.serviceInterface,
         methods: [
-            method("OpenSession", in: [("algorithm", "s"), ("input", "v")], out: [("output", "v"), ("result", "o")]),
-            method("CreateCollection", in: [("properties", "a{sv}"), ("alias", "s")],
+            method(SecretServiceProtocol.Member.openSession, in: [("algorithm", "s"), ("input", "v")], out: [("output", "v"), ("result", "o")]),
+            method(SecretServiceProtocol.Member.createCollection, in: [("properties", "a{sv}"), ("alias", "s")],
                    out: [("collection", "o"), ("prompt", "o")]),
-            method("SearchItems", in: [("attributes", "a{ss}")], out: [("unlocked", "ao"), ("locked", "ao")]),
-            method("Unlock", in: [("objects", "ao")], out: [("unlocked", "ao"), ("prompt", "o")]),
-            method("Lock", in: [("objects", "ao")], out: [("locked", "ao"), ("Prompt", "o")]),
-            method("LockService"),
-            method("GetSecrets", in: [("items", "ao"), ("session", "o")], out: [("secrets", "a{o(oayays)}")]),
-            method("ReadAlias", in: [("name", "s")], out: [("collection", "o")]),
-            method("SetAlias", in: [("name", "s"), ("collection", "o")]),
+            method(SecretServiceProtocol.Member.searchItems, in: [("attributes", "a{ss}")], out: [("unlocked", "ao"), ("locked", "ao")]),
+            method(SecretServiceProtocol.Member.unlock, in: [("objects", "ao")], out: [("unlocked", "ao"), ("prompt", "o")]),
+            method(SecretServiceProtocol.Member.lock, in: [("objects", "ao")], out: [("locked", "ao"), ("Prompt", "o")]),
+            method(SecretServiceProtocol.Member.lockService),
+            method(SecretServiceProtocol.Member.getSecrets, in: [("items", "ao"), ("session", "o")], out: [("secrets", "a{o(oayays)}")]),
+            method(SecretServiceProtocol.Member.readAlias, in: [("name", "s")], out: [("collection", "o")]),
+            method(SecretServiceProtocol.Member.setAlias, in: [("name", "s"), ("collection", "o")]),
         ],
         signals: [
-            signal("CollectionCreated", ("collection", "o")),
-            signal("CollectionDeleted", ("collection", "o")),
-            signal("CollectionChanged", ("collection", "o")),
+            signal(SecretServiceProtocol.Member.collectionCreated, ("collection", "o")),
+            signal(SecretServiceProtocol.Member.collectionDeleted, ("collection", "o")),
+            signal(SecretServiceProtocol.Member.collectionChanged, ("collection", "o")),
         ],
-        properties: [DBusProperty(name: "Collections", signature: "ao")]
+        properties: [DBusProperty(name: SecretServiceProtocol.Property.collections, signature: "ao")]
     )
 
     /// gnome-keyring's private interface, as its introspection shows it (on the service object).
@@ -40,48 +41,48 @@ enum SecretServiceInterfaces {
     static let collection = DBusInterface(
         name: SecretServiceNames.collectionInterface,
         methods: [
-            method("Delete", out: [("prompt", "o")]),
-            method("SearchItems", in: [("attributes", "a{ss}")], out: [("results", "ao")]),
-            method("CreateItem", in: [("properties", "a{sv}"), ("secret", "(oayays)"), ("replace", "b")],
+            method(SecretServiceProtocol.Member.delete, out: [("prompt", "o")]),
+            method(SecretServiceProtocol.Member.searchItems, in: [("attributes", "a{ss}")], out: [("results", "ao")]),
+            method(SecretServiceProtocol.Member.createItem, in: [("properties", "a{sv}"), ("secret", "(oayays)"), ("replace", "b")],
                    out: [("item", "o"), ("prompt", "o")]),
         ],
         signals: [
-            signal("ItemCreated", ("item", "o")),
-            signal("ItemDeleted", ("item", "o")),
-            signal("ItemChanged", ("item", "o")),
+            signal(SecretServiceProtocol.Member.itemCreated, ("item", "o")),
+            signal(SecretServiceProtocol.Member.itemDeleted, ("item", "o")),
+            signal(SecretServiceProtocol.Member.itemChanged, ("item", "o")),
         ],
         properties: [
-            DBusProperty(name: "Items", signature: "ao"),
-            DBusProperty(name: "Label", signature: "s", access: .readwrite),
-            DBusProperty(name: "Locked", signature: "b"),
-            DBusProperty(name: "Created", signature: "t"),
-            DBusProperty(name: "Modified", signature: "t"),
+            DBusProperty(name: SecretServiceProtocol.Property.items, signature: "ao"),
+            DBusProperty(name: SecretServiceProtocol.Property.label, signature: "s", access: .readwrite),
+            DBusProperty(name: SecretServiceProtocol.Property.locked, signature: "b"),
+            DBusProperty(name: SecretServiceProtocol.Property.created, signature: "t"),
+            DBusProperty(name: SecretServiceProtocol.Property.modified, signature: "t"),
         ]
     )
 
     static let item = DBusInterface(
         name: SecretServiceNames.itemInterface,
         methods: [
-            method("Delete", out: [("Prompt", "o")]),
-            method("GetSecret", in: [("session", "o")], out: [("secret", "(oayays)")]),
-            method("SetSecret", in: [("secret", "(oayays)")]),
+            method(SecretServiceProtocol.Member.delete, out: [("Prompt", "o")]),
+            method(SecretServiceProtocol.Member.getSecret, in: [("session", "o")], out: [("secret", "(oayays)")]),
+            method(SecretServiceProtocol.Member.setSecret, in: [("secret", "(oayays)")]),
         ],
         properties: [
-            DBusProperty(name: "Locked", signature: "b"),
-            DBusProperty(name: "Attributes", signature: "a{ss}", access: .readwrite),
-            DBusProperty(name: "Label", signature: "s", access: .readwrite),
-            DBusProperty(name: "Type", signature: "s"),
-            DBusProperty(name: "Created", signature: "t"),
-            DBusProperty(name: "Modified", signature: "t"),
+            DBusProperty(name: SecretServiceProtocol.Property.locked, signature: "b"),
+            DBusProperty(name: SecretServiceProtocol.Property.attributes, signature: "a{ss}", access: .readwrite),
+            DBusProperty(name: SecretServiceProtocol.Property.label, signature: "s", access: .readwrite),
+            DBusProperty(name: SecretServiceProtocol.Property.type, signature: "s"),
+            DBusProperty(name: SecretServiceProtocol.Property.created, signature: "t"),
+            DBusProperty(name: SecretServiceProtocol.Property.modified, signature: "t"),
         ]
     )
 
-    static let session = DBusInterface(name: SecretServiceNames.sessionInterface, methods: [method("Close")])
+    static let session = DBusInterface(name: SecretServiceNames.sessionInterface, methods: [method(SecretServiceProtocol.Member.close)])
 
     static let prompt = DBusInterface(
         name: SecretServiceNames.promptInterface,
-        methods: [method("Prompt", in: [("window-id", "s")]), method("Dismiss")],
-        signals: [DBusSignalDescription(name: "Completed", arguments: [DBusArgument("dismissed", "b"), DBusArgument("result", "v")])]
+        methods: [method(SecretServiceProtocol.Member.prompt, in: [("window-id", "s")]), method(SecretServiceProtocol.Member.dismiss)],
+        signals: [DBusSignalDescription(name: SecretServiceProtocol.Member.completed, arguments: [DBusArgument("dismissed", "b"), DBusArgument("result", "v")])]
     )
 
     private static func method(_ name: String, in inputs: [(String, DBusSignature)] = [],

@@ -26,27 +26,27 @@ final class SecretServiceSignals: Sendable {
         self.connection.withLock { $0 = connection }
     }
 
-    func collectionChanged(_ id: CollectionID) { service("CollectionChanged", id) }
+    func collectionChanged(_ id: CollectionID) { service(SecretServiceProtocol.Member.collectionChanged, id) }
 
     /// The list of collections changed: `CollectionCreated` and `CollectionDeleted` for each one
     /// that appeared or went, then `Collections` with its new value, then `CollectionChanged` for
     /// those the alias `default` left or joined. Never a bare invalidation: libsecret's handlers
     /// of the first two read the cached `Collections` and crash without one.
     func collectionsChanged(_ change: CollectionDirectory.ListChange) {
-        change.created.forEach { service("CollectionCreated", $0) }
+        change.created.forEach { service(SecretServiceProtocol.Member.collectionCreated, $0) }
         change.deleted.forEach {
-            service("CollectionDeleted", $0)
+            service(SecretServiceProtocol.Member.collectionDeleted, $0)
             itemsPacer.forget($0)
         }
         emitProperties(ObjectPaths.root, SecretServiceNames.serviceInterface,
-                       ["Collections": .objectPathArray(change.collections.map(ObjectPaths.path(of:)))])
-        change.defaultMoved.forEach { service("CollectionChanged", $0) }
+                       [SecretServiceProtocol.Property.collections: .objectPathArray(change.collections.map(ObjectPaths.path(of:)))])
+        change.defaultMoved.forEach { service(SecretServiceProtocol.Member.collectionChanged, $0) }
     }
 
     /// A collection's `Label` changed: `CollectionChanged`, then the new label.
     func collectionLabelChanged(_ id: CollectionID, to label: String) {
         collectionChanged(id)
-        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, ["Label": .string(label)])
+        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, [SecretServiceProtocol.Property.label: .string(label)])
     }
 
     /// A collection's `Locked` changed (through any face, or a timer). Up to
@@ -58,12 +58,12 @@ final class SecretServiceSignals: Sendable {
         let cap = ServiceLimits.itemsSignalledOnLockChange
         let first = (try? directory.unchecked(id).itemIDs(atMost: cap + 1)) ?? []
         let items = first.count > cap ? [] : first
-        items.forEach { item("ItemChanged", $0, id) }
+        items.forEach { item(SecretServiceProtocol.Member.itemChanged, $0, id) }
         collectionChanged(id)
         for item in items {
-            emitProperties(ObjectPaths.path(of: item, in: id), SecretServiceNames.itemInterface, ["Locked": .bool(locked)])
+            emitProperties(ObjectPaths.path(of: item, in: id), SecretServiceNames.itemInterface, [SecretServiceProtocol.Property.locked: .bool(locked)])
         }
-        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, ["Locked": .bool(locked)])
+        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, [SecretServiceProtocol.Property.locked: .bool(locked)])
     }
 
     /// Items made, changed or deleted in one collection by one call: `ItemCreated` and
@@ -71,24 +71,24 @@ final class SecretServiceSignals: Sendable {
     /// `ItemsPropertyPacer`); `ItemChanged` for each changed item, each followed by its new
     /// `Label`, `Attributes` and `Modified`.
     func itemsChanged(in id: CollectionID, created: [UUID] = [], changed: [UUID] = [], deleted: [UUID] = []) {
-        created.forEach { item("ItemCreated", $0, id) }
-        deleted.forEach { item("ItemDeleted", $0, id) }
+        created.forEach { item(SecretServiceProtocol.Member.itemCreated, $0, id) }
+        deleted.forEach { item(SecretServiceProtocol.Member.itemDeleted, $0, id) }
         let collection = directory.unchecked(id)
         if !created.isEmpty || !deleted.isEmpty {
             itemsPacer.changed(id) { [self] in
                 guard let items = try? directory.unchecked(id).itemIDs() else { return nil }
                 emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface,
-                               ["Items": .objectPathArray(ObjectPaths.paths(of: items, in: id))])
+                               [SecretServiceProtocol.Property.items: .objectPathArray(ObjectPaths.paths(of: items, in: id))])
                 return items.count
             }
         }
         for item in changed {
-            self.item("ItemChanged", item, id)
+            self.item(SecretServiceProtocol.Member.itemChanged, item, id)
             // Gone again already (a later call deleted it): its ItemDeleted follows.
             guard let now = try? collection.item(item) else { continue }
             emitProperties(ObjectPaths.path(of: item, in: id), SecretServiceNames.itemInterface, [
-                "Label": .string(now.label), "Attributes": .stringStringDict(now.attributes),
-                "Modified": .uint64(UInt64(max(0, now.modified.timeIntervalSince1970))),
+                SecretServiceProtocol.Property.label: .string(now.label), SecretServiceProtocol.Property.attributes: .stringStringDict(now.attributes),
+                SecretServiceProtocol.Property.modified: .uint64(UInt64(max(0, now.modified.timeIntervalSince1970))),
             ])
         }
     }
@@ -98,7 +98,7 @@ final class SecretServiceSignals: Sendable {
     func promptCompleted(_ number: UInt64, owner: String, dismissed: Bool, result: DBusValue) {
         emit { connection throws(DBusError) in
             try connection.emitSignal(path: ObjectPaths.promptPath(number), interface: SecretServiceNames.promptInterface,
-                                      member: "Completed", arguments: [.bool(dismissed), .variant(result)],
+                                      member: SecretServiceProtocol.Member.completed, arguments: [.bool(dismissed), .variant(result)],
                                       destination: owner.isEmpty ? nil : owner)
         }
     }

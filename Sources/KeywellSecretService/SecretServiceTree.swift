@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import KeywellProtocol
 import Logging
 
 /// Everything under `/org/freedesktop/secrets`, registered as one subtree: parses the path and
@@ -65,9 +66,9 @@ final class SecretServiceTree: DBusObject {
             return .ioThread
         }
         switch call.member {
-        case "SearchItems", "GetSecrets", "GetSecret", "ReadAlias":
+        case SecretServiceProtocol.Member.searchItems, SecretServiceProtocol.Member.getSecrets, SecretServiceProtocol.Member.getSecret, SecretServiceProtocol.Member.readAlias:
             return .ioThread
-        case "OpenSession":
+        case SecretServiceProtocol.Member.openSession:
             return call.arguments.first?.stringValue == SecretServiceNames.plainAlgorithm ? .ioThread : .worker
         default:
             return .worker
@@ -108,8 +109,8 @@ final class SecretServiceTree: DBusObject {
     private func handlePrompt(_ call: DBusMethodCall, _ number: UInt64) throws(DBusError) {
         let followUp: @Sendable () -> Void
         switch call.member {
-        case "Prompt": followUp = try context.prompts.start(number, caller: call.sender, windowID: call.arguments.string(at: 0))
-        case "Dismiss": followUp = try context.prompts.dismiss(number, caller: call.sender)
+        case SecretServiceProtocol.Member.prompt: followUp = try context.prompts.start(number, caller: call.sender, windowID: call.arguments.string(at: 0))
+        case SecretServiceProtocol.Member.dismiss: followUp = try context.prompts.dismiss(number, caller: call.sender)
         default: throw .unknownMethod("No method \(call.member) on a prompt")
         }
         // The reply goes out before the prompt can complete.

@@ -12,34 +12,34 @@ struct ServiceObject {
     func handle(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
-        case "OpenSession":
+        case SecretServiceProtocol.Member.openSession:
             let (output, session) = try context.sessions.open(
                 algorithm: arguments.string(at: 0), input: arguments.variant(at: 1), owner: call.sender)
             return [.variant(output), .objectPath(session.path)]
-        case "CreateCollection":
+        case SecretServiceProtocol.Member.createCollection:
             try context.callerAccess(call).refuseSandboxed("create a collection")
             return try createCollection(PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection), alias: arguments.string(at: 1), call: call)
-        case "SearchItems":
+        case SecretServiceProtocol.Member.searchItems:
             return try searchItems(arguments.stringStringDict(at: 0), call: call)
-        case "Unlock":
+        case SecretServiceProtocol.Member.unlock:
             return try unlock(arguments.objectPathArray(at: 0), call: call)
-        case "Lock":
+        case SecretServiceProtocol.Member.lock:
             // Locking is per keychain: it would lock every other app's items too.
             try context.callerAccess(call).refuseSandboxed("lock the user's keychains")
             return [.objectPathArray(try lock(arguments.objectPathArray(at: 0), call: call)), .objectPath(SecretServiceNames.noObject)]
-        case "LockService":
+        case SecretServiceProtocol.Member.lockService:
             try context.callerAccess(call).refuseSandboxed("lock the user's keychains")
             context.store.lockAll()
             return []
-        case "GetSecrets":
+        case SecretServiceProtocol.Member.getSecrets:
             let session = try context.sessions.session(at: arguments.objectPath(at: 1), for: call.sender)
             call.replyMayHoldSecrets = !session.isEncrypted
             return [try secrets(of: arguments.objectPathArray(at: 0), for: session, call: call)]
-        case "ReadAlias":
+        case SecretServiceProtocol.Member.readAlias:
             let alias = try arguments.string(at: 0)
             let target = context.directory.target(ofAlias: alias).flatMap(context.directory.collection)
             return [.objectPath(target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject)]
-        case "SetAlias":
+        case SecretServiceProtocol.Member.setAlias:
             try context.callerAccess(call).refuseSandboxed("change which collection an alias names")
             try setAlias(arguments.string(at: 0), to: arguments.objectPath(at: 1))
             return []
@@ -49,7 +49,7 @@ struct ServiceObject {
     }
 
     func property(_ name: String) throws(DBusError) -> DBusValue {
-        guard name == "Collections" else { throw .unknownProperty("No property \(name)") }
+        guard name == SecretServiceProtocol.Property.collections else { throw .unknownProperty("No property \(name)") }
         return .objectPathArray(context.directory.allIDs().map(ObjectPaths.path(of:)))
     }
 

@@ -268,7 +268,7 @@ final class GnomeKeyringSubject: MemorySubject {
 
     func lock() throws {
         _ = try connection.call(destination: KeywellNames.secretsBusName, path: KeywellNames.secretsObjectPath,
-                                interface: SecretServiceClient.service, member: "Lock",
+                                interface: SecretServiceClient.service, member: SecretServiceProtocol.Member.lock,
                                 arguments: [.objectPathArray([SecretServiceClient.collectionPath(KeywellNames.loginKeychain)])])
     }
 

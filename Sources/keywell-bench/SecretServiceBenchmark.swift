@@ -159,7 +159,7 @@ class ServiceUnderTest {
         // libsecret sends its public key without leading zero bytes.
         let publicKey = Array(exchange.publicKey.drop(while: { $0 == 0 }))
         let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
-                                    interface: "org.freedesktop.Secret.Service", member: "OpenSession",
+                                    interface: "org.freedesktop.Secret.Service", member: SecretServiceProtocol.Member.openSession,
                                     arguments: [.string(DHKeyExchange.algorithm), .variant(.bytes(publicKey))])
         guard let serverKey = reply[0].variantValue?.bytesValue, serverKey.count >= 64 else {
             throw BenchmarkFailure("\(name): no DH public key")
@@ -191,20 +191,20 @@ class ServiceUnderTest {
 
     func createItem(_ arguments: [DBusValue]) throws -> String {
         let reply = try client.call(destination: Self.service, path: Self.collection, interface: "org.freedesktop.Secret.Collection",
-                                    member: "CreateItem", arguments: arguments)
+                                    member: SecretServiceProtocol.Member.createItem, arguments: arguments)
         return try reply.objectPath(at: 0)
     }
 
     func searchItems(_ index: Int) throws {
         let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
-                                    interface: "org.freedesktop.Secret.Service", member: "SearchItems",
+                                    interface: "org.freedesktop.Secret.Service", member: SecretServiceProtocol.Member.searchItems,
                                     arguments: [.stringStringDict(Self.attributes(index))])
         guard try reply.objectPathArray(at: 0) == [items[index]] else { throw BenchmarkFailure("\(name): SearchItems \(index) found \(reply)") }
     }
 
     func getSecret(_ index: Int) throws {
         let reply = try client.call(destination: Self.service, path: items[index], interface: "org.freedesktop.Secret.Item",
-                                    member: "GetSecret", arguments: [.objectPath(session.path)])
+                                    member: SecretServiceProtocol.Member.getSecret, arguments: [.objectPath(session.path)])
         try check(reply[0], index)
     }
 
@@ -212,7 +212,7 @@ class ServiceUnderTest {
     /// thousand secrets would be timed as the service's).
     func getSecrets(_ indices: [Int], checkAll: Bool = false) throws {
         let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
-                                    interface: "org.freedesktop.Secret.Service", member: "GetSecrets",
+                                    interface: "org.freedesktop.Secret.Service", member: SecretServiceProtocol.Member.getSecrets,
                                     arguments: [.objectPathArray(indices.map { items[$0] }), .objectPath(session.path)])
         guard let entries = reply[0].dictionaryEntries, entries.count == indices.count else {
             throw BenchmarkFailure("\(name): GetSecrets returned \(reply[0].dictionaryEntries?.count ?? 0) of \(indices.count)")
@@ -229,7 +229,7 @@ class ServiceUnderTest {
 
     func readAlias() throws {
         _ = try client.call(destination: Self.service, path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
-                            member: "ReadAlias", arguments: [.string("default")])
+                            member: SecretServiceProtocol.Member.readAlias, arguments: [.string("default")])
     }
 
     /// The secret decrypts to item `index`'s.

@@ -18,7 +18,7 @@ struct SecretServiceClient {
         self.connection = connection
         let exchange = try DHKeyExchange()
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: KeywellNames.secretsObjectPath,
-                                        interface: Self.service, member: "OpenSession",
+                                        interface: Self.service, member: SecretServiceProtocol.Member.openSession,
                                         arguments: [.string(DHKeyExchange.algorithm), .variant(.bytes(exchange.publicKey))])
         guard reply.count == 2, let path = reply[1].objectPathValue, let serverKey = reply[0].variantValue?.bytesValue else {
             throw BenchmarkFailure("OpenSession: odd reply \(reply)")
@@ -39,7 +39,7 @@ struct SecretServiceClient {
             "org.freedesktop.Secret.Item.Attributes": .stringStringDict(attributes),
         ]
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: Self.collectionPath(keychain),
-                                        interface: Self.collectionInterface, member: "CreateItem",
+                                        interface: Self.collectionInterface, member: SecretServiceProtocol.Member.createItem,
                                         arguments: [.stringVariantDict(properties), try session.encode(secret), .bool(replace)])
         guard let item = reply.first?.objectPathValue, item != "/" else { throw BenchmarkFailure("CreateItem asked for a prompt") }
         return item
@@ -48,7 +48,7 @@ struct SecretServiceClient {
     /// SearchItems on the service: the unlocked matches.
     func search(_ attributes: [String: String]) throws -> [String] {
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: KeywellNames.secretsObjectPath,
-                                        interface: Self.service, member: "SearchItems",
+                                        interface: Self.service, member: SecretServiceProtocol.Member.searchItems,
                                         arguments: [.stringStringDict(attributes)])
         return reply.first?.objectPathArrayValue ?? []
     }
@@ -56,13 +56,13 @@ struct SecretServiceClient {
     /// Item.GetSecret: the secret's value bytes, decrypted.
     func secret(of item: String) throws -> [UInt8] {
         let reply = try connection.call(destination: KeywellNames.secretsBusName, path: item, interface: Self.itemInterface,
-                                        member: "GetSecret", arguments: [.objectPath(session.path)])
+                                        member: SecretServiceProtocol.Member.getSecret, arguments: [.objectPath(session.path)])
         guard let value = reply.first else { throw BenchmarkFailure("GetSecret: odd reply \(reply)") }
         return try session.decode(value)
     }
 
     func delete(_ item: String) throws {
         _ = try connection.call(destination: KeywellNames.secretsBusName, path: item, interface: Self.itemInterface,
-                                member: "Delete", arguments: [])
+                                member: SecretServiceProtocol.Member.delete, arguments: [])
     }
 }

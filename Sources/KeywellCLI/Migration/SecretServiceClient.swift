@@ -41,7 +41,7 @@ final class SecretServiceClient {
 
     deinit {
         if session != Names.noObject {
-            try? connection.callWithoutReply(destination: destination, path: session, interface: Names.sessionInterface, member: "Close")
+            try? connection.callWithoutReply(destination: destination, path: session, interface: Names.sessionInterface, member: SecretServiceProtocol.Member.close)
         }
     }
 
@@ -53,7 +53,7 @@ final class SecretServiceClient {
     }
 
     func openSession() throws(DBusError) {
-        let reply = try call(Names.servicePath, Names.serviceInterface, "OpenSession",
+        let reply = try call(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Member.openSession,
                              [.string(Names.plainAlgorithm), .variant(.string(""))])
         guard reply.count == 2, let path = reply[1].objectPathValue else { throw .failed("OpenSession answered \(reply)") }
         session = path
@@ -74,51 +74,51 @@ final class SecretServiceClient {
     }
 
     func collections() throws(MigrationError) -> [String] {
-        try paths(dbus { () throws(DBusError) in try property(Names.servicePath, Names.serviceInterface, "Collections") },
+        try paths(dbus { () throws(DBusError) in try property(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Property.collections) },
                   what: "collections", cap: ServiceLimits.migrationCollections)
     }
 
     func items(of collection: String) throws(MigrationError) -> [String] {
-        try paths(dbus { () throws(DBusError) in try property(collection, Names.collectionInterface, "Items") },
+        try paths(dbus { () throws(DBusError) in try property(collection, Names.collectionInterface, SecretServiceProtocol.Property.items) },
                   what: "items in \(collection)", cap: ServiceLimits.objectPathsPerCall)
     }
 
     func label(of collection: String) throws(DBusError) -> String {
-        try property(collection, Names.collectionInterface, "Label").stringValue ?? ""
+        try property(collection, Names.collectionInterface, SecretServiceProtocol.Property.label).stringValue ?? ""
     }
 
     func isLocked(_ collection: String) throws(DBusError) -> Bool {
-        try property(collection, Names.collectionInterface, "Locked").boolValue ?? true
+        try property(collection, Names.collectionInterface, SecretServiceProtocol.Property.locked).boolValue ?? true
     }
 
     /// The collection an alias names; nil for none.
     func readAlias(_ alias: String) throws(DBusError) -> String? {
-        let path = try call(Names.servicePath, Names.serviceInterface, "ReadAlias", [.string(alias)]).first?.objectPathValue
+        let path = try call(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Member.readAlias, [.string(alias)]).first?.objectPathValue
         return path == Names.noObject ? nil : path
     }
 
     func setAlias(_ alias: String, to collection: String) throws(DBusError) {
-        _ = try call(Names.servicePath, Names.serviceInterface, "SetAlias", [.string(alias), .objectPath(collection)])
+        _ = try call(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Member.setAlias, [.string(alias), .objectPath(collection)])
     }
 
     func itemInfo(_ item: String) throws(MigrationError) -> ItemInfo {
         let reply = try dbus { () throws(DBusError) in try call(item, StandardInterface.properties, "GetAll", [.string(Names.itemInterface)]) }
         guard let all = reply.first?.asStringVariantDict() else { throw .unexpected("\(item): GetAll answered no a{sv}") }
-        guard let attributes = all["Attributes"]?.unwrappingVariants.asStringStringDict() else {
+        guard let attributes = all[SecretServiceProtocol.Property.attributes]?.unwrappingVariants.asStringStringDict() else {
             throw .unexpected("\(item) has no Attributes")
         }
         guard attributes.count <= ServiceLimits.attributesPerItem else {
             throw .tooMany("\(item) has \(attributes.count) attributes; at most \(ServiceLimits.attributesPerItem) are taken (ServiceLimits)")
         }
-        return ItemInfo(label: all["Label"]?.unwrappingVariants.stringValue ?? "", attributes: attributes,
-                        created: all["Created"]?.unwrappingVariants.uint64Value ?? 0,
-                        modified: all["Modified"]?.unwrappingVariants.uint64Value ?? 0)
+        return ItemInfo(label: all[SecretServiceProtocol.Property.label]?.unwrappingVariants.stringValue ?? "", attributes: attributes,
+                        created: all[SecretServiceProtocol.Property.created]?.unwrappingVariants.uint64Value ?? 0,
+                        modified: all[SecretServiceProtocol.Property.modified]?.unwrappingVariants.uint64Value ?? 0)
     }
 
     /// The secrets of `items` (one `GetSecrets`); items the service left out are missing.
     func secrets(of items: [String]) throws(MigrationError) -> [String: Secret] {
         let reply = try dbus { () throws(DBusError) in
-            try call(Names.servicePath, Names.serviceInterface, "GetSecrets", [.objectPathArray(items), .objectPath(session)])
+            try call(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Member.getSecrets, [.objectPathArray(items), .objectPath(session)])
         }
         guard let entries = reply.first?.dictionaryEntries else { throw .unexpected("\(description): GetSecrets answered no a{o(oayays)}") }
         guard entries.count <= items.count else {
@@ -137,7 +137,7 @@ final class SecretServiceClient {
 
     func search(_ collection: String, _ attributes: [String: String]) throws(MigrationError) -> [String] {
         let reply = try dbus { () throws(DBusError) in
-            try call(collection, Names.collectionInterface, "SearchItems", [.stringStringDict(attributes)])
+            try call(collection, Names.collectionInterface, SecretServiceProtocol.Member.searchItems, [.stringStringDict(attributes)])
         }
         return try paths(reply.first ?? .objectPathArray([]), what: "matches in \(collection)", cap: ServiceLimits.objectPathsPerCall)
     }
@@ -151,13 +151,13 @@ final class SecretServiceClient {
             (Names.carriedModifiedProperty, .uint64(info.modified)),
         ])
         let value = DBusValue.structure([.objectPath(session), .bytes([]), .bytes(secret.value), .string(secret.contentType)])
-        _ = try call(collection, Names.collectionInterface, "CreateItem", [properties, value, .bool(replace)])
+        _ = try call(collection, Names.collectionInterface, SecretServiceProtocol.Member.createItem, [properties, value, .bool(replace)])
     }
 
     /// Makes a collection; its prompt (a new password) runs if the service asks for one. Nil
     /// when the prompt was dismissed.
     func createCollection(label: String, alias: String) throws(DBusError) -> String? {
-        let reply = try call(Names.servicePath, Names.serviceInterface, "CreateCollection",
+        let reply = try call(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Member.createCollection,
                              [.stringVariantDict([(Names.collectionLabelProperty, .string(label))]), .string(alias)])
         guard reply.count == 2, let made = reply[0].objectPathValue, let prompt = reply[1].objectPathValue else {
             throw .failed("CreateCollection answered \(reply)")
@@ -170,7 +170,7 @@ final class SecretServiceClient {
 
     /// Unlocks a collection, running the service's own prompt if it has one; false when dismissed.
     func unlock(_ collection: String) throws(DBusError) -> Bool {
-        let reply = try call(Names.servicePath, Names.serviceInterface, "Unlock", [.objectPathArray([collection])])
+        let reply = try call(Names.servicePath, Names.serviceInterface, SecretServiceProtocol.Member.unlock, [.objectPathArray([collection])])
         guard reply.count == 2, let prompt = reply[1].objectPathValue else { throw .failed("Unlock answered \(reply)") }
         if prompt == Names.noObject { return reply[0].objectPathArrayValue?.contains(collection) ?? false }
         let (dismissed, _) = try runPrompt(prompt)
@@ -181,17 +181,17 @@ final class SecretServiceClient {
     func runPrompt(_ prompt: String) throws(DBusError) -> (dismissed: Bool, result: DBusValue) {
         let done = DispatchSemaphore(value: 0)
         let outcome = Outcome()
-        let rule = DBusMatchRule(sender: destination, path: prompt, interface: Names.promptInterface, member: "Completed")
+        let rule = DBusMatchRule(sender: destination, path: prompt, interface: Names.promptInterface, member: SecretServiceProtocol.Member.completed)
         let subscription = try connection.addMatch(rule) { signal in
             guard signal.arguments.count == 2 else { return }
             outcome.set((signal.arguments[0].boolValue ?? true, signal.arguments[1]))
             done.signal()
         }
         defer { connection.removeMatch(subscription) }
-        _ = try call(prompt, Names.promptInterface, "Prompt", [.string("")])
+        _ = try call(prompt, Names.promptInterface, SecretServiceProtocol.Member.prompt, [.string("")])
         let seconds = Int(Self.promptTimeout.components.seconds)
         guard done.wait(timeout: .now() + .seconds(seconds)) == .success, let result = outcome.value else {
-            _ = try? call(prompt, Names.promptInterface, "Dismiss")
+            _ = try? call(prompt, Names.promptInterface, SecretServiceProtocol.Member.dismiss)
             throw .failed("\(description)'s prompt got no answer in \(seconds / 60) minutes")
         }
         return result
