@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import syslog_relay
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,16 +104,7 @@ class SyslogCapture:
 
     @staticmethod
     def _dev_log_alive() -> bool:
-        if not os.path.lexists("/dev/log"):
-            return False
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            s.connect("/dev/log")
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
+        return syslog_relay.dev_log_alive()
 
     @classmethod
     def _relay_running(cls) -> bool:
