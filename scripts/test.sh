@@ -28,9 +28,6 @@ echo "== swift test"
 # glibc writes its abort messages (heap corruption, failed checks) to the terminal, which CI does
 # not have; this sends them to stderr so that a crash of the test process says why.
 export LIBC_FATAL_STDERR_=1
-# If the test process crashes anyway, every thread's every frame, libraries' included (the
-# default hides them, and the rare abort under load began inside one: docs/contributing.md).
-export SWIFT_BACKTRACE=enable=yes,preset=full,threads=all
 # Swift Testing runs tests in parallel inside one process; its closing line counts them.
 swift test --skip-build 2>&1 | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
 
