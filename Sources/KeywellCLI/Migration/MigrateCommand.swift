@@ -92,8 +92,8 @@ enum MigrateCommand {
         for index in reports.indices {
             var report = reports[index]
             var attempts = 0
-            while field(report, MigrationKey.outcome) == MigrationOutcome.needsPassword.rawValue || field(report, MigrationKey.outcome) == MigrationOutcome.wrongPassword.rawValue {
-                if field(report, MigrationKey.outcome) == MigrationOutcome.wrongPassword.rawValue { StandardStreams.error.write("\(field(report, MigrationKey.message))\n") }
+            while let asked = outcome(report), [.needsPassword, .wrongPassword].contains(asked) {
+                if asked == .wrongPassword { StandardStreams.error.write("\(field(report, MigrationKey.message))\n") }
                 attempts += 1
                 guard attempts <= (isatty(0) == 1 ? 3 : 1) else { break }
                 guard let password = askPassword(for: report) else { return CommandStatus.endOfInput }
@@ -110,7 +110,7 @@ enum MigrateCommand {
             }
             reports[index] = report
             context.output.write(line(report) + "\n")
-            if [MigrationOutcome.failed, .needsPassword, .wrongPassword].map(\.rawValue).contains(field(report, MigrationKey.outcome)) { status = CommandStatus.failure }
+            if let ended = outcome(report), [.failed, .needsPassword, .wrongPassword].contains(ended) { status = CommandStatus.failure }
         }
         return status
     }
@@ -133,7 +133,7 @@ enum MigrateCommand {
 
     static func line(_ report: [String: DBusValue]) -> String {
         var text = "\(field(report, MigrationKey.path)) → \(field(report, MigrationKey.keychain)): \(field(report, MigrationKey.outcome))"
-        if field(report, MigrationKey.outcome) == MigrationOutcome.imported.rawValue || field(report, MigrationKey.outcome) == MigrationOutcome.unchanged.rawValue {
+        if let ended = outcome(report), [.imported, .unchanged].contains(ended) {
             text += " (\(number(report, MigrationKey.added)) added, \(number(report, MigrationKey.updated)) updated, \(number(report, MigrationKey.unchanged)) unchanged)"
         }
         let message = field(report, MigrationKey.message)
@@ -160,6 +160,11 @@ enum MigrateCommand {
                 """)
         }
         return CommandStatus.success
+    }
+
+    /// A report's outcome; nil for a value this build does not know (printed as it came).
+    private static func outcome(_ report: [String: DBusValue]) -> MigrationOutcome? {
+        MigrationOutcome(rawValue: field(report, MigrationKey.outcome))
     }
 
     private static func field(_ dictionary: [String: DBusValue], _ key: String) -> String {
