@@ -91,16 +91,18 @@ let package = Package(
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
         // library: the executable only calls it, and the CLI fuzz target links it.
         .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSystem"]),
-        // The Swift runtime linked into the CLI: a shell, git or a script starts it for every
-        // lookup, and resolving the shared Swift libraries cost more than the lookup itself
-        // (docs/performance.md). Allowed here because Keywell is always the root package.
-        // libdbus and the C++ runtime are linked in too, by scripts/lib/link-keywell (which says why
-        // SwiftPM's own settings cannot); CStaticDBusLink supplies libdbus's two libsystemd symbols.
+        // A static position-independent executable: a shell, git or a script starts it for every
+        // lookup, and the dynamic loader's work (mapping and binding the Swift runtime, libdbus,
+        // libsodium, libc) cost more than the lookup itself (docs/performance.md). Position-
+        // independent, so its address is still randomised. Allowed here because Keywell is always
+        // the root package. scripts/lib/link-keywell says what the linker needs besides;
+        // CStaticDBusLink supplies libdbus's two libsystemd symbols.
         .executableTarget(
             name: "keywell",
             dependencies: ["KeywellCLI", "CStaticDBusLink"],
             linkerSettings: [
-                .unsafeFlags(["-static-stdlib", "-use-ld=\(Context.packageDirectory)/scripts/lib/link-keywell"]),
+                .unsafeFlags(["-static-executable", "-Xclang-linker", "-static-pie",
+                              "-use-ld=\(Context.packageDirectory)/scripts/lib/link-keywell"]),
                 .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization"),
             ]
         ),

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   # build
   pkg-config libsodium-dev libdbus-1-dev libsqlite3-dev libssl-dev libpam0g-dev gcc make
-  # `keywell` links libdbus-1.a and the static libstdc++ (scripts/lib/link-keywell)
+  # `keywell` is linked statically: libdbus-1.a, libsodium.a, libstdc++ and glibc's archives
+  # (libc6-dev, which gcc brings) (scripts/lib/link-keywell)
   libstdc++-12-dev
   # run
   dbus dbus-daemon libsodium23 libpam-runtime pinentry-tty
