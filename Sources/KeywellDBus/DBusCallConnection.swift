@@ -19,10 +19,29 @@ import Glibc
 public final class DBusCallConnection: @unchecked Sendable {
     private let raw: OpaquePointer
     private let turn = ConditionLock()
+    /// The bus's answer to Hello while it is on its way (guarded by `turn`).
+    private var hello: OpaquePointer?
 
-    /// A new private connection to `address`, registered with the bus (Hello).
+    /// A new private connection to `address`, registering with the bus (Hello). Hello is not
+    /// waited for here: the bus serves a connection's messages in order, so the first call,
+    /// sent right behind it, is answered after it, and its reply is read with that call's. A
+    /// lookup is then one round trip after the handshake instead of two (docs/performance.md).
     public init(address: String) throws(DBusError) {
-        raw = try openPrivateConnection(address, registerWithBus: true)
+        raw = try openPrivateConnection(address, registerWithBus: false)
+        do throws(DBusError) {
+            let message = try MessageRef.methodCall(destination: StandardInterface.busName, path: StandardInterface.busPath,
+                                                    interface: StandardInterface.bus, member: StandardInterface.hello)
+            var pending: OpaquePointer? = nil
+            guard dbus_connection_send_with_reply(raw, message.pointer, &pending, Self.milliseconds(.seconds(25))) != 0 else {
+                throw .noMemory()
+            }
+            guard let pending else { throw .disconnected() }
+            hello = pending
+        } catch {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            throw error
+        }
     }
 
     /// A new private connection to the session bus of this process's environment.
@@ -32,8 +51,18 @@ public final class DBusCallConnection: @unchecked Sendable {
     }
 
     deinit {
+        if let hello {
+            dbus_pending_call_cancel(hello)
+            dbus_pending_call_unref(hello)
+        }
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
+    }
+
+    /// The name the bus gave this connection: nil until the first call's reply was read (the
+    /// bus's answer to Hello comes with it).
+    public var uniqueName: String? {
+        turn.withLock { dbus_bus_get_unique_name(raw).map { String(cString: $0) } }
     }
 
     /// True until the bus drops the connection.
@@ -46,16 +75,46 @@ public final class DBusCallConnection: @unchecked Sendable {
                      autoStart: Bool = true) throws(DBusError) -> [DBusValue] {
         let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
                                                 arguments: arguments, autoStart: autoStart)
-        if dbus_message_contains_unix_fds(message.pointer) != 0, dbus_connection_can_send_type(raw, TypeCode.unixFD) == 0 {
-            throw .notSupported("This connection cannot pass file descriptors")
+        turn.lock()
+        // Whether descriptors may pass is settled during authentication, which is over once the
+        // bus has answered Hello: a call carrying some waits for that answer first.
+        if dbus_message_contains_unix_fds(message.pointer) != 0 {
+            let refusedHello = finishHello()
+            guard refusedHello == nil, dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0 else {
+                turn.unlock()
+                throw refusedHello ?? .notSupported("This connection cannot pass file descriptors")
+            }
         }
         var error = CDBus.DBusError()
         dbus_error_init(&error)
-        turn.lock()
         let reply = dbus_connection_send_with_reply_and_block(raw, message.pointer, Self.milliseconds(timeout), &error)
+        let refusedHello = finishHello()
         turn.unlock()
+        // A bus that refused Hello answers nothing else: its reason is the one worth reporting.
+        if let refusedHello {
+            if let reply { dbus_message_unref(reply) }
+            dbus_error_free(&error)
+            throw refusedHello
+        }
         guard let reply else { throw takeError(&error) }
         return try MessageRef(owning: reply).arguments()
+    }
+
+    /// Takes Hello's reply, which arrived before the first call's (the bus answers in order):
+    /// records the unique name it gave, or returns why it refused. Called with `turn` held.
+    private func finishHello() -> DBusError? {
+        guard let pending = hello else { return nil }
+        hello = nil
+        defer { dbus_pending_call_unref(pending) }
+        // Already read with the call's reply, so this finds it without waiting; if the call
+        // failed before the bus answered, this waits for Hello's own answer or the disconnection.
+        dbus_pending_call_block(pending)
+        guard let raw = dbus_pending_call_steal_reply(pending) else { return .disconnected() }
+        let reply = MessageRef(owning: raw)
+        if reply.type == MessageType.error { return reply.asError() }
+        guard case .string(let name)? = try? reply.arguments().first else { return .failed("The bus answered Hello without a name") }
+        guard dbus_bus_set_unique_name(self.raw, name) != 0 else { return .noMemory() }
+        return nil
     }
 
     /// libdbus takes whole milliseconds in an Int32; longer waits are capped there (24 days).

@@ -99,4 +99,6 @@ public enum StandardInterface {
     public static let bus = "org.freedesktop.DBus"
     public static let busName = "org.freedesktop.DBus"
     public static let busPath = "/org/freedesktop/DBus"
+    /// The bus's method that registers a connection and gives it its unique name.
+    public static let hello = "Hello"
 }

@@ -82,6 +82,37 @@ struct CallConnectionTests {
         #expect(replies.value.sorted() == expected)
     }
 
+    @Test func helloTravelsWithTheFirstCallAndTheBusKnowsTheName() throws {
+        let fresh = try DBusCallConnection(address: fixture.bus.address)
+        #expect(fresh.uniqueName == nil, "Hello's answer is read with the first call's")
+        #expect(try fresh.call(destination: ServiceFixture.name, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
+                               member: "Echo", arguments: [.string("first")]) == [.string("first")])
+        let name = try #require(fresh.uniqueName)
+        #expect(name.hasPrefix(":"))
+        // The bus registered exactly this connection under that name: it is ours.
+        let pid = try fresh.call(destination: StandardInterface.busName, path: StandardInterface.busPath,
+                                 interface: StandardInterface.bus, member: "GetConnectionUnixProcessID", arguments: [.string(name)])
+        #expect(pid == [.uint32(UInt32(getpid()))])
+    }
+
+    /// Whether descriptors may pass is known only once authentication is over: a first call
+    /// carrying one must wait for Hello's answer instead of being refused (it was, once).
+    @Test func aFirstCallCarryingADescriptorPassesIt() throws {
+        let fresh = try DBusCallConnection(address: fixture.bus.address)
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let reply = try fresh.call(destination: ServiceFixture.name, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
+                                   member: "Echo", arguments: [.unixFD(fds[1])])
+        let returned = try #require(reply.first?.unixFDValue)
+        defer { close(returned) }
+        var byte: UInt8 = 7
+        #expect(write(returned, &byte, 1) == 1)
+        var received: UInt8 = 0
+        #expect(read(fds[0], &received, 1) == 1)
+        #expect(received == 7)
+    }
+
     @Test func aLostBusFailsCallsAndSaysSo() throws {
         let bus = try PrivateSessionBus()
         let connection = try DBusCallConnection(address: bus.address)
