@@ -46,7 +46,16 @@ extension DBusConnection {
     /// The process id of the connection owning `busName` (a caller's `sender`).
     public func unixProcessID(of busName: String) throws(DBusError) -> UInt32 {
         try NameValidation.busName(busName)
-        return try callBus("GetConnectionUnixProcessID", [.string(busName)]).uint32(at: 0)
+        return try startUnixProcessIDQuery(of: busName).answer()
+    }
+
+    /// `unixProcessID(of:)` asked now and answered later (`ProcessIDQuery.answer()`), so that the
+    /// caller can work while the bus answers.
+    public func startUnixProcessIDQuery(of busName: String) throws(DBusError) -> ProcessIDQuery {
+        try NameValidation.busName(busName)
+        return ProcessIDQuery(call: try startCall(destination: StandardInterface.busName, path: StandardInterface.busPath,
+                                                  interface: StandardInterface.bus, member: "GetConnectionUnixProcessID",
+                                                  arguments: [.string(busName)]))
     }
 
     /// The uid of the connection owning `busName`.
@@ -84,4 +93,12 @@ extension DBusConnection {
     public func ping(_ destination: String, path: String = "/", timeout: Duration = .seconds(25)) throws(DBusError) {
         _ = try call(destination: destination, path: path, interface: StandardInterface.peer, member: "Ping", timeout: timeout)
     }
+}
+
+/// A `GetConnectionUnixProcessID` on its way (`DBusConnection.startUnixProcessIDQuery`).
+public struct ProcessIDQuery: Sendable {
+    let call: DBusCallInFlight
+
+    /// Waits for the bus's answer.
+    public func answer() throws(DBusError) -> UInt32 { try call.reply().uint32(at: 0) }
 }

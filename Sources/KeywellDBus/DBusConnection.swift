@@ -214,13 +214,31 @@ public final class DBusConnection: @unchecked Sendable {
         try send(message)
     }
 
+    /// Sends a method call and returns at once; the call's `reply()` waits for the answer. For a
+    /// thread with work to do while the call is on its way.
+    public func startCall(destination: String?, path: String, interface: String?, member: String,
+                          arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) throws(DBusError) -> DBusCallInFlight {
+        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
+                                                arguments: arguments)
+        let deadline = deadline(after: timeout)
+        return DBusCallInFlight(connection: self, waiter: try sendExpectingReply(message), deadline: deadline, timeout: timeout)
+    }
+
     private func sendAndWait(_ message: MessageRef, timeout: Duration) throws(DBusError) -> MessageRef {
         if loop.isOnLoopThread { throw .failed("A blocking call from the D-Bus I/O thread would deadlock") }
         let deadline = deadline(after: timeout)
-        let waiter = try sendExpectingReply(message)
+        return try awaitReply(try sendExpectingReply(message), deadline: deadline, timeout: timeout)
+    }
+
+    /// Waits for a sent call's reply, then forgets the call.
+    fileprivate func awaitReply(_ waiter: PendingReply, deadline: UInt64, timeout: Duration) throws(DBusError) -> MessageRef {
         defer {
             pendingReplies.remove(waiter)
             waiter.release()
+        }
+        if loop.isOnLoopThread {
+            waiter.cancel()
+            throw .failed("A blocking call from the D-Bus I/O thread would deadlock")
         }
         switch waiter.wait(untilNanoseconds: deadline) {
         case .reply(let reply): return reply
@@ -330,6 +348,45 @@ public final class DBusConnection: @unchecked Sendable {
     func callBus(_ member: String, _ arguments: [DBusValue]) throws(DBusError) -> [DBusValue] {
         try call(destination: StandardInterface.busName, path: StandardInterface.busPath, interface: StandardInterface.bus,
                  member: member, arguments: arguments)
+    }
+}
+
+/// A method call already sent (`DBusConnection.startCall`), whose reply is taken once, later.
+/// Dropped without taking it, the call is cancelled.
+public final class DBusCallInFlight: Sendable {
+    private let connection: DBusConnection
+    private let waiter: PendingReply
+    private let deadline: UInt64
+    private let timeout: Duration
+    private let taken = Atomic<Bool>(false)
+
+    fileprivate init(connection: DBusConnection, waiter: PendingReply, deadline: UInt64, timeout: Duration) {
+        self.connection = connection
+        self.waiter = waiter
+        self.deadline = deadline
+        self.timeout = timeout
+    }
+
+    /// Waits for the reply: its values, or the error it answered (`timedOut` after the call's
+    /// timeout, counted from when it was sent). Not from the D-Bus I/O thread.
+    public func reply() throws(DBusError) -> [DBusValue] {
+        guard !taken.exchange(true, ordering: .acquiringAndReleasing) else { throw .failed("The reply was already taken") }
+        let reply = try connection.awaitReply(waiter, deadline: deadline, timeout: timeout)
+        if reply.type == MessageType.error { throw reply.asError() }
+        return try reply.arguments()
+    }
+
+    deinit {
+        guard !taken.load(ordering: .acquiring) else { return }
+        waiter.cancel()
+        connection.forget(waiter)
+    }
+}
+
+extension DBusConnection {
+    fileprivate func forget(_ waiter: PendingReply) {
+        pendingReplies.remove(waiter)
+        waiter.release()
     }
 }
 

@@ -107,6 +107,11 @@ final class PendingReply: @unchecked Sendable {
         return wasClosed ? .connectionClosed : .timedOut
     }
 
+    /// Nobody will wait for the reply: libdbus stops expecting it.
+    func cancel() {
+        dbus_pending_call_cancel(pending)
+    }
+
     /// For asynchronous calls: ends the wait with `.timedOut` unless the reply came first.
     func expire() {
         lock.lock()

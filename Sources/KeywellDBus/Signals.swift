@@ -41,6 +41,15 @@ public struct DBusMatchRule: Sendable, Hashable {
                       member: "NameOwnerChanged", arguments: name.map { [0: $0] } ?? [:])
     }
 
+    /// NameOwnerChanged for names left without an owner (arg2 ''): clients leaving the bus (their
+    /// unique names, ":1.42", are never reused) and well-known names given up. Nothing when a
+    /// client connects.
+    public static func namesLeft() -> DBusMatchRule {
+        var rule = nameOwnerChanged()
+        rule.arguments[2] = ""
+        return rule
+    }
+
     /// The rule in the bus's syntax.
     public var ruleString: String {
         var parts = ["type='signal'"]

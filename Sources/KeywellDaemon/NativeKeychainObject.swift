@@ -49,8 +49,12 @@ final class NativeKeychainObject: DBusObject {
         guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else { return .worker }
         if method == .whoAmI { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
         guard method.methodClass == .read else { return .worker }
-        // Access control needs the caller's identity: a new caller's is worked out on a worker.
-        if method.isJudged, identities.cached(call.sender, on: call.connection) == nil { return .worker }
+        // Access control needs the caller's identity: a new caller's is worked out on a worker,
+        // with the bus already asked for its credentials while the call goes there.
+        if method.isJudged, identities.cached(call.sender, on: call.connection) == nil {
+            identities.prefetch(call.sender, on: call.connection)
+            return .worker
+        }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
         return .ioThread

@@ -23,7 +23,13 @@ public final class ApplicationIdentities: Sendable {
         var departedOrder: [String] = []
         /// The bus connection the cache is about (weak: a closed connection is not kept alive).
         weak var current: DBusConnection?
+        /// Credentials asked for new callers before their calls reached a worker (`prefetch`).
+        var asked: [String: CallerCredentials.Question] = [:]
+        var askedOrder: [String] = []
     }
+
+    /// Questions kept waiting for their callers' calls at once; older ones are cancelled.
+    static let maximumAsked = 64
 
     private let cache = Mutex(Cache())
 
@@ -38,6 +44,38 @@ public final class ApplicationIdentities: Sendable {
         cache.withLock { $0.current === connection ? $0.known[sender] : nil }
     }
 
+    /// Asks the bus for a new caller's credentials from the D-Bus I/O thread, which may send but
+    /// not wait, as its first call is handed to a worker: the round trip then overlaps the
+    /// hand-over instead of following it. `identity(of:)` takes the answer. Asks nothing for a
+    /// caller already known or already asked, or before the first caller made the cache follow
+    /// this connection.
+    public func prefetch(_ sender: String, on connection: DBusConnection) {
+        guard !sender.isEmpty else { return }
+        let wanted = cache.withLock { $0.current === connection && $0.known[sender] == nil && $0.asked[sender] == nil }
+        guard wanted, let question = try? CallerCredentials.start(sender, on: connection) else { return }
+        // Questions dropped here are cancelled outside the lock (cancelling takes the connection's own).
+        let dropped = cache.withLock { cache -> [CallerCredentials.Question] in
+            guard cache.current === connection, cache.asked[sender] == nil else { return [question] }
+            cache.asked[sender] = question
+            cache.askedOrder.append(sender)
+            var dropped: [CallerCredentials.Question] = []
+            while cache.askedOrder.count > Self.maximumAsked {
+                if let old = cache.asked.removeValue(forKey: cache.askedOrder.removeFirst()) { dropped.append(old) }
+            }
+            return dropped
+        }
+        _ = dropped
+    }
+
+    /// The question `prefetch` sent for `sender`, taken out.
+    private func takeAsked(_ sender: String, on connection: DBusConnection) -> CallerCredentials.Question? {
+        cache.withLock { cache in
+            guard cache.current === connection, let question = cache.asked.removeValue(forKey: sender) else { return nil }
+            if let index = cache.askedOrder.firstIndex(of: sender) { cache.askedOrder.remove(at: index) }
+            return question
+        }
+    }
+
     /// `sender`'s identity, worked out on its first call (a few bus round trips and, for a
     /// program not seen before, hashing its executable). Not from the D-Bus I/O thread when
     /// `cached` said nil: it waits for the bus.
@@ -47,13 +85,16 @@ public final class ApplicationIdentities: Sendable {
         try adopt(connection)
         let result: Result<ApplicationIdentity, IdentityError>
         do throws(IdentityError) {
-            result = .success(try resolver.resolve(sender, on: connection))
+            result = .success(try resolver.resolve(sender, on: connection, asked: takeAsked(sender, on: connection)))
         } catch {
             result = .failure(error)
         }
         if Self.isLasting(result) { remember(sender, result, on: connection) }
         return try result.get()
     }
+
+    /// How many questions `prefetch` sent are still waiting for their callers' calls.
+    var pendingQuestions: Int { cache.withLock { $0.asked.count } }
 
     /// How many callers are remembered.
     public var count: Int { cache.withLock { $0.known.count } }
@@ -79,30 +120,35 @@ public final class ApplicationIdentities: Sendable {
 
     func forget(_ sender: String, on connection: DBusConnection?) {
         let capacity = capacity
-        cache.withLock { cache in
-            guard let connection, cache.current === connection else { return }
+        // An unanswered question is cancelled outside the lock, as in `prefetch`.
+        let unanswered = cache.withLock { cache -> CallerCredentials.Question? in
+            guard let connection, cache.current === connection else { return nil }
             if cache.known.removeValue(forKey: sender) != nil, let index = cache.order.firstIndex(of: sender) {
                 cache.order.remove(at: index)
             }
-            guard cache.departed.insert(sender).inserted else { return }
-            cache.departedOrder.append(sender)
-            if cache.departedOrder.count > capacity { cache.departed.remove(cache.departedOrder.removeFirst()) }
+            let question = cache.asked.removeValue(forKey: sender)
+            if question != nil, let index = cache.askedOrder.firstIndex(of: sender) { cache.askedOrder.remove(at: index) }
+            if cache.departed.insert(sender).inserted {
+                cache.departedOrder.append(sender)
+                if cache.departedOrder.count > capacity { cache.departed.remove(cache.departedOrder.removeFirst()) }
+            }
+            return question
         }
+        _ = unanswered
     }
 
     /// Makes `connection` the one the cache is about: a different one forgets every caller (they
     /// were another bus's) and subscribes to names leaving this bus.
     private func adopt(_ connection: DBusConnection) throws(IdentityError) {
-        let isNew = cache.withLock { cache -> Bool in
-            guard cache.current !== connection else { return false }
-            cache = Cache(current: connection)
-            return true
+        let previous = cache.withLock { cache -> Cache? in
+            guard cache.current !== connection else { return nil }
+            defer { cache = Cache(current: connection) }
+            return cache
         }
-        guard isNew else { return }
-        var rule = DBusMatchRule.nameOwnerChanged()
-        rule.arguments[2] = ""
+        // The old connection's questions are cancelled here, outside the lock.
+        guard previous != nil else { return }
         do {
-            _ = try connection.addMatch(rule) { [weak self, weak connection] signal in
+            _ = try connection.addMatch(.namesLeft()) { [weak self, weak connection] signal in
                 guard let name = signal.arguments.first?.stringValue, name.hasPrefix(":") else { return }
                 self?.forget(name, on: connection)
             }

@@ -14,21 +14,47 @@ struct CallerCredentials {
     let processFD: Int32?
 
     static func ask(_ sender: String, on connection: DBusConnection) throws(IdentityError) -> CallerCredentials {
-        let reply: [DBusValue]
+        try start(sender, on: connection).answer()
+    }
+
+    /// Sends the question and returns at once: the bus answers while the caller does other work
+    /// (the I/O thread hands the call to a worker meanwhile, `ApplicationIdentities.prefetch`).
+    static func start(_ sender: String, on connection: DBusConnection) throws(IdentityError) -> Question {
         do {
-            reply = try connection.call(destination: StandardInterface.busName, path: StandardInterface.busPath,
-                                        interface: StandardInterface.bus, member: "GetConnectionCredentials",
-                                        arguments: [.string(sender)])
+            return Question(call: try connection.startCall(destination: StandardInterface.busName, path: StandardInterface.busPath,
+                                                           interface: StandardInterface.bus, member: "GetConnectionCredentials",
+                                                           arguments: [.string(sender)]))
         } catch {
             throw .bus(error.message)
         }
+    }
+
+    /// A `GetConnectionCredentials` on its way.
+    struct Question: Sendable {
+        let call: DBusCallInFlight
+
+        /// Waits for the bus's answer. Not from the D-Bus I/O thread.
+        func answer() throws(IdentityError) -> CallerCredentials {
+            let reply: [DBusValue]
+            do { reply = try call.reply() } catch { throw .bus(error.message) }
+            return try CallerCredentials(reply)
+        }
+    }
+
+    private init(_ reply: [DBusValue]) throws(IdentityError) {
         guard let credentials = reply.first?.asStringVariantDict() else { throw .bus("unexpected GetConnectionCredentials reply") }
         let processFD = credentials["ProcessFD"]?.unixFDValue
         guard let pid = credentials["ProcessID"]?.uint32Value, let uid = credentials["UnixUserID"]?.uint32Value else {
             if let processFD { close(processFD) }
             throw .bus("the bus does not know the caller's process or user")
         }
-        return CallerCredentials(pid: pid, uid: uid, securityLabel: credentials["LinuxSecurityLabel"]?.bytesValue,
-                                 processFD: processFD)
+        self.init(pid: pid, uid: uid, securityLabel: credentials["LinuxSecurityLabel"]?.bytesValue, processFD: processFD)
+    }
+
+    init(pid: UInt32, uid: UInt32, securityLabel: [UInt8]?, processFD: Int32?) {
+        self.pid = pid
+        self.uid = uid
+        self.securityLabel = securityLabel
+        self.processFD = processFD
     }
 }

@@ -22,19 +22,31 @@ public struct IdentityResolver: Sendable {
     }
 
     public func resolve(_ sender: String, on connection: DBusConnection) throws(IdentityError) -> ApplicationIdentity {
-        let credentials = try CallerCredentials.ask(sender, on: connection)
+        try resolve(sender, on: connection, asked: nil)
+    }
+
+    /// `resolve`, with the bus's credentials already asked for (`asked`, sent before the call
+    /// reached this thread) or asked now.
+    func resolve(_ sender: String, on connection: DBusConnection,
+                 asked: CallerCredentials.Question?) throws(IdentityError) -> ApplicationIdentity {
+        let question: CallerCredentials.Question
+        if let asked { question = asked } else { question = try CallerCredentials.start(sender, on: connection) }
+        let credentials = try question.answer()
         guard credentials.uid == userID else {
             if let fd = credentials.processFD { close(fd) }
             throw .otherUser(uid: credentials.uid)
         }
         let pin = try ProcessPin(pid: pid_t(bitPattern: credentials.pid), pidfd: credentials.processFD)
-        let identity = try identify(pin, securityLabel: credentials.securityLabel)
-        try pin.checkAlive()
         // The bus still has the connection and it is still that pid's: the pid did not pass to
         // another process between the bus's answer and pidfd_open (unless the connection's
-        // socket outlived the process that opened it; see the docs).
+        // socket outlived the process that opened it; see the docs). Asked right after
+        // pidfd_open, which is all the check needs, and answered while the identity is read.
+        let recheck: ProcessIDQuery
+        do { recheck = try connection.startUnixProcessIDQuery(of: sender) } catch { throw .raced }
+        let identity = try identify(pin, securityLabel: credentials.securityLabel)
+        try pin.checkAlive()
         let again: UInt32
-        do { again = try connection.unixProcessID(of: sender) } catch { throw .raced }
+        do { again = try recheck.answer() } catch { throw .raced }
         guard again == credentials.pid else { throw .raced }
         return identity
     }

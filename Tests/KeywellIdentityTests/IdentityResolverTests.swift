@@ -1,8 +1,9 @@
 import Foundation
 import KeywellDBus
-import KeywellIdentity
 import KeywellTestSupport
 import Testing
+
+@testable import KeywellIdentity
 
 /// Identities of real callers on a real private dbus-daemon: this test process is the caller.
 @Suite("Resolving callers on a real bus", .serialized)
@@ -102,6 +103,51 @@ struct IdentityResolverTests {
         #expect(identities.cached(name, on: secondService) != nil)
         #expect(identities.cached(name, on: firstService) == nil)
         #expect(identities.count == 1)
+    }
+
+    /// The credentials of a new caller asked for as its call goes to a worker (`prefetch`, from
+    /// the I/O thread): its identity is the one worked out without it; a question is kept only
+    /// for a caller still unknown on the connection the cache follows, goes when the caller
+    /// leaves, and at most `maximumAsked` wait at once.
+    @Test func aPrefetchedQuestionServesTheFirstCallOnly() throws {
+        let bus = try PrivateSessionBus()
+        defer { bus.stop() }
+        let service = try bus.connect()
+        defer { service.close() }
+        let identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: bus.runtimeDirectory))
+        let first = try bus.connect()
+        defer { first.close() }
+        // Before any caller made the cache follow this connection, nothing is asked.
+        identities.prefetch(first.uniqueName!, on: service)
+        #expect(identities.pendingQuestions == 0)
+        let expected = try identities.identity(of: first.uniqueName!, on: service)
+        // A known caller is not asked about again.
+        identities.prefetch(first.uniqueName!, on: service)
+        #expect(identities.pendingQuestions == 0)
+
+        let second = try bus.connect()
+        defer { second.close() }
+        identities.prefetch(second.uniqueName!, on: service)
+        identities.prefetch(second.uniqueName!, on: service)
+        #expect(identities.pendingQuestions == 1)
+        #expect(try identities.identity(of: second.uniqueName!, on: service) == expected)
+        #expect(identities.pendingQuestions == 0)
+
+        // A caller that leaves before its call is served takes its question with it.
+        let leaving = try bus.connect()
+        let leavingName = leaving.uniqueName!
+        identities.prefetch(leavingName, on: service)
+        #expect(identities.pendingQuestions == 1)
+        leaving.close()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while identities.pendingQuestions != 0, ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(identities.pendingQuestions == 0)
+
+        // Names nobody owns: the bus answers each with an error, and only the newest are kept.
+        for index in 0..<(ApplicationIdentities.maximumAsked + 6) { identities.prefetch(":1.\(90_000 + index)", on: service) }
+        #expect(identities.pendingQuestions == ApplicationIdentities.maximumAsked)
+        #expect(throws: IdentityError.self) { try identities.identity(of: ":1.\(90_000 + ApplicationIdentities.maximumAsked)", on: service) }
+        #expect(identities.pendingQuestions == ApplicationIdentities.maximumAsked - 1)
     }
 
     @Test func theCacheOfCallersIsBounded() throws {
