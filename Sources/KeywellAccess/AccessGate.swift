@@ -237,9 +237,7 @@ public final class AccessGate: @unchecked Sendable {
             return true
         }
         guard isNew else { return }
-        var rule = DBusMatchRule.nameOwnerChanged()
-        rule.arguments[2] = ""
-        _ = try connection.addMatch(rule) { [weak self] signal in
+        _ = try connection.addMatch(.namesLeft()) { [weak self] signal in
             guard let name = signal.arguments.first?.stringValue, name.hasPrefix(":") else { return }
             self?.connectionLeft(name)
         }

@@ -24,9 +24,7 @@ extension DBusConnection {
         inFlight.startWatching()
         let inFlight = self.inFlight
         // arg2 '': the name has no owner any more; unique names (":1.42") are never reused.
-        var rule = DBusMatchRule.nameOwnerChanged()
-        rule.arguments[2] = ""
-        _ = try addMatch(rule) { signal in
+        _ = try addMatch(.namesLeft()) { signal in
             guard let name = signal.arguments.first?.stringValue, name.hasPrefix(":") else { return }
             inFlight.callerLeft(name)
         }

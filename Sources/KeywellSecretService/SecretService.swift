@@ -39,8 +39,8 @@ public final class SecretService: Sendable {
     private let portal: SecretPortal
     private let configuration: Configuration
     private let logger: Logger
-    /// The bus served now, and the watch of its clients leaving (kept alive while it serves).
-    private let served = Mutex<(connection: DBusConnection?, ownerWatch: DBusSignalSubscription?)>((nil, nil))
+    /// The bus served now, and the watches of its name and of clients leaving (kept alive while it serves).
+    private let served = Mutex<(connection: DBusConnection?, ownerWatches: [DBusSignalSubscription])>((nil, []))
     /// The bus the prompts ask for the activation environment.
     private let currentConnection: LockedConnection
 
@@ -89,10 +89,16 @@ public final class SecretService: Sendable {
         currentConnection.set(connection)
         do {
             try connection.registerSubtree(tree, at: SecretServiceNames.servicePath)
-            let watch = try connection.addMatch(.nameOwnerChanged()) { [weak self] signal in
-                self?.nameOwnerChanged(signal, on: connection)
+            // Two narrow rules rather than every NameOwnerChanged: the bus then sends nothing when
+            // a client connects, only when one leaves (a lookup's process does both, and each
+            // signal wakes this daemon while it serves that lookup).
+            let nameWatch = try connection.addMatch(.nameOwnerChanged(name: SecretServiceNames.busName)) { [weak self] signal in
+                self?.serviceNameChanged(signal, on: connection)
             }
-            served.withLock { $0.ownerWatch = watch }
+            let departureWatch = try connection.addMatch(.namesLeft()) { [weak self] signal in
+                self?.clientLeft(signal)
+            }
+            served.withLock { $0.ownerWatches = [nameWatch, departureWatch] }
             claimName(on: connection)
         } catch {
             logger.error("cannot serve \(SecretServiceNames.busName): \(error.message)")
@@ -168,23 +174,25 @@ public final class SecretService: Sendable {
         }
     }
 
-    private func nameOwnerChanged(_ signal: DBusSignal, on connection: DBusConnection) {
-        guard signal.arguments.count == 3, let name = signal.arguments[0].stringValue,
-              let oldOwner = signal.arguments[1].stringValue, let newOwner = signal.arguments[2].stringValue else { return }
-        if name == SecretServiceNames.busName, let ours = connection.uniqueName {
-            // Taking a free name is logged by claimName; this is the queue moving on.
-            if newOwner == ours, !oldOwner.isEmpty {
-                logger.notice("now owning \(SecretServiceNames.busName) (\(oldOwner) left or gave it up)")
-            } else if oldOwner == ours {
-                logger.warning("\(SecretServiceNames.busName) was taken over by \(newOwner.isEmpty ? "nobody" : describe(newOwner, on: connection)); serving the native API only")
-            }
+    private func serviceNameChanged(_ signal: DBusSignal, on connection: DBusConnection) {
+        guard signal.arguments.count == 3, signal.arguments[0].stringValue == SecretServiceNames.busName,
+              let oldOwner = signal.arguments[1].stringValue, let newOwner = signal.arguments[2].stringValue,
+              let ours = connection.uniqueName else { return }
+        // Taking a free name is logged by claimName; this is the queue moving on.
+        if newOwner == ours, !oldOwner.isEmpty {
+            logger.notice("now owning \(SecretServiceNames.busName) (\(oldOwner) left or gave it up)")
+        } else if oldOwner == ours {
+            logger.warning("\(SecretServiceNames.busName) was taken over by \(newOwner.isEmpty ? "nobody" : describe(newOwner, on: connection)); serving the native API only")
         }
-        // A client left: its sessions and prompts go with it.
-        if name.hasPrefix(":"), newOwner.isEmpty {
-            let closed = context.sessions.closeAll(ownedBy: name)
-            if closed > 0 { logger.debug("closed \(closed) Secret Service session(s) of \(name), which left the bus") }
-            context.prompts.dismissAll(ownedBy: name)
-        }
+    }
+
+    /// A client left: its sessions and prompts go with it.
+    private func clientLeft(_ signal: DBusSignal) {
+        guard signal.arguments.count == 3, let name = signal.arguments[0].stringValue, name.hasPrefix(":"),
+              signal.arguments[2].stringValue == "" else { return }
+        let closed = context.sessions.closeAll(ownedBy: name)
+        if closed > 0 { logger.debug("closed \(closed) Secret Service session(s) of \(name), which left the bus") }
+        context.prompts.dismissAll(ownedBy: name)
     }
 
     private func describe(_ owner: String, on connection: DBusConnection) -> String {
