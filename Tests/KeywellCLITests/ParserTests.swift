@@ -59,4 +59,33 @@ import Testing
         #expect(CredentialRequest.splitHost("fe80::1") == ("fe80::1", nil))
         #expect(CredentialRequest.splitHost("example.org:http") == ("example.org:http", nil))
     }
+
+    /// git's request through a real pipe: read in blocks when the helper owns its input (git
+    /// started it), byte by byte otherwise, so that what follows the blank line stays for the
+    /// next reader (`keywell git-credential get` inside a script).
+    @Test(arguments: [true, false]) func credentialRequestsAreReadUpToTheBlankLine(ownsInput: Bool) throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        // CRLF endings, a repeated key, a value with '=', and what comes after the blank line.
+        let input = "protocol=https\r\nhost=git.example.org:8443\nwwwauth[]=Basic\nwwwauth[]=Bearer x=1\n\nafter\n"
+        #expect(input.utf8.withContiguousStorageIfAvailable { write(fds[1], $0.baseAddress, $0.count) } == input.utf8.count)
+        close(fds[1])
+        let request = CredentialRequest.read(fd: fds[0], ownsInput: ownsInput)
+        #expect(request.values == ["protocol": "https", "host": "git.example.org:8443", "wwwauth[]": "Basic\nBearer x=1"])
+        #expect(request.host == "git.example.org" && request.port == 8443)
+        var rest = [UInt8](repeating: 0, count: 16)
+        let left = read(fds[0], &rest, rest.count)
+        #expect(left == (ownsInput ? 0 : 6), "the byte-by-byte reader leaves \"after\\n\" unread")
+    }
+
+    @Test func aRequestWithoutItsFinalNewlineStillCounts() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let input = "host=example.org\nusername=alice"
+        #expect(input.utf8.withContiguousStorageIfAvailable { write(fds[1], $0.baseAddress, $0.count) } == input.utf8.count)
+        close(fds[1])
+        #expect(CredentialRequest.read(fd: fds[0], ownsInput: true).values == ["host": "example.org", "username": "alice"])
+    }
 }

@@ -19,10 +19,14 @@ struct CredentialRequest {
 
     init(values: [String: String]) { self.values = values }
 
-    /// Reads from standard input, one byte at a time so nothing past the blank line is taken.
-    static func read(fd: Int32 = 0) -> CredentialRequest {
+    /// Reads from standard input up to the blank line. With `ownsInput` (git started the helper:
+    /// the pipe holds the request and nothing after it) in blocks; otherwise one byte at a
+    /// time, so that nothing past the blank line is taken from whatever reads the input next.
+    static func read(fd: Int32 = 0, ownsInput: Bool = false) -> CredentialRequest {
         var values: [String: String] = [:]
-        while let line = readLine(fd: fd), !line.isEmpty {
+        var reader = LineReader(fd: fd, blockSize: ownsInput ? 4096 : 1)
+        defer { reader.wipe() }
+        while let line = reader.next(), !line.isEmpty {
             guard let equals = line.firstIndex(of: "=") else { continue }
             let key = String(line[..<equals])
             let value = String(line[line.index(after: equals)...])
@@ -33,24 +37,6 @@ struct CredentialRequest {
             }
         }
         return CredentialRequest(values: values)
-    }
-
-    private static func readLine(fd: Int32) -> String? {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        var sawAnything = false
-        while true {
-            let count = Glibc.read(fd, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            sawAnything = true
-            if byte == UInt8(ascii: "\n") { break }
-            bytes.append(byte)
-        }
-        guard sawAnything else { return nil }
-        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-        defer { bytes.withUnsafeMutableBytes { Memory.wipe($0) } }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func splitHost(_ text: String) -> (host: String, port: UInt16?) {
@@ -65,5 +51,55 @@ struct CredentialRequest {
             return (String(text[..<colon]), port)
         }
         return (text, nil)
+    }
+}
+
+/// Lines of a descriptor, read `blockSize` bytes at a time (1: never past the line's end). What
+/// was read is wiped: a request may hold a password.
+private struct LineReader {
+    let fd: Int32
+    let blockSize: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var atEnd = false
+
+    init(fd: Int32, blockSize: Int) {
+        self.fd = fd
+        self.blockSize = max(1, blockSize)
+    }
+
+    /// The next line without its newline (and a carriage return before it); nil at the end.
+    mutating func next() -> String? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                defer { start = newline + 1 }
+                return line(buffer[start..<newline])
+            }
+            if atEnd {
+                guard start < buffer.count else { return nil }
+                defer { start = buffer.count }
+                return line(buffer[start...])
+            }
+            fill()
+        }
+    }
+
+    private func line(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
+    }
+
+    private mutating func fill() {
+        var block = [UInt8](repeating: 0, count: blockSize)
+        defer { block.withUnsafeMutableBytes { Memory.wipe($0) } }
+        while true {
+            let count = block.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { atEnd = true } else { buffer.append(contentsOf: block[..<count]) }
+            return
+        }
+    }
+
+    mutating func wipe() {
+        buffer.withUnsafeMutableBytes { Memory.wipe($0) }
     }
 }

@@ -17,7 +17,9 @@ enum GitCredentialCommand {
     /// (docs/cli.md), so no shell script sits between git and keywell.
     static let programName = "git-credential-keywell"
 
-    static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
+    /// `ownsInput`: git started the program under the helper's name, so standard input holds the
+    /// request and nothing else (`CredentialRequest.read`).
+    static func run(_ context: CommandContext, _ invocation: Invocation, ownsInput: Bool = false) -> Int32 {
         // git passes the action as the one argument.
         guard invocation.words.count == 2 else {
             context.diagnostics.error("git-credential: needs exactly one action (get, store or erase)")
@@ -31,9 +33,9 @@ enum GitCredentialCommand {
         defer { context.diagnostics = diagnostics }
         let helper = GitCredentialHelper(context: context)
         switch operation {
-        case "get": return helper.get(CredentialRequest.read())
-        case "store": return helper.store(CredentialRequest.read())
-        case "erase": return helper.erase(CredentialRequest.read())
+        case "get": return helper.get(CredentialRequest.read(ownsInput: ownsInput))
+        case "store": return helper.store(CredentialRequest.read(ownsInput: ownsInput))
+        case "erase": return helper.erase(CredentialRequest.read(ownsInput: ownsInput))
         default: return CommandStatus.success  // gitcredentials(7): ignore unknown actions
         }
     }

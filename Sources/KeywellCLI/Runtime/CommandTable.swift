@@ -295,7 +295,7 @@ enum CommandTable {
                                 "(git-credential-keywell is a link to keywell, which then acts as `keywell git-credential`;",
                                 "`credential.helper keywell` works too, through a second git). git writes the request on",
                                 "standard input; `get` answers with username= and password= lines. Other actions are ignored."],
-                    usesGetopt: false, run: GitCredentialCommand.run),
+                    usesGetopt: false, run: { GitCredentialCommand.run($0, $1) }),
         CommandSpec("doctor", synopsis: "[-h]",
                     summary: "Keywell: check this user's setup, and show this program's identity as keywelld sees it.",
                     usesGetopt: false, ownHelp: true, run: DoctorCommand.run),

@@ -18,7 +18,7 @@ enum Program {
             // it: building the table of every command first cost more than the lookup
             // (docs/performance.md).
             if words.count == 2, words[1] != "--help" {
-                return GitCredentialCommand.run(context, Invocation(words: words, argvIndex: 1, arguments: .init()))
+                return GitCredentialCommand.run(context, Invocation(words: words, argvIndex: 1, arguments: .init()), ownsInput: true)
             }
             return execute(words, argvIndex: 1, context: context, verbose: false)
         }
