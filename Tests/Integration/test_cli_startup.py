@@ -12,6 +12,7 @@ Run: KEYWELL=.build/debug/keywell /usr/bin/python3 -m pytest Tests/Integration/t
 import os
 import struct
 import subprocess
+import time
 
 from keywell_helpers import built
 
@@ -51,8 +52,16 @@ def test_keywell_starts_at_another_address_each_time():
     for _ in range(4):
         process = subprocess.Popen([keywell, "-i"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            with open(f"/proc/{process.pid}/maps") as maps:
-                first = next(line for line in maps if line.rstrip().endswith(keywell))
+            # Popen returns once the exec is under way, possibly before the kernel has mapped the
+            # program: look until it is there (hang guard only).
+            deadline = time.monotonic() + 30
+            first = None
+            while first is None and time.monotonic() < deadline:
+                with open(f"/proc/{process.pid}/maps") as maps:
+                    first = next((line for line in maps if line.rstrip().endswith(keywell)), None)
+                if first is None:
+                    time.sleep(0.01)
+            assert first is not None, "keywell never appeared in its own memory map"
             starts.add(first.split("-")[0])
         finally:
             process.stdin.close()
