@@ -64,28 +64,30 @@ import Testing
     /// started it), byte by byte otherwise, so that what follows the blank line stays for the
     /// next reader (`keywell git-credential get` inside a script).
     @Test(arguments: [true, false]) func credentialRequestsAreReadUpToTheBlankLine(ownsInput: Bool) throws {
-        var fds: [Int32] = [0, 0]
-        try #require(pipe(&fds) == 0)
-        defer { close(fds[0]) }
         // CRLF endings, a repeated key, a value with '=', and what comes after the blank line.
-        let input = "protocol=https\r\nhost=git.example.org:8443\nwwwauth[]=Basic\nwwwauth[]=Bearer x=1\n\nafter\n"
-        #expect(input.utf8.withContiguousStorageIfAvailable { write(fds[1], $0.baseAddress, $0.count) } == input.utf8.count)
-        close(fds[1])
-        let request = CredentialRequest.read(fd: fds[0], ownsInput: ownsInput)
+        let input = try pipe(holding: "protocol=https\r\nhost=git.example.org:8443\nwwwauth[]=Basic\nwwwauth[]=Bearer x=1\n\nafter\n")
+        defer { close(input) }
+        let request = CredentialRequest.read(fd: input, ownsInput: ownsInput)
         #expect(request.values == ["protocol": "https", "host": "git.example.org:8443", "wwwauth[]": "Basic\nBearer x=1"])
         #expect(request.host == "git.example.org" && request.port == 8443)
         var rest = [UInt8](repeating: 0, count: 16)
-        let left = read(fds[0], &rest, rest.count)
+        let left = read(input, &rest, rest.count)
         #expect(left == (ownsInput ? 0 : 6), "the byte-by-byte reader leaves \"after\\n\" unread")
     }
 
     @Test func aRequestWithoutItsFinalNewlineStillCounts() throws {
+        let input = try pipe(holding: "host=example.org\nusername=alice")
+        defer { close(input) }
+        #expect(CredentialRequest.read(fd: input, ownsInput: true).values == ["host": "example.org", "username": "alice"])
+    }
+
+    /// The read end of a pipe that holds `text` and then ends.
+    private func pipe(holding text: String) throws -> Int32 {
         var fds: [Int32] = [0, 0]
-        try #require(pipe(&fds) == 0)
-        defer { close(fds[0]) }
-        let input = "host=example.org\nusername=alice"
-        #expect(input.utf8.withContiguousStorageIfAvailable { write(fds[1], $0.baseAddress, $0.count) } == input.utf8.count)
+        try #require(Glibc.pipe(&fds) == 0)
+        let bytes = Array(text.utf8)
+        #expect(write(fds[1], bytes, bytes.count) == bytes.count)
         close(fds[1])
-        #expect(CredentialRequest.read(fd: fds[0], ownsInput: true).values == ["host": "example.org", "username": "alice"])
+        return fds[0]
     }
 }
