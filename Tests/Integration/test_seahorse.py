@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import select
 import shutil
 import subprocess
@@ -40,31 +41,77 @@ START_GUARD = 180
 STEP_GUARD = 120
 
 
-@pytest.fixture
-def display():
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        pytest.fail(f"missing {', '.join(missing)}: run scripts/setup.sh")
+def listens_on_its_abstract_socket(pid: int, number: int) -> bool:
+    """Whether X server `pid` itself holds display `number`'s abstract socket, which X clients try
+    before the socket file. Lock files only keep X servers of one /tmp apart; a test run in
+    another mount namespace on the same network namespace (another engineer's sandbox) can hold
+    the abstract name of the same display, and clients then reach that server instead
+    ("cannot open display", seen twice in runs beside other jobs)."""
+    inodes = set()
+    for descriptor in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{descriptor}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    name = f"@/tmp/.X11-unix/X{number}"
+    with open("/proc/net/unix") as table:
+        next(table)
+        for line in table:
+            fields = line.split()
+            if len(fields) >= 8 and fields[7] == name and fields[6] in inodes:
+                return True
+    return False
+
+
+def abstract_name_taken(number: int) -> bool:
+    name = f"@/tmp/.X11-unix/X{number}"
+    with open("/proc/net/unix") as table:
+        return any(line.split()[7:8] == [name] for line in table)
+
+
+def start_xvfb(number: int) -> subprocess.Popen | None:
+    """Xvfb on display `number`, once it accepts clients on its own sockets; None if it could not."""
     read, write = os.pipe()
-    # -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(["Xvfb", f":{number}", "-displayfd", str(write), "-screen", "0", "1280x800x24",
+                               "-nolisten", "tcp"], pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(write)
-    number = b""
+    said = b""
     deadline = time.monotonic() + START_GUARD
-    while not number.endswith(b"\n") and time.monotonic() < deadline:
+    while not said.endswith(b"\n") and time.monotonic() < deadline:
         ready, _, _ = select.select([read], [], [], 1)
         if ready:
             chunk = os.read(read, 16)
             if not chunk:
                 break
-            number += chunk
+            said += chunk
     os.close(read)
-    if not number.strip():
-        server.kill()
-        pytest.fail("Xvfb never said which display it serves")
+    if said.strip() == str(number).encode() and listens_on_its_abstract_socket(server.pid, number):
+        return server
+    server.kill()
+    server.wait(timeout=10)
+    return None
+
+
+@pytest.fixture
+def display():
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)}: run scripts/setup.sh")
+    # A display free both here (no lock file) and on the network namespace (no abstract socket),
+    # from a range other runs' -displayfd (which counts up from 0) rarely reach.
+    server, number = None, 0
+    for number in random.sample(range(100, 1000), 40):
+        if os.path.exists(f"/tmp/.X{number}-lock") or abstract_name_taken(number):
+            continue
+        server = start_xvfb(number)
+        if server is not None:
+            break
+    if server is None:
+        pytest.fail("no display number was free for Xvfb")
     try:
-        yield f":{number.decode().strip()}"
+        yield f":{number}"
     finally:
         server.terminate()
         server.wait(timeout=10)
