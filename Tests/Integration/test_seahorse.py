@@ -41,12 +41,20 @@ START_GUARD = 180
 STEP_GUARD = 120
 
 
-def listens_on_its_abstract_socket(pid: int, number: int) -> bool:
-    """Whether X server `pid` itself holds display `number`'s abstract socket, which X clients try
-    before the socket file. Lock files only keep X servers of one /tmp apart; a test run in
+def abstract_socket_inodes(number: int) -> set[str]:
+    """The inodes of the sockets listening on display `number`'s abstract name, which X clients
+    try before the socket file. Lock files only keep X servers of one /tmp apart; a test run in
     another mount namespace on the same network namespace (another engineer's sandbox) can hold
     the abstract name of the same display, and clients then reach that server instead
     ("cannot open display", seen twice in runs beside other jobs)."""
+    name = f"@/tmp/.X11-unix/X{number}"
+    with open("/proc/net/unix") as table:
+        next(table)
+        return {fields[6] for fields in map(str.split, table) if len(fields) >= 8 and fields[7] == name}
+
+
+def listens_on_its_abstract_socket(pid: int, number: int) -> bool:
+    """Whether X server `pid` itself holds display `number`'s abstract name."""
     inodes = set()
     for descriptor in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -55,20 +63,7 @@ def listens_on_its_abstract_socket(pid: int, number: int) -> bool:
             continue
         if target.startswith("socket:["):
             inodes.add(target[len("socket:["):-1])
-    name = f"@/tmp/.X11-unix/X{number}"
-    with open("/proc/net/unix") as table:
-        next(table)
-        for line in table:
-            fields = line.split()
-            if len(fields) >= 8 and fields[7] == name and fields[6] in inodes:
-                return True
-    return False
-
-
-def abstract_name_taken(number: int) -> bool:
-    name = f"@/tmp/.X11-unix/X{number}"
-    with open("/proc/net/unix") as table:
-        return any(line.split()[7:8] == [name] for line in table)
+    return bool(abstract_socket_inodes(number) & inodes)
 
 
 def start_xvfb(number: int) -> subprocess.Popen | None:
@@ -103,7 +98,7 @@ def display():
     # from a range other runs' -displayfd (which counts up from 0) rarely reach.
     server, number = None, 0
     for number in random.sample(range(100, 1000), 40):
-        if os.path.exists(f"/tmp/.X{number}-lock") or abstract_name_taken(number):
+        if os.path.exists(f"/tmp/.X{number}-lock") or abstract_socket_inodes(number):
             continue
         server = start_xvfb(number)
         if server is not None:
