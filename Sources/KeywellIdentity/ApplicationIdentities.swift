@@ -51,11 +51,14 @@ public final class ApplicationIdentities: Sendable {
     /// this connection.
     public func prefetch(_ sender: String, on connection: DBusConnection) {
         guard !sender.isEmpty else { return }
-        let wanted = cache.withLock { $0.current === connection && $0.known[sender] == nil && $0.asked[sender] == nil }
+        let wanted = cache.withLock { cache in
+            cache.current === connection && cache.known[sender] == nil && cache.asked[sender] == nil && !cache.departed.contains(sender)
+        }
         guard wanted, let question = try? CallerCredentials.start(sender, on: connection) else { return }
         // Questions dropped here are cancelled outside the lock (cancelling takes the connection's own).
+        // A caller seen leaving meanwhile gets no question kept: nothing would take it.
         let dropped = cache.withLock { cache -> [CallerCredentials.Question] in
-            guard cache.current === connection, cache.asked[sender] == nil else { return [question] }
+            guard cache.current === connection, cache.asked[sender] == nil, !cache.departed.contains(sender) else { return [question] }
             cache.asked[sender] = question
             cache.askedOrder.append(sender)
             var dropped: [CallerCredentials.Question] = []

@@ -142,6 +142,9 @@ struct IdentityResolverTests {
         let deadline = ContinuousClock.now + .seconds(30)
         while identities.pendingQuestions != 0, ContinuousClock.now < deadline { usleep(10_000) }
         #expect(identities.pendingQuestions == 0)
+        // Once it is known to have left, it is not asked about again.
+        identities.prefetch(leavingName, on: service)
+        #expect(identities.pendingQuestions == 0)
 
         // Names nobody owns: the bus answers each with an error, and only the newest are kept.
         for index in 0..<(ApplicationIdentities.maximumAsked + 6) { identities.prefetch(":1.\(90_000 + index)", on: service) }
