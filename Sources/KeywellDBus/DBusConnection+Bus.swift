@@ -45,8 +45,7 @@ extension DBusConnection {
 
     /// The process id of the connection owning `busName` (a caller's `sender`).
     public func unixProcessID(of busName: String) throws(DBusError) -> UInt32 {
-        try NameValidation.busName(busName)
-        return try startUnixProcessIDQuery(of: busName).answer()
+        try startUnixProcessIDQuery(of: busName).answer()
     }
 
     /// `unixProcessID(of:)` asked now and answered later (`ProcessIDQuery.answer()`), so that the

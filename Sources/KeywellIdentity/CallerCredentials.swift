@@ -13,11 +13,7 @@ struct CallerCredentials {
     /// pid-reuse window entirely. Owned by whoever takes it.
     let processFD: Int32?
 
-    static func ask(_ sender: String, on connection: DBusConnection) throws(IdentityError) -> CallerCredentials {
-        try start(sender, on: connection).answer()
-    }
-
-    /// Sends the question and returns at once: the bus answers while the caller does other work
+    /// Asks the bus for `sender`'s credentials and returns at once: it answers while the caller works
     /// (the I/O thread hands the call to a worker meanwhile, `ApplicationIdentities.prefetch`).
     static func start(_ sender: String, on connection: DBusConnection) throws(IdentityError) -> Question {
         do {
@@ -48,13 +44,9 @@ struct CallerCredentials {
             if let processFD { close(processFD) }
             throw .bus("the bus does not know the caller's process or user")
         }
-        self.init(pid: pid, uid: uid, securityLabel: credentials["LinuxSecurityLabel"]?.bytesValue, processFD: processFD)
-    }
-
-    init(pid: UInt32, uid: UInt32, securityLabel: [UInt8]?, processFD: Int32?) {
         self.pid = pid
         self.uid = uid
-        self.securityLabel = securityLabel
+        securityLabel = credentials["LinuxSecurityLabel"]?.bytesValue
         self.processFD = processFD
     }
 }
