@@ -181,10 +181,7 @@ public final class DBusConnection: @unchecked Sendable {
                 continuation.resume(returning: .failure(error))
             }
         }
-        if let waiter = box.waiter {
-            pendingReplies.remove(waiter)
-            waiter.release()
-        }
+        if let waiter = box.waiter { forget(waiter) }
         if let expiry = box.expiry { TimerThread.shared.cancel(expiry) }
         let outcome = try result.get()
         switch outcome {
@@ -232,10 +229,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Waits for a sent call's reply, then forgets the call.
     fileprivate func awaitReply(_ waiter: PendingReply, deadline: UInt64, timeout: Duration) throws(DBusError) -> MessageRef {
-        defer {
-            pendingReplies.remove(waiter)
-            waiter.release()
-        }
+        defer { forget(waiter) }
         if loop.isOnLoopThread {
             waiter.cancel()
             throw .failed("A blocking call from the D-Bus I/O thread would deadlock")
@@ -384,6 +378,8 @@ public final class DBusCallInFlight: Sendable {
 }
 
 extension DBusConnection {
+    /// A call's outcome was taken or will never be: the connection stops tracking its waiter and
+    /// gives back the waiter's reference to the pending call (docs/dbus-layer.md).
     fileprivate func forget(_ waiter: PendingReply) {
         pendingReplies.remove(waiter)
         waiter.release()
