@@ -58,14 +58,15 @@ struct CredentialRequest {
 /// was read is wiped: a request may hold a password.
 private struct LineReader {
     let fd: Int32
-    let blockSize: Int
     private var buffer: [UInt8] = []
+    /// Where each read lands before it joins `buffer`; allocated once.
+    private var block: [UInt8]
     private var start = 0
     private var atEnd = false
 
     init(fd: Int32, blockSize: Int) {
         self.fd = fd
-        self.blockSize = max(1, blockSize)
+        block = [UInt8](repeating: 0, count: max(1, blockSize))
     }
 
     /// The next line without its newline (and a carriage return before it); nil at the end.
@@ -89,8 +90,6 @@ private struct LineReader {
     }
 
     private mutating func fill() {
-        var block = [UInt8](repeating: 0, count: blockSize)
-        defer { block.withUnsafeMutableBytes { Memory.wipe($0) } }
         while true {
             let count = block.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -101,5 +100,6 @@ private struct LineReader {
 
     mutating func wipe() {
         buffer.withUnsafeMutableBytes { Memory.wipe($0) }
+        block.withUnsafeMutableBytes { Memory.wipe($0) }
     }
 }
