@@ -29,7 +29,7 @@ let package = Package(
         .systemLibrary(name: "CKeywellControl"),
 
         // Status codes, wire values and names shared by the engine, the daemon and the clients.
-        .target(name: "KeywellProtocol"),
+        .target(name: "KeywellProtocol", dependencies: ["CKeywellControl"]),
         // The keychain engine: files, crypto, items, SecItem semantics.
         .target(
             name: "KeywellCore",

@@ -143,6 +143,9 @@ final class ConnectionLoop: @unchecked Sendable {
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wakePipe.readDescriptor, events: Int16(POLLIN), revents: 0),
         ]
+        // A connection a server accepted starts by authenticating its client (a bus connection
+        // is authenticated before its loop starts).
+        var authenticated = dbus_connection_get_is_authenticated(connection) != 0
         while true {
             dispatchQueuedMessages()
             // A call handed the loop to another thread while it ran here: that thread goes on.
@@ -166,6 +169,12 @@ final class ConnectionLoop: @unchecked Sendable {
             if pollSet[0].revents != 0 || wantsWrite {
                 // Never blocks: reads what is there, writes what fits.
                 dbus_connection_read_write(connection, 0)
+                if !authenticated {
+                    // libdbus answers a line of the handshake in the round after the one that read
+                    // it, and the answer is no message (nothing above asks for POLLOUT): write it now.
+                    dbus_connection_read_write(connection, 0)
+                    authenticated = dbus_connection_get_is_authenticated(connection) != 0
+                }
             }
         }
         LoopThread.leave()

@@ -21,6 +21,10 @@ public final class DBusCallConnection: @unchecked Sendable {
     private let turn = ConditionLock()
     /// The bus's answer to Hello while it is on its way (guarded by `turn`).
     private var hello: OpaquePointer?
+    private let isBus: Bool
+    /// On the direct socket: the server has answered a message, so it is past the handshake
+    /// (guarded by `turn`).
+    private var serverReadsMessages = false
 
     /// A new private connection to `address`, registering with the bus (Hello). Hello is not
     /// waited for here: the bus serves a connection's messages in order, so the first call,
@@ -28,21 +32,62 @@ public final class DBusCallConnection: @unchecked Sendable {
     /// lookup is then one round trip after the handshake instead of two (docs/performance.md).
     public init(address: String) throws(DBusError) {
         raw = try openPrivateConnection(address, registerWithBus: false)
-        do throws(DBusError) {
-            let message = try MessageRef.methodCall(destination: StandardInterface.busName, path: StandardInterface.busPath,
-                                                    interface: StandardInterface.bus, member: StandardInterface.hello)
-            var pending: OpaquePointer? = nil
-            guard dbus_connection_send_with_reply(raw, message.pointer, &pending, Self.milliseconds(.seconds(25))) != 0 else {
-                throw .noMemory()
+        isBus = true
+        // Every stored property is set: a throw from here on runs deinit, which closes the connection.
+        let message = try MessageRef.methodCall(destination: StandardInterface.busName, path: StandardInterface.busPath,
+                                                interface: StandardInterface.bus, member: StandardInterface.hello)
+        var pending: OpaquePointer? = nil
+        guard dbus_connection_send_with_reply(raw, message.pointer, &pending, Self.milliseconds(.seconds(25))) != 0 else {
+            throw .noMemory()
+        }
+        guard let pending else { throw .disconnected() }
+        hello = pending
+    }
+
+    /// A connection straight to a `DBusPeerServer`'s socket at `path`: no bus and no Hello
+    /// (docs/dbus-layer.md, "The direct socket"). Refused before any call is sent unless the
+    /// folder holding the socket is this user's alone and the process listening runs as this
+    /// user; authenticated before it returns, so that a server that turns the client away
+    /// (full, shutting down) fails here, where trying the bus instead is safe.
+    public init(directSocket path: String, timeout: Duration = .seconds(5)) throws(DBusError) {
+        try Self.checkPrivateFolder(of: path)
+        guard let escaped = dbus_address_escape_value(path) else { throw .noMemory() }
+        let address = "unix:path=" + String(cString: escaped)
+        dbus_free(escaped)
+        raw = try openPrivateConnection(address, registerWithBus: false)
+        isBus = false
+        // Every stored property is set: a throw from here on runs deinit, which closes the connection.
+        var fd: Int32 = -1
+        guard dbus_connection_get_socket(raw, &fd) != 0, fd >= 0 else { throw .notSupported("The direct socket has no descriptor") }
+        guard let server = PeerCredentials.of(socket: fd, pinning: false), server.uid == getuid() else {
+            throw .accessDenied("\(path) is not served by this user")
+        }
+        let deadline = deadline(after: timeout)
+        while dbus_connection_get_is_authenticated(raw) == 0 {
+            let left = Int64(bitPattern: deadline &- monotonicNanoseconds()) / 1_000_000
+            guard left > 0 else { throw .timedOut(after: timeout) }
+            guard dbus_connection_read_write(raw, Int32(clamping: left)) != 0, dbus_connection_get_is_connected(raw) != 0 else {
+                throw .disconnected()
             }
-            guard let pending else { throw .disconnected() }
-            hello = pending
-        } catch {
-            dbus_connection_close(raw)
-            dbus_connection_unref(raw)
-            throw error
         }
     }
+
+    /// The socket's folder is a real folder, this user's, open to nobody else: nobody else can
+    /// have put a socket there.
+    private static func checkPrivateFolder(of path: String) throws(DBusError) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex else {
+            throw .invalidArgs("\(path) is not an absolute path in a folder")
+        }
+        let folder = String(path[..<slash])
+        var status = stat()
+        guard lstat(folder, &status) == 0 else { throw .failed("\(folder): \(String(cString: strerror(errno)))") }
+        guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(), status.st_mode & 0o077 == 0 else {
+            throw .accessDenied("\(folder) is not a folder private to this user")
+        }
+    }
+
+    /// Whether this connection goes straight to a peer (no bus).
+    public var isDirect: Bool { !isBus }
 
     /// A new private connection to the session bus of this process's environment.
     public static func sessionBus() throws(DBusError) -> DBusCallConnection {
@@ -84,10 +129,26 @@ public final class DBusCallConnection: @unchecked Sendable {
                 turn.unlock()
                 throw refusedHello ?? .notSupported("This connection cannot pass file descriptors")
             }
+            if !isBus, !serverReadsMessages {
+                // The server may still be reading the handshake, as plain bytes: descriptors sent
+                // with the bytes right behind BEGIN would be lost and the call refused. Once it has
+                // answered a Ping it reads messages, with their descriptors.
+                var pingError = CDBus.DBusError()
+                dbus_error_init(&pingError)
+                if let ping = try? MessageRef.methodCall(destination: nil, path: "/", interface: StandardInterface.peer, member: "Ping"),
+                   let answer = dbus_connection_send_with_reply_and_block(raw, ping.pointer, Self.milliseconds(timeout), &pingError) {
+                    dbus_message_unref(answer)
+                    serverReadsMessages = true
+                } else {
+                    turn.unlock()
+                    throw takeError(&pingError)
+                }
+            }
         }
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         let reply = dbus_connection_send_with_reply_and_block(raw, message.pointer, Self.milliseconds(timeout), &error)
+        if reply != nil { serverReadsMessages = true }
         let refusedHello = finishHello()
         turn.unlock()
         // A bus that refused Hello answers nothing else: its reason is the one worth reporting.

@@ -31,17 +31,23 @@ public final class DBusConnection: @unchecked Sendable {
     /// Whether `h` (unix fd) values can travel on this connection (known once authenticated).
     public var canPassFileDescriptors: Bool { dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0 }
     let isBusConnection: Bool
+    /// For a connection a `DBusPeerServer` accepted: a name unique in this process (`peer:7`)
+    /// that stands in for the bus name its messages do not carry (`DBusMethodCall.sender`).
+    /// Never starts with ':', so it cannot be mistaken for a bus connection's name.
+    public let peerName: String?
+    /// False when the worker pool is shared (a peer server's connections): closing leaves it running.
+    private let ownsWorkers: Bool
 
     let loop: ConnectionLoop
     private let pendingReplies: PendingReplyTable
     private let replyWaiters = ReplyWaiterCensus()
     let registry = ObjectRegistry()
     let subscriptions = SignalSubscriptions()
-    let workers = WorkerPool(name: "dbus-worker")
+    let workers: WorkerPool
     let signalQueue = DispatchQueue(label: "keywell.dbus.signals")
     let stateLock = ConditionLock()
     private var closed = false
-    let inFlight = InFlightCalls()
+    let inFlight: InFlightCalls
     var limits = (deadline: Duration.seconds(25), decodedValues: Int.max)
 
     // MARK: Opening
@@ -99,10 +105,42 @@ public final class DBusConnection: @unchecked Sendable {
     private init(raw: OpaquePointer, isBus: Bool) throws(DBusError) {
         self.raw = raw
         self.isBusConnection = isBus
+        self.peerName = nil
         self.uniqueName = isBus ? dbus_bus_get_unique_name(raw).map { String(cString: $0) } : nil
+        self.workers = WorkerPool(name: "dbus-worker")
+        self.ownsWorkers = true
+        self.inFlight = InFlightCalls()
         let pendingReplies = PendingReplyTable()
         self.pendingReplies = pendingReplies
         self.loop = try ConnectionLoop(connection: raw, workers: workers, onFinish: { pendingReplies.closeAll() })
+        startLoop()
+    }
+
+    /// A connection a `DBusPeerServer` accepted (its reference is ours now), still
+    /// authenticating: its loop runs on the server's shared `workers` once `startLoop()` is
+    /// called, after its objects are registered, and `onFinish` runs when it ends.
+    init(accepted raw: OpaquePointer, peerName: String, workers: WorkerPool,
+         onFinish: @escaping @Sendable () -> Void) throws(DBusError) {
+        self.raw = raw
+        self.isBusConnection = false
+        self.peerName = peerName
+        self.uniqueName = nil
+        self.workers = workers
+        self.ownsWorkers = false
+        let pendingReplies = PendingReplyTable()
+        self.pendingReplies = pendingReplies
+        // The caller leaving is the connection ending: its calls still running are marked then.
+        let inFlight = InFlightCalls()
+        inFlight.startWatching()
+        self.inFlight = inFlight
+        self.loop = try ConnectionLoop(connection: raw, workers: workers, onFinish: {
+            pendingReplies.closeAll()
+            inFlight.callerLeft(peerName)
+            onFinish()
+        })
+    }
+
+    func startLoop() {
         let router = MessageRouter.install(on: raw, for: self)
         loop.start(methodCalls: { message in router.receive(methodCall: message) })
     }
@@ -139,7 +177,7 @@ public final class DBusConnection: @unchecked Sendable {
         guard first else { return }
         loop.stop()
         pendingReplies.closeAll()
-        workers.stop()
+        if ownsWorkers { workers.stop() }
         if !loop.isOnLoopThread, dbus_connection_get_is_connected(raw) != 0 {
             dbus_connection_flush(raw)
         }

@@ -13,7 +13,8 @@ import Glibc
 // @unchecked: the reply state is only touched under `lock`; `method` is set before a handler sees the call.
 public final class DBusMethodCall: @unchecked Sendable {
     public let connection: DBusConnection
-    /// The caller's unique bus name (empty on a peer-to-peer connection).
+    /// The caller's unique bus name; on a connection a `DBusPeerServer` accepted, its `peerName`
+    /// (empty on other peer-to-peer connections).
     public let sender: String
     public let path: String
     /// Nil when the caller left the interface out (allowed by D-Bus; the method was found by name).
@@ -51,7 +52,7 @@ public final class DBusMethodCall: @unchecked Sendable {
         self.connection = connection
         self.message = message
         self.abandonment = abandonment
-        self.sender = message.sender ?? ""
+        self.sender = message.sender ?? connection.peerName ?? ""
         self.path = message.path ?? "/"
         self.interface = message.interface
         self.member = message.member ?? ""

@@ -2,7 +2,8 @@ import Foundation
 import KeywellDBus
 import Synchronization
 
-/// Who is calling, for the log: the sender's pid (asked of the bus) and its executable, cached
+/// Who is calling, for the log: the sender's pid (asked of the bus, or of the socket for a
+/// direct-socket caller) and its executable, cached
 /// per sender. Only computed when a log line needs it, so the hot path never pays the extra
 /// round trip to the bus.
 final class CallerIdentity: Sendable {
@@ -28,6 +29,10 @@ final class CallerIdentity: Sendable {
     }
 
     private static func lookUp(_ sender: String, on connection: DBusConnection) -> String {
+        if connection.peerName != nil {
+            guard let peer = connection.peerCredentials(pinning: false) else { return sender }
+            return "\(executable(of: peer.pid) ?? "?") (pid \(peer.pid), \(sender) on the direct socket)"
+        }
         guard let pid = try? connection.unixProcessID(of: sender) else { return sender }
         return "\(executable(of: pid_t(bitPattern: pid)) ?? "?") (pid \(pid), \(sender))"
     }

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 import Logging
@@ -141,16 +142,6 @@ final class ControlSocketServer: Sendable {
     }
 
     private func peerCredentials(_ connection: Int32) -> PeerCredentials? {
-        var credentials = PeerCredentials()
-        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
-        return credentials
+        PeerCredentials.of(socket: connection, pinning: false)
     }
-}
-
-/// `struct ucred` (pid, uid, gid), which the Glibc module hides behind _GNU_SOURCE.
-struct PeerCredentials {
-    var pid: pid_t = 0
-    var uid: uid_t = 0
-    var gid: gid_t = 0
 }

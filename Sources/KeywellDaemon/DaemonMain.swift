@@ -97,6 +97,12 @@ final class Daemon: @unchecked Sendable {
     let accessGate: AccessGate
     private var instanceLock: InstanceLock?
     private var controlServer: ControlSocketServer?
+    /// The runtime folder, once this is the one instance for it (the lock is held).
+    private var runtimeFolder: RuntimeFolder?
+    private let nativeObject: NativeKeychainObject
+    private let callDeadline: Duration
+    /// The native API's direct socket (docs/native-api.md, "The direct socket").
+    private var directServer: DBusPeerServer?
 
     /// `fatal` ends the daemon from another thread (see FatalStop).
     init(environment: [String: String], logger: Logger, replaceSecretService: Bool = false, fatal: FatalStop) throws {
@@ -148,6 +154,8 @@ final class Daemon: @unchecked Sendable {
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration, gate: accessGate)
+        nativeObject = object
+        callDeadline = Self.callDeadline(environment)
         screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
         sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
@@ -211,6 +219,7 @@ final class Daemon: @unchecked Sendable {
         case .acquired(let lock):
             instanceLock = lock
         }
+        runtimeFolder = folder
         do {
             let sessions = self.sessions
             let trimmer = self.trimmer
@@ -258,6 +267,7 @@ final class Daemon: @unchecked Sendable {
 
     func start() {
         busLink.start()
+        openDirectSocket()
         autoLock.start()
         sleepWatcher.start(environment: environment)
         trimmer.start()
@@ -269,7 +279,43 @@ final class Daemon: @unchecked Sendable {
         logger.info("\(signal == SIGINT ? "SIGINT" : "SIGTERM"): locking every keychain and exiting")
         store.lockAll()
         store.checkpointAll()
+        directServer?.stop()
         busLink.close()
         controlServer?.removeSocketFile()
+    }
+
+    /// Serves the native object at `$XDG_RUNTIME_DIR/keywell/native` too, for clients that want
+    /// no bus hop. Only where the kernel pins a socket's peer with a pidfd (Linux 6.5): the caller's
+    /// identity must be as sure as on the bus (docs/access-control.md). Connections get the bus
+    /// connection's limits, and their ending is their caller leaving.
+    private func openDirectSocket() {
+        guard let folder = runtimeFolder else { return }
+        guard PeerCredentials.kernelPinsPeers else {
+            logger.info("no direct socket: this kernel does not give a socket's peer as a pidfd (Linux 6.5); clients use the bus")
+            return
+        }
+        let object = nativeObject
+        let deadline = callDeadline
+        let identities = identities
+        let gate = accessGate
+        let logger = logger
+        do {
+            directServer = try DBusPeerServer(path: folder.directSocketPath, prepare: { connection in
+                connection.maximumDecodedValuesPerCall = ServiceLimits.decodedValuesPerCall
+                connection.callDeadline = deadline
+                do throws(DBusError) {
+                    try connection.register(object, at: KeywellNames.objectPath)
+                } catch {
+                    logger.error("direct socket: cannot serve a connection: \(error.message)")
+                    connection.close()
+                }
+            }, ended: { connection in
+                guard let name = connection.peerName else { return }
+                identities.forgetPeer(name)
+                gate.connectionLeft(name)
+            })
+        } catch {
+            logger.warning("no direct socket at \(folder.directSocketPath): \(error.message); clients use the bus")
+        }
     }
 }

@@ -47,6 +47,9 @@ final class NativeKeychainObject: DBusObject {
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
         // A caller seen before is a dictionary lookup; a new one needs the bus and /proc.
         guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else { return .worker }
+        // On the direct socket the I/O thread is this one caller's alone, and its identity needs
+        // no bus: a read runs there, without handing the loop to another thread first.
+        if call.connection.peerName != nil { return method.methodClass == .read || method == .whoAmI ? .ioThread : .worker }
         if method == .whoAmI { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
         guard method.methodClass == .read else { return .worker }
         // Access control needs the caller's identity: a new caller's is worked out on a worker,

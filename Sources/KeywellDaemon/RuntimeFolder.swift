@@ -1,4 +1,5 @@
 import Foundation
+import KeywellProtocol
 
 /// `$XDG_RUNTIME_DIR/keywell`: the daemon's folder for its control socket and instance lock.
 /// Mode 0700, owned by the user, a real folder (never a symlink someone planted).
@@ -7,6 +8,7 @@ struct RuntimeFolder {
 
     var controlSocketPath: String { path + "/" + ControlProtocol.socketName }
     var lockFilePath: String { path + "/keywelld.lock" }
+    var directSocketPath: String { path + "/" + KeywellNames.directSocket }
 
     static func prepare(_ path: String) throws(DaemonError) -> RuntimeFolder {
         if mkdir(path, 0o700) != 0, errno != EEXIST {

@@ -28,6 +28,10 @@ public final class ApplicationIdentities: Sendable {
         var askedOrder: [String] = []
     }
 
+    /// Callers on the direct socket (`DBusPeerServer`), by their connection's `peerName`, until
+    /// it ends (`forgetPeer`). Peer names are never reused in one process.
+    private let peers = Mutex<[String: Result<ApplicationIdentity, IdentityError>]>([:])
+
     /// Questions kept waiting for their callers' calls at once; older ones are cancelled.
     static let maximumAsked = 64
 
@@ -41,7 +45,8 @@ public final class ApplicationIdentities: Sendable {
     /// The identity already known for `sender`, without any call to the bus or the kernel: the
     /// per-call cost of access control for a caller seen before. nil: not worked out yet.
     public func cached(_ sender: String, on connection: DBusConnection) -> Result<ApplicationIdentity, IdentityError>? {
-        cache.withLock { $0.current === connection ? $0.known[sender] : nil }
+        if let peer = connection.peerName { return peers.withLock { $0[peer] } }
+        return cache.withLock { $0.current === connection ? $0.known[sender] : nil }
     }
 
     /// Asks the bus for a new caller's credentials from the D-Bus I/O thread, which may send but
@@ -50,7 +55,7 @@ public final class ApplicationIdentities: Sendable {
     /// caller already known or already asked, or before the first caller made the cache follow
     /// this connection.
     public func prefetch(_ sender: String, on connection: DBusConnection) {
-        guard !sender.isEmpty else { return }
+        guard !sender.isEmpty, connection.peerName == nil else { return }
         let wanted = cache.withLock { cache in
             cache.current === connection && cache.known[sender] == nil && cache.asked[sender] == nil && !cache.departed.contains(sender)
         }
@@ -84,6 +89,7 @@ public final class ApplicationIdentities: Sendable {
     /// `cached` said nil: it waits for the bus.
     public func identity(of sender: String, on connection: DBusConnection) throws(IdentityError) -> ApplicationIdentity {
         if let result = cached(sender, on: connection) { return try result.get() }
+        if let peer = connection.peerName { return try peerIdentity(peer, on: connection) }
         guard !sender.isEmpty else { throw .bus("the call came from no bus name") }
         try adopt(connection)
         let result: Result<ApplicationIdentity, IdentityError>
@@ -94,6 +100,30 @@ public final class ApplicationIdentities: Sendable {
         }
         if Self.isLasting(result) { remember(sender, result, on: connection) }
         return try result.get()
+    }
+
+    /// A direct-socket caller's identity, from the kernel's record of the socket's peer.
+    private func peerIdentity(_ peer: String, on connection: DBusConnection) throws(IdentityError) -> ApplicationIdentity {
+        let result: Result<ApplicationIdentity, IdentityError>
+        do throws(IdentityError) {
+            guard let credentials = connection.peerCredentials() else { throw .process("the socket does not say who connected") }
+            result = .success(try resolver.resolve(peer: credentials))
+        } catch {
+            result = .failure(error)
+        }
+        if Self.isLasting(result), connection.isConnected {
+            let capacity = capacity
+            peers.withLock { peers in
+                if peers.count >= capacity { peers.removeAll() }
+                peers[peer] = result
+            }
+        }
+        return try result.get()
+    }
+
+    /// A direct-socket connection ended: its caller is forgotten.
+    public func forgetPeer(_ peer: String) {
+        peers.withLock { _ = $0.removeValue(forKey: peer) }
     }
 
     /// How many questions `prefetch` sent are still waiting for their callers' calls.

@@ -51,6 +51,22 @@ public struct IdentityResolver: Sendable {
         return identity
     }
 
+    /// The identity of a direct-socket caller (`DBusPeerServer`): the kernel pinned the process
+    /// that connected (`SO_PEERPIDFD`), so no pid can pass to another process meanwhile and
+    /// nothing needs checking again with anyone. Without that pidfd (a kernel before 6.5) the
+    /// caller is not identified: the daemon serves no direct socket there.
+    func resolve(peer credentials: PeerCredentials) throws(IdentityError) -> ApplicationIdentity {
+        guard let pidfd = credentials.processFD else { throw .process("the kernel gave no pidfd for the socket's peer") }
+        guard credentials.uid == userID else {
+            close(pidfd)
+            throw .otherUser(uid: credentials.uid)
+        }
+        let pin = try ProcessPin(pid: credentials.pid, pidfd: pidfd)
+        let identity = try identify(pin, securityLabel: credentials.securityLabel)
+        try pin.checkAlive()
+        return identity
+    }
+
     /// The identity of a pinned process, in order of strength: a snap's label, a Flatpak
     /// sandbox's app id, else its executable (and script).
     func identify(_ pin: ProcessPin, securityLabel: [UInt8]?) throws(IdentityError) -> ApplicationIdentity {

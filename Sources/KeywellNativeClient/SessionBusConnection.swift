@@ -3,6 +3,10 @@ import KeywellProtocol
 import KeywellSystem
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The session-bus connections clients without a connection of their own share: one
 /// `DBusConnection` for `KeywellClient()`, one call-only connection (no I/O thread) for
 /// `KeywellClient.shortLived`.
@@ -12,11 +16,28 @@ import Synchronization
 /// program that started before the bus recovers once the bus is there.
 enum SessionBusConnection {
     private static let shared = CachedConnection<DBusConnection>(isConnected: \.isConnected, open: DBusConnection.sessionBus)
-    private static let sharedCallOnly = CachedConnection<DBusCallConnection>(isConnected: \.isConnected, open: DBusCallConnection.sessionBus)
+    private static let sharedCallOnly = CachedConnection<DBusCallConnection>(isConnected: \.isConnected, open: openCallOnly)
 
     static func get() throws(KeychainError) -> DBusConnection { try shared.get() }
 
     static func callOnly() throws(KeychainError) -> DBusCallConnection { try sharedCallOnly.get() }
+
+    /// The daemon's direct socket when it is there and answers (docs/native-api.md, "The direct
+    /// socket"), else the session bus: a daemon not running yet is started by the bus, and the
+    /// next client finds its socket.
+    private static func openCallOnly() throws(DBusError) -> DBusCallConnection {
+        if let path = directSocketPath(), let direct = try? DBusCallConnection(directSocket: path) { return direct }
+        return try DBusCallConnection.sessionBus()
+    }
+
+    /// `$XDG_RUNTIME_DIR/keywell/native`; nil without a runtime folder, or with
+    /// `KEYWELL_NO_DIRECT_SOCKET` set (tests, and people comparing the two ways).
+    static func directSocketPath() -> String? {
+        guard getenv("KEYWELL_NO_DIRECT_SOCKET") == nil, let runtime = getenv("XDG_RUNTIME_DIR") else { return nil }
+        let folder = String(cString: runtime)
+        guard folder.hasPrefix("/") else { return nil }
+        return folder + "/" + KeywellNames.runtimeFolder + "/" + KeywellNames.directSocket
+    }
 }
 
 /// One cached connection of either kind, opened again once it is no longer connected.

@@ -1,3 +1,5 @@
+import CKeywellControl
+
 /// Bus names, object paths and interface names of the native API (docs/native-api.md "Names").
 public enum KeywellNames {
     public static let busName = "org.keywell.Keychain"
@@ -8,4 +10,12 @@ public enum KeywellNames {
 
     public static let secretsBusName = "org.freedesktop.secrets"
     public static let secretsObjectPath = "/org/freedesktop/secrets"
+
+    /// The daemon's folder in the user's runtime folder (`$XDG_RUNTIME_DIR/keywell`), which
+    /// also holds the PAM module's control socket (docs/control-protocol.md).
+    public static let runtimeFolder = KW_CONTROL_FOLDER
+    /// The native API without the bus: `$XDG_RUNTIME_DIR/keywell/native`, the same object and
+    /// methods as on the bus, served straight to clients of this user (docs/native-api.md,
+    /// "The direct socket").
+    public static let directSocket = "native"
 }

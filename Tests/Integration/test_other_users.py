@@ -70,7 +70,12 @@ def memory(spec):
 def listing(path):
     os.listdir(path)
 
-actions = {"bus": bus, "control": control, "read": read, "list": listing, "mem": memory}
+def peer(path):
+    # The daemon's direct socket: D-Bus with no bus in between (docs/native-api.md).
+    c = dbus.connection.Connection("unix:path=" + path)
+    c.call_blocking(None, "/org/keywell/Keychain", "org.keywell.Keychain1", "GetLoginKeychain", "", (), timeout=10)
+
+actions = {"bus": bus, "control": control, "read": read, "list": listing, "mem": memory, "peer": peer}
 for spec in sys.argv[1:]:
     kind, _, target = spec.partition("=")
     probe(spec, lambda: actions[kind](target))
@@ -182,7 +187,7 @@ def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_fil
 
     # The real layout: the 0700 folders stop everything at the door; the owner gets through.
     direct_reasons = {spec: PERMISSION for spec in (
-        f"bus=unix:path={run}/bus", f"control={run}/keywell/control", f"read={keychain}",
+        f"bus=unix:path={run}/bus", f"control={run}/keywell/control", f"peer={run}/keywell/native", f"read={keychain}",
         f"list={keychains_dir(owner)}", f"list={run}/keywell")}
     direct = probe_as(kit, attacker, *direct_reasons)
     expect_refused_where_allowed(direct, probe_as(kit, owner, *direct_reasons), direct_reasons)
@@ -193,27 +198,34 @@ def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_fil
     door = exposed_folder(kit)
     os.link(f"{run}/bus", f"{door}/bus")
     os.link(f"{run}/keywell/control", f"{door}/control")
-    os.chmod(f"{door}/bus", 0o666)
-    os.chmod(f"{door}/control", 0o666)
+    os.link(f"{run}/keywell/native", f"{door}/native")
+    for name in ("bus", "control", "native"):
+        os.chmod(f"{door}/{name}", 0o666)
+    doors = (f"bus=unix:path={door}/bus", f"control={door}/control", f"peer={door}/native")
     try:
-        opened = probe_as(kit, attacker, f"bus=unix:path={door}/bus", f"control={door}/control")
+        opened = probe_as(kit, attacker, *doors)
         # The same doors work for the owner, so the refusals above are the checks, not the links.
-        own = probe_as(kit, owner, f"bus=unix:path={door}/bus", f"control={door}/control")
+        own = probe_as(kit, owner, *doors)
     finally:
         os.chmod(f"{door}/control", 0o600)
+        os.chmod(f"{door}/native", 0o600)
     expect_refused_where_allowed(opened, own, {
         # dbus-daemon rejects the attacker's uid in the EXTERNAL handshake and hangs up, which
         # libdbus reports as NoReply to its Hello.
         f"bus=unix:path={door}/bus": ("org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.AuthFailed"),
         # The daemon closes the connection without a byte (SO_PEERCRED).
         f"control={door}/control": ("closed without an answer", "ConnectionResetError", "BrokenPipeError"),
+        # The daemon's own libdbus server takes only its user in the EXTERNAL handshake.
+        f"peer={door}/native": ("org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.AuthFailed",
+                                "org.freedesktop.DBus.Error.Disconnected", "org.freedesktop.DBus.Error.NoServer"),
     })
 
     # Modes on disk and in the runtime folder.
     modes = {p: stat.S_IMODE(os.lstat(p).st_mode) for p in
-             (keychain, keychains_dir(owner), f"{run}/keywell", f"{run}/keywell/control")}
+             (keychain, keychains_dir(owner), f"{run}/keywell", f"{run}/keywell/control", f"{run}/keywell/native")}
     assert modes[keychain] == 0o600 and modes[keychains_dir(owner)] == 0o700, modes
     assert modes[f"{run}/keywell"] == 0o700 and modes[f"{run}/keywell/control"] == 0o600, modes
+    assert modes[f"{run}/keywell/native"] == 0o600, modes
 
     # The daemon's memory: another uid can read neither its memory (at an address that is mapped)
     # nor its environment; root, who may, reads both with the same probes.
@@ -225,7 +237,7 @@ def test_another_user_reaches_neither_the_bus_nor_the_control_socket_nor_the_fil
 
     refused = sum(o.startswith("refused") for o in list(direct.values()) + list(opened.values()) + list(memory.values()))
     total = len(direct) + len(opened) + len(memory)
-    record("another user: session bus, control socket, keychain files, daemon memory",
+    record("another user: session bus, control socket, direct socket, keychain files, daemon memory",
            f"{refused} of {total} probes refused (incl. hard-linked sockets: EXTERNAL auth, SO_PEERCRED)",
            "all refused", refused == total)
 

@@ -44,7 +44,7 @@ public struct KeywellPaths: Sendable, Equatable {
         return KeywellPaths(
             keychainsDirectory: URL(fileURLWithPath: dataHome!).appendingPathComponent("keywell/keychains", isDirectory: true),
             configDirectory: URL(fileURLWithPath: configHome!).appendingPathComponent("keywell", isDirectory: true),
-            runtimeDirectory: URL(fileURLWithPath: runtimeDir).appendingPathComponent("keywell", isDirectory: true)
+            runtimeDirectory: URL(fileURLWithPath: runtimeDir).appendingPathComponent(KeywellNames.runtimeFolder, isDirectory: true)
         )
     }
 }

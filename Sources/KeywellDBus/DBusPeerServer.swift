@@ -1,0 +1,186 @@
+import CDBus
+import KeywellSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Unix socket where clients talk D-Bus to this process directly, without a bus in between
+/// (docs/dbus-layer.md, "The direct socket"): libdbus's server authenticates each client
+/// (EXTERNAL only, and only this process's own user), and every connection is a
+/// `DBusConnection` of its own, whose loop and handlers run on one worker pool all of them share.
+///
+/// What it saves a short-lived client is the bus's hops: no Hello, the call and its reply go
+/// straight across, and the caller's credentials come from the socket (`PeerCredentials`)
+/// instead of two questions to the bus.
+// @unchecked: `watches` and `connections` are locked; the server pointer is libdbus's (thread-safe).
+public final class DBusPeerServer: @unchecked Sendable {
+    /// Connections served at once (each holds a worker thread while it lives); beyond it a new
+    /// client is closed at once, and goes to the bus instead.
+    public static let maximumConnections = 64
+    /// A client that has not authenticated by then is closed.
+    public static let authenticationDeadline: Duration = .seconds(5)
+
+    public let path: String
+    private let server: OpaquePointer
+    private let workers = WorkerPool(name: "dbus-peer")
+    private let wakePipe: WakePipe
+    /// libdbus's `DBusWatch` pointers, as addresses (a pointer is not Sendable).
+    private let watches = Mutex<[Int]>([])
+    private let connections = Mutex<[ObjectIdentifier: DBusConnection]>([:])
+    private let nextNumber = Atomic<Int>(1)
+    private let stopping = Atomic<Bool>(false)
+    private let stopped = ConditionLock()
+    private var acceptLoopEnded = false
+    private let prepare: @Sendable (DBusConnection) -> Void
+    private let ended: @Sendable (DBusConnection) -> Void
+    /// The socket file as bound, so that stopping removes it only while it is still ours.
+    private let socketIdentity: (device: UInt64, inode: UInt64)?
+
+    /// Listens at `path` (a file left there by an earlier process is replaced). `prepare` runs
+    /// for every new connection before any of its calls is read (register objects there);
+    /// `ended` once it is gone.
+    public init(path: String, prepare: @escaping @Sendable (DBusConnection) -> Void,
+                ended: @escaping @Sendable (DBusConnection) -> Void) throws(DBusError) {
+        _ = threadsInitialized
+        self.path = path
+        self.prepare = prepare
+        self.ended = ended
+        guard let escaped = dbus_address_escape_value(path) else { throw .noMemory() }
+        let address = "unix:path=" + String(cString: escaped)
+        dbus_free(escaped)
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        guard let server = dbus_server_listen(address, &error) else { throw takeError(&error) }
+        self.server = server
+        do {
+            wakePipe = try WakePipe()
+        } catch {
+            dbus_server_disconnect(server)
+            dbus_server_unref(server)
+            throw error
+        }
+        var status = stat()
+        socketIdentity = lstat(path, &status) == 0 ? (UInt64(status.st_dev), UInt64(status.st_ino)) : nil
+        chmod(path, 0o600)
+
+        var mechanisms: [UnsafePointer<CChar>?] = [UnsafePointer(strdup("EXTERNAL")), nil]
+        dbus_server_set_auth_mechanisms(server, &mechanisms)
+        free(UnsafeMutablePointer(mutating: mechanisms[0]))
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        dbus_server_set_watch_functions(server, { watch, data in
+            Unmanaged<DBusPeerServer>.fromOpaque(data!).takeUnretainedValue().watchesChanged { $0.append(Int(bitPattern: watch)) }
+            return 1
+        }, { watch, data in
+            Unmanaged<DBusPeerServer>.fromOpaque(data!).takeUnretainedValue().watchesChanged { list in list.removeAll { $0 == Int(bitPattern: watch) } }
+        }, { _, data in
+            Unmanaged<DBusPeerServer>.fromOpaque(data!).takeUnretainedValue().wakePipe.wake()
+        }, me, nil)
+        dbus_server_set_new_connection_function(server, { _, connection, data in
+            Unmanaged<DBusPeerServer>.fromOpaque(data!).takeUnretainedValue().accept(connection!)
+        }, me, nil)
+        startDetachedThread(name: "dbus-peer-accept", stackSize: 256 << 10) { [self] in acceptLoop() }
+    }
+
+    deinit {
+        stop()
+        dbus_server_unref(server)
+    }
+
+    /// Connections being served now.
+    public var connectionCount: Int { connections.withLock { $0.count } }
+
+    /// Stops listening, removes the socket file (if it is still the one bound here) and closes
+    /// every connection. Idempotent.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wakePipe.wake()
+        stopped.withLock { while !acceptLoopEnded { stopped.wait(untilNanoseconds: nil) } }
+        dbus_server_disconnect(server)
+        var status = stat()
+        if let socketIdentity, lstat(path, &status) == 0,
+           UInt64(status.st_dev) == socketIdentity.device, UInt64(status.st_ino) == socketIdentity.inode {
+            unlink(path)
+        }
+        for connection in connections.withLock({ Array($0.values) }) { connection.close() }
+        workers.stop()
+    }
+
+    private func watchesChanged(_ change: (inout [Int]) -> Void) {
+        watches.withLock { change(&$0) }
+        wakePipe.wake()
+    }
+
+    /// Polls the listening socket; libdbus accepts and calls `accept` on this thread.
+    private func acceptLoop() {
+        while !stopping.load(ordering: .acquiring) {
+            let ready = watches.withLock { $0 }.compactMap { OpaquePointer(bitPattern: $0) }.filter { dbus_watch_get_enabled($0) != 0 }
+            var pollSet = ready.map { pollfd(fd: dbus_watch_get_unix_fd($0), events: Int16(POLLIN), revents: 0) }
+            pollSet.append(pollfd(fd: wakePipe.readDescriptor, events: Int16(POLLIN), revents: 0))
+            if poll(&pollSet, nfds_t(pollSet.count), -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if pollSet[pollSet.count - 1].revents != 0 { wakePipe.drain() }
+            for (index, watch) in ready.enumerated() where pollSet[index].revents != 0 {
+                // Still registered: libdbus may have removed it while we polled.
+                guard watches.withLock({ $0.contains(Int(bitPattern: watch)) }) else { continue }
+                var flags: UInt32 = 0
+                if pollSet[index].revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+                if pollSet[index].revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+                if pollSet[index].revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+                dbus_watch_handle(watch, flags)
+            }
+        }
+        stopped.withLock {
+            acceptLoopEnded = true
+            stopped.broadcast()
+        }
+    }
+
+    /// A client connected (not yet authenticated). Not referenced, libdbus closes it on return.
+    private func accept(_ raw: OpaquePointer) {
+        guard !stopping.load(ordering: .acquiring), connectionCount < Self.maximumConnections else { return }
+        dbus_connection_ref(raw)
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        // EXTERNAL proves the client's uid; libdbus would also let root in.
+        dbus_connection_set_unix_user_function(raw, { _, uid, _ in uid == getuid() ? 1 : 0 }, nil, nil)
+        let name = "peer:\(nextNumber.add(1, ordering: .relaxed).oldValue)"
+        let holder = ConnectionHolder()
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection(accepted: raw, peerName: name, workers: workers) { [weak self] in
+                guard let self, let connection = holder.connection else { return }
+                // Released off the loop's thread: the last reference closes it, which waits for the loop to end.
+                workers.submit { [self] in
+                    ended(connection)
+                    connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+                    holder.connection = nil
+                }
+            }
+        } catch {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            return
+        }
+        holder.connection = connection
+        connections.withLock { $0[ObjectIdentifier(connection)] = connection }
+        prepare(connection)
+        connection.startLoop()
+        _ = TimerThread.shared.schedule(after: Self.authenticationDeadline) { [weak connection] in
+            guard let connection, dbus_connection_get_is_authenticated(connection.raw) == 0 else { return }
+            connection.close()
+        }
+    }
+}
+
+/// Lets a connection's end find the connection made after its closure.
+private final class ConnectionHolder: Sendable {
+    private let lock = Mutex<DBusConnection?>(nil)
+    var connection: DBusConnection? {
+        get { lock.withLock { $0 } }
+        set { lock.withLock { $0 = newValue } }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import KeywellTestSupport
+import Testing
+
+@testable import KeywellDBus
+
+/// `DBusPeerServer` and `DBusCallConnection(directSocket:)`: real libdbus on both ends of a Unix
+/// socket in a private folder, no bus.
+@Suite("Direct socket")
+struct PeerServerTests {
+    /// What the served object saw of each call: its sender and the socket's peer.
+    final class Seen: @unchecked Sendable {
+        let lock = NSLock()
+        var ended: [String] = []
+    }
+
+    private static func object() -> DBusClosureObject {
+        DBusClosureObject(interfaces: [ServiceFixture.interface]) { call in
+            let peer = call.connection.peerCredentials()
+            if let fd = peer?.processFD { close(fd) }
+            let pid = Int64(peer?.pid ?? -1)
+            let uid = UInt32(peer?.uid ?? 0)
+            var values: [DBusValue] = [.string(call.sender), .int64(pid), .bool(peer?.processFD != nil), .uint32(uid)]
+            values += call.arguments
+            _ = call.reply(values)
+        }
+    }
+
+    private static func server(in folder: TemporaryDirectory, seen: Seen) throws -> DBusPeerServer {
+        try DBusPeerServer(path: folder.path + "/native", prepare: { connection in
+            try? connection.register(object(), at: ServiceFixture.path)
+        }, ended: { connection in
+            seen.lock.lock()
+            seen.ended.append(connection.peerName ?? "?")
+            seen.lock.unlock()
+        })
+    }
+
+    private static func echo(_ client: DBusCallConnection, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
+        try client.call(destination: nil, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
+                        member: "Echo", arguments: arguments)
+    }
+
+    @Test func aClientIsServedAndKnownByItsSocket() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let seen = Seen()
+        let server = try Self.server(in: folder, seen: seen)
+        defer { server.stop() }
+        var mode = stat()
+        #expect(lstat(folder.path + "/native", &mode) == 0 && mode.st_mode & 0o777 == 0o600)
+
+        let client = try DBusCallConnection(directSocket: folder.path + "/native")
+        #expect(client.isDirect)
+        let reply = try Self.echo(client, [.string("x")])
+        // A name no bus connection can have, the kernel's pid and uid, and a pidfd where the kernel gives one.
+        #expect(reply[0].stringValue?.hasPrefix("peer:") == true)
+        #expect(reply[1] == .int64(Int64(getpid())))
+        #expect(reply[2] == .bool(PeerCredentials.kernelPinsPeers))
+        #expect(reply[3] == .uint32(getuid()))
+        #expect(reply[4] == .string("x"))
+        // A second call on the same connection, and a second client with another name.
+        #expect(try Self.echo(client)[0] == reply[0])
+        let other = try DBusCallConnection(directSocket: folder.path + "/native")
+        #expect(try Self.echo(other)[0] != reply[0])
+        #expect(server.connectionCount == 2)
+    }
+
+    @Test func aClosedClientIsForgottenAndStoppingRemovesTheSocket() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let seen = Seen()
+        let server = try Self.server(in: folder, seen: seen)
+        do {
+            let client = try DBusCallConnection(directSocket: folder.path + "/native")
+            _ = try Self.echo(client)
+        }
+        #expect(eventually { server.connectionCount == 0 })
+        #expect(eventually { seen.lock.withLock { seen.ended.count } == 1 })
+        server.stop()
+        #expect(access(folder.path + "/native", F_OK) != 0)
+        // Nobody listens any more: a client fails at once (and would go to the bus).
+        #expect(throws: DBusError.self) { try DBusCallConnection(directSocket: folder.path + "/native") }
+    }
+
+    @Test func aFolderOthersCanEnterIsRefusedBeforeConnecting() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let server = try Self.server(in: folder, seen: Seen())
+        defer { server.stop() }
+        chmod(folder.path, 0o755)
+        do {
+            _ = try DBusCallConnection(directSocket: folder.path + "/native")
+            Issue.record("a socket in a folder others can enter was used")
+        } catch {
+            #expect(error.name == DBusError.Name.accessDenied)
+        }
+        #expect(server.connectionCount == 0)
+        chmod(folder.path, 0o700)
+        #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native")).count == 4)
+    }
+
+    @Test func aStaleSocketFileIsReplaced() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        // A socket file nobody listens on, as a killed daemon leaves behind.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((folder.path + "/native").utf8CString)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in path.withUnsafeBytes { raw.copyBytes(from: $0) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        close(stale)
+        let server = try Self.server(in: folder, seen: Seen())
+        defer { server.stop() }
+        #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native")).count == 4)
+    }
+}
