@@ -40,7 +40,7 @@ public final class DBusPeerServer: @unchecked Sendable {
 
     /// Listens at `path` (a file left there by an earlier process is replaced). `prepare` runs
     /// for every new connection before any of its calls is read (register objects there);
-    /// `ended` once it is gone.
+    /// `ended` once it is gone. The accept thread keeps the server alive until `stop()`.
     public init(path: String, prepare: @escaping @Sendable (DBusConnection) -> Void,
                 ended: @escaping @Sendable (DBusConnection) -> Void) throws(DBusError) {
         _ = threadsInitialized
