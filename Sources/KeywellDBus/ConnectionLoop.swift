@@ -182,6 +182,12 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     private func finish() {
+        // Counted as the loop's thread until it has finished: should `onFinish` (or anything it
+        // releases) drop the connection's last reference, closing it must not wait for this very
+        // loop to finish (a thread blocked on itself for good, with the connection's descriptors).
+        let previous = LoopThread.current
+        LoopThread.enter(identity)
+        defer { LoopThread.restore(previous) }
         dbus_connection_set_dispatch_status_function(connection, nil, nil, nil)
         methodCallHandler = nil  // it holds the router, which holds this loop
         onFinish()
@@ -245,6 +251,11 @@ enum LoopThread {
     static func enter(_ loop: UnsafeMutableRawPointer) { pthread_setspecific(key, loop) }
 
     static func leave() { pthread_setspecific(key, nil) }
+
+    /// The loop this thread leads now, to put back with `restore`.
+    static var current: UnsafeMutableRawPointer? { pthread_getspecific(key) }
+
+    static func restore(_ loop: UnsafeMutableRawPointer?) { pthread_setspecific(key, loop) }
 
     static func isRunning(_ loop: UnsafeMutableRawPointer?) -> Bool {
         guard let loop else { return false }

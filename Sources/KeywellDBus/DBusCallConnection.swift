@@ -79,11 +79,9 @@ public final class DBusCallConnection: @unchecked Sendable {
             throw .invalidArgs("\(path) is not an absolute path in a folder")
         }
         let folder = String(path[..<slash])
-        var status = stat()
-        guard lstat(folder, &status) == 0 else { throw .failed("\(folder): \(String(cString: strerror(errno)))") }
-        guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(), status.st_mode & 0o077 == 0 else {
-            throw .accessDenied("\(folder) is not a folder private to this user")
-        }
+        let state = PrivateFolderState.of(folder)
+        if case .unreadable = state { throw .failed(state.problem(with: folder) ?? folder) }
+        if let problem = state.problem(with: folder) { throw .accessDenied(problem) }
     }
 
     /// Whether this connection goes straight to a peer (no bus).

@@ -152,9 +152,11 @@ public final class DBusPeerServer: @unchecked Sendable {
         let connection: DBusConnection
         do {
             connection = try DBusConnection(accepted: raw, peerName: name, workers: workers) { [weak self] in
-                guard let self, let connection = holder.connection else { return }
-                // Released off the loop's thread: the last reference closes it, which waits for the loop to end.
-                workers.submit { [self] in
+                // Off the loop's thread, and the loop's thread holds no reference meanwhile: the
+                // last reference closes the connection, which waits for its loop to finish.
+                self?.workers.submit { [weak self] in
+                    guard let self, let connection = holder.connection else { return }
+                    if let deadline = holder.deadline { TimerThread.shared.cancel(deadline) }
                     ended(connection)
                     connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
                     holder.connection = nil
@@ -169,18 +171,23 @@ public final class DBusPeerServer: @unchecked Sendable {
         connections.withLock { $0[ObjectIdentifier(connection)] = connection }
         prepare(connection)
         connection.startLoop()
-        _ = TimerThread.shared.schedule(after: Self.authenticationDeadline) { [weak connection] in
+        holder.deadline = TimerThread.shared.schedule(after: Self.authenticationDeadline) { [weak connection] in
             guard let connection, dbus_connection_get_is_authenticated(connection.raw) == 0 else { return }
             connection.close()
         }
     }
 }
 
-/// Lets a connection's end find the connection made after its closure.
+/// Lets a connection's end find the connection made after its closure, and its handshake
+/// deadline (cancelled then, so that bursts of short clients leave no timers behind).
 private final class ConnectionHolder: Sendable {
-    private let lock = Mutex<DBusConnection?>(nil)
+    private let lock = Mutex<(connection: DBusConnection?, deadline: TimerThread.Token?)>((nil, nil))
     var connection: DBusConnection? {
-        get { lock.withLock { $0 } }
-        set { lock.withLock { $0 = newValue } }
+        get { lock.withLock { $0.connection } }
+        set { lock.withLock { $0.connection = newValue } }
+    }
+    var deadline: TimerThread.Token? {
+        get { lock.withLock { $0.deadline } }
+        set { lock.withLock { $0.deadline = newValue } }
     }
 }

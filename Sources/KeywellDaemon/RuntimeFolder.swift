@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// `$XDG_RUNTIME_DIR/keywell`: the daemon's folder for its control socket and instance lock.
 /// Mode 0700, owned by the user, a real folder (never a symlink someone planted).
@@ -14,12 +15,15 @@ struct RuntimeFolder {
         if mkdir(path, 0o700) != 0, errno != EEXIST {
             throw DaemonError("cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        var info = stat()
-        guard lstat(path, &info) == 0 else { throw DaemonError("cannot inspect \(path): \(String(cString: strerror(errno)))") }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw DaemonError("\(path) is not a folder") }
-        guard info.st_uid == getuid() else { throw DaemonError("\(path) belongs to uid \(info.st_uid), not to us") }
-        if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
-            throw DaemonError("cannot make \(path) private: \(String(cString: strerror(errno)))")
+        switch PrivateFolderState.of(path) {
+        case .privateToThisUser:
+            break
+        case .openToOthers:
+            guard chmod(path, 0o700) == 0 else {
+                throw DaemonError("cannot make \(path) private: \(String(cString: strerror(errno)))")
+            }
+        case let state:
+            throw DaemonError(state.problem(with: path) ?? path)
         }
         return RuntimeFolder(path: path)
     }

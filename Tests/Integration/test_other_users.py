@@ -106,10 +106,18 @@ def start_daemon(kit: Kit, user: User, keywelld: str, log: str | None = None) ->
     err = open(log, "ab") if log else subprocess.DEVNULL
     p = kit.spawn(["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--", keywelld, "--verbose"],
                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not keywelld_pids(user):
+    # Ready once it owns the name: a call sent earlier would have the bus start another keywelld
+    # (the installed one, through its service file) and be answered by whichever won.
+    owner = ["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+             "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.keywell.Keychain"]
+    deadline = time.monotonic() + 30
+    while True:
+        answer = kit.as_user(user, owner, capture_output=True, text=True, timeout=30)
+        if answer.returncode == 0 and answer.stdout.split()[-1] == str(p.pid):
+            return p
+        assert p.poll() is None, f"keywelld exited with {p.returncode} before it owned its name"
+        assert time.monotonic() < deadline, f"keywelld did not own its name within 30 s: {answer.stdout}{answer.stderr}"
         time.sleep(0.05)
-    return p
 
 
 def stop_daemon(p: subprocess.Popen) -> None:

@@ -1,5 +1,8 @@
+import CDBus
 import Foundation
+import KeywellSystem
 import KeywellTestSupport
+import Synchronization
 import Testing
 
 @testable import KeywellDBus
@@ -36,7 +39,7 @@ struct PeerServerTests {
         })
     }
 
-    private static func echo(_ client: DBusCallConnection, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
+    private static func echo(_ client: DBusCallConnection, _ arguments: [DBusValue] = []) throws(KeywellDBus.DBusError) -> [DBusValue] {
         try client.call(destination: nil, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
                         member: "Echo", arguments: arguments)
     }
@@ -80,7 +83,59 @@ struct PeerServerTests {
         server.stop()
         #expect(access(folder.path + "/native", F_OK) != 0)
         // Nobody listens any more: a client fails at once (and would go to the bus).
-        #expect(throws: DBusError.self) { try DBusCallConnection(directSocket: folder.path + "/native") }
+        #expect(throws: KeywellDBus.DBusError.self) { try DBusCallConnection(directSocket: folder.path + "/native") }
+    }
+
+    /// As shell prompts and git start them: one short-lived client after another, each with one
+    /// call. Every connection must end when its client leaves (an ending that stalls keeps its
+    /// descriptors and thread for good, and the server full), and the server must still serve.
+    @Test func manyShortLivedClientsLeaveNothingBehind() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let seen = Seen()
+        let server = try Self.server(in: folder, seen: seen)
+        defer { server.stop() }
+        let clients = 300
+        for _ in 0..<clients {
+            let client = try DBusCallConnection(directSocket: folder.path + "/native")
+            #expect(try Self.echo(client).count == 4)
+        }
+        #expect(eventually(timeout: .seconds(20)) { server.connectionCount == 0 }, "\(server.connectionCount) connections still open")
+        #expect(eventually(timeout: .seconds(20)) { seen.lock.withLock { seen.ended.count } == clients })
+        // Their handshake deadlines went with them.
+        #expect(TimerThread.shared.pendingCount < clients / 2)
+        #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native")).count == 4)
+    }
+
+    /// Whoever holds a connection may let go of it from the connection's own end (the server's
+    /// bookkeeping does): closing it then must not wait for the very loop that is ending, or
+    /// that thread blocks for good and the connection's descriptors stay open.
+    @Test func aLoopReleasedAsItEndsDoesNotWaitForItself() throws {
+        final class Owner: Sendable {
+            let loop: ConnectionLoop
+            init(_ loop: ConnectionLoop) { self.loop = loop }
+            deinit { loop.stop() }
+        }
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let server = try Self.server(in: folder, seen: Seen())
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        let raw = try #require(dbus_connection_open_private("unix:path=\(folder.path)/native", &error))
+        defer { dbus_connection_unref(raw) }
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        let workers = WorkerPool(name: "test-loop")
+        defer { workers.stop() }
+        let owner = Mutex<Owner?>(nil)
+        let loop = try ConnectionLoop(connection: raw, workers: workers, onFinish: {
+            _ = owner.withLock { $0.take() }  // the last reference, dropped on the loop's thread
+        })
+        owner.withLock { $0 = Owner(loop) }
+        loop.start(methodCalls: { _ in })
+        #expect(eventually { server.connectionCount == 1 })
+        server.stop()  // the client's loop sees the hang-up and ends
+        #expect(eventually(timeout: .seconds(10)) { loop.isFinished })
+        #expect(owner.withLock { $0 == nil })
     }
 
     @Test func aFolderOthersCanEnterIsRefusedBeforeConnecting() throws {
@@ -93,7 +148,7 @@ struct PeerServerTests {
             _ = try DBusCallConnection(directSocket: folder.path + "/native")
             Issue.record("a socket in a folder others can enter was used")
         } catch {
-            #expect(error.name == DBusError.Name.accessDenied)
+            #expect(error.name == KeywellDBus.DBusError.Name.accessDenied)
         }
         #expect(server.connectionCount == 0)
         chmod(folder.path, 0o700)
