@@ -162,7 +162,7 @@ final class Daemon: @unchecked Sendable {
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
                                  logger: logger, claimDelay: Self.testClaimDelay(environment),
-                                 callDeadline: Self.callDeadline(environment), onClaimed: { [secretService, screenLockWatcher, accessGate, logger] connection in
+                                 callDeadline: Self.callDeadline(environment), prepare: { [secretService, screenLockWatcher, accessGate, logger] connection in
             accessQuestions.use(connection)
             do throws(DBusError) {
                 try accessGate.watch(connection)

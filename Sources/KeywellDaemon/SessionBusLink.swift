@@ -20,7 +20,8 @@ final class SessionBusLink: Sendable {
     private let object: any DBusObject
     private let emitter: SignalEmitter
     private let logger: Logger
-    private let onClaimed: @Sendable (DBusConnection) -> Void
+    /// Serves the rest (the Secret Service, the portal, access questions) on a new connection.
+    private let prepare: @Sendable (DBusConnection) -> Void
     private let onNameTaken: @Sendable (String) -> Void
     /// Test hook (KEYWELL_TEST_CLAIM_DELAY_MS): a pause between connecting and claiming the name.
     private let claimDelay: Duration?
@@ -36,14 +37,14 @@ final class SessionBusLink: Sendable {
 
     init(address: String, object: any DBusObject, emitter: SignalEmitter, logger: Logger, claimDelay: Duration? = nil,
          callDeadline: Duration = ServiceLimits.callDeadline,
-         onClaimed: @escaping @Sendable (DBusConnection) -> Void, onNameTaken: @escaping @Sendable (String) -> Void) {
+         prepare: @escaping @Sendable (DBusConnection) -> Void, onNameTaken: @escaping @Sendable (String) -> Void) {
         self.address = address
         self.claimDelay = claimDelay
         self.callDeadline = callDeadline
         self.object = object
         self.emitter = emitter
         self.logger = logger
-        self.onClaimed = onClaimed
+        self.prepare = prepare
         self.onNameTaken = onNameTaken
     }
 
@@ -86,6 +87,10 @@ final class SessionBusLink: Sendable {
             // Before the object is there: no call can come in before the watch is.
             try connection.watchCallersLeaving()
             try connection.register(object, at: KeywellNames.objectPath)
+            // Everything is served before the name is asked for: owning it ends an activation,
+            // and the activating client's next call (to the Secret Service object, say) must
+            // not find that object missing.
+            prepare(connection)
             switch try connection.requestName(KeywellNames.busName, flags: [.doNotQueue]) {
             case .primaryOwner, .alreadyOwner:
                 break
@@ -100,7 +105,6 @@ final class SessionBusLink: Sendable {
         }
         link.withLock { $0.connection = connection }
         emitter.use(connection)
-        onClaimed(connection)
         return .claimed(connection)
     }
 
