@@ -388,6 +388,8 @@ with connection.filter(MatchRule(member="NameLost")) as lost:
         keywelld = subprocess.Popen([str(bus.wrapper)], env=bus.env)
         assert holder.stdout.readline().strip() == "lost org.freedesktop.secrets"
         _wait(lambda: "took over org.freedesktop.secrets" in bus.daemon_log())
+        # keywelld claims its own name last, once everything it serves is in place.
+        _wait(lambda: connection.name_has_owner("org.keywell.Keychain"))
         owner = connection.get_name_owner(SECRETS)
         assert owner == connection.get_name_owner("org.keywell.Keychain")
     finally:
@@ -414,6 +416,7 @@ def test_gnome_keyring_owner_is_named():
         keywelld = subprocess.Popen([str(bus.wrapper)], env=bus.env)
         _wait(lambda: "waits for the name" in bus.daemon_log())
         assert "org.freedesktop.secrets is owned by /usr/bin/gnome-keyring-daemon" in bus.daemon_log()
+        _wait(lambda: connection.name_has_owner("org.keywell.Keychain"))
         # The native API still works.
         bus.create_login()
         # When gnome-keyring goes, the queue hands the name over.
