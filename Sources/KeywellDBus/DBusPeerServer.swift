@@ -14,7 +14,8 @@ import Glibc
 /// What it saves a short-lived client is the bus's hops: no Hello, the call and its reply go
 /// straight across, and the caller's credentials come from the socket (`PeerCredentials`)
 /// instead of two questions to the bus.
-// @unchecked: `watches` and `connections` are locked; the server pointer is libdbus's (thread-safe).
+// @unchecked: `watches` and `connections` are locked, `handshakes` is the accept thread's alone;
+// the server pointer is libdbus's (thread-safe).
 public final class DBusPeerServer: @unchecked Sendable {
     /// Connections served at once (each holds a worker thread while it lives); beyond it a new
     /// client is closed at once, and goes to the bus instead.
@@ -30,6 +31,10 @@ public final class DBusPeerServer: @unchecked Sendable {
     private let watches = Mutex<[Int]>([])
     private let connections = Mutex<[ObjectIdentifier: DBusConnection]>([:])
     private let nextNumber = Atomic<Int>(1)
+    private let handshakeDeadline: Duration
+    /// Connections still authenticating, with the time they must be done by. The accept thread
+    /// alone touches it, and wakes for the earliest: no timer (and no thread woken) per client.
+    private var handshakes: [(connection: Weak<DBusConnection>, deadline: UInt64)] = []
     private let stopping = Atomic<Bool>(false)
     private let stopped = ConditionLock()
     private var acceptLoopEnded = false
@@ -40,11 +45,14 @@ public final class DBusPeerServer: @unchecked Sendable {
 
     /// Listens at `path` (a file left there by an earlier process is replaced). `prepare` runs
     /// for every new connection before any of its calls is read (register objects there);
-    /// `ended` once it is gone. The accept thread keeps the server alive until `stop()`.
-    public init(path: String, prepare: @escaping @Sendable (DBusConnection) -> Void,
+    /// `ended` once it is gone; a client still authenticating after `handshakeDeadline` is
+    /// closed. The accept thread keeps the server alive until `stop()`.
+    public init(path: String, handshakeDeadline: Duration = authenticationDeadline,
+                prepare: @escaping @Sendable (DBusConnection) -> Void,
                 ended: @escaping @Sendable (DBusConnection) -> Void) throws(DBusError) {
         _ = threadsInitialized
         self.path = path
+        self.handshakeDeadline = handshakeDeadline
         self.prepare = prepare
         self.ended = ended
         guard let escaped = dbus_address_escape_value(path) else { throw .noMemory() }
@@ -119,7 +127,7 @@ public final class DBusPeerServer: @unchecked Sendable {
             let ready = watches.withLock { $0 }.compactMap { OpaquePointer(bitPattern: $0) }.filter { dbus_watch_get_enabled($0) != 0 }
             var pollSet = ready.map { pollfd(fd: dbus_watch_get_unix_fd($0), events: Int16(POLLIN), revents: 0) }
             pollSet.append(pollfd(fd: wakePipe.readDescriptor, events: Int16(POLLIN), revents: 0))
-            if poll(&pollSet, nfds_t(pollSet.count), -1) < 0 {
+            if poll(&pollSet, nfds_t(pollSet.count), closeLateHandshakes()) < 0 {
                 if errno == EINTR { continue }
                 break
             }
@@ -140,6 +148,25 @@ public final class DBusPeerServer: @unchecked Sendable {
         }
     }
 
+    /// Closes the connections whose handshake is late and forgets those done or gone; the poll
+    /// timeout (ms) until the next deadline, -1 with none pending.
+    private func closeLateHandshakes() -> Int32 {
+        guard !handshakes.isEmpty else { return -1 }
+        let now = monotonicNanoseconds()
+        var late: [DBusConnection] = []
+        handshakes.removeAll { entry in
+            guard let connection = entry.connection.value, connection.isConnected,
+                  dbus_connection_get_is_authenticated(connection.raw) == 0 else { return true }
+            guard entry.deadline <= now else { return false }
+            late.append(connection)
+            return true
+        }
+        // Closed off this thread: closing waits for the connection's loop to finish.
+        for connection in late { workers.submit { connection.close() } }
+        guard let next = handshakes.map(\.deadline).min() else { return -1 }
+        return Int32(clamping: (next - now) / 1_000_000 + 1)
+    }
+
     /// A client connected (not yet authenticated). Not referenced, libdbus closes it on return.
     private func accept(_ raw: OpaquePointer) {
         guard !stopping.load(ordering: .acquiring), connectionCount < Self.maximumConnections else { return }
@@ -156,7 +183,6 @@ public final class DBusPeerServer: @unchecked Sendable {
                 // last reference closes the connection, which waits for its loop to finish.
                 self?.workers.submit { [weak self] in
                     guard let self, let connection = holder.connection else { return }
-                    if let deadline = holder.deadline { TimerThread.shared.cancel(deadline) }
                     ended(connection)
                     connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
                     holder.connection = nil
@@ -171,23 +197,21 @@ public final class DBusPeerServer: @unchecked Sendable {
         connections.withLock { $0[ObjectIdentifier(connection)] = connection }
         prepare(connection)
         connection.startLoop()
-        holder.deadline = TimerThread.shared.schedule(after: Self.authenticationDeadline) { [weak connection] in
-            guard let connection, dbus_connection_get_is_authenticated(connection.raw) == 0 else { return }
-            connection.close()
-        }
+        handshakes.append((Weak(connection), deadline(after: handshakeDeadline)))
     }
 }
 
-/// Lets a connection's end find the connection made after its closure, and its handshake
-/// deadline (cancelled then, so that bursts of short clients leave no timers behind).
+/// Lets a connection's end find the connection made after its closure.
 private final class ConnectionHolder: Sendable {
-    private let lock = Mutex<(connection: DBusConnection?, deadline: TimerThread.Token?)>((nil, nil))
+    private let lock = Mutex<DBusConnection?>(nil)
     var connection: DBusConnection? {
-        get { lock.withLock { $0.connection } }
-        set { lock.withLock { $0.connection = newValue } }
+        get { lock.withLock { $0 } }
+        set { lock.withLock { $0 = newValue } }
     }
-    var deadline: TimerThread.Token? {
-        get { lock.withLock { $0.deadline } }
-        set { lock.withLock { $0.deadline = newValue } }
-    }
+}
+
+/// A reference that does not keep its object alive.
+private struct Weak<Object: AnyObject> {
+    weak var value: Object?
+    init(_ value: Object) { self.value = value }
 }

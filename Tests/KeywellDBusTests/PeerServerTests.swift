@@ -102,8 +102,6 @@ struct PeerServerTests {
         }
         #expect(eventually(timeout: .seconds(20)) { server.connectionCount == 0 }, "\(server.connectionCount) connections still open")
         #expect(eventually(timeout: .seconds(20)) { seen.lock.withLock { seen.ended.count } == clients })
-        // Their handshake deadlines went with them.
-        #expect(TimerThread.shared.pendingCount < clients / 2)
         #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native")).count == 4)
     }
 
@@ -136,6 +134,42 @@ struct PeerServerTests {
         server.stop()  // the client's loop sees the hang-up and ends
         #expect(eventually(timeout: .seconds(10)) { loop.isFinished })
         #expect(owner.withLock { $0 == nil })
+    }
+
+    /// A client that connects and never finishes the handshake holds a connection (and a
+    /// thread) only until the deadline; one that finished in time is left alone.
+    @Test func aClientSilentPastTheHandshakeDeadlineIsClosed() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let seen = Seen()
+        let server = try DBusPeerServer(path: folder.path + "/native", handshakeDeadline: .milliseconds(300), prepare: { connection in
+            try? connection.register(Self.object(), at: ServiceFixture.path)
+        }, ended: { connection in
+            seen.lock.withLock { seen.ended.append(connection.peerName ?? "?") }
+        })
+        defer { server.stop() }
+        let served = try DBusCallConnection(directSocket: folder.path + "/native")
+        #expect(try Self.echo(served).count == 4)
+
+        let silent = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((folder.path + "/native").utf8CString)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in path.withUnsafeBytes { raw.copyBytes(from: $0) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(connected == 0)
+        #expect(eventually { server.connectionCount == 2 })
+        // The server hangs up: a read ends (0 bytes) instead of waiting for ever.
+        var pollSet = pollfd(fd: silent, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&pollSet, 1, 10_000) == 1)
+        var byte: UInt8 = 0
+        #expect(read(silent, &byte, 1) == 0)
+        #expect(eventually { server.connectionCount == 1 })
+        // The client that authenticated in time is still served, well past the deadline.
+        #expect(try Self.echo(served).count == 4)
     }
 
     @Test func aFolderOthersCanEnterIsRefusedBeforeConnecting() throws {
