@@ -39,6 +39,18 @@ struct PeerServerTests {
         })
     }
 
+    /// `connect` or `bind` of a raw socket to the Unix socket path `path`.
+    private static func at(_ path: String, _ fd: Int32,
+                           _ operation: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8CString)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in bytes.withUnsafeBytes { raw.copyBytes(from: $0) } }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { operation(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
     private static func echo(_ client: DBusCallConnection, _ arguments: [DBusValue] = []) throws(KeywellDBus.DBusError) -> [DBusValue] {
         try client.call(destination: nil, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
                         member: "Echo", arguments: arguments)
@@ -153,14 +165,7 @@ struct PeerServerTests {
 
         let silent = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(silent) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let path = Array((folder.path + "/native").utf8CString)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in path.withUnsafeBytes { raw.copyBytes(from: $0) } }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(connected == 0)
+        #expect(Self.at(folder.path + "/native", silent, connect) == 0)
         #expect(eventually { server.connectionCount == 2 })
         // The server hangs up: a read ends (0 bytes) instead of waiting for ever.
         var pollSet = pollfd(fd: silent, events: Int16(POLLIN), revents: 0)
@@ -194,14 +199,7 @@ struct PeerServerTests {
         chmod(folder.path, 0o700)
         // A socket file nobody listens on, as a killed daemon leaves behind.
         let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let path = Array((folder.path + "/native").utf8CString)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in path.withUnsafeBytes { raw.copyBytes(from: $0) } }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(bound == 0)
+        #expect(Self.at(folder.path + "/native", stale, bind) == 0)
         close(stale)
         let server = try Self.server(in: folder, seen: Seen())
         defer { server.stop() }
