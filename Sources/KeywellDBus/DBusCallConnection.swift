@@ -51,9 +51,7 @@ public final class DBusCallConnection: @unchecked Sendable {
     /// (full, shutting down) fails here, where trying the bus instead is safe.
     public init(directSocket path: String, timeout: Duration = .seconds(5)) throws(DBusError) {
         try Self.checkPrivateFolder(of: path)
-        guard let escaped = dbus_address_escape_value(path) else { throw .noMemory() }
-        let address = "unix:path=" + String(cString: escaped)
-        dbus_free(escaped)
+        guard let address = DBusConnection.unixSocketAddress(path) else { throw .noMemory() }
         raw = try openPrivateConnection(address, registerWithBus: false)
         isBus = false
         // Every stored property is set: a throw from here on runs deinit, which closes the connection.
@@ -133,7 +131,7 @@ public final class DBusCallConnection: @unchecked Sendable {
                 // answered a Ping it reads messages, with their descriptors.
                 var pingError = CDBus.DBusError()
                 dbus_error_init(&pingError)
-                if let ping = try? MessageRef.methodCall(destination: nil, path: "/", interface: StandardInterface.peer, member: "Ping"),
+                if let ping = try? MessageRef.methodCall(destination: nil, path: "/", interface: StandardInterface.peer, member: StandardInterface.ping),
                    let answer = dbus_connection_send_with_reply_and_block(raw, ping.pointer, Self.milliseconds(timeout), &pingError) {
                     dbus_message_unref(answer)
                     serverReadsMessages = true

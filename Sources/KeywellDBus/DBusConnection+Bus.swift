@@ -90,7 +90,7 @@ extension DBusConnection {
 
     /// `org.freedesktop.DBus.Peer.Ping` to `destination` (answered by libdbus in the peer).
     public func ping(_ destination: String, path: String = "/", timeout: Duration = .seconds(25)) throws(DBusError) {
-        _ = try call(destination: destination, path: path, interface: StandardInterface.peer, member: "Ping", timeout: timeout)
+        _ = try call(destination: destination, path: path, interface: StandardInterface.peer, member: StandardInterface.ping, timeout: timeout)
     }
 }
 

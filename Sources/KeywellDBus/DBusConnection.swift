@@ -67,11 +67,17 @@ public final class DBusConnection: @unchecked Sendable {
     private static func sessionBusAddress(_ variable: (String) -> String?) -> String? {
         if let address = variable("DBUS_SESSION_BUS_ADDRESS"), !address.isEmpty { return address }
         if let runtime = variable("XDG_RUNTIME_DIR"), !runtime.isEmpty, !runtime.utf8.contains(0) {
-            guard let escaped = dbus_address_escape_value(runtime + "/bus") else { return nil }
-            defer { dbus_free(escaped) }
-            return "unix:path=" + String(cString: escaped)
+            return unixSocketAddress(runtime + "/bus")
         }
         return nil
+    }
+
+    /// The D-Bus address of the Unix socket at `path` (`unix:path=…`, escaped as addresses
+    /// require); nil only when libdbus is out of memory.
+    static func unixSocketAddress(_ path: String) -> String? {
+        guard let escaped = dbus_address_escape_value(path) else { return nil }
+        defer { dbus_free(escaped) }
+        return "unix:path=" + String(cString: escaped)
     }
 
     static let noSessionBus = DBusError(

@@ -101,4 +101,6 @@ public enum StandardInterface {
     public static let busPath = "/org/freedesktop/DBus"
     /// The bus's method that registers a connection and gives it its unique name.
     public static let hello = "Hello"
+    /// `org.freedesktop.DBus.Peer`'s method that answers nothing but that the peer reads messages.
+    public static let ping = "Ping"
 }

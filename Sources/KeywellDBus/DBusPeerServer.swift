@@ -55,9 +55,7 @@ public final class DBusPeerServer: @unchecked Sendable {
         self.handshakeDeadline = handshakeDeadline
         self.prepare = prepare
         self.ended = ended
-        guard let escaped = dbus_address_escape_value(path) else { throw .noMemory() }
-        let address = "unix:path=" + String(cString: escaped)
-        dbus_free(escaped)
+        guard let address = DBusConnection.unixSocketAddress(path) else { throw .noMemory() }
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         guard let server = dbus_server_listen(address, &error) else { throw takeError(&error) }

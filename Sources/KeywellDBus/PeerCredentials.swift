@@ -45,9 +45,7 @@ public struct PeerCredentials: Sendable {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return false }
         defer { close(pair[0]); close(pair[1]) }
-        var pidfd: Int32 = -1
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(pair[0], SOL_SOCKET, peerPIDFDOption, &pidfd, &length) == 0, pidfd >= 0 else { return false }
+        guard let pidfd = of(socket: pair[0])?.processFD else { return false }
         close(pidfd)
         return true
     }()

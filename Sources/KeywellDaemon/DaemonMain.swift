@@ -301,8 +301,7 @@ final class Daemon: @unchecked Sendable {
         let logger = logger
         do {
             directServer = try DBusPeerServer(path: folder.directSocketPath, prepare: { connection in
-                connection.maximumDecodedValuesPerCall = ServiceLimits.decodedValuesPerCall
-                connection.callDeadline = deadline
+                connection.applyServiceLimits(callDeadline: deadline)
                 do throws(DBusError) {
                     try connection.register(object, at: KeywellNames.objectPath)
                 } catch {

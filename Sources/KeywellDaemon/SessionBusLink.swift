@@ -77,8 +77,7 @@ final class SessionBusLink: Sendable {
         } catch {
             return .noBus(error.message)
         }
-        connection.maximumDecodedValuesPerCall = ServiceLimits.decodedValuesPerCall
-        connection.callDeadline = callDeadline
+        connection.applyServiceLimits(callDeadline: callDeadline)
         if let claimDelay {
             logger.debug("test hook: waiting \(claimDelay) before claiming \(KeywellNames.busName)")
             Thread.sleep(forTimeInterval: Double(claimDelay.components.seconds) + Double(claimDelay.components.attoseconds) / 1e18)
@@ -154,5 +153,14 @@ final class SessionBusLink: Sendable {
         }
         let executable = CallerIdentity.executable(of: pid_t(bitPattern: pid)).map { " (\($0))" } ?? ""
         return "\(KeywellNames.busName) is already owned by pid \(pid)\(executable), bus connection \(owner)"
+    }
+}
+
+extension DBusConnection {
+    /// The limits every connection keywelld serves gets, on the bus or the direct socket: how
+    /// many values one call may decode, and how long its handler may work (ServiceLimits).
+    func applyServiceLimits(callDeadline: Duration) {
+        maximumDecodedValuesPerCall = ServiceLimits.decodedValuesPerCall
+        self.callDeadline = callDeadline
     }
 }

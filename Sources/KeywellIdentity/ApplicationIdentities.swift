@@ -111,9 +111,12 @@ public final class ApplicationIdentities: Sendable {
         } catch {
             result = .failure(error)
         }
-        if Self.isLasting(result), connection.isConnected {
+        if Self.isLasting(result) {
             let capacity = capacity
             peers.withLock { peers in
+                // Under the lock `forgetPeer` takes once the connection has ended: a caller that
+                // left while this was worked out (on a worker) leaves no entry behind.
+                guard connection.isConnected else { return }
                 if peers.count >= capacity { peers.removeAll() }
                 peers[peer] = result
             }
