@@ -50,14 +50,14 @@ final class NativeKeychainObject: DBusObject {
         // On the direct socket the I/O thread is this one caller's alone, and its identity needs
         // no bus: a read runs there, without handing the loop to another thread first.
         if call.connection.peerName != nil { return method.methodClass == .read || method == .whoAmI ? .ioThread : .worker }
-        if method == .whoAmI { return identities.cached(call.sender, on: call.connection) == nil ? .worker : .ioThread }
-        guard method.methodClass == .read else { return .worker }
-        // Access control needs the caller's identity: a new caller's is worked out on a worker,
-        // with the bus already asked for its credentials while the call goes there.
-        if method.isJudged, identities.cached(call.sender, on: call.connection) == nil {
+        // Every call needs the caller's identity (who may call what, then access lists): a new
+        // caller's is worked out on a worker, with the bus already asked for its credentials
+        // while the call goes there.
+        if identities.cached(call.sender, on: call.connection) == nil {
             identities.prefetch(call.sender, on: call.connection)
             return .worker
         }
+        guard method.methodClass == .read || method == .whoAmI else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
         return .ioThread
@@ -107,32 +107,39 @@ final class NativeKeychainObject: DBusObject {
         _ method: NativeMethod, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply,
         _ movedOff: MoveOffIOThread
     ) throws(KeychainError) -> [DBusValue] {
+        // Who may call what, before anything is done (docs/access-control.md, "Sandboxed callers").
+        let caller = accessCaller(call)
+        if let refusal = caller.refusal(of: method.reach) { throw KeychainError(SecStatus.missingEntitlement, detail: refusal) }
         // Exhaustive: a method added to the contract does not compile until it is handled here.
         switch method {
         // Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right
         // after the reply has gone.
         case .add:
-            let attributes = try wireDictionary(arguments[0])
+            var attributes = try itemDictionary(arguments[0], from: caller)
             afterReply.wipe(attributes)
             // The creator is trusted (docs/access-control.md); one that cannot be named, nobody.
-            let creator = try? identities.identity(of: call.sender, on: call.connection).string
-            let result = try store.add(attributes, creator: creator, creatorUnidentified: creator == nil)
+            // A sandboxed app's item trusts that app alone, whatever the keychain enforces: an
+            // item open to any application would be hidden from the app that made it.
+            if caller.isSandboxed, let creator = caller.identityString {
+                attributes[WireKey.access] = AccessList.applications([creator]).wireValue
+            }
+            let result = try store.add(attributes, creator: caller.identityString, creatorUnidentified: caller.identity == nil)
             afterReply.wipe(result)
             return [WireCodec.dbusDictionary(result)]
         case .copyMatching:
-            let query = try wireDictionary(arguments[0])
+            let query = try itemDictionary(arguments[0], from: caller)
             afterReply.wipe(query)
-            let results = try store.copyMatching(query, screen: screen(call, movedOff))
+            let results = try store.copyMatching(query, screen: screen(caller, call, movedOff))
             afterReply.wipe(results)
             return [WireCodec.dbusDictionaryArray(results)]
         case .update:
-            let query = try wireDictionary(arguments[0])
-            let changes = try wireDictionary(arguments[1])
+            let query = try itemDictionary(arguments[0], from: caller)
+            let changes = try itemDictionary(arguments[1], from: caller)
             afterReply.wipe(changes)
-            try store.update(query, changes, screen: screen(call, movedOff))
+            try store.update(query, changes, screen: screen(caller, call, movedOff))
             return []
         case .delete:
-            try store.delete(wireDictionary(arguments[0]), screen: screen(call, movedOff))
+            try store.delete(itemDictionary(arguments[0], from: caller), screen: screen(caller, call, movedOff))
             return []
         case .createKeychain:
             let path = try store.createKeychain(string(arguments[0]), password: secret(arguments[1]))
@@ -196,7 +203,7 @@ final class NativeKeychainObject: DBusObject {
         case .exportGnomeKeyring:
             let written = try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
                                                         password: secret(arguments[2]), replace: bool(arguments[3]),
-                                                        screen: screen(call, movedOff))
+                                                        screen: screen(caller, call, movedOff))
             return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
         // closed here): the daemon never opens a path a caller names for these.
@@ -204,7 +211,7 @@ final class NativeKeychainObject: DBusObject {
             let fd = descriptor(call, 1)
             defer { close(fd) }
             let names = try WireCodec.requestKeychainList(arguments[0])
-            let written = try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]), screen: screen(call, movedOff))
+            let written = try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]), screen: screen(caller, call, movedOff))
             return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         case .inspectExport:
             let fd = descriptor(call, 0)
@@ -230,12 +237,26 @@ final class NativeKeychainObject: DBusObject {
         }
     }
 
-    /// Access control for the call's caller; one whose identity cannot be worked out is trusted
-    /// with nothing (only items open to any application).
-    private func screen(_ call: DBusMethodCall, _ movedOff: MoveOffIOThread) -> NativeAccessScreen {
-        let identity = try? identities.identity(of: call.sender, on: call.connection)
-        return NativeAccessScreen(gate: gate, caller: AccessCaller(connection: call.sender, identity: identity),
-                                  onIOThread: call.connection.isOnIOThread, movedOff: movedOff)
+    /// The call's caller as access control sees it; one whose identity cannot be worked out is
+    /// trusted with nothing (only items open to any application, no shared state).
+    private func accessCaller(_ call: DBusMethodCall) -> AccessCaller {
+        AccessCaller(connection: call.sender, identity: try? identities.identity(of: call.sender, on: call.connection))
+    }
+
+    /// Access control for the call's caller.
+    private func screen(_ caller: AccessCaller, _ call: DBusMethodCall, _ movedOff: MoveOffIOThread) -> NativeAccessScreen {
+        NativeAccessScreen(gate: gate, caller: caller, onIOThread: call.connection.isOnIOThread, movedOff: movedOff)
+    }
+
+    /// An item call's dictionary, refused before anything is done when it holds a key the caller
+    /// may not send (a sandboxed caller naming keychains or access lists).
+    private func itemDictionary(_ value: DBusValue, from caller: AccessCaller) throws(KeychainError) -> WireDictionary {
+        var dictionary = try wireDictionary(value)
+        if let refusal = caller.refusal(ofItemKeys: dictionary.keys) {
+            SecretWipe.wipe(&dictionary)
+            throw KeychainError(SecStatus.missingEntitlement, detail: refusal)
+        }
+        return dictionary
     }
 
     private func whoAmI(_ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
@@ -302,7 +323,3 @@ private struct AfterReply {
     }
 }
 
-extension NativeMethod {
-    /// Calls whose items access control judges (they need the caller's identity).
-    fileprivate var isJudged: Bool { self == .copyMatching || self == .update || self == .delete }
-}

@@ -9,6 +9,9 @@ public enum SecretServiceProtocol {
     public static let itemInterface = "org.freedesktop.Secret.Item"
     public static let sessionInterface = "org.freedesktop.Secret.Session"
     public static let promptInterface = "org.freedesktop.Secret.Prompt"
+    /// gnome-keyring's private interface on the service object, which Seahorse and other GNOME
+    /// tools call (docs/secret-service.md, "gnome-keyring's private interface").
+    public static let gnomeKeyringInternalInterface = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
     public static let errorIsLocked = "org.freedesktop.Secret.Error.IsLocked"
     public static let errorNoSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
     public static let errorNoSession = "org.freedesktop.Secret.Error.NoSession"

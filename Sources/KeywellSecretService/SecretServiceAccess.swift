@@ -54,11 +54,12 @@ struct CallerAccess {
     /// Sandboxed callers see only the items whose lists name them.
     var isSandboxed: Bool { caller?.isSandboxed ?? false }
 
-    /// AccessDenied for a sandboxed caller: what every app of the user shares (collections,
-    /// aliases, lock state, master passwords) is not a sandboxed app's to change
-    /// (docs/secret-service.md, "Sandboxed callers"). `what` completes "cannot …".
-    func refuseSandboxed(_ what: String) throws(DBusError) {
-        if isSandboxed { throw .accessDenied("A sandboxed application cannot \(what)") }
+    /// AccessDenied when the caller may not make a call of `reach`: what every app of the user
+    /// shares (collections, aliases, lock state, master passwords) is not a sandboxed app's, nor
+    /// an unidentified program's, to change (docs/secret-service.md, "Sandboxed callers").
+    func check(_ reach: CallReach) throws(DBusError) {
+        guard let caller, let refusal = caller.refusal(of: reach) else { return }
+        throw .accessDenied(refusal.prefix(1).uppercased() + refusal.dropFirst())
     }
 
     /// The verdict for each of `ids`, in order.

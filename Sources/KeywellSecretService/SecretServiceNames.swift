@@ -28,9 +28,7 @@ public enum SecretServiceNames {
     /// "/": no object (no prompt needed, no collection for an alias).
     public static let noObject = SecretServiceProtocol.noObject
 
-    /// gnome-keyring's private interface on the service object, which Seahorse and other GNOME
-    /// tools call (docs/secret-service.md, "gnome-keyring's private interface").
-    public static let gnomeKeyringInternalInterface = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+    public static let gnomeKeyringInternalInterface = SecretServiceProtocol.gnomeKeyringInternalInterface
     /// gnome-keyring's answer to a wrong master password.
     public static let errorDenied = "org.gnome.keyring.Error.Denied"
 

@@ -81,6 +81,8 @@ final class SecretServiceTree: DBusObject {
         let start = context.logger.logLevel <= .debug ? ContinuousClock.now : nil
         let object = ObjectPaths.parse(call.path)
         do throws(DBusError) {
+            // Who may call what, before anything is done (docs/secret-service.md, "Sandboxed callers").
+            try checkReach(SecretServiceProtocol.reach(interface: interface(of: call, object), member: call.member), call)
             switch object {
             case .service? where GnomeKeyringInternal.handles(call):
                 call.reply(try GnomeKeyringInternal(context: context).handle(call))
@@ -148,6 +150,9 @@ final class SecretServiceTree: DBusObject {
         activity()
         let object = ObjectPaths.parse(path)
         do throws(DBusError) {
+            if case .collection? = object {
+                try checkReach(SecretServiceProtocol.reach(settingProperty: name, interface: SecretServiceNames.collectionInterface), call)
+            }
             switch object {
             case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address, call: call)
             case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id, call: call)
@@ -155,6 +160,28 @@ final class SecretServiceTree: DBusObject {
             }
         } catch {
             throw MissingObject.answer(error, calling: path, object)
+        }
+    }
+
+    /// Refuses a call the caller may not make; only a call that reaches shared state asks who the
+    /// caller is, since working it out may wait for the bus.
+    private func checkReach(_ reach: CallReach, _ call: DBusMethodCall) throws(DBusError) {
+        guard case .shared = reach else { return }
+        try context.callerAccess(call).check(reach)
+    }
+
+    /// The interface a call is for: the one it names, else the one its object has that member
+    /// on (a call may leave the interface out).
+    private func interface(of call: DBusMethodCall, _ object: SecretObject?) -> String? {
+        if let interface = call.interface { return interface }
+        switch object {
+        case .service? where GnomeKeyringInternal.handles(call): return SecretServiceNames.gnomeKeyringInternalInterface
+        case .service?: return SecretServiceNames.serviceInterface
+        case .collection?: return SecretServiceNames.collectionInterface
+        case .item?: return SecretServiceNames.itemInterface
+        case .session?: return SecretServiceNames.sessionInterface
+        case .prompt?: return SecretServiceNames.promptInterface
+        case .folder?, nil: return nil
         }
     }
 

@@ -1,0 +1,90 @@
+/// What a call reaches, for the one rule of who may call what (docs/access-control.md,
+/// "Sandboxed callers"): every method of every face Keywell serves has exactly one reach, and a
+/// sandboxed caller (`flatpak:`, `snap:`) or one that cannot be identified may make only calls
+/// that reach items or itself.
+///
+/// ```swift
+/// NativeMethod.copyMatching.reach                   // .items
+/// NativeMethod.setDefaultKeychain.reach             // .shared("set the default keychain")
+/// SecretServiceProtocol.reach(interface: SecretServiceProtocol.serviceInterface,
+///                             member: SecretServiceProtocol.Member.setAlias)
+/// ```
+public enum CallReach: Sendable, Hashable {
+    /// Items, each judged by its own access list: a sandboxed caller finds only the items whose
+    /// lists name it, and makes items that trust it alone.
+    case items
+    /// The caller itself (`WhoAmI`) or what it opened (its sessions and prompts).
+    case caller
+    /// What every program of the user shares: keychains, their passwords, lock state and
+    /// settings, the default keychain and the search list, aliases, backups and files on the
+    /// host. `action` completes "… cannot": "create a keychain".
+    case shared(action: String)
+}
+
+extension NativeMethod {
+    /// The method's reach: only the four item calls and `WhoAmI` are open to a sandboxed caller.
+    public var reach: CallReach {
+        switch self {
+        case .add, .copyMatching, .update, .delete: .items
+        case .whoAmI: .caller
+        case .createKeychain: .shared(action: "create a keychain")
+        case .deleteKeychain: .shared(action: "delete a keychain")
+        case .listKeychains: .shared(action: "list the user's keychains")
+        case .getSearchList: .shared(action: "read the search list")
+        case .setSearchList: .shared(action: "set the search list")
+        case .getDefaultKeychain: .shared(action: "read which keychain is the default")
+        case .setDefaultKeychain: .shared(action: "set the default keychain")
+        case .getLoginKeychain: .shared(action: "read which keychain is the login keychain")
+        case .unlock: .shared(action: "unlock a keychain")
+        case .lock, .lockAll: .shared(action: "lock the user's keychains")
+        case .changePassword: .shared(action: "change a keychain's password")
+        case .getInfo: .shared(action: "read a keychain's settings")
+        case .setSettings: .shared(action: "change a keychain's settings")
+        case .backupKeychain: .shared(action: "back up a keychain")
+        case .restoreKeychain: .shared(action: "restore a keychain")
+        case .migrateKeyrings, .getMigrationStatus: .shared(action: "migrate keyrings")
+        case .exportGnomeKeyring, .exportKeychains: .shared(action: "export keychains")
+        case .inspectExport, .importExport: .shared(action: "import an export file")
+        }
+    }
+}
+
+extension WireKey {
+    /// Keys of an item call that only an unconfined caller may send, with what each would do: a
+    /// sandboxed caller's items go to the default keychain, come from the search list and trust
+    /// that caller alone, and no keychain name or host path is taken from it.
+    public static let refusedFromSandboxes: [String: String] = [
+        useKeychain: "name a keychain",
+        matchSearchList: "name the keychains to search",
+        access: "set an access list",
+    ]
+}
+
+extension SecretServiceProtocol {
+    /// The reach of a Secret Service call: what changes collections, aliases, lock state or
+    /// master passwords is shared; searching, reading, storing and unlocking items (Unlock asks
+    /// the person) reach items; sessions and prompts are the caller's own.
+    public static func reach(interface: String?, member: String) -> CallReach {
+        switch (interface, member) {
+        case (gnomeKeyringInternalInterface?, _):
+            return .shared(action: "use gnome-keyring's private interface")
+        case (serviceInterface?, Member.createCollection):
+            return .shared(action: "create a collection")
+        case (serviceInterface?, Member.lock), (serviceInterface?, Member.lockService):
+            return .shared(action: "lock the user's keychains")
+        case (serviceInterface?, Member.setAlias):
+            return .shared(action: "change which collection an alias names")
+        case (collectionInterface?, Member.delete):
+            return .shared(action: "delete a collection")
+        case (sessionInterface?, _), (promptInterface?, _), (serviceInterface?, Member.openSession):
+            return .caller
+        default:
+            return .items
+        }
+    }
+
+    /// The reach of setting a property: a collection's `Label` is every app's.
+    public static func reach(settingProperty name: String, interface: String) -> CallReach {
+        interface == collectionInterface ? .shared(action: "rename a collection") : .items
+    }
+}
