@@ -3,9 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
 #include <linux/openat2.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,4 +40,81 @@ int keywell_open_in_root(int root_fd, const char *path, int extra_flags) {
     how.flags = (unsigned long long)(O_RDONLY | O_CLOEXEC | O_NOCTTY | extra_flags);
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     return (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
+}
+
+int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char *name, size_t name_size,
+                             size_t *name_length) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -1;
+    struct {
+        struct nlmsghdr header;
+        struct unix_diag_req request;
+    } message;
+    memset(&message, 0, sizeof message);
+    message.header.nlmsg_len = sizeof message;
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST;
+    message.request.sdiag_family = AF_UNIX;
+    message.request.udiag_states = ~0U;
+    message.request.udiag_ino = inode;
+    message.request.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_NAME;
+    message.request.udiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    message.request.udiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    struct sockaddr_nl kernel;
+    memset(&kernel, 0, sizeof kernel);
+    kernel.nl_family = AF_NETLINK;
+    ssize_t sent;
+    do sent = sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel);
+    while (sent < 0 && errno == EINTR);
+    if (sent < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    /* One answer: a unix_diag_msg and its attributes (a name is at most 108 bytes). */
+    long buffer[1024];
+    ssize_t received;
+    do received = recv(fd, buffer, sizeof buffer, 0);
+    while (received < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    if (received < 0) {
+        errno = saved;
+        return -1;
+    }
+    struct nlmsghdr *header = (struct nlmsghdr *)buffer;
+    if (!NLMSG_OK(header, (unsigned int)received)) {
+        errno = EBADMSG;
+        return -1;
+    }
+    if (header->nlmsg_type == NLMSG_ERROR) {
+        struct nlmsgerr *failure = NLMSG_DATA(header);
+        errno = failure->error ? -failure->error : ENOENT;
+        return -1;
+    }
+    if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY || header->nlmsg_len < NLMSG_LENGTH(sizeof(struct unix_diag_msg))) {
+        errno = EBADMSG;
+        return -1;
+    }
+    struct unix_diag_msg *answer = NLMSG_DATA(header);
+    if (answer->udiag_ino != inode) {
+        errno = ENOENT;
+        return -1;
+    }
+    *peer_inode = 0;
+    if (name_length) *name_length = 0;
+    int length = (int)(header->nlmsg_len - NLMSG_LENGTH(sizeof *answer));
+    for (struct rtattr *attribute = (struct rtattr *)(answer + 1); RTA_OK(attribute, length);
+         attribute = RTA_NEXT(attribute, length)) {
+        size_t size = RTA_PAYLOAD(attribute);
+        if (attribute->rta_type == UNIX_DIAG_PEER && size >= sizeof(unsigned int)) {
+            memcpy(peer_inode, RTA_DATA(attribute), sizeof(unsigned int));
+        } else if (attribute->rta_type == UNIX_DIAG_NAME && name && name_length) {
+            if (size > name_size) size = name_size;
+            memcpy(name, RTA_DATA(attribute), size);
+            *name_length = size;
+        }
+    }
+    return 0;
 }

@@ -106,8 +106,10 @@ public final class ApplicationIdentities: Sendable {
     private func peerIdentity(_ peer: String, on connection: DBusConnection) throws(IdentityError) -> ApplicationIdentity {
         let result: Result<ApplicationIdentity, IdentityError>
         do throws(IdentityError) {
-            guard let credentials = connection.peerCredentials() else { throw .process("the socket does not say who connected") }
-            result = .success(try resolver.resolve(peer: credentials))
+            guard let socket = connection.socketDescriptor, let credentials = PeerCredentials.of(socket: socket) else {
+                throw .process("the socket does not say who connected")
+            }
+            result = .success(try resolver.resolve(peer: credentials, socket: socket))
         } catch {
             result = .failure(error)
         }

@@ -11,6 +11,9 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A sandbox description that is present but cannot be trusted (malformed, not a regular
     /// file, instance not known to Flatpak), or a security label that cannot be a snap's.
     case untrustedSandbox(String)
+    /// The process credited with the connection does not hold it as its own: it was handed over
+    /// an exec or left to another process (docs/access-control.md, "A connection handed over an exec").
+    case borrowedConnection(pid: Int32)
 
     public var description: String {
         switch self {
@@ -19,6 +22,8 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .process(let message): return "the caller's process could not be examined: \(message)"
         case .raced: return "the caller's process changed while it was examined"
         case .untrustedSandbox(let message): return "the caller's sandbox cannot be trusted: \(message)"
+        case .borrowedConnection(let pid):
+            return "the connection is not process \(pid)'s own (it crossed an exec or was left to another process)"
         }
     }
 }

@@ -37,6 +37,14 @@ public struct IdentityResolver: Sendable {
             throw .otherUser(uid: credentials.uid)
         }
         let pin = try ProcessPin(pid: pid_t(bitPattern: credentials.pid), pidfd: credentials.processFD)
+        // The process the bus names must hold a connection to this bus as its own; which of its
+        // connections is the caller's only the bus knows (docs/access-control.md, "A connection
+        // handed over an exec", says what remains).
+        if let bus = connection.socketDescriptor.flatMap(ConnectionHolding.listenerAddress(ofOwn:)) {
+            guard try ConnectionHolding.holds(pin, where: { ConnectionHolding.isConnected($0, toListener: bus) }) else {
+                throw .borrowedConnection(pid: pin.pid)
+            }
+        }
         // The bus still has the connection and it is still that pid's: the pid did not pass to
         // another process between the bus's answer and pidfd_open (unless the connection's
         // socket outlived the process that opened it; see the docs). Asked right after
@@ -55,13 +63,17 @@ public struct IdentityResolver: Sendable {
     /// that connected (`SO_PEERPIDFD`), so no pid can pass to another process meanwhile and
     /// nothing needs checking again with anyone. Without that pidfd (a kernel before 6.5) the
     /// caller is not identified: the daemon serves no direct socket there.
-    func resolve(peer credentials: PeerCredentials) throws(IdentityError) -> ApplicationIdentity {
+    /// `socket` is keywelld's end of the connection: the peer must hold the other end as its own.
+    func resolve(peer credentials: PeerCredentials, socket: Int32) throws(IdentityError) -> ApplicationIdentity {
         guard let pidfd = credentials.processFD else { throw .process("the kernel gave no pidfd for the socket's peer") }
         guard credentials.uid == userID else {
             close(pidfd)
             throw .otherUser(uid: credentials.uid)
         }
         let pin = try ProcessPin(pid: credentials.pid, pidfd: pidfd)
+        if let peerSocket = ConnectionHolding.peerInode(ofOwn: socket) {
+            guard try ConnectionHolding.holds(pin, where: { $0 == peerSocket }) else { throw .borrowedConnection(pid: pin.pid) }
+        }
         let identity = try identify(pin, securityLabel: credentials.securityLabel)
         try pin.checkAlive()
         return identity

@@ -17,4 +17,12 @@ int keywell_pidfd_is_alive(int pidfd);
    O_CLOEXEC | O_NOCTTY | `extra_flags`. */
 int keywell_open_in_root(int root_fd, const char *path, int extra_flags);
 
+/* What the kernel's socket diagnostics (NETLINK_SOCK_DIAG) say of the Unix socket whose inode is
+   `inode`: the inode of the socket at its other end (0 when it has none) in `*peer_inode`, and,
+   when `name` is not NULL, the address it is bound to — for an accepted socket, its listener's —
+   in `name` (at most `name_size` bytes; `*name_length` 0 when unbound; an abstract name starts
+   with a NUL byte). */
+int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char *name, size_t name_size,
+                             size_t *name_length);
+
 #endif
