@@ -38,7 +38,7 @@ extension KeychainStore {
             throw .param("a keychain label is at most \(labelMaximumBytes) bytes with no NUL")
         }
         try file.database.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS keychain_metadata (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            try db.execute(sql: KeychainSchema.labelTable)
             try db.execute(sql: "INSERT OR REPLACE INTO keychain_metadata (name, value) VALUES ('label', ?)", arguments: [label])
         }
     }

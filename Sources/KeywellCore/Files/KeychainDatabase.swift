@@ -314,7 +314,7 @@ final class KeychainDatabase: Sendable {
     /// the screen-lock setting lack `lock_on_screen_lock`, added here with the first header written.
     private static func insertHeader(_ header: KeychainHeader, _ db: Database) throws {
         let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('keychain')")
-        if !columns.contains("lock_on_screen_lock") { try db.execute(sql: KeychainSchema.addScreenLockColumn) }
+        if !columns.contains("lock_on_screen_lock") { try db.execute(sql: KeychainSchema.screenLockColumn.alterStatement) }
         try db.execute(
             sql: """
                 INSERT INTO keychain (id, format_version, uuid, kdf_salt, kdf_ops_limit, kdf_mem_limit,

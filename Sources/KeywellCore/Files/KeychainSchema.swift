@@ -11,26 +11,27 @@ import KeywellProtocol
 /// the partial unique indexes enforce each class's primary key.
 /// `item_attribute` holds free-form string attributes (for the Secret Service).
 enum KeychainSchema {
+    /// A column a later format added to a table that files of an older format already have:
+    /// part of the CREATE statement of newer files, added by `alterStatement` to older ones.
+    struct AddedColumn: Sendable {
+        let table: String
+        let definition: String
+
+        var alterStatement: String { "ALTER TABLE \(table) ADD COLUMN \(definition)" }
+    }
+
+    /// The statements that make a new keychain file.
     static var statements: [String] {
-        [
-            """
-            CREATE TABLE keychain (
-                id INTEGER PRIMARY KEY CHECK (id = 1),
-                format_version INTEGER NOT NULL,
-                uuid BLOB NOT NULL,
-                kdf_salt BLOB NOT NULL,
-                kdf_ops_limit INTEGER NOT NULL,
-                kdf_mem_limit INTEGER NOT NULL,
-                wrap_nonce BLOB NOT NULL,
-                wrapped_key BLOB NOT NULL,
-                lock_on_sleep INTEGER NOT NULL,
-                lock_after_seconds INTEGER NOT NULL,
-                settings_mac BLOB,
-                enforce_access INTEGER NOT NULL DEFAULT 0,
-                lock_on_screen_lock INTEGER NOT NULL DEFAULT 0
-            )
-            """,
-            "CREATE TABLE item (\n" + itemColumnDefinitions.joined(separator: ",\n") + "\n)",
+        statements(including: addedInVersion2 + addedInVersion3 + [screenLockColumn])
+    }
+
+    /// The statements that made a file of format 1 extended by `added`, in that order: what a
+    /// Keywell of that time wrote (`KeychainSchemaCheck` replays them).
+    static func statements(including added: [AddedColumn]) -> [String] {
+        func addedColumns(_ table: String) -> [String] { added.filter { $0.table == table }.map(\.definition) }
+        return [
+            createTable("keychain", keychainColumnDefinitions + addedColumns("keychain")),
+            createTable("item", itemColumnDefinitions + addedColumns("item")),
             index("item_genp_key", unique: true, class: .genericPassword, ["svce_n", "acct_n", "agrp_n"]),
             index("item_inet_key", unique: true, class: .internetPassword,
                   ["srvr_n", "acct_n", "sdmn_n", "ptcl_n", "atyp_n", "port_n", "path_n", "agrp_n"]),
@@ -49,23 +50,46 @@ enum KeychainSchema {
         ]
     }
 
+    /// The keychain's label (`KeychainStore.writeLabel`), made the first time one is set: any
+    /// file of any format may have it or not.
+    static let labelTable = "CREATE TABLE IF NOT EXISTS keychain_metadata (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
     /// Added within format 2 (files made before have it off): written with the first header
     /// that needs it (`KeychainDatabase.writeHeader`).
-    static let addScreenLockColumn = "ALTER TABLE keychain ADD COLUMN lock_on_screen_lock INTEGER NOT NULL DEFAULT 0"
+    static let screenLockColumn = AddedColumn(table: "keychain", definition: "lock_on_screen_lock INTEGER NOT NULL DEFAULT 0")
 
     /// Format 1 → 2: the MAC columns (filled by `KeychainUpgrade` in the same transaction).
     static let addedInVersion2 = [
-        "ALTER TABLE item ADD COLUMN mac BLOB",
-        "ALTER TABLE keychain ADD COLUMN settings_mac BLOB",
+        AddedColumn(table: "item", definition: "mac BLOB"),
+        AddedColumn(table: "keychain", definition: "settings_mac BLOB"),
     ]
 
     /// Format 2 → 3: access lists (NULL = any application) and the keychain's `enforceAccess`
     /// (off for files that predate it). Item MACs stay valid: "any" adds nothing to them.
     static let addedInVersion3 = [
-        "ALTER TABLE item ADD COLUMN access TEXT",
-        "ALTER TABLE keychain ADD COLUMN enforce_access INTEGER NOT NULL DEFAULT 0",
+        AddedColumn(table: "item", definition: "access TEXT"),
+        AddedColumn(table: "keychain", definition: "enforce_access INTEGER NOT NULL DEFAULT 0"),
     ]
 
+    private static func createTable(_ name: String, _ columns: [String]) -> String {
+        "CREATE TABLE \(name) (\n    " + columns.joined(separator: ",\n    ") + "\n)"
+    }
+
+    /// Format 1's header: identity, the wrapped master key and the lock settings.
+    private static let keychainColumnDefinitions = [
+        "id INTEGER PRIMARY KEY CHECK (id = 1)",
+        "format_version INTEGER NOT NULL",
+        "uuid BLOB NOT NULL",
+        "kdf_salt BLOB NOT NULL",
+        "kdf_ops_limit INTEGER NOT NULL",
+        "kdf_mem_limit INTEGER NOT NULL",
+        "wrap_nonce BLOB NOT NULL",
+        "wrapped_key BLOB NOT NULL",
+        "lock_on_sleep INTEGER NOT NULL",
+        "lock_after_seconds INTEGER NOT NULL",
+    ]
+
+    /// Format 1's item columns.
     private static var itemColumnDefinitions: [String] {
         var columns = [
             "id INTEGER PRIMARY KEY",
@@ -79,8 +103,6 @@ enum KeychainSchema {
             columns.append("\(column.name) \(column.isNumeric ? "INTEGER" : "TEXT")")
         }
         columns.append("secret BLOB NOT NULL")
-        columns.append("mac BLOB")
-        columns.append("access TEXT")
         return columns
     }
 

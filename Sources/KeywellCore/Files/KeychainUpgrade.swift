@@ -34,9 +34,9 @@ enum KeychainUpgrade {
             if expectsMAC {
                 try current.checkMAC(integrity, path: path)
             } else {
-                for statement in KeychainSchema.addedInVersion2 { try db.execute(sql: statement) }
+                for column in KeychainSchema.addedInVersion2 { try db.execute(sql: column.alterStatement) }
             }
-            for statement in KeychainSchema.addedInVersion3 { try db.execute(sql: statement) }
+            for column in KeychainSchema.addedInVersion3 { try db.execute(sql: column.alterStatement) }
             if !expectsMAC {
                 try ItemIntegrity.renewAll(keychain: current.uuid, key: integrity, db)
             }
