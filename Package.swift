@@ -34,13 +34,16 @@ let package = Package(
         .target(
             name: "KeywellCore",
             dependencies: [
-                "KeywellProtocol", "KeywellSystem", "CSodium",
+                "KeywellProtocol", "KeywellSystem", "CSodium", "CSQLiteHardening",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // Item rows are bound and read through SQLite's C API on GRDB's cached statements.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // sqlite3_db_config, which is variadic, for the options every keychain connection sets
+        // (docs/file-format.md, "What a keychain file may hold").
+        .target(name: "CSQLiteHardening", linkerSettings: [.linkedLibrary("sqlite3")]),
         // What every part of the process shares: the one timer thread, a lock with timed waits,
         // and the one way to start a child process (docs/design.md, "Threads").
         .target(name: "KeywellSystem"),

@@ -212,15 +212,16 @@ import Testing
 
     @Test func aFormat2HeaderEditedOnDiskIsNotBlessedByTheUpgrade() throws {
         // The fixture predates lock on screen lock: no column, so off. Format 2's MAC covers that
-        // setting only when on, so turning it on in the file must be refused like any other edit.
-        let edits = ["UPDATE keychain SET lock_after_seconds = 1",
-                     "ALTER TABLE keychain ADD COLUMN lock_on_screen_lock INTEGER NOT NULL DEFAULT 1"]
-        for edit in edits {
+        // setting only when on, so turning it on in the file must be refused like any other edit:
+        // by the header's MAC, or (a column Keywell never defines so) by the schema check.
+        let edits = [("UPDATE keychain SET lock_after_seconds = 1", SecStatus.decode),
+                     ("ALTER TABLE keychain ADD COLUMN lock_on_screen_lock INTEGER NOT NULL DEFAULT 1", SecStatus.invalidKeychain)]
+        for (edit, status) in edits {
             let environment = try TestEnvironment()
             let path = try installFixture(environment)
             try sqlite(path, edit)
             let store = try environment.makeStore()
-            expectStatus(SecStatus.decode) { try store.unlock("login", password: secret("fixture password")) }
+            expectStatus(status, "\(edit)") { try store.unlock("login", password: secret("fixture password")) }
             #expect(try sqlite(path, "SELECT format_version FROM keychain") == "2", "\(edit)")
         }
     }

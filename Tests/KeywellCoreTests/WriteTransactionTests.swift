@@ -12,13 +12,14 @@ import Testing
     private func scratchDatabases(_ store: KeychainStore, _ names: [String]) throws -> [KeychainDatabase] {
         let databases = try names.map { try store.file(at: store.location($0)).database }
         for database in databases {
-            try database.write { db in try db.execute(sql: "CREATE TABLE scratch (value TEXT NOT NULL)") }
+            // The label's table: a table of their own would be refused as not a keychain's.
+            try database.write { db in try db.execute(sql: KeychainSchema.labelTable) }
         }
         return databases
     }
 
     private func values(_ database: KeychainDatabase) throws -> [String] {
-        try database.read { db in try String.fetchAll(db, sql: "SELECT value FROM scratch ORDER BY rowid") }
+        try database.read { db in try String.fetchAll(db, sql: "SELECT name FROM keychain_metadata ORDER BY rowid") }
     }
 
     @Test func aWriteThatThrowsLeavesNothingAndTheNextOneLands() throws {
@@ -27,11 +28,11 @@ import Testing
         let database = try scratchDatabases(store, ["one"])[0]
         #expect(throws: (any Error).self) {
             try database.write { db in
-                try db.execute(sql: "INSERT INTO scratch VALUES ('lost')")
+                try db.execute(sql: "INSERT INTO keychain_metadata VALUES ('lost', '')")
                 throw Refused()
             }
         }
-        try database.write { db in try db.execute(sql: "INSERT INTO scratch VALUES ('kept')") }
+        try database.write { db in try db.execute(sql: "INSERT INTO keychain_metadata VALUES ('kept', '')") }
         #expect(try values(database) == ["kept"])
     }
 
@@ -41,12 +42,12 @@ import Testing
         let databases = try scratchDatabases(store, ["one", "two"])
         #expect(throws: (any Error).self) {
             try KeychainDatabase.writeTogether(databases) { connections in
-                for db in connections { try db.execute(sql: "INSERT INTO scratch VALUES ('lost')") }
+                for db in connections { try db.execute(sql: "INSERT INTO keychain_metadata VALUES ('lost', '')") }
                 throw Refused()
             }
         }
         try KeychainDatabase.writeTogether(databases) { connections in
-            for db in connections { try db.execute(sql: "INSERT INTO scratch VALUES ('kept')") }
+            for db in connections { try db.execute(sql: "INSERT INTO keychain_metadata VALUES ('kept', '')") }
         }
         #expect(try databases.map(values) == [["kept"], ["kept"]])
     }
@@ -59,13 +60,13 @@ import Testing
         let database = try scratchDatabases(store, ["one"])[0]
         let failure = #expect(throws: KeychainError.self) {
             try database.write { db in
-                try db.execute(sql: "INSERT INTO scratch VALUES ('lost')")
+                try db.execute(sql: "INSERT INTO keychain_metadata VALUES ('lost', '')")
                 // What a full disk does to a transaction, without filling a disk.
                 try db.execute(sql: "ROLLBACK")
             }
         }
         #expect(failure?.detail?.contains("Transaction was aborted") == true)
-        try database.write { db in try db.execute(sql: "INSERT INTO scratch VALUES ('kept')") }
+        try database.write { db in try db.execute(sql: "INSERT INTO keychain_metadata VALUES ('kept', '')") }
         #expect(try values(database) == ["kept"])
     }
 }

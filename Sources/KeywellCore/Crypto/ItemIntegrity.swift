@@ -98,6 +98,7 @@ enum ItemIntegrity {
 
     private static func store(_ mac: Data, rowID: Int64, _ db: Database) throws {
         try RawStatement(db, sql: "UPDATE item SET mac = ? WHERE id = ?", values: [mac.databaseValue, rowID.databaseValue]).run()
+        try UnexpectedChangeCount.check(db, "storing the MAC of item row \(rowID)")
     }
 
     // MARK: Reading rows with what their MAC covers

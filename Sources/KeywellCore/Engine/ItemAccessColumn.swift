@@ -31,6 +31,7 @@ enum ItemAccessColumn {
     static func set(_ access: AccessList, rowID: Int64, _ db: Database) throws {
         try RawStatement(db, sql: "UPDATE item SET access = ? WHERE id = ?",
                          values: [access.databaseValue, rowID.databaseValue]).run()
+        try UnexpectedChangeCount.check(db, "setting the access list of item row \(rowID)")
     }
 
     /// The lists of the items at `rowIDs` (one statement per 64). A file before format 3 has no

@@ -40,6 +40,7 @@ extension KeychainStore {
         try file.database.write { db in
             try db.execute(sql: KeychainSchema.labelTable)
             try db.execute(sql: "INSERT OR REPLACE INTO keychain_metadata (name, value) VALUES ('label', ?)", arguments: [label])
+            try UnexpectedChangeCount.check(db, "setting the keychain's label")
         }
     }
 }

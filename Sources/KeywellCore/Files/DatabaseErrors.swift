@@ -37,6 +37,9 @@ extension KeychainError {
     /// The status for an error from SQLite (through GRDB) on the keychain file at `path`.
     static func from(_ error: any Error, path: String) -> KeychainError {
         if let error = error as? KeychainError { return error }
+        if let mismatch = error as? UnexpectedChangeCount {
+            return KeychainError(SecStatus.decode, detail: "\(path): \(mismatch.description); nothing was changed")
+        }
         if let failure = error as? SQLiteSystemFailure {
             let message = failure.error.message ?? "SQLite error \(failure.error.extendedResultCode.rawValue)"
             let detail = "\(path): \(message) (\(String(cString: strerror(failure.systemErrno))))"
@@ -52,6 +55,10 @@ extension KeychainError {
             return KeychainError(SecStatus.duplicateItem)
         case .SQLITE_FULL:
             return KeychainError(SecStatus.diskFull, detail: detail)
+        case .SQLITE_INTERRUPT:
+            // Only `SQLTimeLimit` interrupts keychain SQL.
+            return KeychainError(
+                SecStatus.io, detail: "\(path): SQL ran past its time limit and was stopped; the file may hold SQL Keywell did not write")
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
             return KeychainError(SecStatus.invalidKeychain, detail: detail)
         case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_AUTH:

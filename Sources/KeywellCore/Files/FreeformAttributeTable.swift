@@ -19,6 +19,7 @@ enum FreeformAttributeTable {
         for (name, value) in attributes {
             try RawStatement(db, sql: "INSERT INTO item_attribute (item_id, name, value) VALUES (?, ?, ?)",
                              values: [itemID.databaseValue, name.databaseValue, value.databaseValue]).run()
+            try UnexpectedChangeCount.check(db, "adding an attribute of item row \(itemID)")
         }
     }
 
@@ -26,6 +27,7 @@ enum FreeformAttributeTable {
         if let value {
             try RawStatement(db, sql: "INSERT OR REPLACE INTO item_attribute (item_id, name, value) VALUES (?, ?, ?)",
                              values: [itemID.databaseValue, name.databaseValue, value.databaseValue]).run()
+            try UnexpectedChangeCount.check(db, "setting an attribute of item row \(itemID)")
         } else {
             try RawStatement(db, sql: "DELETE FROM item_attribute WHERE item_id = ? AND name = ?",
                              values: [itemID.databaseValue, name.databaseValue]).run()

@@ -51,6 +51,8 @@ enum ItemTable {
         values += attributeAndMatchValues(item)
         values += [item.sealedSecret.databaseValue, mac.databaseValue, access.databaseValue]
         try RawStatement(db, sql: insertSQL, values: values).run()
+        // An insert a trigger swallowed would leave lastInsertedRowID naming another row.
+        try UnexpectedChangeCount.check(db, "adding an item")
         return db.lastInsertedRowID
     }
 
@@ -59,10 +61,12 @@ enum ItemTable {
     static func update(_ item: KeychainItem, _ db: Database) throws {
         let values = attributeAndMatchValues(item) + [item.sealedSecret.databaseValue, item.rowID.databaseValue]
         try RawStatement(db, sql: updateSQL, values: values).run()
+        try UnexpectedChangeCount.check(db, "updating item row \(item.rowID ?? 0)")
     }
 
     static func delete(rowID: Int64, _ db: Database) throws {
         try RawStatement(db, sql: "DELETE FROM item WHERE id = ?", values: [rowID.databaseValue]).run()
+        try UnexpectedChangeCount.check(db, "deleting item row \(rowID)")
     }
 
     static func count(_ db: Database) throws -> Int {

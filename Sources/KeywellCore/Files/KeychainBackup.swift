@@ -20,7 +20,8 @@ enum KeychainBackup {
         let folder = (target as NSString).deletingLastPathComponent
         let temporary = try makeTemporary(in: folder, suffix: "backup")
         defer { removeTemporary(temporary) }
-        try copyDatabase(from: source, sourceConfiguration: KeychainDatabase.readingConfiguration, to: temporary, path: target) { db in
+        let reading = KeychainDatabase.readingConfiguration(checking: source, timeLimit: SQLTimeLimit())
+        try copyDatabase(from: source, sourceConfiguration: reading, to: temporary, path: target) { db in
             // The copy carries the source's WAL flag; rollback mode makes it one self-contained file.
             try db.execute(sql: "PRAGMA journal_mode = DELETE")
         }
@@ -29,12 +30,12 @@ enum KeychainBackup {
         try KeychainDatabase.syncToDisk(folder)
     }
 
-    /// Checks that `backup` is a Keywell keychain (its header reads, SQLite's quick check passes)
-    /// and returns its header; the file is only read.
+    /// Checks that `backup` is a Keywell keychain (it holds Keywell's schema and nothing else, its
+    /// header reads, SQLite's quick check passes) and returns its header; the file is only read.
     static func checkBackup(_ backup: String) throws(KeychainError) -> KeychainHeader {
         try checkRegularFile(backup)
         do {
-            let queue = try DatabaseQueue(path: backup, configuration: sourceConfiguration)
+            let queue = try DatabaseQueue(path: backup, configuration: sourceConfiguration(backup))
             defer { try? queue.close() }
             return try queue.read { db throws(KeychainError) -> KeychainHeader in
                 let header = try KeychainDatabase.readHeader(db, path: backup)
@@ -60,7 +61,7 @@ enum KeychainBackup {
         let temporary = try makeTemporary(in: folder, suffix: "restoring")
         defer { removeTemporary(temporary) }
         do {
-            try copyDatabase(from: backup, sourceConfiguration: sourceConfiguration, to: temporary, path: path) { db in
+            try copyDatabase(from: backup, sourceConfiguration: sourceConfiguration(backup), to: temporary, path: path) { db in
                 _ = try KeychainDatabase.readHeader(db, path: backup)
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
@@ -74,11 +75,18 @@ enum KeychainBackup {
         try KeychainDatabase.syncToDisk(folder)
     }
 
-    /// Opens a file to copy from without writing to it (a backup, or someone's plain copy).
-    private static var sourceConfiguration: Configuration {
+    /// Opens `source`, a file to copy from, without writing to it (a backup, or someone's plain
+    /// copy): hardened and timed as a keychain's connections are, and refused unless it holds
+    /// Keywell's schema and nothing else (docs/file-format.md, "What a keychain file may hold").
+    private static func sourceConfiguration(_ source: String) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "keywell.backup.source"
+        let timeLimit = SQLTimeLimit()
+        configuration.prepareDatabase { db in
+            try ConnectionHardening.harden(db, timeLimit: timeLimit)
+            try timeLimit.timing { () throws(KeychainError) in try KeychainSchemaCheck.check(db, path: source) }
+        }
         return configuration
     }
 
@@ -91,13 +99,17 @@ enum KeychainBackup {
             defer { try? from.close() }
             var destination = Configuration()
             destination.label = "keywell.backup.copy"
+            let timeLimit = SQLTimeLimit()
+            destination.prepareDatabase { db in try ConnectionHardening.harden(db, timeLimit: timeLimit) }
             let to = try DatabaseQueue(path: temporary, configuration: destination)
             defer { try? to.close() }
             try from.backup(to: to)
             try to.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                try finishing(db)
-                try quickCheck(db, path: path)
+                try timeLimit.timing {
+                    try db.execute(sql: "PRAGMA synchronous = FULL")
+                    try finishing(db)
+                    try quickCheck(db, path: path)
+                }
             }
             try to.close()
         } catch {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import KeywellProtocol
+import Synchronization
 
 /// One keychain file's SQLite database. WAL with `synchronous=FULL`, so a write is on disk before
 /// it is acknowledged; write transactions are IMMEDIATE with a busy timeout, so processes sharing
@@ -12,14 +13,24 @@ import KeywellProtocol
 /// thread, where such a wait would hold up every caller. Each is a plain serial queue: GRDB's
 /// reader pool and its per-read schema checks dominated lookups. Other processes still read
 /// and write concurrently through WAL.
+///
+/// Every connection is hardened and timed (`ConnectionHardening`, `SQLTimeLimit`), and one to an
+/// existing file checks its schema before anything else is read (`KeychainSchemaCheck`;
+/// docs/file-format.md, "What a keychain file may hold").
 final class KeychainDatabase: Sendable {
     let path: String
     private let queue: DatabaseQueue
     private let reader: DatabaseQueue
+    private let writeLimit: SQLTimeLimit
+    private let readLimit: SQLTimeLimit
+    /// The `schema_version` the writing connection last found acceptable; 0 before its first write.
+    private let checkedSchemaVersion = Atomic<Int32>(0)
 
     private static let busyTimeout: TimeInterval = 10
 
-    static var configuration: Configuration {
+    /// For connections to the keychain file at `path` (its schema checked at open), or with
+    /// `path` nil to a file being made.
+    static func configuration(checking path: String?, timeLimit: SQLTimeLimit) -> Configuration {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "keywell.keychain"
@@ -27,7 +38,11 @@ final class KeychainDatabase: Sendable {
         // No memory-mapped I/O (SQLite's default): mapped pages count in the daemon's resident
         // memory, and random lookups over a 100k-item keychain touch tens of MiB of them. With
         // pread a page lives in the kernel's cache instead; a lookup costs ~10 µs more.
-        configuration.prepareDatabase(keepCompanionFiles)
+        configuration.prepareDatabase { db in
+            try ConnectionHardening.harden(db, timeLimit: timeLimit)
+            if let path { try timeLimit.timing { () throws(KeychainError) in try KeychainSchemaCheck.check(db, path: path) } }
+            try keepCompanionFiles(db)
+        }
         return configuration
     }
 
@@ -50,8 +65,8 @@ final class KeychainDatabase: Sendable {
         try db.execute(sql: "PRAGMA journal_size_limit = \(walSizeLimit)")
     }
 
-    static var readingConfiguration: Configuration {
-        var configuration = Self.configuration
+    static func readingConfiguration(checking path: String, timeLimit: SQLTimeLimit) -> Configuration {
+        var configuration = Self.configuration(checking: path, timeLimit: timeLimit)
         // Not SQLITE_OPEN_READONLY: a read-only connection maps the WAL index read-only and then
         // rebuilds it from the whole WAL file in every transaction (lookups 3× slower). This one
         // only ever reads; the file is already in WAL mode.
@@ -63,19 +78,22 @@ final class KeychainDatabase: Sendable {
     /// Opens an existing keychain file. A file that is not a keychain is refused before the
     /// connection switches it to WAL, so a wrong path never alters someone else's database; the
     /// four files are checked (and the companions claimed) before SQLite opens any of them.
-    init(opening path: String) throws(KeychainError) {
+    /// `timeLimit` bounds each read and each write transaction.
+    init(opening path: String, timeLimit: Duration = ServiceLimits.callDeadline) throws(KeychainError) {
         self.path = path
+        writeLimit = SQLTimeLimit(timeLimit)
+        readLimit = SQLTimeLimit(timeLimit)
         _ = try KeychainFileSet.prepareForOpening(path)
         do {
-            var probing = Self.configuration
+            var probing = Self.configuration(checking: path, timeLimit: readLimit)
             probing.journalMode = .default
             let probe = try DatabaseQueue(path: path, configuration: probing)
             _ = try probe.read { db throws(KeychainError) in try Self.readHeader(db, path: path) }
             try probe.close()
-            queue = try DatabaseQueue(path: path, configuration: Self.configuration)
+            queue = try DatabaseQueue(path: path, configuration: Self.configuration(checking: path, timeLimit: writeLimit))
             // GRDB sets NORMAL for WAL; FULL also syncs the WAL at every commit.
             try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
-            reader = try DatabaseQueue(path: path, configuration: Self.readingConfiguration)
+            reader = try DatabaseQueue(path: path, configuration: Self.readingConfiguration(checking: path, timeLimit: readLimit))
         } catch {
             throw KeychainError.from(error, path: path)
         }
@@ -101,7 +119,7 @@ final class KeychainDatabase: Sendable {
         fchmod(descriptor, FileSafety.privateFileMode)
         close(descriptor)
         do {
-            var creating = configuration
+            var creating = configuration(checking: nil, timeLimit: SQLTimeLimit())
             creating.journalMode = .default
             let queue = try DatabaseQueue(path: temporary, configuration: creating)
             try queue.writeWithoutTransaction { db in
@@ -132,7 +150,7 @@ final class KeychainDatabase: Sendable {
     func read<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {
             return try reader.unsafeRead { db in
-                do { return try body(db) } catch { throw SQLiteSystemFailure.annotating(error, db) }
+                do { return try readLimit.timing { try body(db) } } catch { throw SQLiteSystemFailure.annotating(error, db) }
             }
         } catch {
             throw KeychainError.from(error, path: path)
@@ -185,11 +203,12 @@ final class KeychainDatabase: Sendable {
         _ remaining: ArraySlice<KeychainDatabase>, opened: [Database], _ body: ([Database]) throws -> Void
     ) throws {
         guard let first = remaining.first else { return try body(opened) }
-        try first.queue.writeWithoutTransaction { db in
+        try first.queue.writeWithoutTransaction { db in try first.writeLimit.timing {
             // As `inTransaction(.immediate)` does, with BEGIN and COMMIT prepared once per
             // connection instead of parsed again for every write (~15 µs each).
             try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
             do {
+                try first.checkSchemaIfChanged(db)
                 try nest(remaining.dropFirst(), opened: opened + [db], body)
                 // SQLite rolled back already (after some errors, a full disk among them): say
                 // so, as `inTransaction` does, rather than "no transaction is active".
@@ -203,7 +222,17 @@ final class KeychainDatabase: Sendable {
                 try? db.rollback()  // nothing to do when SQLite ended the transaction already
                 throw annotated
             }
-        }
+        } }
+    }
+
+    /// Another process may change the schema while the file is open, and SQLite then runs the
+    /// new schema's triggers in this one: each write compares the schema's version, inside its
+    /// transaction (so nobody changes it meanwhile), and checks the schema again when it moved.
+    private func checkSchemaIfChanged(_ db: Database) throws {
+        let version = try Int32.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? 0
+        guard version != checkedSchemaVersion.load(ordering: .relaxed) else { return }
+        try KeychainSchemaCheck.check(db, path: path)
+        checkedSchemaVersion.store(version, ordering: .relaxed)
     }
 
     /// Moves every commit in the -wal into the keychain file and empties the -wal (it stays, 0
@@ -306,6 +335,7 @@ final class KeychainDatabase: Sendable {
     /// Replaces the header row (new password or new settings).
     static func writeHeader(_ header: KeychainHeader, _ db: Database) throws {
         try db.execute(sql: "DELETE FROM keychain")
+        try UnexpectedChangeCount.check(db, "replacing the keychain header")
         try insertHeader(header, db)
     }
 
@@ -327,6 +357,7 @@ final class KeychainDatabase: Sendable {
                 header.wrapNonce, header.wrappedKey, header.settings.lockOnSleep, header.settings.lockAfterSeconds,
                 header.settingsMAC, header.settings.enforceAccess, header.settings.lockOnScreenLock,
             ])
+        try UnexpectedChangeCount.check(db, "writing the keychain header")
     }
 
     static func syncToDisk(_ path: String) throws(KeychainError) {
