@@ -179,7 +179,8 @@ enum AddCommands {
         } catch {
             let status = (error as? ItemSearch.Failure)?.status ?? (error as? KeychainError)?.status ?? SecStatus.param
             context.diagnostics.perror("SecKeychainSearchCopyNext", status)
-            context.diagnostics.hint(for: status, keychain: (error as? ItemSearch.Failure)?.keychain)
+            let failure = error as? ItemSearch.Failure
+            context.diagnostics.hint(for: status, detail: failure?.detail, keychain: failure?.keychain)
             return .failed(status)
         }
         guard let ref = found.persistentRef else { return .notFound }

@@ -51,7 +51,7 @@ enum FindDeleteCommands {
                 context.diagnostics.perror("SecKeychainSearchCopyNext", error.status)
             }
             if error.status != SecStatus.itemNotFound {
-                context.diagnostics.hint(for: error.status, keychain: error.keychain)
+                context.diagnostics.hint(for: error.status, detail: error.detail, keychain: error.keychain)
             } else if let typed = invocation.operands.first(where: { error.missing.contains(context.naming.daemonName(for: $0)) }) {
                 missingKeychainHint(typed, itemClass, context)
             }
@@ -121,7 +121,7 @@ enum FindDeleteCommands {
             try context.client.delete([WireKey.valuePersistentRef: .data(ref)])
         } catch {
             context.diagnostics.perror("SecKeychainItemDelete", error.status)
-            context.diagnostics.hint(for: error.status, keychain: context.naming.displayName(for: item.keychain))
+            context.diagnostics.hint(for: error, keychain: context.naming.displayName(for: item.keychain))
             status = error.status
         }
         // macOS says so even when the deletion failed; the exit status tells the truth [Q].

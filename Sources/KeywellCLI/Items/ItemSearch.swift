@@ -20,6 +20,8 @@ struct ItemSearch {
         let keychain: String?
         /// Keychains of the scope that do not exist (skipped, as `security` does; for hints).
         var missing: [String] = []
+        /// The daemon's explanation (for hints).
+        var detail: String?
     }
 
     let context: CommandContext
@@ -105,7 +107,7 @@ struct ItemSearch {
                     if asked.insert(keychain).inserted, context.unlockOnTerminal(keychain) { continue }
                     throw Failure(status: error.status, keychain: context.naming.displayName(for: keychain))
                 default:
-                    throw Failure(status: error.status, keychain: nil)
+                    throw Failure(status: error.status, keychain: nil, detail: error.detail)
                 }
             }
         }

@@ -51,15 +51,23 @@ struct Diagnostics {
     }
 
     /// For a daemon error: its own explanation of a refused parameter (a keychain name that is
-    /// not allowed, a folder that does not exist) or of a refused file (which one, and why),
-    /// else the usual advice for the status.
+    /// not allowed, a folder that does not exist) or of a refused file (which one, and why: not
+    /// a keychain file, or altered outside Keywell), else the usual advice for the status.
     func hint(for error: KeychainError, keychain: String?) {
-        if error.status == SecStatus.param || error.status == SecStatus.wrPerm, let detail = error.detail {
+        hint(for: error.status, detail: error.detail, keychain: keychain)
+    }
+
+    func hint(for status: OSStatus, detail: String?, keychain: String?) {
+        if Self.explainedByTheDaemon.contains(status), let detail {
             hint(detail)
         } else {
-            hint(for: error.status, keychain: keychain)
+            hint(for: status, keychain: keychain)
         }
     }
+
+    private static let explainedByTheDaemon: Set<OSStatus> = [
+        SecStatus.param, SecStatus.wrPerm, SecStatus.invalidKeychain, SecStatus.decode,
+    ]
 
     /// What to do about the usual failures, naming the keychain when we know it.
     func hint(for status: OSStatus, keychain: String?) {
