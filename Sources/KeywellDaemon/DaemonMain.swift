@@ -302,6 +302,8 @@ final class Daemon: @unchecked Sendable {
         do {
             directServer = try DBusPeerServer(path: folder.directSocketPath, prepare: { connection in
                 connection.applyServiceLimits(callDeadline: deadline)
+                // Only here: on the bus connection a lower cap would let any client drop keywelld off the bus.
+                connection.maximumMessageSize = ServiceLimits.bytesPerMessage
                 do throws(DBusError) {
                     try connection.register(object, at: KeywellNames.objectPath)
                 } catch {
