@@ -1,6 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Test switches (`KEYWELL_TEST_*` environment variables that make keywelld quick to test) are
+// compiled into debug builds only, or into a release build made with KEYWELL_TEST_SWITCHES=1 in
+// the environment (keywell-bench's measurements; use a scratch path of its own). A shipped
+// release keywelld ignores them (docs/contributing.md, "Test switches").
+let testSwitches: [SwiftSetting] = Context.environment["KEYWELL_TEST_SWITCHES"] == "1"
+    ? [.define("KEYWELL_TEST_SWITCHES")]
+    : [.define("KEYWELL_TEST_SWITCHES", .when(configuration: .debug))]
+
 let package = Package(
     name: "Keywell",
     platforms: [.macOS(.v13)],
@@ -82,7 +90,8 @@ let package = Package(
                 "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
                 "KeywellSecretService", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: testSwitches
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that

@@ -109,12 +109,12 @@ final class Daemon: @unchecked Sendable {
         self.environment = environment
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
-        store = try KeychainStore(paths: paths, kdf: Self.kdfParameters(environment), logger: Logger(label: "keywell.core"))
+        store = try KeychainStore(paths: paths, kdf: TestSwitches.kdfParameters(environment), logger: Logger(label: "keywell.core"))
         trimmer = IdleTrimmer(logger: logger, releaseCaches: { [store] in store.releasePageCaches() })
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
         // One throttle for every way a password is checked: native calls, PAM, prompts.
-        let throttle = PasswordThrottle(environment: environment)
+        let throttle = TestSwitches.throttleUnit(environment).map { PasswordThrottle(unit: $0) } ?? PasswordThrottle()
         sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
         let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
@@ -155,14 +155,15 @@ final class Daemon: @unchecked Sendable {
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration, gate: accessGate)
         nativeObject = object
-        callDeadline = Self.callDeadline(environment)
+        let deadline = TestSwitches.callDeadline(environment) ?? ServiceLimits.callDeadline
+        callDeadline = deadline
         screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
         sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
-                                 logger: logger, claimDelay: Self.testClaimDelay(environment),
-                                 callDeadline: Self.callDeadline(environment), prepare: { [secretService, screenLockWatcher, accessGate, logger] connection in
+                                 logger: logger, claimDelay: TestSwitches.claimDelay(environment),
+                                 callDeadline: deadline, prepare: { [secretService, screenLockWatcher, accessGate, logger] connection in
             accessQuestions.use(connection)
             do throws(DBusError) {
                 try accessGate.watch(connection)
@@ -175,29 +176,6 @@ final class Daemon: @unchecked Sendable {
             fatal.stop("\(message); exiting")
         })
         try openControlSocket(in: paths.runtimeDirectory.path)
-    }
-
-    /// `KEYWELL_TEST_FAST_KDF=1`: libsodium's minimum Argon2id cost for keychains this daemon
-    /// creates or re-wraps. For test suites only (they create hundreds of keychains); never set
-    /// it for real keychains. Existing keychains always open with the cost stored in them.
-    static func kdfParameters(_ environment: [String: String]) -> KDFParameters {
-        environment["KEYWELL_TEST_FAST_KDF"] == "1" ? .fastForTests : .default
-    }
-
-    /// `KEYWELL_TEST_CLAIM_DELAY_MS=N`: wait N ms after connecting to a bus before claiming the
-    /// name, holding the instance lock meanwhile. For tests of the activation race only.
-    static func testClaimDelay(_ environment: [String: String]) -> Duration? {
-        guard let text = environment["KEYWELL_TEST_CLAIM_DELAY_MS"], let milliseconds = Int(text), milliseconds > 0 else { return nil }
-        return .milliseconds(min(milliseconds, 60_000))
-    }
-
-    /// `ServiceLimits.callDeadline`, or for tests `KEYWELL_TEST_CALL_DEADLINE_MS` (0 makes every
-    /// long call give up at its first check, which shows that it checks).
-    static func callDeadline(_ environment: [String: String]) -> Duration {
-        guard let text = environment["KEYWELL_TEST_CALL_DEADLINE_MS"], let milliseconds = Int(text), milliseconds >= 0 else {
-            return ServiceLimits.callDeadline
-        }
-        return .milliseconds(min(milliseconds, 600_000))
     }
 
     /// The single-instance lock, then the PAM module's socket: both before the bus, which may not
