@@ -9,6 +9,7 @@ message limits are a desktop session bus's:
   files do not grow, and the daemon still answers;
 - `keywell add-generic-password` with a label over the cap, on the direct socket and on the
   bus: a clear error naming the cap;
+- a message over the direct socket's 64 MiB cap: only that connection is dropped;
 - positive controls: a label and a secret exactly at their caps, and a normal item stored and
   read back with secret-tool.
 
@@ -33,6 +34,7 @@ from security_figures import record
 # docs/secret-service.md, "Limits".
 BYTES_PER_LABEL = 16 * 1024
 BYTES_PER_SECRET = 1 << 20
+BYTES_PER_MESSAGE = 64 << 20
 HUGE = 50_000_000
 # libdbus alone takes about 95 MiB to receive a 50 MB message (a bare Ping, measured from
 # outside); one more copy of the value is allowed, with margin for a busy allocator.
@@ -200,3 +202,19 @@ def test_values_at_the_caps_and_normal_items_are_stored(bus):
     assert secret_service_create(bus, "S" * BYTES_PER_LABEL, b"S" * BYTES_PER_SECRET).header.message_type \
         == MessageType.method_return
     assert os.path.exists(Path(bus.home) / ".local/share/keywell/keychains/login.keychain-db")
+
+
+def test_a_message_over_the_direct_socket_cap_drops_only_that_connection(bus):
+    """ServiceLimits.bytesPerMessage (64 MiB): libdbus drops the sender before reading the
+    message whole; the daemon and its other clients go on."""
+    pid = daemon_pid(bus)
+    peak_before = peak_kib(pid)
+    connection = direct_socket(bus)
+    with pytest.raises(dbus.exceptions.DBusException):
+        connection.call_blocking(None, NATIVE_PATH, NATIVE_IFACE, "Add", "a{sv}",
+                                 [generic(label="L" * (BYTES_PER_MESSAGE + 1))], timeout=120)
+    peak_growth_mib = (peak_kib(pid) - peak_before) / 1024
+    assert peak_growth_mib < PEAK_GROWTH_BOUND_MIB, f"peak memory grew by {peak_growth_mib:.0f} MiB"
+    assert daemon_pid(bus) == pid
+    assert bus.native().GetDefaultKeychain().endswith("login")
+    native_add(bus, "direct", generic(account="after"))
