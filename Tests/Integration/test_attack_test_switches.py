@@ -5,8 +5,8 @@ wrong-password throttle short.
 
 The release keywelld is started with both switches set, as an attacker would leave them, and
 must behave as without them: a keychain it creates stores the real Argon2id cost
-(docs/file-format.md; `KDFParameters.default`), and a fourth wrong password right after the
-third is refused inside the real one-second delay. The same checks against the test build
+(docs/file-format.md; `KDFParameters.default`), the third wrong password starts the real first
+delay of one second, and a fourth right after it is refused inside that delay. The same checks against the test build
 (KEYWELLD, which honours the switches by design) show that they see the switches when a daemon
 reads them.
 
@@ -30,6 +30,7 @@ REAL_OPS_LIMIT, REAL_MEM_LIMIT = 3, 128 << 20
 FAST_OPS_LIMIT, FAST_MEM_LIMIT = 1, 8192
 # PasswordThrottle: the first two wrong passwords are free, the third starts the first delay.
 REFUSAL = "too many wrong passwords for "
+NEXT_ATTEMPT = "next attempt allowed in "
 SWITCHES = {"KEYWELL_TEST_FAST_KDF": "1", "KEYWELL_TEST_THROTTLE_UNIT_MS": "1"}
 
 
@@ -49,8 +50,8 @@ def stored_kdf_cost(bus: KeywellBus, name: str) -> tuple[int, int]:
         return database.execute("SELECT kdf_ops_limit, kdf_mem_limit FROM keychain").fetchone()
 
 
-def fourth_wrong_password(bus: KeywellBus, name: str) -> str:
-    """The message answering a fourth wrong password sent right after three."""
+def wrong_passwords(bus: KeywellBus, name: str) -> list[str]:
+    """The messages answering four wrong passwords sent one right after another."""
     native = bus.native()
     messages = []
     for attempt in range(4):
@@ -61,7 +62,14 @@ def fourth_wrong_password(bus: KeywellBus, name: str) -> str:
             messages.append(error.get_dbus_message())
             continue
         raise AssertionError("a wrong password unlocked the keychain")
-    return messages[-1]
+    return messages
+
+
+def first_delay(messages: list[str]) -> str:
+    """The delay the third wrong password starts, as its message names it ("1 s")."""
+    third = messages[2]
+    assert NEXT_ATTEMPT in third, third
+    return third.split(NEXT_ATTEMPT, 1)[1].rstrip(")")
 
 
 def daemon_with_switches(keywelld: str) -> KeywellBus:
@@ -76,8 +84,9 @@ def test_a_release_keywelld_ignores_the_test_switches():
     bus = daemon_with_switches(release_keywelld())
     try:
         assert stored_kdf_cost(bus, "switched") == (REAL_OPS_LIMIT, REAL_MEM_LIMIT)
-        refusal = fourth_wrong_password(bus, "switched")
-        assert REFUSAL in refusal, f"the fourth wrong password was checked at once: {refusal}"
+        messages = wrong_passwords(bus, "switched")
+        assert first_delay(messages) == "1 s", messages[2]
+        assert REFUSAL in messages[3], f"the fourth wrong password was checked at once: {messages[3]}"
     finally:
         bus.close()
 
@@ -87,6 +96,6 @@ def test_a_test_build_honours_them():
     bus = daemon_with_switches(built("KEYWELLD"))
     try:
         assert stored_kdf_cost(bus, "switched") == (FAST_OPS_LIMIT, FAST_MEM_LIMIT)
-        assert REFUSAL not in fourth_wrong_password(bus, "switched")
+        assert first_delay(wrong_passwords(bus, "switched")) == "0.001 s"
     finally:
         bus.close()
