@@ -7,8 +7,11 @@ import Logging
 /// (docs/access-control.md "Who is asked", "No storm"). One per daemon, shared by the native
 /// API and the Secret Service.
 ///
-/// - `verdict` is the per-item check on every read: the list, then this connection's
-///   once-allowances (a dictionary lookup, taken only when the list does not trust the caller).
+/// - `verdict` is the per-item check on every read: the list, then the caller's allowances (a
+///   dictionary lookup, taken only when the list does not trust the caller). *Allow* lets that
+///   identity use those items for the session: until their keychain locks, keywelld exits or the
+///   user's last login session closes (`keychainLocked`, `sessionEnded`); a caller with no
+///   identity keeps it for its connection only.
 /// - `ask` blocks the calling worker until the person answers. One connection has at most one
 ///   question open: requests arriving meanwhile join it; after the answer, its requests within
 ///   `burstWindow` (renewed by each) get the same answer without a new question. Questions of
@@ -31,7 +34,8 @@ public final class AccessGate: @unchecked Sendable {
     private let timeoutSeconds: Int
 
     private let lock = ConditionLock()
-    /// Items each connection was allowed once (Allow, or Always Allow while the file catches up).
+    /// Items each grantee was allowed (Allow, or Always Allow while the file catches up), by
+    /// `Grantee.key`.
     private var allowances: [String: Set<AccessItem>] = [:]
     /// Each connection's open question or last answer.
     private var conversations: [String: Conversation] = [:]
@@ -57,7 +61,7 @@ public final class AccessGate: @unchecked Sendable {
     public func verdict(for caller: AccessCaller, item: AccessItem, list: AccessList) -> AccessVerdict {
         if list.trusts(caller) { return .allowed }
         if caller.isSandboxed { return .hidden }
-        let allowed = lock.withLock { allowances[caller.connection]?.contains(item) ?? false }
+        let allowed = lock.withLock { allowances[Grantee(caller).key]?.contains(item) ?? false }
         return allowed ? .allowed : .mustAsk
     }
 
@@ -112,7 +116,7 @@ public final class AccessGate: @unchecked Sendable {
         switch conversations[caller.connection] {
         case .answered(let answer, let until)? where until > now:
             conversations[caller.connection] = .answered(answer, until: now + burstNanoseconds)
-            if answer.allows { allowances[caller.connection, default: []].formUnion(unique) }
+            if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(unique) }
             lock.unlock()
             if answer == .alwaysAllow { write(answer, for: caller, unique) }
             return answer
@@ -169,7 +173,7 @@ public final class AccessGate: @unchecked Sendable {
             }
         } else if !question.callerLeft {
             conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds)
-            if answer.allows { allowances[caller.connection, default: []].formUnion(all) }
+            if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(all) }
         }
         queue.removeAll { $0 === question }
         lock.broadcast()
@@ -208,11 +212,12 @@ public final class AccessGate: @unchecked Sendable {
 
     // MARK: Connections leaving
 
-    /// Forgets `connection`'s allowances and answers: it left the bus. A question of it still
-    /// waiting in the queue is dropped (Deny); one on screen finishes but is not remembered.
+    /// Forgets `connection`'s answers, and its allowances when it has no identity: it left the
+    /// bus. A question of it still waiting in the queue is dropped (Deny); one on screen
+    /// finishes but is not remembered.
     public func connectionLeft(_ connection: String) {
         lock.withLock {
-            allowances[connection] = nil
+            allowances[Grantee.connection(connection).key] = nil
             switch conversations.removeValue(forKey: connection) {
             case .asking(let question)?:
                 question.callerLeft = true
@@ -226,13 +231,30 @@ public final class AccessGate: @unchecked Sendable {
         }
     }
 
+    /// The keychain at `path` locked: every *Allow* for its items ends (docs/access-control.md,
+    /// "The question").
+    public func keychainLocked(path: String) {
+        lock.withLock {
+            for (key, items) in allowances {
+                let kept = items.filter { $0.keychain != path }
+                allowances[key] = kept.isEmpty ? nil : kept
+            }
+        }
+    }
+
+    /// The user's last login session closed: every *Allow* ends.
+    public func sessionEnded() {
+        lock.withLock { allowances.removeAll() }
+    }
+
     /// Follows callers leaving `connection`'s bus (NameOwnerChanged). A different connection than
     /// before forgets everything: a new bus numbers its connections afresh.
     public func watch(_ connection: DBusConnection) throws(DBusError) {
         let isNew = lock.withLock { () -> Bool in
             guard current !== connection else { return false }
             current = connection
-            allowances.removeAll()
+            // Connection names are the old bus's; identities stay the same programs.
+            allowances = allowances.filter { Grantee.isIdentity($0.key) }
             conversations = conversations.filter { if case .asking = $0.value { true } else { false } }
             return true
         }
@@ -242,6 +264,26 @@ public final class AccessGate: @unchecked Sendable {
             self?.connectionLeft(name)
         }
     }
+}
+
+/// Who an *Allow* is remembered for: the caller's identity, or its connection when it has none.
+private enum Grantee {
+    case identity(String)
+    case connection(String)
+
+    init(_ caller: AccessCaller) {
+        self = caller.identityString.map(Grantee.identity) ?? .connection(caller.connection)
+    }
+
+    /// One dictionary key per grantee; the two kinds cannot collide (`exe:…` never starts with a space).
+    var key: String {
+        switch self {
+        case .identity(let identity): identity
+        case .connection(let name): " " + name
+        }
+    }
+
+    static func isIdentity(_ key: String) -> Bool { !key.hasPrefix(" ") }
 }
 
 private enum Conversation {

@@ -125,11 +125,16 @@ final class Daemon: @unchecked Sendable {
         accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
             try store.trust(identity, items: items.map(\.reference))
         }, log: logger)
+        sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
-        store.onEvent = { [emitter, secretService, trimmer] event in
-            if case .locked = event { trimmer.trimSoon() }
+        store.onEvent = { [emitter, secretService, trimmer, store, accessGate] event in
+            if case .locked(let keychain) = event {
+                trimmer.trimSoon()
+                // Allow lasts until the keychain locks (docs/access-control.md, "The question").
+                if let path = store.keychainFilePath(forOutputName: keychain) { accessGate.keychainLocked(path: path) }
+            }
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
             // A face's clients get its signals before the reply to the call that caused them

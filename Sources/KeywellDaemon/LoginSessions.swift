@@ -49,7 +49,7 @@ final class LoginSessions: Sendable {
     private struct SessionState {
         var openSessions = 0
         var driftedLoginPassword: SecretBytes?
-        var lastSessionClosed: (@Sendable () -> Void)?
+        var lastSessionClosed: [@Sendable () -> Void] = []
         var loginPasswordHandler: (@Sendable (SecretBytes) -> Void)?
     }
 
@@ -64,10 +64,11 @@ final class LoginSessions: Sendable {
 
     var sessionCount: Int { state.withLock { $0.openSessions } }
 
-    /// Runs when a close leaves no session open (the Secret Service forgets its in-memory
-    /// `session` collection then); on the control request's thread, before the answer goes out.
+    /// Adds what runs when a close leaves no session open (the Secret Service forgets its
+    /// in-memory `session` collection then, access control every Allow); on the control
+    /// request's thread, before the answer goes out.
     func onLastSessionClosed(_ handler: @escaping @Sendable () -> Void) {
-        state.withLock { $0.lastSessionClosed = handler }
+        state.withLock { $0.lastSessionClosed.append(handler) }
     }
 
     /// Runs (it must not block: it starts its own work) when a password sent with `O` opened
@@ -140,7 +141,7 @@ final class LoginSessions: Sendable {
             }
             logger.info("session closed (\(remaining) open)")
             guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
-            if let handler = state.withLock({ $0.lastSessionClosed }) { handler() }
+            for handler in state.withLock({ $0.lastSessionClosed }) { handler() }
             // Logout ends AfterFirstUnlock in every keychain, not only in login.
             store.dropSessionSecrets()
             do throws(KeychainError) {

@@ -9,7 +9,7 @@ Needs KEYWELL and KEYWELLD (scripts/test.sh sets them), dbus-send, python3-jeepn
 
 from __future__ import annotations
 
-from access_control_helpers import PY_CLIENT, PYTHON, acl  # noqa: F401 (fixture)
+from access_control_helpers import PASSWORD, PY_CLIENT, PYTHON, acl  # noqa: F401 (fixture)
 from identity_helpers import account, flatpak_info  # noqa: F401 (fixture)
 from keywell_helpers import built
 
@@ -37,14 +37,18 @@ def test_the_creator_reads_silently_and_another_program_is_asked(acl):
     assert acl.questions == 2
 
 
-def test_allow_holds_for_that_run_only(acl):
+def test_allow_covers_later_runs_of_the_program_until_the_keychain_locks(acl):
     creator, other = acl.program("creator"), acl.program("other")
     acl.add(creator, "mail", "s3cret")
     acl.answer(["allow"])
-    assert acl.read(other, "mail").stdout == "s3cret\n", ALLOWED
+    # Five runs, five connections: one question, nothing written into the file.
+    for _ in range(5):
+        assert acl.read(other, "mail").stdout == "s3cret\n", ALLOWED
     assert acl.questions == 1
     assert f"exe:{other}" not in acl.access_lists()
-    # A new run is a new connection: asked again.
+    # Locking the keychain ends it: after the unlock, the program is asked again.
+    acl.run([acl.keywell, "lock-keychain", "login"])
+    acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
     assert acl.questions == 2

@@ -114,17 +114,39 @@ struct AccessGateTests {
         #expect(gate.verdict(for: unknown, item: item(1), list: own) == .mustAsk)
     }
 
-    @Test func allowOnceHoldsForThatConnectionUntilItLeaves() {
-        let asker = ScriptedAsker([.allowOnce])
+    @Test func allowHoldsForTheProgramUntilItsKeychainLocksOrTheSessionEnds() {
+        let asker = ScriptedAsker([.allowOnce, .allowOnce])
         let gate = AccessGate(asker: asker, persist: { _, _ in Issue.record("Allow must not write") })
         let list = AccessList.applications([])
-        #expect(gate.ask(app, about: [item(1)], interactive: true) == .allowOnce)
+        let other = item(3, keychain: "/k/work.keychain-db")
+        #expect(gate.ask(app, about: [item(1), other], interactive: true) == .allowOnce)
         #expect(gate.verdict(for: app, item: item(1), list: list) == .allowed)
         #expect(gate.verdict(for: app, item: item(2), list: list) == .mustAsk)
-        let sameProgramOtherConnection = AccessCaller(connection: ":1.99", identity: app.identity)
-        #expect(gate.verdict(for: sameProgramOtherConnection, item: item(1), list: list) == .mustAsk)
+        // The same program's next run (another connection) is not asked again, after the first left.
         gate.connectionLeft(app.connection)
-        #expect(gate.verdict(for: app, item: item(1), list: list) == .mustAsk)
+        let nextRun = AccessCaller(connection: ":1.99", identity: app.identity)
+        #expect(gate.verdict(for: nextRun, item: item(1), list: list) == .allowed)
+        // Another program, or the same path with other contents, is.
+        #expect(gate.verdict(for: AccessCaller(connection: ":1.98", identity: program("app", hash: "b")), item: item(1), list: list) == .mustAsk)
+        // Locking the item's keychain ends it; the other keychain's item stays allowed.
+        gate.keychainLocked(path: "/k/login.keychain-db")
+        #expect(gate.verdict(for: nextRun, item: item(1), list: list) == .mustAsk)
+        #expect(gate.verdict(for: nextRun, item: other, list: list) == .allowed)
+        // The last login session closing ends every Allow.
+        gate.sessionEnded()
+        #expect(gate.verdict(for: nextRun, item: other, list: list) == .mustAsk)
+        #expect(asker.count == 1)
+    }
+
+    @Test func anUnidentifiedCallersAllowLastsOnlyItsConnection() {
+        let gate = AccessGate(asker: ScriptedAsker([.allowOnce]), persist: { _, _ in })
+        let unknown = AccessCaller(connection: ":1.20", identity: nil)
+        let list = AccessList.applications([])
+        #expect(gate.ask(unknown, about: [item(1)], interactive: true) == .allowOnce)
+        #expect(gate.verdict(for: unknown, item: item(1), list: list) == .allowed)
+        #expect(gate.verdict(for: AccessCaller(connection: ":1.21", identity: nil), item: item(1), list: list) == .mustAsk)
+        gate.connectionLeft(unknown.connection)
+        #expect(gate.verdict(for: unknown, item: item(1), list: list) == .mustAsk)
     }
 
     @Test func alwaysAllowWritesTheIdentityForEveryItemAsked() {
