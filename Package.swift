@@ -76,7 +76,7 @@ let package = Package(
         // Linux system calls Swift cannot reach (pidfd_open, pidfd_send_signal, openat2).
         .target(name: "CProcessPinning"),
         // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
-        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium", "CProcessPinning"]),
+        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "KeywellSystem", "CSodium", "CProcessPinning"]),
         // Access control's decisions and questions, shared by the native API and the Secret
         // Service (docs/access-control.md): verdicts, once-allowances, one question per burst.
         .target(
@@ -96,8 +96,9 @@ let package = Package(
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
-        // CSodium: SHA-256 of programs named as trusted applications (`-T`).
-        .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CSodium"]),
+        // CSodium: SHA-256 of programs named as trusted applications (`-T`); KeywellSystem: whether
+        // such a program is one only root can replace.
+        .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "CSodium"]),
         // Apple-shaped client library over D-Bus.
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a

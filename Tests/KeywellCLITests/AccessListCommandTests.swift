@@ -8,13 +8,9 @@ import Testing
     let session: CLISession
     init() throws { session = try SharedSessions.login() }
 
-    /// What `-T path` must store, computed by other programs: realpath(1) and sha256sum(1).
+    /// What `-T path` must store, worked out apart from Keywell's code.
     private func identity(_ path: String) throws -> String {
-        let real = try ChildProcess.run("/usr/bin/realpath", arguments: [path], environment: [:], timeout: .seconds(60))
-            .standardOutputText.trimmingCharacters(in: .newlines)
-        let sum = try ChildProcess.run("/usr/bin/sha256sum", arguments: [real], environment: [:], timeout: .seconds(60))
-            .standardOutputText.prefix(64)
-        return "exe:\(real);sha256=\(sum)"
+        try ExpectedProgramIdentity.of(path)
     }
 
     private func accessBlock(label: String, _ applications: String) -> String {
