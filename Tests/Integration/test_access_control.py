@@ -82,7 +82,14 @@ def test_a_burst_of_100_reads_by_one_program_is_one_question(acl):
     lines = acl.run([PYTHON, reader, "read", "burst", "100"]).stdout.splitlines()
     assert lines == [f"DATA secret-{n}" for n in range(100)] * 2
     assert acl.questions == 1
+    # The next run of the same script is covered by that Allow too.
+    lines = acl.run([PYTHON, reader, "read", "burst", "100"]).stdout.splitlines()
+    assert lines == [f"DATA secret-{n}" for n in range(100)] * 2
+    assert acl.questions == 1
 
+    # After a lock, a new burst is one new question: Deny refuses all 200 reads.
+    acl.run([acl.keywell, "lock-keychain", "login"])
+    acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])
     acl.answer(["deny"])
     lines = acl.run([PYTHON, reader, "read", "burst", "100"]).stdout.splitlines()
     assert lines == ["ERROR org.keywell.Keychain1.Error.AuthFailed"] * 200
