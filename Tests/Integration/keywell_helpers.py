@@ -164,6 +164,23 @@ class PrivateAccount:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+class CLIAccount(PrivateAccount):
+    """A fresh account driven through the `keywell` CLI: `run` fails the test, with keywelld's
+    log, when a command that should work does not."""
+
+    def __init__(self, keywell: str, keywelld: str, prefix: str, extra_env: dict | None = None) -> None:
+        super().__init__(keywelld, prefix=prefix, extra_env=extra_env)
+        self.keywell = keywell
+
+    def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
+                                input=input, stdin=None if input is not None else subprocess.DEVNULL, timeout=120)
+        if check and result.returncode != 0:
+            pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
+                        f"{self.log.read_text(errors='replace')}")
+        return result
+
+
 def wait_for(condition, what: str, timeout: float = 60):
     """Polls `condition()` and returns its first true value. The timeout only guards against a
     hang (a busy machine is slow, never wrong), so tests wait for positive signals, not sleeps."""
