@@ -128,3 +128,20 @@ public enum ExportLimits {
     /// Bytes of one record (an item, its attributes and its secret) before encryption.
     public static let bytesPerRecord = 4 << 20
 }
+
+/// Caps of the KWallet face (docs/kwallet.md, "Limits"): what one entry, map or client may make
+/// keywelld hold. A call over a cap fails before anything is written.
+public enum KWalletLimits {
+    /// Bytes of one entry's value (a password's UTF-8, a binary entry, a map's QDataStream
+    /// bytes): an export record's cap, so that every entry can be exported.
+    public static let entryBytes = ExportLimits.bytesPerRecord
+    /// Pairs in one map entry (form data, account settings: tens).
+    public static let mapEntries = 10_000
+    /// Bytes of a folder or key name: label `folder/key` fits the engine's 1,024-byte label.
+    public static let nameBytes = 511
+    /// Handles open at once (one per wallet and application id); kwalletd keeps 20 wallets.
+    public static let openHandles = 4_096
+    /// Empty folders made by `createFolder` kept in memory, per keychain (a folder with an entry
+    /// is its entries').
+    public static let emptyFolders = 1_024
+}
