@@ -28,6 +28,9 @@ packages=(
   # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through
   # pinentry-gnome3 under Xvfb, pinentry-curses on a configured terminal
   pinentry-gnome3 pinentry-curses gcr
+  # test: KDE's wallet API through real KDE clients, and KWallet's own daemon to compare with
+  # (docs/kwallet.md)
+  kwalletcli libkf5wallet-bin
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
 )

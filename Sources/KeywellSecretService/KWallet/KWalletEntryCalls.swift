@@ -80,15 +80,20 @@ struct KWalletEntryCalls {
                 }
             }
             return [.stringVariantDict(values)]
-        case ("writeEntry", "isssayis"), ("writeEntry", "isssays"), ("writeMap", _), ("writePassword", _):
+        case ("writeEntry", "issayis"), ("writeEntry", "issays"), ("writeMap", _), ("writePassword", _):
             let entry = try Self.entry(call)
             try run { () throws(KeychainError) in try wallet.write(entry, folder: folder, key: key) }
             _ = service.emptyFolders.withLock { $0[keychain]?.remove(folder) }
             return [.int32(0)]
         case ("removeEntry", _):
             let removed = try run { () throws(KeychainError) in try wallet.remove(folder: folder, key: key) }
-            if removed { service.emit("folderUpdated", [.string(handle.wallet), .string(folder)]) }
-            return [.int32(0)]
+            if removed {
+                service.emit("folderUpdated", [.string(handle.wallet), .string(folder)])
+                return [.int32(0)]
+            }
+            // kwalletd: 0 when the folder is missing too, −3 when only the entry is.
+            let folderExists = try run { () throws(KeychainError) in try wallet.folders().contains(folder) } || emptyFolders(keychain).contains(folder)
+            return [.int32(folderExists ? -3 : 0)]
         case ("renameEntry", _):
             let newKey = try Self.name(arguments.string(at: 3), "key")
             let result = try run { () throws(KeychainError) in try wallet.rename(folder: folder, from: key, to: newKey) }
@@ -122,7 +127,7 @@ struct KWalletEntryCalls {
         let kind: KWalletEntry.Kind
         switch call.member {
         case "writeMap": kind = .map
-        case _ where call.signature.rawValue == "isssayis": kind = KWalletEntry.Kind(rawValue: try arguments.int32(at: 4)) ?? .stream
+        case _ where call.signature.rawValue == "issayis": kind = KWalletEntry.Kind(rawValue: try arguments.int32(at: 4)) ?? .stream
         default: kind = .stream
         }
         do {
