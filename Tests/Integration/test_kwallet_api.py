@@ -202,10 +202,16 @@ def test_writes_through_kwallet_get_the_writers_access_list(kw):
     w = Wallet(kw.dbus(), *KWALLETD5)
     h = w.open()
     assert w.write_password(h, "F", "k", "mine") == 0
-    # Another program, with no dialog to ask the person, cannot read it.
+    # Another program is asked about it (no answer ready: Deny) and reads nothing.
     other = kw.secret_tool("lookup", "server", "F", "user", "k")
     assert other.stdout == b""
     assert w.read_password(h, "F", "k") == "mine"
+    # Another KDE program is asked about (the access question); Deny, then Allow.
+    kw.pinentry_answers("deny")
+    assert kde(kw, "kwalletcli", "-f", "F", "-e", "k").stdout == b""
+    kw.pinentry_answers("allow")
+    assert kde(kw, "kwalletcli", "-f", "F", "-e", "k").stdout == b"mine"
+    assert sum("CONFIRM" in line for line in kw.pinentry_lines()) == 3, "secret-tool's question and two of kwalletcli's"
 
 
 # ------------------------------------------------------------------- locked keychains, signals

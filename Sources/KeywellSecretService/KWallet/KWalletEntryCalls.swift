@@ -18,11 +18,19 @@ struct KWalletEntryCalls {
         guard let handle = service.handles.handle(number, appID: appID) else { return [Self.notOpen(call.member)] }
         let keychain = handle.keychain
         let wallet = KWalletFolder(collection: service.context.directory.unchecked(.keychain(keychain)),
-                                   access: service.context.callerAccess(call))
+                                   access: service.context.callerAccess(call), mayAsk: !call.connection.isOnIOThread)
         let folder = arguments.count > 2 ? try Self.name(arguments.string(at: 1), "folder") : ""
         // The key, or the pattern of the `read…List` calls (after the folder, when there is one).
         let key = arguments.count > 3 ? try Self.name(arguments.string(at: 2), "key") : ""
-        func run<T>(_ body: () throws(KeychainError) -> T) throws(DBusError) -> T { try engine(handle.wallet, body) }
+        func run<T>(_ body: () throws(KeychainError) -> T) throws(DBusError) -> T {
+            do {
+                return try body()
+            } catch where error == KWalletFolder.mustAskOffIOThread {
+                throw KWalletObject.retryOnWorker
+            } catch {
+                throw error.secretServiceError(handle.wallet)
+            }
+        }
 
         switch (call.member, call.signature.rawValue) {
         case ("folderList", _):
@@ -108,9 +116,12 @@ struct KWalletEntryCalls {
     }
 
     private func read(_ wallet: KWalletFolder, folder: String, key: String) throws(DBusError) -> KWalletEntry? {
-        try engine(folder) { () throws(KeychainError) in
-            guard let item = try wallet.item(folder: folder, key: key) else { return nil }
-            return try wallet.entries([item]).first?.entry
+        do {
+            return try wallet.entry(folder: folder, key: key)
+        } catch where error == KWalletFolder.mustAskOffIOThread {
+            throw KWalletObject.retryOnWorker
+        } catch {
+            throw error.secretServiceError(folder)
         }
     }
 

@@ -11,6 +11,9 @@ import KeywellProtocol
 struct KWalletFolder {
     let collection: any SecretCollection
     let access: CallerAccess
+    /// False on the D-Bus I/O thread, where nobody may wait for a person: a read that must ask
+    /// throws `mustAskOffIOThread` instead, and the call goes on on a worker.
+    var mayAsk = true
 
     private var schema: [String: String] { [SecretServiceMapping.schemaAttribute: KWalletProtocol.schema] }
 
@@ -36,6 +39,25 @@ struct KWalletFolder {
         return try collection.item(id)
     }
 
+    /// One entry, for `readEntry`, `readMap` and `readPassword`: the access lists are read once
+    /// (the hot path of every KDE program). Nil when there is none, or it does not read as its type.
+    func entry(folder: String, key: String) throws(KeychainError) -> KWalletEntry? {
+        var query = schema
+        query[KWalletProtocol.folderAttribute] = folder
+        query[KWalletProtocol.keyAttribute] = key
+        let ids = try collection.search(query)
+        guard !ids.isEmpty else { return nil }
+        let verdicts = try access.verdicts(ids, in: collection)
+        guard let index = verdicts.firstIndex(where: { $0 != .hidden }) else { return nil }
+        let id = ids[index]
+        if verdicts[index] == .mustAsk, try allowed([id]).isEmpty { throw Self.denied }
+        let item = try collection.item(id)
+        guard let secret = try collection.secrets([id])[id] else { return nil }
+        defer { SecretWipe.wipe(secret.value) }
+        let type = item.attributes[KWalletProtocol.typeAttribute]
+        return KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value)
+    }
+
     /// The entries of `items` the caller may read: one access question for those whose lists do
     /// not trust it (denied ones are left out); entries whose secret does not read as their type
     /// are left out too.
@@ -56,6 +78,7 @@ struct KWalletFolder {
         let asked = zip(ids, verdicts).filter { $0.1 == .mustAsk }.map(\.0)
         var allowed = zip(ids, verdicts).filter { $0.1 == .allowed }.map(\.0)
         guard !asked.isEmpty, let gate = access.access?.gate, let caller = access.caller else { return allowed }
+        guard mayAsk else { throw Self.mustAskOffIOThread }
         let lists = try collection.access(asked)
         let items = asked.indices.map { lists.item($0) }
         if gate.ask(caller, about: items, interactive: true).allows { allowed += asked }
@@ -106,6 +129,9 @@ struct KWalletFolder {
         let ids = try allowed(items(in: folder).map(\.id))
         for id in ids { try collection.deleteItem(id) }
     }
+
+    /// Not an answer to anyone: the handler runs again on a worker (`KWalletObject`).
+    static let mustAskOffIOThread = KeychainError(SecStatus.interactionNotAllowed, detail: "the access question waits for a worker")
 
     static let denied = KeychainError(SecStatus.authFailed, detail: "the person did not allow this application to use the entry")
 }

@@ -15,6 +15,23 @@ struct KWalletObject: DBusObject {
 
     func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterface.interface] }
 
+    /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
+    /// identity is known; one that must ask the person moves to a worker (`retryOnWorker`).
+    /// Writes, opens (a prompt), and what lists keychains go to a worker.
+    func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        guard Self.reads.contains(call.member) else { return .worker }
+        if let access = service.context.access, !access.isKnown(call) { return .worker }
+        return .ioThread
+    }
+
+    private static let reads: Set<String> = [
+        "isEnabled", "localWallet", "networkWallet", "isOpen", "folderList", "hasFolder", "entryList", "readEntry",
+        "readMap", "readPassword", "hasEntry", "entryType", "folderDoesNotExist", "keyDoesNotExist",
+    ]
+
+    /// Thrown by a read on the I/O thread that must ask the person: the call starts again on a worker.
+    static let retryOnWorker = DBusError(name: "org.keywell.KWallet.RetryOnWorker", message: "")
+
     func handle(_ call: DBusMethodCall) {
         service.activity()
         do throws(DBusError) {
@@ -29,6 +46,8 @@ struct KWalletObject: DBusObject {
             default:
                 call.reply(try answer(call))
             }
+        } catch where error == Self.retryOnWorker {
+            call.continueOffIOThread { handle(call) }
         } catch {
             call.reply(error: error)
         }
