@@ -154,7 +154,10 @@ let package = Package(
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
-        .testTarget(name: "KeywellAccessTests", dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol"]),
+        .testTarget(
+            name: "KeywellAccessTests",
+            dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
         ),

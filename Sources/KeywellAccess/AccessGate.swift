@@ -30,6 +30,7 @@ public final class AccessGate: @unchecked Sendable {
     private let asker: any AccessQuestionAsking
     private let persist: Persist
     private let log: Logger
+    private let naming: any ProgramNaming
     private let burstNanoseconds: UInt64
     private let timeoutSeconds: Int
 
@@ -45,11 +46,14 @@ public final class AccessGate: @unchecked Sendable {
     /// The bus the connection names are about (weak: a closed connection is not kept alive).
     private weak var current: DBusConnection?
 
+    /// `naming`: what questions and denial lines call a program (its desktop entry's name).
     public init(asker: any AccessQuestionAsking, persist: @escaping Persist, log: Logger = Logger(label: "keywelld.access"),
+                naming: any ProgramNaming = IdentityNamesOnly(),
                 burstWindow: Duration = AccessGate.burstWindow, timeoutSeconds: Int = AccessGate.questionTimeoutSeconds) {
         self.asker = asker
         self.persist = persist
         self.log = log
+        self.naming = naming
         self.burstNanoseconds = UInt64(max(0, burstWindow.components.seconds)) * 1_000_000_000
             + UInt64(max(0, burstWindow.components.attoseconds / 1_000_000_000))
         self.timeoutSeconds = max(1, timeoutSeconds)
@@ -114,11 +118,15 @@ public final class AccessGate: @unchecked Sendable {
         lock.lock()
         let now = monotonicNanoseconds()
         switch conversations[caller.connection] {
-        case .answered(let answer, let until)? where until > now:
-            conversations[caller.connection] = .answered(answer, until: now + burstNanoseconds)
+        case .answered(let answer, let until, var denial)? where until > now:
+            // Items the burst's denial line did not name yet get a line of their own.
+            let unreported = denial.map { denial in unique.filter { !denial.reported.contains($0) } } ?? []
+            denial?.reported.formUnion(unreported)
+            conversations[caller.connection] = .answered(answer, until: now + burstNanoseconds, denial: denial)
             if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(unique) }
             lock.unlock()
             if answer == .alwaysAllow { write(answer, for: caller, unique) }
+            if let denial, !unreported.isEmpty { reportDenial(caller, unreported, "\(denial.reason), moments ago (the same burst)") }
             return answer
         case .asking(let question)? where interactive:
             question.add(unique)
@@ -132,6 +140,7 @@ public final class AccessGate: @unchecked Sendable {
         }
         guard interactive else {
             lock.unlock()
+            reportDenial(caller, unique, "the call does not allow asking (u_AuthUI) and the access lists do not name the program")
             return .deny
         }
         let question = PendingQuestion(caller: caller, items: unique)
@@ -145,23 +154,29 @@ public final class AccessGate: @unchecked Sendable {
             // Timed out in the queue, withdrawn, or the caller left the bus meanwhile.
             if let index = queue.firstIndex(where: { $0 === question }) { queue.remove(at: index) }
             settle(question, .deny)
+            let items = question.items
             lock.unlock()
+            let why = isWithdrawn() ? Self.withdrawnReason
+                : question.callerLeft ? "the program left before its question was shown"
+                : "no answer within \(timeoutSeconds) s while another question was on screen"
+            reportDenial(caller, items, why)
             return .deny
         }
         questionsShown += 1
-        let shown = AccessQuestion(caller: caller, items: question.items)
+        let shown = AccessQuestion(caller: caller, items: question.items, naming: naming)
         lock.unlock()
 
         let remaining = Int((deadline - min(deadline, monotonicNanoseconds())) / 1_000_000_000)
-        var answer = if let withdrawal {
-            asker.ask(shown, timeoutSeconds: max(1, remaining), withdrawal: withdrawal)
-        } else {
-            asker.ask(shown, timeoutSeconds: max(1, remaining))
-        }
+        let reply = asker.reply(to: shown, timeoutSeconds: max(1, remaining), withdrawal: withdrawal)
+        var answer = reply.answer
+        var denial = reply.denialReason ?? AccessReply.answeredDeny
         if answer == .alwaysAllow, !shown.offersAlwaysAllow { answer = .allowOnce }
         // Whatever the dialog said as it closed, a withdrawn question is not the person's answer.
         let withdrawn = isWithdrawn()
-        if withdrawn { answer = .deny }
+        if withdrawn {
+            answer = .deny
+            denial = Self.withdrawnReason
+        }
 
         // Items that joined while the dialog was up get the same answer; later ones the burst's.
         lock.lock()
@@ -172,7 +187,8 @@ public final class AccessGate: @unchecked Sendable {
                 conversations[caller.connection] = nil
             }
         } else if !question.callerLeft {
-            conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds)
+            conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds,
+                                                         denial: answer == .deny ? BurstDenial(reason: denial, reported: Set(all)) : nil)
             if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(all) }
         }
         queue.removeAll { $0 === question }
@@ -187,7 +203,17 @@ public final class AccessGate: @unchecked Sendable {
         log.info("access question answered", metadata: [
             "caller": "\(caller.identityString ?? "unidentified")", "items": "\(all.count)", "answer": "\(answer)",
         ])
+        if answer == .deny { reportDenial(caller, all, denial) }
         return answer
+    }
+
+    static let withdrawnReason = "the question was withdrawn (its prompt was dismissed)"
+
+    /// The one line a denial writes (docs/access-control.md, "A denial is never silent"); not
+    /// under the lock (the program name may read desktop entries).
+    private func reportDenial(_ caller: AccessCaller, _ items: [AccessItem], _ reason: String) {
+        let name = caller.identity.flatMap(naming.name(of:)) ?? caller.displayName
+        log.notice("\(AccessDenialLine(programName: name, caller: caller, items: items, reason: reason).text)")
     }
 
     /// Always Allow into the files; a failure is logged and the answer still holds for this connection.
@@ -288,8 +314,16 @@ private enum Grantee {
 
 private enum Conversation {
     case asking(PendingQuestion)
-    /// The last answer, which applies to the connection's requests until `until` (monotonic ns).
-    case answered(AccessAnswer, until: UInt64)
+    /// The last answer, which applies to the connection's requests until `until` (monotonic ns),
+    /// and for a Deny, why and which items its log lines named.
+    case answered(AccessAnswer, until: UInt64, denial: BurstDenial?)
+}
+
+/// A Deny that holds for a burst: its reason, and the items a denial line named already (each
+/// denied item is logged once per burst; the set is at most the items asked about in it).
+private struct BurstDenial {
+    let reason: String
+    var reported: Set<AccessItem>
 }
 
 /// One connection's open question; guarded by the gate's lock.

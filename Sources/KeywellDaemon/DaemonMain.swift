@@ -5,6 +5,7 @@ import KeywellDBus
 import KeywellIdentity
 import KeywellProtocol
 import KeywellSecretService
+import KeywellSystem
 import Logging
 
 /// `keywelld`: wires the engine, the session bus, the control socket and the timers together.
@@ -45,7 +46,8 @@ public enum DaemonMain {
         ProcessHardening.apply()
         MallocTuning.limitArenas()
         let level: Logger.Level = options.verbose ? .debug : .info
-        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
+        let logDestination = DaemonLogFile(environment: ProcessInfo.processInfo.environment)
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level, destination: logDestination) }
         let logger = Logger(label: "keywelld")
 
         let environment = ProcessInfo.processInfo.environment
@@ -124,7 +126,7 @@ final class Daemon: @unchecked Sendable {
         // Always Allow: the identity joins each item's list in its keychain file.
         accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
             try store.trust(identity, items: items.map(\.reference))
-        }, log: logger)
+        }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)))
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,

@@ -72,3 +72,16 @@ public enum AccessList: Sendable, Hashable {
         return nil
     }
 }
+
+extension AccessList {
+    /// An identity without its hashes (`;sha256=<hex>`, `;script-sha256=<hex>`): two identities
+    /// alike but for these are one program before and after a change (docs/access-control.md,
+    /// "The words"). Paths cannot hold `;`, so the parts split cleanly.
+    public static func unhashed(_ identity: String) -> Substring {
+        guard identity.hasPrefix("exe:") else { return Substring(identity) }
+        let kept = identity.split(separator: ";", omittingEmptySubsequences: false).filter {
+            !$0.hasPrefix("sha256=") && !$0.hasPrefix("script-sha256=")
+        }
+        return Substring(kept.joined(separator: ";"))
+    }
+}

@@ -9,11 +9,27 @@ Needs KEYWELL and KEYWELLD (scripts/test.sh sets them), dbus-send, python3-jeepn
 
 from __future__ import annotations
 
+import re
+
 from access_control_helpers import PASSWORD, PY_CLIENT, PYTHON, acl  # noqa: F401 (fixture)
 from identity_helpers import account, flatpak_info  # noqa: F401 (fixture)
 from keywell_helpers import built
 
 ALLOWED = "the program read the secret"
+HEX_RUN = re.compile(r"[0-9a-fA-F]{16,}")
+
+
+def assert_no_identity_text(description: str) -> None:
+    """docs/access-control.md, "The words": no identity or hash in the dialog."""
+    for marker in ("exe:", "sha256=", "script="):
+        assert marker not in description, description
+    assert not HEX_RUN.search(description), description
+
+
+def denial_lines(acl) -> list[str]:
+    """keywelld's denial lines (its stderr is the account's bus log), without the line's prefix."""
+    text = acl.log.read_text(errors="replace") if acl.log.exists() else ""
+    return [line.split(" notice: ", 1)[1] for line in text.splitlines() if " notice: access denied: " in line]
 
 
 def test_the_creator_reads_silently_and_another_program_is_asked(acl):
@@ -27,8 +43,12 @@ def test_the_creator_reads_silently_and_another_program_is_asked(acl):
     assert denied.returncode != 0 and "s3cret" not in denied.stdout
     assert acl.questions == 1
     description = acl.descriptions()[-1]
-    assert description.startswith("“other” wants to use your confidential information stored in “mail” in your keychain.")
-    assert f"exe:{other};sha256=" in description and "Identity: weak" in description
+    assert description.startswith(f"“other” wants to use “mail” from your keychain “{acl.keychains}/login.keychain-db”.")
+    assert_no_identity_text(description)
+    # The denial is logged: the program by identity, the item by label, and why.
+    lines = denial_lines(acl)
+    assert len(lines) == 1 and lines[0].startswith(f"access denied: “other” (exe:{other};sha256="), lines
+    assert "may not use 1 item (“mail”)" in lines[0] and lines[0].endswith(": answered Deny")
     # Deny stores nothing: the next request (a new run) is asked again.
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
@@ -68,11 +88,26 @@ def test_always_allow_is_written_survives_a_restart_and_a_replaced_binary_is_ask
     assert acl.read(other, "mail").stdout == "s3cret\n"
     assert acl.questions == 1
 
-    # The same path with other contents is another program.
+    # The same path with other contents is another program, and the question says it changed.
     acl.program("other", extra_bytes=b"\0replaced")
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
     assert acl.questions == 2
+    assert "“other” has changed since this item trusted it" in acl.descriptions()[-1]
+    assert_no_identity_text(acl.descriptions()[-1])
+
+
+def test_the_question_names_the_program_by_its_desktop_entry(acl):
+    creator, other = acl.program("creator"), acl.program("other")
+    applications = acl.keychains.parent.parent / "applications"
+    applications.mkdir(parents=True, exist_ok=True)
+    (applications / "org.example.Other.desktop").write_text(
+        f"[Desktop Entry]\nType=Application\nName=Other Mail\nExec={other} %u\n")
+    acl.add(creator, "mail", "s3cret")
+    acl.answer(["deny"])
+    assert acl.read(other, "mail").returncode != 0
+    assert acl.descriptions()[-1].startswith("“Other Mail” wants to use “mail”"), acl.descriptions()
+    assert denial_lines(acl)[-1].startswith("access denied: “Other Mail” (exe:")
 
 
 def test_a_burst_of_100_reads_by_one_program_is_one_question(acl):
@@ -102,7 +137,7 @@ def test_one_call_for_many_items_is_one_question_naming_the_count(acl):
     acl.answer(["allow"])
     assert acl.run([PYTHON, reader, "readall", "-", "0"]).stdout == "ITEMS 12\n"
     assert acl.questions == 1
-    assert "stored in “many0” and 11 more items in your keychain." in acl.descriptions()[-1]
+    assert "wants to use “many0” and 11 more items from your keychain “" in acl.descriptions()[-1]
 
 
 def test_with_interaction_off_nobody_is_asked(acl):

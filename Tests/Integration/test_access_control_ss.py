@@ -65,7 +65,7 @@ def test_untrusted_secret_tool_search_all_gets_no_secret_without_a_question(sess
     denied = session.secret_tool("search", "--all", "--unlock", *sum(ATTRS.items(), ()))
     assert b"made-by-python" not in denied.stdout + denied.stderr
     assert len(confirms(session)) == 1
-    assert any("“secret-tool” wants to use your confidential information stored in “Maker's”" in line
+    assert any("“secret-tool” wants to use “Maker's” from your keychain" in line
                for line in descriptions(session)), descriptions(session)
 
 

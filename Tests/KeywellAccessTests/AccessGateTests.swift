@@ -249,16 +249,15 @@ struct AccessGateTests {
         #expect(asker.count == 1)
     }
 
-    @Test func theQuestionNamesTheAppTheItemsAndTheIdentityOnLinesNoLabelCanForge() {
-        let forged = AccessItem(keychain: "/k", reference: [9], label: "mail\n\nexe:/usr/bin/ssh;sha256=00%0Aok")
+    @Test func theQuestionNamesTheAppTheItemsAndTheKeychainOnLinesNoLabelCanForge() {
+        let forged = AccessItem(keychain: "/k/login.keychain-db", reference: [9], label: "mail\n\nexe:/usr/bin/ssh;sha256=00%0Aok")
         let question = AccessQuestion(caller: app, items: [forged, item(2), item(3)])
         let text = question.description
-        #expect(text.hasPrefix("“app” wants to use your confidential information stored in “mail\u{FFFD}\u{FFFD}exe:/usr/bin/ssh;sha256=00%0Aok” and 2 more items in your keychain."))
+        #expect(text.hasPrefix("“app” wants to use “mail\u{FFFD}\u{FFFD}exe\u{A789}/usr/bin/ssh;sha256\u{FF1D}00%0Aok” and 2 more items from your keychain “/k/login.keychain-db”."))
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.count == 4)
-        #expect(lines[2] == Substring(app.identityString!))
-        #expect(lines[3].hasPrefix("Identity: weak"))
-        #expect(AccessQuestion(caller: app, items: [item(1), item(2)]).description.contains("and 1 more item in"))
+        #expect(lines.count == 3)
+        #expect(!text.contains(app.identityString!))
+        #expect(AccessQuestion(caller: app, items: [item(1), item(2)]).description.contains("and 1 more item from"))
     }
 }
 

@@ -97,6 +97,25 @@ import Testing
         #expect(try session.run(["find-generic-password", "-a", "a", "-s", "s", "-w", keychain]).exit == 51)
     }
 
+    @Test func aDenialIsHintedOnATerminalAndNotThroughAPipe() throws {
+        let keychain = try session.makeKeychain("acl")
+        try session.ok(["add-generic-password", "-a", "a", "-s", "s", "-w", "pw", "-T", "", keychain])
+        // Through a pipe: exactly macOS's line, no hint.
+        let piped = try session.run(["find-generic-password", "-a", "a", "-s", "s", "-w", keychain])
+        #expect(piped.exit == 51)
+        #expect(piped.stderr == "security: SecKeychainSearchCopyNext: The user name or passphrase you entered is not correct.\n"
+            .replacing("security:", with: "keywell:"))
+        #expect(piped.stdout.isEmpty)
+        // On a terminal: one more line, saying it was denied; none with -q.
+        let terminal = try PseudoTerminalRun(session, ["find-generic-password", "-a", "a", "-s", "s", "-w", keychain])
+        try terminal.waitFor("The user name or passphrase you entered is not correct.")
+        try terminal.waitFor("keywell: access denied: ")
+        #expect(try terminal.finish().exitCode == 51)
+        let quiet = try PseudoTerminalRun(session, ["-q", "find-generic-password", "-a", "a", "-s", "s", "-w", keychain])
+        _ = try quiet.finish()
+        #expect(!quiet.text.contains("denied"), "\(quiet.text.debugDescription)")
+    }
+
     @Test func dumpJSONCarriesTheList() throws {
         let keychain = try session.makeKeychain("acl")
         try session.ok(["add-generic-password", "-a", "listed", "-s", "s", "-w", "pw", "-T", "/usr/bin/env", keychain])
