@@ -2,18 +2,23 @@
 creator reads silently, another program is asked through the real dialog protocol (a scripted
 pinentry choosing each answer), Deny denies, Allow holds for one connection, Always Allow is
 written into the keychain file and survives a restart, a replaced binary is asked again, a
-burst of requests is one question, and with interaction off nobody is asked.
+burst of requests is one question, with interaction off nobody is asked, the question names the
+program by its desktop entry and says when it changed, and every denial is logged (to the state
+folder when keywelld has no stderr).
 
 Needs KEYWELL and KEYWELLD (scripts/test.sh sets them), dbus-send, python3-jeepney and bwrap.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 
-from access_control_helpers import PASSWORD, PY_CLIENT, PYTHON, acl  # noqa: F401 (fixture)
+from access_control_helpers import PASSWORD, PY_CLIENT, PYTHON, _zombie, acl  # noqa: F401 (fixture)
 from identity_helpers import account, flatpak_info  # noqa: F401 (fixture)
-from keywell_helpers import built
+from keywell_helpers import built, wait_for
 
 ALLOWED = "the program read the secret"
 HEX_RUN = re.compile(r"[0-9a-fA-F]{16,}")
@@ -204,3 +209,28 @@ def test_a_sandboxed_app_sees_only_its_own_items_and_is_never_asked(account):
     # From outside, the app's item is another program's: asked (no dialog here: denied).
     assert account.run([PYTHON, str(script), "read", "app", "1"]).splitlines() == [
         "ERROR org.keywell.Keychain1.Error.AuthFailed"] * 2
+
+
+def test_a_keywelld_without_stderr_logs_its_denials_to_the_state_folder(acl):
+    """As pam_keywell starts it (stderr on /dev/null): the denial line goes to
+    $XDG_STATE_HOME/keywell/keywelld.log (docs/access-control.md, "A denial is never silent")."""
+    creator, other = acl.program("creator"), acl.program("other")
+    acl.add(creator, "mail", "s3cret")
+    pid = acl.daemon_pid()
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid), "keywelld to stop")
+    wait_for(lambda: acl.daemon_pid() is None, "org.keywell.Keychain to be released")
+    daemon = subprocess.Popen([built("KEYWELLD")], env=acl.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: acl.daemon_pid() == daemon.pid, "the keywelld started without stderr to own its name")
+        acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])
+        acl.answer(["deny"])
+        assert acl.read(other, "mail").returncode != 0
+        log = acl.root / "home/.local/state/keywell/keywelld.log"
+        wait_for(lambda: log.exists() and "access denied: “other”" in log.read_text(), "the denial line in keywelld.log")
+        assert (log.stat().st_mode & 0o777) == 0o600 and (log.parent.stat().st_mode & 0o777) == 0o700
+        assert "may not use 1 item (“mail”)" in log.read_text() and "s3cret" not in log.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
