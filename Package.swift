@@ -35,6 +35,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The control protocol's codes, from the header the PAM module includes (pam/keywell-control.h).
         .systemLibrary(name: "CKeywellControl"),
+        // Sealing in a TPM 2.0 through TSS2's ESAPI (libtss2-dev), for the login unlock without a
+        // typed password (docs/login-unlock.md). C, so that TSS2's structures stay on that side.
+        .target(
+            name: "CKeywellTPM",
+            linkerSettings: [
+                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
+            ]
+        ),
 
         // Status codes, wire values and names shared by the engine, the daemon and the clients.
         .target(name: "KeywellProtocol", dependencies: ["CKeywellControl"]),
@@ -87,8 +95,8 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
-                "KeywellSecretService", "KeywellSystem", "KeyringImport",
+                "CKeywellControl", "CKeywellTPM", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity",
+                "KeywellProtocol", "KeywellSecretService", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSwitches
@@ -103,7 +111,7 @@ let package = Package(
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
         // library: the executable only calls it, and the CLI fuzz target links it.
-        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSystem"]),
+        .target(name: "KeywellCLI", dependencies: ["CKeywellControl", "KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSystem"]),
         // A static position-independent executable: a shell, git or a script starts it for every
         // lookup, and the dynamic loader's work (mapping and binding the Swift runtime, libdbus,
         // libsodium, libc) cost more than the lookup itself (docs/performance.md). Position-

@@ -11,7 +11,7 @@ complete -c keywell -n __fish_use_subcommand -s v -d 'Be more verbose'
 complete -c keywell -n __fish_use_subcommand -s i -d 'Run in interactive mode'
 complete -c keywell -n __fish_use_subcommand -l help -d 'Show the help'
 complete -c keywell -n __fish_use_subcommand -a help -d 'Show all commands, or show usage for a command.'
-complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor completion'
+complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock completion'
 complete -c keywell -n __fish_use_subcommand -a list-keychains -d 'Display or manipulate the keychain search list.'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s d -d 'Use the specified preference domain' -r -a 'user system common dynamic'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s s -d 'Set the search list to the specified keychains'
@@ -197,5 +197,9 @@ complete -c keywell -n '__fish_seen_subcommand_from import' -F
 complete -c keywell -n __fish_use_subcommand -a git-credential -d 'Keywell: git credential helper (credential.helper=keywell).'
 complete -c keywell -n '__fish_seen_subcommand_from git-credential' -a 'get store erase'
 complete -c keywell -n __fish_use_subcommand -a doctor -d 'Keywell: check this user'\''s setup, and show this program'\''s identity as keywelld sees it.'
+complete -c keywell -n __fish_use_subcommand -a login-unlock -d 'Keywell: unlock the login keychain at a login without a typed password, through the TPM.'
+complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -s p -d 'The login password, to prove it (enable; if not provided, will prompt)' -r
+complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -l help
+complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -a 'enable disable status'
 complete -c keywell -n __fish_use_subcommand -a completion -d 'Keywell: print the shell completion script.'
 complete -c keywell -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'

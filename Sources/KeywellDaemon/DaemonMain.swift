@@ -88,6 +88,7 @@ final class Daemon: @unchecked Sendable {
     let emitter: SignalEmitter
     let autoLock: AutoLock
     let sessions: LoginSessions
+    let loginUnlock: LoginUnlock
     let busLink: SessionBusLink
     let sleepWatcher: SleepWatcher
     let screenLockWatcher: ScreenLockWatcher
@@ -118,6 +119,7 @@ final class Daemon: @unchecked Sendable {
         // One throttle for every way a password is checked: native calls, PAM, prompts.
         let throttle = TestSwitches.throttleUnit(environment).map { PasswordThrottle(unit: $0) } ?? PasswordThrottle()
         sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
+        loginUnlock = LoginUnlock(store: store, throttle: throttle, environment: environment, logger: logger)
         let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
         // Access control, one for both faces (docs/access-control.md).
@@ -207,10 +209,11 @@ final class Daemon: @unchecked Sendable {
         runtimeFolder = folder
         do {
             let sessions = self.sessions
+            let loginUnlock = self.loginUnlock
             let trimmer = self.trimmer
             let server = try ControlSocketServer(path: folder.controlSocketPath, logger: logger) { request, sender in
                 trimmer.noteActivity()
-                return Daemon.serve(request, from: sender, sessions: sessions)
+                return Daemon.serve(request, from: sender, sessions: sessions, loginUnlock: loginUnlock)
             }
             server.start()
             controlServer = server
@@ -241,12 +244,20 @@ final class Daemon: @unchecked Sendable {
     }
 
     private static func serve(_ request: ControlProtocol.Request, from sender: LoginSessions.Sender,
-                              sessions: LoginSessions) -> LoginSessions.Outcome {
-        switch request.operation {
+                              sessions: LoginSessions, loginUnlock: LoginUnlock) -> LoginSessions.Outcome {
+        if request.operation.rootOnly, sender != .root {
+            return LoginSessions.Outcome(status: SecStatus.wrPerm, message: "only root may send this request")
+        }
+        return switch request.operation {
         case .openSession: sessions.openSession(password: request.fields.first, from: sender)
         case .closeSession: sessions.closeSession()
         case .changePassword: sessions.changePassword(old: request.fields[0], new: request.fields[1], from: sender)
         case .ping: .ok("keywelld \(DaemonOptions.version)")
+        case .openSessionWithTPM: sessions.openSession(tpmAuthorization: request.fields[0], unlocking: loginUnlock)
+        case .enableLoginUnlock:
+            loginUnlock.enable(password: request.fields[0], authValue: request.fields[1],
+                               tcti: String(decoding: request.fields[2].withUnsafeBytes { Data($0) }, as: UTF8.self))
+        case .disableLoginUnlock: loginUnlock.disable()
         }
     }
 

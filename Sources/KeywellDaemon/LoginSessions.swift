@@ -114,6 +114,21 @@ final class LoginSessions: Sendable {
         }
     }
 
+    /// `T`: one more session, then `login` unlocked through the TPM with the authorization value
+    /// root sent (docs/login-unlock.md, "At login"). The session counts whatever happens next.
+    func openSession(tpmAuthorization authValue: SecretBytes, unlocking loginUnlock: LoginUnlock) -> Outcome {
+        serial.withLock { _ -> Outcome in
+            let count = state.withLock { state -> Int in
+                state.openSessions += 1
+                return state.openSessions
+            }
+            logger.info("session opened without a password (\(count) open)")
+            let outcome = loginUnlock.unlock(authValue: authValue)
+            if outcome.status == SecStatus.success { autoLock.rearm() }
+            return outcome
+        }
+    }
+
     /// `O` whose password did not open `login` (wrong, or not checked inside a guessing delay).
     private func loginStaysLocked(_ error: KeychainError, loginPassword: SecretBytes, from sender: Sender) -> Outcome {
         let refused = PasswordThrottle.isRefusal(error)

@@ -18,4 +18,9 @@ public enum KeywellNames {
     /// methods as on the bus, served straight to clients of this user (docs/native-api.md,
     /// "The direct socket").
     public static let directSocket = "native"
+    /// The login unlock's enrolment in the user's data folder: `$XDG_DATA_HOME/keywell/login-unlock`
+    /// (docs/login-unlock.md, "The files").
+    public static let loginUnlockFile = "login-unlock"
+    /// The environment variable naming the TPM: a TCTI configuration string (docs/login-unlock.md).
+    public static let tpmEnvironment = "KEYWELL_TPM_TCTI"
 }
