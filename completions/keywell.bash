@@ -16,13 +16,13 @@ _keywell() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock completion -h -i -l -p -q -v --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock access completion -h -i -l -p -q -v --help" -- "$cur"))
         return
     fi
     case "$cmd" in
         help)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
-            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock completion" -- "$cur"))
+            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock access completion" -- "$cur"))
             ;;
         list-keychains)
             case "$prev" in
@@ -247,6 +247,18 @@ _keywell() {
             esac
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-p --help" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "enable disable status" -- "$cur"))
+            ;;
+        access)
+            case "$prev" in
+                -T) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                -s) COMPREPLY=(); return ;;
+                -a) COMPREPLY=(); return ;;
+                -l) COMPREPLY=(); return ;;
+                -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+                --identity) COMPREPLY=(); return ;;
+            esac
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-T -s -a -l -k --help --identity" -- "$cur")); return; fi
+            COMPREPLY=($(compgen -W "list add remove" -- "$cur"))
             ;;
         completion)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi

@@ -11,7 +11,7 @@ complete -c keywell -n __fish_use_subcommand -s v -d 'Be more verbose'
 complete -c keywell -n __fish_use_subcommand -s i -d 'Run in interactive mode'
 complete -c keywell -n __fish_use_subcommand -l help -d 'Show the help'
 complete -c keywell -n __fish_use_subcommand -a help -d 'Show all commands, or show usage for a command.'
-complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock completion'
+complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock access completion'
 complete -c keywell -n __fish_use_subcommand -a list-keychains -d 'Display or manipulate the keychain search list.'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s d -d 'Use the specified preference domain' -r -a 'user system common dynamic'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s s -d 'Set the search list to the specified keychains'
@@ -201,5 +201,14 @@ complete -c keywell -n __fish_use_subcommand -a login-unlock -d 'Keywell: unlock
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -s p -d 'The login password, to prove it (enable; if not provided, will prompt)' -r
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -l help
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -a 'enable disable status'
+complete -c keywell -n __fish_use_subcommand -a access -d 'Keywell: list, add or remove the programs items trust without a question.'
+complete -c keywell -n '__fish_seen_subcommand_from access' -s T -d 'The program to add, remove or look for (its identity now, as -T on the add commands)' -r -F
+complete -c keywell -n '__fish_seen_subcommand_from access' -s s -d 'Match "service" string (the server of an internet password)' -r
+complete -c keywell -n '__fish_seen_subcommand_from access' -s a -d 'Match "account" string' -r
+complete -c keywell -n '__fish_seen_subcommand_from access' -s l -d 'Match "label" string' -r
+complete -c keywell -n '__fish_seen_subcommand_from access' -s k -d 'Look in this keychain (repeatable; default: the search list)' -r -a '(__keywell_keychains)'
+complete -c keywell -n '__fish_seen_subcommand_from access' -l help
+complete -c keywell -n '__fish_seen_subcommand_from access' -l identity -r
+complete -c keywell -n '__fish_seen_subcommand_from access' -a 'list add remove'
 complete -c keywell -n __fish_use_subcommand -a completion -d 'Keywell: print the shell completion script.'
 complete -c keywell -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
