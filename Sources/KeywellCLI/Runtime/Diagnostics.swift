@@ -60,7 +60,7 @@ struct Diagnostics {
     func hint(for status: OSStatus, detail: String?, keychain: String?) {
         if status == SecStatus.authFailed, detail == KeychainError.accessDeniedDetail {
             hint("access denied: the item's access list does not name this program, and the question was answered Deny "
-                + "or could not be shown (keywelld's log says which)")
+                + "or could not be shown (keywelld's log says which); `\(progname) access add -T <program>` trusts a program for good")
         } else if Self.explainedByTheDaemon.contains(status), let detail {
             hint(detail)
         } else {
