@@ -257,7 +257,7 @@ _keywell() {
                 -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
                 --identity) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-T -s -a -l -k --help --identity" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-T -s -a -l -k --help --identity --json" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "list add remove" -- "$cur"))
             ;;
         completion)

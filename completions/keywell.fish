@@ -208,6 +208,7 @@ complete -c keywell -n '__fish_seen_subcommand_from access' -s a -d 'Match "acco
 complete -c keywell -n '__fish_seen_subcommand_from access' -s l -d 'Match "label" string' -r
 complete -c keywell -n '__fish_seen_subcommand_from access' -s k -d 'Look in this keychain (repeatable; default: the search list)' -r -a '(__keywell_keychains)'
 complete -c keywell -n '__fish_seen_subcommand_from access' -l help
+complete -c keywell -n '__fish_seen_subcommand_from access' -l json
 complete -c keywell -n '__fish_seen_subcommand_from access' -l identity -r
 complete -c keywell -n '__fish_seen_subcommand_from access' -a 'list add remove'
 complete -c keywell -n __fish_use_subcommand -a completion -d 'Keywell: print the shell completion script.'

@@ -23,6 +23,12 @@ import Testing
         let added = try session.ok(["access", "add", "-T", "/usr/bin/env", "-s", "mail", "-k", keychain])
         #expect(added.stdout == "\(heading): added \(env)\n")
         #expect(try session.ok(["access", "list", "-k", keychain]).stdout == "\(heading)\n    \(keywell)\n    \(env)\n")
+        // --json: the items with "access" as dump-keychain -a --json has it.
+        let json = try session.ok(["access", "list", "-k", keychain, "--json"]).stdout
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+        #expect(items.count == 1)
+        #expect(items.first?["access"] as? [String] == [keywell, env])
+        #expect(try session.run(["access", "add", "-T", "/usr/bin/env", "-s", "mail", "--json"]).exit == 2)
         // dump-keychain -a agrees.
         #expect(try session.ok(["dump-keychain", "-a", keychain]).stdout.contains("1: \(env)\n"))
         // Adding again changes nothing.

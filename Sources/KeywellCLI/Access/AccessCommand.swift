@@ -15,11 +15,12 @@ enum AccessCommand {
         let action: Action
         let selectors: GrantedItems.Selectors
         let program: ProgramGrant?
+        var json = false
     }
 
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
         guard let first = invocation.operands.first, let action = Action(rawValue: first) else { return CommandStatus.usage }
-        var parser = GetoptParser(optionString: spec.optionString, longFlags: ["help"])
+        var parser = GetoptParser(optionString: spec.optionString, longFlags: spec.longFlags)
         parser.longValueOptions = [identityOption]
         let after: GetoptParser.Result
         do {
@@ -36,6 +37,9 @@ enum AccessCommand {
         var arguments = invocation.arguments
         arguments.options += after.options
         arguments.longValues.merge(after.longValues) { _, later in later }
+        arguments.longFlags.formUnion(after.longFlags)
+        // --json is for `list`: add and remove print what they changed.
+        if action != .list && arguments.longFlags.contains("json") { return CommandStatus.usage }
         let request: Request
         switch makeRequest(action, arguments, context) {
         case .success(let made): request = made
@@ -44,7 +48,7 @@ enum AccessCommand {
         return AccessGrants(context: context).perform(request)
     }
 
-    private static var spec: CommandSpec { CommandTable.match("access")! }
+    private static var spec: CommandSpec { CommandTable.all.first { $0.name == "access" }! }
 
     private static func makeRequest(_ action: Action, _ arguments: GetoptParser.Result,
                                     _ context: CommandContext) -> Result<Request, CommandExit> {
@@ -64,7 +68,8 @@ enum AccessCommand {
             var program: ProgramGrant?
             if let path { program = try ProgramGrant.from(path: path) }
             if let identity { program = try ProgramGrant.from(identity: identity) }
-            return .success(Request(action: action, selectors: selectors, program: program))
+            return .success(Request(action: action, selectors: selectors, program: program,
+                                    json: arguments.longFlags.contains("json")))
         } catch {
             context.diagnostics.error("access \(action.rawValue): \(error.detail ?? SecStatus.message(for: error.status))")
             return .failure(CommandExit(status: CommandStatus.failure))

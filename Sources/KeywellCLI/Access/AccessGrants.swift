@@ -24,6 +24,11 @@ struct AccessGrants {
             return SecStatus.itemNotFound
         }
         switch request.action {
+        case .list where request.json:
+            JSONOutput.write(.array(chosen.map { item in
+                ItemJSON.item(item, keychainPath: context.naming.path(for: item.keychain), includeSecret: false, includeAccess: true)
+            }), to: context.output)
+            return CommandStatus.success
         case .list:
             for item in chosen { context.output.write(GrantRendering.block(item, context)) }
             return CommandStatus.success
