@@ -14,16 +14,24 @@ import Testing
         return fd
     }
 
-    /// Every item of every keychain, as the native API and the Secret Service show them.
+    /// Every item of every keychain, as the native API and the Secret Service show them. Only
+    /// "no such item" means none; any other error (a locked or missing keychain) is thrown, so a
+    /// check that a keychain is empty cannot pass on a keychain it could not read.
     static func contents(_ store: KeychainStore, _ keychains: [String]) throws -> [String] {
         var lines: [String] = []
         for keychain in keychains {
             for itemClass in ["genp", "inet"] {
-                let found = (try? store.copyMatching([
+                let query: WireDictionary = [
                     WireKey.class: .string(itemClass), WireKey.useKeychain: .string(keychain),
                     WireKey.returnAttributes: .bool(true), WireKey.returnData: .bool(true),
                     WireKey.returnSecretServiceAttributes: .bool(true), WireKey.matchLimit: .string(WireKey.matchLimitAll),
-                ])) ?? []
+                ]
+                let found: [WireDictionary]
+                switch Result(catching: { () throws(KeychainError) in try store.copyMatching(query) }) {
+                case .success(let items): found = items
+                case .failure(let error) where error.status == SecStatus.itemNotFound: found = []
+                case .failure(let error): throw error
+                }
                 lines += found.map { "\(keychain) \($0.sorted { $0.key < $1.key })" }
             }
         }
@@ -190,6 +198,8 @@ import Testing
         let other = try target.makeStore(with: ["login", "work"])
         try other.lock("work")
         expectStatus(SecStatus.interactionNotAllowed) { _ = try other.importExport(from: fd, passphrase: secret("pass"), into: nil, policy: .skip) }
+        // A keychain that is not there is an error, not an empty keychain.
+        expectStatus(SecStatus.noSuchKeychain) { _ = try Self.contents(other, ["nope"]) }
         try other.unlock("work", password: secret("pw"))
         #expect(try Self.contents(other, ["login", "work"]).isEmpty)
     }
