@@ -7,6 +7,20 @@ cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
 
 status=0
+# Every suite runs under a time limit (docs/contributing.md, "Time limits"): a hang fails the run
+# instead of stalling it, and SIGABRT first makes the stuck process print where it stands
+# (Swift's backtracer, Python's faulthandler); SIGKILL follows if that does not end it.
+limited() {
+  local seconds="$1"
+  shift
+  timeout --signal=ABRT --kill-after=60 "$seconds" "$@"
+  local code=$?
+  if [ "$code" -eq 124 ] || [ "$code" -eq 134 ] || [ "$code" -eq 137 ]; then
+    echo "test.sh: '$*' ended by its ${seconds}s limit or aborted (exit $code)" >&2
+  fi
+  return "$code"
+}
+
 # Style first: it takes seconds, and a finding is reported whatever the tests say.
 echo "== lint"
 bash scripts/lint.sh || status=1
@@ -27,18 +41,23 @@ export KEYWELL="$bin/keywell"
 export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
 
 echo "== pam unit tests"
-make -s -C pam check || status=1
+limited 120 make -s -C pam check || status=1
 
 echo "== swift test"
 # glibc writes its abort messages (heap corruption, failed checks) to the terminal, which CI does
 # not have; this sends them to stderr so that a crash of the test process says why.
 export LIBC_FATAL_STDERR_=1
 # Swift Testing runs tests in parallel inside one process; its closing line counts them.
-swift test --skip-build 2>&1 | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
+# pipefail: the suite's status, not grep's, decides.
+limited "${KEYWELL_SWIFT_TEST_LIMIT:-600}" swift test --skip-build 2>&1 \
+  | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
 
 if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
   echo "== integration tests (real pamtester, secret-tool, secretstorage, keyring, git)"
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider Tests/Integration || status=1
+  # -rs: every skip prints its reason. faulthandler_timeout: a test still running after 300 s
+  # prints every thread's stack (and keeps going, until the whole run's limit ends it).
+  limited "${KEYWELL_PYTEST_LIMIT:-900}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
+    -o faulthandler_timeout=300 Tests/Integration || status=1
 fi
 
 # A bounded libFuzzer run of every target in Fuzz/ (scripts/fuzz.sh, own build in .build-fuzz);
@@ -46,6 +65,7 @@ fi
 fuzz_seconds="${KEYWELL_FUZZ_SECONDS:-20}"
 if [ "$fuzz_seconds" != 0 ]; then
   echo "== fuzz (${fuzz_seconds}s per target)"
-  bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
+  # Its own build (a few minutes on two cores) plus every target's seconds.
+  limited "$((600 + 8 * fuzz_seconds))" bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
 fi
 exit "$status"
