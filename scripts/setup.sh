@@ -37,6 +37,10 @@ packages=(
   kwalletcli libkf5wallet-bin
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
+  # later work tests against these: OpenSSH's server and its PAM stack, Syncthing, a software
+  # TPM, KDE's wallet (kwalletd5, kwalletcli). The suite must not depend on their absence, nor
+  # on their services running or stopped (docs/contributing.md, "Machine state").
+  openssh-server syncthing swtpm swtpm-tools libkf5wallet-bin kwalletcli
 )
 
 if [ "$(id -u)" -ne 0 ]; then
