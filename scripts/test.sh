@@ -56,7 +56,7 @@ if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
   echo "== integration tests (real pamtester, secret-tool, secretstorage, keyring, git)"
   # -rs: every skip prints its reason. faulthandler_timeout: a test still running after 300 s
   # prints every thread's stack (and keeps going, until the whole run's limit ends it).
-  limited "${KEYWELL_PYTEST_LIMIT:-900}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
+  limited "${KEYWELL_PYTEST_LIMIT:-1200}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
     -o faulthandler_timeout=300 Tests/Integration || status=1
 fi
 
@@ -66,6 +66,6 @@ fuzz_seconds="${KEYWELL_FUZZ_SECONDS:-20}"
 if [ "$fuzz_seconds" != 0 ]; then
   echo "== fuzz (${fuzz_seconds}s per target)"
   # Its own build (a few minutes on two cores) plus every target's seconds.
-  limited "$((600 + 8 * fuzz_seconds))" bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
+  limited "$((1200 + 8 * fuzz_seconds))" bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
 fi
 exit "$status"
