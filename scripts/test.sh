@@ -49,7 +49,7 @@ echo "== swift test"
 export LIBC_FATAL_STDERR_=1
 # Swift Testing runs tests in parallel inside one process; its closing line counts them.
 # pipefail: the suite's status, not grep's, decides.
-limited "${KEYWELL_SWIFT_TEST_LIMIT:-600}" swift test --skip-build 2>&1 \
+limited "${KEYWELL_SWIFT_TEST_LIMIT:-900}" swift test --skip-build 2>&1 \
   | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
 
 if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
