@@ -75,12 +75,18 @@ let package = Package(
             name: "KeywellAccess",
             dependencies: ["KeywellProtocol", "KeywellIdentity", "KeywellDBus", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
         ),
+        // The OpenSSH agent protocol (docs/ssh.md): its codec, the agent's semantics over a key
+        // store the daemon supplies, and signatures (Ed25519 with libsodium, ECDSA and RSA with libcrypto).
+        .target(
+            name: "KeywellSSHAgent",
+            dependencies: ["COpenSSL", "CSodium", "KeywellCore", .product(name: "Logging", package: "swift-log")]
+        ),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
-                "KeywellSecretService", "KeywellSystem", "KeyringImport",
+                "KeywellSecretService", "KeywellSSHAgent", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -144,6 +150,7 @@ let package = Package(
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
+        .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(name: "KeywellAccessTests", dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol"]),
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
