@@ -20,6 +20,7 @@ extension ItemClass {
         switch self {
         case .genericPassword: Self.genericSchema
         case .internetPassword: Self.internetSchema
+        case .key: Self.keySchema
         }
     }
 
@@ -29,6 +30,12 @@ extension ItemClass {
 
     static let label = Attribute(tag: AttributeKey.label, wireKey: AttributeKey.label, format: .blob)
     static let alias = Attribute(tag: "alis", wireKey: nil, format: .blob)
+
+    /// SSH keys (docs/ssh.md): the comment is the label, the fingerprint the account.
+    private static let keySchema: [Attribute] = [
+        label, alias, attribute(AttributeKey.account, .blob), attribute(AttributeKey.creationDate, .timedate),
+        attribute(AttributeKey.modificationDate, .timedate),
+    ]
 
     private static let genericSchema: [Attribute] = [
         label, alias,
