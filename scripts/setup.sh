@@ -28,6 +28,9 @@ packages=(
   # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through
   # pinentry-gnome3 under Xvfb, pinentry-curses on a configured terminal
   pinentry-gnome3 pinentry-curses gcr
+  # test and benchmark: the SSH agent with real OpenSSH (a private sshd on loopback, ssh-add,
+  # ssh-keygen's signatures, OpenSSH's own ssh-agent to compare against)
+  openssh-client openssh-server
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
 )

@@ -18,4 +18,6 @@ public enum KeywellNames {
     /// methods as on the bus, served straight to clients of this user (docs/native-api.md,
     /// "The direct socket").
     public static let directSocket = "native"
+    /// The OpenSSH agent: `$XDG_RUNTIME_DIR/keywell/ssh-agent` (docs/ssh.md).
+    public static let sshAgentSocket = "ssh-agent"
 }

@@ -20,6 +20,7 @@ public enum AgentConnection {
             guard length <= AgentLimits.maximumFrame else {
                 // OpenSSH's agent drops such a client; a failure first says why.
                 _ = writeFrame(socket, AgentReply.failure)
+                endAfterReading(socket)
                 return
             }
             var body = [UInt8](repeating: 0, count: length)
@@ -28,6 +29,20 @@ public enum AgentConnection {
             // The request may have held a private key or a passphrase.
             SecretWipe.wipe(body)
             guard writeFrame(socket, reply) else { return }
+        }
+    }
+
+    /// Ends the connection so that the reply already sent reaches the client: closing with its
+    /// unread bytes still queued would reset the connection and lose the reply. Reads what the
+    /// client still sends, up to one frame's worth, for at most a second.
+    private static func endAfterReading(_ socket: Int32) {
+        shutdown(socket, Int32(SHUT_WR))
+        var discarded = 0
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while discarded < AgentLimits.maximumFrame, waitReadable(socket, seconds: 1) {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { return }
+            discarded += count
         }
     }
 

@@ -1,0 +1,16 @@
+import Glibc
+
+extension IdentityResolver {
+    /// The identity a program at `path` has when it runs (symbolic links resolved, its file
+    /// hashed now): what an access list names to trust it before it ever called, as `-T` does
+    /// (docs/access-control.md, "Item access lists").
+    public func identity(ofProgram path: String) throws(IdentityError) -> ApplicationIdentity {
+        guard let resolved = realpath(path, nil) else { throw .process("\(path): \(String(cString: strerror(errno)))") }
+        let real = String(cString: resolved)
+        free(resolved)
+        let descriptor = open(real, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .process("\(real): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        return ApplicationIdentity(.executable(path: real, sha256: try digests.sha256(of: descriptor), script: nil))
+    }
+}
