@@ -337,3 +337,13 @@ def test_another_user_cannot_use_the_socket(account):
                 path.chmod(mode)
     finally:
         subprocess.run(["userdel", name], capture_output=True)
+
+
+def test_print_socket_and_doctor_name_the_agent(account):
+    keywell = built("KEYWELL", "keywell")
+    r = run(account, keywell, "ssh-agent", "--print-socket")
+    assert r.returncode == 0 and r.stdout.strip() == str(account.agent), r
+    doctor = run(account, keywell, "doctor").stdout
+    assert f"ok      SSH agent: SSH_AUTH_SOCK is Keywell's agent, {account.agent}" in doctor, doctor
+    elsewhere = run(account, keywell, "doctor", env={"SSH_AUTH_SOCK": "/tmp/another-agent"}).stdout
+    assert "note    SSH agent: SSH_AUTH_SOCK is /tmp/another-agent, another agent" in elsewhere, elsewhere
