@@ -122,8 +122,8 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
-                "KeywellSystem", "SecretServiceCrypto",
+                "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
+                "KeywellSSHAgent", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
