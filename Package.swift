@@ -79,14 +79,17 @@ let package = Package(
         // store the daemon supplies, and signatures (Ed25519 with libsodium, ECDSA and RSA with libcrypto).
         .target(
             name: "KeywellSSHAgent",
-            dependencies: ["COpenSSL", "CSodium", "KeywellCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["COpenSSL", "CSodium", "KeywellCore", "KeywellProtocol", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")]
         ),
+        // The agent protocol's numbers, caps and wire encoding, and OpenSSH's private key files:
+        // nothing else, so that the static CLI (`keywell ssh-add`) links it without the engine.
+        .target(name: "KeywellSSHWire"),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
-                "KeywellSecretService", "KeywellSSHAgent", "KeywellSystem", "KeyringImport",
+                "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -99,7 +102,7 @@ let package = Package(
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
         // library: the executable only calls it, and the CLI fuzz target links it.
-        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSystem"]),
+        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSSHWire", "KeywellSystem"]),
         // A static position-independent executable: a shell, git or a script starts it for every
         // lookup, and the dynamic loader's work (mapping and binding the Swift runtime, libdbus,
         // libsodium, libc) cost more than the lookup itself (docs/performance.md). Position-
@@ -123,7 +126,7 @@ let package = Package(
             name: "keywell-bench",
             dependencies: [
                 "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
-                "KeywellSSHAgent", "KeywellSystem", "SecretServiceCrypto",
+                "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -150,7 +153,7 @@ let package = Package(
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
-        .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
+        .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(name: "KeywellAccessTests", dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol"]),
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]

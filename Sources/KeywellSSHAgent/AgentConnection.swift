@@ -1,5 +1,6 @@
 import Glibc
 import KeywellCore
+import KeywellSSHWire
 
 /// One client's connection: frames in, replies out, until the client closes, stalls or
 /// breaks the framing. Each frame is a 4-byte big-endian length and that many bytes.

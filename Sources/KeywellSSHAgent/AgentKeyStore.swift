@@ -1,4 +1,5 @@
 import KeywellCore
+import KeywellSSHWire
 
 /// What a signature is for, as far as the agent knows: shown in the question when one is asked.
 public struct SignatureContext: Sendable {
@@ -23,6 +24,9 @@ public protocol AgentKeyStore: Sendable {
     func identities() -> [AgentIdentity]
     /// Stores a key added by `caller`; a key already stored is stored again (its comment updated).
     func store(_ key: SSHKeyPair, addedBy caller: Caller) throws(AgentRefusal)
+    /// Stores a key imported by `keywell ssh-add`: in `keychain` (nil: the default), trusting
+    /// `trusted` besides the programs every key trusts (not the importer itself).
+    func store(_ key: SSHKeyPair, in keychain: String?, trusting trusted: [String], importedBy caller: Caller) throws(AgentRefusal)
     /// The private key to sign with for `caller`, after access control; nil when no stored key
     /// has this public blob.
     func privateKey(for publicBlob: [UInt8], caller: Caller, context: SignatureContext) throws(AgentRefusal) -> SecretBytes?

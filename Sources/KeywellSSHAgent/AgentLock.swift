@@ -1,5 +1,6 @@
 import CSodium
 import KeywellCore
+import KeywellSSHWire
 
 /// `ssh-add -x`/`-X`: the agent's own lock. Only a keyed hash of the passphrase is kept (a
 /// random key for each lock), so the passphrase itself is not in memory while locked. Failed

@@ -1,3 +1,5 @@
+import KeywellSSHWire
+
 /// A key as listed: its public blob and comment.
 public struct AgentIdentity: Sendable, Equatable {
     public let publicBlob: [UInt8]
@@ -39,8 +41,9 @@ public enum AgentReply {
     public static func query() -> [UInt8] {
         var writer = SSHWireWriter()
         writer.byte(AgentMessage.extensionResponse.rawValue)
-        writer.text(AgentRequest.queryExtension)
-        writer.text(AgentRequest.sessionBindExtension)
+        writer.text(AgentExtension.query)
+        writer.text(AgentExtension.sessionBind)
+        writer.text(AgentExtension.keychainAdd)
         return writer.bytes
     }
 }

@@ -1,4 +1,6 @@
 import KeywellCore
+import KeywellProtocol
+import KeywellSSHWire
 
 /// Constraints a key was added with (`ssh-add -t`, `-c`): such a key stays in memory only.
 public struct KeyConstraints: Sendable, Equatable {
@@ -32,6 +34,8 @@ public enum AgentRequest: Sendable {
     case sessionBind(SessionBind, signature: [UInt8])
     /// A `session-bind@openssh.com` that does not parse: answered `EXTENSION_FAILURE`.
     case malformedSessionBind(AgentParseError)
+    /// `keywell ssh-add`: a key for a named keychain (nil: the default) that also trusts `trusted`.
+    case addToKeychain(SSHKeyPair, keychain: String?, trusted: [String])
     /// The `query` extension: the extensions this agent knows.
     case query
     /// An extension this agent does not know: answered `FAILURE`, as OpenSSH's agent does.
@@ -39,8 +43,13 @@ public enum AgentRequest: Sendable {
     /// A message this agent does not serve (smartcards, SSH1, unknown numbers).
     case unsupported(type: UInt8)
 
-    public static let sessionBindExtension = "session-bind@openssh.com"
-    public static let queryExtension = "query"
+
+    /// Caps of `keychain-add@keywell`: a keychain's name or path (PATH_MAX), the trusted
+    /// identities (an access list's cap, less the two programs every key trusts) and each one's
+    /// bytes (docs/access-control.md).
+    static let maximumKeychainName = 4096
+    static let maximumTrusted = AccessList.maxApplications - 2
+    static let maximumIdentity = AccessList.maxIdentityBytes
 
     /// Reads `body`. Throws for a message it knows that does not parse; never stores anything.
     public static func parse(_ body: [UInt8]) throws(AgentParseError) -> AgentRequest {
@@ -75,14 +84,25 @@ public enum AgentRequest: Sendable {
         case .extension:
             let name = try reader.text(maximum: 256)
             switch name {
-            case sessionBindExtension:
+            case AgentExtension.sessionBind:
                 do throws(AgentParseError) {
                     let (bind, signature) = try readSessionBind(&reader)
                     return .sessionBind(bind, signature: signature)
                 } catch {
                     return .malformedSessionBind(error)
                 }
-            case queryExtension: return .query
+            case AgentExtension.query: return .query
+            case AgentExtension.keychainAdd:
+                let keychain = try reader.text(maximum: maximumKeychainName)
+                let count = Int(try reader.uint32())
+                guard count <= maximumTrusted else { throw AgentParseError("more than \(maximumTrusted) trusted programs") }
+                var trusted: [String] = []
+                for _ in 0..<count { trusted.append(try reader.text(maximum: maximumIdentity)) }
+                let key = try SSHKeyPair.read(&reader)
+                let comment = try reader.text(maximum: AgentLimits.maximumComment)
+                try reader.expectEnd()
+                let pair = SSHKeyPair(type: key.type, publicBlob: key.publicBlob, privateKey: key.privateKey, comment: comment)
+                return .addToKeychain(pair, keychain: keychain.isEmpty ? nil : keychain, trusted: trusted)
             default: return .unknownExtension(name: name)
             }
         default:

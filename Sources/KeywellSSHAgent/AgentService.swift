@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellSSHWire
 import Logging
 import Synchronization
 
@@ -87,6 +88,14 @@ public final class AgentService<Store: AgentKeyStore>: Sendable {
             return sign(blob, data, flags, connection: connection, caller: caller)
         case .add(let pair, let constraints):
             return add(pair, constraints, caller: caller)
+        case .addToKeychain(let pair, let keychain, let trusted):
+            do {
+                try store.store(pair, in: keychain, trusting: trusted, importedBy: caller)
+                return AgentReply.success
+            } catch {
+                logger.notice("ssh agent: the key \(pair.fingerprint) was not imported: \(error.reason)")
+                return AgentReply.extensionFailure
+            }
         case .remove(let blob):
             let inMemory = state.withLock { state in
                 let before = state.memoryKeys.count

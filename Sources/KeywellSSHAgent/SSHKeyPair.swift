@@ -1,5 +1,6 @@
 import CSodium
 import KeywellCore
+import KeywellSSHWire
 
 /// A private key as the agent holds it: its public blob, its comment, and the private part in
 /// the agent protocol's own encoding (the key type's name, then its fields), in locked memory
@@ -86,29 +87,5 @@ public enum SSHFingerprint {
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         crypto_hash_sha256(&digest, publicBlob, UInt64(publicBlob.count))
         return "SHA256:" + Base64.encode(digest, padding: false)
-    }
-}
-
-/// Standard base64 (RFC 4648 §4), for fingerprints and public key lines.
-public enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    public static func encode(_ bytes: [UInt8], padding: Bool = true) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let chunk = Array(bytes[index..<min(index + 3, bytes.count)])
-            let value = UInt32(chunk[0]) << 16 | UInt32(chunk.count > 1 ? chunk[1] : 0) << 8 | UInt32(chunk.count > 2 ? chunk[2] : 0)
-            for position in 0..<4 {
-                if position <= chunk.count {
-                    output.append(alphabet[Int(value >> (18 - 6 * UInt32(position)) & 0x3f)])
-                } else if padding {
-                    output.append(UInt8(ascii: "="))
-                }
-            }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 }

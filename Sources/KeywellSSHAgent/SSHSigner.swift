@@ -1,6 +1,7 @@
 import COpenSSL
 import CSodium
 import KeywellCore
+import KeywellSSHWire
 
 /// Why a key cannot sign.
 public struct SigningError: Error, Sendable {

@@ -2,6 +2,7 @@ import ArgumentParser
 import CSodium
 import Foundation
 import KeywellSSHAgent
+import KeywellSSHWire
 import KeywellSystem
 
 /// `keywell-bench ssh-agent`: an Ed25519 signature's round trip through keywelld's agent

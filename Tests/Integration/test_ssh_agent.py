@@ -347,3 +347,37 @@ def test_print_socket_and_doctor_name_the_agent(account):
     assert f"ok      SSH agent: SSH_AUTH_SOCK is Keywell's agent, {account.agent}" in doctor, doctor
     elsewhere = run(account, keywell, "doctor", env={"SSH_AUTH_SOCK": "/tmp/another-agent"}).stdout
     assert "note    SSH agent: SSH_AUTH_SOCK is /tmp/another-agent, another agent" in elsewhere, elsewhere
+
+
+def askpass(account, name: str, passphrase: str) -> dict:
+    script = account.keys / name
+    script.write_text(f"#!/bin/sh\necho '{passphrase}'\n")
+    script.chmod(0o700)
+    return {"SSH_ASKPASS": str(script), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
+
+
+def test_keywell_ssh_add_imports_key_files(account):
+    keywell = built("KEYWELL", "keywell")
+    assert run(account, keywell, "create-keychain", "-p", "work-pw", "work").returncode == 0
+    plain = make_key(account, "ecdsa", "384")
+    r = run(account, keywell, "ssh-add", "-k", "work", "-T", "/usr/bin/true", str(plain))
+    assert r.returncode == 0, r.stderr
+    dump = run(account, keywell, "dump-keychain", "-a", "work").stdout
+    assert 'class: "keys"' in dump and "exe:/usr/bin/true;sha256=" in dump and "exe:/usr/bin/ssh;" in dump, dump
+    assert "ssh-add" not in dump  # an import trusts ssh, ssh-keygen and -T, not the importer
+    # A file with a passphrase: asked as ssh-add asks (here through SSH_ASKPASS).
+    locked = account.keys / "id_locked"
+    assert run(account, "ssh-keygen", "-q", "-t", "ed25519", "-N", "pass phrase", "-C", "locked key", "-f",
+               str(locked)).returncode == 0
+    r = run(account, keywell, "ssh-add", str(locked), env=askpass(account, "wrong-pass", "not it"))
+    assert r.returncode == 1 and "wrong passphrase" in r.stderr, r
+    assert listed(account) == []
+    r = run(account, keywell, "ssh-add", str(locked), env=askpass(account, "right-pass", "pass phrase"))
+    assert r.returncode == 0, r.stderr
+    assert [fingerprint(locked)] == [line.split()[1] for line in listed(account)]
+    # No decrypted copy is left behind.
+    assert not list(Path(account.env["XDG_RUNTIME_DIR"]).glob("keywell-ssh-add.*"))
+    not_a_key = account.keys / "not-a-key"
+    not_a_key.write_text("hello\n")
+    r = run(account, keywell, "ssh-add", str(not_a_key))
+    assert r.returncode == 1 and "not an OpenSSH private key file" in r.stderr, r

@@ -1,4 +1,5 @@
 import KeywellCore
+import KeywellSSHWire
 import Logging
 import Testing
 @testable import KeywellSSHAgent
@@ -96,12 +97,12 @@ struct AgentCodecTests {
         #expect(reply(unknown.bytes) == AgentReply.failure)
         var badBind = SSHWireWriter()
         badBind.byte(AgentMessage.extension.rawValue)
-        badBind.text(AgentRequest.sessionBindExtension)
+        badBind.text(AgentExtension.sessionBind)
         badBind.string([1])
         #expect(reply(badBind.bytes) == AgentReply.extensionFailure)
         var query = SSHWireWriter()
         query.byte(AgentMessage.extension.rawValue)
-        query.text(AgentRequest.queryExtension)
+        query.text(AgentExtension.query)
         #expect(reply(query.bytes).first == AgentMessage.extensionResponse.rawValue)
         #expect(reply([99]) == AgentReply.failure)
         #expect(reply([AgentMessage.addSmartcardKey.rawValue]) == AgentReply.failure)

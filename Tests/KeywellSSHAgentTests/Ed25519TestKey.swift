@@ -1,4 +1,5 @@
 import CSodium
+import KeywellSSHWire
 
 /// libsodium's deterministic key pair, for keys the tests make without a program.
 enum Ed25519TestKey {

@@ -1,5 +1,6 @@
 import KeywellCore
 import KeywellSSHAgent
+import KeywellSSHWire
 import Synchronization
 
 /// A key store in memory that trusts one caller name, for the agent's tests.
@@ -26,6 +27,10 @@ final class MemoryKeyStore: AgentKeyStore {
             keys.removeAll { $0.publicBlob == key.publicBlob }
             keys.append(key)
         }
+    }
+
+    func store(_ key: SSHKeyPair, in keychain: String?, trusting trusted: [String], importedBy caller: String) throws(AgentRefusal) {
+        try store(key, addedBy: caller)
     }
 
     func privateKey(for publicBlob: [UInt8], caller: String, context: SignatureContext) throws(AgentRefusal) -> SecretBytes? {

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellSSHAgent
+import KeywellSSHWire
 import KeywellSystem
 import KeywellTestSupport
 import Logging

@@ -4,6 +4,7 @@ import KeywellCore
 import KeywellIdentity
 import KeywellProtocol
 import KeywellSSHAgent
+import KeywellSSHWire
 import Logging
 
 /// Who is on the other end of an agent connection: named as the direct socket names its peers
@@ -45,6 +46,18 @@ struct KeychainKeyStore: AgentKeyStore {
         let keychain: String
         do { keychain = try store.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
         try Self.add(key, to: keychain, trusting: trustedPrograms(adder: caller.caller.identityString), store: store)
+    }
+
+    func store(_ key: SSHKeyPair, in keychain: String?, trusting trusted: [String], importedBy caller: AgentPeer) throws(AgentRefusal) {
+        // What `-T` names goes into an access list: the list's own checks (count, sizes) apply.
+        let list: AccessList
+        do { list = try AccessList.validated(trustedPrograms(adder: nil) + trusted) } catch {
+            throw AgentRefusal("the programs to trust are not a valid access list: \(error)")
+        }
+        guard case .applications(let names) = list else { throw AgentRefusal("no access list") }
+        let target: String
+        do { target = try keychain ?? store.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
+        try Self.add(key, to: target, trusting: names, store: store)
     }
 
     /// Adds (or replaces) the key's item in `keychain`, trusting `trusted`.

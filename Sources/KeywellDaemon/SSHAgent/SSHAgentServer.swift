@@ -3,6 +3,7 @@ import KeywellAccess
 import KeywellDBus
 import KeywellIdentity
 import KeywellSSHAgent
+import KeywellSSHWire
 import KeywellSystem
 import Logging
 import Synchronization

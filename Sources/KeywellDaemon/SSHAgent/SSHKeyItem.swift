@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellSSHAgent
+import KeywellSSHWire
 
 /// How an SSH key is kept as a keychain item (docs/ssh.md, "How a key is stored"): an item of
 /// class `keys` whose sealed secret is the private key in the agent's encoding, whose label is the

@@ -4,17 +4,8 @@ public enum SSHCurve: String, Sendable, CaseIterable {
     case p384 = "nistp384"
     case p521 = "nistp521"
 
-    /// OpenSSL's name for the group.
-    var openSSLGroup: StaticString {
-        switch self {
-        case .p256: "P-256"
-        case .p384: "P-384"
-        case .p521: "P-521"
-        }
-    }
-
     /// Bytes of a scalar (a private key, a signature's r or s).
-    var scalarBytes: Int {
+    public var scalarBytes: Int {
         switch self {
         case .p256: 32
         case .p384: 48
@@ -23,10 +14,10 @@ public enum SSHCurve: String, Sendable, CaseIterable {
     }
 
     /// Bytes of an uncompressed point (0x04, x, y): the public key.
-    var pointBytes: Int { 1 + 2 * scalarBytes }
+    public var pointBytes: Int { 1 + 2 * scalarBytes }
 
     /// The digest RFC 5656 pairs with the curve.
-    var digest: SSHDigest {
+    public var digest: SSHDigest {
         switch self {
         case .p256: .sha256
         case .p384: .sha384

@@ -23,6 +23,18 @@ public enum AgentMessage: UInt8, Sendable {
     case `extension` = 27
 }
 
+/// The extensions the agent answers (`SSH_AGENTC_EXTENSION`'s name), defined once.
+public enum AgentExtension {
+    /// OpenSSH's: the host key and session a connection's signatures are for.
+    public static let sessionBind = "session-bind@openssh.com"
+    /// The extensions served.
+    public static let query = "query"
+    /// Keywell's own, for `keywell ssh-add`: a key stored in a named keychain, trusting more
+    /// programs. Body: string keychain ("" for the default), uint32 count, that many strings
+    /// (access-list identities), the key in the agent's encoding, string comment.
+    public static let keychainAdd = "keychain-add@keywell"
+}
+
 /// Constraints that may follow a key in `addIdentityConstrained`.
 public enum AgentConstraint: UInt8, Sendable {
     /// uint32 seconds: forget the key after that long.
