@@ -291,7 +291,9 @@ final class Daemon: @unchecked Sendable {
     /// Serves the OpenSSH agent at `$XDG_RUNTIME_DIR/keywell/ssh-agent` (docs/ssh.md).
     private func openSSHAgent() {
         guard let folder = runtimeFolder else { return }
-        let keys = KeychainKeyStore(store: store, gate: accessGate, resolver: identities.resolver, logger: logger)
+        let secretService = secretService
+        let keys = KeychainKeyStore(store: store, gate: accessGate, resolver: identities.resolver, logger: logger,
+                                    unlock: { keychain, requester in secretService.unlockWithDialog(keychain, requester: requester) })
         do {
             let server = try SSHAgentServer(path: folder.sshAgentSocketPath, store: keys, logger: logger)
             server.start()

@@ -178,10 +178,22 @@ def test_a_locked_keychain_lists_its_keys_but_does_not_sign_and_does_not_hang(ac
     assert fingerprint(key) in "\n".join(listed(account))
     data = account.keys / "data"
     data.write_text("to sign\n")
+    # The password dialog is cancelled: no signature, at once.
+    account.answer([])
     started = time.monotonic()
     r = sign(account, "ssh-keygen", key, data, timeout=30)
     assert r.returncode != 0
     assert time.monotonic() - started < 10
+    assert account.questions == 1
+    # The right password in the dialog unlocks the keychain, then the signature is made.
+    account.answer([PASSWORD])
+    r = sign(account, "ssh-keygen", key, data, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert account.questions == 2
+    # Unlocked as unlock-keychain leaves it: the next signature asks nothing.
+    account.answer([])
+    assert sign(account, "ssh-keygen", key, data).returncode == 0
+    assert account.questions == 2
 
 
 def test_delete_delete_all_lock_and_unlock_as_openssh_does(account):

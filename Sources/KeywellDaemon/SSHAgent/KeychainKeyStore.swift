@@ -24,6 +24,8 @@ struct KeychainKeyStore: AgentKeyStore {
     let gate: AccessGate
     let resolver: IdentityResolver
     let logger: Logger
+    /// Asks for a locked keychain's password and unlocks it; false when it stays locked.
+    let unlock: @Sendable (_ keychain: String, _ requester: String) -> Bool
     /// Programs every key item trusts, besides the one that added it (docs/ssh.md, "Access").
     static let alwaysTrusted = ["/usr/bin/ssh", "/usr/bin/ssh-keygen"]
 
@@ -87,8 +89,7 @@ struct KeychainKeyStore: AgentKeyStore {
             guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain),
                 let id = matches.ids.first
             else { continue }
-            guard !matches.locked else {
-                // No password prompt for a signature yet: a locked keychain refuses at once.
+            if matches.locked, !unlock(keychain, "\(caller.caller.displayName) (SSH)") {
                 throw AgentRefusal("the keychain \(keychain) is locked")
             }
             let label = (try? store.itemSummary(id, in: keychain)).flatMap { SSHKeyItem.identity($0)?.comment } ?? fingerprint
