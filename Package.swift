@@ -79,7 +79,7 @@ let package = Package(
         // store the daemon supplies, and signatures (Ed25519 with libsodium, ECDSA and RSA with libcrypto).
         .target(
             name: "KeywellSSHAgent",
-            dependencies: ["COpenSSL", "CSodium", "KeywellCore", "KeywellProtocol", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["COpenSSL", "CSodium", "KeywellCore", "KeywellProtocol", "KeywellSSHWire", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
         ),
         // The agent protocol's numbers, caps and wire encoding, and OpenSSH's private key files:
         // nothing else, so that the static CLI (`keywell ssh-add`) links it without the engine.

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellSSHWire
+import KeywellSystem
 import Logging
 import Synchronization
 
@@ -69,6 +70,9 @@ public final class AgentService<Store: AgentKeyStore>: Sendable {
         }
         return serve(request, connection: &connection, caller: caller)
     }
+
+    /// Keys held in memory now (tests).
+    var memoryKeyCount: Int { state.withLock { $0.memoryKeys.count } }
 
     /// Forgets keys whose lifetime ended (the daemon's timer calls it; requests do it first too).
     public func expireKeys() {
@@ -179,6 +183,10 @@ public final class AgentService<Store: AgentKeyStore>: Sendable {
             return true
         }
         if !added { logger.notice("ssh agent: already \(AgentLimits.maximumMemoryKeys) keys in memory") }
+        if added, let seconds = constraints.lifetimeSeconds {
+            // Forgotten (and its locked memory wiped) when due, not at the next request.
+            _ = TimerThread.shared.schedule(after: .seconds(Int(seconds))) { [weak self] in self?.expireKeys() }
+        }
         return AgentReply.status(added)
     }
 

@@ -108,6 +108,17 @@ struct AgentCodecTests {
         #expect(reply([AgentMessage.addSmartcardKey.rawValue]) == AgentReply.failure)
     }
 
+    @Test func aKeyWithALifetimeIsForgottenWhenDueWithoutARequest() async throws {
+        var body = Self.ed25519AddBody()
+        body[0] = AgentMessage.addIdentityConstrained.rawValue
+        body += [AgentConstraint.lifetime.rawValue, 0, 0, 0, 1]
+        #expect(reply(body) == AgentReply.success)
+        #expect(service.memoryKeyCount == 1)
+        #expect(service.store.identities().isEmpty)
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(service.memoryKeyCount == 0)
+    }
+
     @Test func theAgentLockHidesKeysUntilTheRightPassphrase() {
         #expect(reply(Self.ed25519AddBody()) == AgentReply.success)
         func passphrase(_ type: AgentMessage, _ text: String) -> [UInt8] {
