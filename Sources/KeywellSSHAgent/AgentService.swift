@@ -121,7 +121,12 @@ public final class AgentService<Store: AgentKeyStore>: Sendable {
                 Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
             }
             return AgentReply.status(unlocked)
-        case .sessionBind(let bind, _):
+        case .sessionBind(let bind, let signature):
+            // As OpenSSH's agent: only a host that signed the session id is recorded.
+            guard SSHVerifier.verify(publicKey: bind.hostKey, signature: signature, data: bind.sessionID) else {
+                logger.notice("ssh agent: a session-bind whose signature does not verify, refused")
+                return AgentReply.extensionFailure
+            }
             return record(bind, in: &connection) ? AgentReply.success : AgentReply.extensionFailure
         case .malformedSessionBind(let error):
             logger.notice("ssh agent: a malformed session-bind: \(error.reason)")
@@ -192,7 +197,7 @@ public final class AgentService<Store: AgentKeyStore>: Sendable {
 
     /// Records a session binding as OpenSSH's agent does: once a connection was bound for
     /// authentication (not forwarded), it may not be bound again; the same id with another key is
-    /// refused. The signature is kept by ssh's word: it only names the host in a question.
+    /// refused. Its signature was checked before.
     private func record(_ bind: SessionBind, in connection: inout AgentConnectionState) -> Bool {
         for earlier in connection.sessionBinds {
             guard earlier.forwarded else { return false }

@@ -77,14 +77,7 @@ public enum SSHSigner {
     private static func digestSign(_ key: OpaquePointer, _ digest: SSHDigest, _ data: [UInt8]) throws(SigningError) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw SigningError("out of memory") }
         defer { EVP_MD_CTX_free(context) }
-        let algorithm: OpaquePointer? =
-            switch digest {
-            case .sha1: EVP_sha1()
-            case .sha256: EVP_sha256()
-            case .sha384: EVP_sha384()
-            case .sha512: EVP_sha512()
-            }
-        guard EVP_DigestSignInit(context, nil, algorithm, nil, key) == 1 else { throw SigningError("OpenSSL could not start the signature") }
+        guard EVP_DigestSignInit(context, nil, digest.openSSLDigest, nil, key) == 1 else { throw SigningError("OpenSSL could not start the signature") }
         var length = 0
         guard EVP_DigestSign(context, nil, &length, data, data.count) == 1 else { throw SigningError("OpenSSL could not size the signature") }
         var signature = [UInt8](repeating: 0, count: length)
@@ -147,7 +140,7 @@ public enum SSHSigner {
 
 /// A C string that lives forever: OpenSSL's parameter builder keeps the pointers it is given
 /// (names and strings) until the parameters are made, longer than a Swift string's temporary.
-private func cString(_ text: StaticString) -> UnsafePointer<CChar> {
+func cString(_ text: StaticString) -> UnsafePointer<CChar> {
     UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
 }
 
@@ -222,8 +215,22 @@ enum KeyFields {
     }
 }
 
-/// ECDSA signatures as OpenSSL gives them: DER `SEQUENCE { INTEGER r, INTEGER s }`.
+/// ECDSA signatures as OpenSSL gives and takes them: DER `SEQUENCE { INTEGER r, INTEGER s }`.
 enum DERSignature {
+    /// The DER of two non-negative integers given as big-endian magnitudes.
+    static func encode(_ r: [UInt8], _ s: [UInt8]) -> [UInt8] {
+        func length(_ count: Int) -> [UInt8] {
+            count < 0x80 ? [UInt8(count)] : count < 0x100 ? [0x81, UInt8(count)] : [0x82, UInt8(count >> 8), UInt8(count & 0xff)]
+        }
+        func integer(_ magnitude: [UInt8]) -> [UInt8] {
+            var value = Array(magnitude.drop { $0 == 0 })
+            if value.isEmpty || value[0] & 0x80 != 0 { value.insert(0, at: 0) }
+            return [0x02] + length(value.count) + value
+        }
+        let body = integer(r) + integer(s)
+        return [0x30] + length(body.count) + body
+    }
+
     static func integers(_ der: [UInt8]) throws(SigningError) -> ([UInt8], [UInt8]) {
         var index = 0
         func length() throws(SigningError) -> Int {

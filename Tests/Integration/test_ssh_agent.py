@@ -92,6 +92,7 @@ class Sshd:
         folder.mkdir(mode=0o700, exist_ok=True)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self.authorized = folder / "authorized_keys"
+        self.host_key = folder / "host_ed25519"
         self.authorized.write_text("")
         host_key = folder / "host_ed25519"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
@@ -101,7 +102,7 @@ class Sshd:
         config = folder / "sshd_config"
         config.write_text(f"""ListenAddress 127.0.0.1
 Port {self.port}
-HostKey {host_key}
+HostKey {self.host_key}
 UsePAM no
 AuthorizedKeysFile {self.authorized}
 StrictModes no
@@ -135,8 +136,8 @@ def sshd(account):
         server.close()
 
 
-def login(account, sshd: Sshd, timeout=60):
-    return run(account, "ssh", "-F", "/dev/null", "-o", f"IdentityAgent={account.agent}", "-o", "BatchMode=yes",
+def login(account, sshd: Sshd, timeout=60, program="ssh"):
+    return run(account, program, "-F", "/dev/null", "-o", f"IdentityAgent={account.agent}", "-o", "BatchMode=yes",
                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
                "-p", str(sshd.port), "root@127.0.0.1", "echo logged-in", timeout=timeout)
 
@@ -393,3 +394,19 @@ def test_keywell_ssh_add_imports_key_files(account):
     not_a_key.write_text("hello\n")
     r = run(account, keywell, "ssh-add", str(not_a_key))
     assert r.returncode == 1 and "not an OpenSSH private key file" in r.stderr, r
+
+
+def test_a_program_not_on_the_list_is_asked_with_the_host_ssh_bound(account, sshd):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    sshd.trust_only(key)
+    other_ssh = account.scratch / "other-ssh"
+    shutil.copyfile("/usr/bin/ssh", other_ssh)
+    other_ssh.chmod(0o755)
+    account.answer(["allow"])
+    r = login(account, sshd, program=str(other_ssh))
+    assert r.stdout.strip() == "logged-in", r.stderr
+    assert account.questions == 1
+    # ssh bound the connection to the host (session-bind, its signature checked): the question names it.
+    host = fingerprint(Path(f"{sshd.host_key}.pub"))
+    assert any(host in text for text in account.descriptions()), account.descriptions()
