@@ -28,6 +28,7 @@ public struct SSHKeyPair: Sendable {
     public static func read(_ reader: inout SSHWireReader) throws(AgentParseError) -> (type: SSHKeyType, publicBlob: [UInt8], privateKey: SecretBytes) {
         let start = reader.offset
         let typeName = try reader.text(maximum: 64)
+        if SSHCertificate.keyType(ofCertificateType: typeName) != nil { return try readCertified(&reader) }
         guard let type = SSHKeyType(name: typeName) else { throw AgentParseError("unsupported key type \"\(typeName)\"") }
         var blob = SSHWireWriter()
         blob.text(type.name)
@@ -68,6 +69,50 @@ public struct SSHKeyPair: Sendable {
         // The fields' sizes were checked above; OpenSSL now checks the numbers themselves.
         do throws(SigningError) { try SSHSigner.check(privateKey) } catch { throw AgentParseError("the key is not valid: \(error.reason)") }
         return (type, blob.bytes, privateKey)
+    }
+
+    /// A certificate and its key (after the certificate's type name): the certificate is the
+    /// public blob, and the private key is kept in the plain key's encoding, built from the
+    /// certificate's public fields and the message's private ones. The CA's signature is checked,
+    /// as OpenSSH's agent checks it.
+    private static func readCertified(_ reader: inout SSHWireReader) throws(AgentParseError) -> (type: SSHKeyType, publicBlob: [UInt8], privateKey: SecretBytes) {
+        let blob = try reader.string()
+        let certificate = try SSHCertificate(blob)
+        guard SSHVerifier.verify(publicKey: certificate.signatureKey, signature: certificate.signature, data: certificate.signedPart) else {
+            throw AgentParseError("the certificate's signature does not verify")
+        }
+        var plain = SSHWireWriter()
+        plain.text(certificate.keyType.name)
+        switch certificate.keyType {
+        case .ed25519:
+            let publicKey = try reader.stringBytes()
+            let secretKey = try reader.stringBytes()
+            guard Array(certificate.publicFields.dropFirst(4)) == Array(publicKey) else {
+                throw AgentParseError("the certificate is for another key")
+            }
+            plain.string(publicKey)
+            plain.string(secretKey)
+        case .ecdsa:
+            plain.bytes(certificate.publicFields)
+            plain.mpint(magnitude: try reader.positiveMPInt())
+        case .rsa:
+            // The certificate holds e then n; the key's encoding wants n then e.
+            let (exponent, modulus) = try certificate.publicFields.withUnsafeBytes { fields in
+                Result { () throws(AgentParseError) in
+                    var publicReader = SSHWireReader(fields)
+                    return (Array(try publicReader.positiveMPInt()), Array(try publicReader.positiveMPInt()))
+                }
+            }.get()
+            plain.mpint(magnitude: modulus)
+            plain.mpint(magnitude: exponent)
+            for _ in 0..<4 { plain.mpint(magnitude: try reader.positiveMPInt()) }  // d, iqmp, p, q
+        }
+        let encoded = plain.bytes
+        defer { SecretWipe.wipe(encoded) }
+        let privateKey = SecretBytes(copying: encoded)
+        let parts = try publicParts(of: privateKey)
+        guard parts.publicBlob == certificate.keyBlob else { throw AgentParseError("the certificate is for another key") }
+        return (parts.type, blob, privateKey)
     }
 
     /// The key type and public blob of a stored private key (as `read` made it).

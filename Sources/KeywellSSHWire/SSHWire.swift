@@ -88,6 +88,9 @@ public struct SSHWireWriter: Sendable {
 
     public mutating func text(_ value: String) { string(Array(value.utf8)) }
 
+    /// Bytes already in the encoding, as they are.
+    public mutating func bytes(_ raw: some Collection<UInt8>) { bytes += raw }
+
     /// A non-negative integer from big-endian magnitude bytes: leading zeros dropped, one zero
     /// added when the top bit is set.
     public mutating func mpint(magnitude: some Collection<UInt8>) {

@@ -93,6 +93,9 @@ class Sshd:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self.authorized = folder / "authorized_keys"
         self.host_key = folder / "host_ed25519"
+        # A user certificate authority: keys it signs log in without authorized_keys.
+        self.ca = folder / "user_ca"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.ca)], check=True)
         self.authorized.write_text("")
         host_key = folder / "host_ed25519"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
@@ -110,6 +113,7 @@ PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PidFile none
+TrustedUserCAKeys {self.ca}.pub
 """)
         self.log = folder / "sshd.log"
         self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=open(self.log, "wb"))
@@ -410,3 +414,32 @@ def test_a_program_not_on_the_list_is_asked_with_the_host_ssh_bound(account, ssh
     # ssh bound the connection to the host (session-bind, its signature checked): the question names it.
     host = fingerprint(Path(f"{sshd.host_key}.pub"))
     assert any(host in text for text in account.descriptions()), account.descriptions()
+
+
+def test_a_certificate_added_with_its_key_logs_in_and_survives_a_restart(account, sshd):
+    key = make_key(account, "ecdsa", "256")
+    r = subprocess.run(["ssh-keygen", "-q", "-s", str(sshd.ca), "-I", "tester", "-n", "root", f"{key}.pub"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # ssh-add adds the key and, beside it, key-cert.pub.
+    r = run(account, "ssh-add", str(key))
+    assert r.returncode == 0 and "Certificate added" in r.stderr, r.stderr
+    assert len(listed(account)) == 2
+    sshd.authorized.write_text("")  # only the certificate can log in
+    assert login(account, sshd).stdout.strip() == "logged-in"
+    os.kill(keywelld_pid(account), signal.SIGTERM)
+    wait_for(lambda: not account.agent.exists(), "keywelld to exit")
+    assert run(account, built("KEYWELL", "keywell"), "unlock-keychain", "-p", PASSWORD, "login").returncode == 0
+    wait_for(account.agent.is_socket, "the agent socket after the restart")
+    assert any("ECDSA-CERT" in line for line in listed(account)), listed(account)
+    assert login(account, sshd).stdout.strip() == "logged-in"
+    # A certificate whose CA signature does not verify is refused, and nothing is stored.
+    cert = Path(f"{key}-cert.pub")
+    kind, blob, *rest = cert.read_text().split()
+    raw = bytearray(base64.b64decode(blob))
+    raw[-5] ^= 1
+    cert.write_text(" ".join([kind, base64.b64encode(bytes(raw)).decode(), *rest]) + "\n")
+    assert run(account, "ssh-add", "-D").returncode == 0
+    r = run(account, "ssh-add", str(key))
+    assert "Certificate added" not in r.stderr, r.stderr
+    assert len(listed(account)) == 1

@@ -45,8 +45,8 @@ import Testing
         try ChildProcess.run(program, arguments: arguments, environment: environment, standardInput: input, timeout: .seconds(60))
     }
 
-    private func makeKey(_ type: String, bits: String? = nil) throws -> String {
-        let path = folder.subpath("id_\(type)\(bits ?? "")")
+    private func makeKey(_ type: String, bits: String? = nil, name: String? = nil) throws -> String {
+        let path = folder.subpath(name ?? "id_\(type)\(bits ?? "")")
         var arguments = ["-q", "-t", type, "-N", "", "-C", "\(type) test", "-f", path]
         if let bits { arguments += ["-b", bits] }
         let output = try run("ssh-keygen", arguments)
@@ -79,6 +79,20 @@ import Testing
         #expect(store.count == keys.count - 1)
         #expect(try run("ssh-add", ["-D"]).termination.succeeded)
         #expect(store.count == 0)
+    }
+
+    @Test func certificatesOfEveryKeyTypeAreAddedWithTheirKeys() throws {
+        let authority = try makeKey("ed25519", name: "authority")
+        let keys = [try makeKey("ed25519"), try makeKey("ecdsa", bits: "521"), try makeKey("rsa", bits: "2048")]
+        for key in keys {
+            let certified = try run("ssh-keygen", ["-q", "-s", authority, "-I", "tester", "-n", "tester", key + ".pub"])
+            #expect(certified.termination.succeeded, "\(certified)")
+            let added = try run("ssh-add", [key])
+            #expect(added.standardErrorText.contains("Certificate added"), "\(added)")
+        }
+        let listed = try run("ssh-add", ["-l"]).standardOutputText
+        #expect(listed.components(separatedBy: "-CERT)").count - 1 == keys.count, "\(listed)")
+        #expect(store.count == 2 * keys.count)
     }
 
     @Test func constrainedKeysStayInMemoryAndExpire() throws {

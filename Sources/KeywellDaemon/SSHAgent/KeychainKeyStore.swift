@@ -98,8 +98,9 @@ struct KeychainKeyStore: AgentKeyStore {
                 guard let secret = try store.secrets(of: [id], in: keychain)[id] else { continue }
                 defer { SecretWipe.wipe(secret.value) }
                 let privateKey = SecretBytes(copying: secret.value)
-                // A key item whose secret is not the key it lists is refused, not used.
-                guard (try? SSHKeyPair.publicParts(of: privateKey))?.publicBlob == publicBlob else {
+                // A key item whose secret is not the key it lists (or certifies) is refused, not used.
+                let expected = (try? SSHCertificate(publicBlob))?.keyBlob ?? publicBlob
+                guard (try? SSHKeyPair.publicParts(of: privateKey))?.publicBlob == expected else {
                     throw AgentRefusal("the item in \(keychain) does not hold the key it lists")
                 }
                 return privateKey
