@@ -157,6 +157,10 @@ def test_keys_of_every_type_are_stored_and_log_in_through_the_agent(account, ssh
     dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
     assert dump.count('class: "keys"') == len(keys), dump
     for key in keys:
+        assert f'"fprt"<blob>="{fingerprint(key)}"' in dump, dump
+        kind = next(kind for kind in ("ed25519", "ecdsa", "rsa") if kind in key.name)
+        assert f'0x00000007 <blob>="{kind} key"' in dump, dump
+    for key in keys:
         sshd.trust_only(key)
         r = login(account, sshd)
         assert r.stdout.strip() == "logged-in", f"{key.name}: {r.stderr} {sshd.log.read_text()[-2000:]}"
