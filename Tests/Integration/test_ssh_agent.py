@@ -447,3 +447,30 @@ def test_a_certificate_added_with_its_key_logs_in_and_survives_a_restart(account
     r = run(account, "ssh-add", str(key))
     assert "Certificate added" not in r.stderr, r.stderr
     assert len(listed(account)) == 1
+
+
+def test_export_and_import_carry_key_items(account):
+    keywell = built("KEYWELL", "keywell")
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    exported = account.keys / "keys.export"
+    # keywell is not on the key's list: exporting its secret is asked about like any read.
+    account.answer(["allow"])
+    r = run(account, keywell, "export", "-k", "login", str(exported), input="export pass\n")
+    assert r.returncode == 0, r.stderr
+    assert run(account, keywell, "create-keychain", "-p", "other-pw", "other").returncode == 0
+    r = run(account, keywell, "import", "-k", "other", str(exported), input="export pass\n")
+    assert r.returncode == 0, r.stderr
+    dump = run(account, keywell, "dump-keychain", "other").stdout
+    assert f'"fprt"<blob>="{fingerprint(key)}"' in dump, dump
+    # Served from the imported copy alone, still trusting ssh-keygen.
+    assert run(account, keywell, "delete-keychain", "login").returncode == 0
+    assert run(account, keywell, "list-keychains", "-s", "other").returncode == 0
+    assert [fingerprint(key)] == [line.split()[1] for line in listed(account)]
+    data = account.keys / "data"
+    data.write_text("to sign\n")
+    asked = account.questions
+    account.answer([])
+    r = sign(account, "ssh-keygen", key, data)
+    assert r.returncode == 0, r.stderr
+    assert account.questions == asked
