@@ -188,5 +188,9 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
         .executableTarget(
             name: "CLIArgumentFuzzer", dependencies: ["KeywellCLI"],
             path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "SSHAgentFuzzer",
+            dependencies: ["KeywellCore", "KeywellSSHAgent", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")],
+            path: "Fuzz/SSHAgentFuzzer", swiftSettings: fuzzerFlags),
     ]
 }
