@@ -1,6 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Test switches (`KEYWELL_TEST_*` environment variables that make keywelld quick to test) are
+// compiled into debug builds only, or into a release build made with KEYWELL_TEST_SWITCHES=1 in
+// the environment (keywell-bench's measurements; use a scratch path of its own). A shipped
+// release keywelld ignores them (docs/contributing.md, "Test switches").
+let testSwitches: [SwiftSetting] = Context.environment["KEYWELL_TEST_SWITCHES"] == "1"
+    ? [.define("KEYWELL_TEST_SWITCHES")]
+    : [.define("KEYWELL_TEST_SWITCHES", .when(configuration: .debug))]
+
 let package = Package(
     name: "Keywell",
     platforms: [.macOS(.v13)],
@@ -27,6 +35,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The control protocol's codes, from the header the PAM module includes (pam/keywell-control.h).
         .systemLibrary(name: "CKeywellControl"),
+        // Sealing in a TPM 2.0 through TSS2's ESAPI (libtss2-dev), for the login unlock without a
+        // typed password (docs/login-unlock.md). C, so that TSS2's structures stay on that side.
+        .target(
+            name: "CKeywellTPM",
+            linkerSettings: [
+                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
+            ]
+        ),
 
         // Status codes, wire values and names shared by the engine, the daemon and the clients.
         .target(name: "KeywellProtocol", dependencies: ["CKeywellControl"]),
@@ -68,7 +84,7 @@ let package = Package(
         // Linux system calls Swift cannot reach (pidfd_open, pidfd_send_signal, openat2).
         .target(name: "CProcessPinning"),
         // Who a D-Bus caller is: application identities for access control (docs/access-control.md).
-        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "CSodium", "CProcessPinning"]),
+        .target(name: "KeywellIdentity", dependencies: ["KeywellDBus", "KeywellProtocol", "KeywellSystem", "CSodium", "CProcessPinning"]),
         // Access control's decisions and questions, shared by the native API and the Secret
         // Service (docs/access-control.md): verdicts, once-allowances, one question per burst.
         .target(
@@ -88,21 +104,23 @@ let package = Package(
         .target(
             name: "KeywellDaemon",
             dependencies: [
-                "CKeywellControl", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeywellProtocol",
-                "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "KeyringImport",
+                "CKeywellControl", "CKeywellTPM", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity",
+                "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: testSwitches
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
-        // CSodium: SHA-256 of programs named as trusted applications (`-T`).
-        .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "CSodium"]),
+        // CSodium: SHA-256 of programs named as trusted applications (`-T`); KeywellSystem: whether
+        // such a program is one only root can replace.
+        .target(name: "KeywellNativeClient", dependencies: ["KeywellAPI", "KeywellDBus", "KeywellProtocol", "KeywellSystem", "CSodium"]),
         // Apple-shaped client library over D-Bus.
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
         // library: the executable only calls it, and the CLI fuzz target links it.
-        .target(name: "KeywellCLI", dependencies: ["KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSSHWire", "KeywellSystem"]),
+        .target(name: "KeywellCLI", dependencies: ["CKeywellControl", "KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSSHWire", "KeywellSystem"]),
         // A static position-independent executable: a shell, git or a script starts it for every
         // lookup, and the dynamic loader's work (mapping and binding the Swift runtime, libdbus,
         // libsodium, libc) cost more than the lookup itself (docs/performance.md). Position-
@@ -154,7 +172,10 @@ let package = Package(
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
-        .testTarget(name: "KeywellAccessTests", dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol"]),
+        .testTarget(
+            name: "KeywellAccessTests",
+            dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
         ),

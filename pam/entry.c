@@ -21,6 +21,7 @@
 #include <security/pam_modules.h>
 
 #include "keywell-control.h"
+#include "login_unlock.h"
 #include "options.h"
 #include "secret.h"
 #include "stash.h"
@@ -40,6 +41,8 @@ KW_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     const void *tok = NULL;
     if (pam_get_item(pamh, PAM_AUTHTOK, &tok) != PAM_SUCCESS || tok == NULL ||
         *(const char *)tok == '\0') {
+        /* A fingerprint, a security key, autologin: the session may unlock through the TPM. */
+        stash_passwordless(pamh, pw);
         if (o.debug)
             pam_syslog(pamh, LOG_DEBUG, "auth: no password to keep for %s", pw->pw_name);
         return PAM_IGNORE;
@@ -74,11 +77,16 @@ KW_EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const
         pam_syslog(pamh, LOG_NOTICE, "open_session: password too long to hand over");
         tok = NULL;
     }
+    /* Auth ran for this user and left no password: the TPM may unlock, if root keeps a value. */
+    struct secret *value = NULL;
+    if (tok == NULL && passwordless_auth(pamh, pw))
+        value = read_login_unlock_value(pamh, &o, pw);
     /* Without a password (ssh keys, su from root, sudo) the session is counted all the same. */
-    const struct secret *fields[1] = {tok};
-    bool ok = talk(pamh, &o, pw, o.auto_start, KW_OP_OPEN_SESSION, fields, tok ? 1 : 0,
-                   "open_session");
-    /* Handed over or not, the login process has no further use for the password. */
+    const struct secret *fields[1] = {value != NULL ? value : tok};
+    char op = value != NULL ? KW_OP_OPEN_SESSION_TPM : KW_OP_OPEN_SESSION;
+    bool ok = talk(pamh, &o, pw, o.auto_start, op, fields, fields[0] ? 1 : 0, "open_session");
+    /* Handed over or not, the login process has no further use for the password or the value. */
+    secret_free(value);
     drop_token(pamh);
     return ok ? PAM_SUCCESS : PAM_IGNORE;
 }

@@ -24,6 +24,10 @@ enum {
     KW_OP_CLOSE_SESSION = 'C',   /* no field */
     KW_OP_CHANGE_PASSWORD = 'P', /* [old, new] */
     KW_OP_PING = 'Q',            /* no field */
+    /* The login unlock through the TPM (docs/login-unlock.md): from root only. */
+    KW_OP_OPEN_SESSION_TPM = 'T', /* [authorization value]: open session, unseal, unlock login */
+    KW_OP_LOGIN_UNLOCK_ENABLE = 'E', /* [password, authorization value, TCTI configuration] */
+    KW_OP_LOGIN_UNLOCK_DISABLE = 'D', /* no field; from root or the user */
 
     /* Request: magic, op, field count; then per field a u32 length and the bytes. */
     KW_REQUEST_HEAD_LENGTH = 6,
@@ -38,6 +42,14 @@ enum {
      * test checks they agree). Every other non-zero status is logged as it came. */
     KW_STATUS_OK = 0,
     KW_STATUS_AUTH_FAILED = -25293, /* the keychain's password is not the login password (drift) */
+
+    /* The login unlock's authorization value: random bytes, one SHA-256 digest long. */
+    KW_LOGIN_UNLOCK_VALUE_LENGTH = 32,
 };
+
+/* Where root keeps each user's authorization value: <folder>/<uid>, the folder 0700 root and the
+ * file 0600 root (docs/login-unlock.md). The PAM module reads it; `keywell login-unlock` (run by
+ * root) writes and removes it. */
+#define KW_LOGIN_UNLOCK_FOLDER "/var/lib/keywell/login-unlock"
 
 #endif

@@ -8,6 +8,7 @@
 #include <security/pam_ext.h>
 
 static const char KW_TOKEN_DATA[] = "pam_keywell_authtok";
+static const char KW_PASSWORDLESS_DATA[] = "pam_keywell_passwordless";
 
 struct stash {
     uid_t uid;
@@ -66,4 +67,27 @@ const struct secret *kept_token(pam_handle_t *pamh, const struct passwd *pw, con
                phase, k->user, (unsigned long)k->uid, pw->pw_name, (unsigned long)pw->pw_uid);
     drop_token(pamh);
     return NULL;
+}
+
+void stash_passwordless(pam_handle_t *pamh, const struct passwd *pw)
+{
+    struct stash *k = calloc(1, sizeof *k);
+    if (k != NULL) {
+        k->uid = pw->pw_uid;
+        k->user = strdup(pw->pw_name);
+    }
+    if (k == NULL || k->user == NULL ||
+        pam_set_data(pamh, KW_PASSWORDLESS_DATA, k, stash_cleanup) != PAM_SUCCESS) {
+        stash_cleanup(pamh, k, 0);
+        pam_syslog(pamh, LOG_ERR, "cannot note a login without a password");
+    }
+}
+
+bool passwordless_auth(pam_handle_t *pamh, const struct passwd *pw)
+{
+    const void *data = NULL;
+    if (pam_get_data(pamh, KW_PASSWORDLESS_DATA, &data) != PAM_SUCCESS || data == NULL)
+        return false;
+    const struct stash *k = data;
+    return k->uid == pw->pw_uid && strcmp(k->user, pw->pw_name) == 0;
 }

@@ -8,6 +8,7 @@
 #define PAM_KEYWELL_STASH_H
 
 #include <pwd.h>
+#include <stdbool.h>
 #include <security/pam_modules.h>
 
 #include "secret.h"
@@ -21,5 +22,14 @@ void drop_token(pam_handle_t *pamh);
  * else is wiped here and NULL returned: the caller goes on as for a login without a password.
  */
 const struct secret *kept_token(pam_handle_t *pamh, const struct passwd *pw, const char *phase);
+
+/*
+ * A login whose auth phase reached the module without a password (a fingerprint, a security
+ * key, autologin): remembered for `pw`, so that open_session may unlock through the TPM for the
+ * same account only (docs/login-unlock.md, "At login"). Nothing secret is kept.
+ */
+void stash_passwordless(pam_handle_t *pamh, const struct passwd *pw);
+/* Whether auth ran without a password for `pw` (same uid and same name) in this PAM handle. */
+bool passwordless_auth(pam_handle_t *pamh, const struct passwd *pw);
 
 #endif

@@ -170,8 +170,9 @@ place completions/keywell.bash "$PREFIX/share/bash-completion/completions/keywel
 place completions/_keywell "$PREFIX/share/zsh/site-functions/_keywell" 0644
 place completions/keywell.fish "$PREFIX/share/fish/vendor_completions.d/keywell.fish" 0644
 
-# D-Bus activation: the first call to org.keywell.Keychain (or org.freedesktop.secrets) starts
-# keywelld; on a systemd session through keywelld.service (SystemdService=).
+# D-Bus activation: the first call to org.keywell.Keychain (or org.freedesktop.secrets, or KDE's
+# org.kde.kwalletd5 and org.kde.kwalletd6: docs/kwallet.md) starts keywelld; on a systemd session
+# through keywelld.service (SystemdService=).
 for file in dbus/org.*.service.in; do
   place_template "$file" "$PREFIX/share/dbus-1/services/$(basename "$file" .in)" 0644
 done
@@ -216,9 +217,10 @@ fi
 
 # Another Secret Service's activation file in a folder the bus reads later stays, shadowed by
 # ours; taking ours out (--uninstall) gives it the name back.
-for other in /usr/share/dbus-1/services/org.freedesktop.secrets.service; do
-  if [ -e "$DESTDIR$other" ] && [ "$other" != "$PREFIX/share/dbus-1/services/org.freedesktop.secrets.service" ]; then
-    echo "install: keywelld now answers org.freedesktop.secrets; $other stays and is used again after --uninstall"
+for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do
+  other=/usr/share/dbus-1/services/$name.service
+  if [ -e "$DESTDIR$other" ] && [ "$other" != "$PREFIX/share/dbus-1/services/$name.service" ]; then
+    echo "install: keywelld now answers $name; $other stays and is used again after --uninstall"
   fi
 done
 

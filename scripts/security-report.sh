@@ -6,12 +6,16 @@
 # 6 minutes once built.
 #   scripts/security-report.sh [keywell-bench security-report options…]
 #   (--fuzz-seconds N, --corrupt-files N, --section TITLE …: see keywell-bench security-report --help)
-# SCRATCH=folder picks the build folder (default .build).
+# SCRATCH=folder picks the build folder (default .build-test-switches): its binaries are test
+# builds (KEYWELL_TEST_SWITCHES=1, docs/contributing.md "Test switches"), which the D-Bus rows need
+# for the test KDF cost and a short throttle; kept apart from .build, whose release keywelld
+# ignores the switches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
 
-scratch="${SCRATCH:-.build}"
+scratch="${SCRATCH:-.build-test-switches}"
+export KEYWELL_TEST_SWITCHES=1
 echo "== build (release)" >&2
 swift build -c release --scratch-path "$scratch" --product keywelld >&2
 swift build -c release --scratch-path "$scratch" --product keywell-bench >&2

@@ -9,11 +9,15 @@ packages=(
   # `keywell` is linked statically: libdbus-1.a, libsodium.a, libstdc++ and glibc's archives
   # (libc6-dev, which gcc brings) (scripts/lib/link-keywell)
   libstdc++-12-dev
+  # keywelld seals the login unlock's key in a TPM through TSS2 (docs/login-unlock.md)
+  libtss2-dev
   # run
   dbus dbus-daemon libsodium23 libpam-runtime pinentry-tty
   # test: real clients and real PAM
   pamtester libsecret-tools python3 python3-secretstorage python3-keyring python3-dbus
   python3-pytest python3-pip git sqlite3 passwd procps psmisc util-linux sudo
+  # test: the login unlock through a software TPM (swtpm), tpm2-tools to look at one by hand
+  swtpm swtpm-tools tpm2-tools
   # test: migration from gnome-keyring (libsecret's file backend through python3-gi, and
   # git-credential-libsecret built from git's contrib source)
   python3-gi gir1.2-secret-1 libsecret-1-dev libglib2.0-dev
@@ -31,6 +35,9 @@ packages=(
   # test and benchmark: the SSH agent with real OpenSSH (a private sshd on loopback, ssh-add,
   # ssh-keygen's signatures, OpenSSH's own ssh-agent to compare against)
   openssh-client openssh-server
+  # test: KDE's wallet API through real KDE clients, and KWallet's own daemon to compare with
+  # (docs/kwallet.md)
+  kwalletcli libkf5wallet-bin
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
 )

@@ -6,7 +6,7 @@ import KeywellProtocol
 // trusted to use an item, or any application. Keywell stores and returns it; prompting
 // applications that are not on it is for keywelld to do.
 
-/// Apple's `SecTrustedApplicationRef`: one application identity (`exe:<path>;sha256=<hex>` for
+/// Apple's `SecTrustedApplicationRef`: one application identity (`exe:<path>[;sha256=<hex>]` for
 /// a program made from a path).
 // @unchecked: immutable; NSObject keeps the compiler from seeing it.
 public final class SecTrustedApplication: NSObject, @unchecked Sendable {
@@ -62,7 +62,8 @@ public final class SecKeychainItem: NSObject, @unchecked Sendable {
     public override var hash: Int { persistentReference.hashValue }
 }
 
-/// Makes a trusted application from a program's path: `exe:<real path>;sha256=<hash now>`.
+/// Makes a trusted application from a program's path: `exe:<real path>` for a program only root
+/// can replace, else `exe:<real path>;sha256=<hash now>` (docs/access-control.md).
 /// A nil path is the calling program (`/proc/self/exe`). A missing or unreadable file is
 /// errSecParam.
 ///

@@ -93,6 +93,7 @@ public enum WireCodec {
             guard let key = entry.key.stringValue, let content = entry.value.variantValue else {
                 throw .param("expected a{sv}")
             }
+            if let refusal = ValueCap.attributeName.refusal(key.utf8.count, "a key") { throw .param(refusal) }
             guard result[key] == nil else { throw .param("key \(key) appears twice") }
             result[key] = try requestValue(content, key: key, secretData: secretData)
         }
@@ -105,11 +106,13 @@ public enum WireCodec {
     /// let port = try WireCodec.requestValue(.uint16(443), key: AttributeKey.port) { Data($0) }   // .integer(443)
     /// ```
     ///
-    /// - Throws: `errSecParam` for any other type or a list longer than
-    ///   `ServiceLimits.keychainListLength`.
+    /// - Throws: `errSecParam` for any other type, a list longer than
+    ///   `ServiceLimits.keychainListLength`, or a value over its byte cap (`requestValueCap`),
+    ///   refused before it is copied.
     public static func requestValue(
         _ value: DBusValue, key: String, secretData: ([UInt8]) -> Data
     ) throws(KeychainError) -> WireValue {
+        try checkSize(of: value, key: key)
         switch value {
         case .string(let text): return .string(text)
         case .bool(let flag): return .bool(flag)
@@ -130,19 +133,52 @@ public enum WireCodec {
         }
     }
 
+    /// The byte cap of a request's value under `key`: the secret's, the label's, or any other
+    /// value's (docs/native-api.md, "Limits").
+    public static func requestValueCap(_ key: String) -> (cap: ValueCap, what: String) {
+        switch key {
+        case WireKey.valueData: (.secret, "the secret (\(key))")
+        case AttributeKey.label: (.label, "the label (\(key))")
+        default: (.attributeValue, "the value of \(key)")
+        }
+    }
+
+    /// Strings, byte arrays and each string of a list against `requestValueCap(key)`.
+    private static func checkSize(of value: DBusValue, key: String) throws(KeychainError) {
+        let (cap, what) = requestValueCap(key)
+        switch value {
+        case .string(let text):
+            if let refusal = cap.refusal(text.utf8.count, what) { throw .param(refusal) }
+        case .bytes(let bytes):
+            if let refusal = cap.refusal(bytes.count, what) { throw .param(refusal) }
+        case .array(let element, let elements) where element == .byte:
+            if let refusal = cap.refusal(elements.count, what) { throw .param(refusal) }
+        case .array(let element, let elements) where element == .string:
+            for case .string(let text) in elements {
+                if let refusal = cap.refusal(text.utf8.count, "a string of \(key)") { throw .param(refusal) }
+            }
+        default:
+            return
+        }
+    }
+
     /// An `as` argument naming keychains (`SetSearchList`).
     ///
     /// ```swift
     /// let names = try WireCodec.requestKeychainList(.stringArray(["login", "work"]))
     /// ```
     ///
-    /// - Throws: `errSecParam` for another type or more than `ServiceLimits.keychainListLength` names.
+    /// - Throws: `errSecParam` for another type, more than `ServiceLimits.keychainListLength`
+    ///   names, or one over `ServiceLimits.bytesPerKeychainName`.
     public static func requestKeychainList(_ value: DBusValue) throws(KeychainError) -> [String] {
         guard case .array(let element, let elements) = value, element == .string else {
             throw .param("expected as, got \(value.signature.rawValue)")
         }
         guard elements.count <= ServiceLimits.keychainListLength else {
             throw .param("\(elements.count) keychains; at most \(ServiceLimits.keychainListLength) are accepted")
+        }
+        for case .string(let name) in elements {
+            if let refusal = ValueCap.keychainName.refusal(name.utf8.count, "a keychain name") { throw .param(refusal) }
         }
         return elements.compactMap(\.stringValue)
     }

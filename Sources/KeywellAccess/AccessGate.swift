@@ -7,8 +7,11 @@ import Logging
 /// (docs/access-control.md "Who is asked", "No storm"). One per daemon, shared by the native
 /// API and the Secret Service.
 ///
-/// - `verdict` is the per-item check on every read: the list, then this connection's
-///   once-allowances (a dictionary lookup, taken only when the list does not trust the caller).
+/// - `verdict` is the per-item check on every read: the list, then the caller's allowances (a
+///   dictionary lookup, taken only when the list does not trust the caller). *Allow* lets that
+///   identity use those items for the session: until their keychain locks, keywelld exits or the
+///   user's last login session closes (`keychainLocked`, `sessionEnded`); a caller with no
+///   identity keeps it for its connection only.
 /// - `ask` blocks the calling worker until the person answers. One connection has at most one
 ///   question open: requests arriving meanwhile join it; after the answer, its requests within
 ///   `burstWindow` (renewed by each) get the same answer without a new question. Questions of
@@ -27,11 +30,13 @@ public final class AccessGate: @unchecked Sendable {
     private let asker: any AccessQuestionAsking
     private let persist: Persist
     private let log: Logger
+    private let naming: any ProgramNaming
     private let burstNanoseconds: UInt64
     private let timeoutSeconds: Int
 
     private let lock = ConditionLock()
-    /// Items each connection was allowed once (Allow, or Always Allow while the file catches up).
+    /// Items each grantee was allowed (Allow, or Always Allow while the file catches up), by
+    /// `Grantee.key`.
     private var allowances: [String: Set<AccessItem>] = [:]
     /// Each connection's open question or last answer.
     private var conversations: [String: Conversation] = [:]
@@ -41,11 +46,14 @@ public final class AccessGate: @unchecked Sendable {
     /// The bus the connection names are about (weak: a closed connection is not kept alive).
     private weak var current: DBusConnection?
 
+    /// `naming`: what questions and denial lines call a program (its desktop entry's name).
     public init(asker: any AccessQuestionAsking, persist: @escaping Persist, log: Logger = Logger(label: "keywelld.access"),
+                naming: any ProgramNaming = IdentityNamesOnly(),
                 burstWindow: Duration = AccessGate.burstWindow, timeoutSeconds: Int = AccessGate.questionTimeoutSeconds) {
         self.asker = asker
         self.persist = persist
         self.log = log
+        self.naming = naming
         self.burstNanoseconds = UInt64(max(0, burstWindow.components.seconds)) * 1_000_000_000
             + UInt64(max(0, burstWindow.components.attoseconds / 1_000_000_000))
         self.timeoutSeconds = max(1, timeoutSeconds)
@@ -57,7 +65,7 @@ public final class AccessGate: @unchecked Sendable {
     public func verdict(for caller: AccessCaller, item: AccessItem, list: AccessList) -> AccessVerdict {
         if list.trusts(caller) { return .allowed }
         if caller.isSandboxed { return .hidden }
-        let allowed = lock.withLock { allowances[caller.connection]?.contains(item) ?? false }
+        let allowed = lock.withLock { allowances[Grantee(caller).key]?.contains(item) ?? false }
         return allowed ? .allowed : .mustAsk
     }
 
@@ -110,11 +118,15 @@ public final class AccessGate: @unchecked Sendable {
         lock.lock()
         let now = monotonicNanoseconds()
         switch conversations[caller.connection] {
-        case .answered(let answer, let until)? where until > now:
-            conversations[caller.connection] = .answered(answer, until: now + burstNanoseconds)
-            if answer.allows { allowances[caller.connection, default: []].formUnion(unique) }
+        case .answered(let answer, let until, var denial)? where until > now:
+            // Items the burst's denial line did not name yet get a line of their own.
+            let unreported = denial.map { denial in unique.filter { !denial.reported.contains($0) } } ?? []
+            denial?.reported.formUnion(unreported)
+            conversations[caller.connection] = .answered(answer, until: now + burstNanoseconds, denial: denial)
+            if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(unique) }
             lock.unlock()
             if answer == .alwaysAllow { write(answer, for: caller, unique) }
+            if let denial, !unreported.isEmpty { reportDenial(caller, unreported, "\(denial.reason), moments ago (the same burst)") }
             return answer
         case .asking(let question)? where interactive:
             question.add(unique)
@@ -128,6 +140,7 @@ public final class AccessGate: @unchecked Sendable {
         }
         guard interactive else {
             lock.unlock()
+            reportDenial(caller, unique, "the call does not allow asking (u_AuthUI) and the access lists do not name the program")
             return .deny
         }
         let question = PendingQuestion(caller: caller, items: unique)
@@ -141,23 +154,29 @@ public final class AccessGate: @unchecked Sendable {
             // Timed out in the queue, withdrawn, or the caller left the bus meanwhile.
             if let index = queue.firstIndex(where: { $0 === question }) { queue.remove(at: index) }
             settle(question, .deny)
+            let items = question.items
             lock.unlock()
+            let why = isWithdrawn() ? Self.withdrawnReason
+                : question.callerLeft ? "the program left before its question was shown"
+                : "no answer within \(timeoutSeconds) s while another question was on screen"
+            reportDenial(caller, items, why)
             return .deny
         }
         questionsShown += 1
-        let shown = AccessQuestion(caller: caller, items: question.items)
+        let shown = AccessQuestion(caller: caller, items: question.items, naming: naming)
         lock.unlock()
 
         let remaining = Int((deadline - min(deadline, monotonicNanoseconds())) / 1_000_000_000)
-        var answer = if let withdrawal {
-            asker.ask(shown, timeoutSeconds: max(1, remaining), withdrawal: withdrawal)
-        } else {
-            asker.ask(shown, timeoutSeconds: max(1, remaining))
-        }
+        let reply = asker.reply(to: shown, timeoutSeconds: max(1, remaining), withdrawal: withdrawal)
+        var answer = reply.answer
+        var denial = reply.denialReason ?? AccessReply.answeredDeny
         if answer == .alwaysAllow, !shown.offersAlwaysAllow { answer = .allowOnce }
         // Whatever the dialog said as it closed, a withdrawn question is not the person's answer.
         let withdrawn = isWithdrawn()
-        if withdrawn { answer = .deny }
+        if withdrawn {
+            answer = .deny
+            denial = Self.withdrawnReason
+        }
 
         // Items that joined while the dialog was up get the same answer; later ones the burst's.
         lock.lock()
@@ -168,8 +187,9 @@ public final class AccessGate: @unchecked Sendable {
                 conversations[caller.connection] = nil
             }
         } else if !question.callerLeft {
-            conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds)
-            if answer.allows { allowances[caller.connection, default: []].formUnion(all) }
+            conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds,
+                                                         denial: answer == .deny ? BurstDenial(reason: denial, reported: Set(all)) : nil)
+            if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(all) }
         }
         queue.removeAll { $0 === question }
         lock.broadcast()
@@ -183,7 +203,17 @@ public final class AccessGate: @unchecked Sendable {
         log.info("access question answered", metadata: [
             "caller": "\(caller.identityString ?? "unidentified")", "items": "\(all.count)", "answer": "\(answer)",
         ])
+        if answer == .deny { reportDenial(caller, all, denial) }
         return answer
+    }
+
+    static let withdrawnReason = "the question was withdrawn (its prompt was dismissed)"
+
+    /// The one line a denial writes (docs/access-control.md, "A denial is never silent"); not
+    /// under the lock (the program name may read desktop entries).
+    private func reportDenial(_ caller: AccessCaller, _ items: [AccessItem], _ reason: String) {
+        let name = caller.identity.flatMap(naming.name(of:)) ?? caller.displayName
+        log.notice("\(AccessDenialLine(programName: name, caller: caller, items: items, reason: reason).text)")
     }
 
     /// Always Allow into the files; a failure is logged and the answer still holds for this connection.
@@ -208,11 +238,12 @@ public final class AccessGate: @unchecked Sendable {
 
     // MARK: Connections leaving
 
-    /// Forgets `connection`'s allowances and answers: it left the bus. A question of it still
-    /// waiting in the queue is dropped (Deny); one on screen finishes but is not remembered.
+    /// Forgets `connection`'s answers, and its allowances when it has no identity: it left the
+    /// bus. A question of it still waiting in the queue is dropped (Deny); one on screen
+    /// finishes but is not remembered.
     public func connectionLeft(_ connection: String) {
         lock.withLock {
-            allowances[connection] = nil
+            allowances[Grantee.connection(connection).key] = nil
             switch conversations.removeValue(forKey: connection) {
             case .asking(let question)?:
                 question.callerLeft = true
@@ -226,13 +257,30 @@ public final class AccessGate: @unchecked Sendable {
         }
     }
 
+    /// The keychain at `path` locked: every *Allow* for its items ends (docs/access-control.md,
+    /// "The question").
+    public func keychainLocked(path: String) {
+        lock.withLock {
+            for (key, items) in allowances {
+                let kept = items.filter { $0.keychain != path }
+                allowances[key] = kept.isEmpty ? nil : kept
+            }
+        }
+    }
+
+    /// The user's last login session closed: every *Allow* ends.
+    public func sessionEnded() {
+        lock.withLock { allowances.removeAll() }
+    }
+
     /// Follows callers leaving `connection`'s bus (NameOwnerChanged). A different connection than
     /// before forgets everything: a new bus numbers its connections afresh.
     public func watch(_ connection: DBusConnection) throws(DBusError) {
         let isNew = lock.withLock { () -> Bool in
             guard current !== connection else { return false }
             current = connection
-            allowances.removeAll()
+            // Connection names are the old bus's; identities stay the same programs.
+            allowances = allowances.filter { Grantee.isIdentity($0.key) }
             conversations = conversations.filter { if case .asking = $0.value { true } else { false } }
             return true
         }
@@ -244,10 +292,38 @@ public final class AccessGate: @unchecked Sendable {
     }
 }
 
+/// Who an *Allow* is remembered for: the caller's identity, or its connection when it has none.
+private enum Grantee {
+    case identity(String)
+    case connection(String)
+
+    init(_ caller: AccessCaller) {
+        self = caller.identityString.map(Grantee.identity) ?? .connection(caller.connection)
+    }
+
+    /// One dictionary key per grantee; the two kinds cannot collide (`exe:…` never starts with a space).
+    var key: String {
+        switch self {
+        case .identity(let identity): identity
+        case .connection(let name): " " + name
+        }
+    }
+
+    static func isIdentity(_ key: String) -> Bool { !key.hasPrefix(" ") }
+}
+
 private enum Conversation {
     case asking(PendingQuestion)
-    /// The last answer, which applies to the connection's requests until `until` (monotonic ns).
-    case answered(AccessAnswer, until: UInt64)
+    /// The last answer, which applies to the connection's requests until `until` (monotonic ns),
+    /// and for a Deny, why and which items its log lines named.
+    case answered(AccessAnswer, until: UInt64, denial: BurstDenial?)
+}
+
+/// A Deny that holds for a burst: its reason, and the items a denial line named already (each
+/// denied item is logged once per burst; the set is at most the items asked about in it).
+private struct BurstDenial {
+    let reason: String
+    var reported: Set<AccessItem>
 }
 
 /// One connection's open question; guarded by the gate's lock.

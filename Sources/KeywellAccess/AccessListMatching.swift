@@ -1,18 +1,40 @@
 import KeywellProtocol
 
 extension AccessList {
-    /// Whether the list trusts `caller`: it is open to any application, or names the caller's
-    /// identity, or (for an interpreter running a script) names the interpreter alone, which
-    /// trusts it whatever script it runs. Linear in the list, at most `maxApplications` entries.
+    /// Whether the list trusts `caller`: it is open to any application, or one of its entries
+    /// names the caller (`AccessCaller.isNamed(by:)`). Linear in the list, at most
+    /// `maxApplications` entries.
     public func trusts(_ caller: AccessCaller) -> Bool {
         switch self {
         case .anyApplication:
             return !caller.isSandboxed
         case .applications(let identities):
-            guard let own = caller.identityString else { return false }
-            if identities.contains(own) { return true }
-            if let program = caller.programString { return identities.contains(program) }
-            return false
+            guard caller.identityString != nil else { return false }
+            return identities.contains { caller.isNamed(by: $0) }
         }
+    }
+}
+
+extension AccessCaller {
+    /// Whether a list entry names this caller (docs/access-control.md, "Who is asked"): it is the
+    /// caller's identity, or (for an interpreter running a script) the interpreter's alone, which
+    /// trusts it whatever script it runs. For a program only root can replace, also an entry
+    /// written while it was named with a hash: the same name with `;sha256=<any hex>` after the
+    /// path. Any other caller is matched exactly, hash included.
+    func isNamed(by entry: String) -> Bool {
+        if entry == identityString || entry == programString { return true }
+        guard let prefix = hashedEntryPrefix, entry.hasPrefix(prefix) else { return false }
+        let afterPrefix = entry.utf8.dropFirst(prefix.utf8.count)
+        let digits = afterPrefix.prefix { $0.isHexDigit }
+        guard !digits.isEmpty else { return false }
+        let rest = afterPrefix.dropFirst(digits.count)
+        return rest.isEmpty || rest.elementsEqual(scriptPart.utf8)
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 }

@@ -1,17 +1,20 @@
 import KeywellIdentity
 import KeywellProtocol
 
-/// One access question as the person sees it (docs/access-control.md "The question"): who asks,
-/// for which items, and the words every prompter shows. The prompter (pinentry, gcr) only
-/// escapes and displays them.
+/// One access question as the person sees it (docs/access-control.md "The question", "The
+/// words"): who asks, for which items, and the words every prompter shows. The prompter
+/// (pinentry, gcr) only escapes and displays them.
 public struct AccessQuestion: Sendable {
     public let caller: AccessCaller
     /// The items asked about, the first one named, the others counted.
     public let items: [AccessItem]
+    /// The program as people know it: its desktop entry's `Name=`, else the identity's own name.
+    public let programName: String
 
-    public init(caller: AccessCaller, items: [AccessItem]) {
+    public init(caller: AccessCaller, items: [AccessItem], naming: any ProgramNaming = IdentityNamesOnly()) {
         self.caller = caller
         self.items = items
+        self.programName = caller.identity.flatMap(naming.name(of:)) ?? caller.displayName
     }
 
     public static let title = "Keychain access"
@@ -19,47 +22,50 @@ public struct AccessQuestion: Sendable {
     public static let alwaysAllowButton = "Always Allow"
     public static let denyButton = "Deny"
 
-    /// `“<app>” wants to use your confidential information stored in “<label>” in your keychain.`,
-    /// `and N more items` for several, then the identity and how strong it is on lines of their own.
-    /// Plain text with newlines: a prompter escapes it for its own protocol.
+    /// `“<program>” wants to use “<label>” [and N more items] from your keychain “<path>”.`, then
+    /// whether the program changed since the items trusted it, then what the answers do. Plain
+    /// text with newlines: a prompter escapes it for its own protocol. No identity, no hash.
     public var description: String {
-        let label = Self.shown(items.first?.label ?? "")
+        let program = DialogText.line(programName)
+        let label = DialogText.line(items.first?.label ?? "")
         let more = items.count > 1 ? " and \(items.count - 1) more item\(items.count == 2 ? "" : "s")" : ""
-        var text = "“\(Self.shown(caller.displayName))” wants to use your confidential information stored in “\(label)”\(more) in your keychain."
-        if let identity = caller.identity {
-            text += "\n\n\(Self.shown(identity.string, limit: Self.identityLimit))\n"
-            switch identity.strength {
-            case .strong: text += "Identity: strong. \(identity.strengthReason)"
-            case .weak: text += "Identity: weak, \(identity.strengthReason)"
-            }
-            if let note = identity.note { text += "\n\(Self.shown(note, limit: Self.identityLimit))" }
+        var text = "“\(program)” wants to use “\(label)”\(more) from your \(keychainWords)."
+        if programChanged {
+            let those = items.count > 1 ? "these items" : "this item"
+            text += "\n\n“\(program)” has changed since \(those) trusted it: it was updated, or another program took its place."
+        }
+        if offersAlwaysAllow {
+            text += "\n\nAllow lets it use \(items.count > 1 ? "them" : "it") until the keychain locks; Always Allow, from now on."
         } else {
             text += "\n\nThe program could not be identified: Always Allow is not offered."
         }
         return text
     }
 
-    /// Characters of a label or app name shown; longer ones end in "…" so that they cannot push
-    /// the identity out of the dialog.
-    static let nameLimit = 200
-    static let identityLimit = 1200
-
-    /// `text` as one line of the dialog: a label or a path is the caller's to choose, so line
-    /// breaks and other control characters become U+FFFD and cannot forge lines of their own.
-    static func shown(_ text: String, limit: Int = nameLimit) -> String {
-        var result = String.UnicodeScalarView()
-        var count = 0
-        for scalar in text.unicodeScalars {
-            guard count < limit else {
-                result.append("…")
-                break
-            }
-            let isControl = scalar.properties.generalCategory == .control
-                || scalar.properties.generalCategory == .lineSeparator || scalar.properties.generalCategory == .paragraphSeparator
-            result.append(isControl ? "\u{FFFD}" : scalar)
-            count += 1
+    /// `keychain “<path>”`, as `keywell list-keychains` prints it; for items of several
+    /// keychains, the first and how many more.
+    private var keychainWords: String {
+        var keychains: [String] = []
+        for item in items where !keychains.contains(item.keychain) {
+            keychains.append(item.keychain)
+            if keychains.count > Self.keychainsCounted { break }
         }
-        return String(result)
+        let first = DialogText.line(keychains.first ?? "")
+        guard keychains.count > 1 else { return "keychain “\(first)”" }
+        let others = keychains.count - 1
+        let count = keychains.count > Self.keychainsCounted ? "more" : "\(others) more"
+        return "keychain “\(first)” and \(count) keychain\(others == 1 ? "" : "s")"
+    }
+
+    /// Keychains counted by name in one question; beyond that, "more".
+    private static let keychainsCounted = 64
+
+    /// Whether an item asked about trusts this program as it was before a change: an identity
+    /// with the same path (and script) and another hash (docs/access-control.md, "The words").
+    public var programChanged: Bool {
+        guard let own = caller.identityString else { return false }
+        let unhashed = AccessList.unhashed(own)
+        return items.contains { item in item.trusted.contains { $0 != own && AccessList.unhashed($0) == unhashed } }
     }
 
     /// Whether Always Allow can be answered: only an identified caller can join a list.
@@ -76,10 +82,38 @@ public protocol AccessQuestionAsking: Sendable {
     /// `ask(_:timeoutSeconds:)` that closes the dialog, answering `.deny`, when `withdrawal` is
     /// withdrawn meanwhile. The default cannot close it: the dialog runs to its answer.
     func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer
+
+    /// The answer and, for a Deny, why (for the log line every denial writes). The default
+    /// says the person answered Deny.
+    func reply(to question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal?) -> AccessReply
 }
 
 extension AccessQuestionAsking {
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
         ask(question, timeoutSeconds: timeoutSeconds)
     }
+
+    public func reply(to question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal?) -> AccessReply {
+        let answer = if let withdrawal {
+            ask(question, timeoutSeconds: timeoutSeconds, withdrawal: withdrawal)
+        } else {
+            ask(question, timeoutSeconds: timeoutSeconds)
+        }
+        return AccessReply(answer, denial: AccessReply.answeredDeny)
+    }
+}
+
+/// An answer with the reason a Deny came about.
+public struct AccessReply: Sendable {
+    public let answer: AccessAnswer
+    /// Why the answer is Deny ("answered Deny", "no dialog could be shown: …"); nil otherwise.
+    public let denialReason: String?
+
+    public init(_ answer: AccessAnswer, denial reason: String) {
+        self.answer = answer
+        self.denialReason = answer == .deny ? reason : nil
+    }
+
+    public static let answeredDeny = "answered Deny"
+    public static func noDialog(_ why: String) -> String { "no dialog could be shown: \(why)" }
 }

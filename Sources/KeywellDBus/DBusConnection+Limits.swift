@@ -1,3 +1,5 @@
+import CDBus
+
 /// What a serving connection allows one incoming call: how many values its arguments may
 /// decode to, and how long its handler works before giving up; and whether it notices callers
 /// leaving the bus.
@@ -15,6 +17,15 @@ extension DBusConnection {
     public var maximumDecodedValuesPerCall: Int {
         get { stateLock.withLock { limits.decodedValues } }
         set { stateLock.withLock { limits.decodedValues = newValue } }
+    }
+
+    /// Most bytes one incoming message may have; libdbus drops the connection when a peer
+    /// sends a bigger one, before reading it whole. For connections to a single peer (the
+    /// direct socket): on a bus connection any client's big message would drop the whole bus.
+    /// libdbus's default is the wire format's maximum, 128 MiB.
+    public var maximumMessageSize: Int {
+        get { Int(dbus_connection_get_max_message_size(raw)) }
+        set { dbus_connection_set_max_message_size(raw, newValue) }
     }
 
     /// Subscribes to callers leaving the bus, so that `checkStillWanted()` of their calls still

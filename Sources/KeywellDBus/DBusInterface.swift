@@ -17,6 +17,18 @@ public struct DBusInterface: Sendable, Hashable {
     }
 
     public func method(named name: String) -> DBusMethod? { methods.first { $0.name == name } }
+
+    /// The method a call names: among overloads (one name, several input signatures, as
+    /// KWallet's `close` and `writeEntry`), the one whose signature the call carries; else the
+    /// first of that name, so that a wrong signature is refused against it.
+    public func method(named name: String, signature: DBusSignature) -> DBusMethod? {
+        var first: DBusMethod?
+        for method in methods where method.name == name {
+            if method.inputSignature == signature { return method }
+            if first == nil { first = method }
+        }
+        return first
+    }
     public func property(named name: String) -> DBusProperty? { properties.first { $0.name == name } }
 }
 

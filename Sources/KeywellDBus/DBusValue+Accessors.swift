@@ -204,3 +204,17 @@ extension Array where Element == DBusValue {
         return result
     }
 }
+
+extension Array where Element == DBusValue {
+    /// An `i` argument (the signature was checked, so a mismatch is a bug of the caller's table).
+    public func int32(at index: Int) throws(DBusError) -> Int32 {
+        guard let value = try argument(index).int32Value else { throw .invalidArgs("Argument \(index) is not an int32") }
+        return value
+    }
+
+    /// An `x` argument.
+    public func int64(at index: Int) throws(DBusError) -> Int64 {
+        guard let value = try argument(index).int64Value else { throw .invalidArgs("Argument \(index) is not an int64") }
+        return value
+    }
+}

@@ -62,7 +62,7 @@ enum MethodDispatcher {
                 call.reply(error: .unknownInterface("No interface \(interfaceName) at \(call.path)"))
                 return
             }
-            guard let method = interface.method(named: call.member) else {
+            guard let method = interface.method(named: call.member, signature: call.signature) else {
                 call.reply(error: unknownMethod(call))
                 return
             }
@@ -73,7 +73,7 @@ enum MethodDispatcher {
                 run(.worker) { introspect(call, object: object, interfaces: interfaces, registry: registry) }
                 return
             }
-            guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member) }).first else {
+            guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member, signature: call.signature) }).first else {
                 call.reply(error: unknownMethod(call))
                 return
             }

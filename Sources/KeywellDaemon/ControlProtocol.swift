@@ -17,6 +17,10 @@ enum ControlProtocol {
         case closeSession
         case changePassword
         case ping
+        /// The login unlock through the TPM (docs/login-unlock.md).
+        case openSessionWithTPM
+        case enableLoginUnlock
+        case disableLoginUnlock
 
         /// The op's letter on the wire.
         var rawValue: UInt8 {
@@ -25,6 +29,9 @@ enum ControlProtocol {
             case .closeSession: UInt8(KW_OP_CLOSE_SESSION)
             case .changePassword: UInt8(KW_OP_CHANGE_PASSWORD)
             case .ping: UInt8(KW_OP_PING)
+            case .openSessionWithTPM: UInt8(KW_OP_OPEN_SESSION_TPM)
+            case .enableLoginUnlock: UInt8(KW_OP_LOGIN_UNLOCK_ENABLE)
+            case .disableLoginUnlock: UInt8(KW_OP_LOGIN_UNLOCK_DISABLE)
             }
         }
 
@@ -37,8 +44,19 @@ enum ControlProtocol {
         var acceptedFieldCounts: ClosedRange<Int> {
             switch self {
             case .openSession: 0...1
-            case .closeSession, .ping: 0...0
+            case .closeSession, .ping, .disableLoginUnlock: 0...0
             case .changePassword: 2...2
+            case .openSessionWithTPM: 1...1
+            case .enableLoginUnlock: 3...3
+            }
+        }
+
+        /// Ops only root (the login process, or `keywell login-unlock` run by root) may send:
+        /// they carry the authorization value that the user's own processes must never hold.
+        var rootOnly: Bool {
+            switch self {
+            case .openSessionWithTPM, .enableLoginUnlock: true
+            default: false
             }
         }
     }

@@ -5,6 +5,7 @@ import KeywellDBus
 import KeywellIdentity
 import KeywellProtocol
 import KeywellSecretService
+import KeywellSystem
 import Logging
 
 /// `keywelld`: wires the engine, the session bus, the control socket and the timers together.
@@ -45,7 +46,8 @@ public enum DaemonMain {
         ProcessHardening.apply()
         MallocTuning.limitArenas()
         let level: Logger.Level = options.verbose ? .debug : .info
-        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level) }
+        let logDestination = DaemonLogFile(environment: ProcessInfo.processInfo.environment)
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level, destination: logDestination) }
         let logger = Logger(label: "keywelld")
 
         let environment = ProcessInfo.processInfo.environment
@@ -86,6 +88,7 @@ final class Daemon: @unchecked Sendable {
     let emitter: SignalEmitter
     let autoLock: AutoLock
     let sessions: LoginSessions
+    let loginUnlock: LoginUnlock
     let busLink: SessionBusLink
     let sleepWatcher: SleepWatcher
     let screenLockWatcher: ScreenLockWatcher
@@ -111,13 +114,14 @@ final class Daemon: @unchecked Sendable {
         self.environment = environment
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
-        store = try KeychainStore(paths: paths, kdf: Self.kdfParameters(environment), logger: Logger(label: "keywell.core"))
+        store = try KeychainStore(paths: paths, kdf: TestSwitches.kdfParameters(environment), logger: Logger(label: "keywell.core"))
         trimmer = IdleTrimmer(logger: logger, releaseCaches: { [store] in store.releasePageCaches() })
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
         // One throttle for every way a password is checked: native calls, PAM, prompts.
-        let throttle = PasswordThrottle(environment: environment)
+        let throttle = TestSwitches.throttleUnit(environment).map { PasswordThrottle(unit: $0) } ?? PasswordThrottle()
         sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
+        loginUnlock = LoginUnlock(store: store, throttle: throttle, environment: environment, logger: logger)
         let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
         // Access control, one for both faces (docs/access-control.md).
@@ -126,12 +130,17 @@ final class Daemon: @unchecked Sendable {
         // Always Allow: the identity joins each item's list in its keychain file.
         accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
             try store.trust(identity, items: items.map(\.reference))
-        }, log: logger)
+        }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)))
+        sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
-        store.onEvent = { [emitter, secretService, trimmer] event in
-            if case .locked = event { trimmer.trimSoon() }
+        store.onEvent = { [emitter, secretService, trimmer, store, accessGate] event in
+            if case .locked(let keychain) = event {
+                trimmer.trimSoon()
+                // Allow lasts until the keychain locks (docs/access-control.md, "The question").
+                if let path = store.keychainFilePath(forOutputName: keychain) { accessGate.keychainLocked(path: path) }
+            }
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
             // A face's clients get its signals before the reply to the call that caused them
@@ -157,14 +166,15 @@ final class Daemon: @unchecked Sendable {
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration, gate: accessGate)
         nativeObject = object
-        callDeadline = Self.callDeadline(environment)
+        let deadline = TestSwitches.callDeadline(environment) ?? ServiceLimits.callDeadline
+        callDeadline = deadline
         screenLockWatcher = ScreenLockWatcher(store: store, logger: logger)
         sleepWatcher = SleepWatcher(store: store, screenLock: screenLockWatcher, logger: logger)
         let runtimeDirectory = paths.runtimeDirectory.deletingLastPathComponent().path
         let busAddress = DBusConnection.sessionBusAddress(environment: ["XDG_RUNTIME_DIR": runtimeDirectory].merging(environment) { $1 })
         busLink = SessionBusLink(address: busAddress ?? "unix:path=\(runtimeDirectory)/bus", object: object, emitter: emitter,
-                                 logger: logger, claimDelay: Self.testClaimDelay(environment),
-                                 callDeadline: Self.callDeadline(environment), prepare: { [secretService, screenLockWatcher, accessGate, logger] connection in
+                                 logger: logger, claimDelay: TestSwitches.claimDelay(environment),
+                                 callDeadline: deadline, prepare: { [secretService, screenLockWatcher, accessGate, logger] connection in
             accessQuestions.use(connection)
             do throws(DBusError) {
                 try accessGate.watch(connection)
@@ -177,29 +187,6 @@ final class Daemon: @unchecked Sendable {
             fatal.stop("\(message); exiting")
         })
         try openControlSocket(in: paths.runtimeDirectory.path)
-    }
-
-    /// `KEYWELL_TEST_FAST_KDF=1`: libsodium's minimum Argon2id cost for keychains this daemon
-    /// creates or re-wraps. For test suites only (they create hundreds of keychains); never set
-    /// it for real keychains. Existing keychains always open with the cost stored in them.
-    static func kdfParameters(_ environment: [String: String]) -> KDFParameters {
-        environment["KEYWELL_TEST_FAST_KDF"] == "1" ? .fastForTests : .default
-    }
-
-    /// `KEYWELL_TEST_CLAIM_DELAY_MS=N`: wait N ms after connecting to a bus before claiming the
-    /// name, holding the instance lock meanwhile. For tests of the activation race only.
-    static func testClaimDelay(_ environment: [String: String]) -> Duration? {
-        guard let text = environment["KEYWELL_TEST_CLAIM_DELAY_MS"], let milliseconds = Int(text), milliseconds > 0 else { return nil }
-        return .milliseconds(min(milliseconds, 60_000))
-    }
-
-    /// `ServiceLimits.callDeadline`, or for tests `KEYWELL_TEST_CALL_DEADLINE_MS` (0 makes every
-    /// long call give up at its first check, which shows that it checks).
-    static func callDeadline(_ environment: [String: String]) -> Duration {
-        guard let text = environment["KEYWELL_TEST_CALL_DEADLINE_MS"], let milliseconds = Int(text), milliseconds >= 0 else {
-            return ServiceLimits.callDeadline
-        }
-        return .milliseconds(min(milliseconds, 600_000))
     }
 
     /// The single-instance lock, then the PAM module's socket: both before the bus, which may not
@@ -224,10 +211,11 @@ final class Daemon: @unchecked Sendable {
         runtimeFolder = folder
         do {
             let sessions = self.sessions
+            let loginUnlock = self.loginUnlock
             let trimmer = self.trimmer
             let server = try ControlSocketServer(path: folder.controlSocketPath, logger: logger) { request, sender in
                 trimmer.noteActivity()
-                return Daemon.serve(request, from: sender, sessions: sessions)
+                return Daemon.serve(request, from: sender, sessions: sessions, loginUnlock: loginUnlock)
             }
             server.start()
             controlServer = server
@@ -258,12 +246,20 @@ final class Daemon: @unchecked Sendable {
     }
 
     private static func serve(_ request: ControlProtocol.Request, from sender: LoginSessions.Sender,
-                              sessions: LoginSessions) -> LoginSessions.Outcome {
-        switch request.operation {
+                              sessions: LoginSessions, loginUnlock: LoginUnlock) -> LoginSessions.Outcome {
+        if request.operation.rootOnly, sender != .root {
+            return LoginSessions.Outcome(status: SecStatus.wrPerm, message: "only root may send this request")
+        }
+        return switch request.operation {
         case .openSession: sessions.openSession(password: request.fields.first, from: sender)
         case .closeSession: sessions.closeSession()
         case .changePassword: sessions.changePassword(old: request.fields[0], new: request.fields[1], from: sender)
         case .ping: .ok("keywelld \(DaemonOptions.version)")
+        case .openSessionWithTPM: sessions.openSession(tpmAuthorization: request.fields[0], unlocking: loginUnlock)
+        case .enableLoginUnlock:
+            loginUnlock.enable(password: request.fields[0], authValue: request.fields[1],
+                               tcti: String(decoding: request.fields[2].withUnsafeBytes { Data($0) }, as: UTF8.self))
+        case .disableLoginUnlock: loginUnlock.disable()
         }
     }
 
@@ -321,6 +317,8 @@ final class Daemon: @unchecked Sendable {
         do {
             directServer = try DBusPeerServer(path: folder.directSocketPath, prepare: { connection in
                 connection.applyServiceLimits(callDeadline: deadline)
+                // Only here: on the bus connection a lower cap would let any client drop keywelld off the bus.
+                connection.maximumMessageSize = ServiceLimits.bytesPerMessage
                 do throws(DBusError) {
                     try connection.register(object, at: KeywellNames.objectPath)
                 } catch {

@@ -49,7 +49,7 @@ final class LoginSessions: Sendable {
     private struct SessionState {
         var openSessions = 0
         var driftedLoginPassword: SecretBytes?
-        var lastSessionClosed: (@Sendable () -> Void)?
+        var lastSessionClosed: [@Sendable () -> Void] = []
         var loginPasswordHandler: (@Sendable (SecretBytes) -> Void)?
     }
 
@@ -64,10 +64,11 @@ final class LoginSessions: Sendable {
 
     var sessionCount: Int { state.withLock { $0.openSessions } }
 
-    /// Runs when a close leaves no session open (the Secret Service forgets its in-memory
-    /// `session` collection then); on the control request's thread, before the answer goes out.
+    /// Adds what runs when a close leaves no session open (the Secret Service forgets its
+    /// in-memory `session` collection then, access control every Allow); on the control
+    /// request's thread, before the answer goes out.
     func onLastSessionClosed(_ handler: @escaping @Sendable () -> Void) {
-        state.withLock { $0.lastSessionClosed = handler }
+        state.withLock { $0.lastSessionClosed.append(handler) }
     }
 
     /// Runs (it must not block: it starts its own work) when a password sent with `O` opened
@@ -113,6 +114,21 @@ final class LoginSessions: Sendable {
         }
     }
 
+    /// `T`: one more session, then `login` unlocked through the TPM with the authorization value
+    /// root sent (docs/login-unlock.md, "At login"). The session counts whatever happens next.
+    func openSession(tpmAuthorization authValue: SecretBytes, unlocking loginUnlock: LoginUnlock) -> Outcome {
+        serial.withLock { _ -> Outcome in
+            let count = state.withLock { state -> Int in
+                state.openSessions += 1
+                return state.openSessions
+            }
+            logger.info("session opened without a password (\(count) open)")
+            let outcome = loginUnlock.unlock(authValue: authValue)
+            if outcome.status == SecStatus.success { autoLock.rearm() }
+            return outcome
+        }
+    }
+
     /// `O` whose password did not open `login` (wrong, or not checked inside a guessing delay).
     private func loginStaysLocked(_ error: KeychainError, loginPassword: SecretBytes, from sender: Sender) -> Outcome {
         let refused = PasswordThrottle.isRefusal(error)
@@ -140,7 +156,7 @@ final class LoginSessions: Sendable {
             }
             logger.info("session closed (\(remaining) open)")
             guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
-            if let handler = state.withLock({ $0.lastSessionClosed }) { handler() }
+            for handler in state.withLock({ $0.lastSessionClosed }) { handler() }
             // Logout ends AfterFirstUnlock in every keychain, not only in login.
             store.dropSessionSecrets()
             do throws(KeychainError) {

@@ -31,7 +31,7 @@ struct NativeAccessScreen: ItemAccessScreening {
             throw KeychainError(SecStatus.interactionNotAllowed,
                                 detail: "this application is not trusted by the item's access list and the call forbids asking (u_AuthUI)")
         }
-        throw KeychainError(SecStatus.authFailed, detail: "access to the item was denied")
+        throw KeychainError.accessDenied
     }
 }
 

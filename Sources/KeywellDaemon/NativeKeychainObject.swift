@@ -87,6 +87,7 @@ final class NativeKeychainObject: DBusObject {
         }
         let movedOff = MoveOffIOThread()
         do throws(KeychainError) {
+            try NativeArgumentCaps.check(call.arguments, of: method)
             let values = try perform(method, call.arguments, call, &afterReply, movedOff)
             call.reply(values)
             log(call, caller: caller, outcome: "ok", level: level, since: start)
@@ -298,7 +299,10 @@ final class NativeKeychainObject: DBusObject {
         let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
         // Arguments are never logged (they may hold secrets), only the keychain a call names.
         var subject = call.member
-        if call.member != NativeMethod.setSearchList.name, let keychain = call.arguments.first?.stringValue { subject += " \"\(keychain)\"" }
+        if call.member != NativeMethod.setSearchList.name, let keychain = call.arguments.first?.stringValue,
+           NativeArgumentCaps.isLoggable(keychain) {
+            subject += " \"\(keychain)\""
+        }
         var metadata: Logger.Metadata = [
             "caller": "\(caller ?? callers.describe(call.sender, on: call.connection))",
             "us": "\(microseconds)",

@@ -3,16 +3,18 @@ import Logging
 import Synchronization
 
 /// One line per message on stderr (`keywelld[pid] level: message key=value`): what journald
-/// and a terminal want. Callers never pass secrets; nothing here could tell one from a name.
+/// and a terminal want; into a file when stderr is not open (`DaemonLogFile`). Callers never
+/// pass secrets; nothing here could tell one from a name.
 struct StderrLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
     private let prefix: String
-    private static let writing = Mutex(())
+    private let destination: DaemonLogFile
 
-    init(label: String, level: Logger.Level) {
+    init(label: String, level: Logger.Level, destination: DaemonLogFile) {
         self.logLevel = level
         self.prefix = "keywelld[\(getpid())]"
+        self.destination = destination
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -25,8 +27,6 @@ struct StderrLogHandler: LogHandler {
         let all = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
         for key in all.keys.sorted() { line += " \(key)=\(all[key]!)" }
         line += "\n"
-        let bytes = Array(line.utf8)
-        // One write per line, so lines from several threads never interleave.
-        Self.writing.withLock { _ in _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) } }
+        destination.write(Array(line.utf8))
     }
 }

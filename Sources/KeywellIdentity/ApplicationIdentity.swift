@@ -1,3 +1,5 @@
+import KeywellProtocol
+
 /// Who a D-Bus caller is, as access control names it (docs/access-control.md "Identities"):
 /// one string, used as is in prompts, access lists, logs and the native API.
 public struct ApplicationIdentity: Sendable, Hashable {
@@ -7,7 +9,9 @@ public struct ApplicationIdentity: Sendable, Hashable {
         /// A Snap app: its AppArmor label as the bus reports it (`snap.firefox.firefox`).
         case snap(label: String, enforced: Bool)
         /// Anything else: the running executable and, for an interpreter, the script it runs.
-        case executable(path: String, sha256: String, script: Script?)
+        /// `sha256` is nil for a program only root can replace (docs/access-control.md,
+        /// "Programs only root can replace"): its path names it whatever root puts there.
+        case executable(path: String, sha256: String?, script: Script?)
     }
 
     /// The script an interpreter runs, as found in its command line.
@@ -31,13 +35,13 @@ public struct ApplicationIdentity: Sendable, Hashable {
     public init(_ kind: Kind) { self.kind = kind }
 
     /// The identity string: `flatpak:<app id>`, `snap:<label>` or
-    /// `exe:<path>;sha256=<hex>[;script=<path>;script-sha256=<hex>]`.
+    /// `exe:<path>[;sha256=<hex>][;script=<path>;script-sha256=<hex>]`.
     public var string: String {
         switch kind {
         case .flatpak(let appID): return "flatpak:\(appID)"
         case .snap(let label, _): return "snap:\(label)"
         case .executable(let path, let sha256, let script):
-            var text = "exe:\(path);sha256=\(sha256)"
+            var text = AccessList.executableIdentity(path: path, sha256Hex: sha256)
             if case .file(let scriptPath, let scriptHash) = script {
                 text += ";script=\(scriptPath);script-sha256=\(scriptHash)"
             }
@@ -63,6 +67,9 @@ public struct ApplicationIdentity: Sendable, Hashable {
             return "AppArmor confines the snap to its profile, which names it."
         case .snap(_, false):
             return "the snap's AppArmor profile is in complain mode: it logs instead of confining."
+        case .executable(_, nil, _):
+            return "only root can replace this program, so its updates keep its name; but any program of yours "
+                + "can run it with LD_PRELOAD, or debug it with ptrace where kernel.yama.ptrace_scope allows, and act as it."
         case .executable:
             return "any program of yours can run this executable with LD_PRELOAD, or debug it with ptrace "
                 + "where kernel.yama.ptrace_scope allows, and act as it."

@@ -1,6 +1,7 @@
 import CProcessPinning
 import Foundation
 import KeywellDBus
+import KeywellSystem
 
 /// Works out a D-Bus caller's `ApplicationIdentity` (docs/access-control.md "How a caller is
 /// identified"): the bus's credentials for the connection, the process pinned with a pidfd,
@@ -93,7 +94,8 @@ public struct IdentityResolver: Sendable {
         let executable = try pin.open("exe", flags: O_RDONLY)
         defer { close(executable) }
         let path = try ProcessPin.path(of: executable)
-        let sha256 = try digests.sha256(of: executable)
+        // A program only root can replace is named by its path: it is not hashed at all.
+        let sha256 = RootOnlyProgram.isRootOnly(executable, path: path) ? nil : try digests.sha256(of: executable)
         var script: ApplicationIdentity.Script?
         if let interpreter = InterpreterCommandLine.interpreter(forExecutable: path) {
             script = try self.script(of: pin, interpreter: interpreter, root: root)

@@ -1,5 +1,6 @@
 import CSodium
 import KeywellProtocol
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -9,8 +10,9 @@ import Glibc
 /// `SecTrustedApplicationCreateFromPath` trust (docs/access-control.md).
 public enum ExecutableIdentity {
     /// The identity of the file at `path` (relative paths from the working directory), or
-    /// `errSecParam` naming the path when it is missing or not a readable regular file.
-    /// Reads the file once, in blocks: linear in its size.
+    /// `errSecParam` naming the path when it is missing or not a readable regular file. A
+    /// program only root can replace, judged on its real path as keywelld judges a caller, is
+    /// named by that path; any other is read once, in blocks (linear in its size), and hashed.
     public static func of(path: String) throws(KeychainError) -> String {
         guard let resolved = realpath(path, nil) else {
             throw .param("\(path): \(String(cString: strerror(errno)))")
@@ -24,6 +26,7 @@ public enum ExecutableIdentity {
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
             throw .param("\(real) is not a regular file")
         }
+        if RootOnlyProgram.isRootOnly(descriptor, path: real) { return AccessList.executableIdentity(path: real, sha256Hex: nil) }
         guard sodium_init() >= 0 else { throw KeychainError(SecStatus.notAvailable, detail: "libsodium did not start") }
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)

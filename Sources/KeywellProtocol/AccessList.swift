@@ -1,5 +1,5 @@
 /// An item's access list (docs/access-control.md, "Access lists on items"): any application, or
-/// the application identities it trusts, in order (`flatpak:…`, `snap:…`, `exe:<path>;sha256=<hex>`).
+/// the application identities it trusts, in order (`flatpak:…`, `snap:…`, `exe:<path>[;sha256=<hex>]`).
 /// Stored with the item and covered by its integrity MAC; enforcement comes later.
 public enum AccessList: Sendable, Hashable {
     /// Every application may use the item (items older than access lists, migrated items, items
@@ -54,15 +54,34 @@ public enum AccessList: Sendable, Hashable {
         }
     }
 
-    /// The identity of a program that is not sandboxed: its absolute path (symlinks resolved) and
-    /// the SHA-256 of its contents in 64 lowercase hex digits; another hash is another program.
-    public static func executableIdentity(path: String, sha256Hex: String) -> String {
-        "exe:\(path);sha256=\(sha256Hex)"
+    /// The identity of a program that is not sandboxed (docs/access-control.md, "Identities"):
+    /// `exe:` and its absolute path (symlinks resolved), then, unless only root can replace it
+    /// (`sha256Hex` nil), `;sha256=` and the SHA-256 of its contents in 64 lowercase hex digits:
+    /// another hash is another program.
+    public static func executableIdentity(path: String, sha256Hex: String?) -> String {
+        guard let sha256Hex else { return "exe:\(path)" }
+        return "exe:\(path)\(executableHashField)\(sha256Hex)"
     }
+
+    /// What stands between a program's path and its hash in its identity.
+    public static let executableHashField = ";sha256="
 
     /// The identities trusted; nil for any application.
     public var applications: [String]? {
         if case .applications(let identities) = self { return identities }
         return nil
+    }
+}
+
+extension AccessList {
+    /// An identity without its hashes (`;sha256=<hex>`, `;script-sha256=<hex>`): two identities
+    /// alike but for these are one program before and after a change (docs/access-control.md,
+    /// "The words"). Paths cannot hold `;`, so the parts split cleanly.
+    public static func unhashed(_ identity: String) -> Substring {
+        guard identity.hasPrefix("exe:") else { return Substring(identity) }
+        let kept = identity.split(separator: ";", omittingEmptySubsequences: false).filter {
+            !$0.hasPrefix("sha256=") && !$0.hasPrefix("script-sha256=")
+        }
+        return Substring(kept.joined(separator: ";"))
     }
 }

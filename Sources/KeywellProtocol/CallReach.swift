@@ -88,3 +88,26 @@ extension SecretServiceProtocol {
         interface == collectionInterface ? .shared(action: "rename a collection") : .items
     }
 }
+
+extension KWalletProtocol {
+    /// The reach of a KWallet call (overloads differ by `signature`). Wallets are keychains:
+    /// locking one for every application, deleting one, changing its password and listing or
+    /// managing them are shared; opening (which asks the person when locked) and every call on
+    /// entries reach items, each judged by its own access list.
+    public static func reach(member: String, signature: String) -> CallReach {
+        switch member {
+        case "close" where signature == "sb", "closeAllWallets":
+            return .shared(action: "lock the user's keychains")
+        case "deleteWallet":
+            return .shared(action: "delete a keychain")
+        case "changePassword":
+            return .shared(action: "change a keychain's password")
+        case "pamOpen":
+            return .shared(action: "unlock a keychain")
+        case "wallets", "users", "disconnectApplication", "reconfigure":
+            return .shared(action: "list or manage the user's wallets")
+        default:
+            return .items
+        }
+    }
+}

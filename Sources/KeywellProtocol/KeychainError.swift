@@ -53,6 +53,11 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
     }
 
     public static func param(_ detail: String? = nil) -> KeychainError { KeychainError(SecStatus.param, detail: detail) }
+
+    /// A read or change the person denied, or no dialog could ask about (docs/access-control.md,
+    /// "A denial is never silent"): `errSecAuthFailed` with this detail, which `keywell` knows.
+    public static let accessDeniedDetail = "access to the item was denied"
+    public static var accessDenied: KeychainError { KeychainError(SecStatus.authFailed, detail: accessDeniedDetail) }
 }
 
 extension Substring {

@@ -20,4 +20,9 @@ public enum KeywellNames {
     public static let directSocket = "native"
     /// The OpenSSH agent: `$XDG_RUNTIME_DIR/keywell/ssh-agent` (docs/ssh.md).
     public static let sshAgentSocket = "ssh-agent"
+    /// The login unlock's enrolment in the user's data folder: `$XDG_DATA_HOME/keywell/login-unlock`
+    /// (docs/login-unlock.md, "The files").
+    public static let loginUnlockFile = "login-unlock"
+    /// The environment variable naming the TPM: a TCTI configuration string (docs/login-unlock.md).
+    public static let tpmEnvironment = "KEYWELL_TPM_TCTI"
 }

@@ -10,10 +10,42 @@ public enum ServiceLimits {
     /// the bus's 128 MiB) would take once decoded. Above every list cap below.
     public static let decodedValuesPerCall = 1 << 20
 
+    /// Bytes of one incoming message on the direct socket; libdbus drops a connection that sends
+    /// a bigger one before reading it whole. Above any valid call (a native `Add` at every cap
+    /// is about 2 MiB) and above a 50 MB value, which still gets its clear refusal below. The
+    /// bus connection keeps the bus's own cap (128 MiB): a lower one there would make libdbus
+    /// drop keywelld off the bus whenever any client sent a bigger message
+    /// (docs/secret-service.md, "Limits").
+    public static let bytesPerMessage = 64 << 20
+
     /// How long a handler works on a call before it gives up: the default timeout of a D-Bus
     /// call, after which the caller has stopped waiting. Long calls check it (and whether the
     /// caller is still on the bus) as they go.
     public static let callDeadline: Duration = .seconds(25)
+
+    // MARK: Any value (both faces and the direct socket)
+
+    /// Bytes of one secret: `v_Data`, a Secret Service secret, a keychain password. An SSH or
+    /// GPG key, a certificate chain or a kubeconfig is a few KiB; gnome-keyring has no cap but
+    /// the bus's message size, and macOS keeps items in SQLite rows just as Keywell does.
+    public static let bytesPerSecret = 1 << 20
+
+    /// Bytes of an item's label (`labl`, `Item.Label`): names people read, a URL at most.
+    public static let bytesPerLabel = 16 << 10
+
+    /// Bytes of any other item value: a string or byte attribute (`gena`, `icmt`, `svce`, …), a
+    /// Secret Service attribute's value or `Item.Type`, a string in a list value.
+    public static let bytesPerAttributeValue = 16 << 10
+
+    /// Bytes of a Secret Service attribute's name, a native dictionary key, a property's name.
+    public static let bytesPerAttributeName = 1 << 10
+
+    /// Bytes of a keychain's name or path, or any other path or name a call takes (a backup's
+    /// path, an alias): Linux's PATH_MAX.
+    public static let bytesPerKeychainName = 4096
+
+    /// Bytes of a keychain's label (`Collection.Label`).
+    public static let bytesPerKeychainLabel = 1024
 
     // MARK: Secret Service
 
@@ -95,4 +127,21 @@ public enum ExportLimits {
     public static let bytesPerFile = 256 << 20
     /// Bytes of one record (an item, its attributes and its secret) before encryption.
     public static let bytesPerRecord = 4 << 20
+}
+
+/// Caps of the KWallet face (docs/kwallet.md, "Limits"): what one entry, map or client may make
+/// keywelld hold. A call over a cap fails before anything is written.
+public enum KWalletLimits {
+    /// Bytes of one entry's value (a password's UTF-8, a binary entry, a map's QDataStream
+    /// bytes): an export record's cap, so that every entry can be exported.
+    public static let entryBytes = ExportLimits.bytesPerRecord
+    /// Pairs in one map entry (form data, account settings: tens).
+    public static let mapEntries = 10_000
+    /// Bytes of a folder or key name: label `folder/key` fits the engine's 1,024-byte label.
+    public static let nameBytes = 511
+    /// Handles open at once (one per wallet and application id); kwalletd keeps 20 wallets.
+    public static let openHandles = 4_096
+    /// Empty folders made by `createFolder` kept in memory, per keychain (a folder with an entry
+    /// is its entries').
+    public static let emptyFolders = 1_024
 }

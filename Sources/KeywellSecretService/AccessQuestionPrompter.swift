@@ -30,53 +30,68 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     public func use(_ connection: DBusConnection) { self.connection.withLock { $0.connection = connection } }
 
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer {
-        ask(question, timeoutSeconds: timeoutSeconds, withdrawal: AccessWithdrawal())
+        reply(to: question, timeoutSeconds: timeoutSeconds, withdrawal: nil).answer
+    }
+
+    public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
+        reply(to: question, timeoutSeconds: timeoutSeconds, withdrawal: withdrawal).answer
     }
 
     /// Withdrawing stops the pinentry (SIGTERM): its closed pipe ends `CONFIRM` as Deny.
-    public func ask(_ question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal) -> AccessAnswer {
+    public func reply(to question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal?) -> AccessReply {
         let current = connection.withLock { $0.connection }
         let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
         switch choice.choose() {
         case .unavailable(let reason):
-            logger.notice("access question for \(question.caller.identityString ?? "an unidentified program") not shown, answered Deny: \(reason)")
-            return .deny
+            return AccessReply(.deny, denial: AccessReply.noDialog(reason))
         case .pinentry(let program, let arguments, let environment):
             let conversation: PinentryConversation
             do {
                 conversation = try PinentryConversation(program: program, arguments: arguments, environment: environment)
             } catch {
-                logger.notice("access question not shown, answered Deny: \(error.description)")
-                return .deny
+                return AccessReply(.deny, denial: AccessReply.noDialog(error.description))
             }
             defer { conversation.finish() }
             conversation.configure(windowID: "", timeout: timeoutSeconds)
+            guard let withdrawal else { return conversation.confirm(question) }
             return withdrawal.whileShowing({ conversation.confirm(question) }, stop: { conversation.cancel() })
         }
     }
 }
 
 extension PinentryConversation {
+    /// GPG_ERR_CANCELED (99) from GPG_ERR_SOURCE_PINENTRY: the Deny button, Escape, the window closed.
+    static let cancelled = 83_886_179
+    /// GPG_ERR_TIMEOUT (62) from GPG_ERR_SOURCE_PINENTRY: nobody answered within SETTIMEOUT.
+    static let timedOut = 83_886_142
+
     /// Shows the question with Allow, Always Allow (when offered) and Deny, and reads the answer.
-    func confirm(_ question: AccessQuestion) -> AccessAnswer {
+    func confirm(_ question: AccessQuestion) -> AccessReply {
+        let stopped = AccessReply(.deny, denial: AccessReply.noDialog("the pinentry stopped answering"))
         var settings = [
             ("SETTITLE", AccessQuestion.title), ("SETDESC", question.description),
             ("SETOK", AccessQuestion.allowButton), ("SETCANCEL", AccessQuestion.denyButton),
         ]
         if question.offersAlwaysAllow { settings.append(("SETNOTOK", AccessQuestion.alwaysAllowButton)) }
         for (verb, text) in settings {
-            guard command("\(verb) \(Self.escape(text))") != nil else { return .deny }
+            guard command("\(verb) \(Self.escape(text))") != nil else { return stopped }
         }
-        guard send("CONFIRM") else { return .deny }
+        guard send("CONFIRM") else { return stopped }
         while let line = readLine() {
-            if line == "OK" || line.hasPrefix("OK ") { return .allowOnce }
+            if line == "OK" || line.hasPrefix("OK ") { return AccessReply(.allowOnce, denial: "") }
             if line.hasPrefix("ERR") {
                 let code = line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
-                return code == PinentryAccessQuestions.notConfirmed && question.offersAlwaysAllow ? .alwaysAllow : .deny
+                switch code {
+                case PinentryAccessQuestions.notConfirmed? where question.offersAlwaysAllow:
+                    return AccessReply(.alwaysAllow, denial: "")
+                case Self.cancelled?: return AccessReply(.deny, denial: AccessReply.answeredDeny)
+                case Self.timedOut?: return AccessReply(.deny, denial: "nobody answered the dialog in time")
+                default: return AccessReply(.deny, denial: AccessReply.noDialog("the pinentry answered \(line.prefix(120))"))
+                }
             }
             if line.hasPrefix("INQUIRE") { guard send("CAN") else { break } }
             // "S …" status and "#" comment lines carry nothing we need.
         }
-        return .deny
+        return stopped
     }
 }

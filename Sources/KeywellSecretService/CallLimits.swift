@@ -18,8 +18,18 @@ enum CallLimits {
         throw exceeded("\(what()) at most \(limit) \(things), got \(count)")
     }
 
-    /// Search queries and item attributes.
+    /// Search queries and item attributes: how many, and the bytes of each name and value
+    /// (a message never repeats a name: it could be the huge one).
     static func checkAttributes(_ attributes: [String: String], _ what: @autoclosure () -> String) throws(DBusError) {
         try check(attributes.count, atMost: ServiceLimits.attributesPerItem, what(), "attributes")
+        for (name, value) in attributes {
+            try checkBytes(name.utf8.count, .attributeName, "An attribute's name")
+            try checkBytes(value.utf8.count, .attributeValue, "An attribute's value")
+        }
+    }
+
+    /// One value's bytes against its cap (`ValueCap`); `what` reads as "The label".
+    static func checkBytes(_ byteCount: Int, _ cap: ValueCap, _ what: @autoclosure () -> String) throws(DBusError) {
+        if let refusal = cap.refusal(byteCount, what()) { throw exceeded(refusal) }
     }
 }

@@ -99,6 +99,7 @@ struct ItemObject {
         switch name {
         case SecretServiceProtocol.Property.label:
             guard let label = value.stringValue else { throw .invalidArgs("Label is s") }
+            try CallLimits.checkBytes(label.utf8.count, .label, "The label")
             try engine(path()) { () throws(KeychainError) in try collection.updateItem(id, label: label, attributes: nil) }
             context.itemsChanged(in: collection.id, changed: [id])
         case SecretServiceProtocol.Property.attributes:

@@ -71,7 +71,7 @@ struct KeychainCollection: SecretCollection {
     func access(_ ids: [UUID]) throws(KeychainError) -> CollectionAccess {
         let lists = try store.secretServiceAccessLists(ids, in: name)
         return CollectionAccess(lists: ids.map(lists.list(of:))) { index in
-            AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: ids[index]), label: "")
+            AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: ids[index]), label: "").trusting(lists.list(of: ids[index]))
         }
     }
     /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could

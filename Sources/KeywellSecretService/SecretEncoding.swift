@@ -14,18 +14,32 @@ enum SecretEncoding {
         guard let fields = value.structureFields, fields.count == 4, let sessionPath = fields[0].objectPathValue,
               let parameters = fields[1].bytesValue, let payload = fields[2].bytesValue, let contentType = fields[3].stringValue
         else { throw .invalidArgs("A secret is (oayays), got \(value.signature.rawValue)") }
+        try checkSizes(parameters: parameters, payload: payload, contentType: contentType)
         let session = try sessions.session(at: sessionPath, for: caller)
         guard let cipher = session.cipher else {
             return SecretServiceSecret(value: SecretWipe.wipingData(copying: payload), contentType: contentType)
         }
+        let opened: [UInt8]
         do {
-            let opened = try cipher.open(iv: parameters, ciphertext: payload)
-            defer { SecretWipe.wipe(opened) }
-            return SecretServiceSecret(value: SecretWipe.wipingData(copying: opened), contentType: contentType)
+            opened = try cipher.open(iv: parameters, ciphertext: payload)
         } catch {
             throw .invalidArgs("The secret cannot be decrypted with the session key (bad IV, length or padding)")
         }
+        defer { SecretWipe.wipe(opened) }
+        // Padding may have hidden up to 15 bytes over the cap.
+        try CallLimits.checkBytes(opened.count, .secret, "The secret")
+        return SecretServiceSecret(value: SecretWipe.wipingData(copying: opened), contentType: contentType)
     }
+
+    /// Before any copy: the secret's cap, plus one AES block of padding for ciphertext; the IV
+    /// is one block (a plain session sends none).
+    private static func checkSizes(parameters: [UInt8], payload: [UInt8], contentType: String) throws(DBusError) {
+        try CallLimits.checkBytes(payload.count - (parameters.isEmpty ? 0 : aesBlockBytes), .secret, "The secret")
+        try CallLimits.check(parameters.count, atMost: aesBlockBytes, "A secret's parameters have", "bytes")
+        try CallLimits.checkBytes(contentType.utf8.count, .attributeValue, "The content type")
+    }
+
+    private static let aesBlockBytes = 16
 
     /// A secret for `session`: encrypted with a fresh IV in a DH session.
     static func encode(_ secret: SecretServiceSecret, for session: SecretSession) throws(DBusError) -> DBusValue {

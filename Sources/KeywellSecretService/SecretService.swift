@@ -37,6 +37,7 @@ public final class SecretService: Sendable {
     private let context: ServiceContext
     private let tree: SecretServiceTree
     private let portal: SecretPortal
+    private let kwallet: KWalletService
     private let configuration: Configuration
     private let logger: Logger
     /// The bus served now, and the watches of its name and of clients leaving (kept alive while it serves).
@@ -64,6 +65,7 @@ public final class SecretService: Sendable {
         currentConnection = connectionNow
         context.directory.noteCurrentList()
         portal = SecretPortal(context: context)
+        kwallet = KWalletService(context: context, activity: configuration.activity)
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
         store.observeKeychains { [weak self] _ in self?.collectionListChanged() }
@@ -123,10 +125,13 @@ public final class SecretService: Sendable {
         }
         // After the Secret Service's name: a portal call that starts keywelld finds both served.
         portal.attach(to: connection)
+        // KDE applications' wallet API, over the same items (docs/kwallet.md).
+        kwallet.attach(to: connection)
     }
 
     /// Engine events as Secret Service signals (the daemon passes every event on).
     public func keychainEvent(_ event: KeychainEvent) {
+        kwallet.keychainEvent(event)
         switch event {
         case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
         case .unlocked(let name): context.signals.lockChanged(.keychain(name), locked: false)
@@ -149,9 +154,10 @@ public final class SecretService: Sendable {
     /// A call on this face gets its item signals before its reply (clients update caches from
     /// them); a call on the native face, after its reply, off that caller's round trip.
     private func keychainItemsChanged(_ event: KeychainItemsEvent) {
-        let send: @Sendable () -> Void = { [context] in
+        let send: @Sendable () -> Void = { [context, kwallet] in
             context.signals.itemsChanged(in: .keychain(event.keychain), created: event.created,
                                          changed: event.changed, deleted: event.deleted)
+            kwallet.itemsChanged(event)
         }
         if let call = DBusMethodCall.current, !SecretServiceNames.isServiceObject(call.path) {
             call.afterReply(send)
@@ -211,6 +217,7 @@ public final class SecretService: Sendable {
         let closed = context.sessions.closeAll(ownedBy: name)
         if closed > 0 { logger.debug("closed \(closed) Secret Service session(s) of \(name), which left the bus") }
         context.prompts.dismissAll(ownedBy: name)
+        kwallet.connectionLeft(name)
     }
 
     private func describe(_ owner: String, on connection: DBusConnection) -> String {

@@ -102,6 +102,12 @@ struct PropertyDictionary {
     init(_ value: DBusValue, of interface: DBusInterface) throws(DBusError) {
         values = try QualifiedProperties(value, declaredBy: [interface])
         try CallLimits.check(values.count, atMost: ServiceLimits.propertiesPerCall, "Properties have", "entries")
+        if let label = values[SecretServiceNames.itemLabelProperty]?.stringValue {
+            try CallLimits.checkBytes(label.utf8.count, .label, "The label")
+        }
+        if let type = values[SecretServiceNames.itemTypeProperty]?.stringValue {
+            try CallLimits.checkBytes(type.utf8.count, .attributeValue, "The type")
+        }
     }
 
     func string(_ key: String) -> String? { values[key]?.stringValue }

@@ -317,7 +317,7 @@ private struct UnlockItem: Sendable {
         for item in items {
             guard let named = try? item.collection.access([item.id]).item(0) else { continue }
             let label = (try? item.collection.item(item.id).label) ?? ""
-            result.append(AccessItem(keychain: named.keychain, reference: named.reference, label: label))
+            result.append(named.labelled(label))
         }
         return result
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +54,30 @@ class Answer:
         return Answer(*lines)
 
 
-def exe(path: str | Path, digest: str | None = None) -> str:
+def root_only(path: str | Path) -> bool:
+    """Whether only root can replace the program at `path` (docs/access-control.md, "Programs
+    only root can replace"), worked out here apart from keywelld: a regular file owned by root,
+    writable by neither group nor others, in folders up to / that are all the same."""
     real = os.path.realpath(path)
+    status = os.lstat(real)
+    if not stat.S_ISREG(status.st_mode) or status.st_uid != 0 or status.st_mode & 0o022:
+        return False
+    folder = os.path.dirname(real)
+    while True:
+        status = os.lstat(folder)
+        if not stat.S_ISDIR(status.st_mode) or status.st_uid != 0 or status.st_mode & 0o022:
+            return False
+        if folder == "/":
+            return True
+        folder = os.path.dirname(folder)
+
+
+def exe(path: str | Path, digest: str | None = None) -> str:
+    """The identity keywelld gives the program at `path`: its real path alone when only root can
+    replace it, else with its SHA-256 (`digest`, given for a file no longer at that path)."""
+    real = os.path.realpath(path)
+    if digest is None and root_only(real):
+        return f"exe:{real}"
     return f"exe:{real};sha256={digest or sha256(real)}"
 
 

@@ -32,17 +32,27 @@ def built(variable: str, what: str = "binary", refuse_writable: bool = False) ->
     return os.path.abspath(path)
 
 
+# The message limits of a desktop's session bus (/usr/share/dbus-1/session.conf): without them a
+# private dbus-daemon refuses messages over 32 MiB itself, which a real session bus passes on.
+SESSION_MESSAGE_LIMITS = """  <limit name="max_incoming_bytes">1000000000</limit>
+  <limit name="max_outgoing_bytes">1000000000</limit>
+  <limit name="max_message_size">1000000000</limit>
+"""
+
+
 def session_bus_config(socket: str | Path, services: str | Path, doctype: bool = True,
-                       allow_user: bool = False) -> str:
+                       allow_user: bool = False, session_limits: bool = False) -> str:
     """A session bus configuration: listening on the unix socket `socket`, activating from the
     folder `services`, letting everyone send, eavesdrop and own any name (and, with
-    `allow_user`, connect whoever they are)."""
+    `allow_user`, connect whoever they are; with `session_limits`, pass messages as big as a
+    desktop's session bus does)."""
     header = ('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"\n'
               ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n') if doctype else ""
     users = '    <allow user="*"/>\n' if allow_user else ""
+    limits = SESSION_MESSAGE_LIMITS if session_limits else ""
     return f"""{header}<busconfig>
   <type>session</type>
-  <listen>unix:path={socket}</listen>
+{limits}  <listen>unix:path={socket}</listen>
   <auth>EXTERNAL</auth>
   <servicedir>{services}</servicedir>
   <policy context="default">
@@ -152,6 +162,23 @@ class PrivateAccount:
         except ProcessLookupError:
             pass
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class CLIAccount(PrivateAccount):
+    """A fresh account driven through the `keywell` CLI: `run` fails the test, with keywelld's
+    log, when a command that should work does not."""
+
+    def __init__(self, keywell: str, keywelld: str, prefix: str, extra_env: dict | None = None) -> None:
+        super().__init__(keywelld, prefix=prefix, extra_env=extra_env)
+        self.keywell = keywell
+
+    def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
+                                input=input, stdin=None if input is not None else subprocess.DEVNULL, timeout=120)
+        if check and result.returncode != 0:
+            pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
+                        f"{self.log.read_text(errors='replace')}")
+        return result
 
 
 def wait_for(condition, what: str, timeout: float = 60):

@@ -38,7 +38,7 @@ class KeywellBus:
     """One private session: dbus-daemon + (activated) keywelld + temp home."""
 
     def __init__(self, keywelld: str | None = None, daemon_args: str = "", activate: bool = True,
-                 daemon_env: dict | None = None, scripted_pinentry: bool = True) -> None:
+                 daemon_env: dict | None = None, scripted_pinentry: bool = True, session_limits: bool = False) -> None:
         if shutil.which("dbus-daemon") is None:
             pytest.fail("dbus-daemon is missing: run scripts/setup.sh")
         self.keywelld = keywelld or built("KEYWELLD")
@@ -63,7 +63,7 @@ class KeywellBus:
         self.socket = self.runtime / "bus"
         self.address = f"unix:path={self.socket}"
         config = self.root / "session.conf"
-        config.write_text(session_bus_config(self.socket, self.services))
+        config.write_text(session_bus_config(self.socket, self.services, session_limits=session_limits))
         self.env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": str(self.home),

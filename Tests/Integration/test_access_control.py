@@ -2,18 +2,39 @@
 creator reads silently, another program is asked through the real dialog protocol (a scripted
 pinentry choosing each answer), Deny denies, Allow holds for one connection, Always Allow is
 written into the keychain file and survives a restart, a replaced binary is asked again, a
-burst of requests is one question, and with interaction off nobody is asked.
+burst of requests is one question, with interaction off nobody is asked, the question names the
+program by its desktop entry and says when it changed, and every denial is logged (to the state
+folder when keywelld has no stderr).
 
 Needs KEYWELL and KEYWELLD (scripts/test.sh sets them), dbus-send, python3-jeepney and bwrap.
 """
 
 from __future__ import annotations
 
-from access_control_helpers import PY_CLIENT, PYTHON, acl  # noqa: F401 (fixture)
+import os
+import re
+import signal
+import subprocess
+
+from access_control_helpers import PASSWORD, PY_CLIENT, PYTHON, _zombie, acl  # noqa: F401 (fixture)
 from identity_helpers import account, flatpak_info  # noqa: F401 (fixture)
-from keywell_helpers import built
+from keywell_helpers import built, wait_for
 
 ALLOWED = "the program read the secret"
+HEX_RUN = re.compile(r"[0-9a-fA-F]{16,}")
+
+
+def assert_no_identity_text(description: str) -> None:
+    """docs/access-control.md, "The words": no identity or hash in the dialog."""
+    for marker in ("exe:", "sha256=", "script="):
+        assert marker not in description, description
+    assert not HEX_RUN.search(description), description
+
+
+def denial_lines(acl) -> list[str]:
+    """keywelld's denial lines (its stderr is the account's bus log), without the line's prefix."""
+    text = acl.log.read_text(errors="replace") if acl.log.exists() else ""
+    return [line.split(" notice: ", 1)[1] for line in text.splitlines() if " notice: access denied: " in line]
 
 
 def test_the_creator_reads_silently_and_another_program_is_asked(acl):
@@ -27,8 +48,12 @@ def test_the_creator_reads_silently_and_another_program_is_asked(acl):
     assert denied.returncode != 0 and "s3cret" not in denied.stdout
     assert acl.questions == 1
     description = acl.descriptions()[-1]
-    assert description.startswith("“other” wants to use your confidential information stored in “mail” in your keychain.")
-    assert f"exe:{other};sha256=" in description and "Identity: weak" in description
+    assert description.startswith(f"“other” wants to use “mail” from your keychain “{acl.keychains}/login.keychain-db”.")
+    assert_no_identity_text(description)
+    # The denial is logged: the program by identity, the item by label, and why.
+    lines = denial_lines(acl)
+    assert len(lines) == 1 and lines[0].startswith(f"access denied: “other” (exe:{other};sha256="), lines
+    assert "may not use 1 item (“mail”)" in lines[0] and lines[0].endswith(": answered Deny")
     # Deny stores nothing: the next request (a new run) is asked again.
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
@@ -37,14 +62,18 @@ def test_the_creator_reads_silently_and_another_program_is_asked(acl):
     assert acl.questions == 2
 
 
-def test_allow_holds_for_that_run_only(acl):
+def test_allow_covers_later_runs_of_the_program_until_the_keychain_locks(acl):
     creator, other = acl.program("creator"), acl.program("other")
     acl.add(creator, "mail", "s3cret")
     acl.answer(["allow"])
-    assert acl.read(other, "mail").stdout == "s3cret\n", ALLOWED
+    # Five runs, five connections: one question, nothing written into the file.
+    for _ in range(5):
+        assert acl.read(other, "mail").stdout == "s3cret\n", ALLOWED
     assert acl.questions == 1
     assert f"exe:{other}" not in acl.access_lists()
-    # A new run is a new connection: asked again.
+    # Locking the keychain ends it: after the unlock, the program is asked again.
+    acl.run([acl.keywell, "lock-keychain", "login"])
+    acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
     assert acl.questions == 2
@@ -64,11 +93,26 @@ def test_always_allow_is_written_survives_a_restart_and_a_replaced_binary_is_ask
     assert acl.read(other, "mail").stdout == "s3cret\n"
     assert acl.questions == 1
 
-    # The same path with other contents is another program.
+    # The same path with other contents is another program, and the question says it changed.
     acl.program("other", extra_bytes=b"\0replaced")
     acl.answer(["deny"])
     assert acl.read(other, "mail").returncode != 0
     assert acl.questions == 2
+    assert "“other” has changed since this item trusted it" in acl.descriptions()[-1]
+    assert_no_identity_text(acl.descriptions()[-1])
+
+
+def test_the_question_names_the_program_by_its_desktop_entry(acl):
+    creator, other = acl.program("creator"), acl.program("other")
+    applications = acl.keychains.parent.parent / "applications"
+    applications.mkdir(parents=True, exist_ok=True)
+    (applications / "org.example.Other.desktop").write_text(
+        f"[Desktop Entry]\nType=Application\nName=Other Mail\nExec={other} %u\n")
+    acl.add(creator, "mail", "s3cret")
+    acl.answer(["deny"])
+    assert acl.read(other, "mail").returncode != 0
+    assert acl.descriptions()[-1].startswith("“Other Mail” wants to use “mail”"), acl.descriptions()
+    assert denial_lines(acl)[-1].startswith("access denied: “Other Mail” (exe:")
 
 
 def test_a_burst_of_100_reads_by_one_program_is_one_question(acl):
@@ -78,7 +122,14 @@ def test_a_burst_of_100_reads_by_one_program_is_one_question(acl):
     lines = acl.run([PYTHON, reader, "read", "burst", "100"]).stdout.splitlines()
     assert lines == [f"DATA secret-{n}" for n in range(100)] * 2
     assert acl.questions == 1
+    # The next run of the same script is covered by that Allow too.
+    lines = acl.run([PYTHON, reader, "read", "burst", "100"]).stdout.splitlines()
+    assert lines == [f"DATA secret-{n}" for n in range(100)] * 2
+    assert acl.questions == 1
 
+    # After a lock, a new burst is one new question: Deny refuses all 200 reads.
+    acl.run([acl.keywell, "lock-keychain", "login"])
+    acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])
     acl.answer(["deny"])
     lines = acl.run([PYTHON, reader, "read", "burst", "100"]).stdout.splitlines()
     assert lines == ["ERROR org.keywell.Keychain1.Error.AuthFailed"] * 200
@@ -91,7 +142,7 @@ def test_one_call_for_many_items_is_one_question_naming_the_count(acl):
     acl.answer(["allow"])
     assert acl.run([PYTHON, reader, "readall", "-", "0"]).stdout == "ITEMS 12\n"
     assert acl.questions == 1
-    assert "stored in “many0” and 11 more items in your keychain." in acl.descriptions()[-1]
+    assert "wants to use “many0” and 11 more items from your keychain “" in acl.descriptions()[-1]
 
 
 def test_with_interaction_off_nobody_is_asked(acl):
@@ -158,3 +209,28 @@ def test_a_sandboxed_app_sees_only_its_own_items_and_is_never_asked(account):
     # From outside, the app's item is another program's: asked (no dialog here: denied).
     assert account.run([PYTHON, str(script), "read", "app", "1"]).splitlines() == [
         "ERROR org.keywell.Keychain1.Error.AuthFailed"] * 2
+
+
+def test_a_keywelld_without_stderr_logs_its_denials_to_the_state_folder(acl):
+    """As pam_keywell starts it (stderr on /dev/null): the denial line goes to
+    $XDG_STATE_HOME/keywell/keywelld.log (docs/access-control.md, "A denial is never silent")."""
+    creator, other = acl.program("creator"), acl.program("other")
+    acl.add(creator, "mail", "s3cret")
+    pid = acl.daemon_pid()
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid), "keywelld to stop")
+    wait_for(lambda: acl.daemon_pid() is None, "org.keywell.Keychain to be released")
+    daemon = subprocess.Popen([built("KEYWELLD")], env=acl.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: acl.daemon_pid() == daemon.pid, "the keywelld started without stderr to own its name")
+        acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])
+        acl.answer(["deny"])
+        assert acl.read(other, "mail").returncode != 0
+        log = acl.root / "home/.local/state/keywell/keywelld.log"
+        wait_for(lambda: log.exists() and "access denied: “other”" in log.read_text(), "the denial line in keywelld.log")
+        assert (log.stat().st_mode & 0o777) == 0o600 and (log.parent.stat().st_mode & 0o777) == 0o700
+        assert "may not use 1 item (“mail”)" in log.read_text() and "s3cret" not in log.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from keywell_helpers import wait_for
-from secret_service_helpers import session  # noqa: F401
+from secret_service_helpers import LOGIN_PASSWORD, session  # noqa: F401
 from ss_access_helpers import Client, sandbox
 
 ATTRS = {"service": "acl-ss", "user": "ann"}
@@ -65,17 +65,24 @@ def test_untrusted_secret_tool_search_all_gets_no_secret_without_a_question(sess
     denied = session.secret_tool("search", "--all", "--unlock", *sum(ATTRS.items(), ()))
     assert b"made-by-python" not in denied.stdout + denied.stderr
     assert len(confirms(session)) == 1
-    assert any("“secret-tool” wants to use your confidential information stored in “Maker's”" in line
+    assert any("“secret-tool” wants to use “Maker's” from your keychain" in line
                for line in descriptions(session)), descriptions(session)
 
 
-def test_allow_once_lets_that_connection_read_and_asks_the_next_run_again(session, scratch):
+def test_allow_lets_the_program_read_until_the_keychain_locks(session, scratch):
+    import dbus
     session.create_login()
     Client(session, scratch / "maker.py").store("Maker's", ATTRS, "s3cret")
     session.pinentry_answers("allow")
     assert session.secret_tool("lookup", *sum(ATTRS.items(), ())).stdout == b"s3cret"
     assert len(confirms(session)) == 1
-    # A new run is a new connection: asked again (Deny this time).
+    # Later runs of the same program (new connections) read without a question.
+    for _ in range(4):
+        assert session.secret_tool("lookup", *sum(ATTRS.items(), ())).stdout == b"s3cret"
+    assert len(confirms(session)) == 1
+    # Once the keychain locks, Allow is over: asked again (Deny this time).
+    session.native().Lock("login")
+    session.native().Unlock("login", dbus.ByteArray(LOGIN_PASSWORD.encode()))
     session.pinentry_answers("deny")
     assert session.secret_tool("lookup", *sum(ATTRS.items(), ())).stdout == b""
     assert len(confirms(session)) == 2

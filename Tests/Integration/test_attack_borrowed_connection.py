@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from identity_helpers import HERE, sha256
+from identity_helpers import HERE, exe
 from keywell_helpers import PrivateAccount, built, wait_for
 from security_figures import record
 
@@ -71,7 +71,7 @@ def attack(account, attacker: Path, address: str, keep: str) -> list[str]:
 def test_a_child_cannot_borrow_the_identity_of_a_program_its_parent_execs(account):
     socket = prepare(account)
     attacker = compile_attacker(account)
-    trusted = f"exe:{TRUSTED};sha256={sha256(TRUSTED)}"
+    trusted = exe(TRUSTED)
     outcomes = {}
     for path, address in (("bus", "bus"), ("direct socket", f"unix:path={socket}")):
         for keep in ("cloexec", "inherit"):

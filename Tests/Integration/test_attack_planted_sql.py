@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import PrivateAccount, built
+from keywell_helpers import CLIAccount, built
 from security_figures import record
 
 PASSWORD = "planted-sql-pw"
@@ -41,20 +41,11 @@ SPIN_ON_INSERT = ("CREATE TRIGGER t_spin BEFORE INSERT ON item BEGIN SELECT (SEL
 ANSWER_WITHIN = 15.0
 
 
-class Account(PrivateAccount):
-    """A fresh account (keywell_helpers.PrivateAccount) driven through the `keywell` CLI."""
+class Account(CLIAccount):
+    """A fresh account driven through the `keywell` CLI."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
-        super().__init__(keywelld, prefix="kwplantsql-")
-        self.keywell = keywell
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
-                                stdin=subprocess.DEVNULL, timeout=120)
-        if check and result.returncode != 0:
-            pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
-                        f"{self.log.read_text(errors='replace')}")
-        return result
+        super().__init__(keywell, keywelld, prefix="kwplantsql-")
 
     def on_terminal(self, *args: str) -> tuple[subprocess.CompletedProcess, float]:
         """As a person runs it, on a terminal (script(1)'s pty), where the CLI adds the daemon's

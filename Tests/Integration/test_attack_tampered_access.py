@@ -7,12 +7,11 @@ docs/file-format.md)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 
 import dbus
 
+from identity_helpers import exe
 from keywell_helpers import built
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus, session  # noqa: F401
 from security_figures import record
@@ -21,12 +20,6 @@ from test_attack_tampered_attributes import _keychain, _sqlite, _stop_daemon, _u
 LISTED_PASSWORD = "listed-password-5d1e"
 NONE_PASSWORD = "none-password-90ab"
 EVIL = "exe:/tmp/evil;sha256=" + "0" * 64
-
-
-def _identity(path: str) -> str:
-    real = os.path.realpath(path)
-    with open(real, "rb") as f:
-        return f"exe:{real};sha256={hashlib.sha256(f.read()).hexdigest()}"
 
 
 def _store_items(session: KeywellBus) -> str:
@@ -41,7 +34,7 @@ def _store_items(session: KeywellBus) -> str:
     session.run([keywell, "add-generic-password", "-a", "none", "-s", "svc", "-w", NONE_PASSWORD, "-T", "", "login"],
                 check=True)
     dump = session.run([keywell, "dump-keychain", "-a", "login"], check=True).stdout.decode()
-    trusted = _identity("/usr/bin/env")
+    trusted = exe("/usr/bin/env")
     assert f"            0: {trusted}\n" in dump and "        applications (0):\n" in dump, dump
     # Before the edits, everything reads back (the test is not vacuous).
     for account, password in (("listed", LISTED_PASSWORD), ("none", NONE_PASSWORD)):

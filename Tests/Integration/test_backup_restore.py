@@ -20,25 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import PrivateAccount, built
+from keywell_helpers import CLIAccount, built
 
 PASSWORD = "backup-pw"
 
 
-class Account(PrivateAccount):
-    """A fresh account (keywell_helpers.PrivateAccount) driven through the `keywell` CLI."""
+class Account(CLIAccount):
+    """A fresh account driven through the `keywell` CLI."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
-        super().__init__(keywelld, prefix="kwbackup-")
-        self.keywell = keywell
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
-                                stdin=subprocess.DEVNULL, timeout=120)
-        if check and result.returncode != 0:
-            pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
-                        f"{self.log.read_text(errors='replace')}")
-        return result
+        super().__init__(keywell, keywelld, prefix="kwbackup-")
 
     def items(self, keychain: str) -> dict[str, str]:
         """account -> secret of every generic password in `keychain` (unlocked)."""

@@ -1,7 +1,7 @@
 """Caller identities when keywelld and its callers run as an ordinary user, as on a desktop: the
 daemon reads its callers' /proc entries with a user's rights, not root's (which pass every
 check). A throwaway user runs keywelld on their own session bus; their dbus-send and python
-script are identified exactly as for root.
+script are identified exactly as for root, and a program the user owns keeps its hash.
 
 Needs root (to make the user) and KEYWELLD (scripts/test.sh sets it).
 """
@@ -43,6 +43,14 @@ def test_an_ordinary_users_callers_are_identified(kit):
         sent = kit.as_user(user, WHO_AM_I, env=env, capture_output=True, text=True, timeout=120)
         assert sent.returncode == 0, sent
         assert sent.stdout.split()[0] == exe(shutil.which("dbus-send"))
+        # The same program as a copy the user owns: the user could replace it, so it keeps its hash.
+        own_copy = os.path.join(user.home, "dbus-send")
+        shutil.copyfile(shutil.which("dbus-send"), own_copy)
+        os.chmod(own_copy, 0o755)
+        os.chown(own_copy, user.uid, user.gid)
+        copied = kit.as_user(user, [own_copy, *WHO_AM_I[1:]], env=env, capture_output=True, text=True, timeout=120)
+        assert copied.returncode == 0, copied
+        assert copied.stdout.split()[0] == exe(own_copy) == f"exe:{own_copy};sha256={sha256(own_copy)}"
 
         script = os.path.join(user.home, "tool.py")
         with open(script, "w") as f:

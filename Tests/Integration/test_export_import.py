@@ -16,25 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import PrivateAccount, built
+from keywell_helpers import CLIAccount, built
 
 PASSPHRASE = "export passphrase"
 
 
-class Account(PrivateAccount):
+class Account(CLIAccount):
     """A fresh account driven through the `keywell` CLI and `secret-tool`."""
 
     def __init__(self, keywell: str, keywelld: str) -> None:
-        super().__init__(keywelld, prefix="kwexport-", extra_env={"KEYWELL_TEST_FAST_KDF": "1"})
-        self.keywell = keywell
-
-    def run(self, *args: str, input: str = "", check: bool = True) -> subprocess.CompletedProcess:
-        result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
-                                input=input, timeout=120)
-        if check and result.returncode != 0:
-            pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
-                        f"{self.log.read_text(errors='replace')}")
-        return result
+        super().__init__(keywell, keywelld, prefix="kwexport-", extra_env={"KEYWELL_TEST_FAST_KDF": "1"})
 
     def secret_tool(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(["secret-tool", *args], capture_output=True, text=True, env=self.env,

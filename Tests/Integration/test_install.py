@@ -38,6 +38,8 @@ EXPECTED = {
     f"{PREFIX}/share/fish/vendor_completions.d/keywell.fish": 0o644,
     f"{PREFIX}/share/dbus-1/services/org.keywell.Keychain.service": 0o644,
     f"{PREFIX}/share/dbus-1/services/org.freedesktop.secrets.service": 0o644,
+    f"{PREFIX}/share/dbus-1/services/org.kde.kwalletd5.service": 0o644,
+    f"{PREFIX}/share/dbus-1/services/org.kde.kwalletd6.service": 0o644,
     f"{PREFIX}/share/dbus-1/interfaces/org.keywell.Keychain1.xml": 0o644,
     f"{PREFIX}/lib/systemd/user/keywelld.service": 0o644,
     "/etc/xdg/autostart/keywelld.desktop": 0o644,

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 /// SecAccess, SecTrustedApplication and the item access calls against the real keywelld
@@ -32,14 +33,20 @@ struct AccessListAPITests {
         return .some(access.trustedApplications?.map(\.identity))
     }
 
-    @Test func trustedApplicationsNameTheProgramByRealPathAndHash() throws {
+    @Test func trustedApplicationsNameTheProgramByRealPathAndHashUnlessOnlyRootCanReplaceIt() throws {
         let env = try #require(trusted("/usr/bin/env"))
-        #expect(env.identity.hasPrefix("exe:/usr/bin/env;sha256="))
-        #expect(env.identity.count == "exe:/usr/bin/env;sha256=".count + 64)
+        #expect(env.identity == (try ExpectedProgramIdentity.of("/usr/bin/env")))
         // nil: the calling program (this test runner), by the path /proc/self/exe resolves to.
         let me = try #require(trusted(nil))
         let myPath = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        #expect(me.identity.hasPrefix("exe:\(myPath);sha256="))
+        #expect(me.identity == (try ExpectedProgramIdentity.of(myPath)))
+        // A copy under /tmp, where anyone may add files, is named with its hash.
+        let folder = try TemporaryDirectory()
+        let copy = folder.path + "/env"
+        try FileManager.default.copyItem(atPath: "/usr/bin/env", toPath: copy)
+        let copied = try #require(trusted(copy))
+        #expect(copied.identity.hasPrefix("exe:\(copy);sha256="))
+        #expect(copied.identity.count == "exe:\(copy);sha256=".count + 64)
         var app: SecTrustedApplication?
         #expect(SecTrustedApplicationCreateFromPath("/no/such/program", &app) == errSecParam)
         #expect(SecTrustedApplicationCreateFromPath("/usr/bin", &app) == errSecParam)

@@ -114,17 +114,39 @@ struct AccessGateTests {
         #expect(gate.verdict(for: unknown, item: item(1), list: own) == .mustAsk)
     }
 
-    @Test func allowOnceHoldsForThatConnectionUntilItLeaves() {
-        let asker = ScriptedAsker([.allowOnce])
+    @Test func allowHoldsForTheProgramUntilItsKeychainLocksOrTheSessionEnds() {
+        let asker = ScriptedAsker([.allowOnce, .allowOnce])
         let gate = AccessGate(asker: asker, persist: { _, _ in Issue.record("Allow must not write") })
         let list = AccessList.applications([])
-        #expect(gate.ask(app, about: [item(1)], interactive: true) == .allowOnce)
+        let other = item(3, keychain: "/k/work.keychain-db")
+        #expect(gate.ask(app, about: [item(1), other], interactive: true) == .allowOnce)
         #expect(gate.verdict(for: app, item: item(1), list: list) == .allowed)
         #expect(gate.verdict(for: app, item: item(2), list: list) == .mustAsk)
-        let sameProgramOtherConnection = AccessCaller(connection: ":1.99", identity: app.identity)
-        #expect(gate.verdict(for: sameProgramOtherConnection, item: item(1), list: list) == .mustAsk)
+        // The same program's next run (another connection) is not asked again, after the first left.
         gate.connectionLeft(app.connection)
-        #expect(gate.verdict(for: app, item: item(1), list: list) == .mustAsk)
+        let nextRun = AccessCaller(connection: ":1.99", identity: app.identity)
+        #expect(gate.verdict(for: nextRun, item: item(1), list: list) == .allowed)
+        // Another program, or the same path with other contents, is.
+        #expect(gate.verdict(for: AccessCaller(connection: ":1.98", identity: program("app", hash: "b")), item: item(1), list: list) == .mustAsk)
+        // Locking the item's keychain ends it; the other keychain's item stays allowed.
+        gate.keychainLocked(path: "/k/login.keychain-db")
+        #expect(gate.verdict(for: nextRun, item: item(1), list: list) == .mustAsk)
+        #expect(gate.verdict(for: nextRun, item: other, list: list) == .allowed)
+        // The last login session closing ends every Allow.
+        gate.sessionEnded()
+        #expect(gate.verdict(for: nextRun, item: other, list: list) == .mustAsk)
+        #expect(asker.count == 1)
+    }
+
+    @Test func anUnidentifiedCallersAllowLastsOnlyItsConnection() {
+        let gate = AccessGate(asker: ScriptedAsker([.allowOnce]), persist: { _, _ in })
+        let unknown = AccessCaller(connection: ":1.20", identity: nil)
+        let list = AccessList.applications([])
+        #expect(gate.ask(unknown, about: [item(1)], interactive: true) == .allowOnce)
+        #expect(gate.verdict(for: unknown, item: item(1), list: list) == .allowed)
+        #expect(gate.verdict(for: AccessCaller(connection: ":1.21", identity: nil), item: item(1), list: list) == .mustAsk)
+        gate.connectionLeft(unknown.connection)
+        #expect(gate.verdict(for: unknown, item: item(1), list: list) == .mustAsk)
     }
 
     @Test func alwaysAllowWritesTheIdentityForEveryItemAsked() {
@@ -227,16 +249,15 @@ struct AccessGateTests {
         #expect(asker.count == 1)
     }
 
-    @Test func theQuestionNamesTheAppTheItemsAndTheIdentityOnLinesNoLabelCanForge() {
-        let forged = AccessItem(keychain: "/k", reference: [9], label: "mail\n\nexe:/usr/bin/ssh;sha256=00%0Aok")
+    @Test func theQuestionNamesTheAppTheItemsAndTheKeychainOnLinesNoLabelCanForge() {
+        let forged = AccessItem(keychain: "/k/login.keychain-db", reference: [9], label: "mail\n\nexe:/usr/bin/ssh;sha256=00%0Aok")
         let question = AccessQuestion(caller: app, items: [forged, item(2), item(3)])
         let text = question.description
-        #expect(text.hasPrefix("“app” wants to use your confidential information stored in “mail\u{FFFD}\u{FFFD}exe:/usr/bin/ssh;sha256=00%0Aok” and 2 more items in your keychain."))
+        #expect(text.hasPrefix("“app” wants to use “mail\u{FFFD}\u{FFFD}exe\u{A789}/usr/bin/ssh;sha256\u{FF1D}00%0Aok” and 2 more items from your keychain “/k/login.keychain-db”."))
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.count == 4)
-        #expect(lines[2] == Substring(app.identityString!))
-        #expect(lines[3].hasPrefix("Identity: weak"))
-        #expect(AccessQuestion(caller: app, items: [item(1), item(2)]).description.contains("and 1 more item in"))
+        #expect(lines.count == 3)
+        #expect(!text.contains(app.identityString!))
+        #expect(AccessQuestion(caller: app, items: [item(1), item(2)]).description.contains("and 1 more item from"))
     }
 }
 

@@ -8,13 +8,9 @@ import Testing
     let session: CLISession
     init() throws { session = try SharedSessions.login() }
 
-    /// What `-T path` must store, computed by other programs: realpath(1) and sha256sum(1).
+    /// What `-T path` must store, worked out apart from Keywell's code.
     private func identity(_ path: String) throws -> String {
-        let real = try ChildProcess.run("/usr/bin/realpath", arguments: [path], environment: [:], timeout: .seconds(60))
-            .standardOutputText.trimmingCharacters(in: .newlines)
-        let sum = try ChildProcess.run("/usr/bin/sha256sum", arguments: [real], environment: [:], timeout: .seconds(60))
-            .standardOutputText.prefix(64)
-        return "exe:\(real);sha256=\(sum)"
+        try ExpectedProgramIdentity.of(path)
     }
 
     private func accessBlock(label: String, _ applications: String) -> String {
@@ -99,6 +95,25 @@ import Testing
         #expect(update.exit == 51, "\(update)")
         #expect(try session.ok(["dump-keychain", "-a", keychain]).stdout.hasSuffix("        applications (0):\n"))
         #expect(try session.run(["find-generic-password", "-a", "a", "-s", "s", "-w", keychain]).exit == 51)
+    }
+
+    @Test func aDenialIsHintedOnATerminalAndNotThroughAPipe() throws {
+        let keychain = try session.makeKeychain("acl")
+        try session.ok(["add-generic-password", "-a", "a", "-s", "s", "-w", "pw", "-T", "", keychain])
+        // Through a pipe: exactly macOS's line, no hint.
+        let piped = try session.run(["find-generic-password", "-a", "a", "-s", "s", "-w", keychain])
+        #expect(piped.exit == 51)
+        #expect(piped.stderr == "security: SecKeychainSearchCopyNext: The user name or passphrase you entered is not correct.\n"
+            .replacing("security:", with: "keywell:"))
+        #expect(piped.stdout.isEmpty)
+        // On a terminal: one more line, saying it was denied; none with -q.
+        let terminal = try PseudoTerminalRun(session, ["find-generic-password", "-a", "a", "-s", "s", "-w", keychain])
+        try terminal.waitFor("The user name or passphrase you entered is not correct.")
+        try terminal.waitFor("keywell: access denied: ")
+        #expect(try terminal.finish().exitCode == 51)
+        let quiet = try PseudoTerminalRun(session, ["-q", "find-generic-password", "-a", "a", "-s", "s", "-w", keychain])
+        _ = try quiet.finish()
+        #expect(!quiet.text.contains("denied"), "\(quiet.text.debugDescription)")
     }
 
     @Test func dumpJSONCarriesTheList() throws {

@@ -103,3 +103,36 @@ import Testing
         try fixture.call("LockAll")
     }
 }
+
+@Suite struct KWalletIntrospectionTests {
+    static let interfaceXMLPath = URL(fileURLWithPath: IntrospectionTests.interfaceXMLPath)
+        .deletingLastPathComponent().appendingPathComponent("org.kde.KWallet.xml").path
+
+    /// Both objects serve the interface dbus/org.kde.KWallet.xml declares, overloads included.
+    @Test func introspectionShowsTheShippedKWalletInterface() throws {
+        let fixture = try DaemonFixture()
+        try fixture.call("GetSearchList")  // starts keywelld, which owns both KWallet names by then
+        let shipped = try DBusInterface.parse(introspectionXML: String(contentsOfFile: Self.interfaceXMLPath, encoding: .utf8))
+        for (name, path) in zip(KWalletProtocol.busNames, KWalletProtocol.objectPaths) {
+            let xml = try fixture.client.call(destination: name, path: path,
+                                              interface: StandardInterface.introspectable, member: "Introspect").string(at: 0)
+            let served = try DBusInterface.parse(introspectionXML: xml).first { $0.name == KWalletProtocol.interface }
+            #expect(served == shipped.first)
+            #expect(served?.methods.count == 44)
+            #expect(served?.signals.count == 12)
+        }
+    }
+
+    /// Overloads are told apart by their signatures: `isOpen(s)` and `isOpen(i)` both answer.
+    @Test func overloadsAnswerByTheirSignature() throws {
+        let fixture = try DaemonFixture()
+        try fixture.call("GetSearchList")
+        let path = KWalletProtocol.objectPaths[0], name = KWalletProtocol.busNames[0]
+        let byName = try fixture.client.call(destination: name, path: path, interface: KWalletProtocol.interface,
+                                             member: "isOpen", arguments: ["nothing"])
+        let byHandle = try fixture.client.call(destination: name, path: path, interface: KWalletProtocol.interface,
+                                               member: "isOpen", arguments: [.int32(12)])
+        #expect(byName == [.bool(false)])
+        #expect(byHandle == [.bool(false)])
+    }
+}

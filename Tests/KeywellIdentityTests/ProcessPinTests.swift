@@ -67,4 +67,28 @@ struct ProcessPinTests {
         #expect(found == path)
         #expect(identity.displayName == "sleep")
     }
+
+    @Test func aProgramOnlyRootCanReplaceIsItsPathAndACopyBelowTmpIsItsHash() throws {
+        let system = try startedSleep()
+        defer { system.kill(); _ = try? system.wait() }
+        let systemPath = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(system.pid)/exe")
+        let digests = FileDigest()
+        let resolver = IdentityResolver(runtimeDirectory: nil, digests: digests)
+        let named = try resolver.identify(try ProcessPin(pid: system.pid, pidfd: nil), securityLabel: nil)
+        #expect(named.string == (try ExpectedProgramIdentity.of(systemPath)))
+
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let copy = folder.subpath("sleep")
+        try FileManager.default.copyItem(atPath: systemPath, toPath: copy)
+        let copied = try ChildProcess(executable: copy, arguments: ["1000"])
+        defer { copied.kill(); _ = try? copied.wait() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(copied.pid)/exe")) != copy,
+              ContinuousClock.now < deadline { usleep(1000) }
+        let hashed = try resolver.identify(try ProcessPin(pid: copied.pid, pidfd: nil), securityLabel: nil)
+        #expect(hashed.string == (try ExpectedProgramIdentity.of(copy)))
+        #expect(hashed.string.hasPrefix("exe:\(copy);sha256="))
+        #expect(digests.filesHashed == (ExpectedProgramIdentity.isRootOnly(systemPath) ? 1 : 2))
+    }
 }

@@ -58,7 +58,10 @@ struct Diagnostics {
     }
 
     func hint(for status: OSStatus, detail: String?, keychain: String?) {
-        if Self.explainedByTheDaemon.contains(status), let detail {
+        if status == SecStatus.authFailed, detail == KeychainError.accessDeniedDetail {
+            hint("access denied: the item's access list does not name this program, and the question was answered Deny "
+                + "or could not be shown (keywelld's log says which)")
+        } else if Self.explainedByTheDaemon.contains(status), let detail {
             hint(detail)
         } else {
             hint(for: status, keychain: keychain)

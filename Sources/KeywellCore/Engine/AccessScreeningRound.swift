@@ -37,12 +37,13 @@ struct AccessScreeningRound<Pending> {
         var kept: [Candidates.Element] = []
         for candidate in candidates {
             guard kept.count < limit else { break }
-            switch screen.verdict(list(candidate), item: { item(candidate) }) {
+            let candidateList = list(candidate)
+            switch screen.verdict(candidateList, item: { item(candidate) }) {
             case .hidden:
                 continue
             case .mustAsk where untrustedNeedAnswer:
                 if interaction == .skip { continue }
-                if asking { pending.append(note(candidate, item(candidate))) }
+                if asking { pending.append(note(candidate, item(candidate).trusting(candidateList))) }
             case .mustAsk, .allowed:
                 break
             }

@@ -105,8 +105,7 @@ extension KeychainStore {
             labels[id] = try file.database.read { db in try Self.labels(rowIDs: rowIDs, db) }
         }
         return entries.map { entry in
-            AccessItem(keychain: entry.item.keychain, reference: entry.item.reference,
-                       label: labels[ObjectIdentifier(entry.file)]?[entry.rowID] ?? "")
+            entry.item.labelled(labels[ObjectIdentifier(entry.file)]?[entry.rowID] ?? "")
         }
     }
 

@@ -76,7 +76,7 @@ extension KeychainStore {
                                   pending: { ($0, $1) })
         try round.askOnce { entries throws(KeychainError) in
             try entries.map { entry throws(KeychainError) in
-                AccessItem(keychain: entry.item.keychain, reference: entry.item.reference, label: try label(entry.id))
+                entry.item.labelled(try label(entry.id))
             }
         }
         return kept

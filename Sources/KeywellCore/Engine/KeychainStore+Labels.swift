@@ -10,7 +10,7 @@ import KeywellProtocol
 /// never labelled) has no label and shows its name; older Keywell versions read labelled files
 /// and ignore the table. The label is not secret (like attributes) and is readable while locked.
 extension KeychainStore {
-    public static let labelMaximumBytes = 1024
+    public static let labelMaximumBytes = ServiceLimits.bytesPerKeychainLabel
 
     /// The label set for the keychain; nil when none was (its name stands for it).
     public func keychainLabel(_ nameOrPath: String) throws(KeychainError) -> String? {

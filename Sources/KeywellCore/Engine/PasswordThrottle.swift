@@ -41,18 +41,9 @@ public final class PasswordThrottle: Sendable {
     private let unit: Duration
     private let records = Mutex<[UUID: Record]>([:])
 
-    /// `unit` is the first delay; tests shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
+    /// `unit` is the first delay; test builds of keywelld shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
     public init(unit: Duration = .seconds(1)) {
         self.unit = unit
-    }
-
-    /// From the daemon's environment: the test knob, else one second.
-    public convenience init(environment: [String: String]) {
-        if let text = environment["KEYWELL_TEST_THROTTLE_UNIT_MS"], let milliseconds = Int(text), milliseconds > 0 {
-            self.init(unit: .milliseconds(milliseconds))
-        } else {
-            self.init()
-        }
     }
 
     /// The delay after `failures` wrong passwords in a row.

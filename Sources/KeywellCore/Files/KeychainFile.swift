@@ -89,6 +89,28 @@ final class KeychainFile: Sendable {
         }
     }
 
+    /// Unlocks with a master key from elsewhere than the password (`SecondWrapping`), once the
+    /// header's MAC vouches for it. A file of an older format needs its password once (its
+    /// upgrade re-wraps under the password's key). Returns whether the state changed.
+    func unlock(masterKey: SecretBytes) throws(KeychainError) -> Bool {
+        let header = try database.readHeader()
+        guard header.formatVersion >= KeychainHeader.currentFormatVersion else {
+            throw KeychainError(SecStatus.authFailed, detail: "\(location.displayName) must be unlocked once with its password first")
+        }
+        do {
+            try header.checkMAC(IntegrityKey(masterKey: masterKey), path: location.path)
+        } catch {
+            throw KeychainError(SecStatus.authFailed, detail: "the master key does not open \(location.displayName)")
+        }
+        return state.withLock { state in
+            state.settings = header.settings
+            state.lastUse = Date()
+            guard state.masterKey == nil else { return false }
+            state.masterKey = masterKey
+            return true
+        }
+    }
+
     /// An explicit lock: drops the AfterFirstUnlock copies too (even when already locked by a
     /// timer). Returns whether the lock state changed.
     func lock() -> Bool {

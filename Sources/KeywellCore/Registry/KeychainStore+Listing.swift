@@ -28,3 +28,11 @@ extension KeychainStore {
         return changes.isUnchanged(since: mark.mark)
     }
 }
+
+extension KeychainStore {
+    /// The file a keychain's output name stands for (a name in the keychains folder, or an
+    /// absolute path), as events and lists name keychains; no file is looked at.
+    public func keychainFilePath(forOutputName name: String) -> String? {
+        try? KeychainResolver(keychainsDirectory: paths.keychainsDirectory.path).location(for: name).path
+    }
+}

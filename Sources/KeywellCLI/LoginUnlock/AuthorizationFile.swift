@@ -1,0 +1,67 @@
+import CKeywellControl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The per-user file that holds the login unlock's authorization value, readable by root alone:
+/// `/var/lib/keywell/login-unlock/<uid>`, the file 0600 and its folder 0700, both root's
+/// (docs/login-unlock.md, "The files"). The PAM module reads it at a login; only root writes it.
+struct AuthorizationFile {
+    let uid: uid_t
+
+    static let folder = KW_LOGIN_UNLOCK_FOLDER
+
+    var path: String { "\(Self.folder)/\(uid)" }
+
+    enum Failure: Error {
+        case io(String)
+    }
+
+    /// 32 fresh random bytes (the system generator: getrandom(2)).
+    static func newValue() -> SecretBytes {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<Int(KW_LOGIN_UNLOCK_VALUE_LENGTH)).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let value = SecretBytes(bytes)
+        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
+        return value
+    }
+
+    /// Writes the value (replacing an older one at once), after making sure of the folders.
+    func write(_ value: SecretBytes) throws(Failure) {
+        try Self.ensureFolder("/var/lib/keywell", mode: 0o755)
+        try Self.ensureFolder(Self.folder, mode: 0o700)
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .io("cannot create \(temporary): \(Self.reason())") }
+        let written = value.bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        let ok = written == value.count && fchown(descriptor, 0, 0) == 0 && fchmod(descriptor, 0o600) == 0 && fsync(descriptor) == 0
+        close(descriptor)
+        guard ok, rename(temporary, path) == 0 else {
+            let failure = Failure.io("cannot write \(path): \(Self.reason())")
+            unlink(temporary)
+            throw failure
+        }
+    }
+
+    /// Removes it; true when there was one.
+    @discardableResult
+    func remove() -> Bool { unlink(path) == 0 }
+
+    var exists: Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// A folder root owns that nobody else can write (and, for the value's own folder, enter).
+    private static func ensureFolder(_ folder: String, mode: mode_t) throws(Failure) {
+        if mkdir(folder, mode) != 0, errno != EEXIST { throw .io("cannot create \(folder): \(reason())") }
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0 else {
+            throw .io("\(folder) is not a folder of root's")
+        }
+        if info.st_mode & 0o7777 != mode, chmod(folder, mode) != 0 { throw .io("cannot set the mode of \(folder): \(reason())") }
+    }
+
+    private static func reason() -> String { String(cString: strerror(errno)) }
+}

@@ -1,0 +1,113 @@
+import CKeywellControl
+import KeywellDBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request to a user's keywelld over its control socket (docs/control-protocol.md), the
+/// way the PAM module sends it: the folder and the socket must be the user's, and so must the
+/// process listening (`SO_PEERCRED`), before a byte goes out.
+struct ControlChannel {
+    enum Failure: Error {
+        /// No daemon: no socket, or nobody listening.
+        case absent(String)
+        /// Something there is not the user's: nothing was sent.
+        case refused(String)
+        /// Sent, but no whole answer came.
+        case noAnswer
+    }
+
+    struct Answer {
+        var status: Int32
+        var message: String
+    }
+
+    let uid: uid_t
+    /// The user's runtime folder: `$XDG_RUNTIME_DIR` for the user's own command, else
+    /// `/run/user/<uid>` (root never trusts a folder named by its caller's environment).
+    let runtimeFolder: String
+    /// Enabling derives a key from the password and talks to the TPM: more than a login's budget.
+    var timeoutSeconds = 15
+
+    func send(_ op: Int32, fields: [SecretBytes]) throws(Failure) -> Answer {
+        let folder = runtimeFolder + "/" + KW_CONTROL_FOLDER
+        let socketPath = folder + "/" + KW_CONTROL_SOCKET
+        var info = stat()
+        guard lstat(folder, &info) == 0 else { throw .absent("no \(folder)") }
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == uid, info.st_mode & 0o077 == 0 else {
+            throw .refused("\(folder) is not the user's private folder")
+        }
+        guard lstat(socketPath, &info) == 0 else { throw .absent("no \(socketPath)") }
+        guard info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == uid else { throw .refused("\(socketPath) is not the user's socket") }
+
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw .absent("cannot make a socket") }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(socketPath.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .refused("socket path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw .absent("nobody listens on \(socketPath)") }
+        guard let peer = PeerCredentials.of(socket: descriptor, pinning: false), peer.uid == uid else {
+            throw .refused("the process on \(socketPath) is not the user's")
+        }
+
+        let request = SecretBytes(Self.frame(op, fields))
+        defer { request.wipe() }
+        guard Self.writeAll(descriptor, request.bytes) else { throw .noAnswer }
+        guard let head = Self.read(descriptor, count: Int(KW_RESPONSE_HEAD_LENGTH)),
+              Array(head.prefix(4)) == Array(KW_CONTROL_MAGIC.utf8) else { throw .noAnswer }
+        let status = Int32(bitPattern: Self.bigEndian(head[4..<8]))
+        let messageLength = min(Int(Self.bigEndian(head[8..<12])), Int(KW_MAX_RESPONSE_MESSAGE))
+        let message = messageLength == 0 ? [] : (Self.read(descriptor, count: messageLength) ?? [])
+        return Answer(status: status, message: String(decoding: message, as: UTF8.self))
+    }
+
+    private static func frame(_ op: Int32, _ fields: [SecretBytes]) -> [UInt8] {
+        var bytes = Array(KW_CONTROL_MAGIC.utf8) + [UInt8(op), UInt8(fields.count)]
+        for field in fields {
+            let count = UInt32(field.count)
+            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
+            bytes += field.bytes
+        }
+        return bytes
+    }
+
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0, errno == EINTR { continue }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    private static func read(_ descriptor: Int32, count: Int) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let got = buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { return nil }
+            offset += got
+        }
+        return buffer
+    }
+
+    private static func bigEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+}

@@ -1,0 +1,96 @@
+import CKeywellControl
+import Foundation
+import KeywellCore
+import KeywellProtocol
+import Logging
+
+/// The login keychain unlocked by a login without a typed password, through the TPM
+/// (docs/login-unlock.md). `enable` wraps `login`'s master key a second time under a random key
+/// and seals that key in the TPM under an authorization value that root keeps; at a login
+/// without a password the PAM module hands the value over (`T`) and `unlock` unseals.
+/// The password's wrapping is untouched throughout, so a password change needs nothing here.
+final class LoginUnlock: Sendable {
+    typealias Outcome = LoginSessions.Outcome
+
+    private let store: KeychainStore
+    private let throttle: PasswordThrottle
+    private let logger: Logger
+    /// Where the enrolment lives (`LoginUnlockEnrolment.path`).
+    let enrolmentPath: String
+    /// The daemon's own `KEYWELL_TPM_TCTI`, for an enrolment whose request named no TPM.
+    private let environmentTCTI: String
+
+    private static let login = KeywellNames.loginKeychain
+
+    init(store: KeychainStore, throttle: PasswordThrottle, environment: [String: String], logger: Logger) {
+        self.store = store
+        self.throttle = throttle
+        self.logger = logger
+        enrolmentPath = LoginUnlockEnrolment.path(in: store.paths)
+        environmentTCTI = environment[KeywellNames.tpmEnvironment] ?? ""
+    }
+
+    /// `E`: proves the login password (which unlocks `login`), seals a new wrapping key under
+    /// `authValue` and writes the enrolment. Without a TPM nothing is written.
+    func enable(password: SecretBytes, authValue: SecretBytes, tcti requested: String) -> Outcome {
+        guard authValue.count == Int(KW_LOGIN_UNLOCK_VALUE_LENGTH) else {
+            return Outcome(status: SecStatus.param, message: "the authorization value must be \(KW_LOGIN_UNLOCK_VALUE_LENGTH) bytes")
+        }
+        let tcti = requested.isEmpty ? environmentTCTI : requested
+        do throws(KeychainError) {
+            try throttle.unlock(Self.login, password: password, in: store)
+            let key = SecondWrapping.randomKey()
+            let blob: TPMSeal.Blob
+            do throws(TPMSeal.Failure) {
+                blob = try TPMSeal(tcti: tcti).seal(key, auth: authValue)
+            } catch {
+                logger.notice("login unlock not enabled: \(error.message)")
+                return Outcome(status: SecStatus.notAvailable, message: "no usable TPM: \(error.message)")
+            }
+            let wrapping = try store.secondWrapping(Self.login, under: key)
+            try LoginUnlockEnrolment(tcti: tcti, blob: blob, wrapping: wrapping).save(to: enrolmentPath)
+            logger.info("login unlock through the TPM enabled")
+            return .ok("enabled")
+        } catch {
+            if error.status != SecStatus.authFailed { logger.error("cannot enable the login unlock: \(error.wireMessage)") }
+            return Outcome(error)
+        }
+    }
+
+    /// `D`: forgets the enrolment (the sealed object and the second wrapping).
+    func disable() -> Outcome {
+        if unlink(enrolmentPath) == 0 {
+            logger.info("login unlock through the TPM disabled")
+            return .ok("disabled")
+        }
+        if errno == ENOENT { return .ok("was not enabled") }
+        let reason = String(cString: strerror(errno))
+        logger.error("cannot remove \(enrolmentPath): \(reason)")
+        return Outcome(status: SecStatus.io, message: "cannot remove the enrolment: \(reason)")
+    }
+
+    /// The unlock part of `T` (the session is counted by the caller): unseal with the value root
+    /// sent and open `login` with the key it gives. Every failure leaves `login` locked.
+    func unlock(authValue: SecretBytes) -> Outcome {
+        do throws(KeychainError) {
+            guard let enrolment = try LoginUnlockEnrolment.load(from: enrolmentPath) else {
+                return Outcome(status: SecStatus.notAvailable, message: "login unlock is not enabled for this user")
+            }
+            guard try store.isLocked(Self.login) else { return .ok("login is already unlocked") }
+            let key: SecretBytes
+            do throws(TPMSeal.Failure) {
+                key = try TPMSeal(tcti: enrolment.tcti.isEmpty ? environmentTCTI : enrolment.tcti).unseal(enrolment.blob, auth: authValue)
+            } catch {
+                logger.notice("login stays locked: the TPM did not unseal: \(error.message)")
+                let status = error.kind == .unreachable ? SecStatus.notAvailable : SecStatus.authFailed
+                return Outcome(status: status, message: "the TPM did not unseal: \(error.message)")
+            }
+            try store.unlock(Self.login, wrapping: enrolment.wrapping, key: key)
+            logger.info("unlocked login at login through the TPM")
+            return .ok("login unlocked through the TPM")
+        } catch {
+            logger.notice("login stays locked: \(error.wireMessage)")
+            return Outcome(error)
+        }
+    }
+}

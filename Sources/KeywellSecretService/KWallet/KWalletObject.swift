@@ -1,0 +1,194 @@
+import Foundation
+import KeywellCore
+import KeywellDBus
+import KeywellProtocol
+
+/// `/modules/kwalletd5` or `/modules/kwalletd6`: `org.kde.KWallet`, answered as kwalletd
+/// answers (docs/kwallet.md, "Methods"). Calls on entries name a handle and the application id
+/// that opened it; a handle that is not that application's answers as kwalletd does (empty, false,
+/// −1), never an error. Input over a cap, a malformed map and a denied access question are
+/// errors with a message that says which.
+struct KWalletObject: DBusObject {
+    let service: KWalletService
+    /// How maps go out: each bus name's clients are built on one Qt (KF5: Qt 5).
+    let order: QDataStreamMap.Order
+
+    func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterface.interface] }
+
+    /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
+    /// identity is known; one that must ask the person moves to a worker (`retryOnWorker`).
+    /// Writes, opens (a prompt), and what lists keychains go to a worker.
+    func placement(of call: DBusMethodCall) -> DBusCallPlacement {
+        guard Self.reads.contains(call.member) else { return .worker }
+        if let access = service.context.access, !access.isKnown(call) { return .worker }
+        return .ioThread
+    }
+
+    private static let reads: Set<String> = [
+        "isEnabled", "localWallet", "networkWallet", "isOpen", "folderList", "hasFolder", "entryList", "readEntry",
+        "readMap", "readPassword", "hasEntry", "entryType", "folderDoesNotExist", "keyDoesNotExist",
+    ]
+
+    /// Thrown by a read on the I/O thread that must ask the person: the call starts again on a worker.
+    static let retryOnWorker = DBusError(name: "org.keywell.KWallet.RetryOnWorker", message: "")
+
+    func handle(_ call: DBusMethodCall) {
+        service.activity()
+        do throws(DBusError) {
+            let reach = KWalletProtocol.reach(member: call.member, signature: call.signature.rawValue)
+            if case .shared = reach { try service.context.callerAccess(call).check(reach) }
+            switch call.member {
+            case "openAsync", "openPathAsync":
+                try openAsync(call)
+            case "open":
+                call.reply([.int32(try open(call.arguments.string(at: 0), windowID: call.arguments.int64(at: 1),
+                                            appID: call.arguments.string(at: 2), call: call))])
+            default:
+                call.reply(try answer(call))
+            }
+        } catch where error == Self.retryOnWorker {
+            call.continueOffIOThread { handle(call) }
+        } catch {
+            call.reply(error: error)
+        }
+    }
+
+    /// The reply at once with the transaction id, then the open, then `walletAsyncOpened`.
+    private func openAsync(_ call: DBusMethodCall) throws(DBusError) {
+        let transaction = service.transactionID()
+        call.reply([.int32(transaction)])
+        var handle: Int32 = -1
+        if call.member == "openAsync" {
+            handle = (try? open(call.arguments.string(at: 0), windowID: call.arguments.int64(at: 1),
+                                appID: call.arguments.string(at: 2), call: call)) ?? -1
+        }
+        service.emit("walletAsyncOpened", [.int32(transaction), .int32(handle)])
+    }
+
+    /// A handle, or −1: no such wallet, or locked and no password (no dialog, dismissed, wrong).
+    private func open(_ wallet: String, windowID: Int64, appID: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        let context = service.context
+        guard let keychain = service.keychain(forWallet: wallet) else {
+            context.logger.notice("KWallet open of \"\(wallet)\": no such keychain")
+            return -1
+        }
+        if (try? context.store.isLocked(keychain)) != false {
+            if let reason = context.prompts.unavailableReason() {
+                context.logger.error("cannot ask for the password to open wallet \"\(wallet)\" (keychain \"\(keychain)\"): \(reason) (docs/prompts.md)")
+                return -1
+            }
+            let prompt = PromptContext(windowID: windowID == 0 ? "" : String(windowID), asker: context.prompts.asker)
+            defer { prompt.finish() }
+            let requester = ServiceContext.describe(call.sender, on: call.connection).map { appID.isEmpty ? $0 : "\(appID) (\($0))" }
+            guard UnlockPrompt(context: context, requester: requester).run([keychain], prompt).contains(keychain) else { return -1 }
+        }
+        guard let handle = service.handles.open(wallet: wallet, keychain: keychain, appID: appID, connection: call.sender) else {
+            context.logger.error("KWallet open of \"\(wallet)\": \(KWalletLimits.openHandles) handles are open already")
+            return -1
+        }
+        service.emit("walletOpened", [.string(wallet)])
+        return handle
+    }
+
+    private func answer(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+        let arguments = call.arguments
+        switch (call.member, call.signature.rawValue) {
+        case ("isEnabled", _): return [.bool(true)]
+        case ("openPath", _): return [.int32(-1)]
+        case ("localWallet", _), ("networkWallet", _): return [.string(KWalletProtocol.defaultWallet)]
+        case ("wallets", _): return [.stringArray(service.walletNames())]
+        case ("close", "sb"): return [.int32(try closeWallet(arguments.string(at: 0), force: arguments.bool(at: 1)))]
+        case ("close", _): return [.int32(closeHandle(try arguments.int32(at: 0), force: try arguments.bool(at: 1),
+                                                      appID: try arguments.string(at: 2), caller: call.sender))]
+        case ("isOpen", "s"):
+            guard let keychain = service.keychain(forWallet: try arguments.string(at: 0)) else { return [.bool(false)] }
+            return [.bool((try? service.context.store.isLocked(keychain)) == false)]
+        case ("isOpen", _): return [.bool(service.handles.exists(try arguments.int32(at: 0)))]
+        case ("users", _):
+            let keychain = service.keychain(forWallet: try arguments.string(at: 0))
+            let users = Set(service.handles.all().filter { $0.keychain == keychain }.map(\.appID))
+            return [.stringArray(users.sorted())]
+        case ("deleteWallet", _): return [.int32(try deleteWallet(arguments.string(at: 0)))]
+        case ("disconnectApplication", _):
+            let wallet = try arguments.string(at: 0), application = try arguments.string(at: 1)
+            let keychain = service.keychain(forWallet: wallet)
+            let gone = service.handles.remove { $0.keychain == keychain && $0.appID == application }
+            gone.forEach { service.handleClosed($0.number) }
+            if !gone.isEmpty { service.emit("applicationDisconnected", [.string(wallet), .string(application)]) }
+            return [.bool(!gone.isEmpty)]
+        case ("closeAllWallets", _):
+            service.context.store.lockAll()
+            return []
+        case ("changePassword", _):
+            try changePassword(arguments.string(at: 0), windowID: arguments.int64(at: 1), appID: arguments.string(at: 2), call: call)
+            return []
+        case ("sync", _), ("reconfigure", _), ("pamOpen", _):
+            // Every write is durable when its call returns; keywelld has no settings of
+            // kwalletd's to read; PAM unlocks keychains through pam_keywell (docs/kwallet.md).
+            return []
+        case ("folderDoesNotExist", _):
+            return [.bool(try !exists(wallet: arguments.string(at: 0), folder: arguments.string(at: 1), key: nil, call: call))]
+        case ("keyDoesNotExist", _):
+            return [.bool(try !exists(wallet: arguments.string(at: 0), folder: arguments.string(at: 1),
+                                      key: arguments.string(at: 2), call: call))]
+        default:
+            return try KWalletEntryCalls(service: service, order: order).answer(call)
+        }
+    }
+
+    private func closeWallet(_ wallet: String, force: Bool) throws(DBusError) -> Int32 {
+        guard let keychain = service.keychain(forWallet: wallet),
+              (try? service.context.store.isLocked(keychain)) == false else { return -1 }
+        guard force else { return 1 }
+        try engine(wallet) { () throws(KeychainError) in try service.context.store.lock(keychain) }
+        return 0
+    }
+
+    private func closeHandle(_ number: Int32, force: Bool, appID: String, caller: String) -> Int32 {
+        switch service.handles.close(number, appID: appID, connection: caller, force: force) {
+        case .unknown: return -1
+        case .notHolder, .stillOpen: return 1
+        case .closed(let handle):
+            service.handleClosed(handle.number)
+            return 0
+        }
+    }
+
+    private func deleteWallet(_ wallet: String) throws(DBusError) -> Int32 {
+        guard let keychain = service.keychain(forWallet: wallet) else { return -1 }
+        try engine(wallet) { () throws(KeychainError) in try service.context.store.deleteKeychain(keychain) }
+        for handle in service.handles.remove(where: { $0.keychain == keychain }) { service.handleClosed(handle.number) }
+        service.emit("walletDeleted", [.string(wallet)])
+        service.emit("walletListDirty", [])
+        return 0
+    }
+
+    /// Asks for the old and new password through the usual dialog, after the reply (kwalletd
+    /// answers at once too).
+    private func changePassword(_ wallet: String, windowID: Int64, appID: String, call: DBusMethodCall) throws(DBusError) {
+        let context = service.context
+        guard let keychain = service.keychain(forWallet: wallet) else { return }
+        if let reason = context.prompts.unavailableReason() {
+            context.logger.error("cannot ask for a new password of wallet \"\(wallet)\": \(reason) (docs/prompts.md)")
+            return
+        }
+        let requester = ServiceContext.describe(call.sender, on: call.connection).map { appID.isEmpty ? $0 : "\(appID) (\($0))" }
+        call.afterReply {
+            let prompt = PromptContext(windowID: windowID == 0 ? "" : String(windowID), asker: context.prompts.asker)
+            defer { prompt.finish() }
+            _ = ChangePasswordPrompt(context: context, requester: requester).run(keychain, prompt)
+        }
+    }
+
+    /// Whether the wallet has the folder (or the folder the key), for the caller; readable
+    /// while locked, as kwalletd reads a closed wallet's folder and key names.
+    private func exists(wallet: String, folder: String, key: String?, call: DBusMethodCall) throws(DBusError) -> Bool {
+        guard let keychain = service.keychain(forWallet: wallet) else { return false }
+        let entries = KWalletFolder(collection: service.context.directory.unchecked(.keychain(keychain)),
+                                    access: service.context.callerAccess(call))
+        return try engine(wallet) { () throws(KeychainError) in
+            if let key { return try entries.item(folder: folder, key: key) != nil }
+            return try entries.folders().contains(folder) || service.emptyFolders.withLock { $0[keychain]?.contains(folder) ?? false }
+        }
+    }
+}
