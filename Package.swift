@@ -91,12 +91,21 @@ let package = Package(
             name: "KeywellAccess",
             dependencies: ["KeywellProtocol", "KeywellIdentity", "KeywellDBus", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
         ),
+        // The OpenSSH agent protocol (docs/ssh.md): its codec, the agent's semantics over a key
+        // store the daemon supplies, and signatures (Ed25519 with libsodium, ECDSA and RSA with libcrypto).
+        .target(
+            name: "KeywellSSHAgent",
+            dependencies: ["COpenSSL", "CSodium", "KeywellCore", "KeywellProtocol", "KeywellSSHWire", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The agent protocol's numbers, caps and wire encoding, and OpenSSH's private key files:
+        // nothing else, so that the static CLI (`keywell ssh-add`) links it without the engine.
+        .target(name: "KeywellSSHWire"),
         // The session service: native API, Secret Service, PAM hand-off, timers.
         .target(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "CKeywellTPM", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity",
-                "KeywellProtocol", "KeywellSecretService", "KeywellSystem", "KeyringImport",
+                "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "KeyringImport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSwitches
@@ -111,7 +120,7 @@ let package = Package(
         .target(name: "KeychainServices", dependencies: ["KeywellNativeClient", "KeywellAPI", "KeywellDBus", "KeywellProtocol"]),
         // The `keywell` command line (macOS `security`'s commands, git's credential helper) as a
         // library: the executable only calls it, and the CLI fuzz target links it.
-        .target(name: "KeywellCLI", dependencies: ["CKeywellControl", "KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSystem"]),
+        .target(name: "KeywellCLI", dependencies: ["CKeywellControl", "KeywellNativeClient", "KeywellDBus", "KeywellProtocol", "KeywellSSHWire", "KeywellSystem"]),
         // A static position-independent executable: a shell, git or a script starts it for every
         // lookup, and the dynamic loader's work (mapping and binding the Swift runtime, libdbus,
         // libsodium, libc) cost more than the lookup itself (docs/performance.md). Position-
@@ -134,8 +143,8 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
-                "KeywellSystem", "SecretServiceCrypto",
+                "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
+                "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -162,6 +171,7 @@ let package = Package(
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
+        .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(
             name: "KeywellAccessTests",
             dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
@@ -199,5 +209,9 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
         .executableTarget(
             name: "CLIArgumentFuzzer", dependencies: ["KeywellCLI"],
             path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "SSHAgentFuzzer",
+            dependencies: ["KeywellCore", "KeywellSSHAgent", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")],
+            path: "Fuzz/SSHAgentFuzzer", swiftSettings: fuzzerFlags),
     ]
 }

@@ -11,7 +11,7 @@ complete -c keywell -n __fish_use_subcommand -s v -d 'Be more verbose'
 complete -c keywell -n __fish_use_subcommand -s i -d 'Run in interactive mode'
 complete -c keywell -n __fish_use_subcommand -l help -d 'Show the help'
 complete -c keywell -n __fish_use_subcommand -a help -d 'Show all commands, or show usage for a command.'
-complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor login-unlock access completion'
+complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion'
 complete -c keywell -n __fish_use_subcommand -a list-keychains -d 'Display or manipulate the keychain search list.'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s d -d 'Use the specified preference domain' -r -a 'user system common dynamic'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s s -d 'Set the search list to the specified keychains'
@@ -197,6 +197,13 @@ complete -c keywell -n '__fish_seen_subcommand_from import' -F
 complete -c keywell -n __fish_use_subcommand -a git-credential -d 'Keywell: git credential helper (credential.helper=keywell).'
 complete -c keywell -n '__fish_seen_subcommand_from git-credential' -a 'get store erase'
 complete -c keywell -n __fish_use_subcommand -a doctor -d 'Keywell: check this user'\''s setup, and show this program'\''s identity as keywelld sees it.'
+complete -c keywell -n __fish_use_subcommand -a ssh-add -d 'Keywell: import OpenSSH private key files into a keychain for the SSH agent.'
+complete -c keywell -n '__fish_seen_subcommand_from ssh-add' -s k -d 'Store the keys in this keychain (default: the default keychain)' -r -a '(__keywell_keychains)'
+complete -c keywell -n '__fish_seen_subcommand_from ssh-add' -s T -d 'Trust this program to sign with the keys too (multiple -T options are allowed)' -r -F
+complete -c keywell -n '__fish_seen_subcommand_from ssh-add' -l help
+complete -c keywell -n '__fish_seen_subcommand_from ssh-add' -F
+complete -c keywell -n __fish_use_subcommand -a ssh-agent -d 'Keywell: print the path of keywelld'\''s OpenSSH agent socket (for SSH_AUTH_SOCK).'
+complete -c keywell -n '__fish_seen_subcommand_from ssh-agent' -a '--print-socket'
 complete -c keywell -n __fish_use_subcommand -a login-unlock -d 'Keywell: unlock the login keychain at a login without a typed password, through the TPM.'
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -s p -d 'The login password, to prove it (enable; if not provided, will prompt)' -r
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -l help

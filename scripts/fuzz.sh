@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(QueryFuzzer DBusDecodeFuzzer KeychainHeaderFuzzer CLIArgumentFuzzer)
+[ ${#targets[@]} -gt 0 ] || targets=(QueryFuzzer DBusDecodeFuzzer KeychainHeaderFuzzer CLIArgumentFuzzer SSHAgentFuzzer)
 
 scratch=.build-fuzz
 # The fuzz targets exist only when KEYWELL_FUZZ is set (Package.swift).

@@ -194,6 +194,27 @@ else
 fi
 place_template dbus/keywelld.desktop.in "$SYSCONFDIR/xdg/autostart/keywelld.desktop" 0644
 
+# SSH_AUTH_SOCK for the user's session: an environment.d file (systemd's user manager hands it
+# to the session), unless another environment.d file, user unit or autostart entry sets it
+# (gcr-ssh-agent, gnome-keyring's ssh component, OpenSSH's ssh-agent unit) (docs/ssh.md).
+ssh_env="$PREFIX/lib/environment.d/60-keywell-ssh-agent.conf"
+ssh_claimants=()
+for candidate in /usr/lib/environment.d/*.conf /usr/local/lib/environment.d/*.conf /etc/environment.d/*.conf \
+                 /usr/lib/systemd/user/*.service /usr/lib/systemd/user/*.socket \
+                 /etc/systemd/user/*.service /etc/systemd/user/*.socket "$SYSCONFDIR"/xdg/autostart/*.desktop; do
+  [ "$candidate" = "$ssh_env" ] && continue
+  [ -f "$DESTDIR$candidate" ] || continue
+  if grep -q 'SSH_AUTH_SOCK' "$DESTDIR$candidate" || grep -qE '^Exec=.*--components=[^ ]*ssh' "$DESTDIR$candidate"; then
+    ssh_claimants+=("$candidate")
+  fi
+done
+if [ "${#ssh_claimants[@]}" -eq 0 ] || grep -qxF "$ssh_env" "$root_record/files"; then
+  place dbus/keywell-ssh-agent.conf "$ssh_env" 0644
+else
+  echo "install: SSH_AUTH_SOCK is left to ${ssh_claimants[*]}; to use Keywell's agent, stop that one"
+  echo "         and point SSH_AUTH_SOCK at \$XDG_RUNTIME_DIR/keywell/ssh-agent (docs/ssh.md)"
+fi
+
 # Another Secret Service's activation file in a folder the bus reads later stays, shadowed by
 # ours; taking ours out (--uninstall) gives it the name back.
 for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do

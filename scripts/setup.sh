@@ -32,6 +32,9 @@ packages=(
   # test: the prompters keywelld chooses (docs/prompts.md): gcr's system prompter through
   # pinentry-gnome3 under Xvfb, pinentry-curses on a configured terminal
   pinentry-gnome3 pinentry-curses gcr
+  # test and benchmark: the SSH agent with real OpenSSH (a private sshd on loopback, ssh-add,
+  # ssh-keygen's signatures, OpenSSH's own ssh-agent to compare against)
+  openssh-client openssh-server
   # test: KDE's wallet API through real KDE clients, and KWallet's own daemon to compare with
   # (docs/kwallet.md)
   kwalletcli libkf5wallet-bin

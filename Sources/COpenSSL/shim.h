@@ -3,3 +3,5 @@
 #include <openssl/kdf.h>
 #include <openssl/rand.h>
 #include <openssl/err.h>
+#include <openssl/param_build.h>
+#include <openssl/params.h>

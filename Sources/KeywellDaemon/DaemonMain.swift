@@ -106,6 +106,8 @@ final class Daemon: @unchecked Sendable {
     private let callDeadline: Duration
     /// The native API's direct socket (docs/native-api.md, "The direct socket").
     private var directServer: DBusPeerServer?
+    /// The OpenSSH agent (docs/ssh.md).
+    private var sshAgent: SSHAgentServer?
 
     /// `fatal` ends the daemon from another thread (see FatalStop).
     init(environment: [String: String], logger: Logger, replaceSecretService: Bool = false, fatal: FatalStop) throws {
@@ -264,6 +266,7 @@ final class Daemon: @unchecked Sendable {
     func start() {
         busLink.start()
         openDirectSocket()
+        openSSHAgent()
         autoLock.start()
         sleepWatcher.start(environment: environment)
         trimmer.start()
@@ -278,6 +281,22 @@ final class Daemon: @unchecked Sendable {
         directServer?.stop()
         busLink.close()
         controlServer?.removeSocketFile()
+        sshAgent?.removeSocketFile()
+    }
+
+    /// Serves the OpenSSH agent at `$XDG_RUNTIME_DIR/keywell/ssh-agent` (docs/ssh.md).
+    private func openSSHAgent() {
+        guard let folder = runtimeFolder else { return }
+        let secretService = secretService
+        let keys = KeychainKeyStore(store: store, gate: accessGate, resolver: identities.resolver, logger: logger,
+                                    unlock: { keychain, requester in secretService.unlockWithDialog(keychain, requester: requester) })
+        do {
+            let server = try SSHAgentServer(path: folder.sshAgentSocketPath, store: keys, logger: logger)
+            server.start()
+            sshAgent = server
+        } catch {
+            logger.warning("no SSH agent: \(error)")
+        }
     }
 
     /// Serves the native object at `$XDG_RUNTIME_DIR/keywell/native` too, for clients that want

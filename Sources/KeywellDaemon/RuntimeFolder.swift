@@ -10,6 +10,7 @@ struct RuntimeFolder {
     var controlSocketPath: String { path + "/" + ControlProtocol.socketName }
     var lockFilePath: String { path + "/keywelld.lock" }
     var directSocketPath: String { path + "/" + KeywellNames.directSocket }
+    var sshAgentSocketPath: String { path + "/" + KeywellNames.sshAgentSocket }
 
     static func prepare(_ path: String) throws(DaemonError) -> RuntimeFolder {
         if mkdir(path, 0o700) != 0, errno != EEXIST {

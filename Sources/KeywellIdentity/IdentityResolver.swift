@@ -65,7 +65,7 @@ public struct IdentityResolver: Sendable {
     /// nothing needs checking again with anyone. Without that pidfd (a kernel before 6.5) the
     /// caller is not identified: the daemon serves no direct socket there.
     /// `socket` is keywelld's end of the connection: the peer must hold the other end as its own.
-    func resolve(peer credentials: PeerCredentials, socket: Int32) throws(IdentityError) -> ApplicationIdentity {
+    public func resolve(peer credentials: PeerCredentials, socket: Int32) throws(IdentityError) -> ApplicationIdentity {
         guard let pidfd = credentials.processFD else { throw .process("the kernel gave no pidfd for the socket's peer") }
         guard credentials.uid == userID else {
             close(pidfd)

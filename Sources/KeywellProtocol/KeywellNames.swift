@@ -18,6 +18,8 @@ public enum KeywellNames {
     /// methods as on the bus, served straight to clients of this user (docs/native-api.md,
     /// "The direct socket").
     public static let directSocket = "native"
+    /// The OpenSSH agent: `$XDG_RUNTIME_DIR/keywell/ssh-agent` (docs/ssh.md).
+    public static let sshAgentSocket = "ssh-agent"
     /// The login unlock's enrolment in the user's data folder: `$XDG_DATA_HOME/keywell/login-unlock`
     /// (docs/login-unlock.md, "The files").
     public static let loginUnlockFile = "login-unlock"

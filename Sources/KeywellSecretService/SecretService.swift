@@ -44,6 +44,8 @@ public final class SecretService: Sendable {
     private let served = Mutex<(connection: DBusConnection?, ownerWatches: [DBusSignalSubscription])>((nil, []))
     /// The bus the prompts ask for the activation environment.
     private let currentConnection: LockedConnection
+    /// One unlock dialog for the SSH agent at a time: the signatures behind it find the keychain open.
+    private let agentUnlocking = Mutex(())
 
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
@@ -70,6 +72,22 @@ public final class SecretService: Sendable {
         // Items made, changed or deleted through any face: the one place that sends ItemCreated,
         // ItemChanged and ItemDeleted for keychains.
         store.observeItems { [weak self] event in self?.keychainItemsChanged(event) }
+    }
+
+    /// Asks for a locked keychain's password with the Secret Service's unlock dialog and unlocks it
+    /// (a signature with a key of a locked keychain, docs/ssh.md). False at once when no dialog can
+    /// be shown, and when the person cancels or the password is wrong five times.
+    public func unlockWithDialog(_ keychain: String, requester: String) -> Bool {
+        agentUnlocking.withLock { _ -> Bool in
+            if (try? context.store.isLocked(keychain)) == false { return true }
+            if let reason = context.prompts.unavailableReason() {
+                logger.notice("\"\(keychain)\" is locked and no password dialog can be shown (\(reason)); unlock it with `keywell unlock-keychain \(keychain)`")
+                return false
+            }
+            let prompt = PromptContext(windowID: "", asker: context.prompts.asker)
+            defer { prompt.finish() }
+            return !UnlockPrompt(context: context, requester: requester).run([keychain], prompt).isEmpty
+        }
     }
 
     /// Serves on `connection` (a new one each time the daemon finds a session bus): exports the

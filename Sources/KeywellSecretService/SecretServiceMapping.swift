@@ -61,6 +61,9 @@ enum SecretServiceMapping {
             result["path"] = text(.path)
             result["domain"] = text(.securityDomain)
             result["authtype"] = text(.authenticationType).map { $0.trimmingCharacters(in: .whitespaces) }
+        case .key:
+            // Key items are free-form items: their attributes are their own rows.
+            break
         }
         return result
     }
@@ -109,6 +112,8 @@ enum SecretServiceMapping {
     static func nativeConditions(
         for query: [String: String], itemClass: ItemClass
     ) -> [(attribute: ItemAttribute, value: AttributeValue)]? {
+        // Key items are always free-form: no native conditions reach them.
+        guard itemClass != .key else { return nil }
         // In the query's order first: most searches name an attribute no native item has, and
         // learn it without sorting. Sorted by name after, so the same query makes the same SQL.
         var conditions: [(name: String, attribute: ItemAttribute, value: AttributeValue)] = []

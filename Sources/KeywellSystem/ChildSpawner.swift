@@ -15,6 +15,8 @@ package struct SpawnRequest: Sendable {
         case nullDevice
         /// A pipe whose write end `SpawnedChild.standardInput` holds.
         case pipe
+        /// The same as ours (a program that asks the person at our terminal: `ssh-keygen -p`).
+        case inherit
     }
 
     package enum Output: Sendable {
@@ -125,6 +127,8 @@ package enum ChildSpawner {
             ours.append(fds.write); theirs.append(fds.read)
             inputEnd = fds.write
             posix_spawn_file_actions_adddup2(&actions, fds.read, 0)
+        case .inherit:
+            break
         }
         var outputEnds: [Int32: Int32] = [:]
         for (target, output) in [(Int32(1), request.standardOutput), (Int32(2), request.standardError)] {

@@ -43,6 +43,7 @@ EXPECTED = {
     f"{PREFIX}/share/dbus-1/interfaces/org.keywell.Keychain1.xml": 0o644,
     f"{PREFIX}/lib/systemd/user/keywelld.service": 0o644,
     "/etc/xdg/autostart/keywelld.desktop": 0o644,
+    f"{PREFIX}/lib/environment.d/60-keywell-ssh-agent.conf": 0o644,
     f"{PREFIX}/share/dbus-1/services/org.freedesktop.impl.portal.desktop.keywell.service": 0o644,
     "/usr/share/xdg-desktop-portal/portals/keywell.portal": 0o644,
     "/usr/share/xdg-desktop-portal/portals.conf": 0o644,
@@ -237,3 +238,22 @@ def test_a_portals_conf_that_is_not_ours_stays_untouched(staging):
     run_install(root, bin_dir, "--uninstall")
     assert theirs.read_bytes() == content
     assert not (root / "usr/share/xdg-desktop-portal/portals").exists()
+
+
+def test_ssh_auth_sock_is_set_only_when_nothing_else_sets_it(staging):
+    """The environment.d file pointing SSH_AUTH_SOCK at keywelld's agent (docs/ssh.md) is
+    installed when no other file claims the variable; when a user unit does (gcr-ssh-agent),
+    install.sh leaves it alone and names that unit."""
+    root, bin_dir = staging
+    ours = root / PREFIX.lstrip("/") / "lib/environment.d/60-keywell-ssh-agent.conf"
+    run_install(root, bin_dir, "--bin-dir", str(bin_dir))
+    assert "SSH_AUTH_SOCK=${XDG_RUNTIME_DIR}/keywell/ssh-agent" in ours.read_text()
+    run_install(root, bin_dir, "--uninstall")
+    assert not ours.exists()
+    unit = root / "usr/lib/systemd/user/gcr-ssh-agent.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\nExecStartPost=-/usr/bin/systemctl --user set-environment SSH_AUTH_SOCK=%t/gcr/ssh\n")
+    result = run_install(root, bin_dir, "--bin-dir", str(bin_dir))
+    assert not ours.exists()
+    assert "SSH_AUTH_SOCK is left to /usr/lib/systemd/user/gcr-ssh-agent.service" in result.stdout
+    run_install(root, bin_dir, "--uninstall")

@@ -164,7 +164,7 @@ import Testing
         _ = try store.add(genp("a", "s"))
         let cases: [(OSStatus, WireDictionary)] = [
             (SecStatus.param, ["acct": .string("a")]),
-            (SecStatus.noSuchClass, [WireKey.class: .string("keys")]),
+            (SecStatus.noSuchClass, [WireKey.class: .string("cert")]),
             (SecStatus.noSuchAttr, genp("a", "s", ["port": .integer(1)])),
             (SecStatus.param, genp("a", "s", ["whatever": .bool(true)])),
             (SecStatus.param, genp("a", "s", [WireKey.valueData: data("x")])),

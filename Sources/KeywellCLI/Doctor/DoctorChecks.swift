@@ -2,10 +2,15 @@ import FoundationEssentials
 import KeywellDBus
 import KeywellProtocol
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The checks `keywell doctor` runs, in the order a setup depends on them.
 enum DoctorChecks {
     static func run(into report: inout DoctorReport) {
         defer { ptraceScope(into: &report) }
+        defer { sshAgent(into: &report) }
         guard let bus = sessionBus(into: &report) else { return }
         defer { bus.close() }
         guard let daemon = keywelld(on: bus, into: &report) else { return }
@@ -113,6 +118,33 @@ enum DoctorChecks {
         } else {
             report.ok("PAM", "pam_keywell.so in \(files.joined(separator: ", "))")
         }
+    }
+
+    /// Whether this shell's `SSH_AUTH_SOCK` is keywelld's agent (docs/ssh.md).
+    private static func sshAgent(into report: inout DoctorReport) {
+        guard let ours = SSHAgentCommand.socketPath() else { return }
+        guard let value = getenv("SSH_AUTH_SOCK").map({ String(cString: $0) }), !value.isEmpty else {
+            report.note("SSH agent", "SSH_AUTH_SOCK is not set: ssh uses no agent here; Keywell's is \(ours) "
+                + "(export SSH_AUTH_SOCK=$(keywell ssh-agent --print-socket))")
+            return
+        }
+        guard sameFile(value, ours) || value == ours else {
+            report.note("SSH agent", "SSH_AUTH_SOCK is \(value), another agent: ssh's keys are not in the keychain; "
+                + "Keywell's agent is \(ours)")
+            return
+        }
+        var status = stat()
+        guard stat(ours, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else {
+            report.note("SSH agent", "SSH_AUTH_SOCK is Keywell's agent, \(ours), but keywelld is not serving it now")
+            return
+        }
+        report.ok("SSH agent", "SSH_AUTH_SOCK is Keywell's agent, \(ours)")
+    }
+
+    private static func sameFile(_ one: String, _ other: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        return stat(one, &first) == 0 && stat(other, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     private static func ptraceScope(into report: inout DoctorReport) {

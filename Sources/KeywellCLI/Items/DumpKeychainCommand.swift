@@ -44,7 +44,7 @@ enum DumpKeychainCommand {
         var json: [JSONValue] = []
         for keychain in scope {
             let path = context.naming.path(for: keychain)
-            for itemClass in [ItemClass.genericPassword, .internetPassword] {
+            for itemClass in [ItemClass.genericPassword, .internetPassword, .key] {
                 let entries: [Entry]
                 do {
                     entries = try items(itemClass, in: keychain, secrets: wantsSecret, access: withAccess,

@@ -20,6 +20,7 @@ extension ItemClass {
         switch self {
         case .genericPassword: Self.genericSchema
         case .internetPassword: Self.internetSchema
+        case .key: Self.keySchema
         }
     }
 
@@ -29,6 +30,13 @@ extension ItemClass {
 
     static let label = Attribute(tag: AttributeKey.label, wireKey: AttributeKey.label, format: .blob)
     static let alias = Attribute(tag: "alis", wireKey: nil, format: .blob)
+
+    /// SSH keys (docs/ssh.md): the comment is the label; the fingerprint, kept as the account,
+    /// prints as `"fprt"`.
+    private static let keySchema: [Attribute] = [
+        label, alias, attribute(AttributeKey.creationDate, .timedate),
+        Attribute(tag: "fprt", wireKey: AttributeKey.account, format: .blob), attribute(AttributeKey.modificationDate, .timedate),
+    ]
 
     private static let genericSchema: [Attribute] = [
         label, alias,

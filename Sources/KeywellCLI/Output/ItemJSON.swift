@@ -38,7 +38,13 @@ enum ItemJSON {
             ("keychain", .string(keychainPath)),
             ("class", .string(item.itemClass.rawValue)),
         ]
-        let specific = item.itemClass == .genericPassword ? generic : internet
+        let specific: [(String, String)] =
+            switch item.itemClass {
+            case .genericPassword: generic
+            case .internetPassword: internet
+            // An SSH key's account is its fingerprint (docs/ssh.md).
+            case .key: [("fingerprint", AttributeKey.account)]
+            }
         for (name, key) in common + specific + trailing {
             fields.append((name, value(item, key)))
         }

@@ -8,6 +8,7 @@ extension ItemClass {
         switch self {
         case .genericPassword: Self.genericPasswordKey
         case .internetPassword: Self.internetPasswordKey
+        case .key: Self.keyKey
         }
     }
 
@@ -17,6 +18,9 @@ extension ItemClass {
     }
 
     private static let genericPasswordKey: [ItemAttribute] = [.account, .service, .accessGroup]
+    /// A key item's account is its fingerprint. No unique index holds it (files keep their
+    /// schema): the SSH agent replaces a key item instead of adding a second one.
+    private static let keyKey: [ItemAttribute] = [.account, .accessGroup]
     private static let internetPasswordKey: [ItemAttribute] = [
         .account, .securityDomain, .server, .protocol, .authenticationType, .port, .path, .accessGroup,
     ]

@@ -163,7 +163,8 @@ extension KeychainStore {
 
     // MARK: Writing
 
-    /// Makes a free-form item (one durable commit): a `genp` item whose free-form rows are
+    /// Makes a free-form item (one durable commit): an item of `itemClass` (`genp` unless the SSH
+    /// agent makes a `keys` item) whose free-form rows are
     /// `attributes`, whose native attributes `derive` gives from its label and attributes, and whose
     /// `type` (nil: none) is kept in a hidden row. With `replace`, a free-form item with exactly the
     /// same attributes gets the new label, secret and type instead, keeping its identity. `times`
@@ -176,7 +177,7 @@ extension KeychainStore {
     /// keychain's `enforceAccess` says (a sandboxed app's item trusts that app alone); `replacing`
     /// decides, from that list, whether the caller may replace it at all (nil: yes).
     public func addFreeformItem(
-        in keychain: String, label: String, attributes: [String: String], type: String?,
+        in keychain: String, itemClass: ItemClass = .genericPassword, label: String, attributes: [String: String], type: String?,
         secret: ItemSecret, replace: Bool, times: ItemDates? = nil, creator: String? = nil,
         creatorUnidentified: Bool = false, access explicitAccess: AccessList? = nil,
         replacing: (@Sendable (AccessList) -> ItemReplacement)? = nil, derive: DeriveNative
@@ -205,7 +206,7 @@ extension KeychainStore {
                 .creationDate: created, .modificationDate: milliseconds,
             ]
             native.merge(derive(label, attributes)) { _, derived in derived }
-            var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: .genericPassword, attributes: native, sealedSecret: Data())
+            var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: itemClass, attributes: native, sealedSecret: Data())
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
             // A new item has no hidden rows to replace or delete: only those that say something.
             let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }

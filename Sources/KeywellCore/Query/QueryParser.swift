@@ -7,6 +7,7 @@ import KeywellProtocol
 enum QueryParser {
     static func parseAdd(_ dictionary: WireDictionary) throws(KeychainError) -> NewItem {
         let itemClass = try requiredClass(dictionary)
+        guard itemClass != .key else { throw .param("keys items are added through the SSH agent (keywell ssh-add)") }
         var item = NewItem(itemClass: itemClass, attributes: [:], secret: Data(), keychain: nil, returns: ReturnRequest())
         for (key, value) in dictionary.sortedByKey where key != WireKey.class {
             if let attribute = ItemAttribute.byName[key] {

@@ -1,0 +1,95 @@
+import FoundationEssentials
+import KeywellSSHWire
+import KeywellSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads an OpenSSH private key file for `keywell ssh-add`. A file with a passphrase is
+/// decrypted by OpenSSH's own `ssh-keygen -p` on a private copy, which asks the passphrase
+/// exactly as ssh-add does (the terminal; SSH_ASKPASS when SSH_ASKPASS_REQUIRE or a display
+/// says so): no bcrypt_pbkdf of our own, and the passphrase never passes through Keywell
+/// (docs/ssh.md, "keywell ssh-add").
+enum KeyFileReading {
+    /// The unencrypted openssh-key-v1 binary of `path`; the caller wipes it.
+    static func binary(of path: String) throws(SSHAddError) -> SecretBytes {
+        let file = try read(path)
+        defer { file.wipe() }
+        let binary: [UInt8]
+        do { binary = try OpenSSHKeyFile.binary(file.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
+        let secret = SecretBytes(binary)
+        let cipher: String
+        do { cipher = try OpenSSHKeyFile.cipher(of: secret.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
+        guard cipher != "none" else { return secret }
+        secret.wipe()
+        return try decrypted(path)
+    }
+
+    private static func read(_ path: String) throws(SSHAddError) -> SecretBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SSHAddError("\(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: OpenSSHKeyFile.maximumFileBytes + 1)
+        var total = 0
+        while total < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw SSHAddError("\(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            total += count
+        }
+        let file = SecretBytes(Array(bytes[..<total]))
+        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
+        return file
+    }
+
+    /// A copy in a folder only this user can enter (in the runtime folder, a tmpfs, when there
+    /// is one), decrypted in place by `ssh-keygen -p -N ""`, read and overwritten.
+    private static func decrypted(_ path: String) throws(SSHAddError) -> SecretBytes {
+        let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((base + "/keywell-ssh-add.XXXXXX").utf8CString)
+        guard let folderPointer = mkdtemp(&template) else { throw SSHAddError("cannot make a private folder in \(base)") }
+        let folder = String(cString: folderPointer)
+        let copy = folder + "/key"
+        defer {
+            overwrite(copy)
+            unlink(copy)
+            rmdir(folder)
+        }
+        let original = try read(path)
+        defer { original.wipe() }
+        let fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SSHAddError("cannot write a private copy of \(path)") }
+        let written = original.bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == original.count else { throw SSHAddError("cannot write a private copy of \(path)") }
+        StandardStreams.output.flush()
+        let exit: ChildExit?
+        do {
+            let child = try ChildSpawner.spawn(SpawnRequest(
+                executable: "ssh-keygen", arguments: ["-q", "-p", "-N", "", "-f", copy],
+                environment: ProcessInfo.processInfo.environment, standardInput: .inherit,
+                standardOutput: .inherit, standardError: .inherit))
+            exit = ChildSpawner.waitForExit(child.pid)
+        } catch {
+            throw SSHAddError("cannot run ssh-keygen to decrypt \(path): \(error)")
+        }
+        guard exit?.succeeded == true else { throw SSHAddError("\(path): ssh-keygen could not decrypt it (wrong passphrase?)") }
+        let plain = try read(copy)
+        defer { plain.wipe() }
+        do { return SecretBytes(try OpenSSHKeyFile.binary(plain.bytes)) } catch { throw SSHAddError("\(path): \(error.reason)") }
+    }
+
+    /// Zeroes a file's bytes before it is unlinked.
+    private static func overwrite(_ path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return }
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let zeros = [UInt8](repeating: 0, count: Int(status.st_size))
+        _ = write(fd, zeros, zeros.count)
+        fsync(fd)
+    }
+}

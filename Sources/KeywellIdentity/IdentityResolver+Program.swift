@@ -1,0 +1,19 @@
+import Glibc
+import KeywellSystem
+
+extension IdentityResolver {
+    /// The identity a program at `path` has when it runs (symbolic links resolved; its file hashed
+    /// now unless only root can replace it): what an access list names to trust it before it ever
+    /// called, as `-T` does (docs/access-control.md, "Item access lists").
+    public func identity(ofProgram path: String) throws(IdentityError) -> ApplicationIdentity {
+        guard let resolved = realpath(path, nil) else { throw .process("\(path): \(String(cString: strerror(errno)))") }
+        let real = String(cString: resolved)
+        free(resolved)
+        let descriptor = open(real, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .process("\(real): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        // A program only root can replace is named by its path alone, as `-T` names it.
+        let sha256 = RootOnlyProgram.isRootOnly(descriptor, path: real) ? nil : try digests.sha256(of: descriptor)
+        return ApplicationIdentity(.executable(path: real, sha256: sha256, script: nil))
+    }
+}

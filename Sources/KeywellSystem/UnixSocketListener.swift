@@ -1,0 +1,132 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a Unix socket could not be made to listen.
+public struct UnixSocketError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A listening Unix stream socket in the daemon's private runtime folder, and the loop that
+/// accepts on it: the one way keywelld serves a socket of its own (the PAM module's control
+/// socket, the SSH agent; docs/design.md, "Threads").
+///
+/// The socket is made under a temporary name and renamed into place once it listens with mode
+/// 0600: whoever finds the file can connect at once, never meeting a socket that is bound but not
+/// yet listening (ECONNREFUSED) or not yet 0600.
+public final class UnixSocketListener: Sendable {
+    public let path: String
+    private let listener: Int32
+    private let activeConnections = Mutex(0)
+
+    /// Binds and listens, replacing a stale socket (the caller holds the daemon's instance lock,
+    /// so nobody else can be listening there); refuses to replace anything but a socket.
+    public init(path: String, backlog: Int32 = 32) throws(UnixSocketError) {
+        self.path = path
+        let temporary = path + ".new"
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(temporary.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw UnixSocketError("the socket path \(path) is too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        for stale in [path, temporary] {
+            var existing = stat()
+            if lstat(stale, &existing) == 0 {
+                guard existing.st_mode & S_IFMT == S_IFSOCK else { throw UnixSocketError("\(stale) exists and is not a socket") }
+                unlink(stale)
+            }
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw UnixSocketError("socket: \(String(cString: strerror(errno)))") }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(temporary, 0o600) == 0, listen(fd, backlog) == 0, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            unlink(temporary)
+            throw UnixSocketError("cannot listen on \(path): \(reason)")
+        }
+        listener = fd
+    }
+
+    /// What the accept loop does with each connection. Every closure runs with the connection
+    /// still open; the loop closes it afterwards.
+    public struct Handlers: Sendable {
+        /// Whether to serve this peer at all (checked before a byte is read).
+        public var admit: @Sendable (Int32) -> Bool
+        /// Said to an admitted peer when `maximumConnections` are already being served.
+        public var busy: @Sendable (Int32) -> Void
+        /// Serves the connection, on a thread of its own.
+        public var serve: @Sendable (Int32) -> Void
+        /// A fatal accept error: the loop ends after reporting it.
+        public var failed: @Sendable (String) -> Void
+
+        public init(admit: @escaping @Sendable (Int32) -> Bool, busy: @escaping @Sendable (Int32) -> Void,
+                    serve: @escaping @Sendable (Int32) -> Void, failed: @escaping @Sendable (String) -> Void) {
+            self.admit = admit
+            self.busy = busy
+            self.serve = serve
+            self.failed = failed
+        }
+    }
+
+    /// Starts the accepting thread: each admitted connection is served on a short-lived thread
+    /// of its own, at most `maximumConnections` at once, so a stalled client holds up nobody.
+    public func start(acceptThreadName: String, connectionThreadName: String, maximumConnections: Int,
+                      connectionStackSize: Int = 512 << 10, _ handlers: Handlers) {
+        startDetachedThread(name: acceptThreadName, stackSize: 256 << 10) { [self] in
+            acceptLoop(connectionThreadName, maximumConnections, connectionStackSize, handlers)
+        }
+    }
+
+    /// Removes the socket file (at a clean exit).
+    public func removeSocketFile() {
+        unlink(path)
+    }
+
+    private func acceptLoop(_ threadName: String, _ maximumConnections: Int, _ stackSize: Int, _ handlers: Handlers) {
+        while true {
+            // FD_CLOEXEC right after accept is enough: a child the daemon starts (pinentry) gets
+            // only fds 0-2 whatever is open, as ChildSpawner closes the rest.
+            let connection = accept(listener, nil, nil)
+            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    usleep(100_000)
+                    continue
+                }
+                handlers.failed("accept failed: \(String(cString: strerror(errno)))")
+                return
+            }
+            guard handlers.admit(connection) else {
+                close(connection)
+                continue
+            }
+            let admitted = activeConnections.withLock { active -> Bool in
+                guard active < maximumConnections else { return false }
+                active += 1
+                return true
+            }
+            guard admitted else {
+                handlers.busy(connection)
+                close(connection)
+                continue
+            }
+            startDetachedThread(name: threadName, stackSize: stackSize) { [self] in
+                handlers.serve(connection)
+                close(connection)
+                activeConnections.withLock { $0 -= 1 }
+            }
+        }
+    }
+}

@@ -1,0 +1,477 @@
+"""keywelld's SSH agent (docs/ssh.md) with real OpenSSH: `ssh-add` stores ed25519, ECDSA and RSA
+keys in the login keychain, `ssh` logs in through the agent to a private `sshd` on loopback, the
+keys survive a restart of keywelld, a locked keychain lists but does not sign (and does not hang),
+`ssh-add -d/-D/-x/-X` behave as with OpenSSH's agent, another user cannot use the socket, a
+program not on a key's list is refused when nobody allows it, no private key byte reaches the
+keychain file, git signs commits through it, and bad frames fail without harming the agent.
+
+Needs root (the private sshd and a throwaway user), KEYWELL and KEYWELLD (scripts/test.sh sets
+them), openssh-client, openssh-server and git (scripts/setup.sh).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from access_control_helpers import PASSWORD, AccessAccount
+from keywell_helpers import built, wait_for
+
+SSHD = "/usr/sbin/sshd"
+
+
+def kernel_pins_peers() -> bool:
+    major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    return (major, minor) >= (6, 5)
+
+
+@pytest.fixture
+def account():
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a private sshd and a throwaway user")
+    for tool in ("ssh", "ssh-add", "ssh-keygen", SSHD, "git"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is needed: run scripts/setup.sh")
+    a = AccessAccount(built("KEYWELL", "keywell"), built("KEYWELLD", "keywelld"))
+    a.agent = Path(a.env["XDG_RUNTIME_DIR"]) / "keywell" / "ssh-agent"
+    a.env["SSH_AUTH_SOCK"] = str(a.agent)
+    a.keys = a.root / "keys"
+    a.keys.mkdir(mode=0o700)
+    try:
+        wait_for(a.agent.is_socket, "keywelld's agent socket")
+        yield a
+    finally:
+        a.close()
+
+
+def run(account, *args, input=None, timeout=60, env=None):
+    return subprocess.run(list(args), env=dict(account.env, **(env or {})), input=input, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def make_key(account, kind: str, bits: str | None = None) -> Path:
+    path = account.keys / f"id_{kind}{bits or ''}"
+    r = run(account, "ssh-keygen", "-q", "-t", kind, *(["-b", bits] if bits else []), "-N", "", "-C", f"{kind} key",
+            "-f", str(path))
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def listed(account) -> list[str]:
+    r = run(account, "ssh-add", "-l")
+    return r.stdout.splitlines() if r.returncode == 0 else []
+
+
+def fingerprint(path: Path) -> str:
+    return subprocess.run(["ssh-keygen", "-lf", str(path)], capture_output=True, text=True, check=True).stdout.split()[1]
+
+
+def keywelld_pid(account) -> int:
+    return int((Path(account.env["XDG_RUNTIME_DIR"]) / "keywell" / "keywelld.lock").read_text().split()[0])
+
+
+def sign(account, program: str, key: Path, data: Path, timeout=60):
+    return run(account, program, "-Y", "sign", "-n", "file", "-f", f"{key}.pub", str(data), timeout=timeout)
+
+
+class Sshd:
+    """A private sshd on a loopback port, as root, with its own host key and config."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        self.authorized = folder / "authorized_keys"
+        self.host_key = folder / "host_ed25519"
+        # A user certificate authority: keys it signs log in without authorized_keys.
+        self.ca = folder / "user_ca"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.ca)], check=True)
+        self.authorized.write_text("")
+        host_key = folder / "host_ed25519"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        config = folder / "sshd_config"
+        config.write_text(f"""ListenAddress 127.0.0.1
+Port {self.port}
+HostKey {self.host_key}
+UsePAM no
+AuthorizedKeysFile {self.authorized}
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PidFile none
+TrustedUserCAKeys {self.ca}.pub
+""")
+        self.log = folder / "sshd.log"
+        self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=open(self.log, "wb"))
+        wait_for(self.listening, "sshd to listen")
+
+    def listening(self) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def trust_only(self, key: Path) -> None:
+        self.authorized.write_text(Path(f"{key}.pub").read_text())
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def sshd(account):
+    server = Sshd(account.root / "sshd")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def login(account, sshd: Sshd, timeout=60, program="ssh"):
+    return run(account, program, "-F", "/dev/null", "-o", f"IdentityAgent={account.agent}", "-o", "BatchMode=yes",
+               "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+               "-p", str(sshd.port), "root@127.0.0.1", "echo logged-in", timeout=timeout)
+
+
+def test_keys_of_every_type_are_stored_and_log_in_through_the_agent(account, sshd):
+    keys = [make_key(account, "ed25519"), make_key(account, "ecdsa", "256"), make_key(account, "ecdsa", "384"),
+            make_key(account, "ecdsa", "521"), make_key(account, "rsa", "3072")]
+    for key in keys:
+        r = run(account, "ssh-add", str(key))
+        assert r.returncode == 0, r.stderr
+    assert len(listed(account)) == len(keys)
+    # Stored as `keys` items in the login keychain.
+    dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
+    assert dump.count('class: "keys"') == len(keys), dump
+    for key in keys:
+        assert f'"fprt"<blob>="{fingerprint(key)}"' in dump, dump
+        kind = next(kind for kind in ("ed25519", "ecdsa", "rsa") if kind in key.name)
+        assert f'0x00000007 <blob>="{kind} key"' in dump, dump
+    for key in keys:
+        sshd.trust_only(key)
+        r = login(account, sshd)
+        assert r.stdout.strip() == "logged-in", f"{key.name}: {r.stderr} {sshd.log.read_text()[-2000:]}"
+
+
+def test_keys_survive_a_restart_and_sign_once_login_is_unlocked(account, sshd):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    os.kill(keywelld_pid(account), signal.SIGTERM)
+    wait_for(lambda: not account.agent.exists(), "keywelld to exit")
+    # The next call starts keywelld again (bus activation); login starts locked.
+    r = run(account, built("KEYWELL", "keywell"), "unlock-keychain", "-p", PASSWORD, "login")
+    assert r.returncode == 0, r.stderr
+    wait_for(account.agent.is_socket, "the agent socket after the restart")
+    assert fingerprint(key) in "\n".join(listed(account))
+    sshd.trust_only(key)
+    assert login(account, sshd).stdout.strip() == "logged-in"
+
+
+def test_a_locked_keychain_lists_its_keys_but_does_not_sign_and_does_not_hang(account):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    assert run(account, built("KEYWELL", "keywell"), "lock-keychain", "login").returncode == 0
+    assert fingerprint(key) in "\n".join(listed(account))
+    data = account.keys / "data"
+    data.write_text("to sign\n")
+    # The password dialog is cancelled: no signature, at once.
+    account.answer([])
+    started = time.monotonic()
+    r = sign(account, "ssh-keygen", key, data, timeout=30)
+    assert r.returncode != 0
+    assert time.monotonic() - started < 10
+    assert account.questions == 1
+    # The right password in the dialog unlocks the keychain, then the signature is made.
+    account.answer([PASSWORD])
+    r = sign(account, "ssh-keygen", key, data, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert account.questions == 2
+    # Unlocked as unlock-keychain leaves it: the next signature asks nothing.
+    account.answer([])
+    assert sign(account, "ssh-keygen", key, data).returncode == 0
+    assert account.questions == 2
+
+
+def test_delete_delete_all_lock_and_unlock_as_openssh_does(account):
+    first, second = make_key(account, "ed25519"), make_key(account, "ecdsa", "256")
+    for key in (first, second):
+        assert run(account, "ssh-add", str(key)).returncode == 0
+    assert run(account, "ssh-add", "-d", f"{first}.pub").returncode == 0
+    assert [fingerprint(second)] == [line.split()[1] for line in listed(account)]
+    assert run(account, "ssh-add", "-d", f"{first}.pub").returncode != 0
+    # -x / -X: the passphrase comes from SSH_ASKPASS when there is no terminal.
+    askpass = account.keys / "askpass"
+    askpass.write_text("#!/bin/sh\necho agent-lock\n")
+    askpass.chmod(0o700)
+    env = {"SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
+    assert run(account, "ssh-add", "-x", env=env).returncode == 0
+    assert listed(account) == []
+    wrong = account.keys / "wrong"
+    wrong.write_text("#!/bin/sh\necho not-it\n")
+    wrong.chmod(0o700)
+    assert run(account, "ssh-add", "-X", env=dict(env, SSH_ASKPASS=str(wrong))).returncode != 0
+    assert run(account, "ssh-add", "-X", env=env).returncode == 0
+    assert len(listed(account)) == 1
+    assert run(account, "ssh-add", "-D").returncode == 0
+    assert listed(account) == []
+    dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
+    assert 'class: "keys"' not in dump
+
+
+def test_constrained_keys_stay_in_memory(account):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", "-t", "600", str(key)).returncode == 0
+    assert len(listed(account)) == 1
+    dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
+    assert 'class: "keys"' not in dump
+
+
+def test_a_program_not_on_the_list_is_refused_while_ssh_keygen_signs(account):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    data = account.keys / "data"
+    data.write_text("to sign\n")
+    copy = account.scratch / "other-signer"
+    shutil.copyfile("/usr/bin/ssh-keygen", copy)
+    copy.chmod(0o755)
+    account.answer([])  # nobody allows it: Deny
+    r = sign(account, str(copy), key, data)
+    assert r.returncode != 0
+    assert account.questions == 1
+    r = sign(account, "/usr/bin/ssh-keygen", key, data)
+    assert r.returncode == 0, r.stderr
+    assert account.questions == 1
+
+
+def test_no_private_key_byte_is_in_the_keychain_file(account):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    seed = ed25519_seed(key)
+    for path in account.keychains.iterdir():
+        content = path.read_bytes()
+        assert seed not in content, f"{path.name} holds the private key"
+        assert seed[:16] not in content
+
+
+def ed25519_seed(key: Path) -> bytes:
+    """The 32-byte seed of an unencrypted OpenSSH Ed25519 private key file."""
+    lines = key.read_text().splitlines()
+    blob = base64.b64decode("".join(lines[1:-1]))
+    offset = len(b"openssh-key-v1\0")
+
+    def string():
+        nonlocal offset
+        (length,) = struct.unpack(">I", blob[offset:offset + 4])
+        offset += 4 + length
+        return blob[offset - length:offset]
+
+    string(), string(), string()  # cipher, kdf, kdf options
+    offset += 4  # number of keys
+    string()  # public key
+    private = string()
+    offset = 8  # the two check numbers
+    blob = private
+    string(), string()  # type, public key
+    return string()[:32]
+
+
+def test_git_signs_commits_through_the_agent(account):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    repo = account.root / "repo"
+    signers = account.keys / "allowed_signers"
+    signers.write_text(f"tester@example.com {Path(f'{key}.pub').read_text()}")
+    git = ["git", "-C", str(repo)]
+    assert run(account, "git", "init", "-q", str(repo)).returncode == 0
+    for name, value in (("user.name", "Tester"), ("user.email", "tester@example.com"), ("gpg.format", "ssh"),
+                        ("user.signingkey", f"{key}.pub"), ("gpg.ssh.allowedSignersFile", str(signers))):
+        assert run(account, *git, "config", name, value).returncode == 0
+    r = run(account, *git, "commit", "-q", "-S", "--allow-empty", "-m", "signed")
+    assert r.returncode == 0, r.stderr
+    r = run(account, *git, "verify-commit", "HEAD")
+    assert r.returncode == 0, r.stderr
+    assert "Good" in r.stderr
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + body
+
+
+def exchange(account, data: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(15)
+        s.connect(str(account.agent))
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        reply = b""
+        while chunk := s.recv(4096):
+            reply += chunk
+        return reply
+
+
+def test_malformed_and_oversized_frames_fail_and_the_agent_lives(account):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    failure = frame(bytes([5]))
+    assert exchange(account, struct.pack(">I", 256 * 1024 + 1) + b"\x0b") == failure
+    assert exchange(account, frame(bytes([17]) + b"\x00\x00\x00\x0bssh-ed25519\x00\x00")) == failure
+    assert exchange(account, frame(bytes([17]) + b"\x00\x00\x00\x07ssh-dss" + b"\x00" * 8)) == failure
+    assert exchange(account, frame(b"")) == failure
+    assert exchange(account, frame(bytes([13]) + b"\xff\xff\xff\xff")) == failure
+    # A truncated frame: the agent waits for the rest, then the connection ends without a reply.
+    assert exchange(account, struct.pack(">I", 100) + b"\x0b") == b""
+    assert len(listed(account)) == 1
+
+
+def test_another_user_cannot_use_the_socket(account):
+    name = "kwssh" + secrets.token_hex(4)
+    subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True, capture_output=True)
+    runtime = Path(account.env["XDG_RUNTIME_DIR"])
+    try:
+        user = pwd.getpwnam(name)
+        as_user = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"]
+        env = {"PATH": "/usr/bin:/bin", "SSH_AUTH_SOCK": str(account.agent), "HOME": "/"}
+        r = subprocess.run([*as_user, "ssh-add", "-l"], env=env, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, r  # cannot connect: the folders are private
+        # Even with the folders opened up, keywelld closes a stranger's connection unanswered.
+        modes = [(p, p.stat().st_mode & 0o7777) for p in (account.root, runtime, runtime / "keywell", account.agent)]
+        for path, _ in modes:
+            path.chmod(0o777 if path == account.agent else 0o711)
+        try:
+            r = subprocess.run([*as_user, "ssh-add", "-l"], env=env, capture_output=True, text=True, timeout=30)
+            assert r.returncode != 0 and "ED25519" not in r.stdout, r
+        finally:
+            for path, mode in modes:
+                path.chmod(mode)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+def test_print_socket_and_doctor_name_the_agent(account):
+    keywell = built("KEYWELL", "keywell")
+    r = run(account, keywell, "ssh-agent", "--print-socket")
+    assert r.returncode == 0 and r.stdout.strip() == str(account.agent), r
+    doctor = run(account, keywell, "doctor").stdout
+    assert f"ok      SSH agent: SSH_AUTH_SOCK is Keywell's agent, {account.agent}" in doctor, doctor
+    elsewhere = run(account, keywell, "doctor", env={"SSH_AUTH_SOCK": "/tmp/another-agent"}).stdout
+    assert "note    SSH agent: SSH_AUTH_SOCK is /tmp/another-agent, another agent" in elsewhere, elsewhere
+
+
+def askpass(account, name: str, passphrase: str) -> dict:
+    script = account.keys / name
+    script.write_text(f"#!/bin/sh\necho '{passphrase}'\n")
+    script.chmod(0o700)
+    return {"SSH_ASKPASS": str(script), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
+
+
+def test_keywell_ssh_add_imports_key_files(account):
+    keywell = built("KEYWELL", "keywell")
+    assert run(account, keywell, "create-keychain", "-p", "work-pw", "work").returncode == 0
+    plain = make_key(account, "ecdsa", "384")
+    r = run(account, keywell, "ssh-add", "-k", "work", "-T", "/usr/bin/true", str(plain))
+    assert r.returncode == 0, r.stderr
+    dump = run(account, keywell, "dump-keychain", "-a", "work").stdout
+    # Programs only root can replace are named by their path alone (docs/access-control.md).
+    assert 'class: "keys"' in dump and ": exe:/usr/bin/true\n" in dump and ": exe:/usr/bin/ssh\n" in dump, dump
+    assert "ssh-add" not in dump  # an import trusts ssh, ssh-keygen and -T, not the importer
+    # A file with a passphrase: asked as ssh-add asks (here through SSH_ASKPASS).
+    locked = account.keys / "id_locked"
+    assert run(account, "ssh-keygen", "-q", "-t", "ed25519", "-N", "pass phrase", "-C", "locked key", "-f",
+               str(locked)).returncode == 0
+    r = run(account, keywell, "ssh-add", str(locked), env=askpass(account, "wrong-pass", "not it"))
+    assert r.returncode == 1 and "wrong passphrase" in r.stderr, r
+    assert listed(account) == []
+    r = run(account, keywell, "ssh-add", str(locked), env=askpass(account, "right-pass", "pass phrase"))
+    assert r.returncode == 0, r.stderr
+    assert [fingerprint(locked)] == [line.split()[1] for line in listed(account)]
+    # No decrypted copy is left behind.
+    assert not list(Path(account.env["XDG_RUNTIME_DIR"]).glob("keywell-ssh-add.*"))
+    not_a_key = account.keys / "not-a-key"
+    not_a_key.write_text("hello\n")
+    r = run(account, keywell, "ssh-add", str(not_a_key))
+    assert r.returncode == 1 and "not an OpenSSH private key file" in r.stderr, r
+
+
+def test_a_program_not_on_the_list_is_asked_with_the_host_ssh_bound(account, sshd):
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    sshd.trust_only(key)
+    other_ssh = account.scratch / "other-ssh"
+    shutil.copyfile("/usr/bin/ssh", other_ssh)
+    other_ssh.chmod(0o755)
+    account.answer(["allow"])
+    r = login(account, sshd, program=str(other_ssh))
+    assert r.stdout.strip() == "logged-in", r.stderr
+    assert account.questions == 1
+    # ssh bound the connection to the host (session-bind, its signature checked): the question names it.
+    host = fingerprint(Path(f"{sshd.host_key}.pub"))
+    assert any(host in text for text in account.descriptions()), account.descriptions()
+
+
+def test_a_certificate_added_with_its_key_logs_in_and_survives_a_restart(account, sshd):
+    key = make_key(account, "ecdsa", "256")
+    r = subprocess.run(["ssh-keygen", "-q", "-s", str(sshd.ca), "-I", "tester", "-n", "root", f"{key}.pub"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # ssh-add adds the key and, beside it, key-cert.pub.
+    r = run(account, "ssh-add", str(key))
+    assert r.returncode == 0 and "Certificate added" in r.stderr, r.stderr
+    assert len(listed(account)) == 2
+    sshd.authorized.write_text("")  # only the certificate can log in
+    assert login(account, sshd).stdout.strip() == "logged-in"
+    os.kill(keywelld_pid(account), signal.SIGTERM)
+    wait_for(lambda: not account.agent.exists(), "keywelld to exit")
+    assert run(account, built("KEYWELL", "keywell"), "unlock-keychain", "-p", PASSWORD, "login").returncode == 0
+    wait_for(account.agent.is_socket, "the agent socket after the restart")
+    assert any("ECDSA-CERT" in line for line in listed(account)), listed(account)
+    assert login(account, sshd).stdout.strip() == "logged-in"
+    # A certificate whose CA signature does not verify is refused, and nothing is stored.
+    cert = Path(f"{key}-cert.pub")
+    kind, blob, *rest = cert.read_text().split()
+    raw = bytearray(base64.b64decode(blob))
+    raw[-5] ^= 1
+    cert.write_text(" ".join([kind, base64.b64encode(bytes(raw)).decode(), *rest]) + "\n")
+    assert run(account, "ssh-add", "-D").returncode == 0
+    r = run(account, "ssh-add", str(key))
+    assert "Certificate added" not in r.stderr, r.stderr
+    assert len(listed(account)) == 1
+
+
+def test_export_and_import_carry_key_items(account):
+    keywell = built("KEYWELL", "keywell")
+    key = make_key(account, "ed25519")
+    assert run(account, "ssh-add", str(key)).returncode == 0
+    exported = account.keys / "keys.export"
+    # keywell is not on the key's list: exporting its secret is asked about like any read.
+    account.answer(["allow"])
+    r = run(account, keywell, "export", "-k", "login", str(exported), input="export pass\n")
+    assert r.returncode == 0, r.stderr
+    assert run(account, keywell, "create-keychain", "-p", "other-pw", "other").returncode == 0
+    r = run(account, keywell, "import", "-k", "other", str(exported), input="export pass\n")
+    assert r.returncode == 0, r.stderr
+    dump = run(account, keywell, "dump-keychain", "other").stdout
+    assert f'"fprt"<blob>="{fingerprint(key)}"' in dump, dump
+    # Served from the imported copy alone, still trusting ssh-keygen.
+    assert run(account, keywell, "delete-keychain", "login").returncode == 0
+    assert run(account, keywell, "list-keychains", "-s", "other").returncode == 0
+    assert [fingerprint(key)] == [line.split()[1] for line in listed(account)]
+    data = account.keys / "data"
+    data.write_text("to sign\n")
+    asked = account.questions
+    account.answer([])
+    r = sign(account, "ssh-keygen", key, data)
+    assert r.returncode == 0, r.stderr
+    assert account.questions == asked
