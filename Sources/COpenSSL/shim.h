@@ -5,3 +5,5 @@
 #include <openssl/err.h>
 #include <openssl/param_build.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
+#include <openssl/sha.h>

@@ -7,6 +7,8 @@ public enum KeyringFormat: String, Sendable, Codable {
     case gnomeKeyringPlaintext = "gnome-keyring-plaintext"
     /// libsecret's file backend (`keyrings/v1/`), which oo7 also reads and writes.
     case libsecretFile = "libsecret-file"
+    /// KWallet's Blowfish wallet file (`kwalletd/NAME.kwl` with `NAME.salt`).
+    case kwallet = "kwallet"
 }
 
 /// How one keyring's migration ended (a report's `MigrationKey.outcome`).

@@ -1,42 +1,14 @@
 import Foundation
+import KeywellProtocol
 
 /// How a map entry's secret is kept: a compact JSON object of strings, as KWallet 6's Secret
 /// Service bridge keeps it (docs/kwallet.md, "One item, four faces"), so either reads the other's.
 enum KWalletJSONMap {
-    /// Keys in QString order (UTF-16 code units), no spaces, the escapes Qt's JSON writer uses.
-    static func encode(_ map: [String: String]) -> Data {
-        let keys = map.keys.sorted { Array($0.utf16).lexicographicallyPrecedes(Array($1.utf16)) }
-        var text = "{"
-        for (index, key) in keys.enumerated() {
-            if index > 0 { text += "," }
-            text += quoted(key) + ":" + quoted(map[key] ?? "")
-        }
-        return Data((text + "}").utf8)
-    }
+    static func encode(_ map: [String: String]) -> Data { Data(KWalletMapJSON.encode(map)) }
 
     /// Nil when the secret is not a JSON object; members that are not strings are left out.
     static func decode(_ data: Data) -> [String: String]? {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
         return object.compactMapValues { $0 as? String }
-    }
-
-    private static func quoted(_ string: String) -> String {
-        var result = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\u{08}": result += "\\b"
-            case "\u{0C}": result += "\\f"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                result += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Makes Tests/Fixtures/kwallet/kdewallet.kwl and kdewallet.salt with Debian's real kwalletd5
+(libkf5wallet-bin), headless, on a private bus — the path a user's password takes: the salt file
+exists, and the key is PBKDF2-SHA512(password, salt, 50000 rounds, 56 bytes), which is what
+pam_kwallet hands to `pamOpen` and what kwalletd derives from a typed password
+(docs/migration.md, "KWallet's wallet file"). Run from the repository root:
+
+    python3 Tests/Fixtures/kwallet/make_fixture.py
+
+The wallet's password is FIXTURE_PASSWORD; the entries are ENTRIES (the unit and integration
+tests check them)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import dbus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "Integration"))
+from keywell_helpers import session_bus_config  # noqa: E402
+
+FIXTURE_PASSWORD = "kwallet fixture password"
+IFACE = "org.kde.KWallet"
+APP = "keywell-fixture"
+
+
+def qstring(text: str) -> bytes:
+    data = text.encode("utf-16-be")
+    return struct.pack(">I", len(data)) + data
+
+
+def qmap(pairs: dict[str, str]) -> bytes:
+    keys = sorted(pairs, key=lambda k: k.encode("utf-16-be"), reverse=True)
+    return struct.pack(">I", len(pairs)) + b"".join(qstring(k) + qstring(pairs[k]) for k in keys)
+
+
+def ay(value: bytes):
+    return dbus.Array([dbus.Byte(b) for b in value], signature="y")
+
+
+def wait_for(condition, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def main() -> None:
+    out = Path(__file__).resolve().parent
+    root = Path(tempfile.mkdtemp(prefix="kwl-fixture-"))
+    home = root / "home"
+    wallets = home / ".local/share/kwalletd"
+    wallets.mkdir(parents=True)
+    salt = os.urandom(56)
+    (wallets / "kdewallet.salt").write_bytes(salt)
+    key = hashlib.pbkdf2_hmac("sha512", FIXTURE_PASSWORD.encode(), salt, 50000, 56)
+    socket, config, services = root / "bus", root / "session.conf", root / "services"
+    services.mkdir()
+    config.write_text(session_bus_config(socket, services))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_RUNTIME_DIR": str(root),
+           "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CONFIG_HOME": str(home / ".config"),
+           "DBUS_SESSION_BUS_ADDRESS": f"unix:path={socket}", "QT_QPA_PLATFORM": "offscreen",
+           "DISPLAY": ":kwallet-fixture"}
+    bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    bus.stdout.readline()
+    daemon = subprocess.Popen(["kwalletd5"], env=env, stderr=subprocess.DEVNULL, start_new_session=True)
+    connection = dbus.bus.BusConnection(env["DBUS_SESSION_BUS_ADDRESS"])
+
+    def call(member, signature, *args):
+        return connection.call_blocking("org.kde.kwalletd5", "/modules/kwalletd5", IFACE, member, signature, args,
+                                        timeout=60)
+    try:
+        assert wait_for(lambda: connection.name_has_owner("org.kde.kwalletd5"))
+        call("pamOpen", "sayi", "kdewallet", dbus.ByteArray(key), 0)
+        assert wait_for(lambda: bool(call("isOpen", "s", "kdewallet")))
+        h = int(call("open", "sxs", "kdewallet", dbus.Int64(0), APP))
+        assert h >= 0
+        for folder in ("Passwords", "Form Data", "Network Management"):
+            call("createFolder", "iss", h, folder, APP)
+        assert call("writePassword", "issss", h, "Passwords", "mail@example.org", "pässwörd ✓", APP) == 0
+        assert call("writePassword", "issss", h, "Passwords", "empty", "", APP) == 0
+        assert call("writeEntry", "issays", h, "Network Management", "wifi-key", ay(b"\x00\x01\xfe\xff blob"), APP) == 0
+        assert call("writeMap", "issays", h, "Form Data", "https://example.org/login",
+                    ay(qmap({"login": "alice", "password": "s3cret", "ü": ""})), APP) == 0
+        assert int(call("close", "sb", "kdewallet", True)) >= 0
+        time.sleep(0.5)
+        for name in ("kdewallet.kwl", "kdewallet.salt"):
+            shutil.copyfile(wallets / name, out / name)
+        print("wrote", out / "kdewallet.kwl", (out / "kdewallet.kwl").stat().st_size, "bytes")
+    finally:
+        connection.close()
+        for process in (daemon, bus):
+            process.terminate()
+            process.wait(timeout=10)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
