@@ -29,6 +29,8 @@ final class KeyringMigration: Sendable {
     private let throttle: PasswordThrottle
     private let logger: Logger
     let folder: KeyringFolder
+    /// KWallet's wallet files (`kwalletd/NAME.kwl`).
+    let wallets: KWalletFolder
     let statePath: String
     /// One run at a time.
     private let serial = Mutex(())
@@ -39,6 +41,7 @@ final class KeyringMigration: Sendable {
         self.logger = logger
         let keywellData = store.paths.keychainsDirectory.deletingLastPathComponent()
         folder = KeyringFolder(dataHome: keywellData.deletingLastPathComponent().path)
+        wallets = KWalletFolder(dataHome: keywellData.deletingLastPathComponent().path)
         statePath = keywellData.path + "/migration.json"
     }
 
@@ -71,7 +74,9 @@ final class KeyringMigration: Sendable {
             var state = MigrationState.load(from: statePath)
             let password = password.flatMap { $0.count > 0 ? $0 : nil }
             var reports: [Report] = []
-            let sources = folder.sources().filter { keyring == nil || $0.name == keyring }
+            let sources = (folder.sources().map(SourceFile.init(keyring:)) + wallets.sources().map { wallet in
+                SourceFile(wallet: wallet, defaultKeychain: { [store] in try? store.defaultKeychain() })
+            }).filter { keyring == nil || $0.name == keyring }
             for source in sources {
                 let report = migrate(source, password: password, atLogin: atLogin, state: &state)
                 reports.append(report)
@@ -104,7 +109,7 @@ final class KeyringMigration: Sendable {
 
     // MARK: One source
 
-    private func migrate(_ source: KeyringFolder.Source, password: SecretBytes?, atLogin: Bool,
+    private func migrate(_ source: SourceFile, password: SecretBytes?, atLogin: Bool,
                          state: inout MigrationState) -> Report {
         var report = Report(keyring: source.name, path: source.path, keychain: source.name, format: "", outcome: .failed)
         let bytes: [UInt8]
@@ -116,9 +121,9 @@ final class KeyringMigration: Sendable {
             report.message = error.description
             return report
         }
-        let format = KeyringFolder.format(of: bytes)
+        let format = source.format(bytes)
         report.format = format?.rawValue ?? "unknown"
-        report.keychain = Self.keychain(for: source, format: format)
+        report.keychain = source.keychain(format)
         if let previous = state.sources[source.path], previous.identity == identity {
             report.outcome = .unchanged
             report.unchanged = previous.items.count
@@ -126,7 +131,7 @@ final class KeyringMigration: Sendable {
         }
         let contents: KeyringContents
         do throws(KeyringReadError) {
-            contents = try KeyringFolder.open(bytes, keyring: source.name, password: password)
+            contents = try source.open(bytes, password, identity.modifiedNanoseconds / 1_000_000_000)
         } catch {
             switch error {
             case .wrongPassword: report.outcome = atLogin || password == nil ? .needsPassword : .wrongPassword

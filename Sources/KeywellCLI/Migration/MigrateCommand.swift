@@ -62,10 +62,12 @@ enum MigrateCommand {
     private static let help = """
         Imports gnome-keyring's keyrings (~/.local/share/keyrings/*.keyring, plaintext ones too) and
         libsecret/oo7 files (keyrings/v1/) into keychains: login.keyring into `login`, others into
-        keychains of the same name. Source files are never changed. Run it again at any time: it
+        keychains of the same name. KWallet's wallets (~/.local/share/kwalletd/NAME.kwl with
+        NAME.salt): kdewallet into the default keychain, others into keychains named NAME.
+        Source files are never changed. Run it again at any time: it
         imports only items that are new or newer since the last run, and says what it did.
         A keyring the login password does not open asks for its own password.
-          --keyring NAME   only this keyring (its file name without .keyring)
+          --keyring NAME   only this keyring or wallet (its file name without .keyring or .kwl)
           --status         what came from which file, when, and how many items
           --from-secret-service
                            copy every collection and item of the Secret Service that owns
@@ -85,7 +87,7 @@ enum MigrateCommand {
             return error.status
         }
         if reports.isEmpty {
-            context.diagnostics.error("migrate: no keyring file\(keyring.map { " named \($0)" } ?? "") found in ~/.local/share/keyrings")
+            context.diagnostics.error("migrate: no keyring file\(keyring.map { " named \($0)" } ?? "") found in ~/.local/share/keyrings or ~/.local/share/kwalletd")
             return keyring == nil ? CommandStatus.success : CommandStatus.failure
         }
         var status = CommandStatus.success
@@ -119,7 +121,8 @@ enum MigrateCommand {
     private static func askPassword(for report: [String: DBusValue]) -> SecretBytes? {
         let keyring = field(report, MigrationKey.keyring)
         guard field(report, MigrationKey.format) == KeyringFormat.gnomeKeyringPlaintext.rawValue else {
-            return PasswordInput.read(prompt: "password for keyring \(keyring): ")
+            let kind = field(report, MigrationKey.format) == KeyringFormat.kwallet.rawValue ? "wallet" : "keyring"
+            return PasswordInput.read(prompt: "password for \(kind) \(keyring): ")
         }
         let prompt = "new password for keychain \(field(report, MigrationKey.keychain)): "
         guard isatty(0) == 1 else { return PasswordInput.read(prompt: prompt) }
