@@ -153,18 +153,26 @@ final class KeyringMigration: Sendable {
             keyring: source.name, format: contents.format, keychain: report.keychain, identity: identity, firstImported: Date(),
             lastRun: .init(at: Date(), added: 0, updated: 0, unchanged: 0), items: [:])
         report.outcome = .imported
-        for item in contents.items {
-            do throws(KeychainError) {
-                try importItem(item, into: report.keychain, record: &record, report: &report)
-            } catch {
-                report.outcome = .failed
-                report.message = "an item could not be imported: \(error.message)"
-                break
+        // Every item is looked at first, then all that go in go in one transaction: a file is
+        // imported whole or not at all (docs/migration.md, "The state file and importing again").
+        var planned: [PlannedItem] = []
+        defer { for plan in planned { SecretWipe.wipe(plan.item.secret.value) } }
+        do throws(KeychainError) {
+            for item in contents.items {
+                if let plan = try plan(item, into: report.keychain, record: &record, report: &report) { planned.append(plan) }
             }
+            let made = try store.secretServiceImportItems(planned.map(\.item), in: report.keychain)
+            for (plan, id) in zip(planned, made) {
+                record.items[plan.identity] = .init(modified: plan.modified, keywellItem: id.uuidString)
+                if plan.item.replacing == nil && !plan.isUpdate { report.added += 1 } else { report.updated += 1 }
+            }
+        } catch {
+            report.outcome = .failed
+            report.message = "nothing was imported: \(error.message)"
         }
         if report.outcome == .failed {
-            // What went in is recorded, so the next run does not add it again; the file identity
-            // is not, so the next run looks at the file again.
+            // Nothing went in; the file identity is not recorded, so the next run looks at the
+            // file again.
             record.identity.sha256 = ""
         } else {
             record.identity = identity
@@ -193,44 +201,53 @@ final class KeyringMigration: Sendable {
         logger.info("keyring migration: created keychain \(keychain)")
     }
 
-    private func importItem(_ item: KeyringItem, into keychain: String, record: inout MigrationState.Source,
-                            report: inout Report) throws(KeychainError) {
+    /// An item that goes in: new, or newer in the source than what an earlier import made.
+    private struct PlannedItem {
+        let identity: String
+        let modified: Int64
+        let item: FreeformImportItem
+        let isUpdate: Bool
+    }
+
+    /// What to do with one item of the source; nil when it stays as it is (counted unchanged).
+    private func plan(_ item: KeyringItem, into keychain: String, record: inout MigrationState.Source,
+                      report: inout Report) throws(KeychainError) -> PlannedItem? {
         let secret = item.secret.withUnsafeBytes { SecretServiceSecret(value: Data($0), contentType: item.contentType) }
-        // The engine takes Data: this copy is wiped once the item is in.
-        defer { SecretWipe.wipe(secret.value) }
         let dates = SecretServiceItemTimes(created: Date(timeIntervalSince1970: Double(item.created)),
                                            modified: Date(timeIntervalSince1970: Double(item.modified)))
+        func planned(replacing: UUID?, isUpdate: Bool) -> PlannedItem {
+            PlannedItem(identity: item.identity, modified: item.modified,
+                        item: FreeformImportItem(label: item.label, attributes: item.attributes, type: item.schema, secret: secret,
+                                                 times: dates, replacing: replacing),
+                        isUpdate: isUpdate)
+        }
         if let previous = record.items[item.identity] {
             guard item.modified > previous.modified else {
+                SecretWipe.wipe(secret.value)
                 report.unchanged += 1
-                return
+                return nil
             }
             // Newer in the source: it replaces what the earlier import made (if still there),
             // unless that was changed in Keywell later still.
             if let old = UUID(uuidString: previous.keywellItem), try store.secretServiceContains(old, in: keychain) {
                 if try store.secretServiceItem(old, in: keychain).modified > dates.modified {
+                    SecretWipe.wipe(secret.value)
                     record.items[item.identity]?.modified = item.modified
                     report.unchanged += 1
-                    return
+                    return nil
                 }
-                try store.secretServiceDeleteItem(old, in: keychain)
+                return planned(replacing: old, isUpdate: true)
             }
-            let made = try store.secretServiceCreateItem(in: keychain, label: item.label, attributes: item.attributes,
-                                                         type: item.schema, secret: secret, replace: false, times: dates)
-            record.items[item.identity] = .init(modified: item.modified, keywellItem: made.id.uuidString)
-            report.updated += 1
-            return
+            return planned(replacing: nil, isUpdate: true)
         }
         // Already there (the same item through another file, or a lost state file): recorded, not added.
         if let existing = try sameItem(as: item, secret: secret, in: keychain) {
+            SecretWipe.wipe(secret.value)
             record.items[item.identity] = .init(modified: item.modified, keywellItem: existing.uuidString)
             report.unchanged += 1
-            return
+            return nil
         }
-        let made = try store.secretServiceCreateItem(in: keychain, label: item.label, attributes: item.attributes,
-                                                     type: item.schema, secret: secret, replace: false, times: dates)
-        record.items[item.identity] = .init(modified: item.modified, keywellItem: made.id.uuidString)
-        report.added += 1
+        return planned(replacing: nil, isUpdate: false)
     }
 
     /// An item with exactly these attributes, this label and this secret.

@@ -83,6 +83,17 @@ extension KeychainStore {
             replacing: replacing, derive: SecretServiceMapping.derivedNativeAttributes)
     }
 
+    /// A migration's items of one source file in one transaction, all or none (docs/migration.md,
+    /// "The state file and importing again"); types as `secretServiceCreateItem` keeps them.
+    public func secretServiceImportItems(_ items: [FreeformImportItem], in keychain: String) throws(KeychainError) -> [UUID] {
+        let normalized = items.map { item in
+            FreeformImportItem(label: item.label, attributes: item.attributes,
+                               type: item.type == item.attributes[SecretServiceMapping.schemaAttribute] ? nil : item.type,
+                               secret: item.secret, times: item.times, replacing: item.replacing)
+        }
+        return try importFreeformItems(normalized, in: keychain, derive: SecretServiceMapping.derivedNativeAttributes)
+    }
+
     /// The access lists of the collection's items `ids` (works while locked).
     public func secretServiceAccessLists(_ ids: [UUID], in keychain: String) throws(KeychainError) -> SecretServiceAccessLists {
         try accessLists(ids, in: keychain)

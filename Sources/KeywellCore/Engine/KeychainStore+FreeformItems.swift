@@ -199,22 +199,11 @@ extension KeychainStore {
                 try ItemIntegrity.renew(rowID: existing, keychain: file.uuid, key: integrity, db)
                 return (item.uuid, true)
             }
-            let uuid = UUID.timeOrdered(at: now)
-            var native: [ItemAttribute: AttributeValue] = [
-                .accessGroup: .text(FreeformItem.accessGroup(for: uuid)),
-                .accessibility: .text(KeychainItem.defaultAccessibility),
-                .creationDate: created, .modificationDate: milliseconds,
-            ]
-            native.merge(derive(label, attributes)) { _, derived in derived }
-            var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: itemClass, attributes: native, sealedSecret: Data())
-            item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: file.uuid, key: key)
-            // A new item has no hidden rows to replace or delete: only those that say something.
-            let rows = attributes.merging(Self.hiddenRows(contentType: secret.contentType, type: type)) { _, hidden in hidden }
-            let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess,
-                                                creatorUnidentified: creatorUnidentified)
-            let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
-            let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
-            try FreeformAttributeTable.insert(rows, itemID: rowID, db)
+            let uuid = try Self.insertFreeformItem(
+                NewFreeformItem(itemClass: itemClass, label: label, attributes: attributes, type: type, secret: secret, created: created,
+                                modified: milliseconds),
+                at: now, file: file, key: key, integrity: integrity, creator: creator, creatorUnidentified: creatorUnidentified,
+                access: explicitAccess, derive: derive, db)
             return (uuid, false)
         }
         file.markUsed()
@@ -295,6 +284,40 @@ extension KeychainStore {
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, deleted: [id])])
     }
 
+    /// A new free-form item's rows, inside the caller's write transaction.
+    struct NewFreeformItem {
+        var itemClass: ItemClass = .genericPassword
+        let label: String
+        let attributes: [String: String]
+        let type: String?
+        let secret: ItemSecret
+        let created: AttributeValue
+        let modified: AttributeValue
+    }
+
+    static func insertFreeformItem(
+        _ new: NewFreeformItem, at now: Date, file: KeychainFile, key: SecretBytes, integrity: IntegrityKey, creator: String?,
+        creatorUnidentified: Bool, access explicitAccess: AccessList?, derive: DeriveNative, _ db: Database
+    ) throws -> UUID {
+        let uuid = UUID.timeOrdered(at: now)
+        var native: [ItemAttribute: AttributeValue] = [
+            .accessGroup: .text(FreeformItem.accessGroup(for: uuid)),
+            .accessibility: .text(KeychainItem.defaultAccessibility),
+            .creationDate: new.created, .modificationDate: new.modified,
+        ]
+        native.merge(derive(new.label, new.attributes)) { _, derived in derived }
+        var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: new.itemClass, attributes: native, sealedSecret: Data())
+        item.sealedSecret = ItemSealing.seal(new.secret.value, for: item, keychain: file.uuid, key: key)
+        // A new item has no hidden rows to replace or delete: only those that say something.
+        let rows = new.attributes.merging(Self.hiddenRows(contentType: new.secret.contentType, type: new.type)) { _, hidden in hidden }
+        let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess,
+                                            creatorUnidentified: creatorUnidentified)
+        let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
+        let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
+        try FreeformAttributeTable.insert(rows, itemID: rowID, db)
+        return uuid
+    }
+
     // MARK: Helpers
 
     /// Loads the whole item in a write transaction, checks it against its MAC (a change must not
@@ -324,7 +347,7 @@ extension KeychainStore {
     }
 
     /// The item's row without its secret (property reads and changes).
-    private static func row(_ id: UUID, _ db: Database) throws -> ItemSummaryRow {
+    static func row(_ id: UUID, _ db: Database) throws -> ItemSummaryRow {
         let rows = try RawStatement(db, sql: rowSQL, values: [id.data.databaseValue])
         guard try rows.step() else { throw KeychainError(SecStatus.itemNotFound) }
         defer { rows.finish() }
