@@ -117,3 +117,27 @@ def test_login_imports_what_the_login_password_opens_and_later_changes(kit, stac
     assert out.count("label = My app") == 1, out
     assert tree_digest(keyrings) == changed
     assert before != changed
+
+
+def test_login_imports_a_kwallet_wallet_with_the_login_password(kit, stack):
+    """pam_kwallet's way: the wallet's password is the login password (docs/migration.md,
+    "Switching from gnome-keyring / KWallet / KeePassXC"); a wallet the real kwalletd5 wrote."""
+    import shutil
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Fixtures/kwallet"))
+    from make_fixture import write_wallet
+
+    user = kit.user()
+    start_session_bus(kit, user)
+    wallets = Path(user.home) / ".local/share/kwalletd"
+    wallets.mkdir(parents=True)
+    write_wallet(wallets, user.password)
+    for path in [wallets.parent.parent, wallets.parent, wallets, *wallets.iterdir()]:
+        shutil.chown(path, user.uid, user.gid)
+    before = tree_digest(wallets)
+
+    assert login(stack, user).ok
+    wait_for(lambda: as_user(kit, user, ["secret-tool", "lookup", "server", "Passwords", "user", "mail@example.org"])[1]
+             == "pässwörd ✓", "the wallet's entries")
+    wait_for(lambda: "kdewallet.kwl (kwallet) → keychain login: 4 items" in status(kit, user), "the wallet in the state")
+    assert tree_digest(wallets) == before

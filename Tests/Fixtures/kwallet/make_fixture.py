@@ -7,8 +7,8 @@ pam_kwallet hands to `pamOpen` and what kwalletd derives from a typed password
 
     python3 Tests/Fixtures/kwallet/make_fixture.py
 
-The wallet's password is FIXTURE_PASSWORD; the entries are ENTRIES (the unit and integration
-tests check them)."""
+The wallet's password is FIXTURE_PASSWORD; the unit and integration tests check the entries
+written below. `write_wallet` makes the same wallet with another password (the login test)."""
 
 from __future__ import annotations
 
@@ -55,15 +55,15 @@ def wait_for(condition, timeout: float = 15) -> bool:
     return False
 
 
-def main() -> None:
-    out = Path(__file__).resolve().parent
+def write_wallet(out: Path, password: str = FIXTURE_PASSWORD) -> None:
+    """kdewallet.kwl and kdewallet.salt with ENTRIES, written by kwalletd5 into `out`."""
     root = Path(tempfile.mkdtemp(prefix="kwl-fixture-"))
     home = root / "home"
     wallets = home / ".local/share/kwalletd"
     wallets.mkdir(parents=True)
     salt = os.urandom(56)
     (wallets / "kdewallet.salt").write_bytes(salt)
-    key = hashlib.pbkdf2_hmac("sha512", FIXTURE_PASSWORD.encode(), salt, 50000, 56)
+    key = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 50000, 56)
     socket, config, services = root / "bus", root / "session.conf", root / "services"
     services.mkdir()
     config.write_text(session_bus_config(socket, services))
@@ -107,4 +107,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    write_wallet(Path(__file__).resolve().parent)
