@@ -46,9 +46,18 @@ public enum KWalletFile {
         return KeyringContents(format: .kwallet, label: keyring, created: modified, modified: modified, items: items)
     }
 
-    /// The encrypted part, decrypted (the random block, size, data, padding and SHA-1 still in it).
-    private static func decrypt(_ buffer: UnsafeRawBufferPointer, salt: [UInt8], keyring: String,
-                                password: SecretBytes) throws(KeyringReadError) -> SecretBytes {
+    /// Checks what is readable without the password (magic, version, the hash table, whole
+    /// blocks), so a damaged file is named before anyone is asked for a password.
+    public static func checkStructure(_ bytes: [UInt8], keyring: String) throws(KeyringReadError) {
+        guard matches(bytes) else { throw .unrecognized(keyring: keyring) }
+        let checked = bytes.withUnsafeBytes { buffer in
+            Result { () throws(KeyringReadError) in _ = try encryptedPart(buffer, keyring: keyring) }
+        }
+        try checked.get()
+    }
+
+    /// The encrypted part, after the version and the hash table.
+    private static func encryptedPart(_ buffer: UnsafeRawBufferPointer, keyring: String) throws(KeyringReadError) -> UnsafeRawBufferPointer {
         var reader = ByteReader(buffer, at: magic.count, keyring: keyring)
         let version = try Array(reader.raw(4, "the version"))
         guard version == supportedVersion else {
@@ -59,9 +68,16 @@ public enum KWalletFile {
         guard encrypted.count % KWalletBlowfish.blockSize == 0, encrypted.count >= KWalletBlowfish.blockSize + 4 + sha1Size else {
             throw reader.corrupt("the encrypted data is not whole Blowfish blocks")
         }
+        return encrypted
+    }
+
+    /// The encrypted part, decrypted (the random block, size, data, padding and SHA-1 still in it).
+    private static func decrypt(_ buffer: UnsafeRawBufferPointer, salt: [UInt8], keyring: String,
+                                password: SecretBytes) throws(KeyringReadError) -> SecretBytes {
+        let encrypted = try encryptedPart(buffer, keyring: keyring)
         let key = KWalletBlowfish.key(password: password, salt: salt)
         guard let plaintext = KWalletBlowfish.decrypt(encrypted, key: key) else {
-            throw reader.corrupt("cannot decrypt with Blowfish (is OpenSSL's legacy provider installed?)")
+            throw .corrupt(keyring: keyring, reason: "cannot decrypt with Blowfish (is OpenSSL's legacy provider installed?)")
         }
         return plaintext
     }

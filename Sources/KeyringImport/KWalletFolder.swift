@@ -39,7 +39,7 @@ public struct KWalletFolder: Sendable {
     /// Opens a wallet read from `source`: its salt file is read here, under the same caps.
     public static func open(_ bytes: [UInt8], source: Source, password: SecretBytes?,
                             modified: Int64) throws(KeyringReadError) -> KeyringContents {
-        guard KWalletFile.matches(bytes) else { throw .unrecognized(keyring: source.name) }
+        try KWalletFile.checkStructure(bytes, keyring: source.name)
         guard let password else { throw .needsPassword(keyring: source.name) }
         var info = stat()
         guard lstat(source.saltPath, &info) == 0 else {
