@@ -181,6 +181,20 @@ class CLIAccount(PrivateAccount):
         return result
 
 
+def accounts_of(make_one):
+    """The body of a fixture that hands a test a function making accounts: every account made
+    is closed when the test ends (`yield from accounts_of(lambda: Account(...))`)."""
+    made = []
+
+    def make():
+        made.append(make_one())
+        return made[-1]
+
+    yield make
+    for account in made:
+        account.close()
+
+
 def wait_for(condition, what: str, timeout: float = 60):
     """Polls `condition()` and returns its first true value. The timeout only guards against a
     hang (a busy machine is slow, never wrong), so tests wait for positive signals, not sleeps."""

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, built
+from keywell_helpers import CLIAccount, accounts_of, built
 from security_figures import record
 
 PASSWORD = "planted-sql-pw"
@@ -85,15 +85,7 @@ def binaries():
 
 @pytest.fixture
 def accounts(binaries):
-    made: list[Account] = []
-
-    def make() -> Account:
-        made.append(Account(*binaries))
-        return made[-1]
-
-    yield make
-    for account in made:
-        account.close()
+    yield from accounts_of(lambda: Account(*binaries))
 
 
 def sqlite(path: Path, sql: str) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, built
+from keywell_helpers import CLIAccount, accounts_of, built
 
 PASSWORD = "backup-pw"
 
@@ -53,15 +53,7 @@ def binaries():
 
 @pytest.fixture
 def accounts(binaries):
-    made: list[Account] = []
-
-    def make() -> Account:
-        made.append(Account(*binaries))
-        return made[-1]
-
-    yield make
-    for account in made:
-        account.close()
+    yield from accounts_of(lambda: Account(*binaries))
 
 
 def secret_of(index: int) -> str:

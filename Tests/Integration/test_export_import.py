@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, built
+from keywell_helpers import CLIAccount, accounts_of, built
 
 PASSPHRASE = "export passphrase"
 
@@ -46,15 +46,7 @@ def accounts():
     if shutil.which("secret-tool") is None:
         pytest.fail("secret-tool is needed: run scripts/setup.sh")
     binaries = built("KEYWELL"), built("KEYWELLD")
-    made: list[Account] = []
-
-    def make() -> Account:
-        made.append(Account(*binaries))
-        return made[-1]
-
-    yield make
-    for account in made:
-        account.close()
+    yield from accounts_of(lambda: Account(*binaries))
 
 
 def fill(account: Account) -> None:
