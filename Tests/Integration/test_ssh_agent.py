@@ -31,11 +31,6 @@ from keywell_helpers import built, wait_for
 SSHD = "/usr/sbin/sshd"
 
 
-def kernel_pins_peers() -> bool:
-    major, minor = (int(part) for part in os.uname().release.split(".")[:2])
-    return (major, minor) >= (6, 5)
-
-
 @pytest.fixture
 def account():
     if os.geteuid() != 0:
