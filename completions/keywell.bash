@@ -256,8 +256,9 @@ _keywell() {
         login-unlock)
             case "$prev" in
                 -p) COMPREPLY=(); return ;;
+                --pcrs) COMPREPLY=(); return ;;
             esac
-            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-p --help" -- "$cur")); return; fi
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-p --help --pcrs" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "enable disable status" -- "$cur"))
             ;;
         access)

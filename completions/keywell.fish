@@ -207,6 +207,7 @@ complete -c keywell -n '__fish_seen_subcommand_from ssh-agent' -a '--print-socke
 complete -c keywell -n __fish_use_subcommand -a login-unlock -d 'Keywell: unlock the login keychain at a login without a typed password, through the TPM.'
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -s p -d 'The login password, to prove it (enable; if not provided, will prompt)' -r
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -l help
+complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -l pcrs -r
 complete -c keywell -n '__fish_seen_subcommand_from login-unlock' -a 'enable disable status'
 complete -c keywell -n __fish_use_subcommand -a access -d 'Keywell: list, add or remove the programs items trust without a question.'
 complete -c keywell -n '__fish_seen_subcommand_from access' -s T -d 'The program to add, remove or look for (its identity now, as -T on the add commands)' -r -F

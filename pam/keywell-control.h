@@ -26,7 +26,7 @@ enum {
     KW_OP_PING = 'Q',            /* no field */
     /* The login unlock through the TPM (docs/login-unlock.md): from root only. */
     KW_OP_OPEN_SESSION_TPM = 'T', /* [authorization value]: open session, unseal, unlock login */
-    KW_OP_LOGIN_UNLOCK_ENABLE = 'E', /* [password, authorization value, TCTI configuration] */
+    KW_OP_LOGIN_UNLOCK_ENABLE = 'E', /* [password, authorization value, TCTI configuration(, PCRs)] */
     KW_OP_LOGIN_UNLOCK_DISABLE = 'D', /* no field; from root or the user */
 
     /* Request: magic, op, field count; then per field a u32 length and the bytes. */

@@ -47,7 +47,7 @@ enum ControlProtocol {
             case .closeSession, .ping, .disableLoginUnlock: 0...0
             case .changePassword: 2...2
             case .openSessionWithTPM: 1...1
-            case .enableLoginUnlock: 3...3
+            case .enableLoginUnlock: 3...4
             }
         }
 

@@ -258,7 +258,9 @@ final class Daemon: @unchecked Sendable {
         case .openSessionWithTPM: sessions.openSession(tpmAuthorization: request.fields[0], unlocking: loginUnlock)
         case .enableLoginUnlock:
             loginUnlock.enable(password: request.fields[0], authValue: request.fields[1],
-                               tcti: String(decoding: request.fields[2].withUnsafeBytes { Data($0) }, as: UTF8.self))
+                               tcti: String(decoding: request.fields[2].withUnsafeBytes { Data($0) }, as: UTF8.self),
+                               pcrs: request.fields.count > 3
+                                   ? String(decoding: request.fields[3].withUnsafeBytes { Data($0) }, as: UTF8.self) : "")
         case .disableLoginUnlock: loginUnlock.disable()
         }
     }

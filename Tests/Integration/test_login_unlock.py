@@ -145,12 +145,27 @@ def cli(kit, args, user=None, tcti=None, stdin: str = ""):
                        start_new_session=True)
 
 
-def enable(kit, user, tpm):
-    r = cli(kit, ["login-unlock", "enable", user.name], tcti=tpm.tcti, stdin=user.password + "\n")
+def enable(kit, user, tpm, *options):
+    r = cli(kit, ["login-unlock", "enable", *options, user.name], tcti=tpm.tcti, stdin=user.password + "\n")
     assert r.returncode == 0, r
     assert r.stdout.splitlines()[0] == "enabled", r
     kit.secrets.append(value_of(user).hex())
     return r
+
+
+def pcr_extend(tpm, index: int):
+    """Measures something new into SHA-256 PCR `index`, as a firmware or boot loader update would."""
+    r = subprocess.run(["tpm2_pcrextend", "--tcti", tpm.tcti, f"{index}:sha256={os.urandom(32).hex()}"],
+                       env=CLEAN_ENV, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, f"tpm2_pcrextend (tpm2-tools, scripts/setup.sh) failed: {r}"
+
+
+def daemon_log(user) -> str:
+    """keywelld's log: the file it writes when pam_keywell starts it without a standard error."""
+    path = os.path.join(user.home, ".local/state/keywell/keywelld.log")
+    assert os.path.exists(path), f"no keywelld log at {path}"
+    with open(path, errors="replace") as f:
+        return f.read()
 
 
 def value_of(user) -> bytes:
@@ -191,8 +206,9 @@ def enrolled_user(kit, stack, tpm):
     return user
 
 
-def control_request(user, op: bytes, fields: list[bytes]) -> int:
-    """One control request from the user's own process; returns the status answered."""
+def control_request(user, op: bytes, fields: list[bytes], as_root: bool = False) -> int:
+    """One control request from the user's own process (or root's, as the PAM module sends it);
+    returns the status answered."""
     code = (
         "import socket,struct,sys\n"
         "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
@@ -205,8 +221,8 @@ def control_request(user, op: bytes, fields: list[bytes]) -> int:
         "    head+=c\n"
         "print(struct.unpack('>i',head[4:8])[0])\n"
     )
-    r = subprocess.run(["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--",
-                        "/usr/bin/python3", "-c", code, f"{user.runtime_dir}/keywell/control", op.decode(),
+    who = [] if as_root else ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--"]
+    r = subprocess.run([*who, "/usr/bin/python3", "-c", code, f"{user.runtime_dir}/keywell/control", op.decode(),
                         *[f.hex() for f in fields]], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     return int(r.stdout.strip())
@@ -339,3 +355,109 @@ def test_enable_needs_root_and_the_login_password(kit, stack, tpm):
     assert r.returncode != 0, r
     assert not os.path.exists(os.path.join(VALUE_FOLDER, str(user.uid)))
     assert not os.path.exists(enrolment_path(user))
+
+
+# ------------------------------------------------------------------------------------ boot state
+
+
+def status_lines(kit, user) -> list[str]:
+    r = cli(kit, ["login-unlock", "status"], user=user)
+    assert r.returncode == 0, r
+    return r.stdout.splitlines()
+
+
+def test_a_pcr_binding_unlocks_until_a_bound_pcr_changes(kit, stack, passwordless, tpm):
+    user = kit.user()
+    start_session_bus(kit, user)
+    assert login(stack, user).ok
+    r = enable(kit, user, tpm, "--pcrs", "7,0")
+    assert "bound to the boot state: SHA-256 PCRs 0,7" in r.stdout, r
+    enrolment = json.load(open(enrolment_path(user)))
+    assert enrolment["pcrs"] == [0, 7] and len(enrolment["pcrDigest"]) > 0, enrolment
+    lines = status_lines(kit, user)
+    assert lines[0] == "enabled" and "bound to the boot state: SHA-256 PCRs 0,7" in lines, lines
+    logout(stack, user)
+    assert locked(kit, user) is True
+
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is False, "a PCR-bound enrolment did not unlock"
+    logout(passwordless, user)
+
+    # A PCR the binding does not name may change: nothing happens.
+    pcr_extend(tpm, 4)
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is False, "a PCR outside the binding stopped the unlock"
+    logout(passwordless, user)
+    assert not any(line.startswith("boot state changed") for line in status_lines(kit, user))
+
+    # An update measures something new into PCR 7: the login still succeeds, in its bound time,
+    # and leaves `login` locked; the log and `status` say why and what to do.
+    pcr_extend(tpm, 7)
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is True, "the TPM unsealed after a bound PCR changed"
+    assert "the boot state changed" in daemon_log(user)
+    lines = status_lines(kit, user)
+    assert lines[0] == "enabled", lines
+    changed = [line for line in lines if line.startswith("boot state changed")]
+    assert changed and "login-unlock enable" in changed[0], lines
+    logout(passwordless, user)
+
+    # The password login is unaffected.
+    assert login(stack, user).ok
+    assert locked(kit, user) is False
+    # Enabling again seals to the PCRs' new values (the session stays open while it does).
+    enable(kit, user, tpm, "--pcrs", "0,7")
+    assert not any(line.startswith("boot state changed") for line in status_lines(kit, user))
+    logout(stack, user)
+    assert locked(kit, user) is True
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is False, "re-enabling did not seal to the new boot state"
+    logout(passwordless, user)
+
+
+def test_a_pcr_binding_still_needs_the_authorization_value(kit, stack, passwordless, tpm):
+    user = kit.user()
+    start_session_bus(kit, user)
+    assert login(stack, user).ok
+    enable(kit, user, tpm, "--pcrs", "7")
+    logout(stack, user)
+    errSecAuthFailed = -25293
+    # Root with the right boot state but another value: the TPM refuses (PolicyAuthValue).
+    assert control_request(user, b"T", [os.urandom(32)], as_root=True) == errSecAuthFailed
+    assert control_request(user, b"C", [], as_root=True) == 0
+    assert locked(kit, user) is True
+    # An enrolment edited to drop the binding: the object's policy still holds, and the value alone
+    # (an HMAC session) is not accepted for it.
+    path = enrolment_path(user)
+    original = open(path).read()
+    stripped = json.loads(original)
+    del stripped["pcrs"], stripped["pcrDigest"]
+    with open(path, "w") as f:
+        json.dump(stripped, f)
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is True, "the binding was dropped by editing the user's file"
+    logout(passwordless, user)
+    with open(path, "w") as f:
+        f.write(original)
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is False
+    logout(passwordless, user)
+
+
+def test_pcr_option_is_checked_before_anything(kit, stack, tpm):
+    user = kit.user()
+    start_session_bus(kit, user)
+    assert login(stack, user).ok
+    for bad, says in [("24", "not a PCR index"), ("0,1,2,3,4,5,6,7,8", "at most 8"), ("7,x", "not a PCR index"),
+                      ("", "names no PCR"), ("-1", "not a PCR index"), ("0" * 100, "longer than")]:
+        r = cli(kit, ["login-unlock", "enable", "--pcrs", bad, user.name], tcti=tpm.tcti, stdin=user.password + "\n")
+        assert r.returncode != 0 and says in r.stderr, (bad, r)
+    r = cli(kit, ["login-unlock", "status", "--pcrs", "7", user.name])
+    assert r.returncode == 2 and "enable only" in r.stderr, r
+    assert not os.path.exists(os.path.join(VALUE_FOLDER, str(user.uid)))
+    assert not os.path.exists(enrolment_path(user))
+    # Without the option nothing is bound (the default).
+    r = enable(kit, user, tpm)
+    assert "not bound to the boot state" in r.stdout, r
+    assert "pcrs" not in json.load(open(enrolment_path(user)))
+    assert "not bound to the boot state" in status_lines(kit, user)

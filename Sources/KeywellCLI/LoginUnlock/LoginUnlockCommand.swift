@@ -9,13 +9,43 @@ import Glibc
 /// alone may keep the authorization value; `disable` and `status` work for the user too.
 enum LoginUnlockCommand {
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
-        let operands = invocation.operands
-        let passwordOption = invocation.arguments.option("p")
-        var password = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
-        context.scrubFromArgv(passwordOption)
-        defer { password?.wipe() }
-        guard (1...2).contains(operands.count), ["enable", "disable", "status"].contains(operands[0]) else {
+        // Options may follow the action too (`enable --pcrs 0,7 alice`), as `access` takes them.
+        guard let action = invocation.operands.first, ["enable", "disable", "status"].contains(action) else {
             return CommandStatus.usage
+        }
+        var parser = GetoptParser(optionString: "p:", longFlags: [])
+        parser.longValueOptions = [LoginUnlockPCRs.option]
+        let after: GetoptParser.Result
+        do {
+            // `operands` are the tail of `words`: where they start in argv, for scrubbing `-p`.
+            let start = (invocation.argvIndex ?? 0) + invocation.words.count - invocation.operands.count
+            after = try parser.parse(invocation.operands, firstWordIndex: start)
+        } catch {
+            StandardStreams.error.write(error.getoptLine(argv0: "login-unlock \(action)"))
+            return CommandStatus.usage
+        }
+        let passwordOption = after.option("p") ?? invocation.arguments.option("p")
+        var password = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
+        context.scrubFromArgv(invocation.arguments.option("p"))
+        context.scrubFromArgv(after.option("p"))
+        defer { password?.wipe() }
+        let operands = [action] + after.operands
+        guard (1...2).contains(operands.count) else { return CommandStatus.usage }
+        let pcrText = after.longValues[LoginUnlockPCRs.option] ?? invocation.value(long: LoginUnlockPCRs.option)
+        if pcrText != nil, action != "enable" {
+            context.diagnostics.error("login-unlock: --\(LoginUnlockPCRs.option) goes with enable only")
+            return CommandStatus.usage
+        }
+        let pcrs: LoginUnlockPCRs
+        do throws(LoginUnlockPCRs.Problem) {
+            pcrs = try LoginUnlockPCRs(parsing: pcrText ?? "")
+        } catch {
+            context.diagnostics.error("login-unlock enable: \(error.text)")
+            return CommandStatus.failure
+        }
+        if pcrText != nil, !pcrs.isBound {
+            context.diagnostics.error("login-unlock enable: --\(LoginUnlockPCRs.option) names no PCR (leave it out for no binding)")
+            return CommandStatus.failure
         }
         let target: Target
         switch Target.resolve(operands.count == 2 ? operands[1] : nil) {
@@ -24,8 +54,8 @@ enum LoginUnlockCommand {
             context.diagnostics.error("login-unlock: \(problem.text)")
             return CommandStatus.failure
         }
-        switch operands[0] {
-        case "enable": return enable(context, target, password: &password)
+        switch action {
+        case "enable": return enable(context, target, password: &password, pcrs: pcrs)
         case "disable": return disable(context, target)
         default: return status(context, target)
         }
@@ -33,7 +63,8 @@ enum LoginUnlockCommand {
 
     // MARK: enable
 
-    private static func enable(_ context: CommandContext, _ target: Target, password: inout SecretBytes?) -> Int32 {
+    private static func enable(_ context: CommandContext, _ target: Target, password: inout SecretBytes?,
+                               pcrs: LoginUnlockPCRs) -> Int32 {
         guard target.asRoot else {
             context.diagnostics.error("login-unlock enable: needs root, which alone keeps the value that lets a login unseal "
                                       + "the key: run `sudo keywell login-unlock enable`")
@@ -48,7 +79,9 @@ enum LoginUnlockCommand {
         let tcti = SecretBytes(Array((getenv(KeywellNames.tpmEnvironment).map { String(cString: $0) } ?? "").utf8))
         let answer: ControlChannel.Answer
         do {
-            answer = try target.channel.send(Int32(KW_OP_LOGIN_UNLOCK_ENABLE), fields: [password!, value, tcti])
+            var fields = [password!, value, tcti]
+            if pcrs.isBound { fields.append(SecretBytes(Array(pcrs.text.utf8))) }
+            answer = try target.channel.send(Int32(KW_OP_LOGIN_UNLOCK_ENABLE), fields: fields)
         } catch {
             context.diagnostics.error("login-unlock enable: \(describe(error, target))")
             return CommandStatus.failure
@@ -66,6 +99,7 @@ enum LoginUnlockCommand {
             return CommandStatus.failure
         }
         context.output.write("enabled\n")
+        context.output.write(pcrs.isBound ? "bound to the boot state: SHA-256 PCRs \(pcrs.text)\n" : "not bound to the boot state\n")
         return CommandStatus.success
     }
 
@@ -98,8 +132,8 @@ enum LoginUnlockCommand {
     // MARK: status
 
     private static func status(_ context: CommandContext, _ target: Target) -> Int32 {
-        var info = stat()
-        let enrolled = stat(target.enrolmentPath, &info) == 0
+        let summary = EnrolmentSummary.load(target.enrolmentPath)
+        let enrolled = summary != .absent
         // The user cannot see root's part; root sees both.
         let enabled = enrolled && (!target.asRoot || AuthorizationFile(uid: target.uid).exists)
         context.output.write(enabled ? "enabled\n" : "disabled\n")
@@ -107,6 +141,17 @@ enum LoginUnlockCommand {
         if target.asRoot {
             let file = AuthorizationFile(uid: target.uid)
             context.output.write("authorization value: \(file.path)\(file.exists ? "" : " (none)")\n")
+        }
+        switch summary {
+        case .absent: break
+        case .unreadable(let why): context.output.write("boot-state binding: unknown (\(why))\n")
+        case .read(let pcrs, let changed):
+            context.output.write(pcrs.isBound ? "bound to the boot state: SHA-256 PCRs \(pcrs.text)\n" : "not bound to the boot state\n")
+            if let changed {
+                context.output.write("boot state changed: a login at \(changed) found PCRs \(pcrs.text) changed (a firmware, boot loader "
+                                     + "or kernel update?); the unlock at login no longer works: run `sudo keywell login-unlock enable` "
+                                     + "again (the password login is unaffected)\n")
+            }
         }
         return CommandStatus.success
     }

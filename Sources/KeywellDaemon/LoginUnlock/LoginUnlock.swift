@@ -31,10 +31,17 @@ final class LoginUnlock: Sendable {
     }
 
     /// `E`: proves the login password (which unlocks `login`), seals a new wrapping key under
-    /// `authValue` and writes the enrolment. Without a TPM nothing is written.
-    func enable(password: SecretBytes, authValue: SecretBytes, tcti requested: String) -> Outcome {
+    /// `authValue` (bound to the current values of `pcrs`, as `0,7`, unless empty) and writes the
+    /// enrolment. Without a TPM nothing is written.
+    func enable(password: SecretBytes, authValue: SecretBytes, tcti requested: String, pcrs pcrText: String = "") -> Outcome {
         guard authValue.count == Int(KW_LOGIN_UNLOCK_VALUE_LENGTH) else {
             return Outcome(status: SecStatus.param, message: "the authorization value must be \(KW_LOGIN_UNLOCK_VALUE_LENGTH) bytes")
+        }
+        let pcrs: LoginUnlockPCRs
+        do throws(LoginUnlockPCRs.Problem) {
+            pcrs = try LoginUnlockPCRs(parsing: pcrText)
+        } catch {
+            return Outcome(status: SecStatus.param, message: error.text)
         }
         let tcti = requested.isEmpty ? environmentTCTI : requested
         do throws(KeychainError) {
@@ -42,14 +49,14 @@ final class LoginUnlock: Sendable {
             let key = SecondWrapping.randomKey()
             let blob: TPMSeal.Blob
             do throws(TPMSeal.Failure) {
-                blob = try TPMSeal(tcti: tcti).seal(key, auth: authValue)
+                blob = try TPMSeal(tcti: tcti).seal(key, auth: authValue, pcrs: pcrs)
             } catch {
                 logger.notice("login unlock not enabled: \(error.message)")
                 return Outcome(status: SecStatus.notAvailable, message: "no usable TPM: \(error.message)")
             }
             let wrapping = try store.secondWrapping(Self.login, under: key)
             try LoginUnlockEnrolment(tcti: tcti, blob: blob, wrapping: wrapping).save(to: enrolmentPath)
-            logger.info("login unlock through the TPM enabled")
+            logger.info("login unlock through the TPM enabled\(pcrs.isBound ? ", bound to PCRs \(pcrs.text)" : "")")
             return .ok("enabled")
         } catch {
             if error.status != SecStatus.authFailed { logger.error("cannot enable the login unlock: \(error.wireMessage)") }
@@ -80,6 +87,9 @@ final class LoginUnlock: Sendable {
             let key: SecretBytes
             do throws(TPMSeal.Failure) {
                 key = try TPMSeal(tcti: enrolment.tcti.isEmpty ? environmentTCTI : enrolment.tcti).unseal(enrolment.blob, auth: authValue)
+            } catch where error.kind == .bootStateChanged {
+                bootStateChanged(enrolment)
+                return Outcome(status: SecStatus.authFailed, message: "the TPM did not unseal: \(error.message)")
             } catch {
                 logger.notice("login stays locked: the TPM did not unseal: \(error.message)")
                 let status = error.kind == .unreachable ? SecStatus.notAvailable : SecStatus.authFailed
@@ -91,6 +101,24 @@ final class LoginUnlock: Sendable {
         } catch {
             logger.notice("login stays locked: \(error.wireMessage)")
             return Outcome(error)
+        }
+    }
+
+    /// A firmware, boot loader or kernel update (or another system booted) changed a bound PCR:
+    /// the object stays sealed until `enable` seals again to the new values. Logged, and noted
+    /// in the enrolment so that `keywell login-unlock status` can tell the user.
+    private func bootStateChanged(_ enrolment: LoginUnlockEnrolment) {
+        let pcrs = enrolment.pcrs?.text ?? "?"
+        let why = "login stays locked: the boot state changed since login unlock was enabled (PCR \(pcrs) differ: "
+            + "a firmware, boot loader or kernel update?); run `sudo keywell login-unlock enable` again"
+        logger.notice("\(why)")
+        guard enrolment.bootStateChanged == nil else { return }
+        var marked = enrolment
+        marked.bootStateChanged = Date().formatted(.iso8601)
+        do throws(KeychainError) {
+            try marked.save(to: enrolmentPath)
+        } catch {
+            logger.error("cannot note the changed boot state in \(enrolmentPath): \(error.wireMessage)")
         }
     }
 }

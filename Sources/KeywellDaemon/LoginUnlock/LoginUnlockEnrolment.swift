@@ -18,8 +18,17 @@ struct LoginUnlockEnrolment: Codable, Sendable, Equatable {
     var sealedPrivate: Data
     /// `SecondWrapping.sealed`: nonce ‖ ciphertext ‖ tag.
     var wrappedKey: Data
+    /// The PCRs the sealed object is bound to, and the digest of their values at enrolment;
+    /// absent when not bound (and in files from before the binding existed).
+    var pcrs: LoginUnlockPCRs?
+    var pcrDigest: Data?
+    /// When a login found the bound PCRs changed (ISO 8601), so that `status` can say to
+    /// enable again; absent while the binding holds.
+    var bootStateChanged: String?
 
-    var blob: TPMSeal.Blob { TPMSeal.Blob(publicArea: sealedPublic, privateArea: sealedPrivate) }
+    var blob: TPMSeal.Blob {
+        TPMSeal.Blob(publicArea: sealedPublic, privateArea: sealedPrivate, pcrs: pcrs ?? .none, pcrDigest: pcrDigest ?? Data())
+    }
     var wrapping: SecondWrapping { SecondWrapping(keychain: keychain, sealed: wrappedKey) }
 
     init(tcti: String, blob: TPMSeal.Blob, wrapping: SecondWrapping) {
@@ -29,6 +38,10 @@ struct LoginUnlockEnrolment: Codable, Sendable, Equatable {
         sealedPublic = blob.publicArea
         sealedPrivate = blob.privateArea
         wrappedKey = wrapping.sealed
+        if blob.pcrs.isBound {
+            pcrs = blob.pcrs
+            pcrDigest = blob.pcrDigest
+        }
     }
 
     /// The file's place: beside the keychains folder.
