@@ -152,6 +152,9 @@ static enum kw_tpm_result pcr_digest(ESYS_CONTEXT *esys, uint32_t mask, TPM2B_DI
         if (rc != TSS2_RC_SUCCESS) {
             say(error, "cannot hash the PCR values: %s", Tss2_RC_Decode(rc));
             result = KW_TPM_FAILED;
+        } else if (hash->size != KW_TPM_MAX_SECRET) {
+            say(error, "the TPM gave a PCR digest of the wrong size");
+            result = KW_TPM_FAILED;
         } else {
             *digest = *hash;
         }

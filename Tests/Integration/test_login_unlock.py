@@ -444,6 +444,27 @@ def test_a_pcr_binding_still_needs_the_authorization_value(kit, stack, passwordl
     logout(passwordless, user)
 
 
+def test_booting_back_into_the_bound_state_unlocks_again(kit, stack, passwordless, tpm):
+    """PCR 23 can be reset (tpm2_pcrreset), standing in for a reboot into the old boot chain."""
+    user = kit.user()
+    start_session_bus(kit, user)
+    assert login(stack, user).ok
+    enable(kit, user, tpm, "--pcrs", "23")
+    logout(stack, user)
+    pcr_extend(tpm, 23)
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is True
+    logout(passwordless, user)
+    assert any(line.startswith("boot state changed") for line in status_lines(kit, user))
+    r = subprocess.run(["tpm2_pcrreset", "--tcti", tpm.tcti, "23"], env=CLEAN_ENV, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, f"tpm2_pcrreset failed: {r}"
+    login_without_password(passwordless, user)
+    assert locked(kit, user) is False, "the bound state is back, but the TPM did not unseal"
+    logout(passwordless, user)
+    assert not any(line.startswith("boot state changed") for line in status_lines(kit, user))
+
+
 def test_pcr_option_is_checked_before_anything(kit, stack, tpm):
     user = kit.user()
     start_session_bus(kit, user)

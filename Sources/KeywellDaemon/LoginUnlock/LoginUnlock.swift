@@ -97,6 +97,12 @@ final class LoginUnlock: Sendable {
             }
             try store.unlock(Self.login, wrapping: enrolment.wrapping, key: key)
             logger.info("unlocked login at login through the TPM")
+            if enrolment.bootStateChanged != nil {
+                // Booted back into the state it was bound to: the note no longer holds.
+                var cleared = enrolment
+                cleared.bootStateChanged = nil
+                try? cleared.save(to: enrolmentPath)
+            }
             return .ok("login unlocked through the TPM")
         } catch {
             logger.notice("login stays locked: \(error.wireMessage)")
