@@ -482,3 +482,10 @@ def test_pcr_option_is_checked_before_anything(kit, stack, tpm):
     assert "not bound to the boot state" in r.stdout, r
     assert "pcrs" not in json.load(open(enrolment_path(user)))
     assert "not bound to the boot state" in status_lines(kit, user)
+
+
+def test_an_unknown_user_is_a_clear_error(kit):
+    """keywell is static: a getpwnam that falls through to NSS modules (systemd, LDAP) crashed it."""
+    for action in ("status", "enable", "disable"):
+        r = cli(kit, ["login-unlock", action, f"kw-nobody-{os.getpid()}"], stdin="x\n")
+        assert r.returncode == 1 and "no such user" in r.stderr, r

@@ -22,23 +22,23 @@ extension LoginUnlockCommand {
 
         static func resolve(_ named: String?) -> Result<Target, Problem> {
             let asRoot = geteuid() == 0
-            let entry: UnsafeMutablePointer<passwd>?
+            let account: Account?
             if let named {
                 guard asRoot else { return .failure(Problem(text: "only root may name a user")) }
-                entry = getpwnam(named)
+                account = Account.find(name: named)
             } else if asRoot {
                 guard let sudoUID = getenv("SUDO_UID").flatMap({ uid_t(String(cString: $0)) }) else {
                     return .failure(Problem(text: "as root, name the user (or run it through sudo)"))
                 }
-                entry = getpwuid(sudoUID)
+                account = Account.find(uid: sudoUID)
             } else {
-                entry = getpwuid(geteuid())
+                account = Account.find(uid: geteuid())
             }
-            guard let entry else { return .failure(Problem(text: "no such user: \(named ?? "?")")) }
-            let uid = entry.pointee.pw_uid
+            guard let account else { return .failure(Problem(text: "no such user: \(named ?? "?")")) }
+            let uid = account.uid
             guard uid != 0 else { return .failure(Problem(text: "root has no login keychain to unlock this way")) }
-            let name = String(cString: entry.pointee.pw_name)
-            let home = String(cString: entry.pointee.pw_dir)
+            let name = account.name
+            let home = account.home
             func own(_ key: String) -> String? {
                 guard !asRoot, let value = getenv(key).map({ String(cString: $0) }), value.hasPrefix("/") else { return nil }
                 return value
