@@ -19,8 +19,17 @@ public struct SSHKeyPair: Sendable {
         self.comment = comment
     }
 
-    /// `SHA256:<base64 without padding>`, as `ssh-add -l` prints it.
-    public var fingerprint: String { SSHFingerprint.sha256(publicBlob) }
+    /// `SHA256:<base64 without padding>` of the plain key, as `ssh-add -l` prints it for the
+    /// key and for its certificates.
+    public var fingerprint: String { SSHFingerprint.sha256(keyBlob) }
+
+    /// The plain key's blob: `publicBlob`, or for a certificate the key it certifies.
+    public var keyBlob: [UInt8] { Self.keyBlob(of: publicBlob) }
+
+    /// The plain key's blob of a listed blob (a key's or a certificate's).
+    public static func keyBlob(of publicBlob: [UInt8]) -> [UInt8] {
+        (try? SSHCertificate(publicBlob))?.keyBlob ?? publicBlob
+    }
 
     /// Reads a private key in the agent's encoding at `reader` (an `ADD_IDENTITY`'s key, up to
     /// its comment), checks it is whole and consistent (the public part belongs to the private

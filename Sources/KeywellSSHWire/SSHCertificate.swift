@@ -13,6 +13,8 @@ public struct SSHCertificate {
     public let signedPart: [UInt8]
     public let signatureKey: [UInt8]
     public let signature: [UInt8]
+    /// The end of its validity, in seconds since 1970 (`UInt64.max`: forever).
+    public let validBefore: UInt64
 
     /// The certified key's type, for a certificate type name; nil for any other name.
     public static func keyType(ofCertificateType name: String) -> SSHKeyType? {
@@ -34,13 +36,18 @@ public struct SSHCertificate {
         return writer.bytes + publicFields
     }
 
-    private init(keyType: SSHKeyType, publicFields: [UInt8], signedPart: [UInt8], signatureKey: [UInt8], signature: [UInt8]) {
+    private init(keyType: SSHKeyType, publicFields: [UInt8], signedPart: [UInt8], signatureKey: [UInt8], signature: [UInt8],
+                 validBefore: UInt64) {
         self.keyType = keyType
         self.publicFields = publicFields
         self.signedPart = signedPart
         self.signatureKey = signatureKey
         self.signature = signature
+        self.validBefore = validBefore
     }
+
+    /// Whether it is past its validity at `now` (seconds since 1970).
+    public func hasExpired(at now: UInt64) -> Bool { validBefore <= now }
 
     private static func parse(_ buffer: UnsafeRawBufferPointer) throws(AgentParseError) -> SSHCertificate {
         var reader = SSHWireReader(buffer)
@@ -63,13 +70,16 @@ public struct SSHCertificate {
         _ = try reader.uint32()  // serial (uint64)
         _ = try reader.uint32()  // type
         for _ in 0..<2 { _ = try reader.stringBytes() }  // key id, principals
-        for _ in 0..<4 { _ = try reader.uint32() }  // valid after, valid before (uint64 each)
+        _ = try reader.uint32()
+        _ = try reader.uint32()  // valid after (uint64)
+        let validBeforeHigh = UInt64(try reader.uint32())
+        let validBefore = validBeforeHigh << 32 | UInt64(try reader.uint32())
         for _ in 0..<3 { _ = try reader.stringBytes() }  // critical options, extensions, reserved
         let signatureKey = try reader.string()
         let signedEnd = reader.offset
         let signature = try reader.string()
         try reader.expectEnd()
         return SSHCertificate(keyType: keyType, publicFields: publicFields, signedPart: Array(buffer[..<signedEnd]),
-                              signatureKey: signatureKey, signature: signature)
+                              signatureKey: signatureKey, signature: signature, validBefore: validBefore)
     }
 }

@@ -26,7 +26,9 @@ from pathlib import Path
 import pytest
 
 from access_control_helpers import PASSWORD, AccessAccount
-from keywell_helpers import built, wait_for
+from keywell_helpers import built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
+from pam_helpers import ensure_runtime_dir, keywelld_pids
+from pam_helpers import login as pam_login
 
 SSHD = "/usr/sbin/sshd"
 
@@ -135,10 +137,15 @@ def sshd(account):
         server.close()
 
 
+def ssh_command(agent: Path, sshd: Sshd, program="ssh") -> list[str]:
+    """ssh to root at the private sshd, with `agent` as its only source of keys."""
+    return [program, "-F", "/dev/null", "-o", f"IdentityAgent={agent}", "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-p", str(sshd.port), "root@127.0.0.1", "echo logged-in"]
+
+
 def login(account, sshd: Sshd, timeout=60, program="ssh"):
-    return run(account, program, "-F", "/dev/null", "-o", f"IdentityAgent={account.agent}", "-o", "BatchMode=yes",
-               "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-               "-p", str(sshd.port), "root@127.0.0.1", "echo logged-in", timeout=timeout)
+    return run(account, *ssh_command(account.agent, sshd, program), timeout=timeout)
 
 
 def test_keys_of_every_type_are_stored_and_log_in_through_the_agent(account, sshd):
@@ -173,6 +180,56 @@ def test_keys_survive_a_restart_and_sign_once_login_is_unlocked(account, sshd):
     assert fingerprint(key) in "\n".join(listed(account))
     sshd.trust_only(key)
     assert login(account, sshd).stdout.strip() == "logged-in"
+
+
+def test_a_pam_login_after_a_restart_serves_keys_without_their_passphrase(real_daemon_kit, keywelld):
+    """The whole way a desktop takes: a PAM login starts keywelld and unlocks `login`; a key added
+    with its passphrase once is, after keywelld restarts and the next PAM login, listed and
+    signs, with no passphrase and no key file."""
+    kit = real_daemon_kit
+    if shutil.which("ssh-add") is None or not Path(SSHD).exists():
+        pytest.fail("openssh-client and openssh-server are needed: run scripts/setup.sh")
+    stack = kit.stack(daemon=keywelld)
+    user = kit.user()
+    ensure_runtime_dir(user)
+    assert pam_login(stack, user).ok
+    agent = Path(user.runtime_dir) / "keywell" / "ssh-agent"
+    wait_for(agent.is_socket, "keywelld's agent socket after the PAM login")
+    env = dict(kit.user_env(user), SSH_AUTH_SOCK=str(agent))
+
+    def as_user(*args, extra=None):
+        return kit.as_user(user, list(args), env=dict(env, **(extra or {})), capture_output=True, text=True, timeout=60)
+
+    keys = Path(user.home) / "keys"
+    keys.mkdir(mode=0o700)
+    os.chown(keys, user.uid, user.gid)
+    key = keys / "id_ed25519"
+    passphrase = "Ph-" + secrets.token_urlsafe(12)
+    kit.secrets.append(passphrase)
+    r = as_user("ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "pam key", "-f", str(key))
+    assert r.returncode == 0, r.stderr
+    askpass = Path(kit.script(f"#!/bin/sh\necho '{passphrase}'\n"))
+    r = as_user("ssh-add", str(key), extra={"SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"})
+    assert r.returncode == 0, r.stderr
+    key.unlink()  # the keychain's copy is the only one now
+    askpass.unlink()
+    sshd = Sshd(Path(kit.bindir()) / "sshd")
+    try:
+        sshd.trust_only(key)
+        assert as_user(*ssh_command(agent, sshd)).stdout.strip() == "logged-in"
+        for pid in keywelld_pids(user):
+            os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not keywelld_pids(user) and not agent.exists(), "keywelld to exit")
+        # The next login starts keywelld again and unlocks `login` with the login password.
+        assert pam_login(stack, user).ok
+        wait_for(agent.is_socket, "the agent socket after the second PAM login")
+        r = as_user("ssh-add", "-l")
+        assert r.returncode == 0 and fingerprint(Path(f"{key}.pub")) in r.stdout, r
+        # No askpass, no display, no terminal: nothing could type a passphrase.
+        r = as_user(*ssh_command(agent, sshd))
+        assert r.stdout.strip() == "logged-in", f"{r.stderr} {sshd.log.read_text()[-2000:]}"
+    finally:
+        sshd.close()
 
 
 def test_a_locked_keychain_lists_its_keys_but_does_not_sign_and_does_not_hang(account):
@@ -416,33 +473,142 @@ def test_a_program_not_on_the_list_is_asked_with_the_host_ssh_bound(account, ssh
     assert any(host in text for text in account.descriptions()), account.descriptions()
 
 
-def test_a_certificate_added_with_its_key_logs_in_and_survives_a_restart(account, sshd):
-    key = make_key(account, "ecdsa", "256")
+class OpenSSHAgent:
+    """OpenSSH's own ssh-agent on a private socket: what `ssh-add` should print against ours."""
+
+    def __init__(self, account, folder: Path):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        self.socket = folder / "agent.sock"
+        self.process = subprocess.Popen(["ssh-agent", "-D", "-a", str(self.socket)], env=account.env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.socket.is_socket, "OpenSSH's ssh-agent to listen")
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def openssh_agent(account):
+    agent = OpenSSHAgent(account, account.root / "openssh-agent")
+    try:
+        yield agent
+    finally:
+        agent.close()
+
+
+def ssh_add_both(account, openssh_agent, *args, env=None):
+    """Runs `ssh-add ARGS` against keywelld, then against OpenSSH's agent, and checks that both
+    answered alike (exit status and output). Returns keywelld's result."""
+    ours = run(account, "ssh-add", *args, env=env)
+    theirs = run(account, "ssh-add", *args, env=dict(env or {}, SSH_AUTH_SOCK=str(openssh_agent.socket)))
+    assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr), \
+        f"ssh-add {' '.join(args)}: keywelld {ours} / ssh-agent {theirs}"
+    return ours
+
+
+def listings_match(account, openssh_agent) -> list[str]:
+    """`ssh-add -l` and `-L` print the same against both agents; returns keywelld's `-l` lines."""
+    ssh_add_both(account, openssh_agent, "-L")
+    r = ssh_add_both(account, openssh_agent, "-l")
+    return r.stdout.splitlines() if r.returncode == 0 else []
+
+
+def key_items(account) -> int:
+    dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
+    return dump.count('class: "keys"')
+
+
+def restart_keywelld(account) -> None:
+    """Stops keywelld; the next call starts it again (bus activation) and unlocks `login`."""
+    os.kill(keywelld_pid(account), signal.SIGTERM)
+    wait_for(lambda: not account.agent.exists(), "keywelld to exit")
+    r = run(account, built("KEYWELL", "keywell"), "unlock-keychain", "-p", PASSWORD, "login")
+    assert r.returncode == 0, r.stderr
+    wait_for(account.agent.is_socket, "the agent socket after the restart")
+
+
+def certify(sshd: Sshd, key: Path) -> Path:
     r = subprocess.run(["ssh-keygen", "-q", "-s", str(sshd.ca), "-I", "tester", "-n", "root", f"{key}.pub"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    # ssh-add adds the key and, beside it, key-cert.pub.
-    r = run(account, "ssh-add", str(key))
-    assert r.returncode == 0 and "Certificate added" in r.stderr, r.stderr
-    assert len(listed(account)) == 2
+    return Path(f"{key}-cert.pub")
+
+
+@pytest.mark.parametrize("kind,bits", [("ed25519", None), ("ecdsa", "256"), ("rsa", "2048")])
+def test_a_certificate_is_kept_with_its_keys_item_logs_in_and_survives_a_restart(account, sshd, openssh_agent, kind, bits):
+    key = make_key(account, kind, bits)
+    certify(sshd, key)
+    # ssh-add adds the key and, beside it, key-cert.pub: both listed, as OpenSSH's agent lists them.
+    r = ssh_add_both(account, openssh_agent, str(key))
+    assert "Certificate added" in r.stderr, r.stderr
+    lines = listings_match(account, openssh_agent)
+    assert len(lines) == 2 and lines[1].endswith("-CERT)"), lines
+    assert {line.split()[1] for line in lines} == {fingerprint(key)}
+    # One `keys` item holds the key and its certificate.
+    assert key_items(account) == 1
     sshd.authorized.write_text("")  # only the certificate can log in
+    r = login(account, sshd)
+    assert r.stdout.strip() == "logged-in", f"{r.stderr} {sshd.log.read_text()[-2000:]}"
+    # After a restart and an unlock, the certificate is served again from that item.
+    restart_keywelld(account)
+    assert listings_match(account, openssh_agent) == lines
+    r = login(account, sshd)
+    assert r.stdout.strip() == "logged-in", f"{r.stderr} {sshd.log.read_text()[-2000:]}"
+    assert key_items(account) == 1
+    # Adding the same key and certificate again changes nothing.
+    ssh_add_both(account, openssh_agent, str(key))
+    assert listings_match(account, openssh_agent) == lines and key_items(account) == 1
+
+
+def test_removing_a_certificate_or_its_key_as_openssh_does(account, sshd, openssh_agent):
+    key = make_key(account, "ed25519")
+    cert = certify(sshd, key)
+    ssh_add_both(account, openssh_agent, str(key))
+    # The certificate alone: the plain key stays.
+    ssh_add_both(account, openssh_agent, "-d", str(cert))
+    assert [line.endswith("(ED25519)") for line in listings_match(account, openssh_agent)] == [True]
+    assert key_items(account) == 1
+    ssh_add_both(account, openssh_agent, "-d", str(cert))  # gone already: a failure, alike
+    # Added again: it joins the same item.
+    ssh_add_both(account, openssh_agent, str(key))
+    assert len(listings_match(account, openssh_agent)) == 2 and key_items(account) == 1
+    # The plain key alone (-k skips certificates): the certificate is still listed and logs in.
+    ssh_add_both(account, openssh_agent, "-k", "-d", str(key))
+    assert [line.endswith("(ED25519-CERT)") for line in listings_match(account, openssh_agent)] == [True]
+    assert key_items(account) == 1
+    sshd.authorized.write_text("")
     assert login(account, sshd).stdout.strip() == "logged-in"
-    os.kill(keywelld_pid(account), signal.SIGTERM)
-    wait_for(lambda: not account.agent.exists(), "keywelld to exit")
-    assert run(account, built("KEYWELL", "keywell"), "unlock-keychain", "-p", PASSWORD, "login").returncode == 0
-    wait_for(account.agent.is_socket, "the agent socket after the restart")
-    assert any("ECDSA-CERT" in line for line in listed(account)), listed(account)
-    assert login(account, sshd).stdout.strip() == "logged-in"
-    # A certificate whose CA signature does not verify is refused, and nothing is stored.
-    cert = Path(f"{key}-cert.pub")
+    # Only the certificate's identity signs: the plain key was removed (and its file is away, so
+    # that ssh-keygen cannot sign with the file itself).
+    data = account.keys / "data"
+    data.write_text("to sign\n")
+    key.rename(account.keys / "moved")
+    assert sign(account, "ssh-keygen", key, data).returncode != 0
+    (account.keys / "moved").rename(key)
+    restart_keywelld(account)
+    assert [line.endswith("(ED25519-CERT)") for line in listings_match(account, openssh_agent)] == [True]
+    # -d of the key file removes the key (absent now) and then its certificate: nothing is left.
+    ssh_add_both(account, openssh_agent, "-d", str(key))
+    assert listings_match(account, openssh_agent) == [] and key_items(account) == 0
+    # -D removes keys and certificates alike.
+    ssh_add_both(account, openssh_agent, str(key))
+    ssh_add_both(account, openssh_agent, "-D")
+    assert listings_match(account, openssh_agent) == [] and key_items(account) == 0
+
+
+def test_a_certificate_that_does_not_verify_is_refused(account, sshd, openssh_agent):
+    key = make_key(account, "ecdsa", "256")
+    cert = certify(sshd, key)
     kind, blob, *rest = cert.read_text().split()
     raw = bytearray(base64.b64decode(blob))
-    raw[-5] ^= 1
+    raw[-5] ^= 1  # inside the CA's signature
     cert.write_text(" ".join([kind, base64.b64encode(bytes(raw)).decode(), *rest]) + "\n")
-    assert run(account, "ssh-add", "-D").returncode == 0
-    r = run(account, "ssh-add", str(key))
+    r = ssh_add_both(account, openssh_agent, str(key))
     assert "Certificate added" not in r.stderr, r.stderr
-    assert len(listed(account)) == 1
+    assert len(listings_match(account, openssh_agent)) == 1
+    dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
+    assert dump.count('class: "keys"') == 1 and '"cert"' not in dump, dump
 
 
 def test_export_and_import_carry_key_items(account):

@@ -6,6 +6,7 @@ import KeywellProtocol
 import KeywellSSHAgent
 import KeywellSSHWire
 import Logging
+import Synchronization
 
 /// Who is on the other end of an agent connection: named as the direct socket names its peers
 /// (`IdentityResolver.resolve(peer:socket:)`), or unidentified when that failed.
@@ -29,25 +30,36 @@ struct KeychainKeyStore: AgentKeyStore {
     /// Programs every key item trusts, besides the one that added it (docs/ssh.md, "Access").
     static let alwaysTrusted = ["/usr/bin/ssh", "/usr/bin/ssh-keygen"]
 
+    /// Adds and removals read an item's entries and write them back: one at a time.
+    private static let writing = Mutex(())
+
     func identities() -> [AgentIdentity] {
         var listed: [AgentIdentity] = []
         for keychain in (try? store.searchList()) ?? [] {
             guard let matches = try? store.freeformMatches(SSHKeyItem.everyKey, native: [:], in: keychain) else { continue }
             for id in matches.ids {
-                guard let summary = try? store.itemSummary(id, in: keychain), let identity = SSHKeyItem.identity(summary),
-                    !listed.contains(where: { $0.publicBlob == identity.publicBlob })
-                else { continue }
-                listed.append(identity)
-                if listed.count >= AgentLimits.maximumListedKeys { return listed }
+                guard let summary = try? store.itemSummary(id, in: keychain) else { continue }
+                for identity in SSHKeyItem.identities(summary) where !listed.contains(where: { $0.publicBlob == identity.publicBlob }) {
+                    listed.append(identity)
+                    if listed.count >= AgentLimits.maximumListedKeys { return listed }
+                }
             }
         }
         return listed
     }
 
     func store(_ key: SSHKeyPair, addedBy caller: AgentPeer) throws(AgentRefusal) {
-        let keychain: String
-        do { keychain = try store.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
-        try Self.add(key, to: keychain, trusting: trustedPrograms(adder: caller.caller.identityString), store: store)
+        let defaultKeychain: String
+        do { defaultKeychain = try store.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
+        // The key's item where it already is (a certificate joins its key), else a new one in
+        // the default keychain.
+        let keychains = [defaultKeychain] + ((try? store.searchList()) ?? [])
+        let holding = keychains.first { keychain in
+            guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
+            else { return false }
+            return !matches.locked && !matches.ids.isEmpty
+        }
+        try Self.add(key, to: holding ?? defaultKeychain, trusting: trustedPrograms(adder: caller.caller.identityString), store: store)
     }
 
     func store(_ key: SSHKeyPair, in keychain: String?, trusting trusted: [String], importedBy caller: AgentPeer) throws(AgentRefusal) {
@@ -62,17 +74,28 @@ struct KeychainKeyStore: AgentKeyStore {
         try Self.add(key, to: target, trusting: names, store: store)
     }
 
-    /// Adds (or replaces) the key's item in `keychain`, trusting `trusted`.
+    /// Adds the key, or a certificate of it, to the key's item in `keychain` (its comment
+    /// updated, its access list kept), or makes that item, trusting `trusted`.
     static func add(_ key: SSHKeyPair, to keychain: String, trusting trusted: [String], store: KeychainStore) throws(AgentRefusal) {
-        let secret = key.privateKey.withUnsafeBytes { Data($0) }
-        defer { SecretWipe.wipe(secret) }
-        do {
-            _ = try store.addFreeformItem(
-                in: keychain, itemClass: .key, label: key.comment, attributes: SSHKeyItem.attributes(of: key), type: nil,
-                secret: ItemSecret(value: secret, contentType: SSHKeyItem.contentType), replace: true,
-                access: .applications(trusted), derive: SSHKeyItem.derive)
-        } catch {
-            throw AgentRefusal("cannot store it in \(keychain): \(error)")
+        try writing.withLock { _ throws(AgentRefusal) in
+            do {
+                let matches = try store.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
+                if let id = matches.ids.first, var entries = SSHKeyItem.Entries(try store.itemSummary(id, in: keychain).freeform) {
+                    try entries.add(key, now: UInt64(max(0, Date().timeIntervalSince1970)))
+                    try store.updateFreeformItem(id, in: keychain, label: key.comment, attributes: entries.attributes, derive: SSHKeyItem.derive)
+                    return
+                }
+                let secret = key.privateKey.withUnsafeBytes { Data($0) }
+                defer { SecretWipe.wipe(secret) }
+                _ = try store.addFreeformItem(
+                    in: keychain, itemClass: .key, label: key.comment, attributes: SSHKeyItem.Entries(new: key).attributes, type: nil,
+                    secret: ItemSecret(value: secret, contentType: SSHKeyItem.contentType), replace: false,
+                    access: .applications(trusted), derive: SSHKeyItem.derive)
+            } catch let refusal as AgentRefusal {
+                throw refusal
+            } catch {
+                throw AgentRefusal("cannot store it in \(keychain): \(error)")
+            }
         }
     }
 
@@ -84,23 +107,25 @@ struct KeychainKeyStore: AgentKeyStore {
     }
 
     func privateKey(for publicBlob: [UInt8], caller: AgentPeer, context: SignatureContext) throws(AgentRefusal) -> SecretBytes? {
-        let fingerprint = SSHFingerprint.sha256(publicBlob)
+        let keyBlob = SSHKeyPair.keyBlob(of: publicBlob)
+        let fingerprint = SSHFingerprint.sha256(keyBlob)
         for keychain in (try? store.searchList()) ?? [] {
-            guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain),
-                let id = matches.ids.first
-            else { continue }
+            guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
+            // Only an item that lists this very blob signs with it (a removed key's certificate does not).
+            let listing = matches.ids.lazy.compactMap { id in (try? store.itemSummary(id, in: keychain)).map { (id: id, summary: $0) } }
+                .first { SSHKeyItem.Entries($0.summary.freeform)?.lists(publicBlob) ?? false }
+            guard let (id, summary) = listing.map({ ($0.id, $0.summary) }) else { continue }
             if matches.locked, !unlock(keychain, "\(caller.caller.displayName) (SSH)") {
                 throw AgentRefusal("the keychain \(keychain) is locked")
             }
-            let label = (try? store.itemSummary(id, in: keychain)).flatMap { SSHKeyItem.identity($0)?.comment } ?? fingerprint
-            try checkAccess(id, label: label, in: keychain, caller: caller, context: context)
+            let label = SSHKeyItem.comment(summary)
+            try checkAccess(id, label: label.isEmpty ? fingerprint : label, in: keychain, caller: caller, context: context)
             do {
                 guard let secret = try store.secrets(of: [id], in: keychain)[id] else { continue }
                 defer { SecretWipe.wipe(secret.value) }
                 let privateKey = SecretBytes(copying: secret.value)
                 // A key item whose secret is not the key it lists (or certifies) is refused, not used.
-                let expected = (try? SSHCertificate(publicBlob))?.keyBlob ?? publicBlob
-                guard (try? SSHKeyPair.publicParts(of: privateKey))?.publicBlob == expected else {
+                guard (try? SSHKeyPair.publicParts(of: privateKey))?.publicBlob == keyBlob else {
                     throw AgentRefusal("the item in \(keychain) does not hold the key it lists")
                 }
                 return privateKey
@@ -138,21 +163,32 @@ struct KeychainKeyStore: AgentKeyStore {
         return answer.allows
     }
 
+    /// Removes the key or the certificate from every item listing it, as OpenSSH's agent removes
+    /// one identity: the item goes when it lists nothing more.
     func remove(publicBlob: [UInt8]) -> Bool {
-        let fingerprint = SSHFingerprint.sha256(publicBlob)
-        var removed = false
-        for keychain in (try? store.listKeychains()) ?? [] {
-            guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
-            for id in matches.ids {
-                do {
-                    try store.deleteItem(id, in: keychain)
-                    removed = true
-                } catch {
-                    logger.notice("ssh agent: cannot delete \(fingerprint) from \(keychain): \(error)")
+        let fingerprint = SSHFingerprint.sha256(SSHKeyPair.keyBlob(of: publicBlob))
+        return Self.writing.withLock { _ in
+            var removed = false
+            for keychain in (try? store.listKeychains()) ?? [] {
+                guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
+                for id in matches.ids {
+                    guard let summary = try? store.itemSummary(id, in: keychain), var entries = SSHKeyItem.Entries(summary.freeform),
+                        entries.remove(publicBlob)
+                    else { continue }
+                    do {
+                        if entries.isEmpty {
+                            try store.deleteItem(id, in: keychain)
+                        } else {
+                            try store.updateFreeformItem(id, in: keychain, label: nil, attributes: entries.attributes, derive: SSHKeyItem.derive)
+                        }
+                        removed = true
+                    } catch {
+                        logger.notice("ssh agent: cannot remove \(fingerprint) from \(keychain): \(error)")
+                    }
                 }
             }
+            return removed
         }
-        return removed
     }
 
     func removeAll() {
