@@ -257,30 +257,28 @@ def test_a_locked_keychain_lists_its_keys_but_does_not_sign_and_does_not_hang(ac
     assert account.questions == 2
 
 
-def test_delete_delete_all_lock_and_unlock_as_openssh_does(account):
+def test_delete_delete_all_lock_and_unlock_as_openssh_does(account, openssh_agent):
+    """Each step against keywelld and OpenSSH's ssh-agent: same exit status, same output."""
     first, second = make_key(account, "ed25519"), make_key(account, "ecdsa", "256")
     for key in (first, second):
-        assert run(account, "ssh-add", str(key)).returncode == 0
-    assert run(account, "ssh-add", "-d", f"{first}.pub").returncode == 0
-    assert [fingerprint(second)] == [line.split()[1] for line in listed(account)]
-    assert run(account, "ssh-add", "-d", f"{first}.pub").returncode != 0
+        ssh_add_both(account, openssh_agent, str(key))
+    assert ssh_add_both(account, openssh_agent, "-d", f"{first}.pub").returncode == 0
+    assert [fingerprint(second)] == [line.split()[1] for line in listings_match(account, openssh_agent)]
+    assert ssh_add_both(account, openssh_agent, "-d", f"{first}.pub").returncode != 0
     # -x / -X: the passphrase comes from SSH_ASKPASS when there is no terminal.
-    askpass = account.keys / "askpass"
-    askpass.write_text("#!/bin/sh\necho agent-lock\n")
-    askpass.chmod(0o700)
-    env = {"SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
-    assert run(account, "ssh-add", "-x", env=env).returncode == 0
-    assert listed(account) == []
-    wrong = account.keys / "wrong"
-    wrong.write_text("#!/bin/sh\necho not-it\n")
-    wrong.chmod(0o700)
-    assert run(account, "ssh-add", "-X", env=dict(env, SSH_ASKPASS=str(wrong))).returncode != 0
-    assert run(account, "ssh-add", "-X", env=env).returncode == 0
-    assert len(listed(account)) == 1
-    assert run(account, "ssh-add", "-D").returncode == 0
-    assert listed(account) == []
-    dump = run(account, built("KEYWELL", "keywell"), "dump-keychain", "login").stdout
-    assert 'class: "keys"' not in dump
+    env = askpass(account, "agent-lock", "agent-lock")
+    assert ssh_add_both(account, openssh_agent, "-x", env=env).returncode == 0
+    assert listings_match(account, openssh_agent) == []
+    # Locked: no signature, no add, no removal.
+    assert ssh_add_both(account, openssh_agent, str(first)).returncode != 0
+    assert ssh_add_both(account, openssh_agent, "-D").returncode != 0
+    wrong = askpass(account, "not-it", "not-it")
+    assert ssh_add_both(account, openssh_agent, "-X", env=wrong).returncode != 0
+    assert ssh_add_both(account, openssh_agent, "-X", env=env).returncode == 0
+    assert len(listings_match(account, openssh_agent)) == 1
+    assert ssh_add_both(account, openssh_agent, "-D").returncode == 0
+    assert listings_match(account, openssh_agent) == []
+    assert key_items(account) == 0
 
 
 def test_constrained_keys_stay_in_memory(account):
@@ -320,6 +318,11 @@ def test_no_private_key_byte_is_in_the_keychain_file(account):
 
 def ed25519_seed(key: Path) -> bytes:
     """The 32-byte seed of an unencrypted OpenSSH Ed25519 private key file."""
+    return ed25519_secret(key)[:32]
+
+
+def ed25519_secret(key: Path) -> bytes:
+    """The 64-byte secret key (seed, then public key) of an unencrypted OpenSSH Ed25519 private key file."""
     lines = key.read_text().splitlines()
     blob = base64.b64decode("".join(lines[1:-1]))
     offset = len(b"openssh-key-v1\0")
@@ -337,7 +340,11 @@ def ed25519_seed(key: Path) -> bytes:
     offset = 8  # the two check numbers
     blob = private
     string(), string()  # type, public key
-    return string()[:32]
+    return string()
+
+
+def wire_string(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
 
 
 def test_git_signs_commits_through_the_agent(account):
@@ -360,6 +367,20 @@ def test_git_signs_commits_through_the_agent(account):
 
 def frame(body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + body
+
+
+def request(agent: Path, body: bytes) -> bytes:
+    """One request on a connection kept open until its reply came: the reply's body."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(15)
+        s.connect(str(agent))
+        s.sendall(frame(body))
+        reply = b""
+        while len(reply) < 4 or len(reply) < 4 + struct.unpack(">I", reply[:4])[0]:
+            chunk = s.recv(4096)
+            assert chunk, "the agent closed the connection without a whole reply"
+            reply += chunk
+        return reply[4:]
 
 
 def exchange(account, data: bytes) -> bytes:
@@ -528,8 +549,9 @@ def restart_keywelld(account) -> None:
     wait_for(account.agent.is_socket, "the agent socket after the restart")
 
 
-def certify(sshd: Sshd, key: Path) -> Path:
-    r = subprocess.run(["ssh-keygen", "-q", "-s", str(sshd.ca), "-I", "tester", "-n", "root", f"{key}.pub"],
+def certify(ca: Path, key: Path) -> Path:
+    """key-cert.pub beside the key: a user certificate for root, signed by `ca`."""
+    r = subprocess.run(["ssh-keygen", "-q", "-s", str(ca), "-I", "tester", "-n", "root", f"{key}.pub"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return Path(f"{key}-cert.pub")
@@ -538,7 +560,7 @@ def certify(sshd: Sshd, key: Path) -> Path:
 @pytest.mark.parametrize("kind,bits", [("ed25519", None), ("ecdsa", "256"), ("rsa", "2048")])
 def test_a_certificate_is_kept_with_its_keys_item_logs_in_and_survives_a_restart(account, sshd, openssh_agent, kind, bits):
     key = make_key(account, kind, bits)
-    certify(sshd, key)
+    certify(sshd.ca, key)
     # ssh-add adds the key and, beside it, key-cert.pub: both listed, as OpenSSH's agent lists them.
     r = ssh_add_both(account, openssh_agent, str(key))
     assert "Certificate added" in r.stderr, r.stderr
@@ -563,7 +585,7 @@ def test_a_certificate_is_kept_with_its_keys_item_logs_in_and_survives_a_restart
 
 def test_removing_a_certificate_or_its_key_as_openssh_does(account, sshd, openssh_agent):
     key = make_key(account, "ed25519")
-    cert = certify(sshd, key)
+    cert = certify(sshd.ca, key)
     ssh_add_both(account, openssh_agent, str(key))
     # The certificate alone: the plain key stays.
     ssh_add_both(account, openssh_agent, "-d", str(cert))
@@ -597,9 +619,34 @@ def test_removing_a_certificate_or_its_key_as_openssh_does(account, sshd, openss
     assert listings_match(account, openssh_agent) == [] and key_items(account) == 0
 
 
+def test_a_certificate_added_alone_gets_an_item_the_key_then_joins(account, sshd, openssh_agent):
+    """A client may add a certificate without its plain key (one ADD_IDENTITY with the cert's
+    type): listed alone, as OpenSSH's agent lists it; the key added later joins the same item."""
+    key = make_key(account, "ed25519")
+    cert = certify(sshd.ca, key)
+    secret = ed25519_secret(key)
+    message = bytes([17]) + wire_string(b"ssh-ed25519-cert-v01@openssh.com") \
+        + wire_string(base64.b64decode(cert.read_text().split()[1])) + wire_string(secret[32:]) + wire_string(secret) \
+        + wire_string(b"ed25519 key")
+    for agent in (account.agent, openssh_agent.socket):
+        assert request(agent, message) == bytes([6]), agent
+    assert [line.endswith("(ED25519-CERT)") for line in listings_match(account, openssh_agent)] == [True]
+    assert key_items(account) == 1
+    sshd.authorized.write_text("")
+    assert login(account, sshd).stdout.strip() == "logged-in"
+    # OpenSSH lists in the order keys came; keywelld lists a key's item plain key first.
+    ssh_add_both(account, openssh_agent, "-k", str(key))
+    ours, theirs = (sorted(run(account, "ssh-add", "-l", env=env).stdout.splitlines())
+                    for env in ({}, {"SSH_AUTH_SOCK": str(openssh_agent.socket)}))
+    assert ours == theirs and len(ours) == 2, (ours, theirs)
+    assert key_items(account) == 1
+    for path in account.keychains.iterdir():
+        assert secret[:32] not in path.read_bytes(), f"{path.name} holds the private key"
+
+
 def test_a_certificate_that_does_not_verify_is_refused(account, sshd, openssh_agent):
     key = make_key(account, "ecdsa", "256")
-    cert = certify(sshd, key)
+    cert = certify(sshd.ca, key)
     kind, blob, *rest = cert.read_text().split()
     raw = bytearray(base64.b64decode(blob))
     raw[-5] ^= 1  # inside the CA's signature
@@ -611,10 +658,15 @@ def test_a_certificate_that_does_not_verify_is_refused(account, sshd, openssh_ag
     assert dump.count('class: "keys"') == 1 and '"cert"' not in dump, dump
 
 
-def test_export_and_import_carry_key_items(account):
+def test_export_and_import_carry_key_items_and_their_certificates(account):
     keywell = built("KEYWELL", "keywell")
     key = make_key(account, "ed25519")
+    ca = account.keys / "ca"
+    assert run(account, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(ca)).returncode == 0
+    certify(ca, key)
     assert run(account, "ssh-add", str(key)).returncode == 0
+    before = listed(account)
+    assert len(before) == 2 and key_items(account) == 1, before
     exported = account.keys / "keys.export"
     # keywell is not on the key's list: exporting its secret is asked about like any read.
     account.answer(["allow"])
@@ -624,11 +676,12 @@ def test_export_and_import_carry_key_items(account):
     r = run(account, keywell, "import", "-k", "other", str(exported), input="export pass\n")
     assert r.returncode == 0, r.stderr
     dump = run(account, keywell, "dump-keychain", "other").stdout
-    assert f'"fprt"<blob>="{fingerprint(key)}"' in dump, dump
+    assert f'"fprt"<blob>="{fingerprint(key)}"' in dump and dump.count('class: "keys"') == 1, dump
     # Served from the imported copy alone, still trusting ssh-keygen.
     assert run(account, keywell, "delete-keychain", "login").returncode == 0
     assert run(account, keywell, "list-keychains", "-s", "other").returncode == 0
-    assert [fingerprint(key)] == [line.split()[1] for line in listed(account)]
+    # The key and its certificate, from the one imported item.
+    assert listed(account) == before
     data = account.keys / "data"
     data.write_text("to sign\n")
     asked = account.questions
