@@ -63,7 +63,7 @@ public enum AgentLimits {
     public static let maximumMemoryKeys = 64
     /// Keys listed in one identities answer (memory and keychain together).
     public static let maximumListedKeys = 512
-    /// Certificates kept with one stored key (expired ones are dropped when another is added).
+    /// Certificates kept with one stored key (at the cap, expired ones make room for another).
     public static let maximumCertificatesPerKey = 8
     /// A key comment's bytes.
     public static let maximumComment = 1024

@@ -644,6 +644,34 @@ def test_a_certificate_added_alone_gets_an_item_the_key_then_joins(account, sshd
         assert secret[:32] not in path.read_bytes(), f"{path.name} holds the private key"
 
 
+def test_a_key_keeps_at_most_eight_certificates_and_expired_ones_make_room(account):
+    key = make_key(account, "ed25519")
+    ca = account.keys / "ca"
+    assert run(account, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(ca)).returncode == 0
+
+    def add_certificate(serial: int, validity: str) -> subprocess.CompletedProcess:
+        r = run(account, "ssh-keygen", "-q", "-s", str(ca), "-I", f"cert {serial}", "-n", "root", "-z", str(serial),
+                "-V", validity, f"{key}.pub")
+        assert r.returncode == 0, r.stderr
+        return run(account, "ssh-add", str(key))
+
+    # One that expired long ago, then seven that have not: eight certificates beside the key.
+    assert "Certificate added" in add_certificate(1, "20200101:20200102").stderr
+    for serial in range(2, 9):
+        assert "Certificate added" in add_certificate(serial, "-1d:+1d").stderr
+    assert len(listed(account)) == 9
+    # A ninth: the expired one makes room.
+    expired = run(account, "ssh-add", "-L").stdout.splitlines()[1]
+    assert "Certificate added" in add_certificate(9, "-1d:+1d").stderr
+    after = run(account, "ssh-add", "-L").stdout.splitlines()
+    assert len(after) == 9 and expired not in after
+    # A tenth, with none expired: refused, and the item is as it was.
+    r = add_certificate(10, "-1d:+1d")
+    assert "Certificate added" not in r.stderr, r.stderr
+    assert run(account, "ssh-add", "-L").stdout.splitlines() == after
+    assert key_items(account) == 1
+
+
 def test_a_certificate_that_does_not_verify_is_refused(account, sshd, openssh_agent):
     key = make_key(account, "ecdsa", "256")
     cert = certify(sshd.ca, key)

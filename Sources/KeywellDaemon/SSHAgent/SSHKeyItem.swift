@@ -73,7 +73,7 @@ enum SSHKeyItem {
         func lists(_ blob: [UInt8]) -> Bool { listed.contains(blob) }
 
         /// Adds the key or one of its certificates. A certificate already held stays where it
-        /// is; adding one drops those that have expired; more than the cap is refused.
+        /// is; at the cap, those that have expired make room; past it, the new one is refused.
         mutating func add(_ key: SSHKeyPair, now: UInt64) throws(AgentRefusal) {
             guard key.keyBlob == keyBlob else { throw AgentRefusal("the item holds another key") }
             if key.publicBlob == keyBlob {
@@ -81,8 +81,10 @@ enum SSHKeyItem {
                 return
             }
             guard !certificates.contains(key.publicBlob) else { return }
-            var kept = certificates.filter { !((try? SSHCertificate($0))?.hasExpired(at: now) ?? false) }
-            kept.append(key.publicBlob)
+            var kept = certificates + [key.publicBlob]
+            if kept.count > AgentLimits.maximumCertificatesPerKey {
+                kept.removeAll { (try? SSHCertificate($0))?.hasExpired(at: now) ?? false }
+            }
             guard kept.count <= AgentLimits.maximumCertificatesPerKey else {
                 throw AgentRefusal("the key already has \(AgentLimits.maximumCertificatesPerKey) certificates that have not expired")
             }
