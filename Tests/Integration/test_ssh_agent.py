@@ -1,12 +1,14 @@
 """keywelld's SSH agent (docs/ssh.md) with real OpenSSH: `ssh-add` stores ed25519, ECDSA and RSA
 keys in the login keychain, `ssh` logs in through the agent to a private `sshd` on loopback, the
-keys survive a restart of keywelld, a locked keychain lists but does not sign (and does not hang),
-`ssh-add -d/-D/-x/-X` behave as with OpenSSH's agent, another user cannot use the socket, a
-program not on a key's list is refused when nobody allows it, no private key byte reaches the
-keychain file, git signs commits through it, and bad frames fail without harming the agent.
+keys survive a restart of keywelld (and a PAM login unlocks them), a locked keychain lists but
+does not sign (and does not hang), `ssh-add -d/-D/-x/-X` behave as with OpenSSH's agent (each
+step run against a real `ssh-agent` too, and compared), a certificate is kept in its key's one
+item and logs in to an sshd that trusts its CA, another user cannot use the socket, a program not
+on a key's list is refused when nobody allows it, no private key byte reaches the keychain file,
+git signs commits through it, and bad frames fail without harming the agent.
 
-Needs root (the private sshd and a throwaway user), KEYWELL and KEYWELLD (scripts/test.sh sets
-them), openssh-client, openssh-server and git (scripts/setup.sh).
+Needs root (the private sshd and throwaway users), KEYWELL, KEYWELLD and PAM_KEYWELL_SO
+(scripts/test.sh sets them), openssh-client, openssh-server, pamtester and git (scripts/setup.sh).
 """
 
 from __future__ import annotations
@@ -686,7 +688,7 @@ def test_a_certificate_that_does_not_verify_is_refused(account, sshd, openssh_ag
     assert dump.count('class: "keys"') == 1 and '"cert"' not in dump, dump
 
 
-def test_export_and_import_carry_key_items_and_their_certificates(account):
+def test_backup_export_and_import_carry_key_items_and_their_certificates(account):
     keywell = built("KEYWELL", "keywell")
     key = make_key(account, "ed25519")
     ca = account.keys / "ca"
@@ -695,6 +697,14 @@ def test_export_and_import_carry_key_items_and_their_certificates(account):
     assert run(account, "ssh-add", str(key)).returncode == 0
     before = listed(account)
     assert len(before) == 2 and key_items(account) == 1, before
+    # A backup is the keychain file: restored, it serves the key and its certificate again.
+    backup = account.keys / "login.backup"
+    assert run(account, keywell, "backup", "-k", "login", str(backup)).returncode == 0
+    assert run(account, "ssh-add", "-D").returncode == 0 and listed(account) == []
+    r = run(account, keywell, "restore", "-f", str(backup), "login")
+    assert r.returncode == 0, r.stderr
+    assert listed(account) == before
+    assert run(account, keywell, "unlock-keychain", "-p", PASSWORD, "login").returncode == 0
     exported = account.keys / "keys.export"
     # keywell is not on the key's list: exporting its secret is asked about like any read.
     account.answer(["allow"])

@@ -80,7 +80,7 @@ struct KeychainKeyStore: AgentKeyStore {
         try writing.withLock { _ throws(AgentRefusal) in
             do {
                 let matches = try store.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
-                if let id = matches.ids.first, var entries = SSHKeyItem.Entries(try store.itemSummary(id, in: keychain).freeform) {
+                if let id = matches.ids.first, var entries = SSHKeyItem.entries(of: try store.itemSummary(id, in: keychain)) {
                     try entries.add(key, now: UInt64(max(0, Date().timeIntervalSince1970)))
                     try store.updateFreeformItem(id, in: keychain, label: key.comment, attributes: entries.attributes, derive: SSHKeyItem.derive)
                     return
@@ -113,8 +113,8 @@ struct KeychainKeyStore: AgentKeyStore {
             guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
             // Only an item that lists this very blob signs with it (a removed key's certificate does not).
             let listing = matches.ids.lazy.compactMap { id in (try? store.itemSummary(id, in: keychain)).map { (id: id, summary: $0) } }
-                .first { SSHKeyItem.Entries($0.summary.freeform)?.lists(publicBlob) ?? false }
-            guard let (id, summary) = listing.map({ ($0.id, $0.summary) }) else { continue }
+                .first { SSHKeyItem.entries(of: $0.summary)?.lists(publicBlob) ?? false }
+            guard let (id, summary) = listing else { continue }
             if matches.locked, !unlock(keychain, "\(caller.caller.displayName) (SSH)") {
                 throw AgentRefusal("the keychain \(keychain) is locked")
             }
@@ -172,7 +172,7 @@ struct KeychainKeyStore: AgentKeyStore {
             for keychain in (try? store.listKeychains()) ?? [] {
                 guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
                 for id in matches.ids {
-                    guard let summary = try? store.itemSummary(id, in: keychain), var entries = SSHKeyItem.Entries(summary.freeform),
+                    guard let summary = try? store.itemSummary(id, in: keychain), var entries = SSHKeyItem.entries(of: summary),
                         entries.remove(publicBlob)
                     else { continue }
                     do {

@@ -120,10 +120,14 @@ enum SSHKeyItem {
         }
     }
 
+    /// A key item's entries; nil for an item that is not a well-formed `keys` item.
+    static func entries(of summary: ItemSummary) -> Entries? {
+        summary.itemClass == .key ? Entries(summary.freeform) : nil
+    }
+
     /// The listed identities of an item's summary; none for an item that is not a well-formed key item.
     static func identities(_ summary: ItemSummary) -> [AgentIdentity] {
-        guard summary.itemClass == .key, let entries = Entries(summary.freeform) else { return [] }
-        return entries.listed.map { AgentIdentity(publicBlob: $0, comment: comment(summary)) }
+        entries(of: summary)?.listed.map { AgentIdentity(publicBlob: $0, comment: comment(summary)) } ?? []
     }
 
     /// The item's label: the comment of the key's latest add.
