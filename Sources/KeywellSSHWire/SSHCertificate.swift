@@ -36,6 +36,34 @@ public struct SSHCertificate {
         return writer.bytes + publicFields
     }
 
+    /// The agent's encoding of this certificate with its key, as `SSH_AGENTC_ADD_IDENTITY`
+    /// carries it: the certificate's type and blob, then the private fields of `key` (the plain
+    /// key in the agent's encoding, as a key file holds it) that the certificate does not hold.
+    /// The result holds private bytes: the caller wipes it. Throws when the key is not of the
+    /// certified type.
+    public func agentEncoding(_ blob: [UInt8], key: ArraySlice<UInt8>) throws(AgentParseError) -> [UInt8] {
+        try key.withUnsafeBytes { buffer in
+            Result { () throws(AgentParseError) -> [UInt8] in
+                var reader = SSHWireReader(buffer)
+                let name = try reader.text(maximum: 64)
+                guard SSHKeyType(name: name) == keyType else {
+                    throw AgentParseError("the certificate is of type \(keyType.name), the key of type \(name)")
+                }
+                if keyType != .ed25519 {
+                    // The curve and point, or n and e: the certificate holds them. (Ed25519's
+                    // public key is sent again, before the secret key.)
+                    _ = try reader.stringBytes()
+                    _ = try reader.stringBytes()
+                }
+                var writer = SSHWireWriter()
+                writer.text(keyType.name + Self.typeSuffix)
+                writer.string(blob)
+                writer.bytes(UnsafeRawBufferPointer(rebasing: buffer[reader.offset...]))
+                return writer.bytes
+            }
+        }.get()
+    }
+
     private init(keyType: SSHKeyType, publicFields: [UInt8], signedPart: [UInt8], signatureKey: [UInt8], signature: [UInt8],
                  validBefore: UInt64) {
         self.keyType = keyType

@@ -480,6 +480,35 @@ def test_keywell_ssh_add_imports_key_files(account):
     assert r.returncode == 1 and "not an OpenSSH private key file" in r.stderr, r
 
 
+def test_keywell_ssh_add_imports_certificates_beside_their_keys(account, sshd, openssh_agent):
+    keywell = built("KEYWELL", "keywell")
+    keys = [make_key(account, "ed25519"), make_key(account, "ecdsa", "384"), make_key(account, "rsa", "2048")]
+    for key in keys:
+        certify(sshd.ca, key)
+        r = run(account, keywell, "ssh-add", str(key))
+        assert r.returncode == 0 and f"Certificate added to the default keychain: {key}-cert.pub" in r.stderr, r
+        assert run(account, "ssh-add", str(key), env={"SSH_AUTH_SOCK": str(openssh_agent.socket)}).returncode == 0
+    # The same keys and certificates as OpenSSH's agent holds from `ssh-add`, one item per key.
+    ours, theirs = (sorted(run(account, "ssh-add", "-L", env=env).stdout.splitlines())
+                    for env in ({}, {"SSH_AUTH_SOCK": str(openssh_agent.socket)}))
+    assert ours == theirs and len(ours) == 6, (ours, theirs)
+    assert key_items(account) == 3
+    sshd.authorized.write_text("")
+    assert login(account, sshd).stdout.strip() == "logged-in"
+    # A certificate of another key: the key is imported, the certificate refused with a clear error.
+    other = account.keys / "id_other"
+    assert run(account, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)).returncode == 0
+    Path(f"{other}-cert.pub").write_text(Path(f"{keys[0]}-cert.pub").read_text())
+    r = run(account, keywell, "ssh-add", str(other))
+    assert r.returncode == 1 and "did not store the certificate" in r.stderr, r
+    assert key_items(account) == 4 and len(listed(account)) == 7
+    # One of another type: refused before it is sent.
+    Path(f"{other}-cert.pub").write_text(Path(f"{keys[1]}-cert.pub").read_text())
+    r = run(account, keywell, "ssh-add", str(other))
+    assert r.returncode == 1 and "the certificate is of type ecdsa-sha2-nistp384, the key of type ssh-ed25519" in r.stderr, r
+    assert key_items(account) == 4 and len(listed(account)) == 7
+
+
 def test_a_program_not_on_the_list_is_asked_with_the_host_ssh_bound(account, sshd):
     key = make_key(account, "ed25519")
     assert run(account, "ssh-add", str(key)).returncode == 0

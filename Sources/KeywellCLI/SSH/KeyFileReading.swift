@@ -26,6 +26,23 @@ enum KeyFileReading {
         return try decrypted(path)
     }
 
+    /// The certificate blob of an OpenSSH public certificate file (`TYPE BASE64 [COMMENT]`, as
+    /// `ssh-keygen -s` writes it); nil when there is no such file. At most
+    /// `OpenSSHKeyFile.maximumFileBytes` are read.
+    static func certificate(at path: String) throws(SSHAddError) -> [UInt8]? {
+        guard access(path, F_OK) == 0 else { return nil }
+        let file = try read(path)
+        defer { file.wipe() }
+        guard file.count <= OpenSSHKeyFile.maximumFileBytes else {
+            throw SSHAddError("\(path): larger than \(OpenSSHKeyFile.maximumFileBytes) bytes")
+        }
+        let fields = String(decoding: file.bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\t" || $0.isNewline })
+        guard fields.count >= 2, fields[0].hasSuffix(SSHCertificate.typeSuffix), let blob = Base64.decode(String(fields[1])) else {
+            throw SSHAddError("\(path): not an OpenSSH certificate")
+        }
+        return blob
+    }
+
     private static func read(_ path: String) throws(SSHAddError) -> SecretBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SSHAddError("\(path): \(String(cString: strerror(errno)))") }

@@ -2,10 +2,15 @@ import FoundationEssentials
 import KeywellNativeClient
 import KeywellSSHWire
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `keywell ssh-add [-k KEYCHAIN] [-T PROGRAM]… FILE…`: imports OpenSSH private key files into a
 /// keychain through keywelld's agent (docs/ssh.md). Each key trusts `/usr/bin/ssh`,
 /// `/usr/bin/ssh-keygen` and each `-T` program; a file with a passphrase is asked about as
-/// ssh-add asks. Each file is imported whole or not at all; the exit status is 1 when any failed.
+/// ssh-add asks. `FILE-cert.pub`, when there, joins its key's item as ssh-add adds it. Each file
+/// is imported whole or not at all; the exit status is 1 when any failed.
 enum SSHAddCommand {
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
         let files = invocation.operands
@@ -22,11 +27,16 @@ enum SSHAddCommand {
             }
         }
         let keychain = invocation.value("k") ?? ""
+        let place = keychain.isEmpty ? "the default keychain" : keychain
         var status = CommandStatus.success
         for file in files {
             do {
-                for comment in try importFile(file, keychain: keychain, trusted: trusted, socket: socket) {
-                    StandardStreams.error.write("Identity added to \(keychain.isEmpty ? "the default keychain" : keychain): \(file) (\(comment))\n")
+                let added = try importFile(file, keychain: keychain, trusted: trusted, socket: socket)
+                for comment in added.comments {
+                    StandardStreams.error.write("Identity added to \(place): \(file) (\(comment))\n")
+                }
+                if let certificate = added.certificate {
+                    StandardStreams.error.write("Certificate added to \(place): \(certificate)\n")
                 }
             } catch {
                 context.diagnostics.error("ssh-add: \(error.description)")
@@ -36,8 +46,12 @@ enum SSHAddCommand {
         return status
     }
 
-    /// Sends each key of the file as one `keychain-add@keywell` request; returns their comments.
-    private static func importFile(_ path: String, keychain: String, trusted: [String], socket: String) throws(SSHAddError) -> [String] {
+    /// Sends each key of the file as one `keychain-add@keywell` request, then `FILE-cert.pub`
+    /// with its key when the file holds one key and the certificate is there; returns the keys'
+    /// comments and the certificate's path when one was added.
+    private static func importFile(_ path: String, keychain: String, trusted: [String], socket: String)
+        throws(SSHAddError) -> (comments: [String], certificate: String?)
+    {
         let binary = try KeyFileReading.binary(of: path)
         defer { binary.wipe() }
         let keys: [OpenSSHKeyFile.Key]
@@ -45,25 +59,41 @@ enum SSHAddCommand {
         let client = try AgentSocketClient(path: socket)
         var comments: [String] = []
         for key in keys {
-            var request = SSHWireWriter()
-            request.byte(AgentMessage.extension.rawValue)
-            request.text(AgentExtension.keychainAdd)
-            request.text(keychain)
-            request.uint32(UInt32(trusted.count))
-            for identity in trusted { request.text(identity) }
-            var body = request.bytes + key.agentEncoding
-            request = SSHWireWriter()
-            var comment = SSHWireWriter()
-            comment.text(key.comment)
-            body += comment.bytes
-            defer { body.withUnsafeMutableBytes { Memory.wipe($0) } }
-            let reply = try client.request(body)
-            guard reply == [AgentMessage.success.rawValue] else {
+            guard try add(key.agentEncoding, comment: key.comment, keychain: keychain, trusted: trusted, client: client) else {
                 throw SSHAddError("\(path): keywelld did not store the key (its log says why: a locked or missing keychain, "
                                   + "an unsupported key)")
             }
             comments.append(key.comment)
         }
-        return comments
+        let certificatePath = path + "-cert.pub"
+        guard keys.count == 1, let blob = try KeyFileReading.certificate(at: certificatePath) else { return (comments, nil) }
+        var encoding: [UInt8]
+        do { encoding = try SSHCertificate(blob).agentEncoding(blob, key: keys[0].agentEncoding) } catch {
+            throw SSHAddError("\(certificatePath): \(error.reason)")
+        }
+        defer { encoding.withUnsafeMutableBytes { Memory.wipe($0) } }
+        guard try add(encoding, comment: keys[0].comment, keychain: keychain, trusted: trusted, client: client) else {
+            throw SSHAddError("\(certificatePath): keywelld did not store the certificate (its log says why: a signature that "
+                              + "does not verify, a certificate of another key, too many certificates)")
+        }
+        return (comments, certificatePath)
+    }
+
+    /// One `keychain-add@keywell` request for a key (or certificate and key) in the agent's
+    /// encoding; whether keywelld stored it.
+    private static func add(_ encoding: some Collection<UInt8>, comment: String, keychain: String, trusted: [String],
+                            client: borrowing AgentSocketClient) throws(SSHAddError) -> Bool {
+        var request = SSHWireWriter()
+        request.byte(AgentMessage.extension.rawValue)
+        request.text(AgentExtension.keychainAdd)
+        request.text(keychain)
+        request.uint32(UInt32(trusted.count))
+        for identity in trusted { request.text(identity) }
+        var body = request.bytes + encoding
+        var commentField = SSHWireWriter()
+        commentField.text(comment)
+        body += commentField.bytes
+        defer { body.withUnsafeMutableBytes { Memory.wipe($0) } }
+        return try client.request(body) == [AgentMessage.success.rawValue]
     }
 }
