@@ -28,6 +28,46 @@ struct OpenSSHKeyFileTests {
         _ = try SSHKeyPair.publicParts(of: secret)
     }
 
+    /// `keywell ssh-add`'s certificate beside a key file: sent in the certificate's agent
+    /// encoding, which the agent reads back as that certificate with that key.
+    @Test(arguments: ["ed25519", "ecdsa", "rsa"])
+    func aCertificateWithItsKeyIsWhatTheAgentReads(type: String) throws {
+        let (file, folder) = try keyFile(type)
+        defer { folder.remove() }
+        let authority = folder.subpath("authority")
+        let made = try ChildProcess.run("ssh-keygen", arguments: ["-q", "-t", "ed25519", "-N", "", "-f", authority])
+        #expect(made.termination.succeeded, "\(made)")
+        let certified = try ChildProcess.run(
+            "ssh-keygen", arguments: ["-q", "-s", authority, "-I", "tester", "-n", "tester", "-V", "20300101:20300201", folder.subpath("key.pub")])
+        #expect(certified.termination.succeeded, "\(certified)")
+        let text = try String(contentsOfFile: folder.subpath("key-cert.pub"), encoding: .utf8)
+        let blob = try #require(Base64.decode(String(text.split(separator: " ")[1])))
+        let certificate = try SSHCertificate(blob)
+        // 2030-02-01 00:00:00 in the local time zone ssh-keygen read it in: a day's slack either way.
+        #expect(abs(Int64(certificate.validBefore) - 1_896_134_400) <= 86_400)
+        #expect(!certificate.hasExpired(at: 1_896_134_400 - 2 * 86_400))
+        #expect(certificate.hasExpired(at: 1_896_134_400 + 2 * 86_400))
+
+        let keys = try OpenSSHKeyFile.keys(of: try OpenSSHKeyFile.binary(file))
+        let encoding = try certificate.agentEncoding(blob, key: keys[0].agentEncoding)
+        var message = SSHWireWriter()
+        message.byte(AgentMessage.addIdentity.rawValue)
+        message.bytes(encoding)
+        message.text(keys[0].comment)
+        guard case .add(let pair, _) = try AgentRequest.parse(message.bytes) else {
+            Issue.record("not read as an add")
+            return
+        }
+        #expect(pair.publicBlob == blob)
+        #expect(pair.keyBlob == certificate.keyBlob)
+        #expect(try SSHKeyPair.publicParts(of: pair.privateKey).publicBlob == certificate.keyBlob)
+        // The key of another type is refused before anything is sent.
+        let (other, otherFolder) = try keyFile(type == "ed25519" ? "ecdsa" : "ed25519")
+        defer { otherFolder.remove() }
+        let otherKeys = try OpenSSHKeyFile.keys(of: try OpenSSHKeyFile.binary(other))
+        #expect(throws: AgentParseError.self) { try certificate.agentEncoding(blob, key: otherKeys[0].agentEncoding) }
+    }
+
     @Test func anEncryptedFileSaysSoAndGivesNoKeys() throws {
         let (file, folder) = try keyFile("ed25519", passphrase: "pass phrase")
         defer { folder.remove() }
