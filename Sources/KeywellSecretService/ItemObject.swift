@@ -16,22 +16,27 @@ struct ItemObject {
         let collection = try context.collection(address)
         // Only errors name the item: a read that succeeds builds no path.
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
-        let verdict = try self.verdict(id, in: collection, call: call, path)
         switch call.member {
         case SecretServiceProtocol.Member.delete:
-            try refuseIfLocked(verdict, path)
+            try refuseIfLocked(verdict(id, in: collection, call: call, path), path)
             try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
             context.itemsChanged(in: collection.id, deleted: [id])
             return [.objectPath(SecretServiceNames.noObject)]
         case SecretServiceProtocol.Member.getSecret:
+            // The list, the MAC and the secret in one read (docs/performance.md, "One read per call").
+            let read = try engine(path()) { () throws(KeychainError) in
+                try collection.read(.ids([id]), screen: context.callerAccess(call).screen, secrets: true)
+            }
+            defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
+            guard let found = read.items.first, found.verdict != .hidden else { throw SecretServiceError.noSuchObject("No item \(path())") }
             let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
-            try refuseIfLocked(verdict, path)
-            let secrets = try engine(path()) { () throws(KeychainError) in try collection.secrets([id]) }
-            guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path())") }
-            defer { SecretWipe.wipe(secret.value) }
+            try refuseIfLocked(found.verdict, path)
+            if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the collection is locked").secretServiceError(path()) }
+            guard let secret = found.secret else { throw SecretServiceError.noSuchObject("No item \(path())") }
             call.replyMayHoldSecrets = !session.isEncrypted
             return [try SecretEncoding.encode(secret, for: session)]
         case SecretServiceProtocol.Member.setSecret:
+            let verdict = try verdict(id, in: collection, call: call, path)
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
             defer { SecretWipe.wipe(secret.value) }
             try refuseIfLocked(verdict, path)

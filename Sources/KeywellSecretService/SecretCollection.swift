@@ -25,6 +25,11 @@ protocol SecretCollection: Sendable {
     func secrets(_ ids: [UUID]) throws(KeychainError) -> [UUID: SecretServiceSecret]
     /// The access lists of `ids`, and how an access question names each.
     func access(_ ids: [UUID]) throws(KeychainError) -> CollectionAccess
+    /// The read of every hot path (SearchItems, GetSecret(s), KWallet's reads): the matches of
+    /// `selection` with `screen`'s verdict on each and, with `secrets`, the allowed ones'
+    /// secrets; for a keychain one statement per 64 items in one transaction
+    /// (`KeychainStore.screenedRead`). Locked: verdicts, no secrets, `locked` true.
+    func read(_ selection: CollectionSelection, screen: (any ItemAccessScreening)?, secrets: Bool) throws(KeychainError) -> ScreenedRead
     /// `times`: the item's creation and modification times when they are carried over from
     /// elsewhere (a migration), else now. `creator`: who makes it (nil: no access control), whom
     /// the new item trusts (docs/secret-service.md, "Access control"), and who must be allowed
@@ -34,6 +39,38 @@ protocol SecretCollection: Sendable {
     func updateItem(_ id: UUID, label: String?, attributes: [String: String]?) throws(KeychainError)
     func setSecret(_ secret: SecretServiceSecret, of id: UUID) throws(KeychainError)
     func deleteItem(_ id: UUID) throws(KeychainError)
+}
+
+/// Which items `SecretCollection.read` takes.
+enum CollectionSelection {
+    /// Items whose attributes include every pair (every item for none).
+    case matching([String: String])
+    /// These items, in this order; unknown ones are left out.
+    case ids([UUID])
+}
+
+extension SecretCollection {
+    /// From the collection's own calls, for one that keeps its items in memory.
+    func read(_ selection: CollectionSelection, screen: (any ItemAccessScreening)?, secrets wanted: Bool) throws(KeychainError) -> ScreenedRead {
+        let ids: [UUID]
+        switch selection {
+        case .matching(let attributes): ids = try search(attributes)
+        case .ids(let asked):
+            var present: [UUID] = []
+            for id in asked where try contains(id) { present.append(id) }
+            ids = present
+        }
+        let lists = try access(ids)
+        let verdicts = lists.lists.indices.map { index in screen?.verdict(lists.lists[index]) { lists.item(index) } ?? .allowed }
+        let allowed = zip(ids, verdicts).filter { $0.1 == .allowed }.map(\.0)
+        let secrets = wanted ? try self.secrets(allowed) : [:]
+        var items: [ScreenedItem] = []
+        for (id, verdict) in zip(ids, verdicts) {
+            items.append(ScreenedItem(id: id, verdict: verdict, secret: verdict == .allowed ? secrets[id] : nil,
+                                      attributes: try item(id).attributes))
+        }
+        return ScreenedRead(locked: try isLocked(), items: items)
+    }
 }
 
 /// The access lists of some items of a collection, in the order asked, and how an access
@@ -73,6 +110,13 @@ struct KeychainCollection: SecretCollection {
         return CollectionAccess(lists: ids.map(lists.list(of:))) { index in
             AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: ids[index]), label: "").trusting(lists.list(of: ids[index]))
         }
+    }
+    func read(_ selection: CollectionSelection, screen: (any ItemAccessScreening)?, secrets: Bool) throws(KeychainError) -> ScreenedRead {
+        let engineSelection: FreeformSelection = switch selection {
+        case .matching(let attributes): .matching(attributes, native: SecretServiceMapping.nativeConditions(for: attributes))
+        case .ids(let ids): .ids(ids)
+        }
+        return try store.screenedRead(engineSelection, in: name, screen: screen, secrets: secrets)
     }
     /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could
     /// not see its own item otherwise); anyone else's is the keychain's default for its creator,

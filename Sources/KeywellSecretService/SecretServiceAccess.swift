@@ -62,6 +62,13 @@ struct CallerAccess {
         throw .accessDenied(refusal.prefix(1).uppercased() + refusal.dropFirst())
     }
 
+    /// The caller's verdicts as the engine's reads ask for them (`SecretCollection.read`); nil
+    /// without access control (every item allowed).
+    var screen: (any ItemAccessScreening)? {
+        guard let access, let caller else { return nil }
+        return CallerScreen(gate: access.gate, caller: caller)
+    }
+
     /// The verdict for each of `ids`, in order.
     func verdicts(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [AccessVerdict] {
         guard let access, let caller, !ids.isEmpty else { return Array(repeating: .allowed, count: ids.count) }
@@ -78,5 +85,23 @@ struct CallerAccess {
         guard access != nil, caller != nil else { return ids }
         let verdicts = try verdicts(ids, in: collection)
         return zip(ids, verdicts).compactMap { $1 == .hidden ? nil : $0 }
+    }
+}
+
+/// One caller's verdicts from the daemon's gate, for the engine's screened reads. The faces ask
+/// their questions themselves (an Unlock prompt, KWallet's read), so `ask` is for completeness.
+struct CallerScreen: ItemAccessScreening {
+    let gate: AccessGate
+    let caller: AccessCaller
+
+    var mayHide: Bool { caller.isSandboxed }
+
+    func verdict(_ list: AccessList, item: () -> AccessItem) -> AccessVerdict {
+        gate.verdict(for: caller, list: list, item: item)
+    }
+
+    func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {
+        guard gate.ask(caller, about: items, interactive: interactionAllowed) == .deny else { return }
+        throw interactionAllowed ? KeychainError.accessDenied : KeychainError(SecStatus.interactionNotAllowed)
     }
 }

@@ -56,21 +56,21 @@ struct ServiceObject {
     /// named by is left out (docs/secret-service.md, "Access control").
     private func searchItems(_ attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
         try CallLimits.checkAttributes(attributes, "A search has")
-        let access = context.callerAccess(call)
+        let screen = context.callerAccess(call).screen
         var unlocked: [String] = []
         var locked: [String] = []
         for collection in context.directory.all() {
             try call.checkStillWanted()
             do throws(KeychainError) {
-                let (ids, isLocked) = try collection.searchWithLockState(attributes)
-                guard !ids.isEmpty else { continue }
-                let verdicts = try access.verdicts(ids, in: collection)
-                let segment = ObjectPaths.paths(of: ids, in: collection.id)
-                for (path, verdict) in zip(segment, verdicts) {
-                    switch verdict {
+                // Matches and their lists in one read (docs/performance.md, "One read per call").
+                let read = try collection.read(.matching(attributes), screen: screen, secrets: false)
+                guard !read.items.isEmpty else { continue }
+                let segment = ObjectPaths.paths(of: read.items.map(\.id), in: collection.id)
+                for (path, item) in zip(segment, read.items) {
+                    switch item.verdict {
                     case .hidden: continue
                     case .mustAsk: locked.append(path)
-                    case .allowed: if isLocked { locked.append(path) } else { unlocked.append(path) }
+                    case .allowed: if read.locked { locked.append(path) } else { unlocked.append(path) }
                     }
                 }
             } catch {
@@ -116,24 +116,25 @@ struct ServiceObject {
         entries.reserveCapacity(paths.count)
         // One value for every secret's session field.
         let sessionPath = DBusValue.objectPath(session.path)
-        let access = context.callerAccess(call)
+        let screen = context.callerAccess(call).screen
         for (index, (collection, asked)) in groups.enumerated() {
             // Each group costs at least a look for its keychain's file.
             if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
-            let secrets: [UUID: SecretServiceSecret]
-            let items: [(path: String, id: UUID)]
+            var secrets: [UUID: SecretServiceSecret] = [:]
             do throws(KeychainError) {
-                // Items locked for the caller are left out, as those of a locked keychain are.
-                let verdicts = try access.verdicts(asked.map(\.id), in: collection)
-                items = zip(asked, verdicts).compactMap { $1 == .allowed ? $0 : nil }
-                secrets = try collection.secrets(items.map(\.id))
+                // Lists, MACs and secrets in one read; items locked for the caller get no
+                // secret, and are left out as those of a locked keychain are.
+                let read = try collection.read(.ids(asked.map(\.id)), screen: screen, secrets: true)
+                if read.locked { continue }  // the client unlocks first, as libsecret does
+                secrets.reserveCapacity(read.items.count)
+                for item in read.items { if let secret = item.secret { secrets[item.id] = secret } }
             } catch where error.status == SecStatus.interactionNotAllowed || error.status == SecStatus.noSuchKeychain {
-                continue  // locked (the client unlocks first, as libsecret does) or gone
+                continue  // locked meanwhile, or gone
             } catch {
                 throw error.secretServiceError(ObjectPaths.path(of: collection.id))
             }
             defer { secrets.values.forEach { SecretWipe.wipe($0.value) } }
-            let found = items.compactMap { item in secrets[item.id].map { (path: item.path, secret: $0) } }
+            let found = asked.compactMap { item in secrets[item.id].map { (path: item.path, secret: $0) } }
             let encoded = try SecretEncoding.encodeAll(found.map(\.secret), for: session, sessionPath: sessionPath)
             for (item, value) in zip(found, encoded) {
                 entries.append(DBusDictEntry(key: .objectPath(item.path), value: value))

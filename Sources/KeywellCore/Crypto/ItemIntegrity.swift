@@ -140,6 +140,11 @@ enum ItemIntegrity {
             return freeform.first { $0.name == wanted }.map { String(decoding: $0.value, as: UTF8.self) }
         }
 
+        /// The same row with `transform` of its extra.
+        func mapExtra<Other>(_ transform: (Extra) -> Other) -> Row<Other> {
+            Row<Other>(rowID: rowID, uuid: uuid, input: input, storedMAC: storedMAC, access: access, freeform: freeform, extra: transform(extra))
+        }
+
         var freeformDictionary: [String: String] {
             var result: [String: String] = [:]
             for row in freeform {
@@ -186,17 +191,21 @@ enum ItemIntegrity {
         case check
         /// Rows named by uuid, with the sealed secret (`item.secret`) as the extra column.
         case secrets
+        /// Rows named by id, with the sealed secret as the extra column: a search that hands out
+        /// its matches' secrets reads them in the statement that checks them.
+        case checkWithSecret
         /// Rows named by id, without their MAC: for reads that cannot check it (locked).
         case unchecked
 
         fileprivate var key: Key { self == .secrets ? .uuid : .rowID }
-        fileprivate var extraColumns: [String] { self == .secrets ? ["item.secret"] : [] }
+        fileprivate var extraColumns: [String] { self == .secrets || self == .checkWithSecret ? ["item.secret"] : [] }
     }
 
     /// The statements for every chunk size, built once (statements are cached by their text, and
     /// building one cost more than a single item's check).
     private static let checkSQL = (0...chunk).map { select(.rowID, count: $0) }
     private static let secretsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"]) }
+    private static let checkWithSecretSQL = (0...chunk).map { select(.rowID, count: $0, extraColumns: ["item.secret"]) }
     private static let uncheckedSQL = (0...chunk).map { select(.rowID, count: $0, withMAC: false) }
 
     /// Reads the items named by `keys` (at most `chunk`), in the order SQLite returns them;
@@ -210,6 +219,7 @@ enum ItemIntegrity {
         let sql = switch purpose {
         case .check: checkSQL[keys.count]
         case .secrets: secretsSQL[keys.count]
+        case .checkWithSecret: checkWithSecretSQL[keys.count]
         case .unchecked: uncheckedSQL[keys.count]
         }
         let nameColumn = firstExtraColumn + Int32(purpose.extraColumns.count)

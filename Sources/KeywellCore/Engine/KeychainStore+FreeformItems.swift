@@ -53,7 +53,7 @@ extension KeychainStore {
         _ attributes: [String: String], native: NativeConditions, keychain: UUID, integrity: IntegrityKey?, _ db: Database,
         onIndexMismatch: (Int64) -> Void
     ) throws -> [UUID] {
-        let matches = try matches(attributes, native: native, db)
+        let matches = try freeformMatchRows(attributes, native: native, db)
         // No pairs: every item, read from the table without an index; only the MACs to check.
         if attributes.isEmpty, let integrity {
             for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
@@ -66,21 +66,9 @@ extension KeychainStore {
             matches, query: attributes, native: native, keychain: keychain, integrity: integrity, db, onIndexMismatch: onIndexMismatch)
     }
 
-    private static func matches(_ attributes: [String: String], native: NativeConditions, _ db: Database) throws -> [FreeformAttributeTable.Match] {
-        guard !attributes.isEmpty else {
-            let rows = try RawStatement(db, sql: "SELECT id, uuid FROM item ORDER BY id", values: [])
-            var all: [FreeformAttributeTable.Match] = []
-            while try rows.step() {
-                if let uuid = rows.uuid(1) { all.append((rows.integer(0), uuid)) }
-            }
-            return all
-        }
-        return try FreeformAttributeTable.matchingItems(attributes, db, including: nativeBranches(native))
-    }
-
     /// Items not made from free-form attributes whose own columns meet the conditions, one
     /// branch per item class the query can name.
-    private static func nativeBranches(_ native: NativeConditions) -> [FreeformAttributeTable.ItemBranch] {
+    static func nativeBranches(_ native: NativeConditions) -> [FreeformAttributeTable.ItemBranch] {
         var branches: [FreeformAttributeTable.ItemBranch] = []
         for itemClass in ItemClass.allCases {
             guard let conditions = native[itemClass] else { continue }

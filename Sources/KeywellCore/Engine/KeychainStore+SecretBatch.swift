@@ -35,12 +35,12 @@ extension KeychainStore {
 }
 
 /// One item's sealed secret as read, with the associated data its sealing binds.
-private struct SealedSecret {
+struct SealedSecret {
     let associatedData: Data
     let sealed: Data
 }
 
-private enum SecretBatchRows {
+enum SecretBatchRows {
     /// Each class's primary key as (attribute, result column) pairs, among the columns
     /// `ItemIntegrity.read` returns.
     static let keyColumnsOfClass: [ItemClass: [(ItemAttribute, Int32)]] = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { itemClass in
@@ -68,7 +68,7 @@ private enum SecretBatchRows {
     }
 
     /// The sealed secret and what its sealing binds, built from the key columns in place.
-    private static func sealedSecret(_ rows: RawStatement, keychain: UUID) throws -> SealedSecret {
+    static func sealedSecret(_ rows: RawStatement, keychain: UUID) throws -> SealedSecret {
         guard let uuid = rows.uuid(ItemIntegrity.firstCoveredColumn), let itemClass = ItemClass(rawValue: rows.text(classColumn)),
               let columns = keyColumnsOfClass[itemClass]
         else { throw KeychainError(SecStatus.invalidKeychain, detail: "an item row is damaged") }

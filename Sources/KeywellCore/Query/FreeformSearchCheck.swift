@@ -17,23 +17,36 @@ enum FreeformSearchCheck {
         keychain: UUID, integrity: IntegrityKey?,
         _ db: Database, onIndexMismatch: (Int64) -> Void
     ) throws -> [UUID] {
+        try verifiedRows(matches, query: query, native: conditions, keychain: keychain, integrity: integrity,
+                         purpose: integrity == nil ? .unchecked : .check, db, onIndexMismatch: onIndexMismatch) { _ in () }
+            .compactMap(\.uuid)
+    }
+
+    /// `verified`'s rows themselves, in the matches' order, each with what `extra` read from its
+    /// first row: a read that needs more of its matches (their secrets, `purpose`
+    /// `.checkWithSecret`, and their access lists) gets it from the statement that checks them.
+    static func verifiedRows<Extra>(
+        _ matches: [FreeformAttributeTable.Match], query: [String: String], native conditions: KeychainStore.NativeConditions,
+        keychain: UUID, integrity: IntegrityKey?, purpose: ItemIntegrity.Purpose,
+        _ db: Database, onIndexMismatch: (Int64) -> Void, extra: (RawStatement) throws -> Extra
+    ) throws -> [ItemIntegrity.Row<Extra>] {
         let native = NativeQuery(conditions)
-        var kept = Set<Int64>()
+        var kept: [Int64: ItemIntegrity.Row<Extra>] = [:]
         kept.reserveCapacity(matches.count)
         for start in stride(from: 0, to: matches.count, by: ItemIntegrity.chunk) {
             let part = matches[start..<min(matches.count, start + ItemIntegrity.chunk)]
-            let rows = try ItemIntegrity.read(integrity == nil ? .unchecked : .check, part.map { $0.rowID.databaseValue }, keychain: keychain, db) { row in
-                try native.map { try $0.columns(of: row) }
+            let rows = try ItemIntegrity.read(purpose, part.map { $0.rowID.databaseValue }, keychain: keychain, db) { row in
+                (try native.map { try $0.columns(of: row) }, try extra(row))
             }
             for row in rows {
                 if let integrity { try row.check(integrity) }
-                if hasEveryPair(row, query) || (native.map { $0.matches(row.extra) } ?? false) { kept.insert(row.rowID) }
+                if hasEveryPair(row, query) || (native.map { $0.matches(row.extra.0) } ?? false) { kept[row.rowID] = row.mapExtra(\.1) }
             }
         }
-        var found: [UUID] = []
+        var found: [ItemIntegrity.Row<Extra>] = []
         found.reserveCapacity(kept.count)
         for match in matches {
-            if kept.contains(match.rowID) { found.append(match.uuid) } else { onIndexMismatch(match.rowID) }
+            if let row = kept[match.rowID] { found.append(row) } else { onIndexMismatch(match.rowID) }
         }
         return found
     }

@@ -39,22 +39,26 @@ struct KWalletFolder {
         return try collection.item(id)
     }
 
-    /// One entry, for `readEntry`, `readMap` and `readPassword`: the access lists are read once
-    /// (the hot path of every KDE program). Nil when there is none, or it does not read as its type.
+    /// One entry, for `readEntry`, `readMap` and `readPassword` (the hot path of every KDE
+    /// program): the match, its list, its type and its secret in one read
+    /// (docs/performance.md, "One read per call"). Nil when there is none, or it does not read as its type.
     func entry(folder: String, key: String) throws(KeychainError) -> KWalletEntry? {
         var query = schema
         query[KWalletProtocol.folderAttribute] = folder
         query[KWalletProtocol.keyAttribute] = key
-        let ids = try collection.search(query)
-        guard !ids.isEmpty else { return nil }
-        let verdicts = try access.verdicts(ids, in: collection)
-        guard let index = verdicts.firstIndex(where: { $0 != .hidden }) else { return nil }
-        let id = ids[index]
-        if verdicts[index] == .mustAsk, try allowed([id]).isEmpty { throw Self.denied }
-        let item = try collection.item(id)
-        guard let secret = try collection.secrets([id])[id] else { return nil }
-        defer { SecretWipe.wipe(secret.value) }
-        let type = item.attributes[KWalletProtocol.typeAttribute]
+        let read = try collection.read(.matching(query), screen: access.screen, secrets: true)
+        defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
+        guard let found = read.items.first(where: { $0.verdict != .hidden }) else { return nil }
+        let type = found.freeformValue(KWalletProtocol.typeAttribute)
+        if found.verdict == .mustAsk {
+            if try allowed([found.id]).isEmpty { throw Self.denied }
+            // Asked and allowed: the secret was not opened for a caller the list did not trust.
+            guard let secret = try collection.secrets([found.id])[found.id] else { return nil }
+            defer { SecretWipe.wipe(secret.value) }
+            return KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value)
+        }
+        if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the wallet is locked") }
+        guard let secret = found.secret else { return nil }
         return KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value)
     }
 

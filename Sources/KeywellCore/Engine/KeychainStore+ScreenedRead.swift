@@ -1,0 +1,219 @@
+import Foundation
+import GRDB
+import KeywellProtocol
+
+/// Which items a screened read takes (`KeychainStore.screenedRead`).
+public enum FreeformSelection {
+    /// Items whose free-form rows include every pair (exact match), and items not made from
+    /// free-form attributes whose own columns meet `native` (`freeformMatches`); all items for
+    /// no pairs.
+    case matching([String: String], native: KeychainStore.NativeConditions)
+    /// These items, in this order; unknown ones are left out.
+    case ids([UUID])
+}
+
+/// One item a screened read found: the caller's verdict on it and, when asked for and allowed,
+/// its secret.
+public struct ScreenedItem {
+    public let id: UUID
+    public let verdict: AccessVerdict
+    /// Only for an allowed item of an unlocked keychain, when the read asked for secrets.
+    public let secret: ItemSecret?
+    private let freeform: [(name: [UInt8], value: [UInt8])]
+
+    init(id: UUID, verdict: AccessVerdict, secret: ItemSecret?, freeform: [(name: [UInt8], value: [UInt8])]) {
+        self.id = id
+        self.verdict = verdict
+        self.secret = secret
+        self.freeform = freeform
+    }
+
+    /// For a face that keeps items of its own (the Secret Service's `session` collection).
+    public init(id: UUID, verdict: AccessVerdict, secret: ItemSecret?, attributes: [String: String]) {
+        self.init(id: id, verdict: verdict, secret: secret, freeform: attributes.map { (Array($0.key.utf8), Array($0.value.utf8)) })
+    }
+
+    /// One of the item's free-form rows, by name (unlocked reads only: a locked read returns none).
+    public func freeformValue(_ name: String) -> String? {
+        let wanted = Array(name.utf8)
+        return freeform.first { $0.name == wanted }.map { String(decoding: $0.value, as: UTF8.self) }
+    }
+}
+
+/// What a screened read returns: the items in the order found (matches oldest first, or the
+/// order of the ids asked), hidden ones included with their verdict, and whether the keychain
+/// was locked.
+public struct ScreenedRead {
+    public let locked: Bool
+    public let items: [ScreenedItem]
+
+    public init(locked: Bool, items: [ScreenedItem]) {
+        self.locked = locked
+        self.items = items
+    }
+}
+
+extension KeychainStore {
+    /// The read every face's hot path makes (docs/performance.md, "One read per call"): the
+    /// items of `selection`, each with its access list and (`secrets`) its sealed secret, from
+    /// one statement per 64 items in one transaction, every MAC checked (which vouches for the
+    /// list too) before any verdict is given; then `screen`'s verdict per item (nil: every item
+    /// allowed), computed once per distinct list the read met when the list alone decides; then
+    /// the secrets of the allowed items opened, and no others.
+    ///
+    /// Locked, the matches and their lists are read unchecked and no secret is returned
+    /// (`locked` true); a face that needs one answers as a locked keychain does. Searches report
+    /// index mismatches as `freeformMatches` does; a tampered item fails the read (`errSecDecode`).
+    public func screenedRead(
+        _ selection: FreeformSelection, in keychain: String, screen: (any ItemAccessScreening)?, secrets: Bool
+    ) throws(KeychainError) -> ScreenedRead {
+        let file = try file(at: location(keychain))
+        guard let integrity = file.integrityKeyIfUnlocked else { return try lockedRead(selection, file: file, keychain: keychain, screen: screen) }
+        let master = secrets ? try file.keys().master : nil
+        var mismatches = IndexMismatches()
+        defer { warnAboutIndex(of: file, mismatches) }
+        let purpose: ItemIntegrity.Purpose = secrets ? .checkWithSecret : .check
+        let extra = { (rows: RawStatement) throws -> SealedSecret? in
+            secrets ? try SecretBatchRows.sealedSecret(rows, keychain: file.uuid) : nil
+        }
+        let rows: [ItemIntegrity.Row<SealedSecret?>] = try file.database.snapshot { db in
+            switch selection {
+            case .matching(let attributes, let native):
+                let matches = try Self.freeformMatchRows(attributes, native: native, db)
+                return try FreeformSearchCheck.verifiedRows(
+                    matches, query: attributes, native: attributes.isEmpty ? [:] : native, keychain: file.uuid,
+                    integrity: integrity, purpose: purpose, db, onIndexMismatch: { mismatches.add($0) }, extra: extra)
+            case .ids(let ids):
+                var rows: [ItemIntegrity.Row<SealedSecret?>] = []
+                rows.reserveCapacity(ids.count)
+                var start = ids.startIndex
+                while start < ids.endIndex {
+                    let part = ids[start..<min(ids.endIndex, start + ItemIntegrity.chunk)]
+                    start = part.endIndex
+                    rows += try ItemIntegrity.read(.secrets, part.map { $0.data.databaseValue },
+                                                   keychain: file.uuid, db, extra: extra)
+                }
+                return Self.inOrder(rows, of: ids)
+            }
+        }
+        if secrets { file.markUsed() }
+        for row in rows { try row.check(integrity) }
+        var judge = VerdictsOfRead(screen: screen, keychainPath: file.location.path, keychainUUID: file.uuid)
+        var items: [ScreenedItem] = []
+        items.reserveCapacity(rows.count)
+        for row in rows {
+            guard let uuid = row.uuid else { continue }
+            let verdict = try judge.verdict(row.access, item: uuid, rowID: row.rowID)
+            var secret: ItemSecret?
+            if verdict == .allowed, let master, let sealed = row.extra {
+                let value = try Sodium.open(sealed.sealed, key: master, associatedData: sealed.associatedData)
+                secret = ItemSecret(value: value, contentType: row.freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType)
+            }
+            items.append(ScreenedItem(id: uuid, verdict: verdict, secret: secret, freeform: row.freeform))
+        }
+        return ScreenedRead(locked: false, items: items)
+    }
+
+    /// Locked: the matches (unchecked: nothing can check them) and their lists, no secrets.
+    private func lockedRead(
+        _ selection: FreeformSelection, file: KeychainFile, keychain: String, screen: (any ItemAccessScreening)?
+    ) throws(KeychainError) -> ScreenedRead {
+        let ids: [UUID]
+        switch selection {
+        case .matching(let attributes, let native): ids = try freeformMatches(attributes, native: native, in: keychain).ids
+        case .ids(let asked):
+            var present: [UUID] = []
+            for id in asked where try containsItem(id, in: keychain) { present.append(id) }
+            ids = present
+        }
+        let lists = try accessLists(ids, in: keychain)
+        var judge = VerdictsOfRead(screen: screen, keychainPath: lists.keychainPath, keychainUUID: file.uuid)
+        let items = ids.map { id in ScreenedItem(id: id, verdict: judge.verdict(lists.list(of: id), item: id), secret: nil, freeform: []) }
+        return ScreenedRead(locked: true, items: items)
+    }
+
+    /// Every item for no pairs (read from the table, no index), else the index's matches.
+    static func freeformMatchRows(_ attributes: [String: String], native: NativeConditions, _ db: Database) throws -> [FreeformAttributeTable.Match] {
+        guard !attributes.isEmpty else {
+            let rows = try RawStatement(db, sql: "SELECT id, uuid FROM item ORDER BY id", values: [])
+            var all: [FreeformAttributeTable.Match] = []
+            while try rows.step() {
+                if let uuid = rows.uuid(1) { all.append((rows.integer(0), uuid)) }
+            }
+            return all
+        }
+        return try FreeformAttributeTable.matchingItems(attributes, db, including: nativeBranches(native))
+    }
+
+    /// `rows` in the order of `ids` (SQLite returns an IN list's rows in its own order).
+    private static func inOrder<Extra>(_ rows: [ItemIntegrity.Row<Extra>], of ids: [UUID]) -> [ItemIntegrity.Row<Extra>] {
+        guard rows.count > 1 else { return rows }
+        var byID: [UUID: Int] = [:]
+        byID.reserveCapacity(rows.count)
+        for (index, row) in rows.enumerated() { if let uuid = row.uuid { byID[uuid] = index } }
+        return ids.compactMap { byID.removeValue(forKey: $0).map { rows[$0] } }
+    }
+}
+
+/// A read's verdicts: each distinct list text is split once, and its verdict kept for the rest
+/// of the read when the list alone decided it (it trusts the caller, or hides the item from a
+/// sandboxed one). A verdict that depends on the item (an *Allow* the person gave for it) is
+/// asked for item by item. Kept only for the one read, so no list change or lock can outlive it.
+struct VerdictsOfRead {
+    let screen: (any ItemAccessScreening)?
+    let keychainPath: String
+    let keychainUUID: UUID
+    private var lists: [String: AccessList] = [:]
+    private var decided: [String: AccessVerdict] = [:]
+    private var anyApplication: AccessVerdict?
+
+    init(screen: (any ItemAccessScreening)?, keychainPath: String, keychainUUID: UUID) {
+        self.screen = screen
+        self.keychainPath = keychainPath
+        self.keychainUUID = keychainUUID
+    }
+
+    /// From the stored column, once its MAC is checked (the MAC vouches that Keywell wrote and
+    /// validated the text).
+    mutating func verdict(_ stored: ItemIntegrity.StoredAccess, item: UUID, rowID: Int64) throws(KeychainError) -> AccessVerdict {
+        guard screen != nil else { return .allowed }
+        switch stored {
+        case .anyApplication:
+            if let known = anyApplication { return known }
+            var byList = true
+            let verdict = judge(.anyApplication, item: item, byList: &byList)
+            if byList { anyApplication = verdict }
+            return verdict
+        case .text(let text):
+            if let known = decided[text] { return known }
+            let list = lists[text] ?? .applications(ItemAccessColumn.identities(in: text))
+            lists[text] = list
+            var byList = true
+            let verdict = judge(list, item: item, byList: &byList)
+            if byList { decided[text] = verdict }
+            return verdict
+        case .notText:
+            throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(rowID) has a damaged access list")
+        }
+    }
+
+    /// For a list already read (locked reads): not kept, a locked read is the rare one.
+    mutating func verdict(_ list: AccessList, item: UUID) -> AccessVerdict {
+        guard screen != nil else { return .allowed }
+        var byList = true
+        return judge(list, item: item, byList: &byList)
+    }
+
+    private func judge(_ list: AccessList, item: UUID, byList: inout Bool) -> AccessVerdict {
+        guard let screen else { return .allowed }
+        let keychainPath = keychainPath, keychainUUID = keychainUUID
+        var askedForItem = false
+        let verdict = screen.verdict(list) {
+            askedForItem = true
+            return AccessItem(keychain: keychainPath, reference: Array(PersistentRef(keychain: keychainUUID, item: item).data), label: "")
+                .trusting(list)
+        }
+        byList = !askedForItem
+        return verdict
+    }
+}

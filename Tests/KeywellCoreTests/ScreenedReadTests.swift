@@ -1,0 +1,96 @@
+import Foundation
+import KeywellProtocol
+import Synchronization
+import Testing
+
+@testable import KeywellCore
+
+/// The faces' one read per call (`screenedRead`, docs/performance.md "One read per call"): the
+/// verdict comes from the list read with the item, is kept only within the read, so a list
+/// that changes, or a keychain that locks, is judged afresh on the next read; secrets go only
+/// to allowed items.
+@Suite struct ScreenedReadTests {
+    private static let me = "flatpak:org.example.Me"
+    private static let stranger = "flatpak:org.example.Stranger"
+
+    /// Trusts a list naming `me` (or open to all); asks about any other. Counts its verdicts.
+    final class CountingScreen: ItemAccessScreening, Sendable {
+        let mayHide = false
+        private let count = Mutex(0)
+        var verdicts: Int { count.withLock { $0 } }
+
+        func verdict(_ list: AccessList, item: () -> AccessItem) -> AccessVerdict {
+            count.withLock { $0 += 1 }
+            guard case .applications(let identities) = list, !identities.contains(ScreenedReadTests.me) else { return .allowed }
+            return .mustAsk
+        }
+
+        func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {}
+    }
+
+    private func add(_ store: KeychainStore, _ account: String, _ list: [String]) throws {
+        _ = try store.add(genp(account, "s", [WireKey.access: .strings(list), WireKey.valueData: data("secret of \(account)")]))
+    }
+
+    private func setList(_ store: KeychainStore, _ account: String, _ list: [String]) throws {
+        try store.update(genp(account, "s"), [WireKey.access: .strings(list)])
+    }
+
+    private func verdicts(_ read: ScreenedRead) -> [AccessVerdict] { read.items.map(\.verdict) }
+    private func secrets(_ read: ScreenedRead) -> [Data?] { read.items.map { $0.secret?.value } }
+
+    private func secret(_ account: String) -> Data? { Data("secret of \(account)".utf8) }
+
+    private let every = FreeformSelection.matching([:], native: [:])
+
+    @Test func aListThatChangesIsJudgedAfreshByTheNextRead() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        try add(store, "mine", [Self.me])
+        try add(store, "theirs", [Self.stranger])
+        let screen = CountingScreen()
+        var read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(verdicts(read) == [.allowed, .mustAsk])
+        #expect(secrets(read) == [secret("mine"), nil], "no secret is opened for an item the caller must be asked about")
+
+        // The Allow the list gave is gone once the list no longer names the caller, and the
+        // other item's new list lets it in: nothing of the last read's verdicts survives.
+        try setList(store, "mine", [Self.stranger])
+        try setList(store, "theirs", [Self.stranger, Self.me])
+        read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(verdicts(read) == [.mustAsk, .allowed])
+        #expect(secrets(read) == [nil, secret("theirs")])
+
+        // Locked: verdicts from the lists, no secret, and `locked` says why.
+        try store.lock("login")
+        read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(read.locked)
+        #expect(verdicts(read) == [.mustAsk, .allowed])
+        #expect(secrets(read) == [nil, nil])
+    }
+
+    @Test func aListSharedByManyItemsIsJudgedOncePerRead() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        for index in 0..<5 { try add(store, "mine\(index)", [Self.me]) }
+        try add(store, "theirs", [Self.stranger])
+        let screen = CountingScreen()
+        let read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(read.items.filter { $0.verdict == .allowed }.count == 5)
+        #expect(screen.verdicts == 2, "one verdict per distinct list")
+        let again = try store.screenedRead(every, in: "login", screen: screen, secrets: false)
+        #expect(screen.verdicts == 4, "a new read judges again")
+        #expect(again.items.allSatisfy { $0.secret == nil })
+    }
+
+    @Test func idsComeBackInTheOrderAskedWithoutUnknownOnes() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        for index in 0..<3 { try add(store, "item\(index)", [Self.me]) }
+        let ids = try store.screenedRead(every, in: "login", screen: nil, secrets: false).items.map(\.id)
+        let asked = [ids[2], UUID(), ids[0], ids[1]]
+        let read = try store.screenedRead(.ids(asked), in: "login", screen: nil, secrets: true)
+        #expect(read.items.map(\.id) == [ids[2], ids[0], ids[1]])
+        #expect(secrets(read) == [secret("item2"), secret("item0"), secret("item1")])
+    }
+}
