@@ -79,7 +79,8 @@ struct KWalletBenchmark: ParsableCommand {
             print("| \(name) | \(sample.percentilesText) | \(String(format: "%.0f", sample.operationsPerSecond)) |")
         }
         let ratio = samples[0].percentile(0.5).seconds / max(samples[1].percentile(0.5).seconds, 1e-9)
-        print(String(format: "keywelld / kwalletd5 at p50: %.2f (target: below 1)", ratio))
+        print(String(format: "keywelld / kwalletd5 at p50: %.2f (target: below 1)", ratio) + (ratio < 1 ? "" : " MISSED"))
+        if ratio >= 1 { throw ExitCode(1) }
     }
 
     static func call(_ client: DBusConnection, _ member: String, _ arguments: [DBusValue]) throws -> [DBusValue] {

@@ -75,6 +75,7 @@ struct SecretServiceBenchmark: ParsableCommand {
             }
         }
         report.print()
+        guard report.printTargets(gnomeSkipped: gnomeKeyring == "none") else { throw ExitCode(1) }
     }
 }
 
@@ -455,6 +456,20 @@ struct SecretServiceReport {
             }
             Swift.print("")
         }
+    }
+
+    /// The targets, for the smallest size keywelld was measured at; whether all were met.
+    func printTargets(gnomeSkipped: Bool) -> Bool {
+        guard let size = results.keys.sorted().first(where: { results[$0]?[services[0]] != nil }),
+              let keywelld = results[size]?[services[0]] else {
+            Swift.print("targets: keywelld was not measured")
+            return false
+        }
+        let gnome = services.count > 1 ? results[size]?[services[1]] : nil
+        Swift.print("targets (\(size) items; access lists judged on every read):")
+        let lines = SecretServiceTargets.lines(keywelld: keywelld, gnome: gnome, gnomeSkipped: gnomeSkipped)
+        for line in lines { Swift.print("  \(line.met ? "met   " : "MISSED") \(line.text)") }
+        return lines.allSatisfy(\.met)
     }
 
     /// A row's name without its parenthesis ("GetSecret (DH)" → "GetSecret").

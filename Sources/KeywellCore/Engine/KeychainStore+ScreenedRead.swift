@@ -166,6 +166,7 @@ struct VerdictsOfRead {
     private var lists: [String: AccessList] = [:]
     private var decided: [String: AccessVerdict] = [:]
     private var anyApplication: AccessVerdict?
+    private var lastDecided: (text: String, verdict: AccessVerdict)?
 
     init(screen: (any ItemAccessScreening)?, keychainPath: String, keychainUUID: UUID) {
         self.screen = screen
@@ -185,12 +186,20 @@ struct VerdictsOfRead {
             if byList { anyApplication = verdict }
             return verdict
         case .text(let text):
-            if let known = decided[text] { return known }
+            // Most items of a read share their creator's list: one comparison, no hashing.
+            if let last = lastDecided, last.text == text { return last.verdict }
+            if let known = decided[text] {
+                lastDecided = (text, known)
+                return known
+            }
             let list = lists[text] ?? .applications(ItemAccessColumn.identities(in: text))
             lists[text] = list
             var byList = true
             let verdict = judge(list, item: item, byList: &byList)
-            if byList { decided[text] = verdict }
+            if byList {
+                decided[text] = verdict
+                lastDecided = (text, verdict)
+            }
             return verdict
         case .notText:
             throw KeychainError(SecStatus.invalidKeychain, detail: "item row \(rowID) has a damaged access list")
