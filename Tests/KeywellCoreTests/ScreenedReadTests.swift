@@ -92,5 +92,9 @@ import Testing
         let read = try store.screenedRead(.ids(asked), in: "login", screen: nil, secrets: true)
         #expect(read.items.map(\.id) == [ids[2], ids[0], ids[1]])
         #expect(secrets(read) == [secret("item2"), secret("item0"), secret("item1")])
+        try store.lock("login")
+        let locked = try store.screenedRead(.ids(asked), in: "login", screen: nil, secrets: true)
+        #expect(locked.locked && locked.items.map(\.id) == [ids[2], ids[0], ids[1]], "locked: the same items, no unknown one")
+        #expect(secrets(locked) == [nil, nil, nil])
     }
 }
