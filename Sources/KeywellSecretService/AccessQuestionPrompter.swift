@@ -77,21 +77,14 @@ extension PinentryConversation {
             guard command("\(verb) \(Self.escape(text))") != nil else { return stopped }
         }
         guard send("CONFIRM") else { return stopped }
-        while let line = readLine() {
-            if line == "OK" || line.hasPrefix("OK ") { return AccessReply(.allowOnce, denial: "") }
-            if line.hasPrefix("ERR") {
-                let code = line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
-                switch code {
-                case PinentryAccessQuestions.notConfirmed? where question.offersAlwaysAllow:
-                    return AccessReply(.alwaysAllow, denial: "")
-                case Self.cancelled?: return AccessReply(.deny, denial: AccessReply.answeredDeny)
-                case Self.timedOut?: return AccessReply(.deny, denial: "nobody answered the dialog in time")
-                default: return AccessReply(.deny, denial: AccessReply.noDialog("the pinentry answered \(line.prefix(120))"))
-                }
-            }
-            if line.hasPrefix("INQUIRE") { guard send("CAN") else { break } }
-            // "S …" status and "#" comment lines carry nothing we need.
+        switch replies.confirmation(cancelInquiry: { send("CAN") }) {
+        case .confirmed?: return AccessReply(.allowOnce, denial: "")
+        case .refused(PinentryAccessQuestions.notConfirmed?, _)? where question.offersAlwaysAllow:
+            return AccessReply(.alwaysAllow, denial: "")
+        case .refused(Self.cancelled?, _)?: return AccessReply(.deny, denial: AccessReply.answeredDeny)
+        case .refused(Self.timedOut?, _)?: return AccessReply(.deny, denial: "nobody answered the dialog in time")
+        case .refused(_, let line)?: return AccessReply(.deny, denial: AccessReply.noDialog("the pinentry answered \(line.prefix(120))"))
+        case nil: return stopped
         }
-        return stopped
     }
 }

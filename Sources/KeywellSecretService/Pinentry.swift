@@ -70,8 +70,8 @@ struct Pinentry: PasswordAsking {
 final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private let pid: pid_t
     private let toPinentry: Int32
-    private let fromPinentry: Int32
-    private var buffered: [UInt8] = []
+    /// Only the asking thread reads them.
+    var replies: AssuanReplies
     private let state = Mutex<(cancelled: Bool, reaped: Bool)>((false, false))
 
     init(program: String, arguments: [String] = [], environment: [String: String] = [:]) throws(PinentryError) {
@@ -87,8 +87,8 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         }
         pid = child.pid
         toPinentry = child.standardInput!
-        fromPinentry = child.standardOutput!
-        guard let greeting = readLine(), greeting.hasPrefix("OK") else {
+        replies = AssuanReplies(fd: child.standardOutput!)
+        guard let greeting = replies.readLine(), greeting.hasPrefix("OK") else {
             finish()
             throw PinentryError(description: "\(program) did not greet with OK (is it a pinentry?)")
         }
@@ -115,21 +115,11 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
             _ = command("SETREPEATERROR \(Self.escape("The passwords do not match."))")
         }
         guard send("GETPIN") else { return endedAnswer() }
-        var pin: [UInt8] = []
-        defer { pin.withUnsafeMutableBufferPointer { buffer in for index in buffer.indices { buffer[index] = 0 } } }
-        while let line = readLine() {
-            if line.hasPrefix("D ") {
-                pin += Self.unescape(line.utf8.dropFirst(2))
-            } else if line == "OK" || line.hasPrefix("OK ") {
-                return .password(SecretBytes(copying: pin))
-            } else if line.hasPrefix("ERR") {
-                return .cancelled
-            } else if line.hasPrefix("INQUIRE") {
-                guard send("CAN") else { break }
-            }
-            // "S …" status and "#" comment lines carry nothing we need.
+        switch replies.pin(cancelInquiry: { send("CAN") }) {
+        case .entered(let pin): return .password(pin)
+        case .cancelled: return .cancelled
+        case .ended: return endedAnswer()
         }
-        return endedAnswer()
     }
 
     func cancel() {
@@ -148,7 +138,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         guard first else { return }
         _ = send("BYE")
         close(toPinentry)
-        close(fromPinentry)
+        close(replies.fd)
         // A pinentry that ignores BYE and the closed pipe gets SIGTERM after a second, SIGKILL after two.
         ChildSpawner.reap(pid, terminateAfter: .seconds(1), killAfter: .seconds(2))
     }
@@ -162,7 +152,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     /// Sends a command and waits for OK (the line) or ERR (nil).
     func command(_ line: String) -> String? {
         guard send(line) else { return nil }
-        while let reply = readLine() {
+        while let reply = replies.readLine() {
             if reply.hasPrefix("OK") { return reply }
             if reply.hasPrefix("ERR") { return nil }
         }
@@ -181,47 +171,8 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         return true
     }
 
-    func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeSubrange(...newline)
-                return line
-            }
-            var chunk = [UInt8](repeating: 0, count: 1024)
-            let count = read(fromPinentry, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return nil }
-            buffered += chunk[..<count]
-        }
-    }
-
     /// Assuan lines may not hold %, CR or LF: they travel as %XX.
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "%": escaped += "%25"
-            case "\n": escaped += "%0A"
-            case "\r": escaped += "%0D"
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
-    }
+    static func escape(_ text: String) -> String { AssuanReplies.escape(text) }
 
-    static func unescape(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        var result: [UInt8] = []
-        var iterator = Array(bytes)[...]
-        while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "%"), iterator.count >= 2,
-               let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) {
-                result.append(value)
-                iterator = iterator.dropFirst(2)
-            } else {
-                result.append(byte)
-            }
-        }
-        return result
-    }
+    static func unescape(_ bytes: some Collection<UInt8>) -> [UInt8] { AssuanReplies.unescape(bytes) }
 }
