@@ -81,20 +81,27 @@ public enum LibsecretFile {
         }
         guard let plain else { throw .init(reason: "an item cannot be decrypted") }
         return try plain.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(GVariantReader.Failure) -> KeyringItem in
-            let padding = Int(bytes[bytes.count - 1])
-            guard (1...16).contains(padding), padding <= bytes.count else { throw .init(reason: "an item's padding is damaged") }
-            let fields = try GVariantReader(bytes, end: bytes.count - padding)
-                .tuple([.variable, .variable, .uint64, .uint64, .variable])
-            var attributes: [String: String] = [:]
-            for pair in try fields[0].array(of: .variable, maximum: KeyringLimits.maximumAttributesPerItem) {
-                let entry = try pair.tuple([.variable, .variable])
-                attributes[try entry[0].string()] = try entry[1].string()
-            }
-            return KeyringItem(
-                identity: "attributes:" + identity(of: attributes), label: try fields[1].string(), attributes: attributes,
-                schema: nil, secret: SecretBytes(copying: fields[4].content),
-                created: Int64(clamping: try fields[2].uint64()), modified: Int64(clamping: try fields[3].uint64()))
+            try item(decrypted: bytes)
         }
+    }
+
+    /// An item's decrypted blob, its PKCS#7 padding still on: the GVariant (a{ss}sttay). Apart
+    /// from `decrypt` so that the fuzz target reaches it without forging MACs.
+    static func item(decrypted bytes: UnsafeRawBufferPointer) throws(GVariantReader.Failure) -> KeyringItem {
+        guard let last = bytes.last else { throw .init(reason: "an item's padding is damaged") }
+        let padding = Int(last)
+        guard (1...16).contains(padding), padding <= bytes.count else { throw .init(reason: "an item's padding is damaged") }
+        let fields = try GVariantReader(bytes, end: bytes.count - padding)
+            .tuple([.variable, .variable, .uint64, .uint64, .variable])
+        var attributes: [String: String] = [:]
+        for pair in try fields[0].array(of: .variable, maximum: KeyringLimits.maximumAttributesPerItem) {
+            let entry = try pair.tuple([.variable, .variable])
+            attributes[try entry[0].string()] = try entry[1].string()
+        }
+        return KeyringItem(
+            identity: "attributes:" + identity(of: attributes), label: try fields[1].string(), attributes: attributes,
+            schema: nil, secret: SecretBytes(copying: fields[4].content),
+            created: Int64(clamping: try fields[2].uint64()), modified: Int64(clamping: try fields[3].uint64()))
     }
 
     /// libsecret keeps one item per attribute set (storing again replaces), so the set names it.
