@@ -213,5 +213,20 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "SSHAgentFuzzer",
             dependencies: ["KeywellCore", "KeywellSSHAgent", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/SSHAgentFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "KeyringFileFuzzer", dependencies: ["KeyringImport", "KeywellCore", "KeywellProtocol"],
+            path: "Fuzz/KeyringFileFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "ExportImportFuzzer", dependencies: ["KeywellCLI", "KeywellCore", "KeywellProtocol"],
+            path: "Fuzz/ExportImportFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "ControlFrameFuzzer", dependencies: ["CKeywellControl", "KeywellCore", "KeywellProtocol"],
+            path: "Fuzz/ControlFrameFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "FlatpakInfoFuzzer",
+            path: "Fuzz/FlatpakInfoFuzzer", swiftSettings: fuzzerFlags),
+        .executableTarget(
+            name: "PinentryReplyFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
+            path: "Fuzz/PinentryReplyFuzzer", swiftSettings: fuzzerFlags),
     ]
 }

@@ -21,15 +21,32 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(QueryFuzzer DBusDecodeFuzzer KeychainHeaderFuzzer CLIArgumentFuzzer SSHAgentFuzzer)
+[ ${#targets[@]} -gt 0 ] || targets=(QueryFuzzer DBusDecodeFuzzer KeychainHeaderFuzzer CLIArgumentFuzzer SSHAgentFuzzer
+  KeyringFileFuzzer ExportImportFuzzer ControlFrameFuzzer FlatpakInfoFuzzer PinentryReplyFuzzer PamControlFuzzer)
 
 scratch=.build-fuzz
 # The fuzz targets exist only when KEYWELL_FUZZ is set (Package.swift).
 export KEYWELL_FUZZ=1
 build=(swift build -c debug --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address)
 mkdir -p "$scratch"
+# C targets (a .c file in Fuzz/<target>/: pam_keywell's code) build with the toolchain's clang,
+# the module's sources it needs beside them, into $scratch/c.
+clang="$(dirname "$(command -v swift)")/clang"
+is_c() { compgen -G "Fuzz/$1/*.c" >/dev/null; }
+pam_sources=(pam/control_client.c pam/deadline.c pam/secret.c pam/runtime_dir.c)
+mkdir -p "$scratch/c"
 for target in "${targets[@]}"; do
   echo "== build $target"
+  if is_c "$target"; then
+    if ! "$clang" -fsanitize=fuzzer,address -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipam \
+        -DKEYWELLD_PATH='"/usr/local/bin/keywelld"' -o "$scratch/c/$target" Fuzz/"$target"/*.c "${pam_sources[@]}" -lpam \
+        >"$scratch/build-$target.log" 2>&1; then
+      grep -v 'ld.gold: warning: Cannot export local symbol' "$scratch/build-$target.log" | tail -40 >&2
+      echo "fuzz.sh: building $target failed" >&2
+      exit 1
+    fi
+    continue
+  fi
   # gold warns about every ASan helper symbol; keep the log for real errors.
   if ! "${build[@]}" --product "$target" >"$scratch/build-$target.log" 2>&1; then
     grep -v 'ld.gold: warning: Cannot export local symbol' "$scratch/build-$target.log" | tail -40 >&2
@@ -55,7 +72,9 @@ for target in "${targets[@]}"; do
   artifacts_before=$(find "$scratch/artifacts" -name "$target-*" | wc -l)
   # -detect_leaks=0: LeakSanitizer cannot follow Swift's tagged references (an enum payload with
   # spare bits, as in Data), so it calls lazily made globals leaks; ASan still checks every access.
-  "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -detect_leaks=0 \
+  program="$bin/$target"
+  is_c "$target" && program="$scratch/c/$target"
+  "$program" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -detect_leaks=0 \
     -print_final_stats=1 -artifact_prefix="$scratch/artifacts/$target-" "$corpus" >"$log" 2>&1
   code=$?
   grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec|#[0-9]+ *DONE)' "$log" | sed 's/^/  /'

@@ -1,0 +1,1 @@
+../../Sources/KeywellDaemon/ControlProtocol.swift

@@ -1,0 +1,1 @@
+../../Sources/KeywellIdentity/FlatpakInfo.swift

@@ -1,0 +1,1 @@
+../../Sources/KeywellSecretService/AssuanReplies.swift
