@@ -214,7 +214,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             dependencies: ["KeywellCore", "KeywellSSHAgent", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/SSHAgentFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "KeyringFileFuzzer", dependencies: ["KeyringImport", "KeywellCore", "KeywellProtocol"],
+            name: "KeyringFileFuzzer", dependencies: ["COpenSSL", "KeyringImport", "KeywellCore", "KeywellProtocol"],
             path: "Fuzz/KeyringFileFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "ExportImportFuzzer", dependencies: ["KeywellCLI", "KeywellCore", "KeywellProtocol"],

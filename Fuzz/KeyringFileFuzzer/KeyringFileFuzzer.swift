@@ -1,3 +1,4 @@
+import COpenSSL
 import KeywellCore
 import KeywellProtocol
 
@@ -10,31 +11,38 @@ import KeywellProtocol
 /// is the rest, sealed here under the fuzz password (so the items behind the MD5 check are
 /// reached); 2: gnome-keyring's plaintext key file; 3: a libsecret file as found; 4: a libsecret
 /// item's decrypted GVariant; 5: a KWallet file's readable part; 6: a KWallet file's decrypted
-/// QDataStream.
+/// QDataStream; 7: a KWallet file whose encrypted part is that stream, sealed here with KWallet's
+/// Blowfish-CBC and SHA-1 under a fixed key; 8: a KWallet file as found, opened with that key.
 ///
 /// Each reader returns contents or throws its documented error (`KeyringReadError`, or
 /// `GVariantReader.Failure` inside an item), never crashes, and keeps to `KeyringLimits`. A
 /// gnome-keyring binary file it reads is written back with `GnomeKeyringWriter` and reads as the
-/// same items; a block sealed with the right password never reads as a wrong password.
+/// same items; a block sealed with the right password never reads as a wrong password, and a
+/// sealed KWallet stream reads as the same entries the stream gives unsealed.
 
 let password = SecretBytes(copying: Array("fuzz".utf8))
 let salt = [UInt8](repeating: 0x5a, count: 8)
 /// The readers allow up to a million key-derivation rounds (about a second of work): the fuzzer
-/// lets only files asking for a few through, and stops the others at their header.
-let maximumRounds: UInt32 = 16
+/// lets through gnome-keyring files asking for as many SHA-256 rounds as gnome-keyring writes
+/// (1000...4095, about a millisecond) and libsecret files asking for a few PBKDF2 rounds (it
+/// writes 100 000), and stops the others at their header.
+let maximumHashRounds: UInt32 = 4096
+let maximumPBKDF2Rounds: UInt32 = 16
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size >= 1 else { return 0 }
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch data[0] % 7 {
+    switch data[0] % 9 {
     case 0: gnomeKeyringFile(input)
     case 1: sealedGnomeKeyringFile(input)
     case 2: plaintextKeyFile(input)
     case 3: libsecretFile(input)
     case 4: libsecretItem(input)
     case 5: kwalletFile(input)
-    default: kwalletData(input)
+    case 6: kwalletData(input)
+    case 7: sealedKWalletFile(input)
+    default: _ = try? KWalletFile.read(input, key: kwalletKey, keyring: "fuzz", modified: 7)
     }
     return 0
 }
@@ -59,7 +67,7 @@ func binaryRounds(_ bytes: [UInt8]) -> UInt32 {
 
 func gnomeKeyringFile(_ input: [UInt8]) {
     _ = GnomeKeyringBinary.matches(input)
-    guard binaryRounds(input) <= maximumRounds else { return }
+    guard binaryRounds(input) <= maximumHashRounds else { return }
     if let contents = try? GnomeKeyringBinary.read(input, keyring: "fuzz", password: password) {
         checkLimits(contents)
         writtenBackReadsTheSame(contents)
@@ -164,7 +172,7 @@ func libsecretRounds(_ bytes: [UInt8]) -> UInt32 {
 
 func libsecretFile(_ input: [UInt8]) {
     _ = LibsecretFile.matches(input)
-    guard libsecretRounds(input) <= maximumRounds else { return }
+    guard libsecretRounds(input) <= maximumPBKDF2Rounds else { return }
     if let contents = try? LibsecretFile.read(input, keyring: "fuzz", password: password) {
         guard contents.format == .libsecretFile else { fatalError("the wrong format") }
         checkLimits(contents)
@@ -219,6 +227,68 @@ func kwalletData(_ input: [UInt8]) {
         default: fatalError("the stream said \(error)")
         }
     }
+}
+
+/// A KWallet key (56 bytes, as PBKDF2 gives them): fixed, so no derivation per input.
+let kwalletKey = SecretBytes(copying: (0..<KWalletBlowfish.keySize).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+
+/// The stream sealed as kwalletd writes it: a random block (fixed here), its size, the stream,
+/// fill to whole blocks with KWallet's SHA-1 of the stream last, Blowfish-CBC from a zero IV.
+func sealedKWalletFile(_ stream: [UInt8]) {
+    var plain = [UInt8](repeating: 0x11, count: KWalletBlowfish.blockSize)
+    let size = UInt32(stream.count)
+    plain += [UInt8(size >> 24), UInt8(size >> 16 & 0xff), UInt8(size >> 8 & 0xff), UInt8(size & 0xff)] + stream
+    while (plain.count + KWalletFile.sha1Size) % KWalletBlowfish.blockSize != 0 { plain.append(0) }
+    plain += stream.withUnsafeBytes { KWalletBlowfish.littleEndianSHA1($0) }
+    let file = KWalletFile.magic + KWalletFile.supportedVersion + [0, 0, 0, 0] + blowfishCBC(plain)
+    let sealed = Result { () throws(KeyringReadError) in try KWalletFile.read(file, key: kwalletKey, keyring: "fuzz", modified: 7) }
+    let direct = stream.withUnsafeBytes { buffer in
+        Result { () throws(KeyringReadError) in try KWalletFile.entries(ByteReader(buffer, keyring: "fuzz"), modified: 7) }
+    }
+    switch (sealed, direct) {
+    case (.success(let contents), .success(let items)):
+        guard contents.items.count == items.count else { fatalError("sealing changed the entries") }
+        for (a, b) in zip(contents.items, items) where a.identity != b.identity || a.attributes != b.attributes || bytes(a.secret) != bytes(b.secret) {
+            fatalError("sealing changed entry \(a.identity)")
+        }
+    case (.failure(let a), .failure(let b)):
+        guard a == b else { fatalError("sealed: \(a); unsealed: \(b)") }
+    default:
+        fatalError("sealed and unsealed streams read differently: \(sealed), \(direct)")
+    }
+}
+
+/// Blowfish-CBC encryption (OpenSSL's legacy provider), the inverse of `KWalletBlowfish.decrypt`.
+func blowfishCBC(_ plain: [UInt8]) -> [UInt8] {
+    guard let library = OSSL_LIB_CTX_new(), let legacy = OSSL_PROVIDER_load(library, "legacy"),
+          let cipher = EVP_CIPHER_fetch(library, "BF-ECB", nil), let context = EVP_CIPHER_CTX_new() else {
+        fatalError("OpenSSL's legacy provider (Blowfish) is missing")
+    }
+    defer {
+        EVP_CIPHER_CTX_free(context)
+        EVP_CIPHER_free(cipher)
+        OSSL_PROVIDER_unload(legacy)
+        OSSL_LIB_CTX_free(library)
+    }
+    let keyed = kwalletKey.withUnsafeBytes { key in
+        EVP_EncryptInit_ex(context, cipher, nil, nil, nil) == 1
+            && EVP_CIPHER_CTX_set_key_length(context, Int32(KWalletBlowfish.keySize)) == 1
+            && EVP_EncryptInit_ex(context, nil, nil, key.baseAddress!.assumingMemoryBound(to: UInt8.self), nil) == 1
+            && EVP_CIPHER_CTX_set_padding(context, 0) == 1
+    }
+    guard keyed else { fatalError("Blowfish key set-up failed") }
+    var out: [UInt8] = []
+    var previous = [UInt8](repeating: 0, count: KWalletBlowfish.blockSize)
+    for start in stride(from: 0, to: plain.count, by: KWalletBlowfish.blockSize) {
+        let block = (0..<KWalletBlowfish.blockSize).map { plain[start + $0] ^ previous[$0] }
+        var encrypted = [UInt8](repeating: 0, count: KWalletBlowfish.blockSize)
+        var written: Int32 = 0
+        guard EVP_EncryptUpdate(context, &encrypted, &written, block, Int32(block.count)) == 1,
+              written == Int32(KWalletBlowfish.blockSize) else { fatalError("Blowfish failed") }
+        out += encrypted
+        previous = encrypted
+    }
+    return out
 }
 
 // MARK: Shared

@@ -159,6 +159,8 @@ def keyring_seeds() -> None:
     write(t, "libsecret-item-empty", b"\x04" + gv_item({}, "", 0, 0, b""))
     write(t, "kwallet-file", b"\x05" + (FIXTURES / "kwallet/kdewallet.kwl").read_bytes())
     write(t, "kwallet-stream", b"\x06" + kwallet_stream())
+    write(t, "kwallet-sealed-stream", b"\x07" + kwallet_stream())
+    write(t, "kwallet-file-fixed-key", b"\x08" + (FIXTURES / "kwallet/kdewallet.kwl").read_bytes())
 
 
 # Export records (Sources/KeywellCore/Export/ExportRecord.swift).

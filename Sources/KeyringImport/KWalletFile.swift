@@ -35,8 +35,19 @@ public enum KWalletFile {
         guard !salt.isEmpty, salt.count <= KeyringLimits.maximumSaltSize else {
             throw .corrupt(keyring: keyring, reason: "its .salt file is empty or over \(KeyringLimits.maximumSaltSize) bytes")
         }
+        // A damaged file is named before the key derivation's cost is paid.
+        try checkStructure(bytes, keyring: keyring)
+        return try read(bytes, key: KWalletBlowfish.key(password: password, salt: salt), keyring: keyring, modified: modified)
+    }
+
+    /// `read` with the key already derived (the fuzz target seals its input under one key).
+    static func read(_ bytes: [UInt8], key: SecretBytes, keyring: String, modified: Int64) throws(KeyringReadError) -> KeyringContents {
+        guard bytes.count <= KeyringLimits.maximumFileSize else {
+            throw .tooLarge(keyring: keyring, reason: "the file is over \(KeyringLimits.maximumFileSize) bytes")
+        }
+        guard matches(bytes) else { throw .unrecognized(keyring: keyring) }
         let decrypted = bytes.withUnsafeBytes { buffer in
-            Result { () throws(KeyringReadError) in try decrypt(buffer, salt: salt, keyring: keyring, password: password) }
+            Result { () throws(KeyringReadError) in try decrypt(buffer, key: key, keyring: keyring) }
         }
         let plaintext = try decrypted.get()
         let read = plaintext.withUnsafeBytes { plain in
@@ -72,10 +83,8 @@ public enum KWalletFile {
     }
 
     /// The encrypted part, decrypted (the random block, size, data, padding and SHA-1 still in it).
-    private static func decrypt(_ buffer: UnsafeRawBufferPointer, salt: [UInt8], keyring: String,
-                                password: SecretBytes) throws(KeyringReadError) -> SecretBytes {
+    private static func decrypt(_ buffer: UnsafeRawBufferPointer, key: SecretBytes, keyring: String) throws(KeyringReadError) -> SecretBytes {
         let encrypted = try encryptedPart(buffer, keyring: keyring)
-        let key = KWalletBlowfish.key(password: password, salt: salt)
         guard let plaintext = KWalletBlowfish.decrypt(encrypted, key: key) else {
             throw .corrupt(keyring: keyring, reason: "cannot decrypt with Blowfish (is OpenSSL's legacy provider installed?)")
         }
