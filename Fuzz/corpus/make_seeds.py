@@ -5,7 +5,9 @@ ExportImportFuzzer from an export file the built `keywell` wrote (Tests/Fixtures
 hand-made records and CSV files, and the small frame and text targets. Run from the repository
 root: python3 Fuzz/corpus/make_seeds.py
 
-The first byte of each seed picks the target's reader (see each target's comment)."""
+The first byte of each seed picks the target's reader (see each target's comment). Needs Python's
+cryptography package (python3-cryptography, which python3-secretstorage from scripts/setup.sh
+brings)."""
 
 from __future__ import annotations
 
