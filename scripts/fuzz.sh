@@ -30,7 +30,8 @@ export KEYWELL_FUZZ=1
 build=(swift build -c debug --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address)
 mkdir -p "$scratch"
 # C targets (a .c file in Fuzz/<target>/: pam_keywell's code) build with the toolchain's clang,
-# the module's sources it needs beside them, into $scratch/c.
+# the module's sources it needs beside them, into $scratch/c; UBSan too, any undefined behaviour
+# a crash.
 clang="$(dirname "$(command -v swift)")/clang"
 is_c() { compgen -G "Fuzz/$1/*.c" >/dev/null; }
 pam_sources=(pam/control_client.c pam/deadline.c pam/secret.c pam/runtime_dir.c)
@@ -38,7 +39,7 @@ mkdir -p "$scratch/c"
 for target in "${targets[@]}"; do
   echo "== build $target"
   if is_c "$target"; then
-    if ! "$clang" -fsanitize=fuzzer,address -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipam \
+    if ! "$clang" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipam \
         -DKEYWELLD_PATH='"/usr/local/bin/keywelld"' -o "$scratch/c/$target" Fuzz/"$target"/*.c "${pam_sources[@]}" -lpam \
         >"$scratch/build-$target.log" 2>&1; then
       grep -v 'ld.gold: warning: Cannot export local symbol' "$scratch/build-$target.log" | tail -40 >&2

@@ -8,7 +8,7 @@
  * exactly when a whole head with the right magic came, with the head's status; the message is
  * NUL-terminated inside the buffer, printable ASCII only, and is the answer's message cut to the
  * buffer (and at its first NUL), or empty when the answer ends early. Never a read or write
- * outside a buffer (ASan).
+ * outside a buffer (ASan), no undefined behaviour (UBSan).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
