@@ -149,8 +149,9 @@ import Testing
         #expect(try store.inspectExport(from: fd, passphrase: secret(Self.passphrase)) == (["golden"], 5))
         #expect(try store.importExport(from: fd, passphrase: secret(Self.passphrase), into: nil, policy: .skip)
             == ImportSummary(added: 5, replaced: 0, skipped: 0))
-        // The same ids, attributes and secrets; an export carries no access lists, so imported
-        // items trust any application (docs/export-import.md).
+        // The same attributes (the Secret Service items' ids among them, in their access groups)
+        // and secrets; an export carries no access lists, so imported items trust any
+        // application (docs/export-import.md).
         let anyApplication = Self.expected.map { $0.merging([WireKey.access: .string(WireKey.accessAnyApplication)]) { $1 } }
         #expect(try Self.items(store, "golden") == anyApplication)
         try Self.checkSecretServiceItem(store, "golden")
