@@ -16,13 +16,13 @@ _keywell() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion -h -i -l -p -q -v --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion session-display -h -i -l -p -q -v --help" -- "$cur"))
         return
     fi
     case "$cmd" in
         help)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
-            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion" -- "$cur"))
+            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion session-display" -- "$cur"))
             ;;
         list-keychains)
             case "$prev" in
@@ -276,6 +276,10 @@ _keywell() {
         completion)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur"))
+            ;;
+        session-display)
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
+            COMPREPLY=()
             ;;
     esac
 }

@@ -126,13 +126,20 @@ final class Daemon: @unchecked Sendable {
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
         // Access control, one for both faces (docs/access-control.md).
         identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
-        let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger)
+        // The display the desktop's autostart entry tells a keywelld started before it; every
+        // dialog uses it until the last login session closes (docs/prompts.md).
+        let sessionDisplay = LearnedSessionDisplay()
+        sessions.onLastSessionClosed {
+            if sessionDisplay.forget() { logger.info("the last login session closed: forgot the session's display") }
+        }
+        let accessQuestions = PinentryAccessQuestions(environment: environment, sessionDisplay: sessionDisplay, logger: logger)
         // Always Allow: the identity joins each item's list in its keychain file.
         accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
             try store.trust(identity, items: items.map(\.reference))
         }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)))
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
-        secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
+        secretService = Self.makeSecretService(store: store, environment: environment, sessionDisplay: sessionDisplay,
+                                               replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
         store.onEvent = { [emitter, secretService, trimmer, store, accessGate] event in
@@ -164,7 +171,8 @@ final class Daemon: @unchecked Sendable {
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
-                                          throttle: throttle, migration: migration, gate: accessGate)
+                                          throttle: throttle, migration: migration, gate: accessGate,
+                                          session: NativeSessionCalls(display: sessionDisplay, prompter: accessQuestions, logger: logger))
         nativeObject = object
         let deadline = TestSwitches.callDeadline(environment) ?? ServiceLimits.callDeadline
         callDeadline = deadline

@@ -24,11 +24,13 @@ final class NativeKeychainObject: DBusObject {
     private let throttle: PasswordThrottle
     private let migration: KeyringMigration
     private let gate: AccessGate
+    private let session: NativeSessionCalls
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
          identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
-         migration: KeyringMigration, gate: AccessGate) {
+         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls) {
         self.store = store
+        self.session = session
         self.gate = gate
         self.identities = identities
         self.migration = migration
@@ -77,7 +79,7 @@ final class NativeKeychainObject: DBusObject {
         }
         let start = ContinuousClock.now
         // Calls that change keychains, not items, are logged at info level.
-        let level: Logger.Level = method.methodClass == .changesKeychains ? .info : .debug
+        let level: Logger.Level = method.methodClass == .changesKeychains || method == .setSessionDisplay ? .info : .debug
         // Asked before the reply, while the caller is surely still connected; only when logged.
         let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil
         var afterReply = AfterReply()
@@ -235,6 +237,11 @@ final class NativeKeychainObject: DBusObject {
             ])]
         case .whoAmI:
             return try whoAmI(call)
+        case .setSessionDisplay:
+            try session.setSessionDisplay(arguments[0])
+            return []
+        case .getPrompter:
+            return session.getPrompter()
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellSecretService
+import KeywellSystem
 import Logging
 
 extension Daemon {
@@ -12,11 +13,11 @@ extension Daemon {
     /// `session` collection. Items are judged for each caller through the daemon's one access
     /// gate (docs/secret-service.md, "Access control").
     static func makeSecretService(
-        store: KeychainStore, environment: [String: String], replaceOwner: Bool, autoLock: AutoLock,
+        store: KeychainStore, environment: [String: String], sessionDisplay: LearnedSessionDisplay, replaceOwner: Bool, autoLock: AutoLock,
         sessions: LoginSessions, throttle: PasswordThrottle, trimmer: IdleTrimmer, access: SecretServiceAccess, logger: Logger
     ) -> SecretService {
         let configuration = SecretService.Configuration(
-            environment: environment, replaceOwner: replaceOwner, throttle: throttle,
+            environment: environment, sessionDisplay: sessionDisplay, replaceOwner: replaceOwner, throttle: throttle,
             keychainUnlocked: { keychain, password in
                 autoLock.rearm()
                 sessions.keychainUnlocked(keychain, with: password)

@@ -263,6 +263,12 @@ public final class KeywellClient: Sendable {
         return try Self.exportCounts(reply, .exportGnomeKeyring)
     }
 
+    /// Keywell's own: tells keywelld the graphical session's display (only `DISPLAY`,
+    /// `WAYLAND_DISPLAY`, `XAUTHORITY`), for every later dialog (docs/prompts.md).
+    public func setSessionDisplay(_ environment: [String: String]) throws(KeychainError) {
+        _ = try call(.setSessionDisplay, [.stringStringDict(environment)])
+    }
+
     private func dictionaries(_ value: DBusValue?, in method: NativeMethod) throws(KeychainError) -> [[String: DBusValue]] {
         guard let elements = value?.arrayElements else { throw KeychainError(SecStatus.io, detail: "\(method.name) reply is not an array") }
         var result: [[String: DBusValue]] = []

@@ -45,6 +45,8 @@ extension NativeMethod {
         case .migrateKeyrings, .getMigrationStatus: .shared(action: "migrate keyrings")
         case .exportGnomeKeyring, .exportKeychains: .shared(action: "export keychains")
         case .inspectExport, .importExport: .shared(action: "import an export file")
+        case .setSessionDisplay: .shared(action: "set the display keywelld's dialogs go to")
+        case .getPrompter: .shared(action: "read how keywelld's dialogs are shown")
         }
     }
 }

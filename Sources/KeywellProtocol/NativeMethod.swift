@@ -30,6 +30,9 @@ public enum NativeMethodClass: Sendable, Hashable {
     case readsFile
     /// Answers about the caller itself.
     case describesCaller
+    /// Sets or reads what keywelld knows of the user's graphical session (the display its
+    /// dialogs go to); on a worker, as reading may ask the bus (logged at info level).
+    case session
 }
 
 /// Every method of `org.keywell.Keychain1`, defined once: the daemon builds its interface table
@@ -76,6 +79,9 @@ public enum NativeMethod: String, CaseIterable, Sendable {
     case inspectExport = "InspectExport"
     case importExport = "ImportExport"
     case whoAmI = "WhoAmI"
+    // The graphical session: where keywelld's dialogs go
+    case setSessionDisplay = "SetSessionDisplay"
+    case getPrompter = "GetPrompter"
 
     /// The D-Bus member name.
     public var name: String { rawValue }
@@ -110,6 +116,8 @@ public enum NativeMethod: String, CaseIterable, Sendable {
             .readsFile
         case .whoAmI:
             .describesCaller
+        case .setSessionDisplay, .getPrompter:
+            .session
         }
     }
 
@@ -147,6 +155,8 @@ public enum NativeMethod: String, CaseIterable, Sendable {
         case .importExport:
             return ([A("file", "h"), A("passphrase", "ay"), A("keychain", "s"), A("policy", "s")], [A("summary", "a{sv}")])
         case .whoAmI: return ([], [A("identity", "s"), A("strength", "s"), A("reason", "s")])
+        case .setSessionDisplay: return ([A("environment", "a{ss}")], [])
+        case .getPrompter: return ([], [A("available", "b"), A("detail", "s")])
         }
     }
 }

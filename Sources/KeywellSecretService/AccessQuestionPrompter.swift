@@ -13,6 +13,8 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     static let notConfirmed = 83_886_194
 
     private let environment: [String: String]
+    /// The display the session told keywelld (`keywell session-display`).
+    private let sessionDisplay: LearnedSessionDisplay
     private let logger: Logger
     /// The bus the activation environment is read from (the daemon's current one), not kept alive by us.
     private let connection = Mutex(WeakConnection())
@@ -21,9 +23,18 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
         weak var connection: DBusConnection?
     }
 
-    public init(environment: [String: String], logger: Logger) {
+    public init(environment: [String: String], sessionDisplay: LearnedSessionDisplay = LearnedSessionDisplay(), logger: Logger) {
         self.environment = environment
+        self.sessionDisplay = sessionDisplay
         self.logger = logger
+    }
+
+    /// How the next dialog would be shown, decided as for a question: the daemon's environment,
+    /// then the session's display, then the activation environment of the current bus.
+    public func prompterChoice() -> PrompterChoice {
+        let current = connection.withLock { $0.connection }
+        return PrompterChoice(environment: environment, sessionDisplay: { [sessionDisplay] in sessionDisplay.environment },
+                              activationEnvironment: { current?.activationEnvironment() ?? [:] })
     }
 
     /// The bus whose activation environment may name the display (a new one on each reconnect).
@@ -39,9 +50,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
 
     /// Withdrawing stops the pinentry (SIGTERM): its closed pipe ends `CONFIRM` as Deny.
     public func reply(to question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal?) -> AccessReply {
-        let current = connection.withLock { $0.connection }
-        let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
-        switch choice.choose() {
+        switch prompterChoice().choose() {
         case .unavailable(let reason):
             return AccessReply(.deny, denial: AccessReply.noDialog(reason))
         case .pinentry(let program, let arguments, let environment):

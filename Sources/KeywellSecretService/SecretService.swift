@@ -21,11 +21,15 @@ public final class SecretService: Sendable {
         public var activity: @Sendable () -> Void
         /// Access control on items (docs/secret-service.md, "Access control"); nil: none.
         public var access: SecretServiceAccess?
+        /// The display the session told keywelld, for prompts when the environment has none.
+        public var sessionDisplay: LearnedSessionDisplay
 
-        public init(environment: [String: String] = [:], replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
+        public init(environment: [String: String] = [:], sessionDisplay: LearnedSessionDisplay = LearnedSessionDisplay(),
+                    replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
                     keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
                     activity: @escaping @Sendable () -> Void = {}, access: SecretServiceAccess? = nil) {
             self.environment = environment
+            self.sessionDisplay = sessionDisplay
             self.replaceOwner = replaceOwner
             self.throttle = throttle
             self.keychainUnlocked = keychainUnlocked
@@ -53,9 +57,9 @@ public final class SecretService: Sendable {
         let directory = CollectionDirectory(store: store)
         let signals = SecretServiceSignals(directory: directory, logger: logger)
         let connectionNow = LockedConnection()
-        let choice = PrompterChoice(environment: configuration.environment) {
-            connectionNow.get()?.activationEnvironment() ?? [:]
-        }
+        let choice = PrompterChoice(environment: configuration.environment,
+                                    sessionDisplay: { [display = configuration.sessionDisplay] in display.environment },
+                                    activationEnvironment: { connectionNow.get()?.activationEnvironment() ?? [:] })
         context = ServiceContext(
             store: store, directory: directory, sessions: SessionManager(),
             prompts: PromptManager(asker: Pinentry(choice: choice), signals: signals, logger: logger),

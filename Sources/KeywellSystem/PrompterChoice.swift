@@ -6,8 +6,9 @@ import Darwin
 
 /// Which password dialog a prompt shows, decided afresh for each prompt (docs/prompts.md):
 /// 1. `KEYWELL_PINENTRY` (a path or a name on PATH), always, display or not;
-/// 2. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else in the
-///    session's activation environment) the first graphical pinentry on PATH: pinentry-gnome3
+/// 2. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else the one
+///    the session told keywelld (`SessionDisplay`), else in the session's activation environment)
+///    the first graphical pinentry on PATH: pinentry-gnome3
 ///    (which shows gcr's system prompter, gnome-keyring's own dialog, under GNOME), then the Qt,
 ///    GTK, FLTK and X11 ones;
 /// 3. with `KEYWELL_PINENTRY_TTY` naming a terminal, pinentry-curses or pinentry-tty on it;
@@ -33,12 +34,17 @@ public struct PrompterChoice: Sendable {
 
     /// The daemon's environment (read at start).
     let environment: [String: String]
-    /// The session's activation environment, asked for only when the daemon's own has no display
-    /// (a daemon started by D-Bus activation before the desktop exported `DISPLAY`).
+    /// The display the session told the daemon (`LearnedSessionDisplay`), asked for only when
+    /// the daemon's own environment has none (a daemon pam_keywell started before the desktop).
+    let sessionDisplay: @Sendable () -> [String: String]
+    /// The session's activation environment, asked for only when neither of the above names a
+    /// display (a daemon started by D-Bus activation before the desktop exported `DISPLAY`).
     let activationEnvironment: @Sendable () -> [String: String]
 
-    public init(environment: [String: String], activationEnvironment: @escaping @Sendable () -> [String: String] = { [:] }) {
+    public init(environment: [String: String], sessionDisplay: @escaping @Sendable () -> [String: String] = { [:] },
+                activationEnvironment: @escaping @Sendable () -> [String: String] = { [:] }) {
         self.environment = environment
+        self.sessionDisplay = sessionDisplay
         self.activationEnvironment = activationEnvironment
     }
 
@@ -47,8 +53,11 @@ public struct PrompterChoice: Sendable {
             return .pinentry(program: chosen, arguments: [], environment: [:])
         }
         let own = Self.displaySettings(environment)
-        // The daemon's own display needs nothing passed on; one from the activation environment does.
-        let display = own.isEmpty ? Self.displaySettings(activationEnvironment()) : [:]
+        // The daemon's own display needs nothing passed on; one the session told it, or one from
+        // the activation environment, does.
+        var display: [String: String] = [:]
+        if own.isEmpty { display = Self.displaySettings(sessionDisplay()) }
+        if own.isEmpty, display.isEmpty { display = Self.displaySettings(activationEnvironment()) }
         let hasDisplay = !own.isEmpty || !display.isEmpty
         let search = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         if hasDisplay {
@@ -76,6 +85,12 @@ public struct PrompterChoice: Sendable {
     static func displaySettings(_ environment: [String: String]) -> [String: String] {
         guard ["DISPLAY", "WAYLAND_DISPLAY"].contains(where: { !(environment[$0] ?? "").isEmpty }) else { return [:] }
         return environment.filter { displayVariables.contains($0.key) && !$0.value.isEmpty }
+    }
+
+    /// A chosen program as the path that would run: `KEYWELL_PINENTRY` may name one that is not
+    /// there; nil then.
+    public func resolve(_ program: String) -> String? {
+        Self.locate(program, in: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin")
     }
 
     /// `name` as an executable path: itself when it holds a slash, else the first on `search`.

@@ -11,6 +11,9 @@ nothing changed, and makes the same calls itself."""
 from __future__ import annotations
 
 import json
+import re
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +23,10 @@ from security_figures import record
 from ss_access_helpers import PYTHON, sandbox
 
 MISSING_ENTITLEMENT = "org.keywell.Keychain1.Error.MissingEntitlement"
+# The calls open to a sandboxed app (docs/access-control.md, "Sandboxed callers"); every other
+# method of the shipped interface must be among the attack's steps.
+OPEN_TO_SANDBOXES = {"Add", "CopyMatching", "Update", "Delete", "WhoAmI"}
+INTERFACE_XML = Path(__file__).resolve().parents[2] / "dbus" / "org.keywell.Keychain1.xml"
 
 # `attack HOME` makes every shared-state call in turn and prints each one's outcome ("OK", or the
 # error's name); `own` adds an item of its own and reads it back; `items` tries item calls that
@@ -30,7 +37,7 @@ from jeepney import DBusAddress, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 from jeepney.wrappers import DBusErrorResponse, unwrap_msg
 
-connection = open_dbus_connection(bus="SESSION")
+connection = open_dbus_connection(bus="SESSION", enable_fds=True)
 native = DBusAddress("/org/keywell/Keychain", bus_name="org.keywell.Keychain", interface="org.keywell.Keychain1")
 
 def call(method, signature=None, *args):
@@ -71,6 +78,14 @@ if sys.argv[1] == "attack":
         "MigrateKeyrings": lambda: call("MigrateKeyrings", "say", "", b""),
         "GetMigrationStatus": lambda: call("GetMigrationStatus"),
         "ExportGnomeKeyring": lambda: call("ExportGnomeKeyring", "ssayb", "login", sys.argv[3] + "/loot.keyring", b"x", True),
+        # Files travel as descriptors the app opened: every keychain into one of its files, an
+        # export file it planted read back (and merged into the user's keychains).
+        "ExportKeychains": lambda: call("ExportKeychains", "ashay", ["login"], open(sys.argv[3] + "/loot.export", "wb"), b"x"),
+        "InspectExport": lambda: call("InspectExport", "hay", open(sys.argv[3] + "/bait.export", "w+b"), b"x"),
+        "ImportExport": lambda: call("ImportExport", "hayss", open(sys.argv[3] + "/bait.export", "w+b"), b"x", "", "replace"),
+        # Its own X server as the place every later password prompt and question goes to.
+        "SetSessionDisplay": lambda: call("SetSessionDisplay", "a{ss}", {"DISPLAY": ":66"}),
+        "GetPrompter": lambda: call("GetPrompter"),
     }
     print(json.dumps({name: attempt(step) for name, step in steps.items()}))
 elif sys.argv[1] == "items":
@@ -87,6 +102,8 @@ elif sys.argv[1] == "own":
     found = call("CopyMatching", "a{sv}", generic(r_Data=("b", True)))[0]
     print(json.dumps({"secret": bytes(found[0]["v_Data"][1]).decode(), "whoami": call("WhoAmI")[0]}))
 '''
+# The names of the attack's steps, as the script above spells them.
+ATTACK_STEPS = re.findall(r'^        "([^"]+)": lambda', ATTACKER.split('elif sys.argv[1] == "items"')[0], re.M)
 
 
 @pytest.fixture
@@ -137,7 +154,8 @@ def test_a_sandboxed_app_cannot_take_over_the_keychains_through_the_native_api(s
     outcomes = run_attacker(session, scratch, "attack", str(session.home), str(session.runtime), instance="2000000021")
     after = shared_state(session)
     refused = [name for name, outcome in outcomes.items() if outcome == MISSING_ENTITLEMENT]
-    loot = [path.name for path in session.runtime.iterdir() if path.name.startswith("loot")]
+    # The app creates loot.export itself (to hand its descriptor over): nothing may be written to it.
+    loot = [path.name for path in session.runtime.iterdir() if path.name.startswith("loot") and path.stat().st_size > 0]
     record("native API: a Flatpak app (bwrap, /.flatpak-info) creates a keychain and makes it the default and the "
            "search list, backs `login` up into its folder and over ~/.bashrc, restores over `login`, deletes, "
            "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports",
@@ -148,6 +166,17 @@ def test_a_sandboxed_app_cannot_take_over_the_keychains_through_the_native_api(s
     assert after == before
     assert loot == []
     assert "a sandboxed application cannot set the default keychain" in session.daemon_log()
+    assert "a sandboxed application cannot set the display keywelld's dialogs go to" in session.daemon_log()
+    assert "learned the session's display" not in session.daemon_log()
+
+
+def test_the_attack_makes_every_shared_call_of_the_interface():
+    """A method added to the native API that reaches shared state is attacked here too."""
+    interface = next(node for node in ElementTree.parse(INTERFACE_XML).getroot().iter("interface")
+                     if node.get("name") == "org.keywell.Keychain1")
+    shared = {method.get("name") for method in interface.iter("method")} - OPEN_TO_SANDBOXES
+    attacked = {name.split(" (")[0] for name in ATTACK_STEPS}
+    assert shared - attacked == set(), f"shared calls the attack does not make: {sorted(shared - attacked)}"
 
 
 def test_a_sandboxed_app_cannot_name_keychains_or_access_lists_in_item_calls(session, scratch):

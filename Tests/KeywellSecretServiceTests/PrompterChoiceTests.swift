@@ -42,6 +42,22 @@ import Testing
                                              environment: ["DISPLAY": ":7", "XAUTHORITY": "/run/user/1/xauth"]))
     }
 
+    @Test func theSessionsDisplayComesAfterTheDaemonsOwnAndBeforeTheActivationEnvironment() throws {
+        let search = try path(with: ["pinentry-gnome3"])
+        let learned: @Sendable () -> [String: String] = { ["DISPLAY": ":4", "XAUTHORITY": "/home/u/.Xauthority"] }
+        let activation: @Sendable () -> [String: String] = { ["DISPLAY": ":9"] }
+        // Without a display of its own the daemon passes on the one the session told it.
+        let learnedWins = PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, activationEnvironment: activation)
+        #expect(learnedWins.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [],
+                                                  environment: ["DISPLAY": ":4", "XAUTHORITY": "/home/u/.Xauthority"]))
+        // Its own display needs nothing passed on.
+        let own = PrompterChoice(environment: ["PATH": search, "DISPLAY": ":1"], sessionDisplay: learned, activationEnvironment: activation)
+        #expect(own.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
+        // Nothing learned (or forgotten): the activation environment, as before.
+        let forgotten = PrompterChoice(environment: ["PATH": search], sessionDisplay: { [:] }, activationEnvironment: activation)
+        #expect(forgotten.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: ["DISPLAY": ":9"]))
+    }
+
     @Test func aConfiguredTerminalGetsTheCursesPinentryThere() throws {
         let search = try path(with: ["pinentry-curses", "pinentry-tty"])
         let choice = PrompterChoice(environment: ["KEYWELL_PINENTRY_TTY": "/dev/null", "TERM": "vt100", "PATH": search])

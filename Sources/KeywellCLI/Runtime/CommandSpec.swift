@@ -33,13 +33,16 @@ struct CommandSpec: Sendable {
     let longValueOptions: Set<String>
     /// `--help`'s lines for those long options (`    --all  …`).
     let longOptionHelp: [String]
+    /// Plumbing that programs run (the autostart entry's `session-display`): left out of the
+    /// command list `help` prints, still documented in its `--help` and the man page.
+    let hidden: Bool
     let run: @Sendable (CommandContext, Invocation) -> Int32
 
     init(_ name: String, synopsis: String, options: [OptionSpec] = [], usageNotes: [String] = [],
          summary: String, correctedSummary: String? = nil, operands: ValueCompletion = .none, json: Bool = false, helpNotes: [String] = [],
          usesGetopt: Bool = true, trailingWPrompts: Bool = false, ownHelp: Bool = false, knowsDashH: Bool = true,
          extraLongFlags: Set<String> = [], longValueOptions: Set<String> = [], longOptionHelp: [String] = [],
-         run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
+         hidden: Bool = false, run: @escaping @Sendable (CommandContext, Invocation) -> Int32) {
         self.name = name
         self.synopsis = synopsis
         self.options = options
@@ -56,6 +59,7 @@ struct CommandSpec: Sendable {
         self.extraLongFlags = extraLongFlags
         self.longValueOptions = longValueOptions
         self.longOptionHelp = longOptionHelp
+        self.hidden = hidden
         self.run = run
     }
 

@@ -18,7 +18,7 @@ enum HelpCommand {
     }
 
     static func commandList() -> String {
-        CommandTable.all.map { spec in
+        CommandTable.all.filter { !$0.hidden }.map { spec in
             // printf's `%-36s`, as `security` lists them.
             let padded = spec.name.count >= 36 ? spec.name : spec.name + String(repeating: " ", count: 36 - spec.name.count)
             return "    \(padded) \(spec.summary)\n"
