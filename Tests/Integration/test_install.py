@@ -155,6 +155,7 @@ def test_install_puts_every_file_in_place_and_uninstall_restores_the_root(stagin
     assert "org.freedesktop.impl.portal.Secret=keywell;" in (root / PORTALS_CONF.lstrip("/")).read_text()
     autostart = root / "etc/xdg/autostart/keywelld.desktop"
     assert f"TryExec={PREFIX}/bin/keywelld\n" in autostart.read_text()
+    assert f"Exec={PREFIX}/bin/keywell session-display\n" in autostart.read_text()
     for path in EXPECTED:
         assert b"@BINDIR@" not in (root / path.lstrip("/")).read_bytes(), path
 
