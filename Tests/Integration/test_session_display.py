@@ -43,6 +43,16 @@ def desktop_exec(bin_dir: str) -> list[str]:
     return shlex.split(lines[0][len("Exec="):])
 
 
+def access_questions(doctor: str) -> tuple[str, str]:
+    """`keywell doctor`'s access questions line: its kind (ok, note, …) and its text."""
+    for line in doctor.splitlines():
+        kind, _, rest = line.strip().partition(" ")
+        subject, _, text = rest.strip().partition(": ")
+        if subject == "access questions":
+            return kind, text
+    raise AssertionError(f"no access questions line in:\n{doctor}")
+
+
 def start_xvfb(kit) -> str:
     """Xvfb on a display it picks itself (-displayfd): a free one, whatever else runs."""
     read_end, write_end = os.pipe()
@@ -112,6 +122,8 @@ def test_a_daemon_pam_started_learns_the_session_display_from_the_autostart_entr
     assert denied.returncode != 0 and "mail-secret" not in denied.stdout, denied
     wait_for(lambda: log.exists() and NO_DIALOG in log.read_text(), "the denial's line in keywelld's log")
     assert not displays.exists(), "a pinentry ran without a display"
+    kind, text = access_questions(as_user([keywell, "doctor"], check=False).stdout)
+    assert kind == "note" and text.startswith("none can be shown (there is no display"), text
 
     # The desktop starts: its X server, then the autostart entry in its environment.
     display = start_xvfb(kit)
@@ -130,6 +142,9 @@ def test_a_daemon_pam_started_learns_the_session_display_from_the_autostart_entr
     assert displays.read_text().splitlines() == [f"DISPLAY={display} XAUTHORITY={xauthority}"]
     assert keywelld_pids(user) == [pid], "keywelld was restarted"
     assert dbus_call(kit, user, "info", "login")["ok"]["locked"] is False
+    # keywell doctor asks keywelld, which now has the display (its /proc environ still has none).
+    assert access_questions(as_user([keywell, "doctor"], check=False).stdout) == (
+        "ok", f"shown by {pinentry} (DISPLAY={display} passed to it)")
 
     # Values that are not a display are refused with the reason, and what was learned stays.
     for bad, reason in (({"DISPLAY": ":0; xterm"}, "is not an X display"),

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
@@ -40,37 +39,27 @@ enum AccessQuestionCheck {
         }
     }
 
-    /// The program keywelld would show an access question with, chosen as keywelld chooses it
-    /// (docs/prompts.md): from keywelld's own environment (its `/proc/<pid>/environ`) and the
-    /// session's activation environment.
-    static func prompter(on bus: DBusConnection, daemon: String, into report: inout DoctorReport) {
+    /// Whether keywelld can show an access question now, as keywelld itself answers it
+    /// (`GetPrompter`, docs/prompts.md): its own environment, the display the desktop session told
+    /// it, and the session's activation environment, as the next question would find them.
+    static func prompter(on bus: DBusConnection, into report: inout DoctorReport) {
         let subject = "access questions"
-        guard let pid = try? bus.unixProcessID(of: daemon), let environment = processEnvironment(of: pid) else {
-            report.note(subject, "cannot read keywelld's environment to tell which program would show them")
+        let reply: [DBusValue]
+        do {
+            reply = try DoctorChecks.nativeCall(bus, .getPrompter)
+        } catch {
+            report.note(subject, "cannot ask keywelld which program would show them: \(describe(error))")
             return
         }
-        switch PrompterChoice(environment: environment, activationEnvironment: { bus.activationEnvironment() }).choose() {
-        case .pinentry(let program, _, _):
-            // KEYWELL_PINENTRY is taken as given: a name that runs nothing is answered Deny too.
-            guard let found = PrompterChoice.locate(program, in: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
-                report.note(subject, "\(PrompterChoice.pinentryVariable)=\(program) in keywelld's environment is not a program "
-                    + "it can run, so every one is answered Deny: programs not on an item's list never read it")
-                return
-            }
-            report.ok(subject, "shown by \(found)")
-        case .unavailable(let reason):
-            report.note(subject, "none can be shown (\(reason)), so every one is answered Deny: programs not on an "
-                + "item's list never read it. Install a graphical pinentry, or set \(PrompterChoice.terminalVariable) "
-                + "or \(PrompterChoice.pinentryVariable) in keywelld's environment (docs/prompts.md)")
+        let detail = reply.count > 1 ? reply[1].stringValue ?? "" : ""
+        if reply.first?.boolValue == true {
+            report.ok(subject, detail)
+            return
         }
-    }
-
-    /// `KEY=value` entries of a process of this user; nil when unreadable. A process's start
-    /// environment is at most a few hundred KiB (the kernel's argument limit).
-    static func processEnvironment(of pid: UInt32) -> [String: String]? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
-        let entries = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        return PrompterChoice.parse(assignments: entries)
+        report.note(subject, "none can be shown (\(detail)), so every one is answered Deny: programs not on an "
+            + "item's list never read it. Install a graphical pinentry, run `keywell session-display` in the desktop "
+            + "session, or set \(PrompterChoice.terminalVariable) or \(PrompterChoice.pinentryVariable) in keywelld's "
+            + "environment (docs/prompts.md)")
     }
 
     private static func describe(_ error: DBusError) -> String {
