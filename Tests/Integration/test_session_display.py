@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
+from keywell_helpers import PrivateAccount, built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
 from pam_helpers import dbus_call, keywelld_pids, login, pamtester, start_session_bus
 
 HERE = Path(__file__).resolve().parent
@@ -165,3 +165,22 @@ def test_a_daemon_pam_started_learns_the_session_display_from_the_autostart_entr
     wait_for(lambda: log.read_text().count(NO_DIALOG) > before, "the second denial's line")
     assert len(displays.read_text().splitlines()) == 1, "a pinentry ran after the session ended"
     assert keywelld_pids(user) == [pid]
+
+
+def test_the_autostart_entry_starts_keywelld_through_the_bus_when_none_runs():
+    """No keywelld yet (no PAM login): the entry's command starts it by D-Bus activation, as the
+    entry's old StartServiceByName did, and hands it the display."""
+    account = PrivateAccount(built("KEYWELLD", "keywelld"), "keywell-session-display-", bin_dir=True)
+    try:
+        pinentry = account.bin / "pinentry-gnome3"
+        pinentry.write_text("#!/bin/sh\necho OK\n")
+        pinentry.chmod(0o755)
+        keywell = built("KEYWELL")
+        command = desktop_exec(str(Path(keywell).parent))
+        started = subprocess.run(command, env={**account.env, "DISPLAY": ":5"}, capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        # doctor runs without a DISPLAY of its own; keywelld answers with what it learned.
+        doctor = subprocess.run([keywell, "doctor"], env=account.env, capture_output=True, text=True, timeout=120)
+        assert access_questions(doctor.stdout) == ("ok", f"shown by {pinentry} (DISPLAY=:5 passed to it)"), doctor.stdout
+    finally:
+        account.close()

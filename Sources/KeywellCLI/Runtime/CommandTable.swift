@@ -357,7 +357,7 @@ enum CommandTable {
                                 "zsh:  keywell completion zsh > \"${fpath[1]}/_keywell\"",
                                 "fish: keywell completion fish > ~/.config/fish/completions/keywell.fish"],
                     usesGetopt: false, run: CompletionCommand.run),
-        CommandSpec("session-display", synopsis: "",
+        CommandSpec("session-display", synopsis: "[-h]",
                     summary: "Keywell: tell keywelld the desktop session's display (run by the autostart entry).",
                     usesGetopt: false, ownHelp: true, hidden: true, run: SessionDisplayCommand.run),
     ]
