@@ -9,7 +9,7 @@
 # (SYSCONFDIR/xdg/autostart, SYSCONFDIR default /etc), the Secret portal's backend file and
 # configuration (XDP_DATADIR/xdg-desktop-portal, XDP_DATADIR default /usr/share) and
 # pam_keywell.so in the system's PAM module folder with its pam-auth-update profile. It never
-# turns the PAM module on.
+# turns the PAM module on. scripts/lib/files lists every file, for the Debian package too.
 #
 # DESTDIR is a staging root: every file goes under it, and the record below lives there too.
 # --bin-dir takes keywell and keywelld already built (tests use the debug build) instead of
@@ -155,65 +155,59 @@ if [ ! -f "$root_record/state" ]; then
   fi
 fi
 
-for tool in keywelld keywell; do
-  place "$bin_dir/$tool" "$PREFIX/bin/$tool" 0755
-done
-# git runs its helper as git-credential-keywell; keywell answers to that name itself, so no
-# shell runs in between (docs/cli.md).
-place_link "$PREFIX/bin/git-credential-keywell" keywell
-
-place man/keywell.1 "$PREFIX/share/man/man1/keywell.1" 0644
-place man/keywelld.8 "$PREFIX/share/man/man8/keywelld.8" 0644
-place man/pam_keywell.8 "$PREFIX/share/man/man8/pam_keywell.8" 0644
-
-place completions/keywell.bash "$PREFIX/share/bash-completion/completions/keywell" 0644
-place completions/_keywell "$PREFIX/share/zsh/site-functions/_keywell" 0644
-place completions/keywell.fish "$PREFIX/share/fish/vendor_completions.d/keywell.fish" 0644
-
-# D-Bus activation: the first call to org.keywell.Keychain (or org.freedesktop.secrets, or KDE's
-# org.kde.kwalletd5 and org.kde.kwalletd6: docs/kwallet.md) starts keywelld; on a systemd session
-# through keywelld.service (SystemdService=).
-for file in dbus/org.*.service.in; do
-  place_template "$file" "$PREFIX/share/dbus-1/services/$(basename "$file" .in)" 0644
-done
-place dbus/org.keywell.Keychain1.xml "$PREFIX/share/dbus-1/interfaces/org.keywell.Keychain1.xml" 0644
-place_template dbus/keywelld.service.in "$PREFIX/lib/systemd/user/keywelld.service" 0644
-
-# The Secret portal's backend (docs/portal.md). xdg-desktop-portal reads backend files only from
-# its own data folder, /usr/share unless XDP_DATADIR names another, whatever PREFIX is. The
-# configuration goes there too, as the one for desktops that ship none: there it never shadows
-# a desktop's own file (the first file found is the only one read). A portals.conf that is not
-# ours stays as it is.
-xdp_dir="${XDP_DATADIR:-/usr/share}/xdg-desktop-portal"
-place dbus/keywell.portal "$xdp_dir/portals/keywell.portal" 0644
-if grep -qxF "$xdp_dir/portals.conf" "$root_record/files" || [ ! -e "$DESTDIR$xdp_dir/portals.conf" ]; then
-  place dbus/portals.conf "$xdp_dir/portals.conf" 0644
-else
-  echo "install: $xdp_dir/portals.conf is not Keywell's and stays; to route the Secret portal to Keywell, add"
-  echo "         org.freedesktop.impl.portal.Secret=keywell to its [preferred] group"
-fi
-place_template dbus/keywelld.desktop.in "$SYSCONFDIR/xdg/autostart/keywelld.desktop" 0644
+# What goes where: scripts/lib/files, the list the Debian package is built from too.
+source scripts/lib/files.sh
+BINDIR="$PREFIX/bin" MANDIR="$PREFIX/share/man"
+BASHCOMPDIR="$PREFIX/share/bash-completion/completions" ZSHCOMPDIR="$PREFIX/share/zsh/site-functions"
+FISHCOMPDIR="$PREFIX/share/fish/vendor_completions.d" DBUSDIR="$PREFIX/share/dbus-1"
+SYSTEMDUSERDIR="$PREFIX/lib/systemd/user" AUTOSTARTDIR="$SYSCONFDIR/xdg/autostart"
+ENVDIR="$PREFIX/lib/environment.d" PAMDIR="$pamdir" PAMCONFIGSDIR="$pam_configs"
+# xdg-desktop-portal reads backend files only from its own data folder, whatever PREFIX is.
+XDPDIR="${XDP_DATADIR:-/usr/share}/xdg-desktop-portal"
+entries="$(keywell_files source)"
 
 # SSH_AUTH_SOCK for the user's session: an environment.d file (systemd's user manager hands it
 # to the session), unless another environment.d file, user unit or autostart entry sets it
 # (gcr-ssh-agent, gnome-keyring's ssh component, OpenSSH's ssh-agent unit) (docs/ssh.md).
-ssh_env="$PREFIX/lib/environment.d/60-keywell-ssh-agent.conf"
-ssh_claimants=()
-for candidate in /usr/lib/environment.d/*.conf /usr/local/lib/environment.d/*.conf /etc/environment.d/*.conf \
-                 /usr/lib/systemd/user/*.service /usr/lib/systemd/user/*.socket \
-                 /etc/systemd/user/*.service /etc/systemd/user/*.socket "$SYSCONFDIR"/xdg/autostart/*.desktop; do
-  [ "$candidate" = "$ssh_env" ] && continue
-  [ -f "$DESTDIR$candidate" ] || continue
-  if grep -q 'SSH_AUTH_SOCK' "$DESTDIR$candidate" || grep -qE '^Exec=.*--components=[^ ]*ssh' "$DESTDIR$candidate"; then
-    ssh_claimants+=("$candidate")
+place_ssh_env() {
+  local source="$1" ssh_env="$2" mode="$3" candidate ssh_claimants=()
+  for candidate in /usr/lib/environment.d/*.conf /usr/local/lib/environment.d/*.conf /etc/environment.d/*.conf \
+                   /usr/lib/systemd/user/*.service /usr/lib/systemd/user/*.socket \
+                   /etc/systemd/user/*.service /etc/systemd/user/*.socket "$SYSCONFDIR"/xdg/autostart/*.desktop; do
+    [ "$candidate" = "$ssh_env" ] && continue
+    [ -f "$DESTDIR$candidate" ] || continue
+    if grep -q 'SSH_AUTH_SOCK' "$DESTDIR$candidate" || grep -qE '^Exec=.*--components=[^ ]*ssh' "$DESTDIR$candidate"; then
+      ssh_claimants+=("$candidate")
+    fi
+  done
+  if [ "${#ssh_claimants[@]}" -eq 0 ] || grep -qxF "$ssh_env" "$root_record/files"; then
+    place "$source" "$ssh_env" "$mode"
+  else
+    echo "install: SSH_AUTH_SOCK is left to ${ssh_claimants[*]}; to use Keywell's agent, stop that one"
+    echo "         and point SSH_AUTH_SOCK at \$XDG_RUNTIME_DIR/keywell/ssh-agent (docs/ssh.md)"
   fi
-done
-if [ "${#ssh_claimants[@]}" -eq 0 ] || grep -qxF "$ssh_env" "$root_record/files"; then
-  place dbus/keywell-ssh-agent.conf "$ssh_env" 0644
-else
-  echo "install: SSH_AUTH_SOCK is left to ${ssh_claimants[*]}; to use Keywell's agent, stop that one"
-  echo "         and point SSH_AUTH_SOCK at \$XDG_RUNTIME_DIR/keywell/ssh-agent (docs/ssh.md)"
-fi
+}
+
+while read -r kind source target mode; do
+  case "$kind" in
+    program) place "$bin_dir/$source" "$target" "$mode" ;;
+    link) place_link "$target" "$source" ;;
+    file|man) place "$source" "$target" "$mode" ;;
+    template) place_template "$source" "$target" "$mode" ;;
+    pam-module) place "pam/build/$source" "$target" "$mode" ;;
+    pam-profile) [ -z "$pam_configs" ] || place "$source" "$target" "$mode" ;;
+    # A portals.conf that is not ours stays as it is.
+    portals-conf)
+      if grep -qxF "$target" "$root_record/files" || [ ! -e "$DESTDIR$target" ]; then
+        place "$source" "$target" "$mode"
+      else
+        echo "install: $target is not Keywell's and stays; to route the Secret portal to Keywell, add"
+        echo "         org.freedesktop.impl.portal.Secret=keywell to its [preferred] group"
+      fi ;;
+    ssh-env) place_ssh_env "$source" "$target" "$mode" ;;
+    *) echo "install: scripts/lib/files: unknown kind $kind" >&2; exit 1 ;;
+  esac
+done <<< "$entries"
 
 # Another Secret Service's activation file in a folder the bus reads later stays, shadowed by
 # ours; taking ours out (--uninstall) gives it the name back.
@@ -224,9 +218,7 @@ for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do
   fi
 done
 
-place pam/build/pam_keywell.so "$pamdir/pam_keywell.so" 0644
 if [ -n "$pam_configs" ]; then
-  place pam/pam-configs/keywell "$pam_configs/keywell" 0644
   enable_hint="pam-auth-update --enable keywell"
 else
   enable_hint="the lines in pam/README.md"

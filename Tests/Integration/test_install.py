@@ -33,6 +33,7 @@ EXPECTED = {
     f"{PREFIX}/share/man/man1/keywell.1": 0o644,
     f"{PREFIX}/share/man/man8/keywelld.8": 0o644,
     f"{PREFIX}/share/man/man8/pam_keywell.8": 0o644,
+    f"{PREFIX}/share/man/man1/git-credential-keywell.1": 0o644,
     f"{PREFIX}/share/bash-completion/completions/keywell": 0o644,
     f"{PREFIX}/share/zsh/site-functions/_keywell": 0o644,
     f"{PREFIX}/share/fish/vendor_completions.d/keywell.fish": 0o644,
