@@ -40,6 +40,9 @@ packages=(
   kwalletcli libkf5wallet-bin
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
+  # the Debian package: dpkg-deb and dpkg-shlibdeps, lintian, and a clean Debian 12 root for
+  # its smoke test (scripts/package.sh, scripts/package-smoke.sh; docs/install.md)
+  dpkg-dev lintian debootstrap
   # later work tests against these: OpenSSH's server and its PAM stack, Syncthing, a software
   # TPM, KDE's wallet (kwalletd5, kwalletcli). The suite must not depend on their absence, nor
   # on their services running or stopped (docs/contributing.md, "Machine state").
