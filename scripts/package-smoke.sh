@@ -9,12 +9,13 @@
 # namespace of its own: its /proc, /dev, /sys and /run go away with it, and so does every process
 # it started. With only Debian's repositories (bookworm, -updates, -security) it checks:
 #   - apt-get install ./keywell_*.deb resolves every dependency, puts nothing under /usr/local,
-#     and diverts no file but gnome-keyring's activation file;
+#     and diverts no file but gnome-keyring's activation file; an upgrade to it from a previous
+#     version (the same files, a lower version) keeps the diversion and the PAM profile's state;
 #   - a throwaway user, in dbus-run-session: keywell creates the login keychain, secret-tool
 #     stores a secret and reads it back, git-credential-keywell answers; man keywell works;
 #   - pam-auth-update --enable keywell adds pam_keywell to /etc/pam.d, --disable takes it out;
 #   - gnome-keyring after keywell, and keywell after gnome-keyring, install without a conflict;
-#     installing the same package again (an upgrade) keeps the diversion;
+#     installing the same package again keeps the diversion;
 #   - apt-get purge keywell, with the profile on, leaves none of keywell's files, no pam_keywell
 #     line, no diversion, gnome-keyring's file byte-identical to its package's, and the user's
 #     keychain in place.
@@ -48,7 +49,7 @@ if [ ! -f "$tarball" ]; then
 fi
 
 root="$(mktemp -d /var/tmp/keywell-smoke.XXXXXX)"
-trap 'rm -rf --one-file-system "$root" "$root.apt.log" "$root.user.log"' EXIT
+trap 'rm -rf --one-file-system "$root" "$root.repack" "$root.apt.log" "$root.user.log"' EXIT
 tar -C "$root" -xf "$tarball"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 cat > "$root/etc/apt/sources.list" <<EOF
@@ -83,8 +84,17 @@ pam_lines() { in_root sh -c 'grep -l pam_keywell /etc/pam.d/* || true'; }
 step "apt-get update"
 in_root apt-get update -q > "$root.apt.log" 2>&1 || { cat "$root.apt.log" >&2; fail "apt-get update"; }
 
-step "apt-get install $package on a clean bookworm root"
-apt_install "$package"
+# "The previous version": the same files under a lower version, for an upgrade from it.
+repack="$root.repack"
+mkdir -p "$repack"
+dpkg-deb -R "$deb" "$repack/tree"
+version="$(sed -n 's/^Version: //p' "$repack/tree/DEBIAN/control")"
+sed -i "s/^Version: .*/Version: $version~previous/" "$repack/tree/DEBIAN/control"
+dpkg-deb --root-owner-group -Znone -b "$repack/tree" "$root/tmp/keywell_previous.deb" >/dev/null
+rm -rf "$repack"
+
+step "apt-get install the previous version on a clean bookworm root"
+apt_install /tmp/keywell_previous.deb
 files="$(in_root dpkg-query -L keywell)"
 grep -q '^/usr/local' <<< "$files" && fail "files under /usr/local: $(grep '^/usr/local' <<< "$files")"
 for path in /usr/bin/keywell /usr/bin/keywelld /usr/bin/git-credential-keywell \
@@ -101,6 +111,14 @@ diversions="$(in_root dpkg-divert --list keywell)"
 [ "$diversions" = "diversion of $secrets to $diverted by keywell" ] || fail "diversions: $diversions"
 [ -z "$(pam_lines)" ] || fail "installing turned the PAM profile on: $(pam_lines)"
 in_root keywell --version
+
+step "upgrade to $package with the PAM profile on"
+in_root pam-auth-update --enable keywell
+apt_install "$package"
+[ "$(in_root dpkg-query -W -f='${Version}' keywell)" = "$version" ] || fail "the upgrade did not install $version"
+[ "$(in_root dpkg-divert --list keywell)" = "$diversions" ] || fail "the upgrade changed the diversion"
+[ -n "$(pam_lines)" ] || fail "the upgrade turned the PAM profile off"
+in_root pam-auth-update --disable keywell
 
 step "a throwaway user: keychain, secret-tool, git-credential-keywell, man"
 apt_install libsecret-tools man-db
@@ -146,9 +164,9 @@ gk_sum="$(dpkg-deb --fsys-tarfile "$gk_deb" | tar -xOf - ".$secrets" | sha256sum
 grep -qx 'Exec=/usr/bin/keywelld' "$root$secrets" || fail "$secrets is not keywell's after gnome-keyring came"
 [ "$(sha256sum < "$root$diverted")" = "$gk_sum" ] || fail "gnome-keyring's file is not at $diverted"
 
-step "installing the package again (upgrade path)"
+step "installing the same package again"
 in_root dpkg -i "$package" > "$root.apt.log" 2>&1 || { cat "$root.apt.log" >&2; fail "dpkg -i again"; }
-[ "$(in_root dpkg-divert --list keywell)" = "$diversions" ] || fail "the upgrade changed the diversion"
+[ "$(in_root dpkg-divert --list keywell)" = "$diversions" ] || fail "reinstalling changed the diversion"
 
 # purge_and_check: apt-get purge keywell with the profile on, then nothing of keywell is left.
 purge_and_check() {

@@ -50,6 +50,8 @@ maintainer="$(git log -1 --format='%an <%ae>')"
 # pam_keywell.so starts the packaged keywelld; its own build folder keeps the tests' build
 # (pam/build, PREFIX /usr/local) as it is.
 make -s -C pam BUILD=build-package KEYWELLD_PATH=/usr/bin/keywelld
+grep -qaF /usr/bin/keywelld pam/build-package/pam_keywell.so ||
+  { echo "package: pam/build-package/pam_keywell.so does not start /usr/bin/keywelld" >&2; exit 1; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
