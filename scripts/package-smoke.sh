@@ -43,6 +43,7 @@ step() { echo "package-smoke: [$((SECONDS - started)) s] $*"; }
 if [ ! -f "$tarball" ]; then
   step "debootstrap bookworm from $mirror (cached in $tarball)"
   fresh="$(mktemp -d /var/tmp/keywell-debootstrap.XXXXXX)"
+  chmod 0755 "$fresh"   # it becomes the root's /, which every user must be able to enter
   debootstrap --variant=minbase bookworm "$fresh" "$mirror" >/dev/null
   tar -C "$fresh" -cf "$tarball.part" . && mv "$tarball.part" "$tarball"
   rm -rf --one-file-system "$fresh"
@@ -51,6 +52,7 @@ fi
 root="$(mktemp -d /var/tmp/keywell-smoke.XXXXXX)"
 trap 'rm -rf --one-file-system "$root" "$root.repack" "$root.apt.log" "$root.user.log"' EXIT
 tar -C "$root" -xf "$tarball"
+chmod 0755 "$root"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 cat > "$root/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
