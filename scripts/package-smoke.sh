@@ -13,7 +13,8 @@
 #     version (the same files, a lower version) keeps the diversion and the PAM profile's state;
 #   - a throwaway user, in dbus-run-session: keywell creates the login keychain, secret-tool
 #     stores a secret and reads it back, git-credential-keywell answers; man keywell works;
-#   - pam-auth-update --enable keywell adds pam_keywell to /etc/pam.d, --disable takes it out;
+#   - pam-auth-update --enable keywell adds pam_keywell to /etc/pam.d, and a login through
+#     pamtester then starts /usr/bin/keywelld as the user; --disable takes it out;
 #   - gnome-keyring after keywell, and keywell after gnome-keyring, install without a conflict;
 #     installing the same package again keeps the diversion;
 #   - apt-get purge keywell, with the profile on, leaves none of keywell's files, no pam_keywell
@@ -123,7 +124,7 @@ apt_install "$package"
 in_root pam-auth-update --disable keywell
 
 step "a throwaway user: keychain, secret-tool, git-credential-keywell, man"
-apt_install libsecret-tools man-db
+apt_install libsecret-tools man-db pamtester
 in_root useradd --create-home --shell /bin/bash kwsmoke
 # The user's part: a session bus of its own, keywelld started by it (bus activation).
 cat > "$root/tmp/smoke-user.sh" <<'EOF_USER'
@@ -147,8 +148,9 @@ sed 's/^/  /' "$root.user.log"
 grep -q 'keychain, secret-tool and git-credential-keywell: ok' "$root.user.log" || fail "the user session"
 in_root sh -c 'MANPAGER=cat man keywell 2>/dev/null' | grep -q 'keywell' || fail "man keywell"
 in_root sh -c 'MANPAGER=cat man git-credential-keywell 2>/dev/null' | grep -q 'keywell' || fail "man git-credential-keywell"
-keychains="$(in_root sh -c 'find /home/kwsmoke -type f -path "*keywell*" | sort')"
-[ -n "$keychains" ] || fail "no keychain file in the user's home"
+# The user's keywell files, with their contents (no keywelld runs between two steps).
+user_files() { in_root sh -c 'find /home/kwsmoke -type f -path "*keywell*" -exec sha256sum {} + | sort -k2'; }
+[ -n "$(user_files)" ] || fail "no keychain file in the user's home"
 
 step "pam-auth-update --enable / --disable keywell"
 in_root pam-auth-update --enable keywell
@@ -156,6 +158,27 @@ enabled="$(pam_lines)"
 for file in common-auth common-session common-password; do
   grep -qx "/etc/pam.d/$file" <<< "$enabled" || fail "--enable left /etc/pam.d/$file without pam_keywell"
 done
+# A login through Debian's own stack (login includes common-auth and common-session): the
+# packaged module starts /usr/bin/keywelld as the user, and a wrong password is still refused.
+cat > "$root/tmp/smoke-login.sh" <<'EOF_LOGIN'
+set -e
+install -d -m 0700 -o kwsmoke -g kwsmoke "/run/user/$(id -u kwsmoke)"
+printf 'kwsmoke:smoke-login\n' | chpasswd
+if printf 'wrong\n' | setsid -w pamtester login kwsmoke authenticate 2>/dev/null; then
+  echo 'a wrong password was accepted'; exit 1
+fi
+printf 'smoke-login\n' | setsid -w pamtester login kwsmoke authenticate open_session
+for proc in /proc/[0-9]*; do
+  if [ "$(readlink "$proc/exe" 2>/dev/null)" = /usr/bin/keywelld ] &&
+     [ "$(stat -c %U "$proc")" = kwsmoke ]; then
+    echo 'the login started /usr/bin/keywelld as kwsmoke'; exit 0
+  fi
+done
+echo 'no keywelld runs after the login'; exit 1
+EOF_LOGIN
+in_root sh /tmp/smoke-login.sh > "$root.user.log" 2>&1 || true
+sed 's/^/  /' "$root.user.log"
+grep -q 'the login started /usr/bin/keywelld as kwsmoke' "$root.user.log" || fail "a PAM login with the profile on"
 in_root pam-auth-update --disable keywell
 [ -z "$(pam_lines)" ] || fail "--disable left pam_keywell in $(pam_lines)"
 
@@ -172,6 +195,8 @@ in_root dpkg -i "$package" > "$root.apt.log" 2>&1 || { cat "$root.apt.log" >&2; 
 
 # purge_and_check: apt-get purge keywell with the profile on, then nothing of keywell is left.
 purge_and_check() {
+  local keychains
+  keychains="$(user_files)"
   in_root pam-auth-update --enable keywell
   [ -n "$(pam_lines)" ] || fail "--enable did nothing"
   in_root apt-get purge -y -q keywell > "$root.apt.log" 2>&1 || { cat "$root.apt.log" >&2; fail "apt-get purge keywell"; }
@@ -189,7 +214,7 @@ purge_and_check() {
   # Nothing else on the system names keywell (dpkg's and apt's own logs and lists aside).
   left="$(in_root sh -c 'grep -rlI --exclude-dir=dpkg --exclude-dir=apt keywell /etc /usr /var/lib 2>/dev/null; find / -xdev -iname "*keywell*" -not -path "/home/*" -not -path "/tmp/*" -not -path "/var/cache/*" -not -path "/var/log/*" -not -path "/proc/*" 2>/dev/null' || true)"
   [ -z "$left" ] || fail "purge left: $left"
-  [ "$(in_root sh -c 'find /home/kwsmoke -type f -path "*keywell*" | sort')" = "$keychains" ] ||
+  [ "$(user_files)" = "$keychains" ] ||
     fail "purge touched the user's keychain"
 }
 
