@@ -111,6 +111,9 @@ let package = Package(
             swiftSettings: testSwitches
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
+        // Sync between machines through a folder a sync engine carries (docs/sync.md): sealed
+        // records, the folder's names and header, the merge rules, compaction.
+        .target(name: "KeywellSync", dependencies: ["CSodium", "KeywellCore", "KeywellProtocol", .product(name: "Logging", package: "swift-log")]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
         // CSodium: SHA-256 of programs named as trusted applications (`-T`); KeywellSystem: whether
@@ -169,6 +172,7 @@ let package = Package(
             dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
+        .testTarget(name: "KeywellSyncTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSync", "KeywellTestSupport"]),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
