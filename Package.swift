@@ -172,7 +172,10 @@ let package = Package(
             dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
-        .testTarget(name: "KeywellSyncTests", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSync", "KeywellTestSupport"]),
+        .testTarget(
+            name: "KeywellSyncTests",
+            dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSync", "KeywellTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),

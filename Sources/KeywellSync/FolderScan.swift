@@ -13,6 +13,8 @@ public struct FolderContents: Sendable {
     /// Files older than their machine's snapshot: never merged (a replayed old file is one).
     public var superseded: [String] = []
     public var ownFiles: [RecordName] = []
+    /// Files opened and read whole (a later scan may skip them).
+    public var read: [String] = []
 }
 
 /// Reads a folder for a merge (docs/sync.md, "Merging"). A file that fails any check is
@@ -53,7 +55,9 @@ public enum FolderScan {
                 let cap = name.kind == .record ? SyncLimits.bytesPerRecord : SyncLimits.bytesPerSnapshot
                 do throws(SyncRefusal) {
                     guard let bytes = try folder.read(file, limit: cap) else { continue }
-                    for record in try RecordFile.open(bytes, name: name, key: key) {
+                    let records = try RecordFile.open(bytes, name: name, key: key)
+                    contents.read.append(file)
+                    for record in records {
                         contents.records.append((name, record))
                         let seen = contents.machines[machine]?.lastChange ?? .min
                         if record.version.modified >= seen { contents.machines[machine] = (record.machineName, record.version.modified) }

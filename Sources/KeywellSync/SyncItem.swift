@@ -91,3 +91,30 @@ public struct ItemTag: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { MachineID(bytes: Array(bytes.prefix(16)))!.hex }
 }
+
+extension ItemIdentity {
+    /// What `sync_item.identity` keeps: the canonical bytes, read back for a deletion.
+    public var stored: Data { Data(canonicalBytes) }
+
+    public init?(stored: Data) {
+        var reader = ByteReader(Array(stored))
+        do throws(SyncRefusal) {
+            guard let itemClass = ItemClass(rawValue: try reader.text(limit: 16)) else { return nil }
+            var key: [AttributeValue] = []
+            for _ in 0..<(try reader.number(width: 2)) {
+                switch try reader.byte() {
+                case UInt8(ascii: "t"): key.append(.text(try reader.text(limit: ServiceLimits.bytesPerAttributeValue)))
+                case UInt8(ascii: "i"): key.append(.integer(Int64(bitPattern: try reader.number(width: 8))))
+                case UInt8(ascii: "b"): key.append(.bool(try reader.byte() != 0))
+                case UInt8(ascii: "d"): key.append(.data(Data(try reader.blob(limit: ServiceLimits.bytesPerAttributeValue))))
+                default: return nil
+                }
+            }
+            try reader.finish()
+            guard key.count == itemClass.primaryKey.count else { return nil }
+            self.init(itemClass: itemClass, key: key)
+        } catch {
+            return nil
+        }
+    }
+}

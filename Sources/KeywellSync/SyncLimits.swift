@@ -19,8 +19,6 @@ public enum SyncLimits {
     public static let bytesPerHeader = 4096
     /// Refused file names remembered for `sync status --json`.
     public static let refusedNamesKept = 1_000
-    /// Losing versions kept per keychain (`sync conflicts`); the oldest go first.
-    public static let conflictsKept = 10_000
     /// A machine writes a snapshot once it has this many record files of its own past its last one
     /// and more of them than it has live items (docs/sync.md, "Compaction").
     public static let recordsBeforeSnapshot = 64

@@ -160,6 +160,19 @@ package enum Sodium {
         return output
     }
 
+    /// Unkeyed BLAKE2b of `parts` one after the other: a fingerprint, not a MAC.
+    package static func hash(_ parts: [Data]) -> Data {
+        let message = parts.reduce(Data(), +)
+        var output = Data(count: macLength)
+        output.withUnsafeMutableBytes { out in
+            message.withUnsafeBytes { input in
+                _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), macLength,
+                                       input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count), nil, 0)
+            }
+        }
+        return output
+    }
+
     /// Compares two MACs in constant time; false when the lengths differ.
     package static func macsEqual(_ left: Data, _ right: Data) -> Bool {
         guard left.count == right.count, left.count > 0 else { return false }
