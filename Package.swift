@@ -105,8 +105,8 @@ let package = Package(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "CKeywellTPM", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity",
-                "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "KeyringImport",
-                .product(name: "Logging", package: "swift-log"),
+                "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSync", "KeywellSystem",
+                "KeyringImport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSwitches
         ),

@@ -45,6 +45,8 @@ extension NativeMethod {
         case .migrateKeyrings, .getMigrationStatus: .shared(action: "migrate keyrings")
         case .exportGnomeKeyring, .exportKeychains: .shared(action: "export keychains")
         case .inspectExport, .importExport: .shared(action: "import an export file")
+        case .syncEnable, .syncStatus, .syncConflicts, .syncConflictSecret, .syncDisable, .syncRekey:
+            .shared(action: "manage a keychain's sync between machines")
         }
     }
 }

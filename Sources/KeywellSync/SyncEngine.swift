@@ -9,7 +9,7 @@ import Logging
 public final class SyncEngine: @unchecked Sendable {
     let store: KeychainStore
     let logger: Logger
-    let hostName: String
+    public let hostName: String
     /// Files merged already, by name and size, left unread by later scans (memory only: a
     /// restart reads each once more, and merging a version held changes nothing).
     private var merged: [String: Set<String>] = [:]

@@ -71,6 +71,13 @@ if sys.argv[1] == "attack":
         "MigrateKeyrings": lambda: call("MigrateKeyrings", "say", "", b""),
         "GetMigrationStatus": lambda: call("GetMigrationStatus"),
         "ExportGnomeKeyring": lambda: call("ExportGnomeKeyring", "ssayb", "login", sys.argv[3] + "/loot.keyring", b"x", True),
+        "SyncEnable": lambda: call("SyncEnable", "ssayb", "login", sys.argv[3], b"spy-password", False),
+        "SyncEnable (join)": lambda: call("SyncEnable", "ssayb", "login", sys.argv[3], b"spy-password", True),
+        "SyncStatus": lambda: call("SyncStatus", "s", "login"),
+        "SyncConflicts": lambda: call("SyncConflicts", "s", "login"),
+        "SyncConflictSecret": lambda: call("SyncConflictSecret", "sx", "login", 1),
+        "SyncDisable": lambda: call("SyncDisable", "s", "login"),
+        "SyncRekey": lambda: call("SyncRekey", "say", "login", b"spy-password"),
     }
     print(json.dumps({name: attempt(step) for name, step in steps.items()}))
 elif sys.argv[1] == "items":
@@ -118,6 +125,7 @@ def shared_state(session) -> dict:
         "files": sorted(path.name for path in keychains.iterdir()),
         "bashrc": (session.home / ".bashrc").read_bytes(),
         "login file": (keychains / "login.keychain-db").stat().st_ino,
+        "sync": {str(key): str(value) for key, value in native.SyncStatus("login").items()},
     }
 
 
@@ -137,10 +145,11 @@ def test_a_sandboxed_app_cannot_take_over_the_keychains_through_the_native_api(s
     outcomes = run_attacker(session, scratch, "attack", str(session.home), str(session.runtime), instance="2000000021")
     after = shared_state(session)
     refused = [name for name, outcome in outcomes.items() if outcome == MISSING_ENTITLEMENT]
-    loot = [path.name for path in session.runtime.iterdir() if path.name.startswith("loot")]
+    loot = [path.name for path in session.runtime.iterdir() if path.name.startswith("loot") or path.name.startswith("keywell-sync")]
     record("native API: a Flatpak app (bwrap, /.flatpak-info) creates a keychain and makes it the default and the "
            "search list, backs `login` up into its folder and over ~/.bashrc, restores over `login`, deletes, "
-           "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports",
+           "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports, "
+           "and enables, joins, reads, disables and rekeys sync into its folder",
            f"{len(refused)} of {len(outcomes)} calls refused (MissingEntitlement); shared state "
            f"{'unchanged' if after == before else 'changed'}; {len(loot)} files written for the app",
            f"all {len(outcomes)} refused, nothing changed or written", len(refused) == len(outcomes) and after == before and not loot)
