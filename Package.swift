@@ -147,8 +147,8 @@ let package = Package(
             name: "keywell-bench",
             dependencies: [
                 "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
-                "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "SecretServiceCrypto",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "KeywellSSHAgent", "KeywellSSHWire", "KeywellSync", "KeywellSystem", "SecretServiceCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

@@ -160,9 +160,10 @@ public final class SyncEngine: @unchecked Sendable {
                                   access: item.access, secret: item.secret)
             let record = SyncRecord(version: SyncVersion(modified: modified, machine: settings.machine), base: state.flatMap { Self.version($0) },
                                     machineName: hostName, change: .item(synced))
-            records.append((record, SyncItemState(tag: tag.bytes, fingerprint: nil, modified: modified, machine: Data(settings.machine.bytes),
-                                                  baseModified: state?.modified, baseMachine: state?.machine, deleted: false,
-                                                  identity: synced.identity.stored)))
+            // The fingerprint of what this record carries: a change made since is pushed next time.
+            records.append((record, SyncItemState(tag: tag.bytes, fingerprint: item.fingerprint, modified: modified,
+                                                  machine: Data(settings.machine.bytes), baseModified: state?.modified,
+                                                  baseMachine: state?.machine, deleted: false, identity: synced.identity.stored)))
         }
         for state in states.values where !state.deleted && !seen.contains(state.tag) {
             guard let identity = ItemIdentity(stored: state.identity) else { continue }
@@ -182,12 +183,9 @@ public final class SyncEngine: @unchecked Sendable {
         reserve.settings = settings.rows
         try store.applySync(keychain, reserve)
         var application = SyncApplication()
-        let fingerprints = Dictionary(try store.syncCandidates(keychain).map { ($0.uuid, $0.fingerprint) }) { first, _ in first }
         for (offset, (record, state)) in records.enumerated() {
             let name = RecordName(machine: settings.machine, sequence: first + UInt64(offset), kind: .record)
             try folder.write(RecordFile.seal(record, name: name, key: key), as: name.description)
-            var state = state
-            if let item = record.item { state.fingerprint = fingerprints[item.uuid] }
             application.states.append(state)
         }
         try store.applySync(keychain, application)
@@ -246,6 +244,8 @@ public final class SyncEngine: @unchecked Sendable {
         public var applied = 0
         public var conflicts = 0
         public var refused: [String] = []
+
+        public init() {}
     }
 
     /// Merges every file of the other machines not merged yet, in one transaction. The keychain

@@ -46,10 +46,13 @@ public struct SyncFullItem: Sendable {
     public var freeform: [String: String]
     public var access: AccessList
     public var secret: Data
+    /// As `SyncLocalItem.fingerprint`, read with the rest (empty for an item about to be written).
+    public var fingerprint: Data
 
     public init(uuid: UUID, itemClass: ItemClass, attributes: [ItemAttribute: AttributeValue], freeform: [String: String],
-                access: AccessList, secret: Data) {
+                access: AccessList, secret: Data, fingerprint: Data = Data()) {
         self.uuid = uuid
+        self.fingerprint = fingerprint
         self.itemClass = itemClass
         self.attributes = attributes
         self.freeform = freeform
@@ -138,8 +141,8 @@ extension KeychainStore {
         }
     }
 
-    /// The items `uuids` whole, checked against their MACs; the keychain must be unlocked.
-    /// Items gone since are left out.
+    /// The items `uuids` whole, checked against their MACs, with their fingerprints as read in
+    /// the same snapshot; the keychain must be unlocked. Items gone since are left out.
     public func syncItems(_ keychain: String, uuids: [UUID]) throws(KeychainError) -> [SyncFullItem] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
@@ -148,13 +151,16 @@ extension KeychainStore {
             let items = try ItemTable.fetch(ItemFilter(itemClass: nil), limit: .all, db).filter { wanted.contains($0.uuid) }
             let lists = try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db)
             return try items.map { item in
-                (item, try FreeformAttributeTable.attributes(itemID: item.rowID!, db), lists[item.rowID!] ?? .anyApplication)
+                let mac = try Data.fetchOne(db, sql: "SELECT mac FROM item WHERE id = ?", arguments: [item.rowID!]) ?? Data()
+                return (item, try FreeformAttributeTable.attributes(itemID: item.rowID!, db), lists[item.rowID!] ?? .anyApplication,
+                        Self.fingerprint(mac: mac, sealedSecret: item.sealedSecret))
             }
         }
         var result: [SyncFullItem] = []
-        for (item, freeform, access) in found {
+        for (item, freeform, access, fingerprint) in found {
             result.append(SyncFullItem(uuid: item.uuid, itemClass: item.itemClass, attributes: item.attributes, freeform: freeform,
-                                       access: access, secret: try ItemSealing.open(item, keychain: file.uuid, key: key)))
+                                       access: access, secret: try ItemSealing.open(item, keychain: file.uuid, key: key),
+                                       fingerprint: fingerprint))
         }
         file.markUsed()
         return result
@@ -180,7 +186,7 @@ extension KeychainStore {
                     try ItemTable.delete(rowID: existing, db)
                 }
                 var uuid = incoming.uuid
-                if try Int64.fetchOne(db, sql: "SELECT id FROM item WHERE uuid = ?", arguments: [uuid.data]) != nil {
+                if try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM item WHERE uuid = ?"), arguments: [uuid.data]) != nil {
                     uuid = UUID.timeOrdered(at: Date())
                 }
                 var item = KeychainItem(rowID: nil, uuid: uuid, itemClass: incoming.itemClass, attributes: incoming.attributes,
@@ -308,12 +314,10 @@ extension KeychainStore {
     }
 
     private static func write(_ state: SyncItemState, _ db: Database) throws {
-        try db.execute(
-            sql: """
-                INSERT OR REPLACE INTO sync_item (tag, fingerprint, modified, machine, base_modified, base_machine, deleted, identity)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [state.tag, state.fingerprint, state.modified, state.machine, state.baseModified, state.baseMachine,
+        try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO sync_item (tag, fingerprint, modified, machine, base_modified, base_machine, deleted, identity)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [state.tag, state.fingerprint, state.modified, state.machine, state.baseModified, state.baseMachine,
                         state.deleted, state.identity])
     }
 
