@@ -10,7 +10,8 @@ public struct FolderContents: Sendable {
     public var machines: [MachineID: (name: String, lastChange: Int64)] = [:]
     /// Each machine's newest snapshot: its files numbered below are superseded.
     public var floors: [MachineID: UInt64] = [:]
-    /// Files older than their machine's snapshot: never merged (a replayed old file is one).
+    /// Files older than their machine's snapshot (a replayed old file is one), and files sealed
+    /// under a key from before a `sync rekey`: never merged, not counted as refused.
     public var superseded: [String] = []
     public var ownFiles: [RecordName] = []
     /// Files opened and read whole (a later scan may skip them).
@@ -55,6 +56,10 @@ public enum FolderScan {
                 let cap = name.kind == .record ? SyncLimits.bytesPerRecord : SyncLimits.bytesPerSnapshot
                 do throws(SyncRefusal) {
                     guard let bytes = try folder.read(file, limit: cap) else { continue }
+                    if RecordFile.isUnderAnotherKey(bytes, key: key) {
+                        contents.superseded.append(file)
+                        continue
+                    }
                     let records = try RecordFile.open(bytes, name: name, key: key)
                     contents.read.append(file)
                     for record in records {

@@ -64,6 +64,12 @@ public enum RecordFile {
         return records
     }
 
+    /// Whether `bytes` is a record sealed under another key (one from before a `sync rekey`):
+    /// such a file is passed over, neither merged nor counted as damaged.
+    public static func isUnderAnotherKey(_ bytes: [UInt8], key: SyncKey) -> Bool {
+        bytes.count >= prefixLength && Array(bytes[0..<4]) == magic && bytes[4] == format && Array(bytes[5..<prefixLength]) != key.id
+    }
+
     private static func box(_ plain: [UInt8], name: RecordName, key: SyncKey) -> [UInt8] {
         let prefix = magic + [format] + key.id
         let sealed = plain.withUnsafeBytes { Sodium.seal($0, key: key.sealingKey, associatedData: associatedData(prefix, name: name)) }

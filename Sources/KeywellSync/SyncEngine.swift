@@ -117,6 +117,8 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     private func start(_ keychain: String, _ settings: SyncSettings) throws(KeychainError) {
+        var settings = settings
+        settings.lastWrite = Self.now()
         var application = SyncApplication()
         application.settings = settings.rows
         try store.applySync(keychain, application)

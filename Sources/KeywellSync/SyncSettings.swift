@@ -24,6 +24,11 @@ public struct SyncSettings: Sendable, Equatable {
         public var name: String
         /// The newest change of that machine merged here (milliseconds since 1970).
         public var lastChange: Int64
+
+        public init(name: String, lastChange: Int64) {
+            self.name = name
+            self.lastChange = lastChange
+        }
     }
 
     enum Key {

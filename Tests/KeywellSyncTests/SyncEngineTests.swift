@@ -138,4 +138,37 @@ func secret(_ account: String, in store: KeychainStore) -> String? {
         #expect(secret("shared", in: machines.storeB) == "b-version")
         #expect(try machines.engineB.conflicts("login").count == 1)
     }
+
+    /// A lost machine: after a rekey its key opens nothing new, and the others join again.
+    @Test func rekeyShutsTheOldKeyOut() throws {
+        let machines = try TwoMachines()
+        try machines.enableAndJoin()
+        let newPassword = SecretBytes(copying: Array("a new sync password".utf8))
+        try machines.engineA.rekey("login", password: newPassword, kdf: .fastForTests)
+        _ = try machines.storeA.add(genericPassword("after-rekey", "fresh"))
+        _ = try machines.engineA.push("login")
+        let merged = try machines.engineB.merge("login")
+        #expect(merged.applied == 0)
+        #expect(secret("after-rekey", in: machines.storeB) == nil)
+        try machines.engineB.disable("login")
+        #expect(throws: KeychainError.self) { try machines.engineB.join("login", folder: machines.folder, password: TwoMachines.password) }
+        try machines.engineB.join("login", folder: machines.folder, password: newPassword)
+        #expect(secret("after-rekey", in: machines.storeB) == "fresh")
+        #expect(try machines.engineB.settings("login")?.refused.isEmpty == true)
+    }
+
+    @Test func settingsSurviveTheirRows() throws {
+        var settings = SyncSettings(folder: "/f\tolder", machine: machineA, sealedKey: Data([1, 2, 3]))
+        settings.nextSequence = 42
+        settings.lastMerge = 1_700_000_000_000
+        settings.refused = ["x.rec": "it fails to authenticate"]
+        settings.floors = [machineB: 7]
+        settings.machines = [machineB: .init(name: "host\nb", lastChange: 99)]
+        let rows = settings.rows.compactMapValues { $0 }
+        let read = try #require(SyncSettings(rows))
+        #expect(read.nextSequence == 42 && read.lastMerge == 1_700_000_000_000 && read.floors == [machineB: 7])
+        #expect(read.refused == settings.refused)
+        #expect(read.machines[machineB]?.name == "host b" && read.machines[machineB]?.lastChange == 99)
+        #expect(read.folder == "/f\tolder")
+    }
 }
