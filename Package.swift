@@ -105,12 +105,15 @@ let package = Package(
             name: "KeywellDaemon",
             dependencies: [
                 "CKeywellControl", "CKeywellTPM", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity",
-                "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "KeyringImport",
-                .product(name: "Logging", package: "swift-log"),
+                "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSync", "KeywellSystem",
+                "KeyringImport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSwitches
         ),
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
+        // Sync between machines through a folder a sync engine carries (docs/sync.md): sealed
+        // records, the folder's names and header, the merge rules, compaction.
+        .target(name: "KeywellSync", dependencies: ["CSodium", "KeywellCore", "KeywellProtocol", .product(name: "Logging", package: "swift-log")]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
         // CSodium: SHA-256 of programs named as trusted applications (`-T`); KeywellSystem: whether
@@ -144,8 +147,8 @@ let package = Package(
             name: "keywell-bench",
             dependencies: [
                 "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
-                "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", "SecretServiceCrypto",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "KeywellSSHAgent", "KeywellSSHWire", "KeywellSync", "KeywellSystem", "SecretServiceCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -169,6 +172,10 @@ let package = Package(
             dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
+        .testTarget(
+            name: "KeywellSyncTests",
+            dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSync", "KeywellTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),

@@ -16,13 +16,13 @@ _keywell() {
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion session-display -h -i -l -p -q -v --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access sync completion session-display -h -i -l -p -q -v --help" -- "$cur"))
         return
     fi
     case "$cmd" in
         help)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi
-            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion session-display" -- "$cur"))
+            COMPREPLY=($(compgen -W "help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access sync completion session-display" -- "$cur"))
             ;;
         list-keychains)
             case "$prev" in
@@ -272,6 +272,15 @@ _keywell() {
             esac
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-T -s -a -l -k --help --identity --json" -- "$cur")); return; fi
             COMPREPLY=($(compgen -W "list add remove" -- "$cur"))
+            ;;
+        sync)
+            case "$prev" in
+                -k) COMPREPLY=($(compgen -W "$(_keywell_keychains)" -- "$cur")); return ;;
+                -p) COMPREPLY=(); return ;;
+                -w) COMPREPLY=(); return ;;
+            esac
+            if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "-k -p -w --help --json" -- "$cur")); return; fi
+            COMPREPLY=($(compgen -W "enable join status conflicts disable rekey" -- "$cur"))
             ;;
         completion)
             if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--help" -- "$cur")); return; fi

@@ -11,7 +11,7 @@ complete -c keywell -n __fish_use_subcommand -s v -d 'Be more verbose'
 complete -c keywell -n __fish_use_subcommand -s i -d 'Run in interactive mode'
 complete -c keywell -n __fish_use_subcommand -l help -d 'Show the help'
 complete -c keywell -n __fish_use_subcommand -a help -d 'Show all commands, or show usage for a command.'
-complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access completion session-display'
+complete -c keywell -n '__fish_seen_subcommand_from help' -a 'help list-keychains default-keychain login-keychain create-keychain delete-keychain lock-keychain unlock-keychain set-keychain-settings set-keychain-password show-keychain-info dump-keychain add-generic-password add-internet-password delete-generic-password delete-internet-password find-generic-password find-internet-password error backup restore migrate export import git-credential doctor ssh-add ssh-agent login-unlock access sync completion session-display'
 complete -c keywell -n __fish_use_subcommand -a list-keychains -d 'Display or manipulate the keychain search list.'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s d -d 'Use the specified preference domain' -r -a 'user system common dynamic'
 complete -c keywell -n '__fish_seen_subcommand_from list-keychains' -s s -d 'Set the search list to the specified keychains'
@@ -219,6 +219,13 @@ complete -c keywell -n '__fish_seen_subcommand_from access' -l help
 complete -c keywell -n '__fish_seen_subcommand_from access' -l json
 complete -c keywell -n '__fish_seen_subcommand_from access' -l identity -r
 complete -c keywell -n '__fish_seen_subcommand_from access' -a 'list add remove'
+complete -c keywell -n __fish_use_subcommand -a sync -d 'Keywell: mirror a keychain into a folder that Syncthing, Nextcloud or git carries to your other machines.'
+complete -c keywell -n '__fish_seen_subcommand_from sync' -s k -d 'The keychain to sync (default: the default keychain)' -r -a '(__keywell_keychains)'
+complete -c keywell -n '__fish_seen_subcommand_from sync' -s p -d 'The sync password (enable, join, rekey; if not provided, will prompt)' -r
+complete -c keywell -n '__fish_seen_subcommand_from sync' -s w -d 'Print the secret of kept version N (conflicts; numbered from 1 in listing order)' -r
+complete -c keywell -n '__fish_seen_subcommand_from sync' -l help
+complete -c keywell -n '__fish_seen_subcommand_from sync' -l json
+complete -c keywell -n '__fish_seen_subcommand_from sync' -a 'enable join status conflicts disable rekey'
 complete -c keywell -n __fish_use_subcommand -a completion -d 'Keywell: print the shell completion script.'
 complete -c keywell -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
 complete -c keywell -n __fish_use_subcommand -a session-display -d 'Keywell: tell keywelld the desktop session'\''s display (run by the autostart entry).'

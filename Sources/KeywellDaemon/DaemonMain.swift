@@ -108,6 +108,8 @@ final class Daemon: @unchecked Sendable {
     private var directServer: DBusPeerServer?
     /// The OpenSSH agent (docs/ssh.md).
     private var sshAgent: SSHAgentServer?
+    /// Sync between machines through folders (docs/sync.md).
+    let sync: SyncService
 
     /// `fatal` ends the daemon from another thread (see FatalStop).
     init(environment: [String: String], logger: Logger, replaceSecretService: Bool = false, fatal: FatalStop) throws {
@@ -142,7 +144,10 @@ final class Daemon: @unchecked Sendable {
                                                replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
                                                access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
+        let sync = SyncService(store: store, kdf: TestSwitches.kdfParameters(environment), logger: logger)
+        self.sync = sync
         store.onEvent = { [emitter, secretService, trimmer, store, accessGate] event in
+            sync.keychainEvent(event)
             if case .locked(let keychain) = event {
                 trimmer.trimSoon()
                 // Allow lasts until the keychain locks (docs/access-control.md, "The question").
@@ -172,7 +177,8 @@ final class Daemon: @unchecked Sendable {
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration, gate: accessGate,
-                                          session: NativeSessionCalls(display: sessionDisplay, prompter: accessQuestions, logger: logger))
+                                          session: NativeSessionCalls(display: sessionDisplay, prompter: accessQuestions, logger: logger),
+                                          sync: sync)
         nativeObject = object
         let deadline = TestSwitches.callDeadline(environment) ?? ServiceLimits.callDeadline
         callDeadline = deadline
@@ -280,6 +286,7 @@ final class Daemon: @unchecked Sendable {
         autoLock.start()
         sleepWatcher.start(environment: environment)
         trimmer.start()
+        sync.start()
     }
 
     /// SIGTERM/SIGINT: lock every keychain (the signals go out), move every -wal into its keychain

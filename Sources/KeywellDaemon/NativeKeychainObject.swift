@@ -25,12 +25,14 @@ final class NativeKeychainObject: DBusObject {
     private let migration: KeyringMigration
     private let gate: AccessGate
     private let session: NativeSessionCalls
+    private let sync: SyncService
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
          identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
-         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls) {
+         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls, sync: SyncService) {
         self.store = store
         self.session = session
+        self.sync = sync
         self.gate = gate
         self.identities = identities
         self.migration = migration
@@ -242,6 +244,23 @@ final class NativeKeychainObject: DBusObject {
             return []
         case .getPrompter:
             return session.getPrompter()
+        case .syncEnable:
+            try sync.enable(string(arguments[0]), folder: string(arguments[1]), password: secret(arguments[2]), join: bool(arguments[3]))
+            return []
+        case .syncStatus:
+            return [WireCodec.dbusDictionary(try sync.status(string(arguments[0])))]
+        case .syncConflicts:
+            return [WireCodec.dbusDictionaryArray(try sync.conflicts(string(arguments[0])))]
+        case .syncConflictSecret:
+            let secret = try sync.conflictSecret(string(arguments[0]), version: arguments[1].int64Value ?? -1)
+            defer { SecretWipe.wipe(secret) }
+            return [.bytes(Array(secret))]
+        case .syncDisable:
+            try sync.disable(string(arguments[0]))
+            return []
+        case .syncRekey:
+            try sync.rekey(string(arguments[0]), password: secret(arguments[1]))
+            return []
         }
     }
 

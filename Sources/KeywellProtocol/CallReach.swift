@@ -47,6 +47,8 @@ extension NativeMethod {
         case .inspectExport, .importExport: .shared(action: "import an export file")
         case .setSessionDisplay: .shared(action: "set the display keywelld's dialogs go to")
         case .getPrompter: .shared(action: "read how keywelld's dialogs are shown")
+        case .syncEnable, .syncStatus, .syncConflicts, .syncConflictSecret, .syncDisable, .syncRekey:
+            .shared(action: "manage a keychain's sync between machines")
         }
     }
 }

@@ -79,6 +79,13 @@ public enum NativeMethod: String, CaseIterable, Sendable {
     case inspectExport = "InspectExport"
     case importExport = "ImportExport"
     case whoAmI = "WhoAmI"
+    // Keywell's own: sync between machines through a folder (docs/sync.md)
+    case syncEnable = "SyncEnable"
+    case syncStatus = "SyncStatus"
+    case syncConflicts = "SyncConflicts"
+    case syncConflictSecret = "SyncConflictSecret"
+    case syncDisable = "SyncDisable"
+    case syncRekey = "SyncRekey"
     // The graphical session: where keywelld's dialogs go
     case setSessionDisplay = "SetSessionDisplay"
     case getPrompter = "GetPrompter"
@@ -104,13 +111,13 @@ public enum NativeMethod: String, CaseIterable, Sendable {
     public var methodClass: NativeMethodClass {
         switch self {
         case .copyMatching, .listKeychains, .getSearchList, .getDefaultKeychain, .getLoginKeychain, .getInfo,
-             .getMigrationStatus:
+             .getMigrationStatus, .syncStatus, .syncConflicts, .syncConflictSecret:
             .read
         case .add, .update, .delete:
             .changesItems
         case .createKeychain, .deleteKeychain, .setSearchList, .setDefaultKeychain, .unlock, .lock, .lockAll,
              .changePassword, .setSettings, .backupKeychain, .restoreKeychain, .migrateKeyrings, .exportGnomeKeyring,
-             .exportKeychains, .importExport:
+             .exportKeychains, .importExport, .syncEnable, .syncDisable, .syncRekey:
             .changesKeychains
         case .inspectExport:
             .readsFile
@@ -157,6 +164,12 @@ public enum NativeMethod: String, CaseIterable, Sendable {
         case .whoAmI: return ([], [A("identity", "s"), A("strength", "s"), A("reason", "s")])
         case .setSessionDisplay: return ([A("environment", "a{ss}")], [])
         case .getPrompter: return ([], [A("available", "b"), A("detail", "s")])
+        case .syncEnable: return ([A("keychain", "s"), A("folder", "s"), A("password", "ay"), A("join", "b")], [])
+        case .syncStatus: return ([A("keychain", "s")], [A("status", "a{sv}")])
+        case .syncConflicts: return ([A("keychain", "s")], [A("versions", "aa{sv}")])
+        case .syncConflictSecret: return ([A("keychain", "s"), A("version", "x")], [A("secret", "ay")])
+        case .syncDisable: return ([A("keychain", "s")], [])
+        case .syncRekey: return ([A("keychain", "s"), A("password", "ay")], [])
         }
     }
 }

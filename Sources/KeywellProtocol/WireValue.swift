@@ -106,3 +106,24 @@ public enum ImportSummaryKey {
     public static let replaced = "replaced"
     public static let skipped = "skipped"
 }
+
+/// `SyncStatus`'s keys (docs/sync.md): `machines` are `id<TAB>name<TAB>last change (ms)` lines,
+/// this machine first; `refused` are `file<TAB>why`; `lastMerge` is -1 before the first.
+public enum SyncStatusKey {
+    public static let enabled = "enabled"
+    public static let folder = "folder"
+    public static let machines = "machines"
+    public static let lastMerge = "lastMerge"
+    public static let refused = "refused"
+}
+
+/// The keys of each `SyncConflicts` entry: a losing version a merge kept.
+public enum SyncConflictKey {
+    public static let version = "version"
+    public static let label = "label"
+    public static let service = "service"
+    public static let account = "account"
+    /// Milliseconds since 1970.
+    public static let when = "when"
+    public static let machine = "machine"
+}

@@ -7,7 +7,8 @@ struct KeywellBench: ParsableCommand {
         abstract: "Benchmarks for Keywell's parts.",
         subcommands: [CoreBenchmark.self, CoreWriterHelper.self, DaemonBenchmark.self, CLIBenchmark.self,
                       LoadBenchmark.self, FaultBenchmark.self, ThrottleBenchmark.self, SecurityReport.self,
-                      SecretServiceBenchmark.self, IdentityBenchmark.self, StartupBenchmark.self, KWalletBenchmark.self, SSHAgentBenchmark.self]
+                      SecretServiceBenchmark.self, IdentityBenchmark.self, StartupBenchmark.self, KWalletBenchmark.self, SSHAgentBenchmark.self,
+                      SyncBenchmark.self]
     )
 }
 

@@ -86,6 +86,13 @@ if sys.argv[1] == "attack":
         # Its own X server as the place every later password prompt and question goes to.
         "SetSessionDisplay": lambda: call("SetSessionDisplay", "a{ss}", {"DISPLAY": ":66"}),
         "GetPrompter": lambda: call("GetPrompter"),
+        "SyncEnable": lambda: call("SyncEnable", "ssayb", "login", sys.argv[3], b"spy-password", False),
+        "SyncEnable (join)": lambda: call("SyncEnable", "ssayb", "login", sys.argv[3], b"spy-password", True),
+        "SyncStatus": lambda: call("SyncStatus", "s", "login"),
+        "SyncConflicts": lambda: call("SyncConflicts", "s", "login"),
+        "SyncConflictSecret": lambda: call("SyncConflictSecret", "sx", "login", 1),
+        "SyncDisable": lambda: call("SyncDisable", "s", "login"),
+        "SyncRekey": lambda: call("SyncRekey", "say", "login", b"spy-password"),
     }
     print(json.dumps({name: attempt(step) for name, step in steps.items()}))
 elif sys.argv[1] == "items":
@@ -135,6 +142,7 @@ def shared_state(session) -> dict:
         "files": sorted(path.name for path in keychains.iterdir()),
         "bashrc": (session.home / ".bashrc").read_bytes(),
         "login file": (keychains / "login.keychain-db").stat().st_ino,
+        "sync": {str(key): str(value) for key, value in native.SyncStatus("login").items()},
     }
 
 
@@ -154,11 +162,14 @@ def test_a_sandboxed_app_cannot_take_over_the_keychains_through_the_native_api(s
     outcomes = run_attacker(session, scratch, "attack", str(session.home), str(session.runtime), instance="2000000021")
     after = shared_state(session)
     refused = [name for name, outcome in outcomes.items() if outcome == MISSING_ENTITLEMENT]
-    # The app creates loot.export itself (to hand its descriptor over): nothing may be written to it.
-    loot = [path.name for path in session.runtime.iterdir() if path.name.startswith("loot") and path.stat().st_size > 0]
+    # The app creates loot.export itself (to hand its descriptor over): nothing may be written to
+    # it; nor may sync put a header or a record into the app's folder.
+    loot = [path.name for path in session.runtime.iterdir()
+            if (path.name.startswith("loot") and path.stat().st_size > 0) or path.name.startswith("keywell-sync")]
     record("native API: a Flatpak app (bwrap, /.flatpak-info) creates a keychain and makes it the default and the "
            "search list, backs `login` up into its folder and over ~/.bashrc, restores over `login`, deletes, "
-           "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports",
+           "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports, "
+           "and enables, joins, reads, disables and rekeys sync into its folder",
            f"{len(refused)} of {len(outcomes)} calls refused (MissingEntitlement); shared state "
            f"{'unchanged' if after == before else 'changed'}; {len(loot)} files written for the app",
            f"all {len(outcomes)} refused, nothing changed or written", len(refused) == len(outcomes) and after == before and not loot)

@@ -23,7 +23,7 @@ public struct KDFParameters: Sendable, Codable, Equatable {
     )
 
     /// Values libsodium accepts, with memory capped so that a crafted file cannot ask for all RAM.
-    var isUsable: Bool {
+    package var isUsable: Bool {
         opsLimit >= Int(crypto_pwhash_opslimit_min()) && opsLimit <= 64
             && memLimit >= Int(crypto_pwhash_memlimit_min()) && memLimit <= 4 << 30
     }

@@ -4,33 +4,33 @@ import KeywellProtocol
 
 /// The libsodium primitives Keywell uses: random bytes, Argon2id, XChaCha20-Poly1305, subkeys
 /// (BLAKE2b key derivation) and keyed BLAKE2b MACs.
-enum Sodium {
-    static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
-    static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
-    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
-    static let saltLength = Int(crypto_pwhash_saltbytes())
+package enum Sodium {
+    package static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
+    package static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
+    package static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
+    package static let saltLength = Int(crypto_pwhash_saltbytes())
 
     private static let initialized: Bool = sodium_init() >= 0
 
-    static func ensureInitialized() {
+    package static func ensureInitialized() {
         precondition(initialized, "libsodium failed to initialise")
     }
 
-    static func randomData(count: Int) -> Data {
+    package static func randomData(count: Int) -> Data {
         ensureInitialized()
         var data = Data(count: count)
         data.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, count) }
         return data
     }
 
-    static func randomKey() -> SecretBytes {
+    package static func randomKey() -> SecretBytes {
         let key = SecretBytes(count: keyLength)
         key.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, keyLength) }
         return key
     }
 
     /// Argon2id(password, salt) → a key for wrapping the master key.
-    static func deriveKey(
+    package static func deriveKey(
         password: SecretBytes, salt: Data, parameters: KDFParameters
     ) throws(KeychainError) -> SecretBytes {
         guard salt.count == saltLength, parameters.isUsable else {
@@ -58,7 +58,7 @@ enum Sodium {
     }
 
     /// nonce ‖ ciphertext ‖ tag of `plaintext` under `key`, bound to `associatedData`.
-    static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, associatedData: Data) -> Data {
+    package static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, associatedData: Data) -> Data {
         let nonce = randomData(count: nonceLength)
         var sealed = Data(count: nonceLength + plaintext.count + tagLength)
         sealed.withUnsafeMutableBytes { output in
@@ -79,19 +79,19 @@ enum Sodium {
         return sealed
     }
 
-    static func seal(_ plaintext: Data, key: SecretBytes, associatedData: Data) -> Data {
+    package static func seal(_ plaintext: Data, key: SecretBytes, associatedData: Data) -> Data {
         plaintext.withUnsafeBytes { seal($0, key: key, associatedData: associatedData) }
     }
 
     /// The plaintext length of a sealed box, or nil when it is too short to be one.
-    static func openedLength(of sealed: Data) -> Int? {
+    package static func openedLength(of sealed: Data) -> Int? {
         let length = sealed.count - nonceLength - tagLength
         return length >= 0 ? length : nil
     }
 
     /// Opens a sealed box into `output` (exactly `openedLength` bytes); false when it fails to
     /// authenticate (altered, moved, or the wrong key).
-    static func open(
+    package static func open(
         _ sealed: Data, key: SecretBytes, associatedData: Data, into output: UnsafeMutableRawBufferPointer
     ) -> Bool {
         guard let length = openedLength(of: sealed), output.count == length else { return false }
@@ -114,7 +114,7 @@ enum Sodium {
     }
 
     /// Opens a sealed secret; anything that fails to authenticate is `errSecDecode`.
-    static func open(_ sealed: Data, key: SecretBytes, associatedData: Data) throws(KeychainError) -> Data {
+    package static func open(_ sealed: Data, key: SecretBytes, associatedData: Data) throws(KeychainError) -> Data {
         guard let length = openedLength(of: sealed) else {
             throw KeychainError(SecStatus.decode, detail: "sealed secret is truncated")
         }
@@ -125,11 +125,11 @@ enum Sodium {
         return plaintext
     }
 
-    static let macLength = Int(crypto_generichash_bytes())
+    package static let macLength = Int(crypto_generichash_bytes())
 
     /// A subkey of `key` (`crypto_kdf_derive_from_key`): keys for different jobs from one master
     /// key, none of which tells anything about the others. `context` is exactly 8 bytes.
-    static func deriveSubkey(of key: SecretBytes, id: UInt64, context: StaticString) -> SecretBytes {
+    package static func deriveSubkey(of key: SecretBytes, id: UInt64, context: StaticString) -> SecretBytes {
         precondition(context.utf8CodeUnitCount == Int(crypto_kdf_contextbytes()) && key.count == Int(crypto_kdf_keybytes()))
         let subkey = SecretBytes(count: keyLength)
         subkey.withUnsafeMutableBytes { output in
@@ -147,7 +147,7 @@ enum Sodium {
     }
 
     /// Keyed BLAKE2b of `message`: `macLength` bytes.
-    static func mac(_ message: UnsafeRawBufferPointer, key: SecretBytes) -> Data {
+    package static func mac(_ message: UnsafeRawBufferPointer, key: SecretBytes) -> Data {
         var output = Data(count: macLength)
         output.withUnsafeMutableBytes { out in
             key.withUnsafeBytes { keyBytes in
@@ -160,8 +160,21 @@ enum Sodium {
         return output
     }
 
+    /// Unkeyed BLAKE2b of `parts` one after the other: a fingerprint, not a MAC.
+    package static func hash(_ parts: [Data]) -> Data {
+        let message = parts.reduce(Data(), +)
+        var output = Data(count: macLength)
+        output.withUnsafeMutableBytes { out in
+            message.withUnsafeBytes { input in
+                _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), macLength,
+                                       input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count), nil, 0)
+            }
+        }
+        return output
+    }
+
     /// Compares two MACs in constant time; false when the lengths differ.
-    static func macsEqual(_ left: Data, _ right: Data) -> Bool {
+    package static func macsEqual(_ left: Data, _ right: Data) -> Bool {
         guard left.count == right.count, left.count > 0 else { return false }
         return left.withUnsafeBytes { a in
             right.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, left.count) == 0 }

@@ -4,7 +4,7 @@ import KeywellProtocol
 extension ItemAttribute {
     /// Reads a wire value as this attribute (docs/native-api.md "Wire types"); a wrong type, or
     /// a `pdmn` that is not an `Accessibility` value, is `errSecParam`.
-    func parse(_ value: WireValue) throws(KeychainError) -> AttributeValue {
+    package func parse(_ value: WireValue) throws(KeychainError) -> AttributeValue {
         let parsed = try parseByKind(value)
         if self == .accessibility, case .text(let text) = parsed { _ = try Accessibility.parse(text) }
         return parsed

@@ -4,7 +4,7 @@ import KeywellProtocol
 /// Each item class's primary key (docs/native-api.md "Primary keys", the data-protection set).
 extension ItemClass {
     /// Attributes whose values together make an item unique in its keychain.
-    var primaryKey: [ItemAttribute] {
+    package var primaryKey: [ItemAttribute] {
         switch self {
         case .genericPassword: Self.genericPasswordKey
         case .internetPassword: Self.internetPasswordKey
@@ -35,7 +35,7 @@ extension ItemClass {
 }
 
 /// How an attribute travels and is stored.
-enum AttributeKind: Sendable {
+package enum AttributeKind: Sendable {
     /// A string (`s`, or UTF-8 bytes).
     case text
     /// Four characters (`htps`); `crtr` and `type` also accept a big-endian integer.
@@ -56,7 +56,7 @@ public enum ItemAttribute: Int, CaseIterable, Sendable {
     case label, description, comment, creator, type, invisible, negative, accessGroup, accessibility
     case creationDate, modificationDate
 
-    var name: String {
+    package var name: String {
         switch self {
         case .account: AttributeKey.account
         case .service: AttributeKey.service
@@ -81,7 +81,7 @@ public enum ItemAttribute: Int, CaseIterable, Sendable {
         }
     }
 
-    var kind: AttributeKind {
+    package var kind: AttributeKind {
         switch self {
         case .generic: .data
         case .protocol, .authenticationType, .creator, .type: .fourCharCode
@@ -101,16 +101,16 @@ public enum ItemAttribute: Int, CaseIterable, Sendable {
         }
     }
 
-    static let byName: [String: ItemAttribute] = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })
+    package static let byName: [String: ItemAttribute] = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })
 
     var isReadOnly: Bool { kind == .date }
 
-    func belongs(to itemClass: ItemClass) -> Bool { onlyIn == nil || onlyIn == itemClass }
+    package func belongs(to itemClass: ItemClass) -> Bool { onlyIn == nil || onlyIn == itemClass }
 
     func isPrimaryKey(of itemClass: ItemClass) -> Bool { itemClass.primaryKey.contains(self) }
 
     /// The value of a primary-key part the item does not have: "" or 0.
-    var missingKeyValue: AttributeValue { kind == .integer ? .integer(0) : .text("") }
+    package var missingKeyValue: AttributeValue { kind == .integer ? .integer(0) : .text("") }
 
     /// Text compared after normalisation: plain and case-insensitive matches use their own columns.
     var isTextual: Bool { kind == .text || kind == .fourCharCode }
@@ -123,7 +123,7 @@ public enum AttributeValue: Hashable, Sendable {
     case bool(Bool)
     case data(Data)
 
-    var wireValue: WireValue {
+    package var wireValue: WireValue {
         switch self {
         case .text(let text): .string(text)
         case .integer(let number): .integer(number)

@@ -54,6 +54,36 @@ enum KeychainSchema {
     /// file of any format may have it or not.
     static let labelTable = "CREATE TABLE IF NOT EXISTS keychain_metadata (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
+    /// Sync between machines (docs/sync.md, "What the keychain keeps"): settings, each synced
+    /// item's version, and the losing versions merges kept. Made by `sync enable` or `sync join`:
+    /// any file of any format may have them or not, and older Keywell versions ignore them.
+    static let syncTables = [
+        "CREATE TABLE IF NOT EXISTS sync_setting (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS sync_item (
+            tag BLOB PRIMARY KEY,
+            fingerprint BLOB,
+            modified INTEGER NOT NULL,
+            machine BLOB NOT NULL,
+            base_modified INTEGER,
+            base_machine BLOB,
+            deleted INTEGER NOT NULL,
+            identity BLOB NOT NULL
+        ) WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS sync_conflict (
+            id INTEGER PRIMARY KEY,
+            label TEXT NOT NULL,
+            service TEXT NOT NULL,
+            account TEXT NOT NULL,
+            modified INTEGER NOT NULL,
+            machine TEXT NOT NULL,
+            secret BLOB NOT NULL
+        )
+        """,
+    ]
+
     /// Added within format 2 (files made before have it off): written with the first header
     /// that needs it (`KeychainDatabase.writeHeader`).
     static let screenLockColumn = AddedColumn(table: "keychain", definition: "lock_on_screen_lock INTEGER NOT NULL DEFAULT 0")

@@ -115,7 +115,7 @@ enum KeychainSchemaCheck {
     }
 
     /// Every schema a Keywell writes or wrote: each format as made, each state its upgrades pass
-    /// through, each with the label table or without it.
+    /// through, each with the label table or without it, and with the sync tables or without them.
     static let acceptedSchemas: Result<[Set<SchemaObject>], KeychainError> = Result { () throws(KeychainError) in
         try replayHistories()
     }
@@ -139,6 +139,10 @@ enum KeychainSchemaCheck {
                 try db.execute(sql: KeychainSchema.labelTable)
                 return try objects(db)
             }
+            let syncObjects = try DatabaseQueue().inDatabase { db in
+                for statement in KeychainSchema.syncTables { try db.execute(sql: statement) }
+                return try objects(db)
+            }
             var schemas: [Set<SchemaObject>] = []
             for history in histories {
                 try DatabaseQueue().inDatabase { db in
@@ -149,7 +153,8 @@ enum KeychainSchemaCheck {
                         states.append(Set(try objects(db)))
                     }
                     for state in states {
-                        for schema in [state, state.union(labelObjects)] where !schemas.contains(schema) {
+                        let variants = [state, state.union(labelObjects), state.union(syncObjects), state.union(labelObjects).union(syncObjects)]
+                        for schema in variants where !schemas.contains(schema) {
                             schemas.append(schema)
                         }
                     }
