@@ -4,10 +4,11 @@ import KeywellSystem
 import Logging
 import Synchronization
 
-/// Access questions (docs/access-control.md "The question") through the same dialogs as
-/// password prompts: the pinentry `PrompterChoice` picks, one process per question, as a
-/// three-button confirmation. The answer is read by the error number `CONFIRM` returns, never
-/// by its text: `OK` is Allow, the NOTOK button's error is Always Allow, anything else Deny.
+/// Access questions (docs/access-control.md "The question") through the dialog `PrompterChoice`
+/// picks: GNOME's own (gcr's system prompter, `GcrAccessQuestion`) where it is on the session
+/// bus, else the pinentry password prompts use, one process per question, as a three-button
+/// confirmation. A pinentry's answer is read by the error number `CONFIRM` returns, never by
+/// its text: `OK` is Allow, the NOTOK button's error is Always Allow, anything else Deny.
 public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     /// GPG_ERR_NOT_CONFIRMED (114) from GPG_ERR_SOURCE_PINENTRY (5 << 24): the NOTOK button.
     static let notConfirmed = 83_886_194
@@ -40,8 +41,21 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     /// Withdrawing stops the pinentry (SIGTERM): its closed pipe ends `CONFIRM` as Deny.
     public func reply(to question: AccessQuestion, timeoutSeconds: Int, withdrawal: AccessWithdrawal?) -> AccessReply {
         let current = connection.withLock { $0.connection }
-        let choice = PrompterChoice(environment: environment) { current?.activationEnvironment() ?? [:] }
-        switch choice.choose() {
+        let choice = PrompterChoice(environment: environment, activationEnvironment: { current?.activationEnvironment() ?? [:] },
+                                    systemPrompter: { current?.ownedOrActivatable(GcrPrompterNames.busName) ?? false })
+        var outcome = choice.choose()
+        if case .systemPrompter = outcome, let current {
+            switch GcrAccessQuestion.ask(question, on: current, timeoutSeconds: timeoutSeconds, withdrawal: withdrawal) {
+            case .success(let reply): return reply
+            case .failure(let error):
+                // GNOME's dialog could not be shown (no display for it, say): a pinentry may be.
+                logger.warning("access question: \(error.description); trying a pinentry")
+                outcome = choice.choose(systemPrompter: false)
+            }
+        }
+        switch outcome {
+        case .systemPrompter:
+            return AccessReply(.deny, denial: AccessReply.noDialog("keywelld is not on the session bus"))
         case .unavailable(let reason):
             return AccessReply(.deny, denial: AccessReply.noDialog(reason))
         case .pinentry(let program, let arguments, let environment):

@@ -56,6 +56,9 @@ struct Pinentry: PasswordAsking {
             return conversation
         case .unavailable(let reason):
             throw PinentryError(description: reason)
+        case .systemPrompter:
+            // Not offered: this choice is made without `systemPrompter`.
+            throw PinentryError(description: "gcr's system prompter is not used for this dialog")
         }
     }
 

@@ -49,7 +49,11 @@ enum AccessQuestionCheck {
             report.note(subject, "cannot read keywelld's environment to tell which program would show them")
             return
         }
-        switch PrompterChoice(environment: environment, activationEnvironment: { bus.activationEnvironment() }).choose() {
+        let choice = PrompterChoice(environment: environment, activationEnvironment: { bus.activationEnvironment() },
+                                    systemPrompter: { bus.ownedOrActivatable(GcrPrompterNames.busName) })
+        switch choice.choose() {
+        case .systemPrompter:
+            report.ok(subject, "shown by GNOME's dialog (gcr's system prompter, \(GcrPrompterNames.busName)), with Always Allow as its check box")
         case .pinentry(let program, _, _):
             // KEYWELL_PINENTRY is taken as given: a name that runs nothing is answered Deny too.
             guard let found = PrompterChoice.locate(program, in: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {

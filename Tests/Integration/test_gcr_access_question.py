@@ -1,0 +1,143 @@
+"""Access questions in GNOME's own dialog (docs/prompts.md, "GNOME's dialog"), for real: Xvfb,
+a private session bus on which gcr's system prompter (/usr/libexec/gcr-prompter) is
+D-Bus-activatable as on a GNOME desktop, keywelld for a throwaway account with no pinentry
+configured, and the dialog driven through AT-SPI (at-spi-bus-launcher and atspi_driver.py, as
+the Seahorse test drives Seahorse): the check box "Always allow this program" ticked, then Allow
+— the program reads, and reads again after keywelld restarts with no question; Deny — no secret.
+
+Needs KEYWELL and KEYWELLD (scripts/test.sh sets them).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from access_control_helpers import AccessAccount
+from keywell_helpers import built
+from test_seahorse import DRIVER, AccessibilityBus, artifacts, display  # noqa: F401 (fixtures: Xvfb, screenshots)
+
+PROMPTER = "/usr/libexec/gcr-prompter"
+SERVICE_FILE = "/usr/share/dbus-1/services/org.gnome.keyring.SystemPrompter.service"
+ALWAYS = "Always allow this program"
+# Hang guards only (a busy 2-core machine); no test asserts on time.
+GUARD = 120
+
+
+class Dialog:
+    """gcr's prompter as AT-SPI shows it: one driver process per command (see atspi_driver.py)."""
+
+    def __init__(self, env: dict) -> None:
+        self.env = env
+
+    def request(self, op: str, **selector) -> dict:
+        command = json.dumps({"op": op, "app": "", **selector}) + "\n"
+        done = subprocess.run([sys.executable, str(DRIVER)], input=command, env=self.env,
+                              capture_output=True, text=True, timeout=GUARD)
+        assert done.stdout.strip(), f"the AT-SPI driver ended ({done.returncode}): {done.stderr[-2000:]}"
+        return json.loads(done.stdout.splitlines()[-1])
+
+    def wait(self, what: str, alive, **selector) -> dict:
+        deadline = time.monotonic() + GUARD
+        while time.monotonic() < deadline:
+            assert alive(), f"the reading program ended before {what} showed"
+            reply = self.request("find", **selector)
+            if reply["ok"] and reply["found"]:
+                return reply["found"][0]
+            time.sleep(0.3)
+        raise AssertionError(f"{what} never showed within {GUARD} s:\n" + "\n".join(self.request("dump").get("lines", [])))
+
+    def act(self, **selector) -> None:
+        reply = self.request("do", action="click", index=0, **selector)
+        assert reply["ok"] and reply.get("done", True), f"click {selector}: {reply}"
+
+
+@pytest.fixture
+def desktop(display):
+    """An account whose bus can start gcr's prompter on `display`, and the accessibility bus."""
+    for tool in (PROMPTER, SERVICE_FILE, AccessibilityBus.LAUNCHER):
+        if not Path(tool).exists():
+            pytest.fail(f"{tool} is missing: run scripts/setup.sh")
+    # The bus's environment is what it starts programs with (keywelld, gcr-prompter): the
+    # display, and GTK's accessibility bridge on (a desktop session's defaults).
+    account = AccessAccount(built("KEYWELL"), built("KEYWELLD"), scripted=False,
+                            extra_env={"DISPLAY": display, "NO_AT_BRIDGE": "0", "GTK_A11Y": "atspi"})
+    accessibility = None
+    try:
+        shutil.copy(SERVICE_FILE, account.root / "services")
+        subprocess.run(["dbus-send", "--session", "--type=method_call", "--print-reply", "--dest=org.freedesktop.DBus",
+                        "/org/freedesktop/DBus", "org.freedesktop.DBus.ReloadConfig"], env=account.env, check=True,
+                       capture_output=True, timeout=GUARD)
+        accessibility = AccessibilityBus(account.env)
+        yield account, Dialog(account.env)
+    finally:
+        if accessibility is not None:
+            accessibility.close()
+        account.close()
+
+
+def _ask(account: AccessAccount, program: Path, service: str) -> subprocess.Popen:
+    return subprocess.Popen([str(program), "find-generic-password", "-s", service, "-w"], env=account.env,
+                            cwd=account.scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _screenshot(account: AccessAccount, folder: Path, name: str) -> None:
+    subprocess.run(["import", "-window", "root", str(folder / name)], env=account.env, timeout=GUARD, check=False)
+
+
+def test_always_allow_ticked_in_gnomes_dialog_holds_across_restarts(desktop, artifacts):
+    account, dialog = desktop
+    folder, passed = artifacts
+    maker, reader = account.program("maker"), account.program("reader")
+    account.add(maker, "gcr-mail", "s3cret")
+
+    read = _ask(account, reader, "gcr-mail")
+    box = dialog.wait("gcr's dialog with its Always Allow check box", lambda: read.poll() is None,
+                      role="check box", name=ALWAYS)
+    # Offered unticked: Allow alone lasts until the keychain locks.
+    assert "checked" not in box["states"], box
+    allow = dialog.wait("the Allow button", lambda: read.poll() is None, role="push button", name="Allow")
+    assert dialog.request("find", role="push button", name="Deny")["found"], "no Deny button"
+    texts = "\n".join(dialog.request("dump").get("lines", []))
+    assert "reader" in texts and "gcr-mail" in texts, texts
+    assert "sha256" not in texts and "exe:" not in texts, texts
+    _screenshot(account, folder, "gcr-access-question.png")
+    dialog.act(role="check box", name=ALWAYS)
+    dialog.act(role="push button", name="Allow")
+    assert allow
+    out, err = read.communicate(timeout=GUARD)
+    assert read.returncode == 0 and out.strip() == "s3cret", (err, account.log.read_text(errors="replace")[-3000:])
+    # Always Allow: the reader's identity joined the item's list in the keychain file.
+    assert f"{account.scratch}/reader" in account.access_lists()
+
+    account.restart_daemon()
+    again = account.run([reader, "find-generic-password", "-s", "gcr-mail", "-w"], check=False, timeout=GUARD)
+    assert again.returncode == 0 and again.stdout.strip() == "s3cret", (again.stderr, account.log.read_text(errors="replace")[-3000:])
+    # …with no question: no dialog is showing.
+    assert not dialog.request("find", role="check box", name=ALWAYS)["found"]
+    passed.append(True)
+
+
+def test_deny_in_gnomes_dialog_gives_no_secret(desktop, artifacts):
+    account, dialog = desktop
+    folder, passed = artifacts
+    maker, stranger = account.program("maker"), account.program("stranger")
+    account.add(maker, "gcr-bank", "pin-1234")
+
+    read = _ask(account, stranger, "gcr-bank")
+    dialog.wait("gcr's dialog", lambda: read.poll() is None, role="push button", name="Deny")
+    # Ticking the box does not turn Deny into anything else.
+    dialog.act(role="check box", name=ALWAYS)
+    dialog.act(role="push button", name="Deny")
+    out, err = read.communicate(timeout=GUARD)
+    assert read.returncode != 0 and "pin-1234" not in out, (out, err)
+    assert f"{account.scratch}/stranger" not in account.access_lists()
+    log = account.log.read_text(errors="replace")
+    assert "answered Deny" in log, log[-3000:]
+    passed.append(True)
