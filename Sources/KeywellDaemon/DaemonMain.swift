@@ -126,7 +126,7 @@ final class Daemon: @unchecked Sendable {
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
         // Access control, one for both faces (docs/access-control.md).
         identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
-        let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger)
+        let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger, identities: identities)
         // Always Allow: the identity joins each item's list in its keychain file.
         accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
             try store.trust(identity, items: items.map(\.reference))

@@ -1,5 +1,6 @@
 import KeywellAccess
 import KeywellDBus
+import KeywellIdentity
 import KeywellSystem
 import Logging
 import Synchronization
@@ -15,6 +16,8 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
 
     private let environment: [String: String]
     private let logger: Logger
+    /// Who owns gcr's prompter name: only a root-only program is believed.
+    private let identities: ApplicationIdentities
     /// The bus the activation environment is read from (the daemon's current one), not kept alive by us.
     private let connection = Mutex(WeakConnection())
 
@@ -22,9 +25,10 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
         weak var connection: DBusConnection?
     }
 
-    public init(environment: [String: String], logger: Logger) {
+    public init(environment: [String: String], logger: Logger, identities: ApplicationIdentities) {
         self.environment = environment
         self.logger = logger
+        self.identities = identities
     }
 
     /// The bus whose activation environment may name the display (a new one on each reconnect).
@@ -45,7 +49,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
                                     systemPrompter: { current?.ownedOrActivatable(GcrPrompterNames.busName) ?? false })
         var outcome = choice.choose()
         if case .systemPrompter = outcome, let current {
-            switch GcrAccessQuestion.ask(question, on: current, timeoutSeconds: timeoutSeconds, withdrawal: withdrawal) {
+            switch GcrAccessQuestion.ask(question, on: current, identities: identities, timeoutSeconds: timeoutSeconds, withdrawal: withdrawal) {
             case .success(let reply): return reply
             case .failure(let error):
                 // GNOME's dialog could not be shown (no display for it, say): a pinentry may be.

@@ -1,5 +1,6 @@
 import KeywellAccess
 import KeywellDBus
+import KeywellIdentity
 import KeywellSystem
 
 /// An access question in GNOME's own dialog (docs/prompts.md, "GNOME's dialog"): gcr's confirm
@@ -9,11 +10,12 @@ enum GcrAccessQuestion {
     /// The answer, or why the dialog could not be shown at all (the caller then tries pinentry).
     /// Once the dialog was shown, every outcome is an answer: closed, timed out and withdrawn
     /// are Deny.
-    static func ask(_ question: AccessQuestion, on connection: DBusConnection, timeoutSeconds: Int,
-                    withdrawal: AccessWithdrawal?) -> Result<AccessReply, GcrPromptError> {
+    static func ask(_ question: AccessQuestion, on connection: DBusConnection, identities: ApplicationIdentities,
+                    timeoutSeconds: Int, withdrawal: AccessWithdrawal?) -> Result<AccessReply, GcrPromptError> {
         let prompt: GcrSystemPrompt
         do {
-            prompt = try GcrSystemPrompt(on: connection, deadline: deadline(after: .seconds(max(timeoutSeconds, 1))))
+            prompt = try GcrSystemPrompt(on: connection, deadline: deadline(after: .seconds(max(timeoutSeconds, 1))),
+                                         identities: identities)
         } catch {
             return .failure(error)
         }

@@ -1,11 +1,8 @@
 import Foundation
 import KeywellDBus
+import KeywellIdentity
 import KeywellSystem
 import SecretServiceCrypto
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One conversation with gcr's system prompter, the dialog gnome-keyring shows (docs/prompts.md,
 /// "GNOME's dialog"), as gnome-keyring holds it: keywelld exports a callback object on its own
@@ -15,8 +12,9 @@ import Glibc
 /// the connection's I/O thread (the callback is answered there, at once).
 ///
 /// Only the process that owned the prompter's name when the prompt began is listened to, and
-/// only when it is a program only root can replace (docs/access-control.md): a program of the
-/// user that took the name could otherwise answer its own question.
+/// only when it is a program only root can replace and no interpreter (its identity
+/// `exe:<path>` alone, docs/access-control.md): a program or script of the user that took the
+/// name could otherwise answer its own question.
 // @unchecked: every mutable field is guarded by `lock`.
 final class GcrSystemPrompt: @unchecked Sendable {
     /// What the prompter said, or why it says nothing more.
@@ -53,7 +51,7 @@ final class GcrSystemPrompt: @unchecked Sendable {
 
     /// Starts the prompter if needed (D-Bus activation) and begins prompting. Throws a reason in
     /// words when no dialog can be shown this way (the caller then tries pinentry).
-    init(on connection: DBusConnection, deadline: UInt64) throws(GcrPromptError) {
+    init(on connection: DBusConnection, deadline: UInt64, identities: ApplicationIdentities) throws(GcrPromptError) {
         self.connection = connection
         self.deadline = deadline
         let number = Self.counter.withLock { value -> UInt64 in
@@ -67,7 +65,7 @@ final class GcrSystemPrompt: @unchecked Sendable {
             throw GcrPromptError("cannot make gcr's secret exchange key: \(error)")
         }
         owner = try Self.startPrompter(on: connection, deadline: deadline)
-        try Self.checkRootOnly(owner, on: connection)
+        try Self.checkRootOnly(owner, on: connection, identities: identities)
         do throws(DBusError) {
             subscription = try connection.addMatch(.nameOwnerChanged(name: owner)) { [weak self] signal in
                 guard signal.arguments.count == 3, signal.arguments[2].stringValue == "" else { return }
@@ -98,21 +96,19 @@ final class GcrSystemPrompt: @unchecked Sendable {
         }
     }
 
-    /// The name's owner must run a program only root can replace (`/usr/libexec/gcr-prompter`).
-    private static func checkRootOnly(_ owner: String, on connection: DBusConnection) throws(GcrPromptError) {
-        let pid: UInt32
+    /// The name's owner must run a program only root can replace, not an interpreter (which
+    /// would run whatever script the user gave it): `/usr/libexec/gcr-prompter`, or
+    /// `/usr/bin/gnome-shell`, which serves the name itself in a GNOME Shell session.
+    private static func checkRootOnly(_ owner: String, on connection: DBusConnection,
+                                      identities: ApplicationIdentities) throws(GcrPromptError) {
+        let identity: ApplicationIdentity
         do {
-            pid = try connection.unixProcessID(of: owner)
+            identity = try identities.identity(of: owner, on: connection)
         } catch {
-            throw GcrPromptError("cannot tell which program owns \(GcrPrompterNames.busName): \(error.message)")
+            throw GcrPromptError("cannot tell which program owns \(GcrPrompterNames.busName): \(error)")
         }
-        let executable = "/proc/\(pid)/exe"
-        let descriptor = open(executable, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw GcrPromptError("cannot open the program that owns \(GcrPrompterNames.busName)") }
-        defer { close(descriptor) }
-        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: executable)) ?? ""
-        guard RootOnlyProgram.isRootOnly(descriptor, path: path) else {
-            throw GcrPromptError("\(GcrPrompterNames.busName) is owned by \(DialogSafe.path(path)), a program root does not own alone")
+        guard case .executable(_, nil, nil) = identity.kind else {
+            throw GcrPromptError("\(GcrPrompterNames.busName) is owned by \(identity.string), not a program only root can replace")
         }
     }
 
@@ -185,13 +181,6 @@ final class GcrSystemPrompt: @unchecked Sendable {
 struct GcrPromptError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Paths and names from outside, shortened and stripped of control characters before a log line.
-enum DialogSafe {
-    static func path(_ text: String) -> String {
-        String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(256).map(Character.init))
-    }
 }
 
 /// The callback object gcr's prompter calls: `PromptReady(s reply, a{sv} properties, s exchange)`

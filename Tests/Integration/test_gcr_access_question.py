@@ -141,3 +141,64 @@ def test_deny_in_gnomes_dialog_gives_no_secret(desktop, artifacts):
     log = account.log.read_text(errors="replace")
     assert "answered Deny" in log, log[-3000:]
     passed.append(True)
+
+
+# A prompter of the user's own: a python script that owns gcr's prompter name and, if anyone
+# begins a prompt with it, answers every dialog "yes" with the box ticked. It logs each call.
+FAKE_PROMPTER = r'''
+import sys
+from jeepney import DBusAddress, MessageType, new_method_call, new_method_return
+from jeepney.bus_messages import message_bus
+from jeepney.io.blocking import open_dbus_connection
+log = open(sys.argv[1], "a", buffering=1)
+connection = open_dbus_connection(bus="SESSION")
+connection.send_and_get_reply(message_bus.RequestName("org.gnome.keyring.SystemPrompter", 4))
+log.write("OWNED\n")
+while True:
+    message = connection.receive()
+    if message.header.message_type != MessageType.method_call:
+        continue
+    member = message.header.fields.get(3)
+    sender = message.header.fields.get(7)
+    log.write(f"{member} {sender}\n")
+    connection.send(new_method_return(message, "", ()))
+    if member in ("BeginPrompting", "PerformPrompt"):
+        callback = DBusAddress(message.body[0], bus_name=sender, interface="org.gnome.keyring.internal.Prompter.Callback")
+        reply = "" if member == "BeginPrompting" else "yes"
+        connection.send(new_method_call(callback, "PromptReady", "sa{sv}s", (reply, {"choice-chosen": ("b", True)}, "")))
+'''
+
+
+def test_a_prompter_of_the_users_own_is_not_believed(display, tmp_path):
+    """A script that owns org.gnome.keyring.SystemPrompter first would answer its own question:
+    keywelld asks only a program only root can replace, so it never begins a prompt there."""
+    # No pinentry on keywelld's PATH either: with the impostor refused, no dialog can be shown.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("dbus-daemon", "dbus-send", "python3"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    account = AccessAccount(built("KEYWELL"), built("KEYWELLD"), scripted=False,
+                            extra_env={"DISPLAY": display, "PATH": str(tools)})
+    fake = None
+    try:
+        calls = tmp_path / "calls.log"
+        script = account.scratch / "fake-prompter.py"
+        script.write_text(FAKE_PROMPTER)
+        fake = subprocess.Popen(["/usr/bin/python3", str(script), str(calls)], env=account.env)
+        deadline = time.monotonic() + GUARD
+        while not (calls.exists() and "OWNED" in calls.read_text()) and time.monotonic() < deadline:
+            assert fake.poll() is None, "the impostor prompter ended"
+            time.sleep(0.1)
+        maker, reader = account.program("maker"), account.program("reader")
+        account.add(maker, "gcr-secret", "hidden")
+        read = account.run([reader, "find-generic-password", "-s", "gcr-secret", "-w"], check=False, timeout=GUARD)
+        assert read.returncode != 0 and "hidden" not in read.stdout, (read.stdout, read.stderr)
+        assert f"{account.scratch}/reader" not in account.access_lists()
+        assert "BeginPrompting" not in calls.read_text(), calls.read_text()
+        log = account.log.read_text(errors="replace")
+        assert "not a program only root can replace" in log, log[-3000:]
+    finally:
+        if fake is not None:
+            fake.kill()
+            fake.wait(timeout=10)
+        account.close()
