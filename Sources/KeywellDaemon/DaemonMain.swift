@@ -127,9 +127,16 @@ final class Daemon: @unchecked Sendable {
         // Access control, one for both faces (docs/access-control.md).
         identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
         let accessQuestions = PinentryAccessQuestions(environment: environment, logger: logger, identities: identities)
-        // Always Allow: the identity joins each item's list in its keychain file.
-        accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
+        // Always Allow: the identity joins each item's list in its keychain file, and the grant
+        // is recorded for `keywell doctor` (a record that cannot be written loses no grant).
+        let grants = AlwaysAllowRecord(environment: environment)
+        accessGate = AccessGate(asker: accessQuestions, persist: { [store, logger] identity, items in
             try store.trust(identity, items: items.map(\.reference))
+            do {
+                try grants.record(identity: identity, items: items)
+            } catch {
+                logger.warning("Always Allow for \(identity) was written but not recorded for keywell doctor: \(error)")
+            }
         }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)))
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, replaceOwner: replaceSecretService,
@@ -164,7 +171,8 @@ final class Daemon: @unchecked Sendable {
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
-                                          throttle: throttle, migration: migration, gate: accessGate)
+                                          throttle: throttle, migration: migration, gate: accessGate,
+                                          accessStatus: AccessStatusSource(questions: accessQuestions, grants: grants))
         nativeObject = object
         let deadline = TestSwitches.callDeadline(environment) ?? ServiceLimits.callDeadline
         callDeadline = deadline

@@ -24,11 +24,13 @@ final class NativeKeychainObject: DBusObject {
     private let throttle: PasswordThrottle
     private let migration: KeyringMigration
     private let gate: AccessGate
+    private let accessStatus: AccessStatusSource
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
          identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
-         migration: KeyringMigration, gate: AccessGate) {
+         migration: KeyringMigration, gate: AccessGate, accessStatus: AccessStatusSource) {
         self.store = store
+        self.accessStatus = accessStatus
         self.gate = gate
         self.identities = identities
         self.migration = migration
@@ -235,6 +237,8 @@ final class NativeKeychainObject: DBusObject {
             ])]
         case .whoAmI:
             return try whoAmI(call)
+        case .getAccessStatus:
+            return accessStatus.reply(store: store)
         }
     }
 

@@ -45,6 +45,7 @@ extension NativeMethod {
         case .migrateKeyrings, .getMigrationStatus: .shared(action: "migrate keyrings")
         case .exportGnomeKeyring, .exportKeychains: .shared(action: "export keychains")
         case .inspectExport, .importExport: .shared(action: "import an export file")
+        case .getAccessStatus: .shared(action: "read how access questions are shown and what Always Allow granted")
         }
     }
 }

@@ -30,6 +30,9 @@ public enum NativeMethodClass: Sendable, Hashable {
     case readsFile
     /// Answers about the caller itself.
     case describesCaller
+    /// Answers about keywelld itself (whether it can show an access question now, what Always
+    /// Allow granted): may ask the bus and read a state file, so never on the I/O thread.
+    case describesDaemon
 }
 
 /// Every method of `org.keywell.Keychain1`, defined once: the daemon builds its interface table
@@ -76,6 +79,7 @@ public enum NativeMethod: String, CaseIterable, Sendable {
     case inspectExport = "InspectExport"
     case importExport = "ImportExport"
     case whoAmI = "WhoAmI"
+    case getAccessStatus = "GetAccessStatus"
 
     /// The D-Bus member name.
     public var name: String { rawValue }
@@ -110,6 +114,8 @@ public enum NativeMethod: String, CaseIterable, Sendable {
             .readsFile
         case .whoAmI:
             .describesCaller
+        case .getAccessStatus:
+            .describesDaemon
         }
     }
 
@@ -147,6 +153,7 @@ public enum NativeMethod: String, CaseIterable, Sendable {
         case .importExport:
             return ([A("file", "h"), A("passphrase", "ay"), A("keychain", "s"), A("policy", "s")], [A("summary", "a{sv}")])
         case .whoAmI: return ([], [A("identity", "s"), A("strength", "s"), A("reason", "s")])
+        case .getAccessStatus: return ([], [A("status", "a{sv}"), A("grants", "aa{sv}")])
         }
     }
 }

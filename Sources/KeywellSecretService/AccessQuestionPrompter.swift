@@ -34,6 +34,27 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     /// The bus whose activation environment may name the display (a new one on each reconnect).
     public func use(_ connection: DBusConnection) { self.connection.withLock { $0.connection = connection } }
 
+    /// Whether a question could be shown now, and by what or why not (`keywell doctor`'s
+    /// `access questions` line): the choice `reply(to:)` would make, gcr's prompter counted as
+    /// available when it owns its name or can be activated.
+    public func dialogNow() -> (canAsk: Bool, dialog: String, reason: String) {
+        let current = connection.withLock { $0.connection }
+        let choice = PrompterChoice(environment: environment, activationEnvironment: { current?.activationEnvironment() ?? [:] },
+                                    systemPrompter: { current?.ownedOrActivatable(GcrPrompterNames.busName) ?? false })
+        switch choice.choose() {
+        case .systemPrompter:
+            return (true, "GNOME's dialog (gcr's system prompter, \(GcrPrompterNames.busName)), with Always Allow as its check box", "")
+        case .pinentry(let program, _, _):
+            // KEYWELL_PINENTRY is taken as given: a name that runs nothing is answered Deny too.
+            guard let found = PrompterChoice.locate(program, in: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
+                return (false, "", "\(PrompterChoice.pinentryVariable)=\(program) in keywelld's environment is not a program it can run")
+            }
+            return (true, found, "")
+        case .unavailable(let reason):
+            return (false, "", "none can be shown (\(reason))")
+        }
+    }
+
     public func ask(_ question: AccessQuestion, timeoutSeconds: Int) -> AccessAnswer {
         reply(to: question, timeoutSeconds: timeoutSeconds, withdrawal: nil).answer
     }

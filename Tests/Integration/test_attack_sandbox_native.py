@@ -70,6 +70,7 @@ if sys.argv[1] == "attack":
         "GetLoginKeychain": lambda: call("GetLoginKeychain"),
         "MigrateKeyrings": lambda: call("MigrateKeyrings", "say", "", b""),
         "GetMigrationStatus": lambda: call("GetMigrationStatus"),
+        "GetAccessStatus": lambda: call("GetAccessStatus"),
         "ExportGnomeKeyring": lambda: call("ExportGnomeKeyring", "ssayb", "login", sys.argv[3] + "/loot.keyring", b"x", True),
     }
     print(json.dumps({name: attempt(step) for name, step in steps.items()}))
@@ -140,7 +141,7 @@ def test_a_sandboxed_app_cannot_take_over_the_keychains_through_the_native_api(s
     loot = [path.name for path in session.runtime.iterdir() if path.name.startswith("loot")]
     record("native API: a Flatpak app (bwrap, /.flatpak-info) creates a keychain and makes it the default and the "
            "search list, backs `login` up into its folder and over ~/.bashrc, restores over `login`, deletes, "
-           "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports",
+           "locks, unlocks, changes passwords and settings, reads lists, settings and Always Allow's grants, migrates and exports",
            f"{len(refused)} of {len(outcomes)} calls refused (MissingEntitlement); shared state "
            f"{'unchanged' if after == before else 'changed'}; {len(loot)} files written for the app",
            f"all {len(outcomes)} refused, nothing changed or written", len(refused) == len(outcomes) and after == before and not loot)

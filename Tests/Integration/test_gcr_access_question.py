@@ -121,7 +121,22 @@ def test_always_allow_ticked_in_gnomes_dialog_holds_across_restarts(desktop, art
     assert again.returncode == 0 and again.stdout.strip() == "s3cret", (again.stderr, account.log.read_text(errors="replace")[-3000:])
     # …with no question: no dialog is showing.
     assert not dialog.request("find", role="check box", name=ALWAYS)["found"]
+
+    # keywell doctor, asking keywelld: GNOME's dialog can show a question now, and the grant
+    # Always Allow made is listed (recorded across the restart), then shown undone once the
+    # item is gone.
+    lines = _doctor(account)
+    assert any(line.startswith("ok") and "access questions: shown by GNOME's dialog" in line for line in lines), lines
+    granted = [line for line in lines if "Always Allow:" in line and "“gcr-mail”" in line]
+    assert len(granted) == 1 and granted[0].startswith("ok") and f"{account.scratch}/reader" in granted[0], lines
+    account.run([maker, "delete-generic-password", "-s", "gcr-mail"])
+    granted = [line for line in _doctor(account) if "Always Allow:" in line and "“gcr-mail”" in line]
+    assert len(granted) == 1 and granted[0].startswith("note") and "no longer on the item's list" in granted[0], granted
     passed.append(True)
+
+
+def _doctor(account: AccessAccount) -> list[str]:
+    return account.run([account.keywell, "doctor"], check=False, timeout=GUARD).stdout.splitlines()
 
 
 def test_deny_in_gnomes_dialog_gives_no_secret(desktop, artifacts):

@@ -3,6 +3,10 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Whether access control can do its job for this user (docs/access-control.md "keywell doctor"):
 /// which keychains of the search list enforce their items' access lists, and whether keywelld can
 /// show an access question at all. Without a program to show it, every question is answered
@@ -40,41 +44,68 @@ enum AccessQuestionCheck {
         }
     }
 
-    /// The program keywelld would show an access question with, chosen as keywelld chooses it
-    /// (docs/prompts.md): from keywelld's own environment (its `/proc/<pid>/environ`) and the
-    /// session's activation environment.
-    static func prompter(on bus: DBusConnection, daemon: String, into report: inout DoctorReport) {
+    /// Whether keywelld can show an access question now, as keywelld itself says over D-Bus
+    /// (`GetAccessStatus`): the choice it makes for every question, from its own environment,
+    /// the session's activation environment and the bus (gcr's prompter), as they are now.
+    static func prompter(on bus: DBusConnection, into report: inout DoctorReport) -> [[String: DBusValue]] {
         let subject = "access questions"
-        guard let pid = try? bus.unixProcessID(of: daemon), let environment = processEnvironment(of: pid) else {
-            report.note(subject, "cannot read keywelld's environment to tell which program would show them")
+        let reply: [DBusValue]
+        do {
+            reply = try DoctorChecks.nativeCall(bus, .getAccessStatus)
+        } catch {
+            report.note(subject, "keywelld does not say whether it can show one (\(describe(error)))")
+            return []
+        }
+        let status = reply.first?.asStringVariantDict() ?? [:]
+        if status[AccessStatusKey.canAsk]?.boolValue == true {
+            report.ok(subject, "shown by \(status[AccessStatusKey.dialog]?.stringValue ?? "?")")
+        } else {
+            let reason = status[AccessStatusKey.reason]?.stringValue ?? "keywelld gave no reason"
+            report.note(subject, "\(reason), so every one is answered Deny: programs not on an item's list never read it. "
+                + "Install a graphical pinentry (or gcr, for GNOME's dialog), or set \(PrompterChoice.terminalVariable) "
+                + "or \(PrompterChoice.pinentryVariable) in keywelld's environment (docs/prompts.md)")
+        }
+        return reply.count > 1 ? reply[1].asStringVariantDictArray() ?? [] : []
+    }
+
+    /// Grants listed one a line, at most this many: the rest are counted.
+    static let maximumGrantsShown = 32
+
+    /// The grants Always Allow made (newest first), each with whether the item's list still
+    /// names the program: what macOS's Keychain Access shows in an item's Access Control tab.
+    static func grants(_ grants: [[String: DBusValue]], into report: inout DoctorReport) {
+        let subject = "Always Allow"
+        let holding = grants.filter { $0[AccessGrantKey.holds]?.boolValue == true }.count
+        guard !grants.isEmpty else {
+            report.ok(subject, "no program was granted an item by Always Allow")
             return
         }
-        let choice = PrompterChoice(environment: environment, activationEnvironment: { bus.activationEnvironment() },
-                                    systemPrompter: { bus.ownedOrActivatable(GcrPrompterNames.busName) })
-        switch choice.choose() {
-        case .systemPrompter:
-            report.ok(subject, "shown by GNOME's dialog (gcr's system prompter, \(GcrPrompterNames.busName)), with Always Allow as its check box")
-        case .pinentry(let program, _, _):
-            // KEYWELL_PINENTRY is taken as given: a name that runs nothing is answered Deny too.
-            guard let found = PrompterChoice.locate(program, in: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
-                report.note(subject, "\(PrompterChoice.pinentryVariable)=\(program) in keywelld's environment is not a program "
-                    + "it can run, so every one is answered Deny: programs not on an item's list never read it")
-                return
+        report.ok(subject, "\(grants.count) item grant\(grants.count == 1 ? "" : "s") recorded, \(holding) still on the items' lists "
+            + "(`keywell access list --identity ID` shows them, `keywell access remove` takes one back)")
+        for grant in grants.prefix(maximumGrantsShown) {
+            let identity = grant[AccessGrantKey.identity]?.stringValue ?? "?"
+            let label = grant[AccessGrantKey.label]?.stringValue ?? ""
+            let keychain = grant[AccessGrantKey.keychain]?.stringValue ?? ""
+            let when = (grant[AccessGrantKey.time]?.integerValue).map(utcTime) ?? "?"
+            let text = "\(identity) may use “\(label)” in \(keychain), granted \(when)"
+            if grant[AccessGrantKey.holds]?.boolValue == true {
+                report.ok(subject, text)
+            } else {
+                report.note(subject, text + "; no longer on the item's list (removed, or the item is gone)")
             }
-            report.ok(subject, "shown by \(found)")
-        case .unavailable(let reason):
-            report.note(subject, "none can be shown (\(reason)), so every one is answered Deny: programs not on an "
-                + "item's list never read it. Install a graphical pinentry, or set \(PrompterChoice.terminalVariable) "
-                + "or \(PrompterChoice.pinentryVariable) in keywelld's environment (docs/prompts.md)")
+        }
+        if grants.count > maximumGrantsShown {
+            report.note(subject, "\(grants.count - maximumGrantsShown) older grants not listed")
         }
     }
 
-    /// `KEY=value` entries of a process of this user; nil when unreadable. A process's start
-    /// environment is at most a few hundred KiB (the kernel's argument limit).
-    static func processEnvironment(of pid: UInt32) -> [String: String]? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
-        let entries = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        return PrompterChoice.parse(assignments: entries)
+    /// `2026-11-29 11:52 UTC`.
+    static func utcTime(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "\(seconds)" }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
     }
 
     private static func describe(_ error: DBusError) -> String {
