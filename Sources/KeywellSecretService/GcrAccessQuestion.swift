@@ -56,10 +56,10 @@ enum GcrAccessQuestion {
             return .failure(error)
         }
         switch prompt.next() {
-        case .ready(GcrPrompterNames.replyYes, let chosen):
+        case .ready(GcrPrompterNames.replyYes, let chosen, _):
             if chosen == true, question.offersAlwaysAllow { return .success(AccessReply(.alwaysAllow, denial: "")) }
             return .success(AccessReply(.allowOnce, denial: ""))
-        case .ready(GcrPrompterNames.replyNo, _): return .success(AccessReply(.deny, denial: AccessReply.answeredDeny))
+        case .ready(GcrPrompterNames.replyNo, _, _): return .success(AccessReply(.deny, denial: AccessReply.answeredDeny))
         case .ready, .done: return .success(AccessReply(.deny, denial: "the dialog was closed without an answer"))
         case .gone: return .success(AccessReply(.deny, denial: AccessReply.noDialog("gcr's prompter exited")))
         case .withdrawn: return .success(withdrawn)

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellCore
 import KeywellDBus
 import KeywellIdentity
 import KeywellSystem
@@ -19,8 +20,9 @@ import SecretServiceCrypto
 final class GcrSystemPrompt: @unchecked Sendable {
     /// What the prompter said, or why it says nothing more.
     enum Event: Equatable {
-        /// `PromptReady`: the reply and the dialog's properties that changed (only the choice is kept).
-        case ready(reply: String, choiceChosen: Bool?)
+        /// `PromptReady`: the reply, the dialog's properties that changed (only the choice is
+        /// kept) and the prompter's half of the secret exchange (a password, encrypted).
+        case ready(reply: String, choiceChosen: Bool?, exchange: String)
         /// `PromptDone`: the prompter stopped prompting for us (closed, or another took over).
         case done
         /// The prompter's process left the bus.
@@ -138,6 +140,42 @@ final class GcrSystemPrompt: @unchecked Sendable {
         }
     }
 
+    /// The password in the prompter's half of the exchange (`[sx-aes-1]`, `public=`, `iv=`,
+    /// `secret=`, base64): AES-128-CBC under the key both sides derive (docs/prompts.md). Nil when
+    /// it carries no secret.
+    func secret(in exchange: String) throws(GcrPromptError) -> SecretBytes? {
+        guard exchange.utf8.count <= Self.maximumExchange else { throw GcrPromptError("gcr's prompter sent an oversized exchange") }
+        var fields: [String: [UInt8]] = [:]
+        var group = ""
+        for line in exchange.split(whereSeparator: \.isNewline) {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.hasPrefix("[") { group = text; continue }
+            guard group == "[\(GcrPrompterNames.exchangeGroup)]", let equals = text.firstIndex(of: "=") else { continue }
+            let key = String(text[..<equals])
+            guard [GcrPrompterNames.exchangePublic, GcrPrompterNames.exchangeIV, GcrPrompterNames.exchangeSecret].contains(key),
+                  let bytes = Data(base64Encoded: String(text[text.index(after: equals)...])) else { continue }
+            fields[key] = Array(bytes)
+        }
+        guard let ciphertext = fields[GcrPrompterNames.exchangeSecret] else { return nil }
+        guard let peer = fields[GcrPrompterNames.exchangePublic], let iv = fields[GcrPrompterNames.exchangeIV] else {
+            throw GcrPromptError("gcr's prompter sent a secret without its key or iv")
+        }
+        do {
+            var plain = try AESCBCCipher(key: transportKey(with: peer)).open(iv: iv, ciphertext: ciphertext)
+            defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            return SecretBytes(copying: plain)
+        } catch {
+            throw GcrPromptError("cannot open the password gcr's prompter sent: \(error)")
+        }
+    }
+
+    /// An exchange is a few hundred bytes; more is not read.
+    static let maximumExchange = 64 * 1024
+
+    private func transportKey(with peer: [UInt8]) throws(SecretCryptoError) -> LockedKey {
+        try exchange.deriveKey(peerPublicKey: peer)
+    }
+
     /// Closes the dialog from another thread (a withdrawn question): `next()` answers `.withdrawn`.
     func withdraw() { note { $0.withdrawn = true } }
 
@@ -205,7 +243,8 @@ private final class GcrPromptCallback: DBusObject {
         if call.member == GcrPrompterNames.promptReady {
             let properties = (try? call.arguments.stringVariantDict(at: 1)) ?? [:]
             let chosen = properties[GcrPrompterNames.Property.choiceChosen]?.unwrappingVariants.boolValue
-            event = .ready(reply: (try? call.arguments.string(at: 0)) ?? GcrPrompterNames.replyNone, choiceChosen: chosen)
+            event = .ready(reply: (try? call.arguments.string(at: 0)) ?? GcrPrompterNames.replyNone, choiceChosen: chosen,
+                           exchange: (try? call.arguments.string(at: 2)) ?? "")
         } else {
             event = .done
         }

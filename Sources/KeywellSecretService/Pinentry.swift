@@ -47,9 +47,20 @@ struct Pinentry: PasswordAsking {
     let choice: PrompterChoice
     /// Seconds before an unanswered dialog gives up (pinentry's SETTIMEOUT).
     var timeout = 300
+    /// GNOME's dialog, when `choice` picks it (it was made with `systemPrompter`).
+    var gcr: GcrPasswords? = nil
 
     func beginConversation(windowID: String) throws(PinentryError) -> any PasswordConversation {
-        switch choice.choose() {
+        var outcome = choice.choose()
+        if case .systemPrompter = outcome, let gcr, let connection = gcr.connection() {
+            do {
+                return try GcrPasswordConversation(on: connection, identities: gcr.identities, timeoutSeconds: timeout, windowID: windowID)
+            } catch {
+                // GNOME's dialog could not be shown (no display for it, say): a pinentry may be.
+                outcome = choice.choose(systemPrompter: false)
+            }
+        }
+        switch outcome {
         case .pinentry(let program, let arguments, let environment):
             let conversation = try PinentryConversation(program: program, arguments: arguments, environment: environment)
             conversation.configure(windowID: windowID, timeout: timeout)
@@ -57,8 +68,7 @@ struct Pinentry: PasswordAsking {
         case .unavailable(let reason):
             throw PinentryError(description: reason)
         case .systemPrompter:
-            // Not offered: this choice is made without `systemPrompter`.
-            throw PinentryError(description: "gcr's system prompter is not used for this dialog")
+            throw PinentryError(description: "keywelld is not on the session bus")
         }
     }
 

@@ -40,10 +40,14 @@ package enum GcrPrompterNames {
         /// A boolean: the choice check box, sent unticked, read back from `PromptReady`.
         package static let choiceChosen = "choice-chosen"
         package static let callerWindow = "caller-window"
+        /// A boolean: a new password, asked twice.
+        package static let passwordNew = "password-new"
     }
 
     /// gcr's secret exchange: a key file of one group, `public=` (and with a secret, `iv=` and
     /// `secret=`) in base64, over DH in RFC 3526's 1536-bit group.
     package static let exchangeGroup = "sx-aes-1"
     package static let exchangePublic = "public"
+    package static let exchangeIV = "iv"
+    package static let exchangeSecret = "secret"
 }
