@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import types
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ import pytest
 
 from access_control_helpers import AccessAccount
 from keywell_helpers import built
+from ss_access_helpers import PYTHON, Client
 from test_seahorse import DRIVER, AccessibilityBus, artifacts, display  # noqa: F401 (fixtures: Xvfb, screenshots)
 
 PROMPTER = "/usr/libexec/gcr-prompter"
@@ -217,3 +219,39 @@ def test_a_prompter_of_the_users_own_is_not_believed(display, tmp_path):
             fake.kill()
             fake.wait(timeout=10)
         account.close()
+
+
+def test_a_dismissed_prompt_closes_gnomes_dialog(desktop):
+    """Withdrawal: a Secret Service client that dismisses its Unlock prompt while gcr's dialog
+    asks closes the dialog (StopPrompting) and gets Completed(dismissed); nothing is
+    remembered, so its next Unlock asks again, and Allow there gives the secret."""
+    account, dialog = desktop
+    bus = types.SimpleNamespace(env=account.env, daemon_log=lambda: account.log.read_text(errors="replace"))
+    attributes = {"app": "gcr-dismiss"}
+    Client(bus, account.scratch / "maker.py").store("Kept", attributes, "kept")
+    reader = Client(bus, account.scratch / "reader.py")
+    holding = account.scratch / "holding"
+    client = subprocess.Popen([PYTHON, str(reader.path), "dismiss", json.dumps(attributes), str(holding)], env=account.env,
+                              cwd=account.scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        dialog.wait("gcr's dialog", lambda: client.poll() is None, role="check box", name=ALWAYS)
+        holding.write_text("HOLDING")  # the client dismisses its prompt now
+        deadline = time.monotonic() + GUARD
+        while "the question was withdrawn" not in account.log.read_text(errors="replace"):
+            assert time.monotonic() < deadline and client.poll() is None, account.log.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
+        # The client's second Unlock asks again. gcr's prompter shows one prompt at a time, so
+        # the second dialog shows (and its Allow reaches the client) only once keywelld stopped
+        # the first.
+        dialog.wait("the second question's dialog", lambda: client.poll() is None, role="check box", name=ALWAYS)
+        dialog.act(role="push button", name="Allow")
+        out, err = client.communicate(timeout=GUARD)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait(timeout=10)
+    assert client.returncode == 0, (err, account.log.read_text(errors="replace")[-3000:])
+    result = json.loads(out)
+    assert result["dismissed"] is True and result["completed"] == [], result
+    assert list(result["after"].values()) == ["ERROR org.freedesktop.Secret.Error.IsLocked"], result
+    assert result["again"]["dismissed"] is False and list(result["again"]["secrets"].values()) == ["SECRET kept"], result
