@@ -41,8 +41,9 @@ struct PinentryError: Error, CustomStringConvertible {
 }
 
 /// Password dialogs through `pinentry`, the standard Linux passphrase program, spoken to in the
-/// Assuan protocol over its stdin and stdout. Which program: `PrompterChoice`, asked for each
-/// dialog (docs/prompts.md).
+/// Assuan protocol over its stdin and stdout, or through GNOME's own dialog
+/// (`GcrPasswordConversation`) where gcr's prompter runs. Which: `PrompterChoice`, asked for
+/// each dialog (docs/prompts.md).
 struct Pinentry: PasswordAsking {
     let choice: PrompterChoice
     /// Seconds before an unanswered dialog gives up (pinentry's SETTIMEOUT).

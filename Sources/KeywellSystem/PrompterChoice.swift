@@ -6,9 +6,9 @@ import Darwin
 
 /// Which password dialog a prompt shows, decided afresh for each prompt (docs/prompts.md):
 /// 1. `KEYWELL_PINENTRY` (a path or a name on PATH), always, display or not;
-/// 2. for a prompter that can speak it (access questions), with a display and gcr's system
-///    prompter on the session bus (owned or activatable): GNOME's own dialog, with its choice
-///    check box for Always Allow;
+/// 2. when the caller can speak to it (`systemPrompter` given), with a display and gcr's system
+///    prompter on the session bus (owned or activatable): GNOME's own dialog, its choice check
+///    box offering Always Allow in access questions;
 /// 3. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else in the
 ///    session's activation environment) the first graphical pinentry on PATH: pinentry-gnome3
 ///    (which shows gcr's system prompter, gnome-keyring's own dialog, under GNOME), then the Qt,
