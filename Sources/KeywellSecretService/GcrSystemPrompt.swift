@@ -130,15 +130,31 @@ final class GcrSystemPrompt: @unchecked Sendable {
     func perform(type: String, properties: [(String, DBusValue)]) throws(GcrPromptError) {
         let key = Data(exchange.publicKey).base64EncodedString()
         let sent = "[\(GcrPrompterNames.exchangeGroup)]\n\(GcrPrompterNames.exchangePublic)=\(key)\n"
-        do throws(DBusError) {
-            _ = try connection.call(destination: owner, path: GcrPrompterNames.objectPath, interface: GcrPrompterNames.interface,
-                                    member: GcrPrompterNames.performPrompt,
-                                    arguments: [.objectPath(path), .string(type), .stringVariantDict(properties), .string(sent)],
-                                    timeout: Self.remaining(until: deadline), autoStart: false)
-        } catch {
-            throw GcrPromptError("gcr's prompter refused the dialog: \(error.message)")
+        var attempt = 0
+        while true {
+            do throws(DBusError) {
+                _ = try connection.call(destination: owner, path: GcrPrompterNames.objectPath, interface: GcrPrompterNames.interface,
+                                        member: GcrPrompterNames.performPrompt,
+                                        arguments: [.objectPath(path), .string(type), .stringVariantDict(properties), .string(sent)],
+                                        timeout: Self.remaining(until: deadline), autoStart: false)
+                return
+            } catch {
+                // The prompter counts itself ready only once our reply to its PromptReady has
+                // reached its main loop, which may come after this call does ("Already
+                // performing a prompt for this prompt callback"): asked again shortly, it takes it.
+                attempt += 1
+                guard error.name == DBusError.Name.failed, attempt < Self.performAttempts,
+                      monotonicNanoseconds() + Self.performRetryPause < deadline else {
+                    throw GcrPromptError("gcr's prompter refused the dialog: \(error.message)")
+                }
+                usleep(useconds_t(Self.performRetryPause / 1000))
+            }
         }
     }
+
+    /// `PerformPrompt` tries before the prompter's refusal stands, and the pause between them.
+    static let performAttempts = 40
+    static let performRetryPause: UInt64 = 50_000_000
 
     /// The password in the prompter's half of the exchange (`[sx-aes-1]`, `public=`, `iv=`,
     /// `secret=`, base64): AES-128-CBC under the key both sides derive (docs/prompts.md). Nil when

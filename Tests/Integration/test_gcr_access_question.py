@@ -35,8 +35,10 @@ GUARD = 120
 class Dialog:
     """gcr's prompter as AT-SPI shows it: one driver process per command (see atspi_driver.py)."""
 
-    def __init__(self, env: dict) -> None:
+    def __init__(self, env: dict, log: Path) -> None:
         self.env = env
+        # The bus's log: keywelld's and gcr-prompter's stderr, for a dialog that never shows.
+        self.log = log
 
     def request(self, op: str, **selector) -> dict:
         command = json.dumps({"op": op, "app": "", **selector}) + "\n"
@@ -53,7 +55,8 @@ class Dialog:
             if reply["ok"] and reply["found"]:
                 return reply["found"][0]
             time.sleep(0.3)
-        raise AssertionError(f"{what} never showed within {GUARD} s:\n" + "\n".join(self.request("dump").get("lines", [])))
+        raise AssertionError(f"{what} never showed within {GUARD} s:\n" + "\n".join(self.request("dump").get("lines", []))
+                             + "\nbus log:\n" + self.log.read_text(errors="replace")[-4000:])
 
     def act(self, **selector) -> None:
         reply = self.request("do", action="click", index=0, **selector)
@@ -77,11 +80,23 @@ def desktop(display):
                         "/org/freedesktop/DBus", "org.freedesktop.DBus.ReloadConfig"], env=account.env, check=True,
                        capture_output=True, timeout=GUARD)
         accessibility = AccessibilityBus(account.env)
-        yield account, Dialog(account.env)
+        # GTK binds to the accessibility bus when it starts: gcr's prompter must not start first.
+        deadline = time.monotonic() + GUARD
+        while not _owned(account, "org.a11y.Bus"):
+            assert time.monotonic() < deadline and accessibility.process.poll() is None, "at-spi-bus-launcher never took org.a11y.Bus"
+            time.sleep(0.1)
+        yield account, Dialog(account.env, account.log)
     finally:
         if accessibility is not None:
             accessibility.close()
         account.close()
+
+
+def _owned(account: AccessAccount, name: str) -> bool:
+    answer = subprocess.run(["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus",
+                             "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", f"string:{name}"],
+                            env=account.env, capture_output=True, text=True, timeout=GUARD)
+    return answer.stdout.split() == ["boolean", "true"]
 
 
 def _ask(account: AccessAccount, program: Path, service: str) -> subprocess.Popen:
