@@ -25,12 +25,14 @@ final class NativeKeychainObject: DBusObject {
     private let migration: KeyringMigration
     private let gate: AccessGate
     private let session: NativeSessionCalls
+    private let accessStatus: AccessStatusSource
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
          identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
-         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls) {
+         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls, accessStatus: AccessStatusSource) {
         self.store = store
         self.session = session
+        self.accessStatus = accessStatus
         self.gate = gate
         self.identities = identities
         self.migration = migration
@@ -240,8 +242,8 @@ final class NativeKeychainObject: DBusObject {
         case .setSessionDisplay:
             try session.setSessionDisplay(arguments[0])
             return []
-        case .getPrompter:
-            return session.getPrompter()
+        case .getAccessStatus:
+            return accessStatus.reply(store: store)
         }
     }
 

@@ -58,6 +58,27 @@ import Testing
         #expect(forgotten.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: ["DISPLAY": ":9"]))
     }
 
+    @Test func gnomesDialogComesAfterAnExplicitPinentryAndBeforeTheGraphicalOnes() throws {
+        let search = try path(with: ["pinentry-gnome3"])
+        let present: @Sendable () -> Bool = { true }
+        // With a display and the prompter on the bus: GNOME's dialog, unless skipped after a failure.
+        let gnome = PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: present)
+        #expect(gnome.choose() == .systemPrompter)
+        #expect(gnome.choose(systemPrompter: false) == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
+        // KEYWELL_PINENTRY still wins; without a display, or without the prompter, a pinentry.
+        #expect(PrompterChoice(environment: ["DISPLAY": ":3", "KEYWELL_PINENTRY": "/opt/p", "PATH": search], systemPrompter: present)
+            .choose() == .pinentry(program: "/opt/p", arguments: [], environment: [:]))
+        guard case .unavailable = PrompterChoice(environment: ["PATH": search], systemPrompter: present).choose() else {
+            Issue.record("GNOME's dialog chosen without a display"); return
+        }
+        #expect(PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: { false }).choose()
+            == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
+        // A display learned from the session is enough for GNOME's dialog too.
+        let learned = PrompterChoice(environment: ["PATH": search], sessionDisplay: { ["WAYLAND_DISPLAY": "wayland-0"] },
+                                     systemPrompter: present)
+        #expect(learned.choose() == .systemPrompter)
+    }
+
     @Test func aConfiguredTerminalGetsTheCursesPinentryThere() throws {
         let search = try path(with: ["pinentry-curses", "pinentry-tty"])
         let choice = PrompterChoice(environment: ["KEYWELL_PINENTRY_TTY": "/dev/null", "TERM": "vt100", "PATH": search])
