@@ -78,16 +78,10 @@ extension DBusConnection {
         return try callBus("NameHasOwner", [.string(name)]).bool(at: 0)
     }
 
-    /// Whether `name` has an owner now or the bus can start one (its service file is in the
-    /// bus's service folders): what a client needs before it relies on a D-Bus-activated helper.
-    public func ownedOrActivatable(_ name: String) -> Bool {
-        do {
-            if try nameHasOwner(name) { return true }
-            let names = try callBus("ListActivatableNames", []).stringArray(at: 0)
-            return names.contains(name)
-        } catch {
-            return false
-        }
+    /// Whether the bus can start a service for `name` (its service file is in the bus's service
+    /// folders): what a client needs before it relies on a D-Bus-activated helper.
+    public func isActivatable(_ name: String) throws(DBusError) -> Bool {
+        try callBus("ListActivatableNames", []).stringArray(at: 0).contains(name)
     }
 
     /// Asks the bus to start (D-Bus-activate) the service for `name`; true if it was started,

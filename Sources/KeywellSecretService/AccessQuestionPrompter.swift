@@ -41,15 +41,14 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     func prompterChoice(on current: DBusConnection?) -> PrompterChoice {
         PrompterChoice(environment: environment, sessionDisplay: { [sessionDisplay] in sessionDisplay.environment },
                        activationEnvironment: { current?.activationEnvironment() ?? [:] },
-                       systemPrompter: { current?.ownedOrActivatable(GcrPrompterNames.busName) ?? false })
+                       systemPrompter: { .on(current) })
     }
 
     /// The bus whose activation environment may name the display (a new one on each reconnect).
     public func use(_ connection: DBusConnection) { self.connection.withLock { $0.connection = connection } }
 
     /// Whether a question could be shown now, and by what or why not (`keywell doctor`'s
-    /// `access questions` line): the choice `reply(to:)` would make, gcr's prompter counted as
-    /// available when it owns its name or can be activated.
+    /// `access questions` line): the choice `reply(to:)` would make.
     public func dialogNow() -> (canAsk: Bool, dialog: String, reason: String) {
         let choice = prompterChoice(on: connection.withLock { $0.connection })
         switch choice.choose() {

@@ -178,7 +178,7 @@ final class GcrSystemPrompt: @unchecked Sendable {
         }
         do {
             var plain = try AESCBCCipher(key: transportKey(with: peer)).open(iv: iv, ciphertext: ciphertext)
-            defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            defer { plain.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
             return SecretBytes(copying: plain)
         } catch {
             throw GcrPromptError("cannot open the password gcr's prompter sent: \(error)")
@@ -269,5 +269,19 @@ private final class GcrPromptCallback: DBusObject {
             return
         }
         _ = call.reply()
+    }
+}
+
+extension PrompterChoice.SystemPrompter {
+    /// Whether gcr's prompter runs on `connection`'s bus or can be started there; absent when
+    /// the bus does not answer.
+    static func on(_ connection: DBusConnection?) -> Self {
+        guard let connection else { return .absent }
+        do {
+            if try connection.nameHasOwner(GcrPrompterNames.busName) { return .running }
+            return try connection.isActivatable(GcrPrompterNames.busName) ? .activatable : .absent
+        } catch {
+            return .absent
+        }
     }
 }

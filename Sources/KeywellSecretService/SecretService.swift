@@ -59,9 +59,9 @@ public final class SecretService: Sendable {
         let connectionNow = LockedConnection()
         // GNOME's dialog for passwords too, where access control can tell who serves it.
         let identities = configuration.access?.identities
-        var systemPrompter: (@Sendable () -> Bool)? = nil
+        var systemPrompter: (@Sendable () -> PrompterChoice.SystemPrompter)? = nil
         if identities != nil {
-            systemPrompter = { connectionNow.get()?.ownedOrActivatable(GcrPrompterNames.busName) ?? false }
+            systemPrompter = { .on(connectionNow.get()) }
         }
         let choice = PrompterChoice(environment: configuration.environment,
                                     sessionDisplay: { [display = configuration.sessionDisplay] in display.environment },

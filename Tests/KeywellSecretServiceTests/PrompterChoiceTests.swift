@@ -60,7 +60,7 @@ import Testing
 
     @Test func gnomesDialogComesAfterAnExplicitPinentryAndBeforeTheGraphicalOnes() throws {
         let search = try path(with: ["pinentry-gnome3"])
-        let present: @Sendable () -> Bool = { true }
+        let present: @Sendable () -> PrompterChoice.SystemPrompter = { .activatable }
         // With a display and the prompter on the bus: GNOME's dialog, unless skipped after a failure.
         let gnome = PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: present)
         #expect(gnome.choose() == .systemPrompter)
@@ -71,12 +71,23 @@ import Testing
         guard case .unavailable = PrompterChoice(environment: ["PATH": search], systemPrompter: present).choose() else {
             Issue.record("GNOME's dialog chosen without a display"); return
         }
-        #expect(PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: { false }).choose()
+        #expect(PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: { .absent }).choose()
             == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
-        // A display learned from the session is enough for GNOME's dialog too.
-        let learned = PrompterChoice(environment: ["PATH": search], sessionDisplay: { ["WAYLAND_DISPLAY": "wayland-0"] },
-                                     systemPrompter: present)
-        #expect(learned.choose() == .systemPrompter)
+    }
+
+    @Test func aLearnedDisplayReachesGnomesDialogOnlyWhereThePrompterCanFindIt() throws {
+        let search = try path(with: ["pinentry-gnome3"])
+        let learned: @Sendable () -> [String: String] = { ["WAYLAND_DISPLAY": "wayland-0"] }
+        // A running prompter has its display: the learned one is enough to choose it.
+        #expect(PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, systemPrompter: { .running }).choose()
+            == .systemPrompter)
+        // One the bus would start finds no display in an activation environment without one:
+        // the pinentry gets the learned display instead.
+        #expect(PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, systemPrompter: { .activatable }).choose()
+            == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: ["WAYLAND_DISPLAY": "wayland-0"]))
+        // Where the activation environment has a display too, the bus can start it there.
+        #expect(PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, activationEnvironment: { ["DISPLAY": ":9"] },
+                               systemPrompter: { .activatable }).choose() == .systemPrompter)
     }
 
     @Test func aConfiguredTerminalGetsTheCursesPinentryThere() throws {
