@@ -21,11 +21,20 @@ public struct AccessQuestion: Sendable {
     public static let allowButton = "Allow"
     public static let alwaysAllowButton = "Always Allow"
     public static let denyButton = "Deny"
+    /// Always Allow as a check box beside Allow, where the dialog has two buttons (gcr's).
+    public static let alwaysAllowChoice = "Always allow this program"
+
+    /// The dialog's heading, for prompters that show one above the description (gcr's message).
+    public var heading: String { "Allow “\(DialogText.line(programName))” to use your keychain?" }
 
     /// `“<program>” wants to use “<label>” [and N more items] from your keychain “<path>”.`, then
     /// whether the program changed since the items trusted it, then what the answers do. Plain
     /// text with newlines: a prompter escapes it for its own protocol. No identity, no hash.
-    public var description: String {
+    public var description: String { description(alwaysAllowAsChoice: false) }
+
+    /// `description`, telling Always Allow as the check box (`alwaysAllowChoice`) when
+    /// `alwaysAllowAsChoice`, else as a button.
+    public func description(alwaysAllowAsChoice: Bool) -> String {
         let program = DialogText.line(programName)
         let label = DialogText.line(items.first?.label ?? "")
         let more = items.count > 1 ? " and \(items.count - 1) more item\(items.count == 2 ? "" : "s")" : ""
@@ -35,7 +44,8 @@ public struct AccessQuestion: Sendable {
             text += "\n\n“\(program)” has changed since \(those) trusted it: it was updated, or another program took its place."
         }
         if offersAlwaysAllow {
-            text += "\n\nAllow lets it use \(items.count > 1 ? "them" : "it") until the keychain locks; Always Allow, from now on."
+            let always = alwaysAllowAsChoice ? "with “\(Self.alwaysAllowChoice)” ticked" : "Always Allow"
+            text += "\n\nAllow lets it use \(items.count > 1 ? "them" : "it") until the keychain locks; \(always), from now on."
         } else {
             text += "\n\nThe program could not be identified: Always Allow is not offered."
         }

@@ -78,6 +78,12 @@ extension DBusConnection {
         return try callBus("NameHasOwner", [.string(name)]).bool(at: 0)
     }
 
+    /// Whether the bus can start a service for `name` (its service file is in the bus's service
+    /// folders): what a client needs before it relies on a D-Bus-activated helper.
+    public func isActivatable(_ name: String) throws(DBusError) -> Bool {
+        try callBus("ListActivatableNames", []).stringArray(at: 0).contains(name)
+    }
+
     /// Asks the bus to start (D-Bus-activate) the service for `name`; true if it was started,
     /// false if it was already running.
     @discardableResult

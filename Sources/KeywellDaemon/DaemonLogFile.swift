@@ -27,13 +27,19 @@ final class DaemonLogFile: Sendable {
 
     /// The file lines go to when standard error is not open.
     static func filePath(_ environment: [String: String]) -> String? {
+        stateFolder(environment).map { $0 + "/" + fileName }
+    }
+
+    /// keywelld's state folder, `$XDG_STATE_HOME/keywell` (made 0700 when missing); nil when
+    /// neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
+    static func stateFolder(_ environment: [String: String]) -> String? {
         let stateHome = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 + "/.local/state" : nil }
         guard let stateHome else { return nil }
         let folder = stateHome + "/keywell"
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         chmod(folder, 0o700)
-        return folder + "/" + fileName
+        return folder
     }
 
     /// Writes one whole line (one `write`, so lines of several threads never interleave).

@@ -134,10 +134,18 @@ final class Daemon: @unchecked Sendable {
         sessions.onLastSessionClosed {
             if sessionDisplay.forget() { logger.info("the last login session closed: forgot the session's display") }
         }
-        let accessQuestions = PinentryAccessQuestions(environment: environment, sessionDisplay: sessionDisplay, logger: logger)
-        // Always Allow: the identity joins each item's list in its keychain file.
-        accessGate = AccessGate(asker: accessQuestions, persist: { [store] identity, items in
+        let accessQuestions = PinentryAccessQuestions(environment: environment, sessionDisplay: sessionDisplay, logger: logger,
+                                                      identities: identities)
+        // Always Allow: the identity joins each item's list in its keychain file, and the grant
+        // is recorded for `keywell doctor` (a record that cannot be written loses no grant).
+        let grants = AlwaysAllowRecord(environment: environment)
+        accessGate = AccessGate(asker: accessQuestions, persist: { [store, logger] identity, items in
             try store.trust(identity, items: items.map(\.reference))
+            do {
+                try grants.record(identity: identity, items: items)
+            } catch {
+                logger.warning("Always Allow for \(identity) was written but not recorded for keywell doctor: \(error)")
+            }
         }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)))
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, sessionDisplay: sessionDisplay,
@@ -177,7 +185,8 @@ final class Daemon: @unchecked Sendable {
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
                                           throttle: throttle, migration: migration, gate: accessGate,
-                                          session: NativeSessionCalls(display: sessionDisplay, prompter: accessQuestions, logger: logger),
+                                          session: NativeSessionCalls(display: sessionDisplay, logger: logger),
+                                          accessStatus: AccessStatusSource(questions: accessQuestions, grants: grants),
                                           sync: sync)
         nativeObject = object
         let deadline = TestSwitches.callDeadline(environment) ?? ServiceLimits.callDeadline

@@ -26,12 +26,15 @@ final class NativeKeychainObject: DBusObject {
     private let gate: AccessGate
     private let session: NativeSessionCalls
     private let sync: SyncService
+    private let accessStatus: AccessStatusSource
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
          identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
-         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls, sync: SyncService) {
+         migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls, accessStatus: AccessStatusSource,
+         sync: SyncService) {
         self.store = store
         self.session = session
+        self.accessStatus = accessStatus
         self.sync = sync
         self.gate = gate
         self.identities = identities
@@ -242,8 +245,8 @@ final class NativeKeychainObject: DBusObject {
         case .setSessionDisplay:
             try session.setSessionDisplay(arguments[0])
             return []
-        case .getPrompter:
-            return session.getPrompter()
+        case .getAccessStatus:
+            return accessStatus.reply(store: store)
         case .syncEnable:
             try sync.enable(string(arguments[0]), folder: string(arguments[1]), password: secret(arguments[2]), join: bool(arguments[3]))
             return []

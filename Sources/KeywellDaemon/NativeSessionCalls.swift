@@ -5,13 +5,12 @@ import KeywellSecretService
 import KeywellSystem
 import Logging
 
-/// The native calls about the user's graphical session (docs/prompts.md, "A daemon started
+/// The native call about the user's graphical session (docs/prompts.md, "A daemon started
 /// before the desktop"): `SetSessionDisplay` from the autostart entry's `keywell
-/// session-display`, and `GetPrompter` for `keywell doctor`. Both reach shared state, so a
-/// sandboxed or unidentified caller never gets here (`CallReach`).
+/// session-display`. It changes shared state, so a sandboxed or unidentified caller never gets
+/// here (`CallReach`). Whether a dialog can be shown with what it learned is `GetAccessStatus`.
 struct NativeSessionCalls: Sendable {
     let display: LearnedSessionDisplay
-    let prompter: PinentryAccessQuestions
     let logger: Logger
 
     /// The three variables are at most `SessionDisplay.variables.count` entries; anything else
@@ -32,21 +31,5 @@ struct NativeSessionCalls: Sendable {
         display.learn(checked)
         let names = checked.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         logger.info("learned the session's display: \(names); later dialogs are shown there")
-    }
-
-    /// Whether a dialog can be shown now, and with which program; else why not.
-    func getPrompter() -> [DBusValue] {
-        let choice = prompter.prompterChoice()
-        switch choice.choose() {
-        case .pinentry(let program, _, let environment):
-            guard let found = choice.resolve(program) else {
-                return [.bool(false), .string("\(PrompterChoice.pinentryVariable)=\(program) is not a program keywelld can run")]
-            }
-            let shown = ["DISPLAY", "WAYLAND_DISPLAY"].compactMap { name in environment[name].map { "\(name)=\($0)" } }
-            let passed = shown.isEmpty ? "" : " (\(shown.joined(separator: ", ")) passed to it)"
-            return [.bool(true), .string("shown by \(found)\(passed)")]
-        case .unavailable(let reason):
-            return [.bool(false), .string(reason)]
-        }
     }
 }

@@ -46,7 +46,7 @@ extension NativeMethod {
         case .exportGnomeKeyring, .exportKeychains: .shared(action: "export keychains")
         case .inspectExport, .importExport: .shared(action: "import an export file")
         case .setSessionDisplay: .shared(action: "set the display keywelld's dialogs go to")
-        case .getPrompter: .shared(action: "read how keywelld's dialogs are shown")
+        case .getAccessStatus: .shared(action: "read how access questions are shown and what Always Allow granted")
         case .syncEnable, .syncStatus, .syncConflicts, .syncConflictSecret, .syncDisable, .syncRekey:
             .shared(action: "manage a keychain's sync between machines")
         }

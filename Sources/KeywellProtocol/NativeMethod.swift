@@ -30,9 +30,12 @@ public enum NativeMethodClass: Sendable, Hashable {
     case readsFile
     /// Answers about the caller itself.
     case describesCaller
-    /// Sets or reads what keywelld knows of the user's graphical session (the display its
-    /// dialogs go to); on a worker, as reading may ask the bus (logged at info level).
+    /// Sets what keywelld knows of the user's graphical session (the display its dialogs go
+    /// to); on a worker, logged at info level.
     case session
+    /// Answers about keywelld itself (whether it can show an access question now, what Always
+    /// Allow granted): may ask the bus and read a state file, so never on the I/O thread.
+    case describesDaemon
 }
 
 /// Every method of `org.keywell.Keychain1`, defined once: the daemon builds its interface table
@@ -88,7 +91,7 @@ public enum NativeMethod: String, CaseIterable, Sendable {
     case syncRekey = "SyncRekey"
     // The graphical session: where keywelld's dialogs go
     case setSessionDisplay = "SetSessionDisplay"
-    case getPrompter = "GetPrompter"
+    case getAccessStatus = "GetAccessStatus"
 
     /// The D-Bus member name.
     public var name: String { rawValue }
@@ -123,8 +126,10 @@ public enum NativeMethod: String, CaseIterable, Sendable {
             .readsFile
         case .whoAmI:
             .describesCaller
-        case .setSessionDisplay, .getPrompter:
+        case .setSessionDisplay:
             .session
+        case .getAccessStatus:
+            .describesDaemon
         }
     }
 
@@ -163,7 +168,7 @@ public enum NativeMethod: String, CaseIterable, Sendable {
             return ([A("file", "h"), A("passphrase", "ay"), A("keychain", "s"), A("policy", "s")], [A("summary", "a{sv}")])
         case .whoAmI: return ([], [A("identity", "s"), A("strength", "s"), A("reason", "s")])
         case .setSessionDisplay: return ([A("environment", "a{ss}")], [])
-        case .getPrompter: return ([], [A("available", "b"), A("detail", "s")])
+        case .getAccessStatus: return ([], [A("status", "a{sv}"), A("grants", "aa{sv}")])
         case .syncEnable: return ([A("keychain", "s"), A("folder", "s"), A("password", "ay"), A("join", "b")], [])
         case .syncStatus: return ([A("keychain", "s")], [A("status", "a{sv}")])
         case .syncConflicts: return ([A("keychain", "s")], [A("versions", "aa{sv}")])

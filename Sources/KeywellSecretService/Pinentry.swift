@@ -41,21 +41,35 @@ struct PinentryError: Error, CustomStringConvertible {
 }
 
 /// Password dialogs through `pinentry`, the standard Linux passphrase program, spoken to in the
-/// Assuan protocol over its stdin and stdout. Which program: `PrompterChoice`, asked for each
-/// dialog (docs/prompts.md).
+/// Assuan protocol over its stdin and stdout, or through GNOME's own dialog
+/// (`GcrPasswordConversation`) where gcr's prompter runs. Which: `PrompterChoice`, asked for
+/// each dialog (docs/prompts.md).
 struct Pinentry: PasswordAsking {
     let choice: PrompterChoice
     /// Seconds before an unanswered dialog gives up (pinentry's SETTIMEOUT).
     var timeout = 300
+    /// GNOME's dialog, when `choice` picks it (it was made with `systemPrompter`).
+    var gcr: GcrPasswords? = nil
 
     func beginConversation(windowID: String) throws(PinentryError) -> any PasswordConversation {
-        switch choice.choose() {
+        var outcome = choice.choose()
+        if case .systemPrompter = outcome, let gcr, let connection = gcr.connection() {
+            do {
+                return try GcrPasswordConversation(on: connection, identities: gcr.identities, timeoutSeconds: timeout, windowID: windowID)
+            } catch {
+                // GNOME's dialog could not be shown (no display for it, say): a pinentry may be.
+                outcome = choice.choose(systemPrompter: false)
+            }
+        }
+        switch outcome {
         case .pinentry(let program, let arguments, let environment):
             let conversation = try PinentryConversation(program: program, arguments: arguments, environment: environment)
             conversation.configure(windowID: windowID, timeout: timeout)
             return conversation
         case .unavailable(let reason):
             throw PinentryError(description: reason)
+        case .systemPrompter:
+            throw PinentryError(description: "keywelld is not on the session bus")
         }
     }
 

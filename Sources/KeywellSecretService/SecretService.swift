@@ -57,12 +57,20 @@ public final class SecretService: Sendable {
         let directory = CollectionDirectory(store: store)
         let signals = SecretServiceSignals(directory: directory, logger: logger)
         let connectionNow = LockedConnection()
+        // GNOME's dialog for passwords too, where access control can tell who serves it.
+        let identities = configuration.access?.identities
+        var systemPrompter: (@Sendable () -> PrompterChoice.SystemPrompter)? = nil
+        if identities != nil {
+            systemPrompter = { .on(connectionNow.get()) }
+        }
         let choice = PrompterChoice(environment: configuration.environment,
                                     sessionDisplay: { [display = configuration.sessionDisplay] in display.environment },
-                                    activationEnvironment: { connectionNow.get()?.activationEnvironment() ?? [:] })
+                                    activationEnvironment: { connectionNow.get()?.activationEnvironment() ?? [:] },
+                                    systemPrompter: systemPrompter)
+        let gcr = identities.map { GcrPasswords(connection: { connectionNow.get() }, identities: $0) }
         context = ServiceContext(
             store: store, directory: directory, sessions: SessionManager(),
-            prompts: PromptManager(asker: Pinentry(choice: choice), signals: signals, logger: logger),
+            prompts: PromptManager(asker: Pinentry(choice: choice, gcr: gcr), signals: signals, logger: logger),
             signals: signals, logger: logger, throttle: configuration.throttle, access: configuration.access,
             keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)

@@ -6,19 +6,26 @@ import Darwin
 
 /// Which password dialog a prompt shows, decided afresh for each prompt (docs/prompts.md):
 /// 1. `KEYWELL_PINENTRY` (a path or a name on PATH), always, display or not;
-/// 2. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else the one
+/// 2. when the caller can speak to it (`systemPrompter` given), with a display and gcr's system
+///    prompter on the session bus (running, or activatable and not relying on a display only
+///    keywelld learned): GNOME's own dialog, its choice check box offering Always Allow in
+///    access questions;
+/// 3. with a display (`DISPLAY` or `WAYLAND_DISPLAY` in the daemon's environment, else the one
 ///    the session told keywelld (`SessionDisplay`), else in the session's activation environment)
 ///    the first graphical pinentry on PATH: pinentry-gnome3
 ///    (which shows gcr's system prompter, gnome-keyring's own dialog, under GNOME), then the Qt,
 ///    GTK, FLTK and X11 ones;
-/// 3. with `KEYWELL_PINENTRY_TTY` naming a terminal, pinentry-curses or pinentry-tty on it;
-/// 4. else none: the prompt cannot be shown, and the caller is told why.
+/// 4. with `KEYWELL_PINENTRY_TTY` naming a terminal, pinentry-curses or pinentry-tty on it;
+/// 5. else none: the prompt cannot be shown, and the caller is told why.
 /// keywelld decides with it for every prompt and access question; `keywell doctor` with the
 /// daemon's environment, to say whether one can be shown.
 public struct PrompterChoice: Sendable {
     public enum Outcome: Equatable, Sendable {
         /// Run `program` with `arguments`; `environment` goes over the daemon's own.
         case pinentry(program: String, arguments: [String], environment: [String: String])
+        /// Speak to gcr's system prompter (`GcrPrompterNames.busName`) on the session bus; it
+        /// finds the display itself, in the bus's activation environment.
+        case systemPrompter
         /// No dialog can be shown; the reason, in words for the person and the log.
         case unavailable(String)
     }
@@ -40,15 +47,30 @@ public struct PrompterChoice: Sendable {
     /// The session's activation environment, asked for only when neither of the above names a
     /// display (a daemon started by D-Bus activation before the desktop exported `DISPLAY`).
     let activationEnvironment: @Sendable () -> [String: String]
+    /// Whether gcr's system prompter is on the session bus; nil for a prompt that only pinentry
+    /// can show.
+    let systemPrompter: (@Sendable () -> SystemPrompter)?
+
+    /// gcr's system prompter on the session bus.
+    public enum SystemPrompter: Sendable {
+        case absent
+        /// Its name has an owner: it has found its display already.
+        case running
+        /// The bus can start it: it then finds the display in the bus's activation environment.
+        case activatable
+    }
 
     public init(environment: [String: String], sessionDisplay: @escaping @Sendable () -> [String: String] = { [:] },
-                activationEnvironment: @escaping @Sendable () -> [String: String] = { [:] }) {
+                activationEnvironment: @escaping @Sendable () -> [String: String] = { [:] },
+                systemPrompter: (@Sendable () -> SystemPrompter)? = nil) {
         self.environment = environment
         self.sessionDisplay = sessionDisplay
         self.activationEnvironment = activationEnvironment
+        self.systemPrompter = systemPrompter
     }
 
-    public func choose() -> Outcome {
+    /// The dialog to show; `systemPrompter: false` skips gcr's (it failed to start just now).
+    public func choose(systemPrompter allowed: Bool = true) -> Outcome {
         if let chosen = environment[Self.pinentryVariable], !chosen.isEmpty {
             return .pinentry(program: chosen, arguments: [], environment: [:])
         }
@@ -57,8 +79,21 @@ public struct PrompterChoice: Sendable {
         // the activation environment, does.
         var display: [String: String] = [:]
         if own.isEmpty { display = Self.displaySettings(sessionDisplay()) }
+        let learned = !display.isEmpty
         if own.isEmpty, display.isEmpty { display = Self.displaySettings(activationEnvironment()) }
         let hasDisplay = !own.isEmpty || !display.isEmpty
+        if hasDisplay, allowed, let systemPrompter {
+            switch systemPrompter() {
+            case .running:
+                return .systemPrompter
+            case .activatable:
+                // A display only keywelld learned is not the bus's: a prompter the bus starts
+                // would find none, so it is tried only when the activation environment has one.
+                if !learned || !Self.displaySettings(activationEnvironment()).isEmpty { return .systemPrompter }
+            case .absent:
+                break
+            }
+        }
         let search = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         if hasDisplay {
             if let program = Self.graphicalPinentries.lazy.compactMap({ Self.locate($0, in: search) }).first {

@@ -3,24 +3,39 @@ import CSodium
 
 /// The `dh-ietf1024-sha256-aes128-cbc-pkcs7` key agreement of the Secret Service: Diffie-Hellman
 /// over RFC 2409's second Oakley group (1024-bit MODP, generator 2), then HKDF-SHA256 with no salt
-/// and no info over the shared secret left-padded to 128 bytes, giving a 16-byte AES key.
+/// and no info over the shared secret left-padded to 128 bytes, giving a 16-byte AES key. gcr's
+/// secret exchange (`sx-aes-1`, spoken with GNOME's system prompter) is the same over RFC 3526's
+/// 1536-bit group (docs/prompts.md).
 // @unchecked: the OpenSSL keys are immutable after init and only read.
 public final class DHKeyExchange: @unchecked Sendable {
     public static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
-    static let groupBytes = 128
 
+    /// The MODP group, generator 2.
+    public enum Group: Sendable {
+        /// RFC 2409's second Oakley group: the Secret Service's.
+        case ietf1024
+        /// RFC 3526's 1536-bit group: gcr's secret exchange.
+        case ike1536
+
+        var bytes: Int { self == .ietf1024 ? 128 : 192 }
+    }
+
+    /// The prime's size in bytes: public keys and the shared secret are padded to it.
+    let groupBytes: Int
     private let prime: OpaquePointer
     private let privateKey: OpaquePointer
-    /// Our public key, unsigned big-endian, padded to 128 bytes (clients accept any length).
+    /// Our public key, unsigned big-endian, padded to the prime's size (peers accept any length).
     public let publicKey: [UInt8]
 
-    public init() throws(SecretCryptoError) {
+    public init(group: Group = .ietf1024) throws(SecretCryptoError) {
         // deriveKey keeps the shared secret in sodium_malloc'd memory, which aborts before sodium_init.
         guard sodium_init() >= 0 else { throw .library("sodium_init") }
-        guard let prime = BN_get_rfc2409_prime_1024(nil) else { throw .library("BN_get_rfc2409_prime_1024") }
+        let loaded = group == .ietf1024 ? BN_get_rfc2409_prime_1024(nil) : BN_get_rfc3526_prime_1536(nil)
+        guard let prime = loaded else { throw .library("BN_get_rfc prime") }
         guard let privateKey = BN_secure_new() else { BN_free(prime); throw .library("BN_secure_new") }
+        groupBytes = group.bytes
         do {
-            publicKey = try Self.makeKeyPair(prime: prime, privateKey: privateKey)
+            publicKey = try Self.makeKeyPair(prime: prime, privateKey: privateKey, groupBytes: group.bytes)
         } catch {
             BN_clear_free(privateKey)
             BN_free(prime)
@@ -31,7 +46,7 @@ public final class DHKeyExchange: @unchecked Sendable {
     }
 
     /// Fills `privateKey` with an exponent uniformly in [2, p-2] and returns 2^x mod p, padded.
-    private static func makeKeyPair(prime: OpaquePointer, privateKey: OpaquePointer) throws(SecretCryptoError) -> [UInt8] {
+    private static func makeKeyPair(prime: OpaquePointer, privateKey: OpaquePointer, groupBytes: Int) throws(SecretCryptoError) -> [UInt8] {
         guard let upper = BN_dup(prime), let generator = BN_new(), let publicNumber = BN_new(),
               let context = BN_CTX_secure_new()
         else { throw .library("BN_new") }
@@ -51,10 +66,10 @@ public final class DHKeyExchange: @unchecked Sendable {
     }
 
     /// Derives the session's AES-128 key from the client's public key (unsigned big-endian, any
-    /// length up to 128 significant bytes: libsecret sends it unpadded, secretstorage padded).
+    /// length up to the prime's size: libsecret sends it unpadded, secretstorage padded).
     public func deriveKey(peerPublicKey: [UInt8]) throws(SecretCryptoError) -> LockedKey {
         let significant = peerPublicKey.drop(while: { $0 == 0 })
-        guard !significant.isEmpty, significant.count <= Self.groupBytes else { throw .invalidPublicKey }
+        guard !significant.isEmpty, significant.count <= groupBytes else { throw .invalidPublicKey }
         guard let peer = BN_bin2bn(Array(significant), Int32(significant.count), nil),
               let shared = BN_secure_new(), let limit = BN_dup(prime), let context = BN_CTX_secure_new()
         else { throw .library("BN_new") }
@@ -64,11 +79,11 @@ public final class DHKeyExchange: @unchecked Sendable {
         guard BN_cmp(peer, BN_value_one()) > 0, BN_cmp(peer, limit) < 0 else { throw .invalidPublicKey }
         guard BN_mod_exp(shared, peer, privateKey, prime, context) == 1 else { throw .library("BN_mod_exp") }
 
-        guard let sharedBytes = sodium_malloc(Self.groupBytes) else { throw .library("sodium_malloc") }
+        guard let sharedBytes = sodium_malloc(groupBytes) else { throw .library("sodium_malloc") }
         defer { sodium_free(sharedBytes) }
         let padded = sharedBytes.assumingMemoryBound(to: UInt8.self)
-        _ = BN_bn2binpad(shared, padded, Int32(Self.groupBytes))
-        return try hkdfSHA256(inputKey: UnsafeRawBufferPointer(start: sharedBytes, count: Self.groupBytes), length: 16)
+        _ = BN_bn2binpad(shared, padded, Int32(groupBytes))
+        return try hkdfSHA256(inputKey: UnsafeRawBufferPointer(start: sharedBytes, count: groupBytes), length: 16)
     }
 }
 

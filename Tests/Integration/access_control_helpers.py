@@ -84,17 +84,20 @@ class AccessAccount(PrivateAccount):
     """A private account whose keywelld asks through the scripted pinentry, and a `login`
     keychain (made now: access lists enforced) as the default."""
 
-    def __init__(self, keywell: str, keywelld: str) -> None:
+    def __init__(self, keywell: str, keywelld: str, scripted: bool = True, extra_env: dict | None = None) -> None:
+        """`scripted=False`: no scripted pinentry; keywelld picks the dialog as it would on a
+        desktop (`extra_env` then names the display)."""
         # Outside the account's folder, which exists only once the account is made.
         self.answers = Path(os.environ.get("TMPDIR", "/tmp")) / f"kwacl-answers-{os.getpid()}-{id(self)}.json"
         self.runs = self.answers.with_suffix(".runs")
         self.dialog = self.answers.with_suffix(".log")
-        super().__init__(keywelld, "keywell-acl-", extra_env={
+        pinentry = {
             "KEYWELL_PINENTRY": str(HERE / "scripted_pinentry.py"),
             "SCRIPTED_PINENTRY_ANSWERS": str(self.answers),
             "SCRIPTED_PINENTRY_RUNS": str(self.runs),
             "SCRIPTED_PINENTRY_LOG": str(self.dialog),
-        })
+        } if scripted else {}
+        super().__init__(keywelld, "keywell-acl-", extra_env={**pinentry, **(extra_env or {})})
         self.keywell = keywell
         self.scratch = self.root / "scratch"
         self.scratch.mkdir(mode=0o700)

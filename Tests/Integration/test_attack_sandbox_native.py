@@ -77,6 +77,7 @@ if sys.argv[1] == "attack":
         "GetLoginKeychain": lambda: call("GetLoginKeychain"),
         "MigrateKeyrings": lambda: call("MigrateKeyrings", "say", "", b""),
         "GetMigrationStatus": lambda: call("GetMigrationStatus"),
+        "GetAccessStatus": lambda: call("GetAccessStatus"),
         "ExportGnomeKeyring": lambda: call("ExportGnomeKeyring", "ssayb", "login", sys.argv[3] + "/loot.keyring", b"x", True),
         # Files travel as descriptors the app opened: every keychain into one of its files, an
         # export file it planted read back (and merged into the user's keychains).
@@ -85,7 +86,6 @@ if sys.argv[1] == "attack":
         "ImportExport": lambda: call("ImportExport", "hayss", open(sys.argv[3] + "/bait.export", "w+b"), b"x", "", "replace"),
         # Its own X server as the place every later password prompt and question goes to.
         "SetSessionDisplay": lambda: call("SetSessionDisplay", "a{ss}", {"DISPLAY": ":66"}),
-        "GetPrompter": lambda: call("GetPrompter"),
         "SyncEnable": lambda: call("SyncEnable", "ssayb", "login", sys.argv[3], b"spy-password", False),
         "SyncEnable (join)": lambda: call("SyncEnable", "ssayb", "login", sys.argv[3], b"spy-password", True),
         "SyncStatus": lambda: call("SyncStatus", "s", "login"),
@@ -168,7 +168,7 @@ def test_a_sandboxed_app_cannot_take_over_the_keychains_through_the_native_api(s
             if (path.name.startswith("loot") and path.stat().st_size > 0) or path.name.startswith("keywell-sync")]
     record("native API: a Flatpak app (bwrap, /.flatpak-info) creates a keychain and makes it the default and the "
            "search list, backs `login` up into its folder and over ~/.bashrc, restores over `login`, deletes, "
-           "locks, unlocks, changes passwords and settings, reads lists and settings, migrates and exports, "
+           "locks, unlocks, changes passwords and settings, reads lists, settings and Always Allow's grants, migrates and exports, "
            "and enables, joins, reads, disables and rekeys sync into its folder",
            f"{len(refused)} of {len(outcomes)} calls refused (MissingEntitlement); shared state "
            f"{'unchanged' if after == before else 'changed'}; {len(loot)} files written for the app",

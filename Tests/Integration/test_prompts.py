@@ -1,7 +1,7 @@
 """Prompts that reach the user or say why not (docs/prompts.md), with the real programs:
-secret-tool (libsecret) as the client; no display at all; the real pinentry-tty on a terminal
-the daemon was configured for; the real pinentry-gnome3 showing gcr's prompter under Xvfb,
-answered by xdotool typing the password.
+secret-tool (libsecret) as the client; no display at all; the real pinentry-curses on a terminal
+the daemon was configured for; gcr's own password dialog under Xvfb, answered by xdotool typing
+the password.
 
 Needs KEYWELLD (scripts/test.sh sets it).
 """
@@ -98,9 +98,10 @@ def test_terminal_pinentry_on_the_configured_terminal():
         os.close(slave)
 
 
-def test_gnome_pinentry_under_xvfb_answered_by_typing(display, artifacts):
-    """A display and no KEYWELL_PINENTRY: the daemon runs pinentry-gnome3, which shows gcr's
-    system prompter (activated on the session bus, as under GNOME); xdotool types the password."""
+def test_gnome_dialog_under_xvfb_answered_by_typing(display, artifacts):
+    """A display, no KEYWELL_PINENTRY and gcr's system prompter activatable on the session bus,
+    as under GNOME: the daemon shows gcr's password dialog itself (no pinentry runs), the
+    password coming back through gcr's secret exchange; xdotool types it."""
     folder, passed = artifacts
     for tool in ("pinentry-gnome3", "/usr/libexec/gcr-prompter", "xdotool", "import"):
         if shutil.which(tool) is None and not Path(tool).exists():
@@ -124,6 +125,10 @@ def test_gnome_pinentry_under_xvfb_answered_by_typing(display, artifacts):
                                    capture_output=True, text=True, timeout=GUARD)
             return found.stdout.split()[0] if found.stdout.split() else None
         window = wait_for(prompter_window, "gcr's prompter window", GUARD)
+        # keywelld speaks to gcr's prompter itself: no pinentry stands between them.
+        daemon = int(driver.GetConnectionUnixProcessID("org.keywell.Keychain"))
+        children = subprocess.run(["ps", "-o", "comm=", "--ppid", str(daemon)], capture_output=True, text=True, timeout=GUARD)
+        assert "pinentry" not in children.stdout, children.stdout
         # No window manager: focus it by hand, then type as a person would.
         subprocess.run(["xdotool", "windowfocus", "--sync", window], env=x_env, timeout=GUARD, check=True)
         subprocess.run(["xdotool", "type", "--delay", "30", LOGIN_PASSWORD], env=x_env, timeout=GUARD, check=True)

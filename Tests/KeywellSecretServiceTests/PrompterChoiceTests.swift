@@ -58,6 +58,38 @@ import Testing
         #expect(forgotten.choose() == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: ["DISPLAY": ":9"]))
     }
 
+    @Test func gnomesDialogComesAfterAnExplicitPinentryAndBeforeTheGraphicalOnes() throws {
+        let search = try path(with: ["pinentry-gnome3"])
+        let present: @Sendable () -> PrompterChoice.SystemPrompter = { .activatable }
+        // With a display and the prompter on the bus: GNOME's dialog, unless skipped after a failure.
+        let gnome = PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: present)
+        #expect(gnome.choose() == .systemPrompter)
+        #expect(gnome.choose(systemPrompter: false) == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
+        // KEYWELL_PINENTRY still wins; without a display, or without the prompter, a pinentry.
+        #expect(PrompterChoice(environment: ["DISPLAY": ":3", "KEYWELL_PINENTRY": "/opt/p", "PATH": search], systemPrompter: present)
+            .choose() == .pinentry(program: "/opt/p", arguments: [], environment: [:]))
+        guard case .unavailable = PrompterChoice(environment: ["PATH": search], systemPrompter: present).choose() else {
+            Issue.record("GNOME's dialog chosen without a display"); return
+        }
+        #expect(PrompterChoice(environment: ["DISPLAY": ":3", "PATH": search], systemPrompter: { .absent }).choose()
+            == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: [:]))
+    }
+
+    @Test func aLearnedDisplayReachesGnomesDialogOnlyWhereThePrompterCanFindIt() throws {
+        let search = try path(with: ["pinentry-gnome3"])
+        let learned: @Sendable () -> [String: String] = { ["WAYLAND_DISPLAY": "wayland-0"] }
+        // A running prompter has its display: the learned one is enough to choose it.
+        #expect(PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, systemPrompter: { .running }).choose()
+            == .systemPrompter)
+        // One the bus would start finds no display in an activation environment without one:
+        // the pinentry gets the learned display instead.
+        #expect(PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, systemPrompter: { .activatable }).choose()
+            == .pinentry(program: "\(search)/pinentry-gnome3", arguments: [], environment: ["WAYLAND_DISPLAY": "wayland-0"]))
+        // Where the activation environment has a display too, the bus can start it there.
+        #expect(PrompterChoice(environment: ["PATH": search], sessionDisplay: learned, activationEnvironment: { ["DISPLAY": ":9"] },
+                               systemPrompter: { .activatable }).choose() == .systemPrompter)
+    }
+
     @Test func aConfiguredTerminalGetsTheCursesPinentryThere() throws {
         let search = try path(with: ["pinentry-curses", "pinentry-tty"])
         let choice = PrompterChoice(environment: ["KEYWELL_PINENTRY_TTY": "/dev/null", "TERM": "vt100", "PATH": search])

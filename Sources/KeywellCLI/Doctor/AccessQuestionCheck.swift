@@ -2,6 +2,10 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Whether access control can do its job for this user (docs/access-control.md "keywell doctor"):
 /// which keychains of the search list enforce their items' access lists, and whether keywelld can
 /// show an access question at all. Without a program to show it, every question is answered
@@ -39,27 +43,70 @@ enum AccessQuestionCheck {
         }
     }
 
-    /// Whether keywelld can show an access question now, as keywelld itself answers it
-    /// (`GetPrompter`, docs/prompts.md): its own environment, the display the desktop session told
-    /// it, and the session's activation environment, as the next question would find them.
-    static func prompter(on bus: DBusConnection, into report: inout DoctorReport) {
+    /// Whether keywelld can show an access question now, as keywelld itself says over D-Bus
+    /// (`GetAccessStatus`): the choice it makes for every question, from its own environment,
+    /// the display the desktop session told it, the session's activation environment and the
+    /// bus (gcr's prompter), as the next question would find them (docs/prompts.md).
+    static func prompter(on bus: DBusConnection, into report: inout DoctorReport) -> [[String: DBusValue]] {
         let subject = "access questions"
         let reply: [DBusValue]
         do {
-            reply = try DoctorChecks.nativeCall(bus, .getPrompter)
+            reply = try DoctorChecks.nativeCall(bus, .getAccessStatus)
         } catch {
-            report.note(subject, "cannot ask keywelld which program would show them: \(describe(error))")
+            report.note(subject, "keywelld does not say whether it can show one (\(describe(error)))")
+            return []
+        }
+        let status = reply.first?.asStringVariantDict() ?? [:]
+        if status[AccessStatusKey.canAsk]?.boolValue == true {
+            report.ok(subject, "shown by \(status[AccessStatusKey.dialog]?.stringValue ?? "?")")
+        } else {
+            let reason = status[AccessStatusKey.reason]?.stringValue ?? "keywelld gave no reason"
+            report.note(subject, "none can be shown (\(reason)), so every one is answered Deny: programs not on an item's "
+                + "list never read it. Install a graphical pinentry (or gcr, for GNOME's dialog), run `keywell "
+                + "session-display` in the desktop session, or set \(PrompterChoice.terminalVariable) or "
+                + "\(PrompterChoice.pinentryVariable) in keywelld's environment (docs/prompts.md)")
+        }
+        return reply.count > 1 ? reply[1].asStringVariantDictArray() ?? [] : []
+    }
+
+    /// Grants listed one a line, at most this many: the rest are counted.
+    static let maximumGrantsShown = 32
+
+    /// The grants Always Allow made (newest first), each with whether the item's list still
+    /// names the program: what macOS's Keychain Access shows in an item's Access Control tab.
+    static func grants(_ grants: [[String: DBusValue]], into report: inout DoctorReport) {
+        let subject = "Always Allow"
+        let holding = grants.filter { $0[AccessGrantKey.holds]?.boolValue == true }.count
+        guard !grants.isEmpty else {
+            report.ok(subject, "no program was granted an item by Always Allow")
             return
         }
-        let detail = reply.count > 1 ? reply[1].stringValue ?? "" : ""
-        if reply.first?.boolValue == true {
-            report.ok(subject, detail)
-            return
+        report.ok(subject, "\(grants.count) item grant\(grants.count == 1 ? "" : "s") recorded, \(holding) still on the items' lists "
+            + "(`keywell access list --identity ID` shows them, `keywell access remove` takes one back)")
+        for grant in grants.prefix(maximumGrantsShown) {
+            let identity = grant[AccessGrantKey.identity]?.stringValue ?? "?"
+            let label = grant[AccessGrantKey.label]?.stringValue ?? ""
+            let keychain = grant[AccessGrantKey.keychain]?.stringValue ?? ""
+            let when = (grant[AccessGrantKey.time]?.integerValue).map(utcTime) ?? "?"
+            let text = "\(identity) may use “\(label)” in \(keychain), granted \(when)"
+            if grant[AccessGrantKey.holds]?.boolValue == true {
+                report.ok(subject, text)
+            } else {
+                report.note(subject, text + "; no longer on the item's list (removed, or the item is gone)")
+            }
         }
-        report.note(subject, "none can be shown (\(detail)), so every one is answered Deny: programs not on an "
-            + "item's list never read it. Install a graphical pinentry, run `keywell session-display` in the desktop "
-            + "session, or set \(PrompterChoice.terminalVariable) or \(PrompterChoice.pinentryVariable) in keywelld's "
-            + "environment (docs/prompts.md)")
+        if grants.count > maximumGrantsShown {
+            report.note(subject, "\(grants.count - maximumGrantsShown) older grants not listed")
+        }
+    }
+
+    /// `2026-11-29 11:52 UTC`.
+    static func utcTime(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "\(seconds)" }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
     }
 
     private static func describe(_ error: DBusError) -> String {

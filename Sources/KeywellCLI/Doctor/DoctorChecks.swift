@@ -18,7 +18,7 @@ enum DoctorChecks {
         secretService(on: bus, daemon: daemon, into: &report)
         loginKeychain(on: bus, into: &report)
         AccessQuestionCheck.enforcement(on: bus, into: &report)
-        AccessQuestionCheck.prompter(on: bus, into: &report)
+        AccessQuestionCheck.grants(AccessQuestionCheck.prompter(on: bus, into: &report), into: &report)
         pamProfile(into: &report)
     }
 

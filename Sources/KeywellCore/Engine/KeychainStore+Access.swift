@@ -59,6 +59,20 @@ extension KeychainStore {
         })
     }
 
+    /// Whether the item `reference` names (`v_PersistentRef` bytes) still has `identity` on its
+    /// list, exactly: what `keywell doctor` says of each grant Always Allow made. False for an
+    /// item or keychain that is gone, an unreadable reference, or a list open to any application.
+    public func stillTrusts(_ identity: String, reference: [UInt8]) -> Bool {
+        guard let parsed = try? PersistentRef(parsing: Data(reference)), let names = try? listKeychains() else { return false }
+        for name in names {
+            guard let file = try? existingFile(at: location(name)), file.uuid == parsed.keychain else { continue }
+            guard let lists = try? accessLists([parsed.item], in: name),
+                  case .applications(let identities) = lists.list(of: parsed.item) else { return false }
+            return identities.contains(identity)
+        }
+        return false
+    }
+
     // MARK: Screening (the native API's calls)
 
     /// One match of a search, kept until access control has judged all of them.
