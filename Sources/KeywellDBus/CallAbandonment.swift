@@ -1,4 +1,5 @@
 import KeywellSystem
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -10,34 +11,42 @@ import Foundation
 /// deadline (the time a caller waits by default) may have passed. Handlers of long calls ask
 /// `DBusMethodCall.checkStillWanted()` as they go and stop when the answer is no, instead of
 /// working for nobody.
-// @unchecked: `callerLeft` is only touched under `lock`; the rest is immutable.
-final class CallAbandonment: @unchecked Sendable {
+final class CallAbandonment: Sendable {
     let sender: String
     let deadline: ContinuousClock.Instant
-    private let lock = ConditionLock()
-    private var callerLeft = false
+    /// A flag in the object itself: a ConditionLock cost three allocations on every call.
+    private let callerLeft = Atomic<Bool>(false)
 
     init(sender: String, deadline: ContinuousClock.Instant) {
         self.sender = sender
         self.deadline = deadline
     }
 
-    var hasCallerLeft: Bool { lock.withLock { callerLeft } }
+    var hasCallerLeft: Bool { callerLeft.load(ordering: .acquiring) }
 
-    func noteCallerLeft() { lock.withLock { callerLeft = true } }
+    func noteCallerLeft() { callerLeft.store(true, ordering: .releasing) }
 }
 
-/// A server connection's calls still being handled, by caller, so that a caller leaving the bus
+/// A server connection's calls still being handled, so that a caller leaving the bus
 /// (NameOwnerChanged with no new owner, delivered after every call it sent) marks its calls.
-// @unchecked: its tables are only touched under `lock`.
+///
+/// One flat table keyed by the call: registering and unregistering a call hash a pointer, not
+/// the sender's name, and make no table per sender (which every call of a lone client made and
+/// dropped again). A departure, rare next to calls, walks the calls in flight instead.
+// @unchecked: its table is only touched under `lock`.
 final class InFlightCalls: @unchecked Sendable {
     private let lock = ConditionLock()
     private var watching = false
-    private var bySender: [String: [ObjectIdentifier: CallAbandonment]] = [:]
+    private var calls: [ObjectIdentifier: CallAbandonment] = [:]
     private var abandoned = 0
 
     /// Marking calls needs the NameOwnerChanged subscription; without it nothing is kept.
-    func startWatching() { lock.withLock { watching = true } }
+    func startWatching() {
+        lock.withLock {
+            watching = true
+            calls.reserveCapacity(16)
+        }
+    }
 
     /// On the I/O thread, as the call's message is read: before any later message of the bus
     /// (the caller's departure) is.
@@ -45,21 +54,22 @@ final class InFlightCalls: @unchecked Sendable {
         guard !call.sender.isEmpty else { return }
         lock.withLock {
             guard watching else { return }
-            bySender[call.sender, default: [:]][ObjectIdentifier(call)] = call
+            calls[ObjectIdentifier(call)] = call
         }
     }
 
     func unregister(_ call: CallAbandonment) {
         guard !call.sender.isEmpty else { return }
-        lock.withLock {
-            guard var calls = bySender[call.sender], calls.removeValue(forKey: ObjectIdentifier(call)) != nil else { return }
-            bySender[call.sender] = calls.isEmpty ? nil : calls
-        }
+        lock.withLock { _ = calls.removeValue(forKey: ObjectIdentifier(call)) }
     }
 
     func callerLeft(_ sender: String) {
-        let calls = lock.withLock { bySender.removeValue(forKey: sender) }
-        calls?.values.forEach { $0.noteCallerLeft() }
+        let left = lock.withLock { () -> [CallAbandonment] in
+            let left = calls.values.filter { $0.sender == sender }
+            for call in left { calls[ObjectIdentifier(call)] = nil }
+            return left
+        }
+        left.forEach { $0.noteCallerLeft() }
     }
 
     /// Counts the calls handlers gave up on (each once).

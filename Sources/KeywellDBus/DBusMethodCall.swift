@@ -1,5 +1,6 @@
 import CDBus
 import KeywellSystem
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Glibc
 /// Reply exactly once with `reply(_:)` or `reply(error:)`, from any thread, now or later; later
 /// replies are ignored. A call dropped without a reply answers `Failed` so the caller never
 /// waits for its timeout.
-// @unchecked: the reply state is only touched under `lock`; `method` is set before a handler sees the call.
+// @unchecked: the reply state is only touched under `state`'s lock; `method` is set before a handler sees the call.
 public final class DBusMethodCall: @unchecked Sendable {
     public let connection: DBusConnection
     /// The caller's unique bus name; on a connection a `DBusPeerServer` accepted, its `peerName`
@@ -30,29 +31,34 @@ public final class DBusMethodCall: @unchecked Sendable {
 
     let message: MessageRef
     private let abandonment: CallAbandonment
-    private let lock = ConditionLock()
-    private var replied = false
-    private var replySent = false
-    private var replyWipe = true
-    private var abandonNoted = false
-    private var afterReplyWork: [@Sendable () -> Void] = []
-    /// Arguments whose descriptor a handler took (`takeFileDescriptor`).
-    private var takenDescriptors: Set<Int> = []
+    /// A lock in the object itself: a ConditionLock cost three allocations on every call.
+    private let state = Mutex(ReplyState())
+
+    private struct ReplyState {
+        var replied = false
+        var replySent = false
+        var replyWipe = true
+        var abandonNoted = false
+        var afterReplyWork: [@Sendable () -> Void] = []
+        /// Arguments whose descriptor a handler took (`takeFileDescriptor`).
+        var takenDescriptors: Set<Int> = []
+    }
 
     /// Whether the reply's byte arrays may hold secrets, to be wiped from memory once it is out
     /// (the default). A handler whose reply carries only public or encrypted bytes (a Secret
     /// Service DH session's secrets) clears it before replying, sparing a walk over every byte
     /// array of the reply, twice.
     public var replyMayHoldSecrets: Bool {
-        get { lock.withLock { replyWipe } }
-        set { lock.withLock { replyWipe = newValue } }
+        get { state.withLock { $0.replyWipe } }
+        set { state.withLock { $0.replyWipe = newValue } }
     }
 
     init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue], abandonment: CallAbandonment) {
         self.connection = connection
         self.message = message
         self.abandonment = abandonment
-        self.sender = message.sender ?? connection.peerName ?? ""
+        // The dispatcher read the message's sender once already, for the abandonment.
+        self.sender = abandonment.sender.isEmpty ? connection.peerName ?? "" : abandonment.sender
         self.path = message.path ?? "/"
         self.interface = message.interface
         self.member = message.member ?? ""
@@ -62,7 +68,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     }
 
     deinit {
-        connection.inFlight.unregister(abandonment)
+        let (replied, afterReplyWork, takenDescriptors) = state.withLock { ($0.replied, $0.afterReplyWork, $0.takenDescriptors) }
+        // A reply took the call off the table already (`claimReply`).
+        if !replied { connection.inFlight.unregister(abandonment) }
         if !replied, expectsReply {
             connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
         }
@@ -78,14 +86,14 @@ public final class DBusMethodCall: @unchecked Sendable {
         ByteArrayWipe.wipe(message)
     }
 
-    public var hasReplied: Bool { lock.withLock { replied } }
+    public var hasReplied: Bool { state.withLock { $0.replied } }
 
     /// The descriptor passed as argument `index` (type `h`), now the handler's to close. Nil if
     /// that argument is not a descriptor or was taken already. Descriptors not taken are closed
     /// when the call ends.
     public func takeFileDescriptor(argument index: Int) -> Int32? {
         guard arguments.indices.contains(index), let descriptor = arguments[index].unixFDValue else { return nil }
-        return lock.withLock { takenDescriptors.insert(index).inserted } ? descriptor : nil
+        return state.withLock { $0.takenDescriptors.insert(index).inserted } ? descriptor : nil
     }
 
     private static func closeDescriptors(in value: DBusValue) {
@@ -110,9 +118,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// reaches a caller that set a longer timeout than the deadline; the bus drops it otherwise.
     public func checkStillWanted() throws(DBusError) {
         guard isAbandoned else { return }
-        let first = lock.withLock { () -> Bool in
-            defer { abandonNoted = true }
-            return !abandonNoted
+        let first = state.withLock { state -> Bool in
+            defer { state.abandonNoted = true }
+            return !state.abandonNoted
         }
         if first { connection.inFlight.noteAbandoned() }
         if abandonment.hasCallerLeft {
@@ -156,9 +164,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// before its reply delays the reply by the bus's turn for it. The call keeps `work` until
     /// then, so `work` must not keep the call.
     public func afterReply(_ work: @escaping @Sendable () -> Void) {
-        let runNow = lock.withLock { () -> Bool in
-            if replySent { return true }
-            afterReplyWork.append(work)
+        let runNow = state.withLock { state -> Bool in
+            if state.replySent { return true }
+            state.afterReplyWork.append(work)
             return false
         }
         if runNow { work() }
@@ -197,18 +205,18 @@ public final class DBusMethodCall: @unchecked Sendable {
     }()
 
     private func replyIsOut() {
-        let work = lock.withLock { () -> [@Sendable () -> Void] in
-            replySent = true
-            defer { afterReplyWork = [] }
-            return afterReplyWork
+        let work = state.withLock { state -> [@Sendable () -> Void] in
+            state.replySent = true
+            defer { state.afterReplyWork = [] }
+            return state.afterReplyWork
         }
         for item in work { item() }
     }
 
     private func claimReply() -> Bool {
-        let claimed = lock.withLock { () -> Bool in
-            if replied { return false }
-            replied = true
+        let claimed = state.withLock { state -> Bool in
+            if state.replied { return false }
+            state.replied = true
             return true
         }
         if claimed { connection.inFlight.unregister(abandonment) }
