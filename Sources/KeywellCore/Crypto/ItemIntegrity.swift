@@ -163,8 +163,10 @@ enum ItemIntegrity {
     static let firstExtraColumn = accessColumn + 1
 
     /// One statement: an item's columns repeat on each of its free-form rows (LEFT JOIN), so the
-    /// row and the free-form rows come from one snapshot.
-    static func select(_ key: Key, count: Int, extraColumns: [String] = [], withMAC: Bool = true) -> String {
+    /// row and the free-form rows come from one snapshot. `joined` false: the item rows alone
+    /// (no name and value columns), for a read inside a transaction that reads the free-form
+    /// rows in a second statement (`attributesSQL`).
+    static func select(_ key: Key, count: Int, extraColumns: [String] = [], withMAC: Bool = true, joined: Bool = true) -> String {
         var columns: [String] = ["item.id"]
         columns += coveredColumns.map { "item." + $0 }
         // NULL in its place when not checked: a locked file of format 1 has no such column yet.
@@ -172,9 +174,18 @@ enum ItemIntegrity {
         // Likewise: files before format 3 have no access column (their items are all "any").
         columns.append(withMAC ? "item.access" : "NULL")
         columns += extraColumns
+        let list = Array(repeating: "?", count: count).joined(separator: ", ")
+        guard joined else {
+            return "SELECT " + columns.joined(separator: ", ") + " FROM item WHERE item.\(key.rawValue) IN (" + list + ")"
+        }
         columns += ["a.name", "a.value"]
         return "SELECT " + columns.joined(separator: ", ")
-            + " FROM item LEFT JOIN item_attribute AS a ON a.item_id = item.id WHERE item.\(key.rawValue) IN ("
+            + " FROM item LEFT JOIN item_attribute AS a ON a.item_id = item.id WHERE item.\(key.rawValue) IN (" + list + ")"
+    }
+
+    /// The free-form rows of `count` items, by row id.
+    private static func attributes(count: Int) -> String {
+        "SELECT item_id, name, value FROM item_attribute WHERE item_id IN ("
             + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
 
@@ -207,25 +218,42 @@ enum ItemIntegrity {
     private static let secretsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"]) }
     private static let checkWithSecretSQL = (0...chunk).map { select(.rowID, count: $0, extraColumns: ["item.secret"]) }
     private static let uncheckedSQL = (0...chunk).map { select(.rowID, count: $0, withMAC: false) }
+    /// Inside a transaction: the item rows, then their free-form rows, in two statements. The
+    /// join returned every item column (the sealed secret, the MAC, the list) once per free-form
+    /// row, and SQLite built each of those rows in full: most of a many-item read's statement time.
+    private static let checkItemsSQL = (0...chunk).map { select(.rowID, count: $0, joined: false) }
+    private static let secretsItemsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"], joined: false) }
+    private static let checkWithSecretItemsSQL = (0...chunk).map { select(.rowID, count: $0, extraColumns: ["item.secret"], joined: false) }
+    private static let uncheckedItemsSQL = (0...chunk).map { select(.rowID, count: $0, withMAC: false, joined: false) }
+    private static let attributesSQL = (0...chunk).map { attributes(count: $0) }
 
     /// Reads the items named by `keys` (at most `chunk`), in the order SQLite returns them;
-    /// `extra` reads the caller's columns from each item's first row.
+    /// `extra` reads the caller's columns from each item's first row. Inside a transaction the
+    /// item rows and their free-form rows come from two statements of its one snapshot;
+    /// outside one, from one joined statement (two would be two snapshots).
     static func read<Extra>(
         _ purpose: Purpose, _ keys: [DatabaseValue], keychain: UUID, _ db: Database,
         extra: (RawStatement) throws -> Extra
     ) throws -> [Row<Extra>] {
         precondition(keys.count <= chunk)
         guard !keys.isEmpty else { return [] }
-        let sql = switch purpose {
-        case .check: checkSQL[keys.count]
-        case .secrets: secretsSQL[keys.count]
-        case .checkWithSecret: checkWithSecretSQL[keys.count]
-        case .unchecked: uncheckedSQL[keys.count]
+        let split = db.isInsideTransaction
+        let sql = switch (purpose, split) {
+        case (.check, false): checkSQL[keys.count]
+        case (.secrets, false): secretsSQL[keys.count]
+        case (.checkWithSecret, false): checkWithSecretSQL[keys.count]
+        case (.unchecked, false): uncheckedSQL[keys.count]
+        case (.check, true): checkItemsSQL[keys.count]
+        case (.secrets, true): secretsItemsSQL[keys.count]
+        case (.checkWithSecret, true): checkWithSecretItemsSQL[keys.count]
+        case (.unchecked, true): uncheckedItemsSQL[keys.count]
         }
         let nameColumn = firstExtraColumn + Int32(purpose.extraColumns.count)
         let rows = try RawStatement(db, sql: sql, values: keys)
         var items: [Row<Extra>] = []
+        items.reserveCapacity(keys.count)
         var indexOfRow: [Int64: Int] = [:]
+        indexOfRow.reserveCapacity(keys.count)
         while try rows.step() {
             let rowID = rows.integer(0)
             let index: Int
@@ -243,9 +271,18 @@ enum ItemIntegrity {
                 items.append(Row(rowID: rowID, uuid: rows.uuid(firstCoveredColumn), input: input, storedMAC: stored,
                                  access: access, freeform: [], extra: try extra(rows)))
             }
-            if !rows.isNull(nameColumn) {
+            if !split, !rows.isNull(nameColumn) {
                 let name = rows.withBytes(nameColumn) { Array($0) }
                 let value = rows.withBytes(nameColumn + 1) { Array($0) }
+                items[index].freeform.append((name, value))
+            }
+        }
+        if split, !items.isEmpty {
+            let attributes = try RawStatement(db, sql: attributesSQL[items.count], values: items.map { $0.rowID.databaseValue })
+            while try attributes.step() {
+                guard let index = indexOfRow[attributes.integer(0)] else { continue }
+                let name = attributes.withBytes(1) { Array($0) }
+                let value = attributes.withBytes(2) { Array($0) }
                 items[index].freeform.append((name, value))
             }
         }
