@@ -4,6 +4,7 @@ import KeywellCore
 import KeywellDBus
 import KeywellIdentity
 import KeywellProtocol
+import Synchronization
 
 /// Access control on the Secret Service face (docs/secret-service.md, "Access control"): an
 /// item whose list does not trust the caller is *locked for that caller* (in SearchItems'
@@ -13,6 +14,7 @@ import KeywellProtocol
 public struct SecretServiceAccess: Sendable {
     public let gate: AccessGate
     public let identities: ApplicationIdentities
+    private let callers = KnownCallers()
 
     public init(gate: AccessGate, identities: ApplicationIdentities) {
         self.gate = gate
@@ -27,7 +29,12 @@ public struct SecretServiceAccess: Sendable {
 
     /// The caller of `call`; one that cannot be identified is trusted with nothing.
     func caller(of call: DBusMethodCall) -> AccessCaller {
-        AccessCaller(connection: call.sender, identity: try? identities.identity(of: call.sender, on: call.connection))
+        known(call).caller
+    }
+
+    /// The caller of `call` with the lists found to trust it so far (kept per connection).
+    func known(_ call: DBusMethodCall) -> (caller: AccessCaller, trusting: TrustingLists) {
+        callers.caller(call.sender, identity: try? identities.identity(of: call.sender, on: call.connection))
     }
 
     /// What creating an item over an existing one may do: replace it when its list trusts the
@@ -45,10 +52,13 @@ public struct SecretServiceAccess: Sendable {
 struct CallerAccess {
     let access: SecretServiceAccess?
     let caller: AccessCaller?
+    private let trusting: TrustingLists?
 
     init(_ access: SecretServiceAccess?, call: DBusMethodCall) {
         self.access = access
-        caller = access?.caller(of: call)
+        let known = access?.known(call)
+        caller = known?.caller
+        trusting = known?.trusting
     }
 
     /// Sandboxed callers see only the items whose lists name them.
@@ -66,7 +76,7 @@ struct CallerAccess {
     /// without access control (every item allowed).
     var screen: (any ItemAccessScreening)? {
         guard let access, let caller else { return nil }
-        return CallerScreen(gate: access.gate, caller: caller)
+        return CallerScreen(gate: access.gate, caller: caller, trustingLists: trusting)
     }
 
     /// The verdict for each of `ids`, in order.
@@ -93,6 +103,9 @@ struct CallerAccess {
 struct CallerScreen: ItemAccessScreening {
     let gate: AccessGate
     let caller: AccessCaller
+    /// Verdicts by list alone are `.allowed` only when the list trusts the caller
+    /// (`AccessGate.verdict`), which depends on nothing but the two: safe to keep.
+    var trustingLists: TrustingLists? = nil
 
     var mayHide: Bool { caller.isSandboxed }
 
@@ -103,5 +116,25 @@ struct CallerScreen: ItemAccessScreening {
     func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {
         guard gate.ask(caller, about: items, interactive: interactionAllowed) == .deny else { return }
         throw interactionAllowed ? KeychainError.accessDenied : KeychainError(SecStatus.interactionNotAllowed)
+    }
+}
+
+/// The `AccessCaller` last made for each connection, and the list texts found to trust it, kept
+/// while its identity stays the one the identities cache gives: making a caller builds the
+/// identity's strings, a tenth of a SearchItems' handler in `perf`, and judging a list splits it.
+/// Each call still asks the identities cache, so nothing here outlives an identity it no longer
+/// gives; a bound keeps the table small (unique names are never reused).
+private final class KnownCallers: Sendable {
+    private static let capacity = 256
+    private let table = Mutex<[String: (caller: AccessCaller, trusting: TrustingLists)]>([:])
+
+    func caller(_ connection: String, identity: ApplicationIdentity?) -> (caller: AccessCaller, trusting: TrustingLists) {
+        if let known = table.withLock({ $0[connection] }), known.caller.identity == identity { return known }
+        let made = (caller: AccessCaller(connection: connection, identity: identity), trusting: TrustingLists())
+        table.withLock { table in
+            if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
+            table[connection] = made
+        }
+        return made
     }
 }

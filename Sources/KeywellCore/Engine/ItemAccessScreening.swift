@@ -1,4 +1,5 @@
 import KeywellProtocol
+import Synchronization
 
 /// How the engine lets access control judge the items a native call matched
 /// (docs/access-control.md "Who is asked"): keywelld implements it for the calling application.
@@ -15,4 +16,31 @@ public protocol ItemAccessScreening: Sendable {
     /// `errSecAuthFailed` when refused, `errSecInteractionNotAllowed` when `interactionAllowed`
     /// is false.
     func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError)
+    /// The list texts already found to trust this caller by themselves, kept across reads for
+    /// one connection; nil when the face keeps none (every read then judges its lists afresh).
+    var trustingLists: TrustingLists? { get }
+}
+
+extension ItemAccessScreening {
+    public var trustingLists: TrustingLists? { nil }
+}
+
+/// List texts (the stored `item.access` column) whose list trusts one caller, as a verdict of
+/// `.allowed` by the list alone. A text names its list completely and a connection's identity
+/// never changes, so an entry cannot go stale: an edited list is another text. Bounded; full,
+/// it starts again.
+public final class TrustingLists: Sendable {
+    static let capacity = 32
+    private let texts = Mutex<Set<String>>([])
+
+    public init() {}
+
+    func contains(_ text: String) -> Bool { texts.withLock { $0.contains(text) } }
+
+    func insert(_ text: String) {
+        texts.withLock { texts in
+            if texts.count >= Self.capacity { texts.removeAll(keepingCapacity: true) }
+            texts.insert(text)
+        }
+    }
 }

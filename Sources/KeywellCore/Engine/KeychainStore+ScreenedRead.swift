@@ -197,6 +197,13 @@ struct VerdictsOfRead {
                 lastDecided = (text, known)
                 return known
             }
+            // Found to trust this caller by an earlier read: no split, no comparison.
+            let trusting = screen?.trustingLists
+            if let trusting, trusting.contains(text) {
+                decided[text] = .allowed
+                lastDecided = (text, .allowed)
+                return .allowed
+            }
             let list = lists[text] ?? .applications(ItemAccessColumn.identities(in: text))
             lists[text] = list
             var byList = true
@@ -204,6 +211,7 @@ struct VerdictsOfRead {
             if byList {
                 decided[text] = verdict
                 lastDecided = (text, verdict)
+                if verdict == .allowed { trusting?.insert(text) }
             }
             return verdict
         case .notText:
