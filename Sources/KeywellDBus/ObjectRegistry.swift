@@ -6,6 +6,9 @@ final class ObjectRegistry: @unchecked Sendable {
     private let lock = ConditionLock()
     private var exact: [String: any DBusObject] = [:]
     private var subtrees: [String: any DBusObject] = [:]
+    /// `subtrees` deepest first, for `object(at:)`: walking the dictionary copied each entry out
+    /// (a string and an existential) on every call, a sixth of the dispatch before a handler.
+    private var subtreesDeepestFirst: [(root: String, object: any DBusObject)] = []
 
     func register(_ object: any DBusObject, at path: String, subtree: Bool) throws(DBusError) {
         try NameValidation.objectPath(path)
@@ -13,6 +16,7 @@ final class ObjectRegistry: @unchecked Sendable {
             if subtree {
                 if subtrees[path] != nil { return true }
                 subtrees[path] = object
+                sortSubtrees()
             } else {
                 if exact[path] != nil { return true }
                 exact[path] = object
@@ -25,21 +29,25 @@ final class ObjectRegistry: @unchecked Sendable {
     func unregister(path: String) {
         lock.withLock {
             exact[path] = nil
-            subtrees[path] = nil
+            if subtrees.removeValue(forKey: path) != nil { sortSubtrees() }
         }
     }
 
+    /// Under the lock.
+    private func sortSubtrees() {
+        subtreesDeepestFirst = subtrees.map { (root: $0.key, object: $0.value) }.sorted { $0.root.utf8.count > $1.root.utf8.count }
+    }
+
     /// The object responsible for `path`, if any. Subtrees are few (a service registers one or
-    /// two), so each is compared with the path in place: looking up every prefix of the path
-    /// made a string for each, on every call to an object below a subtree.
+    /// two), so each is compared with the path in place, deepest first: looking up every prefix
+    /// of the path made a string for each, on every call to an object below a subtree.
     func object(at path: String) -> (any DBusObject)? {
         lock.withLock {
             if let object = exact[path] { return object }
-            var deepest: (depth: Int, object: any DBusObject)?
-            for (root, object) in subtrees where ObjectPathNamespace.path(path, isIn: root) {
-                if root.utf8.count > deepest?.depth ?? -1 { deepest = (root.utf8.count, object) }
+            for entry in subtreesDeepestFirst where ObjectPathNamespace.path(path, isIn: entry.root) {
+                return entry.object
             }
-            return deepest?.object
+            return nil
         }
     }
 
