@@ -6,9 +6,9 @@ import Testing
 @testable import KeywellCore
 
 /// The faces' one read per call (`screenedRead`, docs/performance.md "One read per call"): the
-/// verdict comes from the list read with the item, is kept only within the read, so a list
-/// that changes, or a keychain that locks, is judged afresh on the next read; secrets go only
-/// to allowed items.
+/// verdict comes from the list read with the item, is kept only within the read (or, for a list
+/// that trusts the caller, under its text for the connection), so a list that changes, or a
+/// keychain that locks, is judged afresh on the next read; secrets go only to allowed items.
 @Suite struct ScreenedReadTests {
     private static let me = "flatpak:org.example.Me"
     private static let stranger = "flatpak:org.example.Stranger"
@@ -25,6 +25,18 @@ import Testing
             return .mustAsk
         }
 
+        func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {}
+    }
+
+    /// `CountingScreen` that keeps, as the Secret Service does per connection, the list texts
+    /// found to trust its caller.
+    final class KeepingScreen: ItemAccessScreening, Sendable {
+        let counting = CountingScreen()
+        let trustingLists: TrustingLists? = TrustingLists()
+        var mayHide: Bool { counting.mayHide }
+        var verdicts: Int { counting.verdicts }
+
+        func verdict(_ list: AccessList, item: () -> AccessItem) -> AccessVerdict { counting.verdict(list, item: item) }
         func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {}
     }
 
@@ -81,6 +93,30 @@ import Testing
         let again = try store.screenedRead(every, in: "login", screen: screen, secrets: false)
         #expect(screen.verdicts == 4, "a new read judges again")
         #expect(again.items.allSatisfy { $0.secret == nil })
+    }
+
+    @Test func aListFoundToTrustTheCallerIsNotJudgedAgainUntilItChanges() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        for index in 0..<3 { try add(store, "mine\(index)", [Self.me]) }
+        try add(store, "theirs", [Self.stranger])
+        let screen = KeepingScreen()
+        var read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(verdicts(read) == [.allowed, .allowed, .allowed, .mustAsk])
+        #expect(screen.verdicts == 2)
+
+        read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(verdicts(read) == [.allowed, .allowed, .allowed, .mustAsk])
+        #expect(secrets(read) == [secret("mine0"), secret("mine1"), secret("mine2"), nil])
+        #expect(screen.verdicts == 3, "only the list that does not trust the caller is judged again")
+
+        // A changed list is another text: judged afresh, whatever was kept for the old one.
+        try setList(store, "mine0", [Self.stranger, Self.me])
+        try setList(store, "mine1", [Self.stranger])
+        read = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(verdicts(read) == [.allowed, .mustAsk, .allowed, .mustAsk])
+        #expect(secrets(read) == [secret("mine0"), nil, secret("mine2"), nil])
+        #expect(screen.verdicts == 5, "the new trusting list and the untrusting one, once each")
     }
 
     @Test func idsComeBackInTheOrderAskedWithoutUnknownOnes() throws {
