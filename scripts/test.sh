@@ -60,6 +60,12 @@ if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
     -o faulthandler_timeout=300 Tests/Integration || status=1
 fi
 
+# pam_keywell under AddressSanitizer + UBSan: its C tests, then real PAM logins with the sanitized
+# module (scripts/sanitize.sh; docs/contributing.md, "Sanitizers"). About 3 minutes on a busy
+# 2-core machine.
+echo "== sanitizers: ASan + UBSan (pam_keywell)"
+limited 600 bash scripts/sanitize.sh --asan || status=1
+
 # A bounded libFuzzer run of every target in Fuzz/ (scripts/fuzz.sh, own build in .build-fuzz);
 # KEYWELL_FUZZ_SECONDS=0 skips it. 8 s for each of the eleven targets keeps the stage within two
 # minutes of what five targets at 20 s took (Fuzz/README.md, "Time in CI"); longer runs are

@@ -250,17 +250,32 @@ class PamResult:
         return f"rc={self.rc} in {self.elapsed:.2f}s\nstdout: {self.stdout}\nstderr: {self.stderr}"
 
 
+def pam_host_env(env: dict) -> dict:
+    """`env` for a process that loads the PAM module. Under scripts/sanitize.sh --asan
+    (docs/contributing.md, "Sanitizers") PAM_KEYWELL_SO is the AddressSanitizer build, whose
+    runtime must be the first library of the process that dlopens it: pamtester gets it
+    preloaded, with the run's ASAN_OPTIONS/UBSAN_OPTIONS (which log to files the script checks).
+    The daemon the module starts never inherits them: the module gives it an environment of its
+    own making."""
+    preload = os.environ.get("KEYWELL_SANITIZER_PRELOAD")
+    if not preload:
+        return env
+    passed = {k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS") if k in os.environ}
+    return {**env, "LD_PRELOAD": preload, **passed}
+
+
 def pamtester(service: str, user: str, *ops: str, stdin: str = "", pam_env: dict | None = None,
               env: dict | None = None, timeout: float = 30, preexec=None) -> PamResult:
     """Runs pamtester with the password(s) on stdin. A new session (no controlling terminal)
     makes its prompts read stdin instead of /dev/tty."""
+    env = pam_host_env(env if env is not None else dict(CLEAN_ENV))
     args = ["pamtester", "-v"]
     for k, v in (pam_env or {}).items():
         args += ["-E", f"{k}={v}"]
     args += [service, user, *ops]
     t0 = time.monotonic()
     p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env if env is not None else dict(CLEAN_ENV), start_new_session=True,
+                         env=env, start_new_session=True,
                          preexec_fn=preexec)
     out, err = p.communicate(stdin.encode(), timeout=timeout)
     return PamResult(p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from keywell_helpers import module, open_kit  # noqa: F401 (module: a fixture)
-from pam_helpers import (LOGIN_BOUND_S, SERVICE, CLEAN_ENV, login, mode_of, pamtester, pids_of_uid, sha256,
+from pam_helpers import (LOGIN_BOUND_S, SERVICE, CLEAN_ENV, login, mode_of, pam_host_env, pamtester, pids_of_uid, sha256,
                          started_nothing, status_bits)
 
 ERR_AUTH_FAILED = -25293
@@ -392,7 +392,7 @@ def test_daemon_gets_closed_stdio_when_dev_null_cannot_be_opened(kit):
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out:
         p = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", inner,
                             "sh", blocker, svc, user.name], stdin=stdin, stdout=out, stderr=out,
-                           env=dict(CLEAN_ENV), start_new_session=True, timeout=60)
+                           env=pam_host_env(dict(CLEAN_ENV)), start_new_session=True, timeout=60)
         out.seek(0)
         assert p.returncode == 0, out.read()
     (req,) = stub.requests()  # the daemon started and answered: its fds were recorded before
