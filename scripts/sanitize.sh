@@ -16,6 +16,14 @@ source scripts/lib/toolchain.sh
 # access layers over them). The others are mostly single-threaded parsers and files; `--all`
 # covers them too. docs/contributing.md, "Sanitizers", has the timings behind this choice.
 TSAN_CI_SUITES=(KeywellDaemonTests KeywellDBusTests KeywellSecretServiceTests KeywellAccessTests)
+# Tests that cannot work under ThreadSanitizer, left out of its run (and run by plain `swift test`):
+# - the memory scan reads every mapping of the daemon, and TSan's shadow memory is terabytes of
+#   address space (the scanner dies with MemoryError);
+# - the million-element round trips and the GetSecrets of ServiceLimits.objectPathsPerCall
+#   collections outlast their 20-25 s reply timeouts at TSan's 5-15x slowdown. Smaller calls of
+#   the same paths run.
+TSAN_SKIP='SecretsInMemoryTests/lockingLeavesNoMasterKeyInTheDaemon|RoundTripTests/millionElementArrays'
+TSAN_SKIP+='|LimitsTests/getSecretsOfAsManyDistinctCollectionsAsTheCapAnswersTheRealOnes'
 # The PAM logins run with the sanitized module: login creates and unlocks the keychain, the last
 # close locks it, password change, every failure path of the module against stub daemons
 # (test_pam.py), and the TPM login without a password.
@@ -99,13 +107,26 @@ run_tsan() {
   fi
   t0=$(date +%s)
   echo "== Swift tests under ThreadSanitizer: ${suites[*]:-every suite}"
-  # halt_on_error=0: every race of the run is printed; the process still exits non-zero (66)
-  # when there was one. Suppressions: see the file's comments.
-  export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan-suppressions.txt"
+  # The daemon and CLI the suites start are the ThreadSanitizer builds next to the test bundle,
+  # not test.sh's: their races count too. Every process writes its reports to $logs (the test
+  # bus passes TSAN_OPTIONS on to the daemons it activates), which catches a report in a daemon
+  # whose stderr a test discards. Suppressions: see the file's comments.
+  unset KEYWELLD KEYWELL KEYWELL_BIN_DIR
+  local logs
+  logs="$(mktemp -d /tmp/keywell-tsan.XXXXXX)"
+  chmod 1733 "$logs"
+  export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:log_path=$logs/tsan:suppressions=$PWD/scripts/tsan-suppressions.txt"
   export LIBC_FATAL_STDERR_=1
   local code=0
-  swift test --skip-build -c debug --sanitize=thread --scratch-path "$scratch" "${filter[@]}" 2>&1 \
-    | grep -Ev '(Test .* started\.$|^Test Case .* started)' || code=1
+  swift test --skip-build -c debug --sanitize=thread --scratch-path "$scratch" "${filter[@]}" \
+    --skip "$TSAN_SKIP" 2>&1 \
+    | grep --line-buffered -Ev '(Test .* started\.$|^Test Case .* started)' || code=1
+  if compgen -G "$logs/*" >/dev/null; then
+    echo "sanitize.sh: ThreadSanitizer reports:" >&2
+    cat "$logs"/* >&2
+    code=1
+  fi
+  rm -rf "$logs"
   elapsed "TSan tests" "$t0"
   return "$code"
 }
