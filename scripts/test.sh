@@ -66,6 +66,14 @@ fi
 echo "== sanitizers: ASan + UBSan (pam_keywell)"
 limited 600 bash scripts/sanitize.sh --asan || status=1
 
+# The concurrent Swift suites under ThreadSanitizer: off unless KEYWELL_TSAN=1, because its own
+# build alone (15 minutes on a busy 2-core machine) does not fit CI's 30-minute budget beside the
+# rest (docs/contributing.md, "Sanitizers", has the figures).
+if [ "${KEYWELL_TSAN:-0}" = 1 ]; then
+  echo "== sanitizers: ThreadSanitizer (Swift)"
+  limited 2400 bash scripts/sanitize.sh --tsan || status=1
+fi
+
 # A bounded libFuzzer run of every target in Fuzz/ (scripts/fuzz.sh, own build in .build-fuzz);
 # KEYWELL_FUZZ_SECONDS=0 skips it. 8 s for each of the eleven targets keeps the stage within two
 # minutes of what five targets at 20 s took (Fuzz/README.md, "Time in CI"); longer runs are
