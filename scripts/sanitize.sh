@@ -107,23 +107,29 @@ run_tsan() {
   fi
   t0=$(date +%s)
   echo "== Swift tests under ThreadSanitizer: ${suites[*]:-every suite}"
-  # The daemon and CLI the suites start are the ThreadSanitizer builds next to the test bundle,
-  # not test.sh's: their races count too. Every process writes its reports to $logs (the test
-  # bus passes TSAN_OPTIONS on to the daemons it activates), which catches a report in a daemon
-  # whose stderr a test discards. Suppressions: see the file's comments.
-  unset KEYWELLD KEYWELL KEYWELL_BIN_DIR
-  local logs
+  # The daemon the suites start is the ThreadSanitizer build, not test.sh's: its races count
+  # too. Every process writes its reports to $logs (the test bus passes TSAN_OPTIONS on to the
+  # daemons it activates), which catches a report in a daemon whose stderr a test discards.
+  # Suppressions: see the file's comments. The CLI is the plain debug build: `keywell` is a
+  # static executable (Package.swift), which TSan cannot run (it crashes at start).
+  swift build --product keywell --quiet || return 1
+  local logs bin
   logs="$(mktemp -d /tmp/keywell-tsan.XXXXXX)"
   chmod 1733 "$logs"
+  bin="$logs/bin"
+  mkdir "$bin"
+  ln -s "$PWD/$scratch/debug/keywelld" "$bin/keywelld"
+  ln -s "$(swift build --show-bin-path)/keywell" "$bin/keywell"
+  export KEYWELL_BIN_DIR="$bin" KEYWELLD="$bin/keywelld" KEYWELL="$bin/keywell"
   export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:log_path=$logs/tsan:suppressions=$PWD/scripts/tsan-suppressions.txt"
   export LIBC_FATAL_STDERR_=1
   local code=0
   swift test --skip-build -c debug --sanitize=thread --scratch-path "$scratch" "${filter[@]}" \
     --skip "$TSAN_SKIP" 2>&1 \
     | grep --line-buffered -Ev '(Test .* started\.$|^Test Case .* started)' || code=1
-  if compgen -G "$logs/*" >/dev/null; then
+  if compgen -G "$logs/tsan*" >/dev/null; then
     echo "sanitize.sh: ThreadSanitizer reports:" >&2
-    cat "$logs"/* >&2
+    cat "$logs"/tsan* >&2
     code=1
   fi
   rm -rf "$logs"
