@@ -1,29 +1,8 @@
 import Foundation
+import KeywellCore
 
-/// Big-endian numbers and length-prefixed fields, the layout of everything sealed in a sync folder.
-struct ByteWriter {
-    var bytes: [UInt8] = []
-
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
-
-    mutating func number(_ value: UInt64, width: Int) {
-        for index in (0..<width).reversed() { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
-    }
-
-    mutating func raw(_ value: some Sequence<UInt8>) { bytes += value }
-
-    mutating func text(_ value: String) { blob(Array(value.utf8)) }
-
-    mutating func blob(_ value: [UInt8]) {
-        number(UInt64(value.count), width: 4)
-        bytes += value
-    }
-
-    mutating func blob(_ value: UnsafeRawBufferPointer) {
-        number(UInt64(value.count), width: 4)
-        bytes += value
-    }
-}
+/// Fields are written as export records write theirs (KeywellCore's LengthPrefixedWriter).
+typealias ByteWriter = LengthPrefixedWriter
 
 /// Reads fields; a field running past the end is a refusal, never a crash.
 struct ByteReader {

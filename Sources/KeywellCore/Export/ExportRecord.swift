@@ -33,20 +33,20 @@ enum ExportRecord {
     static let endKind: UInt8 = 3
 
     static func keychain(_ name: String) -> [UInt8] {
-        var writer = FieldWriter(kind: keychainKind)
+        var writer = LengthPrefixedWriter(bytes: [keychainKind])
         writer.text(name)
         return writer.bytes
     }
 
     static func end(itemCount: Int) -> [UInt8] {
-        var writer = FieldWriter(kind: endKind)
+        var writer = LengthPrefixedWriter(bytes: [endKind])
         writer.number(UInt64(itemCount), width: 8)
         return writer.bytes
     }
 
     /// The caller wipes the bytes once sealed: they hold the secret.
     static func item(_ item: ExportedItem) -> [UInt8] {
-        var writer = FieldWriter(kind: itemKind)
+        var writer = LengthPrefixedWriter(bytes: [itemKind])
         writer.text(item.itemClass.rawValue)
         writer.raw(Array(item.uuid.data))
         let attributes = item.attributes.sorted { $0.key.rawValue < $1.key.rawValue }
@@ -142,30 +142,6 @@ enum ExportRecord {
 
     static func malformed(_ why: String) -> KeychainError {
         KeychainError(SecStatus.decode, detail: "the export file's contents are malformed: \(why)")
-    }
-}
-
-private struct FieldWriter {
-    var bytes: [UInt8]
-
-    init(kind: UInt8) { bytes = [kind] }
-
-    mutating func number(_ value: UInt64, width: Int) {
-        for index in (0..<width).reversed() { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
-    }
-
-    mutating func raw(_ value: [UInt8]) { bytes += value }
-
-    mutating func text(_ value: String) { blob(Array(value.utf8)) }
-
-    mutating func blob(_ value: [UInt8]) {
-        number(UInt64(value.count), width: 4)
-        bytes += value
-    }
-
-    mutating func blob(_ value: UnsafeRawBufferPointer) {
-        number(UInt64(value.count), width: 4)
-        bytes += value
     }
 }
 
