@@ -67,15 +67,10 @@ func model(_ input: [UInt8]) -> Expected {
     let head = Int(KW_REQUEST_HEAD_LENGTH)
     guard input.count >= head else { return .cutShort }
     guard Array(input[0..<4]) == Array(KW_CONTROL_MAGIC.utf8) else { return .rejected(SecStatus.param) }
-    let fields: ClosedRange<Int>
-    switch Int32(input[4]) {
-    case Int32(KW_OP_OPEN_SESSION): fields = 0...1
-    case Int32(KW_OP_CLOSE_SESSION), Int32(KW_OP_PING), Int32(KW_OP_LOGIN_UNLOCK_DISABLE): fields = 0...0
-    case Int32(KW_OP_CHANGE_PASSWORD): fields = 2...2
-    case Int32(KW_OP_OPEN_SESSION_TPM): fields = 1...1
-    case Int32(KW_OP_LOGIN_UNLOCK_ENABLE): fields = 3...3
-    default: return .rejected(SecStatus.unimplemented)
-    }
+    // Which ops exist and the field counts each takes come from the protocol's one table (a
+    // second copy here went stale when an op gained a field); the framing is what this checks.
+    guard let operation = ControlProtocol.Operation(rawValue: input[4]) else { return .rejected(SecStatus.unimplemented) }
+    let fields = operation.acceptedFieldCounts
     guard fields.contains(Int(input[5])) else { return .rejected(SecStatus.param) }
     var offset = head
     for _ in 0..<Int(input[5]) {
