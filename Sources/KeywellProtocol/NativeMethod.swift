@@ -89,7 +89,7 @@ public enum NativeMethod: String, CaseIterable, Sendable {
     case syncConflictSecret = "SyncConflictSecret"
     case syncDisable = "SyncDisable"
     case syncRekey = "SyncRekey"
-    // The graphical session: where keywelld's dialogs go
+    // Dialogs: the display they go to, whether one can be shown, what Always Allow granted
     case setSessionDisplay = "SetSessionDisplay"
     case getAccessStatus = "GetAccessStatus"
 
