@@ -8,28 +8,8 @@ public enum KWalletMapJSON {
         var text = "{"
         for (index, key) in keys.enumerated() {
             if index > 0 { text += "," }
-            text += quoted(key) + ":" + quoted(map[key] ?? "")
+            text += JSONString.quoted(key, style: .qt) + ":" + JSONString.quoted(map[key] ?? "", style: .qt)
         }
         return Array((text + "}").utf8)
-    }
-
-    private static func quoted(_ string: String) -> String {
-        var result = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\u{08}": result += "\\b"
-            case "\u{0C}": result += "\\f"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                result += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }

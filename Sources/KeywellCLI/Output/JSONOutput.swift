@@ -33,7 +33,7 @@ enum JSONOutput {
         let pad = String(repeating: "  ", count: indent + 1)
         let closingPad = String(repeating: "  ", count: indent)
         switch value {
-        case .string(let string): text += quoted(string)
+        case .string(let string): text += JSONString.quoted(string, style: .output)
         case .number(let number): text += String(number)
         case .bool(let flag): text += flag ? "true" : "false"
         case .null: text += "null"
@@ -50,29 +50,11 @@ enum JSONOutput {
             guard !fields.isEmpty else { text += "{}"; return }
             text += "{\n"
             for (index, (key, element)) in fields.enumerated() {
-                text += pad + quoted(key) + ": "
+                text += pad + JSONString.quoted(key, style: .output) + ": "
                 render(element, indent: indent + 1, into: &text)
                 text += index == fields.count - 1 ? "\n" : ",\n"
             }
             text += closingPad + "}"
         }
-    }
-
-    static func quoted(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
