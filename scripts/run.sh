@@ -36,10 +36,16 @@ ensure_login_keychain
 echo "run: keychains in your search list:"
 keywell list-keychains
 keywell show-keychain-info login
-printf 'keywell-demo-secret\nkeywell-demo-secret\n' | keywell add-generic-password -U -a "$USER" -s keywell-demo -l "Keywell demo" -w
-echo "run: stored and read back a password: $(keywell find-generic-password -a "$USER" -s keywell-demo -w)"
+# The demo item trusts both programs that read it below (-T), so neither is asked or refused:
+# an item otherwise trusts only the program that made it (docs/access-control.md).
+account="${USER:-$(id -un)}"
+trusted=(-T "$(command -v keywell)")
+if command -v secret-tool >/dev/null; then trusted+=(-T "$(command -v secret-tool)"); fi
+printf 'keywell-demo-secret\nkeywell-demo-secret\n' |
+  keywell add-generic-password -U -a "$account" -s keywell-demo -l "Keywell demo" "${trusted[@]}" -w
+echo "run: stored and read back a password: $(keywell find-generic-password -a "$account" -s keywell-demo -w)"
 if command -v secret-tool >/dev/null; then
-  echo "run: the same item through the Secret Service (secret-tool): $(secret-tool lookup service keywell-demo account "$USER" 2>/dev/null || echo '(not available)')"
+  echo "run: the same item through the Secret Service (secret-tool): $(secret-tool lookup service keywell-demo account "$account" 2>/dev/null || echo '(not available)')"
 fi
 cat <<MSG
 
