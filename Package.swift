@@ -80,7 +80,7 @@ let package = Package(
             ]
         ),
         // Readers of gnome-keyring's and libsecret's keyring files, and gnome-keyring's writer (no D-Bus).
-        .target(name: "KeyringImport", dependencies: ["KeywellCore", "KeywellProtocol", "COpenSSL", "CSodium"]),
+        .target(name: "KeyringImport", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSystem", "COpenSSL", "CSodium"]),
         // Linux system calls Swift cannot reach (pidfd_open, pidfd_send_signal, openat2).
         .target(name: "CProcessPinning"),
         // Who a D-Bus caller is: application identities for access control (docs/access-control.md).

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellSystem
 
 /// gnome-keyring's plaintext keyring (docs/migration.md, "gnome-keyring's plaintext file"): a
 /// GLib key file, written instead of the binary format when a keyring's password is empty.
@@ -133,29 +134,6 @@ struct KeyFile {
         return file
     }
 
-    /// GLib's string escapes: \s \n \t \r \\.
-    static func unescape(_ text: String) -> String {
-        guard text.contains("\\") else { return text }
-        var out = ""
-        var escaping = false
-        for character in text {
-            if escaping {
-                switch character {
-                case "s": out.append(" ")
-                case "n": out.append("\n")
-                case "t": out.append("\t")
-                case "r": out.append("\r")
-                case "\\": out.append("\\")
-                default: out.append("\\"); out.append(character)
-                }
-                escaping = false
-            } else if character == "\\" {
-                escaping = true
-            } else {
-                out.append(character)
-            }
-        }
-        if escaping { out.append("\\") }
-        return out
-    }
+    /// A value as GLib reports it; an unknown escape is kept as written, so nothing is lost.
+    static func unescape(_ text: String) -> String { KeyFileString(escaped: text).text }
 }

@@ -1,3 +1,5 @@
+import KeywellSystem
+
 /// What `/.flatpak-info` says about a sandboxed app: its id and its Flatpak instance.
 ///
 /// The file is a GLib key file that Flatpak writes when it makes the sandbox. It is parsed
@@ -100,25 +102,11 @@ public struct FlatpakInfo: Sendable, Equatable {
         return !base.isEmpty && base.utf8.allSatisfy { isNameByte($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 
-    /// GLib's value escapes: `\s \n \t \r \\`; anything else after a backslash is refused.
+    /// GLib's reading of a value; an escape it refuses is refused here too.
     private static func unescape(_ value: Substring, line: Int) throws(ParseError) -> String {
-        var result = ""
-        var iterator = value.makeIterator()
-        while let character = iterator.next() {
-            guard character == "\\" else {
-                result.append(character)
-                continue
-            }
-            switch iterator.next() {
-            case "s": result.append(" ")
-            case "n": result.append("\n")
-            case "t": result.append("\t")
-            case "r": result.append("\r")
-            case "\\": result.append("\\")
-            default: throw .malformed(line: line, "unknown escape")
-            }
-        }
-        return result
+        let string = KeyFileString(escaped: value)
+        guard string.isValid else { throw .malformed(line: line, "unknown escape") }
+        return string.text
     }
 }
 

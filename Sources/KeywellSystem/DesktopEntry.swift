@@ -30,41 +30,18 @@ struct DesktopEntry {
         }
         guard values["Type"] == "Application", values["Hidden"] != "true" else { return nil }
         let shown = locale.candidates.lazy.compactMap { localized[Substring($0)] }.first ?? values["Name"]
-        name = shown.map { Self.unescaped(String($0)) }.flatMap { $0.isEmpty ? nil : $0 }
+        name = shown.flatMap(KeyFileString.valid).flatMap { $0.isEmpty ? nil : $0 }
         if let tryExec = values["TryExec"], !tryExec.isEmpty {
-            program = Self.unescaped(String(tryExec))
+            program = KeyFileString.valid(tryExec)
         } else {
             program = values["Exec"].flatMap { Self.firstWord(of: String($0)) }
         }
     }
 
-    /// The key file's escapes in a string value (`\s`, `\n`, `\t`, `\r`, `\\`).
-    static func unescaped(_ value: String) -> String {
-        var result = ""
-        var escaping = false
-        for character in value {
-            if escaping {
-                switch character {
-                case "s": result.append(" ")
-                case "n": result.append("\n")
-                case "t": result.append("\t")
-                case "r": result.append("\r")
-                default: result.append(character)
-                }
-                escaping = false
-            } else if character == "\\" {
-                escaping = true
-            } else {
-                result.append(character)
-            }
-        }
-        return result
-    }
-
     /// The first argument of an `Exec=` line: a bare word, or a double-quoted one whose `\"`,
     /// `` \` ``, `\$` and `\\` stand for the character.
     static func firstWord(of exec: String) -> String? {
-        let line = unescaped(exec).drop { $0 == " " }
+        guard let line = KeyFileString.valid(exec)?.drop(while: { $0 == " " }) else { return nil }
         guard line.first == "\"" else {
             let word = line.prefix { $0 != " " }
             return word.isEmpty ? nil : String(word)
