@@ -151,19 +151,17 @@ public final class SyncEngine: @unchecked Sendable {
         }
         let now = Self.now()
         var records: [(record: SyncRecord, state: SyncItemState)] = []
-        for item in try store.syncItems(keychain, uuids: Array(changedItems.keys)) {
+        for (item, fingerprint) in try store.syncItems(keychain, uuids: Array(changedItems.keys)) {
             guard let (tag, state) = changedItems[item.uuid] else { continue }
             let mdat: Int64 = if case .integer(let value)? = item.attributes[.modificationDate] { value } else { now }
             // A change that left the modification time as it was (an access list) still makes a newer version.
             let modified = max(mdat, (state?.modified ?? .min) &+ 1)
-            var attributes = item.attributes
-            attributes[.modificationDate] = .integer(modified)
-            let synced = SyncItem(uuid: item.uuid, itemClass: item.itemClass, attributes: attributes, freeform: item.freeform,
-                                  access: item.access, secret: item.secret)
+            var synced = item
+            synced.attributes[.modificationDate] = .integer(modified)
             let record = SyncRecord(version: SyncVersion(modified: modified, machine: settings.machine), base: state.flatMap { Self.version($0) },
                                     machineName: hostName, change: .item(synced))
             // The fingerprint of what this record carries: a change made since is pushed next time.
-            records.append((record, SyncItemState(tag: tag.bytes, fingerprint: item.fingerprint, modified: modified,
+            records.append((record, SyncItemState(tag: tag.bytes, fingerprint: fingerprint, modified: modified,
                                                   machine: Data(settings.machine.bytes), baseModified: state?.modified,
                                                   baseMachine: state?.machine, deleted: false, identity: synced.identity.stored)))
         }
@@ -208,7 +206,7 @@ public final class SyncEngine: @unchecked Sendable {
         let items = Dictionary(try store.syncCandidates(keychain).map {
             (key.tag(of: ItemIdentity(itemClass: $0.itemClass, attributes: $0.attributes)).bytes, $0.uuid)
         }) { first, _ in first }
-        let full = Dictionary(try store.syncItems(keychain, uuids: live.compactMap { items[$0.tag] }).map { ($0.uuid, $0) }) { first, _ in first }
+        let full = Dictionary(try store.syncItems(keychain, uuids: live.compactMap { items[$0.tag] }).map { ($0.item.uuid, $0.item) }) { first, _ in first }
         for state in states {
             let version = SyncVersion(modified: state.modified, machine: settings.machine)
             let base = Self.version(ofBase: state)
@@ -216,11 +214,9 @@ public final class SyncEngine: @unchecked Sendable {
                 guard let identity = ItemIdentity(stored: state.identity) else { continue }
                 latest.append(SyncRecord(version: version, base: base, machineName: hostName, change: .deleted(identity)))
             } else if let uuid = items[state.tag], let item = full[uuid] {
-                var attributes = item.attributes
-                attributes[.modificationDate] = .integer(state.modified)
-                latest.append(SyncRecord(version: version, base: base, machineName: hostName, change: .item(SyncItem(
-                    uuid: item.uuid, itemClass: item.itemClass, attributes: attributes, freeform: item.freeform, access: item.access,
-                    secret: item.secret))))
+                var synced = item
+                synced.attributes[.modificationDate] = .integer(state.modified)
+                latest.append(SyncRecord(version: version, base: base, machineName: hostName, change: .item(synced)))
             }
         }
         var settings = settings
@@ -304,8 +300,7 @@ public final class SyncEngine: @unchecked Sendable {
                                       deleted: record.isTombstone, identity: record.identity.stored)
             switch record.change {
             case .item(let item):
-                application.upserts.append((SyncFullItem(uuid: item.uuid, itemClass: item.itemClass, attributes: item.attributes,
-                                                         freeform: item.freeform, access: item.access, secret: item.secret), state))
+                application.upserts.append((item, state))
             case .deleted(let identity):
                 application.deletions.append((identity.itemClass, identity.key, state))
             }
@@ -339,7 +334,7 @@ public final class SyncEngine: @unchecked Sendable {
             if case .local = conflict.loser { return localItems[conflict.tag] }
             return nil
         }
-        let full = Dictionary(try store.syncItems(keychain, uuids: wanted).map { ($0.uuid, $0) }) { first, _ in first }
+        let full = Dictionary(try store.syncItems(keychain, uuids: wanted).map { ($0.item.uuid, $0.item) }) { first, _ in first }
         var kept: [(entry: SyncConflictEntry, secret: Data)] = []
         for conflict in conflicts {
             switch conflict.loser {

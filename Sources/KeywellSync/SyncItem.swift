@@ -2,29 +2,9 @@ import Foundation
 import KeywellCore
 import KeywellProtocol
 
-/// An item as a record carries it: its id, class, every native attribute, its free-form rows
-/// (Secret Service attributes and schema), its access list and its secret.
-public struct SyncItem: Sendable, Equatable {
-    public var uuid: UUID
-    public var itemClass: ItemClass
-    public var attributes: [ItemAttribute: AttributeValue]
-    public var freeform: [String: String]
-    public var access: AccessList
-    /// The secret in the clear: storage wiped on release (SecretWipe).
-    public var secret: Data
-
-    public init(
-        uuid: UUID, itemClass: ItemClass, attributes: [ItemAttribute: AttributeValue], freeform: [String: String],
-        access: AccessList, secret: Data
-    ) {
-        self.uuid = uuid
-        self.itemClass = itemClass
-        self.attributes = attributes
-        self.freeform = freeform
-        self.access = access
-        self.secret = secret
-    }
-
+/// What the merge asks of an item a record carries (the type itself is KeywellCore's, which
+/// reads and writes it).
+extension SyncItem {
     public var identity: ItemIdentity { ItemIdentity(itemClass: itemClass, attributes: attributes) }
 
     /// Its `pdmn`, read as a stored item's is.

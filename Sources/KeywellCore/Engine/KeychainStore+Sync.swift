@@ -38,21 +38,20 @@ public struct SyncLocalItem: Sendable {
     public var fingerprint: Data
 }
 
-/// An item whole, its secret included (wiped on release): what a record carries.
-public struct SyncFullItem: Sendable {
+/// An item whole, as a sync record carries it: its id, class, every native attribute, its
+/// free-form rows (Secret Service attributes and schema), its access list and its secret.
+public struct SyncItem: Sendable, Equatable {
     public var uuid: UUID
     public var itemClass: ItemClass
     public var attributes: [ItemAttribute: AttributeValue]
     public var freeform: [String: String]
     public var access: AccessList
+    /// The secret in the clear: storage wiped on release (SecretWipe).
     public var secret: Data
-    /// As `SyncLocalItem.fingerprint`, read with the rest (empty for an item about to be written).
-    public var fingerprint: Data
 
     public init(uuid: UUID, itemClass: ItemClass, attributes: [ItemAttribute: AttributeValue], freeform: [String: String],
-                access: AccessList, secret: Data, fingerprint: Data = Data()) {
+                access: AccessList, secret: Data) {
         self.uuid = uuid
-        self.fingerprint = fingerprint
         self.itemClass = itemClass
         self.attributes = attributes
         self.freeform = freeform
@@ -82,7 +81,7 @@ public struct SyncConflictEntry: Sendable, Equatable {
 
 /// What one merge writes, in one transaction.
 public struct SyncApplication: Sendable {
-    public var upserts: [(item: SyncFullItem, state: SyncItemState)] = []
+    public var upserts: [(item: SyncItem, state: SyncItemState)] = []
     public var deletions: [(itemClass: ItemClass, key: [AttributeValue], state: SyncItemState)] = []
     /// Other version rows (local changes written into the folder).
     public var states: [SyncItemState] = []
@@ -141,9 +140,10 @@ extension KeychainStore {
         }
     }
 
-    /// The items `uuids` whole, checked against their MACs, with their fingerprints as read in
-    /// the same snapshot; the keychain must be unlocked. Items gone since are left out.
-    public func syncItems(_ keychain: String, uuids: [UUID]) throws(KeychainError) -> [SyncFullItem] {
+    /// The items `uuids` whole, checked against their MACs, each with its fingerprint (as
+    /// `SyncLocalItem.fingerprint`) read in the same snapshot; the keychain must be unlocked.
+    /// Items gone since are left out.
+    public func syncItems(_ keychain: String, uuids: [UUID]) throws(KeychainError) -> [(item: SyncItem, fingerprint: Data)] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let wanted = Set(uuids)
@@ -156,11 +156,11 @@ extension KeychainStore {
                         Self.fingerprint(mac: mac, sealedSecret: item.sealedSecret))
             }
         }
-        var result: [SyncFullItem] = []
+        var result: [(item: SyncItem, fingerprint: Data)] = []
         for (item, freeform, access, fingerprint) in found {
-            result.append(SyncFullItem(uuid: item.uuid, itemClass: item.itemClass, attributes: item.attributes, freeform: freeform,
-                                       access: access, secret: try ItemSealing.open(item, keychain: file.uuid, key: key),
-                                       fingerprint: fingerprint))
+            let whole = SyncItem(uuid: item.uuid, itemClass: item.itemClass, attributes: item.attributes, freeform: freeform,
+                                 access: access, secret: try ItemSealing.open(item, keychain: file.uuid, key: key))
+            result.append((whole, fingerprint))
         }
         file.markUsed()
         return result
@@ -301,7 +301,7 @@ extension KeychainStore {
 
     static func fingerprint(mac: Data, sealedSecret: Data) -> Data { Sodium.hash([mac, sealedSecret]) }
 
-    private static func survivesLock(_ item: SyncFullItem) -> Bool {
+    private static func survivesLock(_ item: SyncItem) -> Bool {
         guard case .text(let text)? = item.attributes[.accessibility] else { return false }
         return Accessibility.stored(text).survivesAutomaticLock
     }
