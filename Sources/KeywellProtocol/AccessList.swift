@@ -1,6 +1,7 @@
 /// An item's access list (docs/access-control.md, "Access lists on items"): any application, or
 /// the application identities it trusts, in order (`flatpak:…`, `snap:…`, `exe:<path>[;sha256=<hex>]`).
-/// Stored with the item and covered by its integrity MAC; enforcement comes later.
+/// Stored with the item and covered by its integrity MAC; keywelld asks before an untrusted
+/// program uses the item (docs/access-control.md).
 public enum AccessList: Sendable, Hashable {
     /// Every application may use the item (items older than access lists, migrated items, items
     /// made while the keychain's `enforceAccess` is off).

@@ -155,16 +155,11 @@ enum CommandTable {
                         .value("p", "password", "Specify password to be added (legacy option, equivalent to -w)"),
                         .value("w", "password", "Specify password to be added"),
                         .value("X", "hex", "Specify password data to be added as a hexadecimal string"),
-                        .flag("A", "Allow any application to access this item without warning (insecure, not recommended!)"),
-                        .value("T", "appPath", "Specify an application which may access this item (multiple -T options are allowed)", completion: .files),
-                        .flag("U", "Update item if it already exists (if omitted, the item cannot already exist)"),
-                    ],
+                    ] + addAccessOptions,
                     usageNotes: addUsageNotes,
                     summary: "Add a generic password item.",
                     operands: .keychains,
-                    helpNotes: [argvWarning, "-w as the very last word asks for the password (recommended).",
-                                "-T path trusts that program (its path, and its SHA-256 now unless only root can replace it); -T \"\" trusts none; -A any application.",
-                                "Keywell stores the list (dump-keychain -a shows it); asking other programs comes later."],
+                    helpNotes: addHelpNotes,
                     trailingWPrompts: true, run: AddCommands.addGeneric),
         CommandSpec("add-internet-password",
                     synopsis: "[-h] [-a account] [-s server] [-w password] [options...] [-A|-T appPath] [keychain]",
@@ -183,16 +178,11 @@ enum CommandTable {
                         .value("t", "authenticationType", "Specify authentication type (as a four-character SecAuthenticationType, default is \"dflt\")", completion: .authenticationTypes),
                         .value("w", "password", "Specify password to be added"),
                         .value("X", "hex", "Specify password data to be added as a hexadecimal string"),
-                        .flag("A", "Allow any application to access this item without warning (insecure, not recommended!)"),
-                        .value("T", "appPath", "Specify an application which may access this item (multiple -T options are allowed)", completion: .files),
-                        .flag("U", "Update item if it already exists (if omitted, the item cannot already exist)"),
-                    ],
+                    ] + addAccessOptions,
                     usageNotes: addUsageNotes,
                     summary: "Add an internet password item.",
                     operands: .keychains,
-                    helpNotes: [argvWarning, "-w as the very last word asks for the password (recommended).",
-                                "-T path trusts that program (its path, and its SHA-256 now unless only root can replace it); -T \"\" trusts none; -A any application.",
-                                "Keywell stores the list (dump-keychain -a shows it); asking other programs comes later."],
+                    helpNotes: addHelpNotes,
                     trailingWPrompts: true, run: AddCommands.addInternet),
         CommandSpec("delete-generic-password",
                     synopsis: "[-h] [-a account] [-s service] [options...] [keychain...]",
@@ -382,6 +372,20 @@ enum CommandTable {
     /// `g` is among `security`'s getopt letters for the delete commands, which then only print
     /// their usage: so no getopt complaint for it.
     static let deleteIgnoresG = OptionSpec.flag("g", "Display the password (not when deleting: usage)", hidden: true)
+
+    /// The add commands' last options, as `security` lists them: who may use the item, and update.
+    static let addAccessOptions: [OptionSpec] = [
+        .flag("A", "Allow any application to access this item without warning (insecure, not recommended!)"),
+        .value("T", "appPath", "Specify an application which may access this item (multiple -T options are allowed)", completion: .files),
+        .flag("U", "Update item if it already exists (if omitted, the item cannot already exist)"),
+    ]
+
+    /// Keywell's notes under the add commands' help (docs/access-control.md).
+    static let addHelpNotes = [
+        argvWarning, "-w as the very last word asks for the password (recommended).",
+        "-T path trusts that program (its path, and its SHA-256 now unless only root can replace it); -T \"\" trusts none; -A any application.",
+        "Other programs are asked before they read the item (dump-keychain -a shows the list).",
+    ]
 
     /// What `security`'s add commands print after their options.
     static let addUsageNotes = [
