@@ -162,18 +162,10 @@ import Testing
 
     // MARK: Files of format 2
 
-    private static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../Fixtures/format2.keychain-db").standardized.path
-
     /// The fixture: a login keychain written by Keywell before access lists (password "fixture
     /// password"): native genp alice/mail, native inet bob/bank.example, Secret Service item Bank.
     private func installFixture(_ environment: TestEnvironment) throws -> String {
-        try FileManager.default.createDirectory(atPath: environment.keychainsDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let path = environment.path(of: "login")
-        try FileManager.default.copyItem(atPath: Self.fixture, toPath: path)
-        chmod(path, 0o600)
-        return path
+        try environment.installLogin(fixture: "format2.keychain-db")
     }
 
     @Test func aFormat2FileIsUpgradedAtItsFirstUnlockWithEveryItemOpenToAnyApplication() throws {

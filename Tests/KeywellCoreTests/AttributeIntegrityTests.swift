@@ -180,19 +180,11 @@ import Testing
 
     // MARK: Files of format 1
 
-    private static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../Fixtures/format1.keychain-db").standardized.path
-
     /// The fixture: a login keychain written by Keywell before MACs existed (password
     /// "fixture password"): native genp alice/mail, native inet bob/bank.example, and Secret
     /// Service items Bank (server bank.example) and Evil (server evil.example, a content type and a type).
     private func installFixture(_ environment: TestEnvironment) throws -> String {
-        try FileManager.default.createDirectory(atPath: environment.keychainsDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let path = environment.path(of: "login")
-        try FileManager.default.copyItem(atPath: Self.fixture, toPath: path)
-        chmod(path, 0o600)
-        return path
+        try environment.installLogin(fixture: "format1.keychain-db")
     }
 
     @Test func aFormat1FileReadsLockedAndIsUpgradedAtItsFirstUnlock() throws {

@@ -9,18 +9,12 @@ import Testing
 /// backup and an export, each opened by this build with every item, attribute, access list and
 /// secret checked, so that a change of format that leaves old files behind fails here.
 @Suite struct GoldenFileTests {
-    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../Fixtures/golden").standardized.path
+    static let folder = TestEnvironment.fixtures + "/golden"
     static let password = "golden test password"
     static let passphrase = "golden export passphrase"
 
-    /// A private copy of a golden file (0600, as Keywell wants its files).
-    static func copy(_ name: String, to path: String) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.copyItem(atPath: folder + "/" + name, toPath: path)
-        chmod(path, 0o600)
-    }
+    /// A private copy of a golden file.
+    static func copy(_ name: String, to path: String) throws { try TestEnvironment.copyFixture(folder + "/" + name, to: path) }
 
     /// Every item of `keychain` with its attributes, secret, access list and Secret Service
     /// attributes, sorted by label.

@@ -40,6 +40,25 @@ final class TestEnvironment: @unchecked Sendable {
         return store
     }
 
+    /// The folder of the committed fixture files (Tests/Fixtures).
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Fixtures").standardized.path
+
+    /// A private copy of a fixture (a file 0600 in a folder 0700, as Keywell wants them).
+    static func copyFixture(_ source: String, to path: String) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.copyItem(atPath: source, toPath: path)
+        chmod(path, 0o600)
+    }
+
+    /// `Tests/Fixtures/<fixture>` installed as this user's `login` keychain; its path.
+    func installLogin(fixture: String) throws -> String {
+        let path = path(of: "login")
+        try Self.copyFixture(Self.fixtures + "/" + fixture, to: path)
+        return path
+    }
+
     /// Every file under the root, recursively.
     func allFiles() -> [String] {
         let enumerator = FileManager.default.enumerator(atPath: root.path)
