@@ -23,18 +23,7 @@ struct ItemObject {
             context.itemsChanged(in: collection.id, deleted: [id])
             return [.objectPath(SecretServiceNames.noObject)]
         case SecretServiceProtocol.Member.getSecret:
-            // The list, the MAC and the secret in one read (docs/performance.md, "One read per call").
-            let read = try engine(path()) { () throws(KeychainError) in
-                try collection.read(.ids([id]), screen: context.callerAccess(call).screen, secrets: true)
-            }
-            defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
-            guard let found = read.items.first, found.verdict != .hidden else { throw SecretServiceError.noSuchObject("No item \(path())") }
-            let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
-            try refuseIfLocked(found.verdict, path)
-            if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the collection is locked").secretServiceError(path()) }
-            guard let secret = found.secret else { throw SecretServiceError.noSuchObject("No item \(path())") }
-            call.replyMayHoldSecrets = !session.isEncrypted
-            return [try SecretEncoding.encode(secret, for: session)]
+            return try getSecret(call, collection, id, path, mayAsk: true)
         case SecretServiceProtocol.Member.setSecret:
             let verdict = try verdict(id, in: collection, call: call, path)
             let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
@@ -46,6 +35,42 @@ struct ItemObject {
         default:
             throw .unknownMethod("No method \(call.member) on an item")
         }
+    }
+
+    /// Thrown on the D-Bus I/O thread by a GetSecret that must ask the person: the call starts
+    /// again on a worker (a question waits minutes; the I/O thread serves every caller).
+    static let askOnWorker = DBusError(name: "org.keywell.Secret.AskOnWorker", message: "")
+
+    /// `GetSecret`. An item locked for the caller alone (its keychain open) asks the access
+    /// question and waits for the answer: Seahorse reads a password with this call only and
+    /// never unlocks an item first (docs/secret-service.md, "GetSecret and Seahorse"). Allow
+    /// answers with the secret; Deny (or no dialog) with IsLocked, as before.
+    private func getSecret(_ call: DBusMethodCall, _ collection: any SecretCollection, _ id: UUID,
+                           _ path: () -> String, mayAsk: Bool) throws(DBusError) -> [DBusValue] {
+        let access = context.callerAccess(call)
+        // The list, the MAC and the secret in one read (docs/performance.md, "One read per call").
+        let read = try engine(path()) { () throws(KeychainError) in
+            try collection.read(.ids([id]), screen: access.screen, secrets: true)
+        }
+        defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
+        guard let found = read.items.first, found.verdict != .hidden else { throw SecretServiceError.noSuchObject("No item \(path())") }
+        let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
+        if found.verdict == .mustAsk, !read.locked, mayAsk, let gate = access.access?.gate, let caller = access.caller {
+            guard !call.connection.isOnIOThread else { throw Self.askOnWorker }
+            let named = try engine(path()) { () throws(KeychainError) in
+                try collection.access([id]).item(0).labelled(collection.item(id).label)
+            }
+            if gate.ask(caller, about: [named], interactive: true).allows {
+                // A caller that stopped waiting (its call timed out, or it left) gets no secret.
+                try call.checkStillWanted()
+                return try getSecret(call, collection, id, path, mayAsk: false)
+            }
+        }
+        try refuseIfLocked(found.verdict, path)
+        if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the collection is locked").secretServiceError(path()) }
+        guard let secret = found.secret else { throw SecretServiceError.noSuchObject("No item \(path())") }
+        call.replyMayHoldSecrets = !session.isEncrypted
+        return [try SecretEncoding.encode(secret, for: session)]
     }
 
     func property(_ name: String, _ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) -> DBusValue {

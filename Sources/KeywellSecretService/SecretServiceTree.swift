@@ -101,6 +101,8 @@ final class SecretServiceTree: DBusObject {
                 throw SecretServiceError.noSuchObject("No object at \(call.path)")
             }
             log(call, "ok", since: start)
+        } catch where error == ItemObject.askOnWorker {
+            call.continueOffIOThread { [self] in handle(call) }
         } catch {
             let answer = MissingObject.answer(error, calling: call.path, object)
             call.reply(error: answer)

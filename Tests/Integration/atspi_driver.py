@@ -111,6 +111,10 @@ def describe(node):
         info["text"] = text.getText(0, text.characterCount)
     except Exception:
         pass
+    try:
+        info["image"] = node.queryImage().imageDescription or ""
+    except Exception:
+        pass
     return info
 
 
@@ -128,7 +132,8 @@ def dump(command):
         for node in walk(window):
             try:
                 if showing(node):
-                    lines.append(f"[{node.getRoleName()}] {node.name!r}")
+                    image = describe(node).get("image")
+                    lines.append(f"[{node.getRoleName()}] {node.name!r}" + (f" image={image!r}" if image is not None else ""))
             except Exception:
                 continue
     return lines

@@ -21,7 +21,7 @@ PYTHON = "/usr/bin/python3"
 # default collection's Items and Delete. `unlock ATTRS` runs Unlock (and its prompt) on the locked matches and prints whether it was
 # dismissed, the result, then GetSecret of each. `dismiss ATTRS LOG` runs Unlock's prompt, calls
 # Dismiss once the pinentry log LOG shows the dialog holding, prints how it completed and
-# GetSecret of each, then runs a second Unlock to its end.
+# whether each is locked and readable (GetSecrets), then runs a second Unlock to its end.
 CLIENT = r'''
 import json, sys
 from jeepney import DBusAddress, MatchRule, Properties, new_method_call
@@ -129,7 +129,10 @@ elif command == "dismiss":
         call(prompt_object, "Dismiss")
         signal = connection.recv_until_filtered(queue, timeout=120)
     dismissed, value = signal.body
-    result = {"dismissed": dismissed, "completed": list(value[1]), "after": {p: get_secret(p, session) for p in locked_paths}}
+    # Locked and GetSecrets, which never ask (GetSecret would: a withdrawn question is no answer).
+    readable = call(service, "GetSecrets", "aoo", list(locked_paths), session)[0]
+    result = {"dismissed": dismissed, "completed": list(value[1]),
+              "after": {p: {"locked": locked(p), "secret": p in readable} for p in locked_paths}}
     _, again = call(service, "Unlock", "ao", list(locked_paths))
     rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=again)
     call(message_bus, "AddMatch", "s", rule.serialise())

@@ -41,32 +41,40 @@ def test_creator_reads_silently_and_another_program_sees_the_item_locked(session
     assert session.secret_tool("lookup", *sum(ATTRS.items(), ())).stdout == b"tok-1"
     assert confirms(session) == []
 
-    # Another program: the item is locked for it, and no call of its asks anything.
+    # Another program: the item is locked for it. SearchItems, GetSecrets and Locked ask nothing;
+    # its GetSecret asks (Deny here: the script answers Deny when told nothing) and gets IsLocked.
     other = Client(session, scratch / "other.py").look(ATTRS)
     assert other["unlocked"] == [] and len(other["locked"]) == 1
     path = other["locked"][0]
     assert other["items"][path] == {"locked": True, "secret": "ERROR org.freedesktop.Secret.Error.IsLocked"}
     assert other["secrets"] == {}
-    assert confirms(session) == []
+    assert len(confirms(session)) == 1
     # The creator still sees it unlocked, secret and all.
     assert session.secret_tool("lookup", *sum(ATTRS.items(), ())).stdout == b"tok-1"
 
 
-def test_untrusted_secret_tool_search_all_gets_no_secret_without_a_question(session, scratch):
+def test_untrusted_secret_tool_search_all_asks_before_it_shows_a_secret(session, scratch):
     session.create_login()
     Client(session, scratch / "maker.py").store("Maker's", ATTRS, "made-by-python")
-    # secret-tool is another program: without --unlock it prints the item but no secret.
+    # secret-tool is another program. `search --all` reads each item's secret with GetSecret,
+    # which asks (docs/secret-service.md, "GetSecret and Seahorse"): Deny prints the item, no secret.
+    session.pinentry_answers("deny")
     plain = session.secret_tool("search", "--all", *sum(ATTRS.items(), ()))
     assert b"made-by-python" not in plain.stdout + plain.stderr
     assert b"label = Maker's" in plain.stdout + plain.stderr
-    assert confirms(session) == []
-    # --unlock asks; Deny gives nothing.
-    session.pinentry_answers("deny")
-    denied = session.secret_tool("search", "--all", "--unlock", *sum(ATTRS.items(), ()))
-    assert b"made-by-python" not in denied.stdout + denied.stderr
     assert len(confirms(session)) == 1
     assert any("“secret-tool” wants to use “Maker's” from your keychain" in line
                for line in descriptions(session)), descriptions(session)
+    # --unlock asks through Unlock's prompt; its GetSecret then shares that Deny (one burst).
+    session.pinentry_answers("deny")
+    denied = session.secret_tool("search", "--all", "--unlock", *sum(ATTRS.items(), ()))
+    assert b"made-by-python" not in denied.stdout + denied.stderr
+    assert len(confirms(session)) == 2
+    # Allow: the secret.
+    session.pinentry_answers("allow")
+    allowed = session.secret_tool("search", "--all", *sum(ATTRS.items(), ()))
+    assert b"secret = made-by-python" in allowed.stdout
+    assert len(confirms(session)) == 3
 
 
 def test_allow_lets_the_program_read_until_the_keychain_locks(session, scratch):
@@ -142,7 +150,7 @@ def test_dismiss_withdraws_the_access_question_on_screen(session, scratch):
     result = Client(session, scratch / "reader.py").dismiss(ATTRS, session.pinentry_log)
     # Dismiss: Deny, Completed(dismissed=true), the dialog stopped.
     assert result["dismissed"] is True and result["completed"] == []
-    assert list(result["after"].values()) == ["ERROR org.freedesktop.Secret.Error.IsLocked"]
+    assert list(result["after"].values()) == [{"locked": True, "secret": False}]
     assert scripted_pinentries(session) == []
     # The withdrawn question was no answer: the next Unlock, moments later, asks again.
     assert result["again"] == {"dismissed": False, "secrets": {path: "SECRET kept" for path in result["after"]}}

@@ -268,5 +268,5 @@ def test_a_dismissed_prompt_closes_gnomes_dialog(desktop):
     assert client.returncode == 0, (err, account.log.read_text(errors="replace")[-3000:])
     result = json.loads(out)
     assert result["dismissed"] is True and result["completed"] == [], result
-    assert list(result["after"].values()) == ["ERROR org.freedesktop.Secret.Error.IsLocked"], result
+    assert list(result["after"].values()) == [{"locked": True, "secret": False}], result
     assert result["again"]["dismissed"] is False and list(result["again"]["secrets"].values()) == ["SECRET kept"], result
