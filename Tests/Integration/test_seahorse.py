@@ -734,7 +734,11 @@ def test_seahorse_reveals_another_programs_password_after_the_question(session, 
         # Seahorse greys out (no "sensitive" state) a field it has no secret for: its eye cannot be clicked.
         entry = driver.wait("the password entry", within="Item Properties", role="password text")
         assert entry.get("text", "") == "" and "sensitive" not in entry["states"], entry
-        assert "mail-secret" not in driver.dump()
+        shown = [widget.get("text", "") for widget in driver.find(within="Item Properties", role="text")]
+        assert not any("mail-secret" in text for text in shown) and "mail-secret" not in driver.dump(), shown
+        # The denial is logged, with the program and the item (docs/access-control.md).
+        assert any("access denied" in line and "Mail account" in line and "exe:/usr/bin/seahorse" in line
+                   for line in session.daemon_log().splitlines()), session.daemon_log()[-2000:]
         driver.act("do", within="Item Properties", role="push button", name="Close")
         driver.wait_gone("the Item Properties dialog", role="dialog", name="Item Properties")
 
