@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSecretService
 import Logging
 import Synchronization
 
@@ -15,6 +16,11 @@ import Synchronization
 /// password from root is kept: the PAM module runs as root and sends a password only after the
 /// PAM stack accepted it, while any process of the user could send any password and so choose
 /// what `login` gets re-wrapped to (docs/control-protocol.md §3).
+///
+/// A password the user changed on purpose (`LoginPasswordLink.changedOnPurpose`: Seahorse,
+/// `set-keychain-password`) is never re-wrapped silently: the login goes on with `login` locked
+/// and the user is asked in the session, on a thread of its own, whether to update it to the
+/// login password or keep it separate (docs/login-unlock.md, "A password changed on purpose").
 ///
 /// Every password check goes through the daemon's `PasswordThrottle`, like the native `Unlock`;
 /// inside a guessing delay `O` is answered at once and the login goes on with `login` locked.
@@ -51,7 +57,15 @@ final class LoginSessions: Sendable {
         var driftedLoginPassword: SecretBytes?
         var lastSessionClosed: [@Sendable () -> Void] = []
         var loginPasswordHandler: (@Sendable (SecretBytes) -> Void)?
+        var question: (@Sendable (SecretBytes) -> LoginPasswordDecision)?
+        /// The login password a question is being asked about (one asking thread at a time).
+        var asking: SecretBytes?
     }
+
+    /// How long, and how often, a question that cannot be shown yet (no display before the
+    /// desktop starts) is tried again while the session lasts.
+    static let questionRetry = Duration.seconds(3)
+    static let questionTries = 600
 
     private static let login = KeywellNames.loginKeychain
 
@@ -75,6 +89,11 @@ final class LoginSessions: Sendable {
     /// or created `login`, or found it unlocked: the keyring migration (docs/migration.md).
     func onLoginPassword(_ handler: @escaping @Sendable (SecretBytes) -> Void) {
         state.withLock { $0.loginPasswordHandler = handler }
+    }
+
+    /// How the question about a password changed on purpose is asked (the Secret Service's dialog).
+    func onLoginPasswordQuestion(_ ask: @escaping @Sendable (SecretBytes) -> LoginPasswordDecision) {
+        state.withLock { $0.question = ask }
     }
 
     // MARK: Control requests
@@ -101,6 +120,8 @@ final class LoginSessions: Sendable {
                 try throttle.unlock(Self.login, password: password, in: store)
                 autoLock.rearm()
                 state.withLock { $0.driftedLoginPassword = nil }
+                // The login password opens it: whatever was chosen before, it follows the login again.
+                if (try? store.loginPasswordLink(Self.login)) != .follows { try? store.setLoginPasswordLink(Self.login, .follows) }
                 logger.info("unlocked login at login")
                 return .ok("login unlocked")
             } catch let error where error.status == SecStatus.noSuchKeychain {
@@ -135,6 +156,18 @@ final class LoginSessions: Sendable {
         guard sender == .root else {
             if !refused { logger.notice("a process of the user sent a password that does not open login; ignored") }
             return Outcome(error)
+        }
+        switch (try? store.loginPasswordLink(Self.login)) ?? .follows {
+        case .follows: break
+        case .separate:
+            logger.notice("login stays locked: the user chose to keep its password separate from the login password")
+            return Outcome(status: error.status, message: "the login keychain keeps a password of its own, as the user chose")
+        case .changedOnPurpose:
+            state.withLock { $0.driftedLoginPassword = loginPassword }
+            askAboutPasswordChangedOnPurpose(loginPassword)
+            logger.notice("login stays locked: its password was changed on purpose; asking the user whether to update it")
+            return Outcome(status: error.status, message:
+                "the login keychain's password was changed on purpose; the user is asked whether to update it")
         }
         state.withLock { $0.driftedLoginPassword = loginPassword }
         if refused {
@@ -175,7 +208,7 @@ final class LoginSessions: Sendable {
     func changePassword(old: SecretBytes, new: SecretBytes, from sender: Sender) -> Outcome {
         serial.withLock { _ -> Outcome in
             do throws(KeychainError) {
-                try throttle.changePassword(Self.login, old: old, new: new, in: store)
+                try throttle.changePassword(Self.login, old: old, new: new, byLogin: true, in: store)
                 state.withLock { $0.driftedLoginPassword = nil }
                 logger.info("login keychain password changed with the login password")
                 return .ok("login re-wrapped")
@@ -203,12 +236,67 @@ final class LoginSessions: Sendable {
     func keychainUnlocked(_ keychain: String, with password: SecretBytes) {
         guard let loginPassword = state.withLock({ $0.driftedLoginPassword }) else { return }
         guard (try? store.info(keychain)[KeychainInfoKey.isLogin]) == .bool(true) else { return }
+        // A password changed on purpose is re-wrapped only when the user says so (the question).
+        guard (try? store.loginPasswordLink(Self.login)) == .follows else { return }
         do throws(KeychainError) {
-            try store.changePassword(Self.login, old: password, new: loginPassword)
+            try store.changePassword(Self.login, old: password, new: loginPassword, byLogin: true)
             state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
             logger.notice("updated the login keychain's password to the login password")
         } catch {
             logger.error("cannot update the login keychain's password: \(error.wireMessage)")
+        }
+    }
+
+    // MARK: A password changed on purpose
+
+    /// Asks on a thread of its own (the login is already answered): at once when a dialog can be
+    /// shown, else again every few seconds until one can (the desktop starts after the login),
+    /// the session ends, or the question is moot.
+    private func askAboutPasswordChangedOnPurpose(_ loginPassword: SecretBytes) {
+        let start = state.withLock { state -> Bool in
+            guard state.question != nil, state.asking == nil else { return false }
+            state.asking = loginPassword
+            return true
+        }
+        guard start else { return }
+        Thread.detachNewThread { [self] in
+            defer { state.withLock { $0.asking = nil } }
+            askUntilAnswered(loginPassword)
+        }
+    }
+
+    private func askUntilAnswered(_ loginPassword: SecretBytes) {
+        var toldWhy = false
+        for _ in 0..<Self.questionTries {
+            let ask = state.withLock { state -> (@Sendable (SecretBytes) -> LoginPasswordDecision)? in
+                state.openSessions > 0 && state.driftedLoginPassword === loginPassword ? state.question : nil
+            }
+            guard let ask, (try? store.loginPasswordLink(Self.login)) == .changedOnPurpose else { return }
+            switch ask(loginPassword) {
+            case .updated:
+                autoLock.rearm()
+                state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
+                logger.notice("the user updated the login keychain's password to the login password; login unlocked")
+                return
+            case .keptSeparate:
+                state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
+                do throws(KeychainError) {
+                    try store.setLoginPasswordLink(Self.login, .separate)
+                    logger.notice("the user keeps the login keychain's password separate from the login password")
+                } catch {
+                    logger.error("cannot record that the login keychain keeps its own password: \(error.wireMessage)")
+                }
+                return
+            case .unanswered(let why):
+                logger.notice("the question about the login keychain's password was not answered (\(why)); asked again at the next login")
+                return
+            case .notAsked(let why):
+                if !toldWhy {
+                    logger.notice("cannot ask about the login keychain's password yet (\(why)); asking once a dialog can be shown")
+                    toldWhy = true
+                }
+                Thread.sleep(forTimeInterval: Double(Self.questionRetry.components.seconds))
+            }
         }
     }
 
@@ -223,9 +311,18 @@ final class LoginSessions: Sendable {
             return Outcome(error)
         }
         do throws(KeychainError) {
-            // The default and the search list as macOS has them after a first login.
-            if (try? store.defaultKeychain()) == nil { try store.setDefaultKeychain(Self.login) }
+            // The default and the search list as macOS has them after a first login. A keychain
+            // a first store made before this login stops being the default: it would be locked
+            // after every login (docs/secret-service.md, "First store").
+            let current = try? store.defaultKeychain()
+            // Read before the default changes: a list that follows the default keeps the old one in it.
             let list = try store.searchList()
+            if let current, (try? store.isFirstStoreKeychain(current)) == true {
+                try store.setDefaultKeychain(Self.login)
+                logger.notice("login is the default keychain now, in place of \"\(current)\" that a first store made before it")
+            } else if current == nil {
+                try store.setDefaultKeychain(Self.login)
+            }
             if !list.contains(Self.login) { try store.setSearchList([Self.login] + list) }
         } catch {
             logger.error("created login, but cannot make it the default: \(error.wireMessage)")

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellProtocol
 import KeywellSecretService
 import KeywellSystem
 import Logging
@@ -25,6 +26,9 @@ extension Daemon {
             activity: { trimmer.noteActivity() }, access: access)
         let service = SecretService(store: store, configuration: configuration, logger: logger)
         sessions.onLastSessionClosed { [weak service] in service?.loginSessionsEnded() }
+        sessions.onLoginPasswordQuestion { [weak service] loginPassword in
+            service?.askToUpdateLoginKeychain(KeywellNames.loginKeychain, to: loginPassword) ?? .notAsked("keywelld is stopping")
+        }
         return service
     }
 }

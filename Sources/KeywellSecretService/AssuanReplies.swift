@@ -20,8 +20,8 @@ struct AssuanReplies {
 
     enum PIN {
         case entered(SecretBytes)
-        /// ERR: the person cancelled, or the dialog timed out.
-        case cancelled
+        /// ERR with its code (nil when there is none): the person cancelled, or the dialog timed out.
+        case cancelled(code: Int?)
         /// End of file, a read error, an overlong line or PIN: the conversation is over.
         case ended
     }
@@ -77,7 +77,7 @@ struct AssuanReplies {
             } else if Self.isOK(line) {
                 return .entered(SecretBytes(copying: pin))
             } else if line.starts(with: Array("ERR".utf8)) {
-                return .cancelled
+                return .cancelled(code: Self.errorCode(line))
             } else if line.starts(with: Array("INQUIRE".utf8)) {
                 guard cancelInquiry() else { return .ended }
             }
@@ -85,13 +85,17 @@ struct AssuanReplies {
         return .ended
     }
 
+    /// The number after `ERR` (nil when there is none).
+    static func errorCode(_ line: [UInt8]) -> Int? {
+        String(decoding: line, as: UTF8.self).split(separator: " ").dropFirst().first.flatMap { Int($0) }
+    }
+
     /// The replies to CONFIRM up to its OK or ERR; nil when the conversation ended first.
     mutating func confirmation(cancelInquiry: () -> Bool) -> Confirmation? {
         while let line = nextLine() {
             if Self.isOK(line) { return .confirmed }
             if line.starts(with: Array("ERR".utf8)) {
-                let text = String(decoding: line, as: UTF8.self)
-                return .refused(code: text.split(separator: " ").dropFirst().first.flatMap { Int($0) }, line: text)
+                return .refused(code: Self.errorCode(line), line: String(decoding: line, as: UTF8.self))
             }
             if line.starts(with: Array("INQUIRE".utf8)) { guard cancelInquiry() else { return nil } }
         }

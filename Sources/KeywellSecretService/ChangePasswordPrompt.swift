@@ -28,7 +28,7 @@ struct ChangePasswordPrompt {
                 context.logger.error("cannot change the password of \"\(name)\": \(error.wireMessage)")
                 return false
             }
-        case .cancelled:
+        case .cancelled, .timedOut:
             return false
         case .failed(let reason):
             context.logger.error("no password dialog for \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")
@@ -58,7 +58,7 @@ struct ChangePasswordPrompt {
                     context.logger.error("cannot check the password of \"\(name)\": \(error.wireMessage)")
                     return nil
                 }
-            case .cancelled:
+            case .cancelled, .timedOut:
                 return nil
             case .failed(let reason):
                 context.logger.error("no password dialog for \"\(name)\": \(reason) (set KEYWELL_PINENTRY to a pinentry program)")

@@ -26,7 +26,7 @@ final class GcrPasswordConversation: PasswordConversation, @unchecked Sendable {
 
     func ask(_ request: PasswordRequest, error: String?) -> PasswordAnswer {
         typealias Property = GcrPrompterNames.Property
-        let properties: [(String, DBusValue)] = [
+        var properties: [(String, DBusValue)] = [
             (Property.title, .string(request.title)),
             (Property.message, .string(request.title)),
             (Property.description, .string(request.description)),
@@ -35,6 +35,8 @@ final class GcrPasswordConversation: PasswordConversation, @unchecked Sendable {
             (Property.choiceLabel, .string("")),
             (Property.callerWindow, .string(windowID)),
         ]
+        if let ok = request.okButton { properties.append((Property.continueLabel, .string(ok))) }
+        if let cancel = request.cancelButton { properties.append((Property.cancelLabel, .string(cancel))) }
         do {
             try prompt.perform(type: GcrPrompterNames.passwordType, properties: properties)
         } catch {
@@ -48,7 +50,8 @@ final class GcrPasswordConversation: PasswordConversation, @unchecked Sendable {
             } catch {
                 return .failed(error.description)
             }
-        case .ready, .done, .withdrawn, .timedOut: return .cancelled
+        case .timedOut: return .timedOut
+        case .ready, .done, .withdrawn: return .cancelled
         case .gone: return .failed("gcr's prompter exited")
         }
     }

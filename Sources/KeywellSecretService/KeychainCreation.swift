@@ -10,7 +10,12 @@ struct KeychainCreation {
     let context: ServiceContext
 
     func make(name: String, label: String, alias: String, password: SecretBytes) throws(KeychainError) -> CollectionID {
+        // A first store before any login made it: the login that later creates `login` makes
+        // that the default instead (docs/secret-service.md, "First store").
+        let firstStore = alias == "default" && name != KeywellNames.loginKeychain
+            && !context.store.keychainExists(KeywellNames.loginKeychain)
         _ = try context.store.createKeychain(name, password: password, label: label.isEmpty ? nil : label)
+        if firstStore { try context.store.markFirstStoreKeychain(name) }
         context.keychainUnlocked(name, password)
         // The default first: a search list the user never set follows the default, so the
         // new default is in it without turning it into a list of their own.

@@ -9,13 +9,18 @@ struct PasswordRequest: Sendable {
     var description: String
     var prompt: String
     /// For a new password: the label of the second entry that must match.
-    var confirmation: String?
+    var confirmation: String? = nil
+    /// The buttons' words when not the dialog's own (OK, Cancel).
+    var okButton: String? = nil
+    var cancelButton: String? = nil
 }
 
 enum PasswordAnswer {
     case password(SecretBytes)
-    /// The person cancelled, closed the dialog, or it timed out.
+    /// The person cancelled or closed the dialog.
     case cancelled
+    /// Nobody answered within the dialog's timeout.
+    case timedOut
     /// No dialog could be shown (no pinentry, it crashed, it spoke nonsense).
     case failed(String)
 }
@@ -123,6 +128,9 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
             guard command("\(verb) \(Self.escape(text))") != nil else { return endedAnswer() }
         }
         if let error { _ = command("SETERROR \(Self.escape(error))") }
+        for (verb, text) in [("SETOK", request.okButton), ("SETCANCEL", request.cancelButton)] {
+            if let text { _ = command("\(verb) \(Self.escape(text))") }
+        }
         if let confirmation = request.confirmation {
             // Older pinentries do not know SETREPEAT: they then ask once.
             _ = command("SETREPEAT \(Self.escape(confirmation))")
@@ -131,6 +139,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         guard send("GETPIN") else { return endedAnswer() }
         switch replies.pin(cancelInquiry: { send("CAN") }) {
         case .entered(let pin): return .password(pin)
+        case .cancelled(Self.timedOut?): return .timedOut
         case .cancelled: return .cancelled
         case .ended: return endedAnswer()
         }

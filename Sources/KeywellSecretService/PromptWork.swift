@@ -47,7 +47,7 @@ struct UnlockPrompt {
                     prompt.noteFailure("the keychain “\(name)” could not be unlocked: \(failure.wireMessage)")
                     return false
                 }
-            case .cancelled:
+            case .cancelled, .timedOut:
                 return false
             case .failed(let reason):
                 context.logger.error("no password dialog for \"\(name)\": \(reason) (docs/prompts.md)")
@@ -93,7 +93,7 @@ struct NewKeychainPrompt {
                 prompt.noteFailure("the keychain “\(name)” could not be made: \(error.wireMessage)")
                 return nil
             }
-        case .cancelled:
+        case .cancelled, .timedOut:
             return nil
         case .failed(let reason):
             context.logger.error("no password dialog to create \"\(name)\": \(reason) (docs/prompts.md)")

@@ -38,7 +38,7 @@ public final class SecretService: Sendable {
         }
     }
 
-    private let context: ServiceContext
+    let context: ServiceContext
     private let tree: SecretServiceTree
     private let portal: SecretPortal
     private let kwallet: KWalletService

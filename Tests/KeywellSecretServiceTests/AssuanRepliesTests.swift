@@ -26,7 +26,7 @@ import Testing
         let outcome = try withReplies(Array(text.utf8)) { $0.pin(cancelInquiry: { inquiries += 1; return true }) }
         switch outcome {
         case .entered(let pin): return pin.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        case .cancelled: return "<cancelled>"
+        case .cancelled(let code): return "<cancelled \(code.map(String.init) ?? "-")>"
         case .ended: return nil
         }
     }
@@ -35,7 +35,9 @@ import Testing
         var inquiries = 0
         #expect(try pin("S PASSWORD_FROM_CACHE\n# note\nINQUIRE QUALITY\nD pass%25wo\nD rd%0A\nOK\n", inquiries: &inquiries) == "pass%word\n")
         #expect(inquiries == 1)
-        #expect(try pin("ERR 83886179 Operation cancelled\n", inquiries: &inquiries) == "<cancelled>")
+        #expect(try pin("ERR 83886179 Operation cancelled\n", inquiries: &inquiries) == "<cancelled 83886179>")
+        #expect(try pin("ERR 83886142 Timeout\n", inquiries: &inquiries) == "<cancelled 83886142>")
+        #expect(try pin("ERR\n", inquiries: &inquiries) == "<cancelled ->")
         #expect(try pin("D unfinished\n", inquiries: &inquiries) == nil)
     }
 

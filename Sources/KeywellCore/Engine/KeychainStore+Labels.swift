@@ -15,13 +15,7 @@ extension KeychainStore {
     /// The label set for the keychain; nil when none was (its name stands for it).
     public func keychainLabel(_ nameOrPath: String) throws(KeychainError) -> String? {
         let file = try file(at: location(nameOrPath))
-        return try file.database.read { db -> String? in
-            // Asked of SQLite each time: GRDB's `tableExists` caches the schema per connection,
-            // and the table may have been made since through the writing one.
-            let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'keychain_metadata'")
-            guard tables == 1 else { return nil }
-            return try String.fetchOne(db, sql: "SELECT value FROM keychain_metadata WHERE name = 'label'")
-        }
+        return try file.database.read { db in try KeychainMetadata.read(KeychainMetadata.label, db) }
     }
 
     /// Sets the label; as for every change to a keychain, it must be unlocked
@@ -37,10 +31,6 @@ extension KeychainStore {
         guard label.utf8.count <= labelMaximumBytes, !label.utf8.contains(0) else {
             throw .param("a keychain label is at most \(labelMaximumBytes) bytes with no NUL")
         }
-        try file.database.write { db in
-            try db.execute(sql: KeychainSchema.labelTable)
-            try db.execute(sql: "INSERT OR REPLACE INTO keychain_metadata (name, value) VALUES ('label', ?)", arguments: [label])
-            try UnexpectedChangeCount.check(db, "setting the keychain's label")
-        }
+        try file.database.write { db in try KeychainMetadata.write(KeychainMetadata.label, label, db) }
     }
 }

@@ -61,12 +61,6 @@ extension KeychainStore {
         try file(at: location(nameOrPath)).isLocked
     }
 
-    /// Works while locked and leaves the lock state as it was. A wrong old password is
-    /// `errSecAuthFailed` and changes nothing.
-    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes) throws(KeychainError) {
-        try file(at: location(nameOrPath)).changePassword(old: old, new: new, kdf: kdf)
-    }
-
     /// `GetInfo`: works while locked.
     public func info(_ nameOrPath: String) throws(KeychainError) -> WireDictionary {
         let location = try location(nameOrPath)

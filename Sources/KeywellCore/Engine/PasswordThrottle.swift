@@ -78,9 +78,10 @@ public final class PasswordThrottle: Sendable {
     }
 
     /// `KeychainStore.changePassword` under the throttle (the old password is the one checked).
-    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, in store: KeychainStore) throws(KeychainError) {
+    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool = false,
+                               in store: KeychainStore) throws(KeychainError) {
         try check(store.keychainIdentity(nameOrPath), name: nameOrPath) { () throws(KeychainError) in
-            try store.changePassword(nameOrPath, old: old, new: new)
+            try store.changePassword(nameOrPath, old: old, new: new, byLogin: byLogin)
         }
     }
 

@@ -158,8 +158,9 @@ final class KeychainFile: Sendable {
     }
 
     /// Re-wraps the master key under a new password; the lock state stays as it was. The slow
-    /// key derivations run before the write, so the keychain stays usable meanwhile.
-    func changePassword(old: SecretBytes, new: SecretBytes, kdf: KDFParameters) throws(KeychainError) {
+    /// key derivations run before the write, so the keychain stays usable meanwhile. `link`, when
+    /// given, is written in the same transaction (the login keychain's `LoginPasswordLink`).
+    func changePassword(old: SecretBytes, new: SecretBytes, kdf: KDFParameters, link: LoginPasswordLink? = nil) throws(KeychainError) {
         let (header, masterKey) = try currentHeader(password: old)
         let integrity = IntegrityKey(masterKey: masterKey)
         let rewrapped = try header.rewrapped(masterKey: masterKey, password: new, kdf: kdf)
@@ -171,6 +172,7 @@ final class KeychainFile: Sendable {
             // Settings changed through the API meanwhile are kept; settings edited on disk are not.
             try current.checkMAC(integrity, path: location.path)
             try KeychainDatabase.writeHeader(rewrapped.withSettings(current.settings, key: integrity), db)
+            if let link { try KeychainMetadata.write(KeychainMetadata.loginPasswordLink, link.storedValue, db) }
         }
         markUsed()
     }

@@ -1,0 +1,210 @@
+"""A login keychain whose password the user changed on purpose (docs/login-unlock.md, "A password
+changed on purpose"), with real PAM (pamtester, pam_unix + pam_keywell.so) and the real keywelld:
+the next login, whose password no longer opens it, does not re-wrap it silently; the keychain
+stays locked, the login is not slowed, and the user is asked through the prompter (a scripted
+pinentry, KEYWELL_PINENTRY) whether to update it to the login password or keep it separate; each
+answer does what it says. A password change made by PAM itself (chauthtok) stays silent.
+
+Also the first store before any login (docs/secret-service.md, "First store"): the keychain a
+`secret-tool store` made before `login` existed stops being the default at the login that makes
+`login`, and stays in the search list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from keywell_helpers import built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
+from pam_helpers import LOGIN_BOUND_S, dbus_call, keywelld_pids, login, pamtester, start_session_bus
+
+HERE = Path(__file__).resolve().parent
+QUESTION = "differs from your login password"
+
+
+class Desk:
+    """A user whose keywelld (started by pam_keywell) asks through a scripted pinentry: answers
+    go in `answers`, each dialog's commands land in `dialog_log`, each pinentry run in `runs`."""
+
+    def __init__(self, kit, keywelld_path: str) -> None:
+        self.kit = kit
+        self.user = kit.user()
+        start_session_bus(kit, self.user)
+        bin_dir = kit.bindir()
+        shutil.copy(HERE / "scripted_pinentry.py", f"{bin_dir}/scripted_pinentry.py")
+        out = Path(self.user.home) / "out"
+        out.mkdir(mode=0o700)
+        os.chown(out, self.user.uid, self.user.gid)
+        self.answers, self.dialog_log, self.runs = out / "answers.json", out / "dialog.log", out / "runs"
+        self.set_answers([])
+        pinentry = Path(bin_dir) / "pinentry-scripted"
+        pinentry.write_text(f"#!/bin/sh\nexec /usr/bin/python3 {shlex.quote(bin_dir)}/scripted_pinentry.py\n")
+        pinentry.chmod(0o755)
+        daemon = Path(bin_dir) / "keywelld-with-pinentry"
+        env = {"KEYWELL_PINENTRY": str(pinentry), "SCRIPTED_PINENTRY_ANSWERS": str(self.answers),
+               "SCRIPTED_PINENTRY_LOG": str(self.dialog_log), "SCRIPTED_PINENTRY_RUNS": str(self.runs)}
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        daemon.write_text(f"#!/bin/sh\n{exports} exec {shlex.quote(keywelld_path)} \"$@\"\n")
+        daemon.chmod(0o755)
+        self.stack = kit.stack(daemon=str(daemon))
+        self.log = Path(self.user.home) / ".local/state/keywell/keywelld.log"
+
+    def set_answers(self, answers: list) -> None:
+        self.answers.write_text(json.dumps(answers))
+        os.chown(self.answers, self.user.uid, self.user.gid)
+
+    def dialogs(self) -> int:
+        return len(self.runs.read_text().splitlines()) if self.runs.exists() else 0
+
+    def daemon_log(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def login(self):
+        r = login(self.stack, self.user)
+        assert r.ok, r
+        assert r.elapsed < LOGIN_BOUND_S, r
+        return r
+
+    def logout(self) -> None:
+        assert pamtester(self.stack, self.user.name, "close_session").ok
+
+    def locked(self) -> bool:
+        r = dbus_call(self.kit, self.user, "info", "login")
+        assert "ok" in r, r
+        return r["ok"]["locked"]
+
+    def opens(self, password: str) -> bool:
+        """Whether `password` unlocks `login` now (locked first)."""
+        assert "ok" in dbus_call(self.kit, self.user, "lock", "login")
+        return "ok" in dbus_call(self.kit, self.user, "unlock", "login", password=password)
+
+    def set_keychain_password(self, old: str, new: str) -> None:
+        """On purpose, as `keywell set-keychain-password` does it (passwords on stdin)."""
+        self.kit.secrets.append(new)
+        r = self.kit.as_user(self.user, [built("KEYWELL"), "set-keychain-password", "login"],
+                             input=f"{old}\n{new}\n{new}\n", capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r
+
+
+@pytest.fixture
+def desk(real_daemon_kit, keywelld):
+    return Desk(real_daemon_kit, keywelld)
+
+
+def changed_on_purpose(desk: Desk) -> str:
+    """First login makes `login`; the user changes its password on purpose and logs out."""
+    desk.login()
+    wait_for(lambda: len(keywelld_pids(desk.user)) == 1, "keywelld to start")
+    assert desk.locked() is False
+    own = "Own-" + desk.user.password
+    desk.set_keychain_password(desk.user.password, own)
+    desk.logout()
+    assert desk.locked() is True
+    return own
+
+
+def test_update_asks_for_the_keychain_password_and_rewraps_to_the_login_password(desk):
+    own = changed_on_purpose(desk)
+    wrong = "Wrong-" + own
+    desk.kit.secrets.append(wrong)
+    desk.set_answers([wrong, own])
+    before = desk.dialogs()
+    desk.login()
+    wait_for(lambda: "updated the login keychain's password" in desk.daemon_log(), "the update")
+    assert desk.dialogs() == before + 1, "one dialog, asked again in it after the wrong password"
+    shown = desk.dialog_log.read_text()
+    assert QUESTION in shown and "SETOK Update Password" in shown and "SETCANCEL Keep Separate" in shown, shown
+    assert "SETERROR The password you entered is not correct." in shown, shown
+    assert desk.locked() is False, "Update unlocks it"
+    assert desk.opens(desk.user.password) and not desk.opens(own), "re-wrapped to the login password"
+    # The next login unlocks it at once and asks nothing.
+    desk.logout()
+    desk.login()
+    assert desk.locked() is False
+    assert desk.dialogs() == before + 1
+
+
+def test_keep_separate_keeps_it_locked_and_is_not_asked_again(desk):
+    own = changed_on_purpose(desk)
+    desk.set_answers([None])  # the Keep Separate button (pinentry's cancel)
+    before = desk.dialogs()
+    desk.login()
+    wait_for(lambda: "keeps the login keychain's password separate" in desk.daemon_log(), "the answer")
+    assert desk.dialogs() == before + 1
+    assert desk.locked() is True
+    # Unlocked with its own password: nothing is re-wrapped behind the user's back.
+    assert desk.opens(own)
+    assert not desk.opens(desk.user.password) and desk.opens(own)
+    # The next login asks nothing, changes nothing.
+    desk.logout()
+    desk.login()
+    assert desk.locked() is True
+    assert "keep its password separate" in desk.daemon_log()
+    assert desk.dialogs() == before + 1
+    assert desk.opens(own)
+
+
+def test_unanswered_question_leaves_it_as_it_was_and_asks_at_the_next_login(desk):
+    own = changed_on_purpose(desk)
+    # The pinentry dies in the middle of the dialog (its script is unreadable): no answer at all.
+    desk.answers.write_text("not json")
+    before = desk.dialogs()
+    desk.login()
+    wait_for(lambda: "was not answered" in desk.daemon_log(), "the unanswered question")
+    assert desk.dialogs() == before + 1
+    assert desk.locked() is True
+    assert desk.opens(own) and not desk.opens(desk.user.password), "not re-wrapped, not kept separate"
+    # Asked again at the next login; this time Update.
+    desk.logout()
+    desk.set_answers([own])
+    desk.login()
+    wait_for(lambda: "updated the login keychain's password" in desk.daemon_log(), "the update")
+    assert desk.dialogs() == before + 2
+    assert desk.opens(desk.user.password)
+
+
+def test_a_password_change_through_pam_stays_silent(desk):
+    desk.login()
+    wait_for(lambda: len(keywelld_pids(desk.user)) == 1, "keywelld to start")
+    old, new = desk.user.password, "Changed-" + desk.user.password
+    desk.kit.secrets.append(new)
+    r = pamtester(desk.stack, desk.user.name, "chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)", stdin=f"{old}\n{new}\n{new}\n")
+    assert r.ok, r
+    desk.user.password = new
+    desk.logout()
+    desk.login()
+    assert desk.locked() is False, "the login password opens it"
+    assert desk.dialogs() == 0, "nothing asked"
+    assert QUESTION not in (desk.dialog_log.read_text() if desk.dialog_log.exists() else "")
+
+
+def test_a_first_store_before_any_login_stops_being_the_default_once_login_exists(desk):
+    kit, user = desk.kit, desk.user
+    # keywelld runs (a session without a password, as a display manager's greeter-less start),
+    # and a program stores a secret: the prompt makes "Default keyring" the default.
+    assert pamtester(desk.stack, user.name, "open_session").ok
+    first = "First-" + user.password
+    kit.secrets.append(first)
+    desk.set_answers([first])
+    r = kit.as_user(user, ["secret-tool", "store", "--label=x", "service", "s", "account", "a"],
+                    input="first-secret", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r
+    made = dbus_call(kit, user, "default")["ok"]
+    assert made != "login", made
+    assert pamtester(desk.stack, user.name, "close_session").ok
+    # The first login with a password makes `login`, and `login` becomes the default.
+    desk.login()
+    assert dbus_call(kit, user, "default") == {"ok": "login"}
+    assert dbus_call(kit, user, "searchlist")["ok"] == ["login", made], "the first keychain stays searched"
+    assert desk.locked() is False
+    # New stores go to the unlocked login keychain; the first secret is still found.
+    r = kit.as_user(user, ["secret-tool", "store", "--label=y", "service", "s2", "account", "a"],
+                    input="second-secret", capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r
+    assert desk.dialogs() == 1, "the second store asked nothing"
+    assert "login is the default keychain now" in desk.daemon_log()
