@@ -208,3 +208,45 @@ def test_a_first_store_before_any_login_stops_being_the_default_once_login_exist
     assert r.returncode == 0, r
     assert desk.dialogs() == 1, "the second store asked nothing"
     assert "login is the default keychain now" in desk.daemon_log()
+
+
+SEAHORSE_CHANGE = r'''
+import sys
+import dbus
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+
+DBusGMainLoop(set_as_default=True)
+bus = dbus.SessionBus()
+service = bus.get_object("org.freedesktop.secrets", "/org/freedesktop/secrets")
+internal = dbus.Interface(service, "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface")
+prompt_path = internal.ChangeWithPrompt(dbus.ObjectPath("/org/freedesktop/secrets/collection/login"))
+loop, outcome = GLib.MainLoop(), {}
+def completed(dismissed, result):
+    outcome["dismissed"] = bool(dismissed)
+    loop.quit()
+prompt = bus.get_object("org.freedesktop.secrets", prompt_path)
+prompt.connect_to_signal("Completed", completed, dbus_interface="org.freedesktop.Secret.Prompt")
+dbus.Interface(prompt, "org.freedesktop.Secret.Prompt").Prompt("")
+GLib.timeout_add_seconds(60, loop.quit)
+loop.run()
+print("dismissed" if outcome.get("dismissed", True) else "changed")
+'''
+
+
+def test_a_change_through_seahorses_interface_is_on_purpose_too(desk):
+    """Seahorse's "Change Password" (gnome-keyring's ChangeWithPrompt) marks it as well."""
+    desk.login()
+    wait_for(lambda: len(keywelld_pids(desk.user)) == 1, "keywelld to start")
+    own = "Seahorse-" + desk.user.password
+    desk.kit.secrets.append(own)
+    desk.set_answers([desk.user.password, own])  # the current password, then the new one
+    r = desk.kit.as_user(desk.user, ["/usr/bin/python3", "-c", SEAHORSE_CHANGE], capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0 and r.stdout.strip() == "changed", r
+    desk.logout()
+    desk.set_answers([None])
+    desk.login()
+    wait_for(lambda: "keeps the login keychain's password separate" in desk.daemon_log(), "the question and its answer")
+    assert QUESTION in desk.dialog_log.read_text()
+    assert desk.locked() is True
+    assert desk.opens(own)
