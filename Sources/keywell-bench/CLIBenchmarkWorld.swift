@@ -47,9 +47,14 @@ final class CLIBenchWorld {
     /// Runs a program to its end; the time covers spawn to exit with all output read.
     /// `environment` replaces the world's for this run.
     func run(_ command: [String], input: String? = nil, environment: [String: String]? = nil) throws -> Run {
+        try Self.run(command, input: input, environment: environment ?? self.environment)
+    }
+
+    /// Runs a program to its end in `environment` (used by other worlds too: `questions`).
+    static func run(_ command: [String], input: String? = nil, environment: [String: String]) throws -> Run {
         let clock = ContinuousClock()
         let start = clock.now
-        let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment ?? self.environment,
+        let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment,
                                    input: input, newGroup: false)
         let output = ChildSpawner.readToEnd(child.output)
         close(child.output)
