@@ -40,6 +40,8 @@ packages=(
   kwalletcli libkf5wallet-bin
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
+  # benchmark: a real browser keeping its Safe Storage key through libsecret (keywell-bench questions)
+  chromium
   # the Debian package: dpkg-deb and dpkg-shlibdeps, lintian, and a clean Debian 12 root for
   # its smoke test (scripts/package.sh, scripts/package-smoke.sh; docs/install.md)
   dpkg-dev lintian debootstrap

@@ -23,18 +23,24 @@ struct QuestionBenchmark: ParsableCommand {
     @Option(help: "Runs of secret-tool and of the python keyring script over the day.")
     var runs = 20
 
+    @Option(help: "Chromium launches over the day.")
+    var launches = 5
+
     /// The person's answer to every question: the NOTOK button (GPG_ERR_NOT_CONFIRMED from pinentry).
     static let alwaysAllow = "ERR 83886194 Not confirmed <Pinentry>"
     static let systemPrograms = ["backup-tool", "mail-sync", "vpn-helper"]
     static let secretTool = "/usr/bin/secret-tool"
     static let python = "/usr/bin/python3"
+    static let chromium = "/usr/bin/chromium"
+    /// The item Chromium keeps its cookie and password key in (libsecret, schema v2).
+    static let chromiumItem = "chrome_libsecret_os_crypt_password_v2"
     static let password = "day-password"
     static let control = "user-owned copy (control)"
 
     func run() throws {
-        guard runs >= 2 else { throw ValidationError("--runs must be at least 2 (half before the upgrade, half after)") }
+        guard runs >= 2, launches >= 1 else { throw ValidationError("--runs must be at least 2 (half before the upgrade, half after), --launches at least 1") }
         guard getuid() == 0 else { throw BenchmarkFailure("run it as root: the system programs are copies in a root-owned folder under /opt") }
-        for tool in [Self.secretTool, Self.python] where !FileManager.default.isExecutableFile(atPath: tool) {
+        for tool in [Self.secretTool, Self.python, Self.chromium] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw BenchmarkFailure("\(tool) is missing: run scripts/setup.sh")
         }
         let daemon = try locateKeywelld(keywelld)
@@ -79,6 +85,10 @@ struct QuestionBenchmark: ParsableCommand {
                 try day.restartDaemon(cli: cli)
             }
             let share = half == 0 ? runs / 2 : runs - runs / 2
+            // Chromium: its first launch makes its Safe Storage key (it trusts itself); the rest read it.
+            for _ in 0..<(half == 0 ? (launches + 1) / 2 : launches / 2) {
+                note("Chromium", try day.asked { try day.launchChromium(profile: world.home + "/chromium") }, upgraded: upgraded)
+            }
             for _ in 0..<share {
                 note("secret-tool", try day.asked { try day.lookup(Self.secretTool, ["service", "notes", "username", "me"], expect: "notes-key") },
                      upgraded: upgraded)
@@ -101,7 +111,10 @@ struct QuestionBenchmark: ParsableCommand {
         let header = "program".padding(toLength: 34, withPad: " ", startingAt: 0)
         print("\(header) runs  keywell  after upgrade  gnome-keyring")
         var met = true
-        let order = ["secret-tool", "python keyring script"] + Self.systemPrograms.map { "\($0) (system, upgraded)" }
+        // Every launch found the one key the first made: none was denied and made a new one.
+        let keys = try day.chromiumKeys(cli: cli)
+        guard keys == 1 else { throw BenchmarkFailure("Chromium's launches left \(keys) Safe Storage keys (denied, it makes another)") }
+        let order = ["Chromium", "secret-tool", "python keyring script"] + Self.systemPrograms.map { "\($0) (system, upgraded)" }
         for program in order {
             guard let entry = counts[program] else { continue }
             let systemProgram = program.hasSuffix("(system, upgraded)")
@@ -117,7 +130,6 @@ struct QuestionBenchmark: ParsableCommand {
         print(String(format: "%@ %4d  %7d  %13d  %13d%@", Self.control.padding(toLength: 34, withPad: " ", startingAt: 0),
                      control.runs, control.questions, control.afterUpgrade, 0,
                      counted ? "  (asked once after its upgrade, as it must be)" : "  <- the counter missed its question"))
-        print("Chromium (5 launches)              not measured: chromium is not installed here")
         print("Seahorse revealing 3 passwords     not measured: the Seahorse reveal is measured with its own feature")
         print("gnome-keyring: 0 questions for every program (no per-program access control to ask about)")
         print("target: at most 1 question per program, 0 after upgrades: \(met ? "met" : "NOT met")")
@@ -166,6 +178,20 @@ private struct Day {
 
     func lookup(_ tool: String, _ attributes: [String], expect secret: String) throws {
         try expect([tool, "lookup"] + attributes, secret)
+    }
+
+    /// A headless launch that loads a page and quits; Chromium keeps its key through libsecret
+    /// (as root it needs --no-sandbox). Bounded: a hung browser fails the run.
+    func launchChromium(profile: String) throws {
+        try check(["/usr/bin/timeout", "120", QuestionBenchmark.chromium, "--headless=new", "--no-sandbox",
+                   "--password-store=gnome-libsecret", "--user-data-dir=\(profile)", "--dump-dom", "about:blank"])
+    }
+
+    /// How many Safe Storage keys the login keychain holds (attributes only: no question).
+    func chromiumKeys(cli: String) throws -> Int {
+        let result = try CLIBenchWorld.run([cli, "dump-keychain", "login"], environment: world.environment)
+        guard result.status == 0 else { throw BenchmarkFailure("keywell dump-keychain: \(result)") }
+        return result.output.components(separatedBy: "\"\(QuestionBenchmark.chromiumItem)\"").count - 1
     }
 
     /// As after a reboot: keywelld stops, the bus starts it again, `login` is unlocked with its password.
