@@ -31,7 +31,9 @@ class Desk:
     """A user whose keywelld (started by pam_keywell) asks through a scripted pinentry: answers
     go in `answers`, each dialog's commands land in `dialog_log`, each pinentry run in `runs`."""
 
-    def __init__(self, kit, keywelld_path: str) -> None:
+    def __init__(self, kit, keywelld_path: str, graphical: bool = False) -> None:
+        """`graphical`: no KEYWELL_PINENTRY; the scripted pinentry is the graphical one keywelld
+        looks for on its PATH (pinentry-gnome3), usable only once keywelld knows a display."""
         self.kit = kit
         self.user = kit.user()
         start_session_bus(kit, self.user)
@@ -42,12 +44,15 @@ class Desk:
         os.chown(out, self.user.uid, self.user.gid)
         self.answers, self.dialog_log, self.runs = out / "answers.json", out / "dialog.log", out / "runs"
         self.set_answers([])
-        pinentry = Path(bin_dir) / "pinentry-scripted"
-        pinentry.write_text(f"#!/bin/sh\nexec /usr/bin/python3 {shlex.quote(bin_dir)}/scripted_pinentry.py\n")
+        self.displays = out / "displays"
+        pinentry = Path(bin_dir) / ("pinentry-gnome3" if graphical else "pinentry-scripted")
+        pinentry.write_text('#!/bin/sh\nprintf "%s\\n" "$DISPLAY" >> ' f"{shlex.quote(str(self.displays))}\n"
+                            f"exec /usr/bin/python3 {shlex.quote(bin_dir)}/scripted_pinentry.py\n")
         pinentry.chmod(0o755)
         daemon = Path(bin_dir) / "keywelld-with-pinentry"
-        env = {"KEYWELL_PINENTRY": str(pinentry), "SCRIPTED_PINENTRY_ANSWERS": str(self.answers),
+        env = {"SCRIPTED_PINENTRY_ANSWERS": str(self.answers),
                "SCRIPTED_PINENTRY_LOG": str(self.dialog_log), "SCRIPTED_PINENTRY_RUNS": str(self.runs)}
+        env.update({"PATH": f"{bin_dir}:/usr/bin:/bin"} if graphical else {"KEYWELL_PINENTRY": str(pinentry)})
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         daemon.write_text(f"#!/bin/sh\n{exports} exec {shlex.quote(keywelld_path)} \"$@\"\n")
         daemon.chmod(0o755)
@@ -250,3 +255,32 @@ def test_a_change_through_seahorses_interface_is_on_purpose_too(desk):
     assert QUESTION in desk.dialog_log.read_text()
     assert desk.locked() is True
     assert desk.opens(own)
+
+
+def test_a_login_before_the_desktop_asks_once_the_session_has_a_display(real_daemon_kit, keywelld):
+    """pam_keywell starts keywelld with no display: the question waits, and is shown on the
+    display of the session that starts after the login (docs/prompts.md, "A daemon started
+    before the desktop"), by the same keywelld."""
+    from test_session_display import desktop_exec, start_xvfb
+
+    desk = Desk(real_daemon_kit, keywelld, graphical=True)
+    own = changed_on_purpose(desk)
+    pid = keywelld_pids(desk.user)
+    desk.set_answers([own])
+    desk.login()
+    wait_for(lambda: "cannot ask about the login keychain's password yet" in desk.daemon_log(), "the question to wait")
+    assert desk.dialogs() == 0 and desk.locked() is True
+
+    display = start_xvfb(desk.kit)
+    xauthority = Path(desk.user.home) / ".Xauthority"
+    xauthority.write_bytes(b"")
+    os.chown(xauthority, desk.user.uid, desk.user.gid)
+    command = desktop_exec(str(Path(built("KEYWELL")).parent))
+    r = desk.kit.as_user(desk.user, command, env={**desk.kit.user_env(desk.user), "DISPLAY": display,
+                                                   "XAUTHORITY": str(xauthority)},
+                         capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r
+    wait_for(lambda: "updated the login keychain's password" in desk.daemon_log(), "the question on the session's display")
+    assert desk.displays.read_text().splitlines() == [display]
+    assert keywelld_pids(desk.user) == pid, "the same keywelld asked"
+    assert desk.locked() is False and desk.opens(desk.user.password)
