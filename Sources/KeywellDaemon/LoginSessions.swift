@@ -20,7 +20,8 @@ import Synchronization
 /// A password the user changed on purpose (`LoginPasswordLink.changedOnPurpose`: Seahorse,
 /// `set-keychain-password`) is never re-wrapped silently: the login goes on with `login` locked
 /// and the user is asked in the session, on a thread of its own, whether to update it to the
-/// login password or keep it separate (docs/login-unlock.md, "A password changed on purpose").
+/// login password or keep it separate (docs/login-unlock.md, "When the keychain's password is
+/// not the login password").
 ///
 /// Every password check goes through the daemon's `PasswordThrottle`, like the native `Unlock`;
 /// inside a guessing delay `O` is answered at once and the login goes on with `login` locked.

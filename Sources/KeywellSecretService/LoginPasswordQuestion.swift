@@ -3,8 +3,8 @@ import KeywellCore
 import KeywellProtocol
 
 /// What the user answered when asked about a login keychain whose password they changed on
-/// purpose and that the login password no longer opens (docs/login-unlock.md, "A password
-/// changed on purpose").
+/// purpose and that the login password no longer opens (docs/login-unlock.md, "When the
+/// keychain's password is not the login password").
 public enum LoginPasswordDecision: Sendable, Equatable {
     /// Re-wrapped to the login password (the user proved the keychain's own password), and unlocked.
     case updated

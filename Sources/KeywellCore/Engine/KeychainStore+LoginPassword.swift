@@ -1,9 +1,9 @@
-import GRDB
 import KeywellProtocol
 
-/// How the login keychain's password relates to the login password (docs/login-unlock.md, "A
-/// password changed on purpose"). Kept in the keychain file (`keychain_metadata`), not secret,
-/// readable while locked; a file without the row follows the login password.
+/// How the login keychain's password relates to the login password (docs/login-unlock.md,
+/// "When the keychain's password is not the login password"). Kept in the keychain file
+/// (`keychain_metadata`), not secret, readable while locked; a file without the row follows the
+/// login password.
 public enum LoginPasswordLink: String, Sendable {
     /// Logins unlock it; a login password that does not open it (root reset it) is put right at
     /// the user's next unlock, silently, as before.

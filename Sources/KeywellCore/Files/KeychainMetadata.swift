@@ -5,7 +5,8 @@ import GRDB
 /// was made). The table is made on first write; a file without it has none of them.
 enum KeychainMetadata {
     static let label = "label"
-    /// `LoginPasswordLink` of the login keychain (docs/login-unlock.md, "A password changed on purpose").
+    /// `LoginPasswordLink` of the login keychain (docs/login-unlock.md, "When the keychain's
+    /// password is not the login password").
     static let loginPasswordLink = "loginPassword"
     /// Set on a keychain the Secret Service made for a first store before `login` existed
     /// (docs/secret-service.md, "First store").
