@@ -62,7 +62,7 @@ final class SecretServiceTree: DBusObject {
         if let access = context.access, !access.isKnown(call) { return .worker }
         if call.interface == StandardInterface.properties {
             guard call.member != "Set" else { return .worker }
-            if case .collection? = ObjectPaths.parse(call.path) { return .worker }
+            if case .collection? = ObjectPaths.parse(call.path) { return Self.collectionPropertyPlacement(call) }
             return .ioThread
         }
         switch call.member {
@@ -73,6 +73,14 @@ final class SecretServiceTree: DBusObject {
         default:
             return .worker
         }
+    }
+
+    /// A collection's `Label`, `Locked`, `Created` and `Modified` are one look at its keychain;
+    /// `Items` (so `GetAll` too) lists every item and grows with the collection: a worker's.
+    private static func collectionPropertyPlacement(_ call: DBusMethodCall) -> DBusCallPlacement {
+        guard call.member == "Get", call.arguments.count == 2,
+              let name = call.arguments[1].stringValue, name != SecretServiceProtocol.Property.items else { return .worker }
+        return .ioThread
     }
 
     func handle(_ call: DBusMethodCall) {

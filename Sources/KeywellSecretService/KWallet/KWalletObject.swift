@@ -19,15 +19,22 @@ struct KWalletObject: DBusObject {
     /// identity is known; one that must ask the person moves to a worker (`retryOnWorker`).
     /// Writes, opens (a prompt), and what lists keychains go to a worker.
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
-        guard Self.reads.contains(call.member) else { return .worker }
+        guard Self.isRead(call.member) else { return .worker }
         if let access = service.context.access, !access.isKnown(call) { return .worker }
         return .ioThread
     }
 
-    private static let reads: Set<String> = [
-        "isEnabled", "localWallet", "networkWallet", "isOpen", "folderList", "hasFolder", "entryList", "readEntry",
-        "readMap", "readPassword", "hasEntry", "entryType", "folderDoesNotExist", "keyDoesNotExist",
-    ]
+    /// A switch rather than a set: no hashing of the member name on every call (the decision is
+    /// made for each call on the I/O thread, before the call runs).
+    private static func isRead(_ member: String) -> Bool {
+        switch member {
+        case "readPassword", "readEntry", "readMap", "hasEntry", "hasFolder", "entryList", "folderList", "isOpen",
+             "entryType", "folderDoesNotExist", "keyDoesNotExist", "isEnabled", "localWallet", "networkWallet":
+            true
+        default:
+            false
+        }
+    }
 
     /// Thrown by a read on the I/O thread that must ask the person: the call starts again on a worker.
     static let retryOnWorker = DBusError(name: "org.keywell.KWallet.RetryOnWorker", message: "")
