@@ -65,6 +65,10 @@ let package = Package(
         .target(name: "KeywellSystem"),
         // A small Swift layer over libdbus-1.
         .target(name: "KeywellDBus", dependencies: ["CDBus", "KeywellSystem"]),
+        // The Swift of every D-Bus interface Keywell serves, written from its XML in dbus/
+        // (docs/dbus-layer.md, "Interfaces from XML"); scripts/codegen.sh runs the executable.
+        .target(name: "DBusCodegen", dependencies: ["KeywellDBus"]),
+        .executableTarget(name: "keywell-dbus-codegen", dependencies: ["DBusCodegen"]),
         // The native API on D-Bus: its interface table (from KeywellProtocol's NativeMethod) and
         // the one WireValue <-> DBusValue codec, shared by the daemon and the client library.
         .target(name: "KeywellAPI", dependencies: ["KeywellDBus", "KeywellProtocol"]),
@@ -153,7 +157,7 @@ let package = Package(
         ),
 
         // What tests share: a private dbus-daemon, temporary XDG folders, child processes.
-        .target(name: "KeywellTestSupport", dependencies: ["KeywellDBus", "KeywellSystem"], path: "Tests/KeywellTestSupport"),
+        .target(name: "KeywellTestSupport", dependencies: ["DBusCodegen", "KeywellDBus", "KeywellSystem"], path: "Tests/KeywellTestSupport"),
         .testTarget(
             name: "KeywellCoreTests",
             // KeywellSecretService: tests of free-form items go through the Secret Service's mapping.
@@ -187,6 +191,7 @@ let package = Package(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
         ),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
+        .testTarget(name: "DBusCodegenTests", dependencies: ["DBusCodegen", "KeywellDBus"]),
         .testTarget(
             name: "KeywellDaemonTests",
             dependencies: [

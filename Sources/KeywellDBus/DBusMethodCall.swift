@@ -223,3 +223,18 @@ public final class DBusMethodCall: @unchecked Sendable {
         return claimed
     }
 }
+
+/// A file descriptor a call passed (type `h`), as generated dispatch hands it to a handler:
+/// `take()` makes it the handler's to close; one not taken is closed when the call ends.
+public struct DBusDescriptorArgument {
+    private let call: DBusMethodCall
+    private let index: Int
+
+    public init(_ call: DBusMethodCall, argument index: Int) {
+        self.call = call
+        self.index = index
+    }
+
+    /// The descriptor, now the caller's to close; nil when the argument holds none or it was taken.
+    public func take() -> Int32? { call.takeFileDescriptor(argument: index) }
+}

@@ -4,14 +4,10 @@
 public enum SecretServiceProtocol {
     public static let busName = KeywellNames.secretsBusName
     public static let servicePath = KeywellNames.secretsObjectPath
-    public static let serviceInterface = "org.freedesktop.Secret.Service"
-    public static let collectionInterface = "org.freedesktop.Secret.Collection"
-    public static let itemInterface = "org.freedesktop.Secret.Item"
-    public static let sessionInterface = "org.freedesktop.Secret.Session"
-    public static let promptInterface = "org.freedesktop.Secret.Prompt"
-    /// gnome-keyring's private interface on the service object, which Seahorse and other GNOME
-    /// tools call (docs/secret-service.md, "gnome-keyring's private interface").
-    public static let gnomeKeyringInternalInterface = "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface"
+    // The interfaces' names (`serviceInterface`, ... and `gnomeKeyringInternalInterface`, the
+    // private interface Seahorse calls), their members' (`Member`, `GnomeKeyringMember`) and
+    // properties' (`Property`) are generated from dbus/org.freedesktop.Secret.xml and
+    // dbus/org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface.xml (Generated/).
     public static let errorIsLocked = "org.freedesktop.Secret.Error.IsLocked"
     public static let errorNoSuchObject = "org.freedesktop.Secret.Error.NoSuchObject"
     public static let errorNoSession = "org.freedesktop.Secret.Error.NoSession"
@@ -32,46 +28,4 @@ public enum SecretServiceProtocol {
     public static let plainAlgorithm = "plain"
     /// "/": no object (no prompt needed, no collection for an alias).
     public static let noObject = "/"
-}
-
-extension SecretServiceProtocol {
-    /// The specification's method and signal names, for the daemon's interface table and
-    /// dispatch and for the clients (`keywell migrate --from-secret-service`, keywell-bench).
-    public enum Member {
-        public static let openSession = "OpenSession"
-        public static let createCollection = "CreateCollection"
-        public static let searchItems = "SearchItems"
-        public static let unlock = "Unlock"
-        public static let lock = "Lock"
-        public static let lockService = "LockService"
-        public static let getSecrets = "GetSecrets"
-        public static let readAlias = "ReadAlias"
-        public static let setAlias = "SetAlias"
-        public static let delete = "Delete"
-        public static let createItem = "CreateItem"
-        public static let getSecret = "GetSecret"
-        public static let setSecret = "SetSecret"
-        public static let close = "Close"
-        public static let prompt = "Prompt"
-        public static let dismiss = "Dismiss"
-        public static let completed = "Completed"
-        public static let collectionCreated = "CollectionCreated"
-        public static let collectionDeleted = "CollectionDeleted"
-        public static let collectionChanged = "CollectionChanged"
-        public static let itemCreated = "ItemCreated"
-        public static let itemDeleted = "ItemDeleted"
-        public static let itemChanged = "ItemChanged"
-    }
-
-    /// The specification's property names (Service, Collection and Item interfaces).
-    public enum Property {
-        public static let collections = "Collections"
-        public static let items = "Items"
-        public static let label = "Label"
-        public static let locked = "Locked"
-        public static let created = "Created"
-        public static let modified = "Modified"
-        public static let attributes = "Attributes"
-        public static let type = "Type"
-    }
 }

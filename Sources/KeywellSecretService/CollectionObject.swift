@@ -5,53 +5,53 @@ import KeywellProtocol
 
 /// `/org/freedesktop/secrets/collection/<c>` and the alias paths that stand for one:
 /// `org.freedesktop.Secret.Collection`.
-struct CollectionObject {
+struct CollectionObject: CollectionMethods {
     let context: ServiceContext
+    let address: CollectionAddress
 
-    func handle(_ call: DBusMethodCall, _ address: CollectionAddress) throws(DBusError) -> [DBusValue] {
-        let collection = try context.collection(address, caller: call.sender)
-        func path() -> String { ObjectPaths.path(of: collection.id) }
-        let arguments = call.arguments
-        switch call.member {
-        case SecretServiceProtocol.Member.delete:
-            try delete(collection)
-            return [.objectPath(SecretServiceNames.noObject)]
-        case SecretServiceProtocol.Member.searchItems:
-            let attributes = try arguments.stringStringDict(at: 0)
-            try CallLimits.checkAttributes(attributes, "A search has")
-            let access = context.callerAccess(call)
-            let ids = try engine(path()) { () throws(KeychainError) in try access.visible(collection.search(attributes), in: collection) }
-            return [.objectPathArray(ObjectPaths.paths(of: ids, in: collection.id))]
-        case SecretServiceProtocol.Member.createItem:
-            let properties = try PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.item)
-            let label = properties.string(SecretServiceNames.itemLabelProperty) ?? ""
-            let attributes = try properties.stringDictionary(SecretServiceNames.itemAttributesProperty) ?? [:]
-            let type = properties.string(SecretServiceNames.itemTypeProperty)
-            let secret = try SecretEncoding.decode(arguments.argument(1), caller: call.sender, sessions: context.sessions)
-            defer { SecretWipe.wipe(secret.value) }
-            let replace = try arguments.bool(at: 2)
-            let times = properties.carriedTimes()
-            let creator = context.callerAccess(call).caller
-            let (id, replaced): (UUID, Bool)
-            do throws(DBusError) {
-                (id, replaced) = try engine(path()) { () throws(KeychainError) in
-                    try collection.createItem(label: label, attributes: attributes, type: type, secret: secret,
-                                              replace: replace, times: times, creator: creator)
-                }
-            } catch where error.name == SecretServiceNames.errorIsLocked {
-                // libsecret asks to unlock, then tries once more and prints this if still locked.
-                // An item it would replace that is locked for the caller is not about the keychain.
-                guard case .keychain(let name) = collection.id, (try? collection.isLocked()) == true else { throw error }
-                throw SecretServiceError.isLocked(FirstStoreAdvice.locked(name, why: context.prompts.whyLastDismissed(owner: call.sender)))
-            }
-            context.itemsChanged(in: collection.id, created: replaced ? [] : [id], changed: replaced ? [id] : [])
-            return [.objectPath(ObjectPaths.path(of: id, in: collection.id)), .objectPath(SecretServiceNames.noObject)]
-        default:
-            throw .unknownMethod("No method \(call.member) on a collection")
-        }
+    func delete(call: DBusMethodCall) throws(DBusError) -> String {
+        try delete(context.collection(address, caller: call.sender))
+        return SecretServiceNames.noObject
     }
 
-    func property(_ name: String, _ address: CollectionAddress, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func searchItems(attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [String] {
+        let collection = try context.collection(address, caller: call.sender)
+        try CallLimits.checkAttributes(attributes, "A search has")
+        let access = context.callerAccess(call)
+        let ids = try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in
+            try access.visible(collection.search(attributes), in: collection)
+        }
+        return ObjectPaths.paths(of: ids, in: collection.id)
+    }
+
+    func createItem(properties: DBusValue, secret: DBusValue, replace: Bool, call: DBusMethodCall) throws(DBusError) -> (item: String, prompt: String) {
+        let collection = try context.collection(address, caller: call.sender)
+        func path() -> String { ObjectPaths.path(of: collection.id) }
+        let properties = try PropertyDictionary(properties, of: SecretServiceInterfaces.item)
+        let label = properties.string(SecretServiceNames.itemLabelProperty) ?? ""
+        let attributes = try properties.stringDictionary(SecretServiceNames.itemAttributesProperty) ?? [:]
+        let type = properties.string(SecretServiceNames.itemTypeProperty)
+        let secret = try SecretEncoding.decode(secret, caller: call.sender, sessions: context.sessions)
+        defer { SecretWipe.wipe(secret.value) }
+        let times = properties.carriedTimes()
+        let creator = context.callerAccess(call).caller
+        let (id, replaced): (UUID, Bool)
+        do throws(DBusError) {
+            (id, replaced) = try engine(path()) { () throws(KeychainError) in
+                try collection.createItem(label: label, attributes: attributes, type: type, secret: secret,
+                                          replace: replace, times: times, creator: creator)
+            }
+        } catch where error.name == SecretServiceNames.errorIsLocked {
+            // libsecret asks to unlock, then tries once more and prints this if still locked.
+            // An item it would replace that is locked for the caller is not about the keychain.
+            guard case .keychain(let name) = collection.id, (try? collection.isLocked()) == true else { throw error }
+            throw SecretServiceError.isLocked(FirstStoreAdvice.locked(name, why: context.prompts.whyLastDismissed(owner: call.sender)))
+        }
+        context.itemsChanged(in: collection.id, created: replaced ? [] : [id], changed: replaced ? [id] : [])
+        return (ObjectPaths.path(of: id, in: collection.id), SecretServiceNames.noObject)
+    }
+
+    func property(_ name: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: collection.id) }
         switch name {
@@ -73,7 +73,7 @@ struct CollectionObject {
 
     /// `Label` (kept in the keychain file; a locked keychain answers IsLocked, as for every change).
     /// A collection is every app's: a sandboxed one cannot rename it.
-    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, call: DBusMethodCall) throws(DBusError) {
+    func setProperty(_ name: String, _ value: DBusValue, call: DBusMethodCall) throws(DBusError) {
         let collection = try context.collection(address)
         guard name == SecretServiceProtocol.Property.label else { throw .propertyReadOnly("\(name) is read-only") }
         guard let label = value.stringValue else { throw .invalidArgs("Label is s") }

@@ -8,45 +8,46 @@ import KeywellProtocol
 /// Master passwords arrive as secret structs of the caller's session, are opened into wiped
 /// memory and go only to the engine; unlocking and changing go through the guessing throttle.
 /// Errors are gnome-keyring's (docs/secret-service.md, "gnome-keyring's private interface").
-struct GnomeKeyringInternal {
+struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
     let context: ServiceContext
 
     static func handles(_ call: DBusMethodCall) -> Bool {
         if let interface = call.interface { return interface == SecretServiceNames.gnomeKeyringInternalInterface }
-        return SecretServiceInterfaces.gnomeKeyringInternal.method(named: call.member) != nil
+        return GnomeKeyringInterfaces.internalInterface.method(named: call.member) != nil
     }
 
-    func handle(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
-        let arguments = call.arguments
-        switch call.member {
-        case "CreateWithMasterPassword":
-            let properties = try PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection)
-            let master = try password(arguments.argument(1), call)
-            return [.objectPath(try create(properties, master))]
-        case "ChangeWithMasterPassword":
-            // Both secrets are read before the collection is looked at, as gnome-keyring does.
-            let original = try password(arguments.argument(1), call)
-            let master = try password(arguments.argument(2), call)
-            let path = try arguments.objectPath(at: 0)
-            let name = try keychain(at: path, "has no password to change")
-            try engine("Couldn't change collection password") { () throws(KeychainError) in
-                try context.throttle.changePassword(name, old: original, new: master, in: context.store)
-            }
-            context.logger.info("changed the password of keychain \"\(name)\" through gnome-keyring's interface")
-            return []
-        case "UnlockWithMasterPassword":
-            let master = try password(arguments.argument(1), call)
-            let path = try arguments.objectPath(at: 0)
-            guard let name = try keychainOrSession(at: path) else { return [] }  // `session` is never locked
-            try engine("Couldn't unlock collection") { () throws(KeychainError) in
-                try context.throttle.unlock(name, password: master, in: context.store)
-            }
-            context.keychainUnlocked(name, master)
-            return []
-        case "ChangeWithPrompt":
-            return [.objectPath(try changeWithPrompt(arguments.objectPath(at: 0), call: call))]
-        default:
-            throw .unknownMethod("No method \(call.member) on \(SecretServiceNames.gnomeKeyringInternalInterface)")
+    func createWithMasterPassword(attributes: DBusValue, master: DBusValue, call: DBusMethodCall) throws(DBusError) -> String {
+        let properties = try PropertyDictionary(attributes, of: SecretServiceInterfaces.collection)
+        return try create(properties, password(master, call))
+    }
+
+    func changeWithMasterPassword(collection path: String, original: DBusValue, master: DBusValue,
+                                  call: DBusMethodCall) throws(DBusError) {
+        // Both secrets are read before the collection is looked at, as gnome-keyring does.
+        let original = try password(original, call)
+        let master = try password(master, call)
+        let name = try keychain(at: path, "has no password to change")
+        try engine("Couldn't change collection password") { () throws(KeychainError) in
+            try context.throttle.changePassword(name, old: original, new: master, in: context.store)
+        }
+        context.logger.info("changed the password of keychain \"\(name)\" through gnome-keyring's interface")
+    }
+
+    func unlockWithMasterPassword(collection path: String, master: DBusValue, call: DBusMethodCall) throws(DBusError) {
+        let master = try password(master, call)
+        guard let name = try keychainOrSession(at: path) else { return }  // `session` is never locked
+        try engine("Couldn't unlock collection") { () throws(KeychainError) in
+            try context.throttle.unlock(name, password: master, in: context.store)
+        }
+        context.keychainUnlocked(name, master)
+    }
+
+    func changeWithPrompt(collection path: String, call: DBusMethodCall) throws(DBusError) -> String {
+        let name = try keychain(at: path, "has no password to change")
+        let requester = ServiceContext.describe(call.sender, on: call.connection)
+        let context = self.context
+        return try context.prompts.create(owner: call.sender, emptyResult: .string("")) { promptContext in
+            ChangePasswordPrompt(context: context, requester: requester).run(name, promptContext) ? .string("") : nil
         }
     }
 
@@ -62,15 +63,6 @@ struct GnomeKeyringInternal {
             try KeychainCreation(context: context).make(name: name, label: label, alias: "", password: master)
         }
         return ObjectPaths.path(of: id)
-    }
-
-    private func changeWithPrompt(_ path: String, call: DBusMethodCall) throws(DBusError) -> String {
-        let name = try keychain(at: path, "has no password to change")
-        let requester = ServiceContext.describe(call.sender, on: call.connection)
-        let context = self.context
-        return try context.prompts.create(owner: call.sender, emptyResult: .string("")) { promptContext in
-            ChangePasswordPrompt(context: context, requester: requester).run(name, promptContext) ? .string("") : nil
-        }
     }
 
     /// The master password of a secret struct, opened with the caller's session: NoSession for a

@@ -9,32 +9,23 @@ import KeywellProtocol
 /// For a caller the item's access list does not trust, the item is locked (`Locked` true, its
 /// secret and every change IsLocked) until an Unlock prompt lets it in; for a sandboxed caller
 /// the list does not name, there is no such item (docs/secret-service.md, "Access control").
-struct ItemObject {
+struct ItemObject: ItemMethods {
     let context: ServiceContext
+    let address: CollectionAddress
+    let id: UUID
 
-    func handle(_ call: DBusMethodCall, _ address: CollectionAddress, _ id: UUID) throws(DBusError) -> [DBusValue] {
+    func delete(call: DBusMethodCall) throws(DBusError) -> String {
         let collection = try context.collection(address)
         // Only errors name the item: a read that succeeds builds no path.
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
-        switch call.member {
-        case SecretServiceProtocol.Member.delete:
-            try refuseIfLocked(verdict(id, in: collection, call: call, path), path)
-            try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
-            context.itemsChanged(in: collection.id, deleted: [id])
-            return [.objectPath(SecretServiceNames.noObject)]
-        case SecretServiceProtocol.Member.getSecret:
-            return try getSecret(call, collection, id, path, mayAsk: true)
-        case SecretServiceProtocol.Member.setSecret:
-            let verdict = try verdict(id, in: collection, call: call, path)
-            let secret = try SecretEncoding.decode(call.arguments.argument(0), caller: call.sender, sessions: context.sessions)
-            defer { SecretWipe.wipe(secret.value) }
-            try refuseIfLocked(verdict, path)
-            try engine(path()) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
-            context.itemsChanged(in: collection.id, changed: [id])
-            return []
-        default:
-            throw .unknownMethod("No method \(call.member) on an item")
-        }
+        try refuseIfLocked(verdict(id, in: collection, call: call, path), path)
+        try engine(path()) { () throws(KeychainError) in try collection.deleteItem(id) }
+        context.itemsChanged(in: collection.id, deleted: [id])
+        return SecretServiceNames.noObject
+    }
+
+    func getSecret(session sessionPath: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try getSecret(session: sessionPath, call: call, mayAsk: true)
     }
 
     /// Thrown on the D-Bus I/O thread by a GetSecret that must ask the person: the call starts
@@ -45,8 +36,9 @@ struct ItemObject {
     /// question and waits for the answer: Seahorse reads a password with this call only and
     /// never unlocks an item first (docs/secret-service.md, "GetSecret and Seahorse"). Allow
     /// answers with the secret; Deny (or no dialog) with IsLocked, as before.
-    private func getSecret(_ call: DBusMethodCall, _ collection: any SecretCollection, _ id: UUID,
-                           _ path: () -> String, mayAsk: Bool) throws(DBusError) -> [DBusValue] {
+    private func getSecret(session sessionPath: String, call: DBusMethodCall, mayAsk: Bool) throws(DBusError) -> DBusValue {
+        let collection = try context.collection(address)
+        func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let access = context.callerAccess(call)
         // The list, the MAC and the secret in one read (docs/performance.md, "One read per call").
         let read = try engine(path()) { () throws(KeychainError) in
@@ -54,7 +46,7 @@ struct ItemObject {
         }
         defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
         guard let found = read.items.first, found.verdict != .hidden else { throw SecretServiceError.noSuchObject("No item \(path())") }
-        let session = try context.sessions.session(at: call.arguments.objectPath(at: 0), for: call.sender)
+        let session = try context.sessions.session(at: sessionPath, for: call.sender)
         if found.verdict == .mustAsk, !read.locked, mayAsk, let gate = access.access?.gate, let caller = access.caller {
             guard !call.connection.isOnIOThread else { throw Self.askOnWorker }
             let named = try engine(path()) { () throws(KeychainError) in
@@ -63,17 +55,28 @@ struct ItemObject {
             // Past the bus's default call timeout too: a caller that set a longer one still waits
             // (a person may take a minute), and the reply goes to the caller alone.
             if gate.ask(caller, about: [named], interactive: true).allows {
-                return try getSecret(call, collection, id, path, mayAsk: false)
+                return try getSecret(session: sessionPath, call: call, mayAsk: false)
             }
         }
         try refuseIfLocked(found.verdict, path)
         if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the collection is locked").secretServiceError(path()) }
         guard let secret = found.secret else { throw SecretServiceError.noSuchObject("No item \(path())") }
         call.replyMayHoldSecrets = !session.isEncrypted
-        return [try SecretEncoding.encode(secret, for: session)]
+        return try SecretEncoding.encode(secret, for: session)
     }
 
-    func property(_ name: String, _ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func setSecret(secret value: DBusValue, call: DBusMethodCall) throws(DBusError) {
+        let collection = try context.collection(address)
+        func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
+        let verdict = try verdict(id, in: collection, call: call, path)
+        let secret = try SecretEncoding.decode(value, caller: call.sender, sessions: context.sessions)
+        defer { SecretWipe.wipe(secret.value) }
+        try refuseIfLocked(verdict, path)
+        try engine(path()) { () throws(KeychainError) in try collection.setSecret(secret, of: id) }
+        context.itemsChanged(in: collection.id, changed: [id])
+    }
+
+    func property(_ name: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         if name == SecretServiceProtocol.Property.locked {
@@ -91,7 +94,7 @@ struct ItemObject {
 
     /// GetAll: the item read once (libsecret's item proxies ask for all six properties), not once
     /// per property.
-    func allProperties(_ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) -> [String: DBusValue] {
+    func allProperties(call: DBusMethodCall) throws(DBusError) -> [String: DBusValue] {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let verdict = try verdict(id, in: collection, call: call, path)
@@ -122,7 +125,7 @@ struct ItemObject {
     }
 
     /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).
-    func setProperty(_ name: String, _ value: DBusValue, _ address: CollectionAddress, _ id: UUID, call: DBusMethodCall) throws(DBusError) {
+    func setProperty(_ name: String, _ value: DBusValue, call: DBusMethodCall) throws(DBusError) {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         try refuseIfLocked(verdict(id, in: collection, call: call, path), path)

@@ -18,7 +18,7 @@ final class SecretServiceTree: DBusObject {
 
     func interfaces(at path: String) -> [DBusInterface]? {
         switch ObjectPaths.parse(path) {
-        case .service?: [SecretServiceInterfaces.service, SecretServiceInterfaces.gnomeKeyringInternal]
+        case .service?: [SecretServiceInterfaces.service, GnomeKeyringInterfaces.internalInterface]
         case .collection?: [SecretServiceInterfaces.collection]
         case .item?: [SecretServiceInterfaces.item]
         case .session?: [SecretServiceInterfaces.session]
@@ -93,18 +93,17 @@ final class SecretServiceTree: DBusObject {
             try checkReach(SecretServiceProtocol.reach(interface: interface(of: call, object), member: call.member), call)
             switch object {
             case .service? where GnomeKeyringInternal.handles(call):
-                call.reply(try GnomeKeyringInternal(context: context).handle(call))
+                call.reply(try GnomeKeyringInternal(context: context).dispatchGnomeKeyringInternal(call))
             case .service?:
-                call.reply(try ServiceObject(context: context).handle(call))
+                call.reply(try ServiceObject(context: context).dispatchService(call))
             case .collection(let address)?:
-                call.reply(try CollectionObject(context: context).handle(call, address))
+                call.reply(try CollectionObject(context: context, address: address).dispatchCollection(call))
             case .item(let address, let id)?:
-                call.reply(try ItemObject(context: context).handle(call, address, id))
+                call.reply(try ItemObject(context: context, address: address, id: id).dispatchItem(call))
             case .session(let number)?:
-                try context.sessions.close(number, caller: call.sender)
-                call.reply([])
+                call.reply(try SessionObject(context: context, number: number).dispatchSession(call))
             case .prompt(let number)?:
-                try handlePrompt(call, number)
+                call.reply(try PromptObject(context: context, number: number).dispatchPrompt(call))
             case .folder?, nil:
                 throw SecretServiceError.noSuchObject("No object at \(call.path)")
             }
@@ -118,26 +117,14 @@ final class SecretServiceTree: DBusObject {
         }
     }
 
-    private func handlePrompt(_ call: DBusMethodCall, _ number: UInt64) throws(DBusError) {
-        let followUp: @Sendable () -> Void
-        switch call.member {
-        case SecretServiceProtocol.Member.prompt: followUp = try context.prompts.start(number, caller: call.sender, windowID: call.arguments.string(at: 0))
-        case SecretServiceProtocol.Member.dismiss: followUp = try context.prompts.dismiss(number, caller: call.sender)
-        default: throw .unknownMethod("No method \(call.member) on a prompt")
-        }
-        // The reply goes out before the prompt can complete.
-        call.reply([])
-        followUp()
-    }
-
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
         activity()
         let object = ObjectPaths.parse(path)
         do throws(DBusError) {
             switch object {
             case .service?: return try ServiceObject(context: context).property(name)
-            case .collection(let address)?: return try CollectionObject(context: context).property(name, address, call: call)
-            case .item(let address, let id)?: return try ItemObject(context: context).property(name, address, id, call: call)
+            case .collection(let address)?: return try CollectionObject(context: context, address: address).property(name, call: call)
+            case .item(let address, let id)?: return try ItemObject(context: context, address: address, id: id).property(name, call: call)
             default: throw .unknownProperty("No property \(interface).\(name) at \(path)")
             }
         } catch {
@@ -150,7 +137,7 @@ final class SecretServiceTree: DBusObject {
         guard interface == SecretServiceNames.itemInterface, case .item(let address, let id)? = object else { return nil }
         activity()
         do throws(DBusError) {
-            return try ItemObject(context: context).allProperties(address, id, call: call)
+            return try ItemObject(context: context, address: address, id: id).allProperties(call: call)
         } catch {
             throw MissingObject.answer(error, calling: path, object)
         }
@@ -164,8 +151,8 @@ final class SecretServiceTree: DBusObject {
                 try checkReach(SecretServiceProtocol.reach(settingProperty: name, interface: SecretServiceNames.collectionInterface), call)
             }
             switch object {
-            case .collection(let address)?: try CollectionObject(context: context).setProperty(name, value, address, call: call)
-            case .item(let address, let id)?: try ItemObject(context: context).setProperty(name, value, address, id, call: call)
+            case .collection(let address)?: try CollectionObject(context: context, address: address).setProperty(name, value, call: call)
+            case .item(let address, let id)?: try ItemObject(context: context, address: address, id: id).setProperty(name, value, call: call)
             default: throw .propertyReadOnly("Property \(interface).\(name) is read-only")
             }
         } catch {

@@ -6,41 +6,39 @@ import KeywellProtocol
 import SecretServiceCrypto
 
 /// `/org/freedesktop/secrets`: `org.freedesktop.Secret.Service`.
-struct ServiceObject {
+struct ServiceObject: ServiceMethods {
     let context: ServiceContext
 
-    func handle(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
-        let arguments = call.arguments
-        switch call.member {
-        case SecretServiceProtocol.Member.openSession:
-            let (output, session) = try context.sessions.open(
-                algorithm: arguments.string(at: 0), input: arguments.variant(at: 1), owner: call.sender)
-            return [.variant(output), .objectPath(session.path)]
-        case SecretServiceProtocol.Member.createCollection:
-            return try createCollection(PropertyDictionary(arguments.argument(0), of: SecretServiceInterfaces.collection), alias: arguments.string(at: 1), call: call)
-        case SecretServiceProtocol.Member.searchItems:
-            return try searchItems(arguments.stringStringDict(at: 0), call: call)
-        case SecretServiceProtocol.Member.unlock:
-            return try unlock(arguments.objectPathArray(at: 0), call: call)
-        case SecretServiceProtocol.Member.lock:
-            return [.objectPathArray(try lock(arguments.objectPathArray(at: 0), call: call)), .objectPath(SecretServiceNames.noObject)]
-        case SecretServiceProtocol.Member.lockService:
-            context.store.lockAll()
-            return []
-        case SecretServiceProtocol.Member.getSecrets:
-            let session = try context.sessions.session(at: arguments.objectPath(at: 1), for: call.sender)
-            call.replyMayHoldSecrets = !session.isEncrypted
-            return [try secrets(of: arguments.objectPathArray(at: 0), for: session, call: call)]
-        case SecretServiceProtocol.Member.readAlias:
-            let alias = try arguments.string(at: 0)
-            let target = context.directory.target(ofAlias: alias).flatMap(context.directory.collection)
-            return [.objectPath(target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject)]
-        case SecretServiceProtocol.Member.setAlias:
-            try setAlias(arguments.string(at: 0), to: arguments.objectPath(at: 1))
-            return []
-        default:
-            throw .unknownMethod("No method \(call.member) on the service")
-        }
+    func openSession(algorithm: String, input: DBusValue, call: DBusMethodCall) throws(DBusError) -> (output: DBusValue, result: String) {
+        let (output, session) = try context.sessions.open(algorithm: algorithm, input: input, owner: call.sender)
+        return (output, session.path)
+    }
+
+    func createCollection(properties: DBusValue, alias: String, call: DBusMethodCall) throws(DBusError) -> (collection: String, prompt: String) {
+        try createCollection(PropertyDictionary(properties, of: SecretServiceInterfaces.collection), alias: alias, call: call)
+    }
+
+    func lock(objects: [String], call: DBusMethodCall) throws(DBusError) -> (locked: [String], prompt: String) {
+        (try lock(objects, call: call), SecretServiceNames.noObject)
+    }
+
+    func lockService(call: DBusMethodCall) throws(DBusError) {
+        context.store.lockAll()
+    }
+
+    func getSecrets(items: [String], session: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        let session = try context.sessions.session(at: session, for: call.sender)
+        call.replyMayHoldSecrets = !session.isEncrypted
+        return try secrets(of: items, for: session, call: call)
+    }
+
+    func readAlias(name: String, call: DBusMethodCall) throws(DBusError) -> String {
+        let target = context.directory.target(ofAlias: name).flatMap(context.directory.collection)
+        return target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject
+    }
+
+    func setAlias(name: String, collection: String, call: DBusMethodCall) throws(DBusError) {
+        try setAlias(name, to: collection)
     }
 
     func property(_ name: String) throws(DBusError) -> DBusValue {
@@ -54,7 +52,7 @@ struct ServiceObject {
     /// is locked, so its matches show as `locked` and the client asks to unlock them. An item
     /// whose list does not trust the caller is locked for it; one a sandboxed caller is not
     /// named by is left out (docs/secret-service.md, "Access control").
-    private func searchItems(_ attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func searchItems(attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> (unlocked: [String], locked: [String]) {
         try CallLimits.checkAttributes(attributes, "A search has")
         let screen = context.callerAccess(call).screen
         var unlocked: [String] = []
@@ -78,7 +76,7 @@ struct ServiceObject {
                 context.logger.warning("SearchItems skips \(ObjectPaths.path(of: collection.id)): \(error.wireMessage)")
             }
         }
-        return [.objectPathArray(unlocked), .objectPathArray(locked)]
+        return (unlocked, locked)
     }
 
     /// `a{o(oayays)}` for the items that exist in unlocked collections; one batch per collection.
@@ -168,7 +166,7 @@ struct ServiceObject {
     /// locked keychains, then, in one question, whether the caller may use the items locked for
     /// it (docs/secret-service.md, "Unlock and the access question"). Items a sandboxed caller
     /// cannot see are left out, as missing ones are; a collection is about its keychain's lock only.
-    private func unlock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func unlock(objects paths: [String], call: DBusMethodCall) throws(DBusError) -> (unlocked: [String], prompt: String) {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Unlock takes", "object paths")
         let access = context.callerAccess(call)
         // By their place in `paths`: answers keep the order they were asked in.
@@ -207,7 +205,7 @@ struct ServiceObject {
         }
         let unlocked = unlockedAt.sorted { $0.index < $1.index }.map(\.path)
         guard !pending.isEmpty || !questioned.isEmpty else {
-            return [.objectPathArray(unlocked), .objectPath(SecretServiceNames.noObject)]
+            return (unlocked, SecretServiceNames.noObject)
         }
         var keychains: [String] = []
         var seen: Set<String> = []
@@ -230,7 +228,7 @@ struct ServiceObject {
             }
             return usable.isEmpty ? nil : .objectPathArray(usable)
         }
-        return [.objectPathArray(unlocked), .objectPath(prompt)]
+        return (unlocked, prompt)
     }
 
     /// Locks the keychains of the objects given (no prompt), each keychain once; returns the
@@ -258,7 +256,8 @@ struct ServiceObject {
 
     /// A keychain needs a password, so creating one is a prompt; it completes with the new
     /// collection (`o`). An alias that already names a collection returns that one at once.
-    private func createCollection(_ properties: PropertyDictionary, alias: String, call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    private func createCollection(_ properties: PropertyDictionary, alias: String,
+                                  call: DBusMethodCall) throws(DBusError) -> (collection: String, prompt: String) {
         let label = properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
         // Refused before the password is asked for, not after.
         guard label.utf8.count <= KeychainStore.labelMaximumBytes else {
@@ -269,7 +268,7 @@ struct ServiceObject {
                 throw .notSupported("Only the aliases \(CollectionDirectory.aliases.joined(separator: ", ")) exist")
             }
             if let existing = context.directory.target(ofAlias: alias), context.directory.collection(existing) != nil {
-                return [.objectPath(ObjectPaths.path(of: existing)), .objectPath(SecretServiceNames.noObject)]
+                return (ObjectPaths.path(of: existing), SecretServiceNames.noObject)
             }
         }
         let name = alias == "login" ? KeywellNames.loginKeychain : KeychainNaming.unusedName(forLabel: label, store: context.store)
@@ -282,7 +281,7 @@ struct ServiceObject {
             }
             return .objectPath(ObjectPaths.path(of: id))
         }
-        return [.objectPath(SecretServiceNames.noObject), .objectPath(prompt)]
+        return (SecretServiceNames.noObject, prompt)
     }
 
     /// `default` follows the default keychain; `login` and `session` are fixed.

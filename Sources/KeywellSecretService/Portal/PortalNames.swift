@@ -6,8 +6,8 @@ public enum PortalNames {
     public static let busName = "org.freedesktop.impl.portal.desktop.keywell"
     /// Where every portal backend serves its interfaces.
     public static let objectPath = "/org/freedesktop/portal/desktop"
-    public static let secretInterface = "org.freedesktop.impl.portal.Secret"
-    public static let requestInterface = "org.freedesktop.impl.portal.Request"
+    // `secretInterface`, `requestInterface` and the `Member` and `Property` names are generated
+    // from dbus/org.freedesktop.impl.portal.Secret.xml, with the tables (Generated/).
     /// Request objects live below it, one per call (the frontend picks the path).
     public static let requestPathPrefix = "/org/freedesktop/portal/desktop/request/"
     /// The frontend's name: the only caller the backend serves.
@@ -30,17 +30,4 @@ public enum PortalNames {
         case cancelled = 1
         case failed = 2
     }
-
-    static let secret = DBusInterface(
-        name: secretInterface,
-        methods: [
-            DBusMethod(name: "RetrieveSecret",
-                       inputs: [DBusArgument("handle", "o"), DBusArgument("app_id", "s"), DBusArgument("fd", "h"),
-                                DBusArgument("options", "a{sv}")],
-                       outputs: [DBusArgument("response", "u"), DBusArgument("results", "a{sv}")]),
-        ],
-        properties: [DBusProperty(name: "version", signature: "u")]
-    )
-
-    static let request = DBusInterface(name: requestInterface, methods: [DBusMethod(name: "Close")])
 }

@@ -17,7 +17,7 @@ import Glibc
 /// (`PortalNames.busName`, which `keywell.portal` names) and `org.freedesktop.secrets`, which
 /// gnome-keyring's portal file names. Only the frontend's connection is served: an app that can
 /// talk to the Secret Service directly must not ask for another app's secret by naming its id.
-final class SecretPortal: DBusObject, Sendable {
+final class SecretPortal: DBusObject, PortalSecretMethods, PortalRequestMethods, Sendable {
     /// Calls in progress at once (each may wait for an unlock dialog); more get response 2.
     static let maximumCallsInProgress = ServiceLimits.portalCallsInProgress
 
@@ -56,62 +56,58 @@ final class SecretPortal: DBusObject, Sendable {
     // MARK: DBusObject
 
     func interfaces(at path: String) -> [DBusInterface]? {
-        if path == PortalNames.objectPath { return [PortalNames.secret] }
-        return requests.withLock { $0.keys.contains(path) } ? [PortalNames.request] : nil
+        if path == PortalNames.objectPath { return [PortalInterfaces.secret] }
+        return requests.withLock { $0.keys.contains(path) } ? [PortalInterfaces.request] : nil
     }
 
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
-        guard path == PortalNames.objectPath, interface == PortalNames.secretInterface, name == "version" else {
+        guard path == PortalNames.objectPath, interface == PortalNames.secretInterface, name == PortalNames.Property.version else {
             throw .unknownProperty("No property \(interface).\(name)")
         }
         return .uint32(PortalNames.version)
     }
 
+    /// The portal's object answers `Secret`; a request's object, `Request`.
     func handle(_ call: DBusMethodCall) {
-        switch call.member {
-        case "RetrieveSecret":
-            retrieveSecret(call)
-        case "Close":
-            close(call.path)
-            call.reply()
-        default:
-            call.reply(error: .unknownMethod("No method \(call.member) at \(call.path)"))
+        call.reply { () throws(DBusError) in
+            call.path == PortalNames.objectPath ? try dispatchPortalSecret(call) : try dispatchPortalRequest(call)
         }
+    }
+
+    func close(call: DBusMethodCall) throws(DBusError) {
+        close(call.path)
     }
 
     // MARK: RetrieveSecret
 
-    private func retrieveSecret(_ call: DBusMethodCall) {
+    func retrieveSecret(handle: String, appId appText: String, fd: DBusDescriptorArgument, options: DBusValue,
+                        call: DBusMethodCall) throws(DBusError) -> (response: UInt32, results: DBusValue) {
         call.replyMayHoldSecrets = false
-        // Ours from here on: closed on every path.
-        var descriptor = call.takeFileDescriptor(argument: 2)
-        defer { if let descriptor { Glibc.close(descriptor) } }
-        let handle = call.arguments[0].objectPathValue ?? ""
-        let appText = call.arguments[1].stringValue ?? ""
+        // Ours from here on: closed on every path, once the reply is out.
+        var descriptor = fd.take()
+        defer { if let descriptor { call.afterReply { Glibc.close(descriptor) } } }
 
         guard isFrontend(call) else {
             logger.warning("Secret portal: refused RetrieveSecret from \(Self.describe(call)), which is not \(PortalNames.frontendBusName)")
-            call.reply(error: .accessDenied("Only \(PortalNames.frontendBusName) may call \(PortalNames.secretInterface)"))
-            return
+            throw .accessDenied("Only \(PortalNames.frontendBusName) may call \(PortalNames.secretInterface)")
         }
         guard handle.hasPrefix(PortalNames.requestPathPrefix) else {
-            call.reply(error: .invalidArgs("The request handle must be below \(PortalNames.requestPathPrefix)"))
-            return
+            throw .invalidArgs("The request handle must be below \(PortalNames.requestPathPrefix)")
         }
         let app: PortalAppID
         do {
             app = try PortalAppID(appText)
         } catch {
             logger.warning("Secret portal: refused: \(error)")
-            return answer(call, .failed)
+            return answer(.failed)
         }
         guard let fd = descriptor else {
             logger.warning("Secret portal: no descriptor for \(app)")
-            return answer(call, .failed)
+            return answer(.failed)
         }
         guard begin(handle) else {
             logger.warning("Secret portal: refused \(app): \(Self.maximumCallsInProgress) calls already in progress, or \(handle) is in use")
-            return answer(call, .failed)
+            return answer(.failed)
         }
         defer { end(handle) }
 
@@ -119,7 +115,7 @@ final class SecretPortal: DBusObject, Sendable {
             descriptor = nil
             try SecretHandOff.write(secret, to: fd)
         }
-        answer(call, response)
+        return answer(response)
     }
 
     /// Finds or makes the app's secret, unlocking the keychain first when needed, and gives it
@@ -190,8 +186,8 @@ final class SecretPortal: DBusObject, Sendable {
         }
     }
 
-    private func answer(_ call: DBusMethodCall, _ response: PortalNames.Response) {
-        call.reply([.uint32(response.rawValue), .dictionary(keySignature: "s", valueSignature: "v", [])])
+    private func answer(_ response: PortalNames.Response) -> (response: UInt32, results: DBusValue) {
+        (response.rawValue, .dictionary(keySignature: "s", valueSignature: "v", []))
     }
 
     // MARK: Request objects

@@ -2,11 +2,11 @@ import Foundation
 import KeywellDBus
 
 extension DBusInterface {
-    /// Reads the `<interface>` elements of an introspection document (such as the files in
-    /// `dbus/`, or what a service answers to Introspect), so tests can hold the shipped XML and
-    /// the served interfaces against the tables in code. Nested `<node>` elements are ignored.
-    /// Names and signatures are validated. Only tests read XML: the services build their
-    /// interfaces from code, so this reader lives in the test support.
+    /// Reads the `<interface>` elements of an introspection document (the files in `dbus/`, or
+    /// what a service answers to Introspect): the code generator reads `dbus/` with it, and tests
+    /// hold served interfaces against the shipped XML. Nested `<node>` elements are ignored.
+    /// Names and signatures are validated. keywelld never reads XML: it serves the tables the
+    /// generator wrote (docs/dbus-layer.md, "Interfaces from XML").
     public static func parse(introspectionXML xml: String) throws(DBusError) -> [DBusInterface] {
         var parser = IntrospectionParser(Array(xml.utf8))
         return try parser.parse()
