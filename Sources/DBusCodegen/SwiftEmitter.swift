@@ -185,7 +185,7 @@ struct SwiftEmitter {
 
     /// Parameter names of a method's inputs, distinct from `call` and from each other.
     private func parameters(_ method: DBusMethod) -> [String] {
-        var used: Set<String> = ["call", "arguments", "reply"]
+        var used: Set<String> = ["call", "arguments", "results"]
         var names: [String] = []
         for (index, input) in method.inputs.enumerated() {
             var name = input.name.map(SwiftName.lowerCamel) ?? "argument\(index)"
@@ -320,8 +320,8 @@ struct SwiftEmitter {
         case 1:
             text += "\(indent)return [\(SwiftType.encode(method.outputs[0].signature, invocation))]\n"
         default:
-            text += "\(indent)let reply = \(invocation)\n"
-            let values = zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "reply.\($0)") }
+            text += "\(indent)let results = \(invocation)\n"
+            let values = zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "results.\($0)") }
             text += "\(indent)return [\(values.joined(separator: ", "))]\n"
         }
         return text

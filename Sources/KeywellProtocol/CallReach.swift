@@ -100,15 +100,16 @@ extension KWalletProtocol {
     /// entries reach items, each judged by its own access list.
     public static func reach(member: String, signature: String) -> CallReach {
         switch member {
-        case "close" where signature == "sb", "closeAllWallets":
+        case KWalletProtocol.Member.close where signature == "sb", KWalletProtocol.Member.closeAllWallets:
             return .shared(action: "lock the user's keychains")
-        case "deleteWallet":
+        case KWalletProtocol.Member.deleteWallet:
             return .shared(action: "delete a keychain")
-        case "changePassword":
+        case KWalletProtocol.Member.changePassword:
             return .shared(action: "change a keychain's password")
-        case "pamOpen":
+        case KWalletProtocol.Member.pamOpen:
             return .shared(action: "unlock a keychain")
-        case "wallets", "users", "disconnectApplication", "reconfigure":
+        case KWalletProtocol.Member.wallets, KWalletProtocol.Member.users, KWalletProtocol.Member.disconnectApplication,
+             KWalletProtocol.Member.reconfigure:
             return .shared(action: "list or manage the user's wallets")
         default:
             return .items

@@ -1,7 +1,7 @@
 /// KWallet's D-Bus names (KDE Frameworks' `org.kde.KWallet`, as kwalletd 5.103 declares it),
 /// which keywelld serves so that KDE applications find a wallet (docs/kwallet.md).
 public enum KWalletProtocol {
-    public static let interface = "org.kde.KWallet"
+    // `interface` and the `Member` names are generated from dbus/org.kde.KWallet.xml (Generated/).
     /// KF5 clients call `org.kde.kwalletd5`, KF6 clients `org.kde.kwalletd6`; each has its object.
     public static let busNames = ["org.kde.kwalletd5", "org.kde.kwalletd6"]
     public static let objectPaths = ["/modules/kwalletd5", "/modules/kwalletd6"]

@@ -239,36 +239,32 @@ struct GcrPromptError: Error, CustomStringConvertible {
 
 /// The callback object gcr's prompter calls: `PromptReady(s reply, a{sv} properties, s exchange)`
 /// and `PromptDone()`. Answered on the I/O thread: it only hands the event to the waiting prompt.
-private final class GcrPromptCallback: DBusObject {
+private final class GcrPromptCallback: DBusObject, GcrPromptCallbackMethods {
     private weak let prompt: GcrSystemPrompt?
 
     init(prompt: GcrSystemPrompt) { self.prompt = prompt }
 
-    static let interface = DBusInterface(name: GcrPrompterNames.callbackInterface, methods: [
-        DBusMethod(name: GcrPrompterNames.promptReady,
-                   inputs: [DBusArgument("reply", .string), DBusArgument("properties", "a{sv}"), DBusArgument("exchange", .string)]),
-        DBusMethod(name: GcrPrompterNames.promptDone),
-    ])
-
-    func interfaces(at path: String) -> [DBusInterface]? { [Self.interface] }
+    func interfaces(at path: String) -> [DBusInterface]? { [GcrInterfaces.promptCallback] }
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement { .ioThread }
 
     func handle(_ call: DBusMethodCall) {
-        let event: GcrSystemPrompt.Event
-        if call.member == GcrPrompterNames.promptReady {
-            let properties = (try? call.arguments.stringVariantDict(at: 1)) ?? [:]
-            let chosen = properties[GcrPrompterNames.Property.choiceChosen]?.unwrappingVariants.boolValue
-            event = .ready(reply: (try? call.arguments.string(at: 0)) ?? GcrPrompterNames.replyNone, choiceChosen: chosen,
-                           exchange: (try? call.arguments.string(at: 2)) ?? "")
-        } else {
-            event = .done
-        }
+        call.reply { () throws(DBusError) in try dispatchGcrPromptCallback(call) }
+    }
+
+    func promptReady(reply: String, properties: DBusValue, exchange: String, call: DBusMethodCall) throws(DBusError) {
+        let chosen = properties.asStringVariantDict()?[GcrPrompterNames.Property.choiceChosen]?.unwrappingVariants.boolValue
+        try deliver(.ready(reply: reply, choiceChosen: chosen, exchange: exchange), call)
+    }
+
+    func promptDone(call: DBusMethodCall) throws(DBusError) {
+        try deliver(.done, call)
+    }
+
+    private func deliver(_ event: GcrSystemPrompt.Event, _ call: DBusMethodCall) throws(DBusError) {
         guard let prompt, prompt.received(event, from: call.sender) else {
-            _ = call.reply(error: .accessDenied("Not the prompter this prompt was begun with"))
-            return
+            throw .accessDenied("Not the prompter this prompt was begun with")
         }
-        _ = call.reply()
     }
 }
 

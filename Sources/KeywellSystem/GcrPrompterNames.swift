@@ -11,11 +11,9 @@ package enum GcrPrompterNames {
     package static let performPrompt = "PerformPrompt"
     package static let stopPrompting = "StopPrompting"
 
-    /// The callback object keywelld exports on its own connection, one per prompt.
-    package static let callbackInterface = "org.gnome.keyring.internal.Prompter.Callback"
-    package static let promptReady = "PromptReady"
-    package static let promptDone = "PromptDone"
-    /// Where keywelld's callback objects live (a counter follows).
+    /// The callback object keywelld exports on its own connection, one per prompt: its interface
+    /// is dbus/org.gnome.keyring.internal.Prompter.Callback.xml, from which its table and dispatch
+    /// are generated. Where keywelld's callback objects live (a counter follows).
     package static let callbackPathPrefix = "/org/keywell/GcrPrompt/p"
 
     /// `PerformPrompt`'s prompt types.

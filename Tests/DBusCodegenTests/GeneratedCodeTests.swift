@@ -19,6 +19,12 @@ import Testing
         }
     }
 
+    @Test func everyInterfaceFileHasAJob() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("dbus").path)
+        #expect(CodegenJob.unclaimedXML(in: files) == [])
+        #expect(CodegenJob.unclaimedXML(in: ["org.example.New.xml"]) == ["org.example.New.xml"])
+    }
+
     @Test func generatedFilesSayWhereTheyComeFrom() throws {
         for job in CodegenJob.all {
             for (_, content) in try job.generate(xml: String(contentsOf: Self.root.appendingPathComponent(job.xml), encoding: .utf8)) {
@@ -53,7 +59,7 @@ import Testing
         #expect(content.contains("func pass(\n        windowId: String,\n        fd: DBusDescriptorArgument,\n        options: DBusValue,\n"))
         #expect(content.contains("        map: [String: String],\n        call: DBusMethodCall\n    ) throws(DBusError) -> (paths: [String], value: DBusValue)"))
         #expect(content.contains("let fd = DBusDescriptorArgument(call, argument: 1)"))
-        #expect(content.contains("return [.objectPathArray(reply.paths), .variant(reply.value)]"))
+        #expect(content.contains("return [.objectPathArray(results.paths), .variant(results.value)]"))
     }
 
     @Test func theTablesReadBackAsTheXMLDeclaresThem() throws {

@@ -54,8 +54,8 @@ extension PortalSecretMethods {
             else { throw Self.wrongArguments(call) }
             let fd = DBusDescriptorArgument(call, argument: 2)
             let options = arguments[3]
-            let reply = try retrieveSecret(handle: handle, appId: appId, fd: fd, options: options, call: call)
-            return [.uint32(reply.response), reply.results]
+            let results = try retrieveSecret(handle: handle, appId: appId, fd: fd, options: options, call: call)
+            return [.uint32(results.response), results.results]
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.impl.portal.Secret")
         }

@@ -168,25 +168,25 @@ extension ServiceMethods {
                   let algorithm = arguments[0].stringValue,
                   let input = arguments[1].variantValue
             else { throw Self.wrongArguments(call) }
-            let reply = try openSession(algorithm: algorithm, input: input, call: call)
-            return [.variant(reply.output), .objectPath(reply.result)]
+            let results = try openSession(algorithm: algorithm, input: input, call: call)
+            return [.variant(results.output), .objectPath(results.result)]
         case SecretServiceProtocol.Member.createCollection:
             guard arguments.count == 2, let alias = arguments[1].stringValue else { throw Self.wrongArguments(call) }
             let properties = arguments[0]
-            let reply = try createCollection(properties: properties, alias: alias, call: call)
-            return [.objectPath(reply.collection), .objectPath(reply.prompt)]
+            let results = try createCollection(properties: properties, alias: alias, call: call)
+            return [.objectPath(results.collection), .objectPath(results.prompt)]
         case SecretServiceProtocol.Member.searchItems:
             guard arguments.count == 1, let attributes = arguments[0].asStringStringDict() else { throw Self.wrongArguments(call) }
-            let reply = try searchItems(attributes: attributes, call: call)
-            return [.objectPathArray(reply.unlocked), .objectPathArray(reply.locked)]
+            let results = try searchItems(attributes: attributes, call: call)
+            return [.objectPathArray(results.unlocked), .objectPathArray(results.locked)]
         case SecretServiceProtocol.Member.unlock:
             guard arguments.count == 1, let objects = arguments[0].objectPathArrayValue else { throw Self.wrongArguments(call) }
-            let reply = try unlock(objects: objects, call: call)
-            return [.objectPathArray(reply.unlocked), .objectPath(reply.prompt)]
+            let results = try unlock(objects: objects, call: call)
+            return [.objectPathArray(results.unlocked), .objectPath(results.prompt)]
         case SecretServiceProtocol.Member.lock:
             guard arguments.count == 1, let objects = arguments[0].objectPathArrayValue else { throw Self.wrongArguments(call) }
-            let reply = try lock(objects: objects, call: call)
-            return [.objectPathArray(reply.locked), .objectPath(reply.prompt)]
+            let results = try lock(objects: objects, call: call)
+            return [.objectPathArray(results.locked), .objectPath(results.prompt)]
         case SecretServiceProtocol.Member.lockService:
             try lockService(call: call)
             return []
@@ -247,8 +247,8 @@ extension CollectionMethods {
             guard arguments.count == 3, let replace = arguments[2].boolValue else { throw Self.wrongArguments(call) }
             let properties = arguments[0]
             let secret = arguments[1]
-            let reply = try createItem(properties: properties, secret: secret, replace: replace, call: call)
-            return [.objectPath(reply.item), .objectPath(reply.prompt)]
+            let results = try createItem(properties: properties, secret: secret, replace: replace, call: call)
+            return [.objectPath(results.item), .objectPath(results.prompt)]
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.Secret.Collection")
         }

@@ -6,22 +6,17 @@ import KeywellProtocol
 
 /// The calls that work through a handle: folders and entries of the wallet it opened. A handle
 /// that is not the caller's application's gets kwalletd's empty answer.
-struct KWalletEntryCalls {
-    let service: KWalletService
-    let order: QDataStreamMap.Order
+extension KWalletObject {
+    /// A handle's wallet as the caller sees it, and the folder and key the call names, checked
+    /// against their caps (the key is the pattern of the `read…List` calls).
+    struct OpenWallet {
+        let handle: KWalletHandles.Handle
+        let wallet: KWalletFolder
+        let folder: String
+        let key: String
+        var keychain: String { handle.keychain }
 
-    func answer(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
-        let arguments = call.arguments
-        let number = try arguments.int32(at: 0)
-        // The application id is always the last argument.
-        let appID = try arguments.string(at: arguments.count - 1)
-        guard let handle = service.handles.handle(number, appID: appID) else { return [Self.notOpen(call.member)] }
-        let keychain = handle.keychain
-        let wallet = KWalletFolder(collection: service.context.directory.unchecked(.keychain(keychain)),
-                                   access: service.context.callerAccess(call), mayAsk: !call.connection.isOnIOThread)
-        let folder = arguments.count > 2 ? try Self.name(arguments.string(at: 1), "folder") : ""
-        // The key, or the pattern of the `read…List` calls (after the folder, when there is one).
-        let key = arguments.count > 3 ? try Self.name(arguments.string(at: 2), "key") : ""
+        /// Engine errors as the wallet's; a read that must ask the person starts again on a worker.
         func run<T>(_ body: () throws(KeychainError) -> T) throws(DBusError) -> T {
             do {
                 return try body()
@@ -31,116 +26,209 @@ struct KWalletEntryCalls {
                 throw error.secretServiceError(handle.wallet)
             }
         }
+    }
 
-        switch (call.member, call.signature.rawValue) {
-        case ("folderList", _):
-            let folders = try run { () throws(KeychainError) in try wallet.folders() }
-            return [.stringArray(folders.union(emptyFolders(keychain)).sorted())]
-        case ("hasFolder", _):
-            return [.bool(try run { () throws(KeychainError) in try wallet.folders().contains(folder) } || emptyFolders(keychain).contains(folder))]
-        case ("createFolder", _):
-            let existing = try run { () throws(KeychainError) in try wallet.folders() }
-            if !existing.contains(folder) {
-                let added = service.emptyFolders.withLock { folders -> Bool in
-                    guard (folders[keychain]?.count ?? 0) < KWalletLimits.emptyFolders else { return false }
-                    return folders[keychain, default: []].insert(folder).inserted
-                }
-                if added { service.emit("folderListUpdated", [.string(handle.wallet)]) }
+    /// The wallet `number` opened for `appID`, or nil when the handle is not that application's.
+    private func open(_ number: Int32, _ appID: String, folder: String? = nil, key: String? = nil,
+                      call: DBusMethodCall) throws(DBusError) -> OpenWallet? {
+        guard let handle = service.handles.handle(number, appID: appID) else { return nil }
+        let wallet = KWalletFolder(collection: service.context.directory.unchecked(.keychain(handle.keychain)),
+                                   access: service.context.callerAccess(call), mayAsk: !call.connection.isOnIOThread)
+        let folder = try folder.map { name throws(DBusError) in try Self.name(name, "folder") } ?? ""
+        let key = try key.map { name throws(DBusError) in try Self.name(name, "key") } ?? ""
+        return OpenWallet(handle: handle, wallet: wallet, folder: folder, key: key)
+    }
+
+    func folderList(handle: Int32, appid: String, call: DBusMethodCall) throws(DBusError) -> [String] {
+        guard let open = try open(handle, appid, call: call) else { return [] }
+        let folders = try open.run { () throws(KeychainError) in try open.wallet.folders() }
+        return folders.union(emptyFolders(open.keychain)).sorted()
+    }
+
+    func hasFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        guard let open = try open(handle, appid, folder: folder, call: call) else { return false }
+        return try open.run { () throws(KeychainError) in try open.wallet.folders().contains(open.folder) }
+            || emptyFolders(open.keychain).contains(open.folder)
+    }
+
+    func createFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        guard let open = try open(handle, appid, folder: folder, call: call) else { return false }
+        let existing = try open.run { () throws(KeychainError) in try open.wallet.folders() }
+        if !existing.contains(open.folder) {
+            let added = service.emptyFolders.withLock { folders -> Bool in
+                guard (folders[open.keychain]?.count ?? 0) < KWalletLimits.emptyFolders else { return false }
+                return folders[open.keychain, default: []].insert(open.folder).inserted
             }
-            return [.bool(true)]
-        case ("removeFolder", _):
-            try run { () throws(KeychainError) in try wallet.removeFolder(folder) }
-            _ = service.emptyFolders.withLock { $0[keychain]?.remove(folder) }
-            service.emit("folderListUpdated", [.string(handle.wallet)])
-            return [.bool(true)]
-        case ("entryList", _):
-            let items = try run { () throws(KeychainError) in try wallet.items(in: folder) }
-            return [.stringArray(Array(Set(items.compactMap { $0.attributes[KWalletProtocol.keyAttribute] })).sorted())]
-        case ("hasEntry", _):
-            return [.bool(try run { () throws(KeychainError) in try wallet.item(folder: folder, key: key) } != nil)]
-        case ("entryType", _):
-            let item = try run { () throws(KeychainError) in try wallet.item(folder: folder, key: key) }
-            return [.int32(item.map { KWalletEntry.Kind(typeAttribute: $0.attributes[KWalletProtocol.typeAttribute]).rawValue } ?? 0)]
-        case ("readEntry", _), ("readMap", _), ("readPassword", _):
-            let entry = try read(wallet, folder: folder, key: key)
-            switch (call.member, entry) {
-            case ("readPassword", .password(let text)?): return [.string(text)]
-            case ("readPassword", _): return [.string("")]
-            case ("readMap", .map?), ("readEntry", _?): return [.bytes(entry?.rawValue(order: order) ?? [])]
-            default: return [.bytes([])]
-            }
-        case ("entriesList", _), ("mapList", _), ("passwordList", _),
-             ("readEntryList", _), ("readMapList", _), ("readPasswordList", _):
-            let pattern = call.member.hasPrefix("read") ? key : "*"
-            let items = try run { () throws(KeychainError) in try wallet.items(in: folder) }.filter { item in
-                fnmatch(pattern, item.attributes[KWalletProtocol.keyAttribute] ?? "", 0) == 0
-            }
-            let entries = try run { () throws(KeychainError) in try wallet.entries(items) }
-            var values: [(String, DBusValue)] = []
-            for (item, entry) in entries {
-                let name = item.attributes[KWalletProtocol.keyAttribute] ?? ""
-                switch (call.member, entry) {
-                case ("mapList", .map), ("readMapList", .map), ("entriesList", _), ("readEntryList", _):
-                    values.append((name, .bytes(entry.rawValue(order: order))))
-                case ("passwordList", .password(let text)), ("readPasswordList", .password(let text)):
-                    values.append((name, .string(text)))
-                default: break
-                }
-            }
-            return [.stringVariantDict(values)]
-        case ("writeEntry", "issayis"), ("writeEntry", "issays"), ("writeMap", _), ("writePassword", _):
-            let entry = try Self.entry(call)
-            try run { () throws(KeychainError) in try wallet.write(entry, folder: folder, key: key) }
-            _ = service.emptyFolders.withLock { $0[keychain]?.remove(folder) }
-            return [.int32(0)]
-        case ("removeEntry", _):
-            let removed = try run { () throws(KeychainError) in try wallet.remove(folder: folder, key: key) }
-            if removed {
-                service.emit("folderUpdated", [.string(handle.wallet), .string(folder)])
-                return [.int32(0)]
-            }
-            // kwalletd: 0 when the folder is missing too, −3 when only the entry is.
-            let folderExists = try run { () throws(KeychainError) in try wallet.folders().contains(folder) } || emptyFolders(keychain).contains(folder)
-            return [.int32(folderExists ? -3 : 0)]
-        case ("renameEntry", _):
-            let newKey = try Self.name(arguments.string(at: 3), "key")
-            let result = try run { () throws(KeychainError) in try wallet.rename(folder: folder, from: key, to: newKey) }
-            return [.int32(result)]
-        default:
-            throw .unknownMethod("No method \(call.member) with signature (\(call.signature.rawValue))")
+            if added { service.emit(KWalletProtocol.Member.folderListUpdated, [.string(open.handle.wallet)]) }
         }
+        return true
+    }
+
+    func removeFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        guard let open = try open(handle, appid, folder: folder, call: call) else { return false }
+        try open.run { () throws(KeychainError) in try open.wallet.removeFolder(open.folder) }
+        _ = service.emptyFolders.withLock { $0[open.keychain]?.remove(open.folder) }
+        service.emit(KWalletProtocol.Member.folderListUpdated, [.string(open.handle.wallet)])
+        return true
+    }
+
+    func entryList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [String] {
+        guard let open = try open(handle, appid, folder: folder, call: call) else { return [] }
+        let items = try open.run { () throws(KeychainError) in try open.wallet.items(in: open.folder) }
+        return Array(Set(items.compactMap { $0.attributes[KWalletProtocol.keyAttribute] })).sorted()
+    }
+
+    func hasEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return false }
+        return try open.run { () throws(KeychainError) in try open.wallet.item(folder: open.folder, key: open.key) } != nil
+    }
+
+    func entryType(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return 0 }
+        let item = try open.run { () throws(KeychainError) in try open.wallet.item(folder: open.folder, key: open.key) }
+        return item.map { KWalletEntry.Kind(typeAttribute: $0.attributes[KWalletProtocol.typeAttribute]).rawValue } ?? 0
+    }
+
+    func readEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [UInt8] {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return [] }
+        return try read(open)?.rawValue(order: order) ?? []
+    }
+
+    func readMap(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [UInt8] {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return [] }
+        guard let entry = try read(open), case .map = entry else { return [] }
+        return entry.rawValue(order: order)
+    }
+
+    func readPassword(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> String {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return "" }
+        guard case .password(let text)? = try read(open) else { return "" }
+        return text
+    }
+
+    func entriesList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try list(handle, folder, pattern: nil, appid, .any, call)
+    }
+
+    func mapList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try list(handle, folder, pattern: nil, appid, .maps, call)
+    }
+
+    func passwordList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try list(handle, folder, pattern: nil, appid, .passwords, call)
+    }
+
+    func readEntryList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try list(handle, folder, pattern: key, appid, .any, call)
+    }
+
+    func readMapList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try list(handle, folder, pattern: key, appid, .maps, call)
+    }
+
+    func readPasswordList(handle: Int32, folder: String, key: String, appid: String,
+                          call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        try list(handle, folder, pattern: key, appid, .passwords, call)
+    }
+
+    private enum ListedKind { case any, maps, passwords }
+
+    /// The folder's entries of one kind whose keys match `pattern` (every key when nil), by key.
+    private func list(_ number: Int32, _ folder: String, pattern: String?, _ appid: String, _ kind: ListedKind,
+                      _ call: DBusMethodCall) throws(DBusError) -> DBusValue {
+        guard let open = try open(number, appid, folder: folder, key: pattern, call: call) else {
+            return .stringVariantDict([(String, DBusValue)]())
+        }
+        let pattern = pattern == nil ? "*" : open.key
+        let items = try open.run { () throws(KeychainError) in try open.wallet.items(in: open.folder) }.filter { item in
+            fnmatch(pattern, item.attributes[KWalletProtocol.keyAttribute] ?? "", 0) == 0
+        }
+        let entries = try open.run { () throws(KeychainError) in try open.wallet.entries(items) }
+        var values: [(String, DBusValue)] = []
+        for (item, entry) in entries {
+            let name = item.attributes[KWalletProtocol.keyAttribute] ?? ""
+            switch (kind, entry) {
+            case (.any, _), (.maps, .map): values.append((name, .bytes(entry.rawValue(order: order))))
+            case (.passwords, .password(let text)): values.append((name, .string(text)))
+            default: break
+            }
+        }
+        return .stringVariantDict(values)
+    }
+
+    func writeEntry(handle: Int32, folder: String, key: String, value: [UInt8], entryType: Int32, appid: String,
+                    call: DBusMethodCall) throws(DBusError) -> Int32 {
+        try write(handle, folder, key, appid, call) { () throws(DBusError) in
+            try Self.entry(value, kind: KWalletEntry.Kind(rawValue: entryType) ?? .stream)
+        }
+    }
+
+    func writeEntry(handle: Int32, folder: String, key: String, value: [UInt8], appid: String,
+                    call: DBusMethodCall) throws(DBusError) -> Int32 {
+        try write(handle, folder, key, appid, call) { () throws(DBusError) in try Self.entry(value, kind: .stream) }
+    }
+
+    func writeMap(handle: Int32, folder: String, key: String, value: [UInt8], appid: String,
+                  call: DBusMethodCall) throws(DBusError) -> Int32 {
+        try write(handle, folder, key, appid, call) { () throws(DBusError) in try Self.entry(value, kind: .map) }
+    }
+
+    func writePassword(handle: Int32, folder: String, key: String, value: String, appid: String,
+                       call: DBusMethodCall) throws(DBusError) -> Int32 {
+        try write(handle, folder, key, appid, call) { () throws(DBusError) in
+            try Self.checkSize(value.utf8.count)
+            return .password(value)
+        }
+    }
+
+    /// Writes the entry `make` checks and builds (after the handle and names are checked).
+    private func write(_ number: Int32, _ folder: String, _ key: String, _ appid: String, _ call: DBusMethodCall,
+                       _ make: () throws(DBusError) -> KWalletEntry) throws(DBusError) -> Int32 {
+        guard let open = try open(number, appid, folder: folder, key: key, call: call) else { return -1 }
+        let entry = try make()
+        try open.run { () throws(KeychainError) in try open.wallet.write(entry, folder: open.folder, key: open.key) }
+        _ = service.emptyFolders.withLock { $0[open.keychain]?.remove(open.folder) }
+        return 0
+    }
+
+    func removeEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return -1 }
+        let removed = try open.run { () throws(KeychainError) in try open.wallet.remove(folder: open.folder, key: open.key) }
+        if removed {
+            service.emit(KWalletProtocol.Member.folderUpdated, [.string(open.handle.wallet), .string(open.folder)])
+            return 0
+        }
+        // kwalletd: 0 when the folder is missing too, −3 when only the entry is.
+        let folderExists = try open.run { () throws(KeychainError) in try open.wallet.folders().contains(open.folder) }
+            || emptyFolders(open.keychain).contains(open.folder)
+        return folderExists ? -3 : 0
+    }
+
+    func renameEntry(handle: Int32, folder: String, oldName: String, newName: String, appid: String,
+                     call: DBusMethodCall) throws(DBusError) -> Int32 {
+        guard let open = try open(handle, appid, folder: folder, key: oldName, call: call) else { return -1 }
+        let newKey = try Self.name(newName, "key")
+        return try open.run { () throws(KeychainError) in try open.wallet.rename(folder: open.folder, from: open.key, to: newKey) }
     }
 
     private func emptyFolders(_ keychain: String) -> Set<String> {
         service.emptyFolders.withLock { $0[keychain] ?? [] }
     }
 
-    private func read(_ wallet: KWalletFolder, folder: String, key: String) throws(DBusError) -> KWalletEntry? {
+    /// Errors name the folder (as kwalletd's do), not the wallet.
+    private func read(_ open: OpenWallet) throws(DBusError) -> KWalletEntry? {
         do {
-            return try wallet.entry(folder: folder, key: key)
+            return try open.wallet.entry(folder: open.folder, key: open.key)
         } catch where error == KWalletFolder.mustAskOffIOThread {
             throw KWalletObject.retryOnWorker
         } catch {
-            throw error.secretServiceError(folder)
+            throw error.secretServiceError(open.folder)
         }
     }
 
     /// The entry a write call carries, checked against the caps.
-    private static func entry(_ call: DBusMethodCall) throws(DBusError) -> KWalletEntry {
-        let arguments = call.arguments
-        if call.member == "writePassword" {
-            let text = try arguments.string(at: 3)
-            try checkSize(text.utf8.count)
-            return .password(text)
-        }
-        let bytes = try arguments.bytes(at: 3)
+    private static func entry(_ bytes: [UInt8], kind: KWalletEntry.Kind) throws(DBusError) -> KWalletEntry {
         try checkSize(bytes.count)
-        let kind: KWalletEntry.Kind
-        switch call.member {
-        case "writeMap": kind = .map
-        case _ where call.signature.rawValue == "issayis": kind = KWalletEntry.Kind(rawValue: try arguments.int32(at: 4)) ?? .stream
-        default: kind = .stream
-        }
         do {
             return try KWalletEntry.fromRaw(bytes, kind: kind)
         } catch {
@@ -159,18 +247,5 @@ struct KWalletEntryCalls {
             throw DBusError(name: DBusError.Name.limitsExceeded, message: "The \(what) name is \(name.utf8.count) bytes; at most \(KWalletLimits.nameBytes) are allowed")
         }
         return name
-    }
-
-    /// kwalletd's answer for a handle the caller does not hold.
-    private static func notOpen(_ member: String) -> DBusValue {
-        switch member {
-        case "folderList", "entryList": .stringArray([])
-        case "hasFolder", "createFolder", "removeFolder", "hasEntry": .bool(false)
-        case "readEntry", "readMap": .bytes([])
-        case "readPassword": .string("")
-        case "entriesList", "mapList", "passwordList", "readEntryList", "readMapList", "readPasswordList": .stringVariantDict([(String, DBusValue)]())
-        case "entryType": .int32(0)
-        default: .int32(-1)
-        }
     }
 }

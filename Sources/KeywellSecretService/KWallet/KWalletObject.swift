@@ -8,12 +8,12 @@ import KeywellProtocol
 /// that opened it; a handle that is not that application's answers as kwalletd does (empty, false,
 /// −1), never an error. Input over a cap, a malformed map and a denied access question are
 /// errors with a message that says which.
-struct KWalletObject: DBusObject {
+struct KWalletObject: DBusObject, KWalletMethods {
     let service: KWalletService
     /// How maps go out: each bus name's clients are built on one Qt (KF5: Qt 5).
     let order: QDataStreamMap.Order
 
-    func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterface.interface] }
+    func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterfaces.kwallet] }
 
     /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
     /// identity is known; one that must ask the person moves to a worker (`retryOnWorker`).
@@ -44,15 +44,7 @@ struct KWalletObject: DBusObject {
         do throws(DBusError) {
             let reach = KWalletProtocol.reach(member: call.member, signature: call.signature.rawValue)
             if case .shared = reach { try service.context.callerAccess(call).check(reach) }
-            switch call.member {
-            case "openAsync", "openPathAsync":
-                try openAsync(call)
-            case "open":
-                call.reply([.int32(try open(call.arguments.string(at: 0), windowID: call.arguments.int64(at: 1),
-                                            appID: call.arguments.string(at: 2), call: call))])
-            default:
-                call.reply(try answer(call))
-            }
+            call.reply(try dispatchKWallet(call))
         } catch where error == Self.retryOnWorker {
             call.continueOffIOThread { handle(call) }
         } catch {
@@ -61,15 +53,24 @@ struct KWalletObject: DBusObject {
     }
 
     /// The reply at once with the transaction id, then the open, then `walletAsyncOpened`.
-    private func openAsync(_ call: DBusMethodCall) throws(DBusError) {
+    func openAsync(wallet: String, wId: Int64, appid: String, handleSession: Bool, call: DBusMethodCall) throws(DBusError) -> Int32 {
         let transaction = service.transactionID()
-        call.reply([.int32(transaction)])
-        var handle: Int32 = -1
-        if call.member == "openAsync" {
-            handle = (try? open(call.arguments.string(at: 0), windowID: call.arguments.int64(at: 1),
-                                appID: call.arguments.string(at: 2), call: call)) ?? -1
+        call.afterReply { [self] in
+            let handle = (try? open(wallet, windowID: wId, appID: appid, call: call)) ?? -1
+            service.emit(KWalletProtocol.Member.walletAsyncOpened, [.int32(transaction), .int32(handle)])
         }
-        service.emit("walletAsyncOpened", [.int32(transaction), .int32(handle)])
+        return transaction
+    }
+
+    /// Paths are not wallets here: the open fails, told as kwalletd tells it.
+    func openPathAsync(path: String, wId: Int64, appid: String, handleSession: Bool, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        let transaction = service.transactionID()
+        call.afterReply { [service] in service.emit(KWalletProtocol.Member.walletAsyncOpened, [.int32(transaction), .int32(-1)]) }
+        return transaction
+    }
+
+    func open(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        try open(wallet, windowID: wId, appID: appid, call: call)
     }
 
     /// A handle, or −1: no such wallet, or locked and no password (no dialog, dismissed, wrong).
@@ -93,54 +94,66 @@ struct KWalletObject: DBusObject {
             context.logger.error("KWallet open of \"\(wallet)\": \(KWalletLimits.openHandles) handles are open already")
             return -1
         }
-        service.emit("walletOpened", [.string(wallet)])
+        service.emit(KWalletProtocol.Member.walletOpened, [.string(wallet)])
         return handle
     }
 
-    private func answer(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
-        let arguments = call.arguments
-        switch (call.member, call.signature.rawValue) {
-        case ("isEnabled", _): return [.bool(true)]
-        case ("openPath", _): return [.int32(-1)]
-        case ("localWallet", _), ("networkWallet", _): return [.string(KWalletProtocol.defaultWallet)]
-        case ("wallets", _): return [.stringArray(service.walletNames())]
-        case ("close", "sb"): return [.int32(try closeWallet(arguments.string(at: 0), force: arguments.bool(at: 1)))]
-        case ("close", _): return [.int32(closeHandle(try arguments.int32(at: 0), force: try arguments.bool(at: 1),
-                                                      appID: try arguments.string(at: 2), caller: call.sender))]
-        case ("isOpen", "s"):
-            guard let keychain = service.keychain(forWallet: try arguments.string(at: 0)) else { return [.bool(false)] }
-            return [.bool((try? service.context.store.isLocked(keychain)) == false)]
-        case ("isOpen", _): return [.bool(service.handles.exists(try arguments.int32(at: 0)))]
-        case ("users", _):
-            let keychain = service.keychain(forWallet: try arguments.string(at: 0))
-            let users = Set(service.handles.all().filter { $0.keychain == keychain }.map(\.appID))
-            return [.stringArray(users.sorted())]
-        case ("deleteWallet", _): return [.int32(try deleteWallet(arguments.string(at: 0)))]
-        case ("disconnectApplication", _):
-            let wallet = try arguments.string(at: 0), application = try arguments.string(at: 1)
-            let keychain = service.keychain(forWallet: wallet)
-            let gone = service.handles.remove { $0.keychain == keychain && $0.appID == application }
-            gone.forEach { service.handleClosed($0.number) }
-            if !gone.isEmpty { service.emit("applicationDisconnected", [.string(wallet), .string(application)]) }
-            return [.bool(!gone.isEmpty)]
-        case ("closeAllWallets", _):
-            service.context.store.lockAll()
-            return []
-        case ("changePassword", _):
-            try changePassword(arguments.string(at: 0), windowID: arguments.int64(at: 1), appID: arguments.string(at: 2), call: call)
-            return []
-        case ("sync", _), ("reconfigure", _), ("pamOpen", _):
-            // Every write is durable when its call returns; keywelld has no settings of
-            // kwalletd's to read; PAM unlocks keychains through pam_keywell (docs/kwallet.md).
-            return []
-        case ("folderDoesNotExist", _):
-            return [.bool(try !exists(wallet: arguments.string(at: 0), folder: arguments.string(at: 1), key: nil, call: call))]
-        case ("keyDoesNotExist", _):
-            return [.bool(try !exists(wallet: arguments.string(at: 0), folder: arguments.string(at: 1),
-                                      key: arguments.string(at: 2), call: call))]
-        default:
-            return try KWalletEntryCalls(service: service, order: order).answer(call)
-        }
+    func isEnabled(call: DBusMethodCall) throws(DBusError) -> Bool { true }
+    func openPath(path: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 { -1 }
+    func localWallet(call: DBusMethodCall) throws(DBusError) -> String { KWalletProtocol.defaultWallet }
+    func networkWallet(call: DBusMethodCall) throws(DBusError) -> String { KWalletProtocol.defaultWallet }
+    func wallets(call: DBusMethodCall) throws(DBusError) -> [String] { service.walletNames() }
+
+    func close(wallet: String, force: Bool, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        try closeWallet(wallet, force: force)
+    }
+
+    func close(handle: Int32, force: Bool, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+        closeHandle(handle, force: force, appID: appid, caller: call.sender)
+    }
+
+    func isOpen(wallet: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        guard let keychain = service.keychain(forWallet: wallet) else { return false }
+        return (try? service.context.store.isLocked(keychain)) == false
+    }
+
+    func isOpen(handle: Int32, call: DBusMethodCall) throws(DBusError) -> Bool { service.handles.exists(handle) }
+
+    func users(wallet: String, call: DBusMethodCall) throws(DBusError) -> [String] {
+        let keychain = service.keychain(forWallet: wallet)
+        return Set(service.handles.all().filter { $0.keychain == keychain }.map(\.appID)).sorted()
+    }
+
+    func deleteWallet(wallet: String, call: DBusMethodCall) throws(DBusError) -> Int32 { try deleteWallet(wallet) }
+
+    func disconnectApplication(wallet: String, application: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        let keychain = service.keychain(forWallet: wallet)
+        let gone = service.handles.remove { $0.keychain == keychain && $0.appID == application }
+        gone.forEach { service.handleClosed($0.number) }
+        if !gone.isEmpty { service.emit(KWalletProtocol.Member.applicationDisconnected, [.string(wallet), .string(application)]) }
+        return !gone.isEmpty
+    }
+
+    func closeAllWallets(call: DBusMethodCall) throws(DBusError) {
+        service.context.store.lockAll()
+    }
+
+    func changePassword(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) {
+        try changePassword(wallet, windowID: wId, appID: appid, call: call)
+    }
+
+    // Every write is durable when its call returns; keywelld has no settings of kwalletd's to
+    // read; PAM unlocks keychains through pam_keywell (docs/kwallet.md).
+    func sync(handle: Int32, appid: String, call: DBusMethodCall) throws(DBusError) {}
+    func reconfigure(call: DBusMethodCall) throws(DBusError) {}
+    func pamOpen(wallet: String, passwordHash: [UInt8], sessionTimeout: Int32, call: DBusMethodCall) throws(DBusError) {}
+
+    func folderDoesNotExist(wallet: String, folder: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        try !exists(wallet: wallet, folder: folder, key: nil, call: call)
+    }
+
+    func keyDoesNotExist(wallet: String, folder: String, key: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+        try !exists(wallet: wallet, folder: folder, key: key, call: call)
     }
 
     private func closeWallet(_ wallet: String, force: Bool) throws(DBusError) -> Int32 {
@@ -165,8 +178,8 @@ struct KWalletObject: DBusObject {
         guard let keychain = service.keychain(forWallet: wallet) else { return -1 }
         try engine(wallet) { () throws(KeychainError) in try service.context.store.deleteKeychain(keychain) }
         for handle in service.handles.remove(where: { $0.keychain == keychain }) { service.handleClosed(handle.number) }
-        service.emit("walletDeleted", [.string(wallet)])
-        service.emit("walletListDirty", [])
+        service.emit(KWalletProtocol.Member.walletDeleted, [.string(wallet)])
+        service.emit(KWalletProtocol.Member.walletListDirty, [])
         return 0
     }
 

@@ -85,8 +85,8 @@ final class KWalletService: Sendable {
     }
 
     func handleClosed(_ number: Int32) {
-        emit("walletClosed", [.int32(number)])
-        emit("walletClosedId", [.int32(number)])
+        emit(KWalletProtocol.Member.walletClosed, [.int32(number)])
+        emit(KWalletProtocol.Member.walletClosedId, [.int32(number)])
     }
 
     /// Engine events: a keychain that locks closes its handles; one that unlocks is opened.
@@ -95,12 +95,12 @@ final class KWalletService: Sendable {
         case .locked(let name):
             let names = walletNames(of: name)
             for handle in handles.remove(where: { $0.keychain == name }) { handleClosed(handle.number) }
-            for wallet in names.sorted() { emit("walletClosed", [.string(wallet)]) }
-            if handles.all().isEmpty { emit("allWalletsClosed", []) }
+            for wallet in names.sorted() { emit(KWalletProtocol.Member.walletClosed, [.string(wallet)]) }
+            if handles.all().isEmpty { emit(KWalletProtocol.Member.allWalletsClosed, []) }
         case .unlocked(let name):
-            for wallet in walletNames(of: name).sorted() { emit("walletOpened", [.string(wallet)]) }
+            for wallet in walletNames(of: name).sorted() { emit(KWalletProtocol.Member.walletOpened, [.string(wallet)]) }
         case .defaultKeychainChanged, .searchListChanged:
-            emit("walletListDirty", [])
+            emit(KWalletProtocol.Member.walletListDirty, [])
         case .itemsChanged:
             break
         }
@@ -121,8 +121,8 @@ final class KWalletService: Sendable {
             folders.insert(folder)
         }
         for wallet in names {
-            for folder in folders.sorted() { emit("folderUpdated", [.string(wallet), .string(folder)]) }
-            if !event.created.isEmpty || !event.deleted.isEmpty { emit("folderListUpdated", [.string(wallet)]) }
+            for folder in folders.sorted() { emit(KWalletProtocol.Member.folderUpdated, [.string(wallet), .string(folder)]) }
+            if !event.created.isEmpty || !event.deleted.isEmpty { emit(KWalletProtocol.Member.folderListUpdated, [.string(wallet)]) }
         }
     }
 
