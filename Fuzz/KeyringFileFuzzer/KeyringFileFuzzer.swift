@@ -12,7 +12,9 @@ import KeywellProtocol
 /// reached); 2: gnome-keyring's plaintext key file; 3: a libsecret file as found; 4: a libsecret
 /// item's decrypted GVariant; 5: a KWallet file's readable part; 6: a KWallet file's decrypted
 /// QDataStream; 7: a KWallet file whose encrypted part is that stream, sealed here with KWallet's
-/// Blowfish-CBC and SHA-1 under a fixed key; 8: a KWallet file as found, opened with that key.
+/// Blowfish-CBC and SHA-1 under a fixed key; 8: a KWallet file as found, opened with that key;
+/// 9: a GPG wallet's plaintext (no gpg runs here: the header is case 5's, the OpenPGP message is
+/// gpg's to read).
 ///
 /// Each reader returns contents or throws its documented error (`KeyringReadError`, or
 /// `GVariantReader.Failure` inside an item), never crashes, and keeps to `KeyringLimits`. A
@@ -33,7 +35,7 @@ let maximumPBKDF2Rounds: UInt32 = 16
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size >= 1 else { return 0 }
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch data[0] % 9 {
+    switch data[0] % 10 {
     case 0: gnomeKeyringFile(input)
     case 1: sealedGnomeKeyringFile(input)
     case 2: plaintextKeyFile(input)
@@ -42,7 +44,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case 5: kwalletFile(input)
     case 6: kwalletData(input)
     case 7: sealedKWalletFile(input)
-    default: _ = try? KWalletFile.read(input, key: kwalletKey, keyring: "fuzz", modified: 7)
+    case 8: _ = try? KWalletFile.read(input, key: kwalletKey, keyring: "fuzz", modified: 7)
+    default: gpgWalletPlaintext(input)
     }
     return 0
 }
@@ -225,6 +228,25 @@ func kwalletData(_ input: [UInt8]) {
         switch error {
         case .corrupt, .tooLarge: break
         default: fatalError("the stream said \(error)")
+        }
+    }
+}
+
+/// A GPG wallet's plaintext, handed to the reader as gpg would hand it: the same entries the
+/// values stream alone gives, or a documented error.
+func gpgWalletPlaintext(_ input: [UInt8]) {
+    let header = KWalletFile.magic + [0, 1] + KWalletFile.gpgCipherAndHash + [0x85]
+    let read = Result { () throws(KeyringReadError) in
+        try KWalletFile.readGPG(header, keyring: "fuzz", modified: 7) { _ throws(KeyringReadError) in SecretBytes(copying: input) }
+    }
+    switch read {
+    case .success(let contents):
+        checkLimits(contents)
+        guard Set(contents.items.map(\.identity)).count == contents.items.count else { fatalError("an entry twice") }
+    case .failure(let error):
+        switch error {
+        case .corrupt, .tooLarge: break
+        default: fatalError("a GPG wallet's plaintext said \(error)")
         }
     }
 }

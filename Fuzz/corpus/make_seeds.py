@@ -150,6 +150,17 @@ def kwallet_stream() -> bytes:
     return out
 
 
+# A GPG wallet (docs/migration.md, "KWallet's wallet file"): the header and a stand-in for the
+# OpenPGP message (a public-key encrypted session key packet's tag), and the plaintext gpg gives.
+def kwallet_gpg_header() -> bytes:
+    return b"KWALLET\n\r\x00\r\n" + bytes([0, 1, 2, 0]) + bytes([0x85, 0x01, 0x0c]) + bytes(12)
+
+
+def kwallet_gpg_plaintext() -> bytes:
+    hashes = struct.pack(">I", 2) + (bytes(16) + struct.pack(">I", 2) + bytes(32)) + (bytes(16) + struct.pack(">I", 1) + bytes(16))
+    return qstring("0123456789ABCDEF") + qbytes(hashes) + qbytes(kwallet_stream())
+
+
 def keyring_seeds() -> None:
     t = "KeyringFileFuzzer"
     write(t, "gnome-binary-fixture", b"\x00" + (FIXTURES / "gnome-keyring-login.keyring").read_bytes())
@@ -163,6 +174,8 @@ def keyring_seeds() -> None:
     write(t, "kwallet-stream", b"\x06" + kwallet_stream())
     write(t, "kwallet-sealed-stream", b"\x07" + kwallet_stream())
     write(t, "kwallet-file-fixed-key", b"\x08" + (FIXTURES / "kwallet/kdewallet.kwl").read_bytes())
+    write(t, "kwallet-gpg-header", b"\x05" + kwallet_gpg_header())
+    write(t, "kwallet-gpg-plaintext", b"\x09" + kwallet_gpg_plaintext())
 
 
 # Export records (Sources/KeywellCore/Export/ExportRecord.swift).

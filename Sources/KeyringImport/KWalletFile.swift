@@ -2,8 +2,8 @@ import Foundation
 import KeywellCore
 import KeywellProtocol
 
-/// KWallet's Blowfish wallet file, `NAME.kwl` with `NAME.salt` beside it (docs/migration.md,
-/// "KWallet's wallet file"):
+/// KWallet's wallet file, `NAME.kwl` (docs/migration.md, "KWallet's wallet file"). A Blowfish
+/// wallet has `NAME.salt` beside it:
 ///
 ///     "KWALLET\n\r\0\r\n", version bytes 0 1, cipher 3 (Blowfish, CBC), hash 2 (PBKDF2-SHA512),
 ///     folder count, per folder: MD5 of its name, entry count, MD5 of each key (readable
@@ -14,9 +14,20 @@ import KeywellProtocol
 /// The data is a QDataStream: per folder its name and entry count, per entry its key, type
 /// (1 password, 2 bytes, 3 map) and value. Entries become items as keywelld's KWallet API keeps
 /// them (docs/kwallet.md, "One item, four faces").
+///
+/// A GPG wallet is the magic, version bytes 0 0|1, cipher 2, hash 0, then an OpenPGP message
+/// (decrypted by `KWalletGPG`) whose plaintext is a QDataStream: the key's ID (QString), the hash
+/// table as a QByteArray, and the data above as a QByteArray.
 public enum KWalletFile {
     static let magic: [UInt8] = Array("KWALLET\n\r\0\r\n".utf8)
     static let supportedVersion: [UInt8] = [0, 1, 3, 2]
+    /// Cipher and hash bytes of a GPG wallet (its minor version is 0 or 1).
+    static let gpgCipherAndHash: [UInt8] = [2, 0]
+
+    public enum Cipher: Sendable, Equatable {
+        case blowfish
+        case gpg
+    }
     static let sha1Size = 20
     /// KWallet itself refuses more folders than this.
     static let maximumFolders = 0xffff
@@ -36,7 +47,9 @@ public enum KWalletFile {
             throw .corrupt(keyring: keyring, reason: "its .salt file is empty or over \(KeyringLimits.maximumSaltSize) bytes")
         }
         // A damaged file is named before the key derivation's cost is paid.
-        try checkStructure(bytes, keyring: keyring)
+        guard try checkStructure(bytes, keyring: keyring) == .blowfish else {
+            throw .corrupt(keyring: keyring, reason: "it is a GPG wallet, opened with gpg rather than a password")
+        }
         return try read(bytes, key: KWalletBlowfish.key(password: password, salt: salt), keyring: keyring, modified: modified)
     }
 
@@ -59,12 +72,69 @@ public enum KWalletFile {
 
     /// Checks what is readable without the password (magic, version, the hash table, whole
     /// blocks), so a damaged file is named before anyone is asked for a password.
-    public static func checkStructure(_ bytes: [UInt8], keyring: String) throws(KeyringReadError) {
+    /// For a GPG wallet: the magic, the version and an OpenPGP packet after it.
+    @discardableResult
+    public static func checkStructure(_ bytes: [UInt8], keyring: String) throws(KeyringReadError) -> Cipher {
+        guard bytes.count <= KeyringLimits.maximumFileSize else {
+            throw .tooLarge(keyring: keyring, reason: "the file is over \(KeyringLimits.maximumFileSize) bytes")
+        }
         guard matches(bytes) else { throw .unrecognized(keyring: keyring) }
         let checked = bytes.withUnsafeBytes { buffer in
-            Result { () throws(KeyringReadError) in _ = try encryptedPart(buffer, keyring: keyring) }
+            Result { () throws(KeyringReadError) -> Cipher in
+                if isGPG(buffer) {
+                    _ = try gpgMessage(buffer, keyring: keyring)
+                    return .gpg
+                }
+                _ = try encryptedPart(buffer, keyring: keyring)
+                return .blowfish
+            }
         }
-        try checked.get()
+        return try checked.get()
+    }
+
+    private static func isGPG(_ buffer: UnsafeRawBufferPointer) -> Bool {
+        buffer.count >= magic.count + 4 && buffer[magic.count] == 0 && buffer[magic.count + 1] <= 1
+            && Array(buffer[(magic.count + 2)..<(magic.count + 4)]) == gpgCipherAndHash
+    }
+
+    /// A GPG wallet's OpenPGP message: everything after the version bytes. Its first byte must
+    /// be an OpenPGP packet tag (high bit set), so that gpg is never handed something else.
+    static func gpgMessage(_ buffer: UnsafeRawBufferPointer, keyring: String) throws(KeyringReadError) -> UnsafeRawBufferPointer {
+        var reader = ByteReader(buffer, at: magic.count + 4, keyring: keyring)
+        let message = try reader.raw(reader.remaining, "the OpenPGP message")
+        guard let first = message.first, first & 0x80 != 0 else {
+            throw reader.corrupt("what follows the GPG wallet's header is not an OpenPGP message")
+        }
+        return message
+    }
+
+    /// A GPG wallet: `decrypt` turns its OpenPGP message into the plaintext (in wiped memory),
+    /// which is read as KWallet's GpgPersistHandler writes it.
+    public static func readGPG(_ bytes: [UInt8], keyring: String, modified: Int64,
+                               decrypt: (UnsafeRawBufferPointer) throws(KeyringReadError) -> SecretBytes)
+        throws(KeyringReadError) -> KeyringContents {
+        guard try checkStructure(bytes, keyring: keyring) == .gpg else {
+            throw .corrupt(keyring: keyring, reason: "not a GPG wallet")
+        }
+        let decrypted = bytes.withUnsafeBytes { buffer in
+            Result { () throws(KeyringReadError) in try decrypt(try gpgMessage(buffer, keyring: keyring)) }
+        }
+        let plaintext = try decrypted.get()
+        let read = plaintext.withUnsafeBytes { plain in
+            Result { () throws(KeyringReadError) in try gpgEntries(plain, keyring: keyring, modified: modified) }
+        }
+        return KeyringContents(format: .kwallet, label: keyring, created: modified, modified: modified, items: try read.get())
+    }
+
+    /// A GPG wallet's plaintext: the key's ID and the hash table (both unneeded here), then the
+    /// folders and entries as a Blowfish wallet holds them.
+    static func gpgEntries(_ plain: UnsafeRawBufferPointer, keyring: String, modified: Int64) throws(KeyringReadError) -> [KeyringItem] {
+        var reader = ByteReader(plain, keyring: keyring)
+        _ = try QDataStreamValue.string(&reader, "the GPG key's ID")
+        _ = try reader.byteArray("the folder and key hashes")
+        let values = try reader.byteArray("the folders") ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        guard reader.remaining == 0 else { throw reader.corrupt("\(reader.remaining) bytes after the folders") }
+        return try entries(ByteReader(values, keyring: keyring), modified: modified)
     }
 
     /// The encrypted part, after the version and the hash table.
@@ -72,7 +142,7 @@ public enum KWalletFile {
         var reader = ByteReader(buffer, at: magic.count, keyring: keyring)
         let version = try Array(reader.raw(4, "the version"))
         guard version == supportedVersion else {
-            throw reader.corrupt("version, cipher and hash \(version) are not Blowfish with PBKDF2-SHA512 (0 1 3 2)")
+            throw reader.corrupt("version, cipher and hash \(version) are neither Blowfish with PBKDF2-SHA512 (0 1 3 2) nor GPG (0 0|1 2 0)")
         }
         try skipKeyHashes(&reader)
         let encrypted = try reader.raw(reader.remaining, "the encrypted data")

@@ -36,10 +36,17 @@ public struct KWalletFolder: Sendable {
         return found
     }
 
-    /// Opens a wallet read from `source`: its salt file is read here, under the same caps.
-    public static func open(_ bytes: [UInt8], source: Source, password: SecretBytes?,
-                            modified: Int64) throws(KeyringReadError) -> KeyringContents {
-        try KWalletFile.checkStructure(bytes, keyring: source.name)
+    /// Opens a wallet read from `source`: a Blowfish wallet with `password` and its salt file,
+    /// read here under the same caps; a GPG wallet with `gpg` (nil: gpg may not be run now, as
+    /// at login, and the wallet waits for `keywell migrate`).
+    public static func open(_ bytes: [UInt8], source: Source, password: SecretBytes?, modified: Int64,
+                            gpg: KWalletGPG?) throws(KeyringReadError) -> KeyringContents {
+        if try KWalletFile.checkStructure(bytes, keyring: source.name) == .gpg {
+            guard let gpg else { throw .needsPassword(keyring: source.name) }
+            return try KWalletFile.readGPG(bytes, keyring: source.name, modified: modified) { message throws(KeyringReadError) in
+                try gpg.decrypt(message, keyring: source.name)
+            }
+        }
         guard let password else { throw .needsPassword(keyring: source.name) }
         var info = stat()
         guard lstat(source.saltPath, &info) == 0 else {

@@ -53,6 +53,8 @@ public enum KeyringReadError: Error, Sendable, Equatable, CustomStringConvertibl
     case wrongPassword(keyring: String)
     /// The file needs a password and none was given.
     case needsPassword(keyring: String)
+    /// A GPG wallet gpg could not open (gpg missing, no secret key, the passphrase refused).
+    case cannotDecrypt(keyring: String, reason: String)
 
     public var description: String {
         switch self {
@@ -61,6 +63,7 @@ public enum KeyringReadError: Error, Sendable, Equatable, CustomStringConvertibl
         case .tooLarge(let keyring, let reason): "keyring \(keyring) is over a limit: \(reason)"
         case .wrongPassword(let keyring): "wrong password for keyring \(keyring)"
         case .needsPassword(let keyring): "keyring \(keyring) needs its password"
+        case .cannotDecrypt(let keyring, let reason): "keyring \(keyring) cannot be decrypted: \(reason)"
         }
     }
 }

@@ -131,7 +131,8 @@ final class KeyringMigration: Sendable {
         }
         let contents: KeyringContents
         do throws(KeyringReadError) {
-            contents = try source.open(bytes, password, identity.modifiedNanoseconds / 1_000_000_000)
+            // At login no gpg runs: its pinentry would ask before the session is up.
+            contents = try source.open(bytes, password, identity.modifiedNanoseconds / 1_000_000_000, !atLogin)
         } catch {
             switch error {
             case .wrongPassword: report.outcome = atLogin || password == nil ? .needsPassword : .wrongPassword

@@ -1,3 +1,4 @@
+import Foundation
 import KeyringImport
 import KeywellCore
 import KeywellProtocol
@@ -12,15 +13,16 @@ struct SourceFile: Sendable {
     let format: @Sendable ([UInt8]) -> KeyringFormat?
     /// The keychain for a file of that format.
     let keychain: @Sendable (KeyringFormat?) -> String
-    /// Opens the file's bytes with the password; the Int64 is the file's modified time (seconds).
-    let open: @Sendable ([UInt8], SecretBytes?, Int64) throws(KeyringReadError) -> KeyringContents
+    /// Opens the file's bytes with the password; the Int64 is the file's modified time (seconds);
+    /// the Bool says whether a program that may ask the user (gpg for a GPG wallet) may run now.
+    let open: @Sendable ([UInt8], SecretBytes?, Int64, Bool) throws(KeyringReadError) -> KeyringContents
 
     init(keyring source: KeyringFolder.Source) {
         name = source.name
         path = source.path
         format = { KeyringFolder.format(of: $0) }
         keychain = { KeyringMigration.keychain(for: source, format: $0) }
-        open = { bytes, password, _ throws(KeyringReadError) in
+        open = { bytes, password, _, _ throws(KeyringReadError) in
             try KeyringFolder.open(bytes, keyring: source.name, password: password)
         }
     }
@@ -34,8 +36,9 @@ struct SourceFile: Sendable {
         keychain = { _ in
             source.name == KWalletFolder.defaultWallet ? defaultKeychain() ?? KeywellNames.loginKeychain : source.name
         }
-        open = { bytes, password, modified throws(KeyringReadError) in
-            try KWalletFolder.open(bytes, source: source, password: password, modified: modified)
+        open = { bytes, password, modified, mayAsk throws(KeyringReadError) in
+            let gpg = mayAsk ? KWalletGPG(environment: ProcessInfo.processInfo.environment) : nil
+            return try KWalletFolder.open(bytes, source: source, password: password, modified: modified, gpg: gpg)
         }
     }
 }
