@@ -36,8 +36,8 @@ packages=(
   # ssh-keygen's signatures, OpenSSH's own ssh-agent to compare against)
   openssh-client openssh-server
   # test: KDE's wallet API through real KDE clients, and KWallet's own daemon to compare with
-  # (docs/kwallet.md)
-  kwalletcli libkf5wallet-bin
+  # (docs/kwallet.md); gpg and its agent for KWallet's GPG wallets (docs/migration.md)
+  kwalletcli libkf5wallet-bin gpg gpg-agent gpgconf
   # benchmark against the incumbent; GNU time reads peak memory (keywell-bench startup)
   gnome-keyring time
   # benchmark: a real browser keeping its Safe Storage key through libsecret (keywell-bench questions)

@@ -2,12 +2,24 @@
 kwalletd5 wrote (Tests/Fixtures/kwallet/, made by its make_fixture.py) imported by
 `keywell migrate`, every entry then read through `secret-tool`, `keywell` and KDE's
 `kwallet-query` against keywelld; a second wallet into its own keychain; a re-run that imports
-nothing; `--status`; the source files unchanged; a damaged wallet refused by name."""
+nothing; `--status`; the source files unchanged; a damaged wallet refused by name.
+
+GPG wallets: a key without a passphrase made in a throwaway GNUPGHOME (copied to the session's
+~/.gnupg, where keywelld's gpg looks), and a GPG wallet whose last write is the real kwalletd5's
+(GpgPersistHandler, through gpgme). kwalletd5 makes a new GPG wallet only through its
+KNewWalletDialog, which this test does not drive: the empty GPG wallet it first opens is written
+by make_fixture.write_gpg_wallet the way that function writes one (header, then `gpg --encrypt` of
+the key's ID and empty tables); kwalletd5 then adds the entries and rewrites the whole file. A
+wallet sealed to a key the session lacks is refused by name, with the exit code of a wrong
+password, and the other wallets are still imported."""
 
 from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +30,10 @@ from secret_service_helpers import KeywellBus
 FIXTURES = Path(__file__).resolve().parents[1] / "Fixtures/kwallet"
 PASSWORD = "kwallet fixture password"
 KDE_ENV = {"QT_QPA_PLATFORM": "offscreen", "DISPLAY": ":kwallet-test"}
+
+
+sys.path.insert(0, str(FIXTURES))
+from make_fixture import write_gpg_wallet  # noqa: E402
 
 
 def keywell() -> str:
@@ -93,3 +109,116 @@ def test_a_wrong_password_and_a_damaged_wallet_are_said(bus):
     broken = bus.run([keywell(), "migrate", "--keyring", "broken"], input="")
     said = broken.stdout.decode() + broken.stderr.decode()
     assert broken.returncode != 0 and "keyring broken is damaged" in said, said
+
+
+def gpg(home: Path, *args: str, input: bytes | None = None) -> bytes:
+    run = subprocess.run(["gpg", "--batch", *args], input=input, capture_output=True, timeout=60,
+                         env={"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr.decode()
+    return run.stdout
+
+
+def new_gnupghome(user: str) -> Path:
+    home = Path(tempfile.mkdtemp(prefix="kwgpg-"))
+    home.chmod(0o700)
+    gpg(home, "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key", user, "default", "default", "never")
+    return home
+
+
+def stop_agent(home: Path) -> None:
+    subprocess.run(["gpgconf", "--kill", "gpg-agent"], env={"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"},
+                   capture_output=True, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def gpg_wallets():
+    """(GNUPGHOME with the key, a GPG wallet kwalletd5 wrote, a GPG wallet for a key not there)."""
+    if shutil.which("gpg") is None or shutil.which("kwalletd5") is None:
+        pytest.fail("gpg or kwalletd5 is missing: run scripts/setup.sh")
+    ours, theirs = new_gnupghome("Wallet Owner <owner@example.org>"), new_gnupghome("Someone Else <else@example.org>")
+    out = Path(tempfile.mkdtemp(prefix="kwgpg-out-"))
+    try:
+        write_gpg_wallet(out, "kdewallet", ours, "owner@example.org")
+        written = (out / "kdewallet.kwl").read_bytes()
+        # A wallet as kwalletd writes one, sealed to the other key: only its recipient differs.
+        plain = gpg(ours, "--decrypt", input=written[16:])
+        foreign = written[:16] + gpg(theirs, "--trust-model", "always", "-r", "else@example.org", "--encrypt", input=plain)
+        yield ours, written, foreign
+    finally:
+        for home in (ours, theirs):
+            stop_agent(home)
+            shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def give_key(bus: KeywellBus, gnupghome: Path) -> Path:
+    """The key into the session's ~/.gnupg (sockets left behind), for keywelld's gpg."""
+    home = bus.home / ".gnupg"
+    shutil.copytree(gnupghome, home, ignore=shutil.ignore_patterns("S.*", "*.lock"))
+    home.chmod(0o700)
+    return home
+
+
+def test_a_gpg_wallet_is_imported_through_gpg(bus, gpg_wallets):
+    gnupghome, written, _ = gpg_wallets
+    assert written[:16] == b"KWALLET\n\r\x00\r\n" + bytes([0, 1, 2, 0])
+    session_gpg = give_key(bus, gnupghome)
+    try:
+        folder = place(bus, "kdewallet", written)
+        (folder / "kdewallet.salt").unlink()  # a GPG wallet has none
+        place(bus, "work")
+        before = digest(folder)
+        bus.install_activation()
+        # The first line makes `login` (the GPG wallet brings no password), the second opens work.
+        run = bus.run([keywell(), "migrate"], input=f"{PASSWORD}\n{PASSWORD}\n", timeout=180)
+        out = run.stdout.decode()
+        assert run.returncode == 0, f"{out}\n{run.stderr.decode()}\n{bus.daemon_log()[-3000:]}"
+        assert "kdewallet.kwl → login: imported (4 added, 0 updated, 0 unchanged)" in out, out
+        assert "work.kwl → work: imported (4 added" in out, out
+        assert "s3cret" not in bus.daemon_log() and "pässwörd" not in bus.daemon_log()
+
+        assert bus.secret_tool("lookup", "server", "Passwords", "user", "mail@example.org").stdout.decode() == "pässwörd ✓"
+        login = bus.run([keywell(), "find-generic-password", "-s", "org.qt.keychain", "-a", "https://example.org/login",
+                         "-w"])
+        assert login.returncode == 0, login.stderr.decode()
+        # Not ASCII, so printed in hex (as macOS's `security` does).
+        assert bytes.fromhex(login.stdout.decode().strip()).decode() == '{"login":"alice","password":"s3cret","ü":""}'
+        blob = bus.run([keywell(), "find-generic-password", "-s", "org.qt.keychain", "-a", "wifi-key", "-w"])
+        assert blob.stdout.decode().strip() == "AAH+/yBibG9i", blob.stderr.decode()
+        empty = bus.run([keywell(), "find-generic-password", "-s", "org.qt.keychain", "-a", "empty", "-w"])
+        assert empty.returncode == 0 and empty.stdout.decode().strip() == "", empty.stderr.decode()
+
+        again = bus.run([keywell(), "migrate"], input="")
+        assert again.returncode == 0, again.stderr.decode()
+        assert again.stdout.decode().count(": unchanged (0 added, 0 updated") == 2, again.stdout.decode()
+        status = bus.run([keywell(), "migrate", "--status"], check=True).stdout.decode()
+        assert "kdewallet.kwl (kwallet) → keychain login: 4 items" in status, status
+        assert digest(folder) == before, "the wallet files must never change"
+    finally:
+        stop_agent(session_gpg)
+
+
+def test_a_gpg_wallet_gpg_cannot_open_is_said_and_the_others_imported(bus, gpg_wallets):
+    gnupghome, written, foreign = gpg_wallets
+    session_gpg = give_key(bus, gnupghome)
+    try:
+        folder = place(bus, "kdewallet", written)
+        place(bus, "elsewhere", foreign)
+        place(bus, "work")
+        bus.install_activation()
+        wrong = bus.run([keywell(), "migrate", "--keyring", "work"], input="not it\n")
+        assert wrong.returncode != 0
+        run = bus.run([keywell(), "migrate"], input=f"{PASSWORD}\n{PASSWORD}\n", timeout=180)
+        out, err = run.stdout.decode(), run.stderr.decode()
+        assert run.returncode == wrong.returncode, f"{run.returncode} {out}\n{err}"
+        said = out + err
+        assert "keyring elsewhere cannot be decrypted: gpg exit 2: gpg: decryption failed: No secret key" in said, said
+        assert "kdewallet.kwl → login: imported (4 added" in out, out
+        assert "work.kwl → work: imported (4 added" in out, out
+        # Nothing of it went in: no keychain, nothing recorded for it.
+        keychains = bus.run([keywell(), "list-keychains"]).stdout.decode()
+        assert "elsewhere" not in keychains, keychains
+        status = bus.run([keywell(), "migrate", "--status"], check=True).stdout.decode()
+        assert "elsewhere.kwl" not in status and "kdewallet.kwl (kwallet) → keychain login: 4 items" in status, status
+    finally:
+        stop_agent(session_gpg)

@@ -12,6 +12,7 @@ written below. `write_wallet` makes the same wallet with another password (the l
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -42,6 +43,10 @@ def qmap(pairs: dict[str, str]) -> bytes:
     return struct.pack(">I", len(pairs)) + b"".join(qstring(k) + qstring(pairs[k]) for k in keys)
 
 
+def qbytes(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
 def ay(value: bytes):
     return dbus.Array([dbus.Byte(b) for b in value], signature="y")
 
@@ -55,22 +60,18 @@ def wait_for(condition, timeout: float = 15) -> bool:
     return False
 
 
-def write_wallet(out: Path, password: str = FIXTURE_PASSWORD) -> None:
-    """kdewallet.kwl and kdewallet.salt with ENTRIES, written by kwalletd5 into `out`."""
-    root = Path(tempfile.mkdtemp(prefix="kwl-fixture-"))
-    home = root / "home"
-    wallets = home / ".local/share/kwalletd"
-    wallets.mkdir(parents=True)
-    salt = os.urandom(56)
-    (wallets / "kdewallet.salt").write_bytes(salt)
-    key = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 50000, 56)
+@contextlib.contextmanager
+def kwalletd5(home: Path, extra_env: dict[str, str] | None = None):
+    """Debian's real kwalletd5 on a private bus with HOME=`home`; yields `call(member, signature,
+    *args)` on its org.kde.KWallet interface."""
+    root = Path(tempfile.mkdtemp(prefix="kwl-daemon-"))
     socket, config, services = root / "bus", root / "session.conf", root / "services"
     services.mkdir()
     config.write_text(session_bus_config(socket, services))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_RUNTIME_DIR": str(root),
            "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CONFIG_HOME": str(home / ".config"),
            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={socket}", "QT_QPA_PLATFORM": "offscreen",
-           "DISPLAY": ":kwallet-fixture"}
+           "DISPLAY": ":kwallet-fixture", **(extra_env or {})}
     bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     bus.stdout.readline()
@@ -82,28 +83,81 @@ def write_wallet(out: Path, password: str = FIXTURE_PASSWORD) -> None:
                                         timeout=60)
     try:
         assert wait_for(lambda: connection.name_has_owner("org.kde.kwalletd5"))
-        call("pamOpen", "sayi", "kdewallet", dbus.ByteArray(key), 0)
-        assert wait_for(lambda: bool(call("isOpen", "s", "kdewallet")))
-        h = int(call("open", "sxs", "kdewallet", dbus.Int64(0), APP))
-        assert h >= 0
-        for folder in ("Passwords", "Form Data", "Network Management"):
-            call("createFolder", "iss", h, folder, APP)
-        assert call("writePassword", "issss", h, "Passwords", "mail@example.org", "pässwörd ✓", APP) == 0
-        assert call("writePassword", "issss", h, "Passwords", "empty", "", APP) == 0
-        assert call("writeEntry", "issays", h, "Network Management", "wifi-key", ay(b"\x00\x01\xfe\xff blob"), APP) == 0
-        assert call("writeMap", "issays", h, "Form Data", "https://example.org/login",
-                    ay(qmap({"login": "alice", "password": "s3cret", "ü": ""})), APP) == 0
-        assert int(call("close", "sb", "kdewallet", True)) >= 0
-        time.sleep(0.5)
-        for name in ("kdewallet.kwl", "kdewallet.salt"):
-            shutil.copyfile(wallets / name, out / name)
-        print("wrote", out / "kdewallet.kwl", (out / "kdewallet.kwl").stat().st_size, "bytes")
+        yield call
     finally:
         connection.close()
         for process in (daemon, bus):
             process.terminate()
             process.wait(timeout=10)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def write_entries(call, wallet: str) -> None:
+    """ENTRIES into the open wallet `wallet`, then closed, which makes kwalletd write its file."""
+    h = int(call("open", "sxs", wallet, dbus.Int64(0), APP))
+    assert h >= 0
+    for folder in ("Passwords", "Form Data", "Network Management"):
+        call("createFolder", "iss", h, folder, APP)
+    assert call("writePassword", "issss", h, "Passwords", "mail@example.org", "pässwörd ✓", APP) == 0
+    assert call("writePassword", "issss", h, "Passwords", "empty", "", APP) == 0
+    assert call("writeEntry", "issays", h, "Network Management", "wifi-key", ay(b"\x00\x01\xfe\xff blob"), APP) == 0
+    assert call("writeMap", "issays", h, "Form Data", "https://example.org/login",
+                ay(qmap({"login": "alice", "password": "s3cret", "ü": ""})), APP) == 0
+    assert int(call("close", "sb", wallet, True)) >= 0
+    time.sleep(0.5)
+
+
+def write_wallet(out: Path, password: str = FIXTURE_PASSWORD) -> None:
+    """kdewallet.kwl and kdewallet.salt with ENTRIES, written by kwalletd5 into `out`."""
+    home = Path(tempfile.mkdtemp(prefix="kwl-fixture-"))
+    wallets = home / ".local/share/kwalletd"
+    wallets.mkdir(parents=True)
+    salt = os.urandom(56)
+    (wallets / "kdewallet.salt").write_bytes(salt)
+    key = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 50000, 56)
+    try:
+        with kwalletd5(home) as call:
+            call("pamOpen", "sayi", "kdewallet", dbus.ByteArray(key), 0)
+            assert wait_for(lambda: bool(call("isOpen", "s", "kdewallet")))
+            write_entries(call, "kdewallet")
+        for name in ("kdewallet.kwl", "kdewallet.salt"):
+            shutil.copyfile(wallets / name, out / name)
+        print("wrote", out / "kdewallet.kwl", (out / "kdewallet.kwl").stat().st_size, "bytes")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def gpg_key_id(gnupghome: Path, user: str) -> str:
+    """The 16-hex-digit ID of `user`'s primary key, as gpgme (and so kwalletd) names it."""
+    listing = subprocess.run(["gpg", "--batch", "--with-colons", "--list-keys", user], check=True, capture_output=True,
+                             env={"GNUPGHOME": str(gnupghome), "PATH": "/usr/bin:/bin"}).stdout.decode()
+    return next(line.split(":")[4] for line in listing.splitlines() if line.startswith("pub:"))
+
+
+def write_gpg_wallet(out: Path, name: str, gnupghome: Path, user: str) -> None:
+    """`name`.kwl, a GPG wallet sealed to `user`'s key in `gnupghome`, with ENTRIES: its last
+    write is the real kwalletd5's (GpgPersistHandler::write, through gpgme). kwalletd5 only makes
+    a new GPG wallet through its KNewWalletDialog, so the wallet it opens first is an empty one
+    written here the way that function writes it: the magic, version 0 1, cipher 2, hash 0, then
+    `gpg --encrypt` of (the key's ID as a QString, a hash table with no folders, no values)."""
+    home = Path(tempfile.mkdtemp(prefix="kwl-gpg-fixture-"))
+    wallets = home / ".local/share/kwalletd"
+    wallets.mkdir(parents=True)
+    key_id = gpg_key_id(gnupghome, user)
+    plain = qstring(key_id) + qbytes(struct.pack(">I", 0)) + qbytes(b"")
+    sealed = subprocess.run(["gpg", "--batch", "--trust-model", "always", "-r", key_id, "--encrypt"], input=plain,
+                            check=True, capture_output=True,
+                            env={"GNUPGHOME": str(gnupghome), "PATH": "/usr/bin:/bin"}).stdout
+    seed = b"KWALLET\n\r\x00\r\n" + bytes([0, 1, 2, 0]) + sealed
+    (wallets / f"{name}.kwl").write_bytes(seed)
+    try:
+        with kwalletd5(home, {"GNUPGHOME": str(gnupghome)}) as call:
+            write_entries(call, name)
+        written = (wallets / f"{name}.kwl").read_bytes()
+        assert written != seed and written[12:16] == bytes([0, 1, 2, 0]), "kwalletd5 did not rewrite the GPG wallet"
+        shutil.copyfile(wallets / f"{name}.kwl", out / f"{name}.kwl")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
