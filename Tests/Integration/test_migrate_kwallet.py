@@ -5,13 +5,11 @@ kwalletd5 wrote (Tests/Fixtures/kwallet/, made by its make_fixture.py) imported 
 nothing; `--status`; the source files unchanged; a damaged wallet refused by name.
 
 GPG wallets: a key without a passphrase made in a throwaway GNUPGHOME (copied to the session's
-~/.gnupg, where keywelld's gpg looks), and a GPG wallet whose last write is the real kwalletd5's
-(GpgPersistHandler, through gpgme). kwalletd5 makes a new GPG wallet only through its
-KNewWalletDialog, which this test does not drive: the empty GPG wallet it first opens is written
-by make_fixture.write_gpg_wallet the way that function writes one (header, then `gpg --encrypt` of
-the key's ID and empty tables); kwalletd5 then adds the entries and rewrites the whole file. A
-wallet sealed to a key the session lacks is refused by name, with the exit code of a wrong
-password, and the other wallets are still imported."""
+~/.gnupg, where keywelld's gpg looks), and a GPG wallet the real kwalletd5 made and wrote
+(make_fixture.write_gpg_wallet answers its KNewWalletDialog under Xvfb with xdotool, choosing GPG
+and that key). A wallet gpg cannot open (that wallet's plaintext sealed here to another key) is
+refused by name, with the exit code of a wrong password, and the other wallets are still
+imported."""
 
 from __future__ import annotations
 
@@ -133,14 +131,15 @@ def stop_agent(home: Path) -> None:
 @pytest.fixture(scope="module")
 def gpg_wallets():
     """(GNUPGHOME with the key, a GPG wallet kwalletd5 wrote, a GPG wallet for a key not there)."""
-    if shutil.which("gpg") is None or shutil.which("kwalletd5") is None:
-        pytest.fail("gpg or kwalletd5 is missing: run scripts/setup.sh")
+    for tool in ("gpg", "kwalletd5", "Xvfb", "xdotool"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing: run scripts/setup.sh")
     ours, theirs = new_gnupghome("Wallet Owner <owner@example.org>"), new_gnupghome("Someone Else <else@example.org>")
     out = Path(tempfile.mkdtemp(prefix="kwgpg-out-"))
     try:
-        write_gpg_wallet(out, "kdewallet", ours, "owner@example.org")
+        write_gpg_wallet(out, "kdewallet", ours)
         written = (out / "kdewallet.kwl").read_bytes()
-        # A wallet as kwalletd writes one, sealed to the other key: only its recipient differs.
+        # The same wallet sealed to the other key: only its recipient differs.
         plain = gpg(ours, "--decrypt", input=written[16:])
         foreign = written[:16] + gpg(theirs, "--trust-model", "always", "-r", "else@example.org", "--encrypt", input=plain)
         yield ours, written, foreign
@@ -161,7 +160,7 @@ def give_key(bus: KeywellBus, gnupghome: Path) -> Path:
 
 def test_a_gpg_wallet_is_imported_through_gpg(bus, gpg_wallets):
     gnupghome, written, _ = gpg_wallets
-    assert written[:16] == b"KWALLET\n\r\x00\r\n" + bytes([0, 1, 2, 0])
+    assert written[:12] == b"KWALLET\n\r\x00\r\n" and written[14:16] == bytes([2, 0]), written[:16]
     session_gpg = give_key(bus, gnupghome)
     try:
         folder = place(bus, "kdewallet", written)

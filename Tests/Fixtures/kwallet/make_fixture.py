@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -127,34 +128,53 @@ def write_wallet(out: Path, password: str = FIXTURE_PASSWORD) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def gpg_key_id(gnupghome: Path, user: str) -> str:
-    """The 16-hex-digit ID of `user`'s primary key, as gpgme (and so kwalletd) names it."""
-    listing = subprocess.run(["gpg", "--batch", "--with-colons", "--list-keys", user], check=True, capture_output=True,
-                             env={"GNUPGHOME": str(gnupghome), "PATH": "/usr/bin:/bin"}).stdout.decode()
-    return next(line.split(":")[4] for line in listing.splitlines() if line.startswith("pub:"))
+@contextlib.contextmanager
+def xvfb():
+    """A private X server (Xvfb picks a free display); yields its DISPLAY."""
+    server = subprocess.Popen(["Xvfb", "-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield ":" + server.stdout.readline().decode().strip()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
-def write_gpg_wallet(out: Path, name: str, gnupghome: Path, user: str) -> None:
-    """`name`.kwl, a GPG wallet sealed to `user`'s key in `gnupghome`, with ENTRIES: its last
-    write is the real kwalletd5's (GpgPersistHandler::write, through gpgme). kwalletd5 only makes
-    a new GPG wallet through its KNewWalletDialog, so the wallet it opens first is an empty one
-    written here the way that function writes it: the magic, version 0 1, cipher 2, hash 0, then
-    `gpg --encrypt` of (the key's ID as a QString, a hash table with no folders, no values)."""
+def write_gpg_wallet(out: Path, name: str, gnupghome: Path) -> None:
+    """`name`.kwl with ENTRIES, a GPG wallet the real kwalletd5 made and wrote: it is asked to open
+    a wallet that does not exist, shows its KNewWalletDialog on a private X server, and the dialog
+    is answered with the keyboard as a user would (its intro page has "Use GPG encryption"
+    chosen: Next; its key page lists `gnupghome`'s ultimately trusted key, chosen: Finish).
+    kwalletd5 then seals the wallet to that key through gpgme (GpgPersistHandler::write)."""
     home = Path(tempfile.mkdtemp(prefix="kwl-gpg-fixture-"))
     wallets = home / ".local/share/kwalletd"
     wallets.mkdir(parents=True)
-    key_id = gpg_key_id(gnupghome, user)
-    plain = qstring(key_id) + qbytes(struct.pack(">I", 0)) + qbytes(b"")
-    sealed = subprocess.run(["gpg", "--batch", "--trust-model", "always", "-r", key_id, "--encrypt"], input=plain,
-                            check=True, capture_output=True,
-                            env={"GNUPGHOME": str(gnupghome), "PATH": "/usr/bin:/bin"}).stdout
-    seed = b"KWALLET\n\r\x00\r\n" + bytes([0, 1, 2, 0]) + sealed
-    (wallets / f"{name}.kwl").write_bytes(seed)
     try:
-        with kwalletd5(home, {"GNUPGHOME": str(gnupghome)}) as call:
-            write_entries(call, name)
+        with xvfb() as display:
+            x = {"DISPLAY": display, "PATH": "/usr/bin:/bin"}
+            with kwalletd5(home, {"GNUPGHOME": str(gnupghome), "QT_QPA_PLATFORM": "xcb", "DISPLAY": display}) as call:
+                opened: dict = {}
+
+                def open_wallet():
+                    try:
+                        opened["handle"] = int(call("open", "sxs", name, dbus.Int64(0), APP))
+                    except Exception as error:  # noqa: BLE001 (reported below)
+                        opened["error"] = error
+                opener = threading.Thread(target=open_wallet, daemon=True)
+                opener.start()
+                window = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", "kwalletd5"],
+                                        env=x, capture_output=True, timeout=30).stdout.split()[-1].decode()
+                subprocess.run(["xdotool", "windowfocus", "--sync", window], env=x, check=True, timeout=30)
+                # Next (intro page, GPG chosen), then Finish (key page, the key chosen); again
+                # if a key press came before its page did.
+                deadline = time.monotonic() + 30
+                while opener.is_alive() and time.monotonic() < deadline:
+                    subprocess.run(["xdotool", "key", "Return"], env=x, check=True, timeout=30)
+                    opener.join(1.5)
+                assert opened.get("handle", -1) >= 0, f"kwalletd5 did not make the GPG wallet: {opened}"
+                write_entries(call, name)
         written = (wallets / f"{name}.kwl").read_bytes()
-        assert written != seed and written[12:16] == bytes([0, 1, 2, 0]), "kwalletd5 did not rewrite the GPG wallet"
+        assert written[12:16] in (bytes([0, 0, 2, 0]), bytes([0, 1, 2, 0])), "kwalletd5 did not write a GPG wallet"
         shutil.copyfile(wallets / f"{name}.kwl", out / f"{name}.kwl")
     finally:
         shutil.rmtree(home, ignore_errors=True)
