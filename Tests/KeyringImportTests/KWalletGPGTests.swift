@@ -149,4 +149,19 @@ final class KWalletGPGTests: XCTestCase {
             XCTAssertTrue(reason.contains("gpg is needed"), reason)
         }
     }
+
+    /// What comes back is capped: a program whose output never ends (`cat /dev/zero`) in gpg's
+    /// place is stopped at the wallet-file cap and named as over it.
+    func testOutputOverTheCapIsRefused() throws {
+        let program = home + "/endless"
+        try "#!/bin/sh\nexec cat /dev/zero\n".write(toFile: program, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: program)
+        let endless = KWalletGPG(executable: program, environment: [:])
+        let message: [UInt8] = [0x85, 1, 2]
+        XCTAssertThrowsError(try message.withUnsafeBytes { try endless.decrypt($0, keyring: "huge") }) { error in
+            guard case .tooLarge(let keyring, let reason)? = error as? KeyringReadError else { return XCTFail("\(error)") }
+            XCTAssertEqual(keyring, "huge")
+            XCTAssertTrue(reason.contains("\(KeyringLimits.maximumFileSize)"), reason)
+        }
+    }
 }
