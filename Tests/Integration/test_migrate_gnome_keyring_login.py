@@ -132,6 +132,10 @@ def test_login_imports_a_kwallet_wallet_with_the_login_password(kit, stack):
     wallets = Path(user.home) / ".local/share/kwalletd"
     wallets.mkdir(parents=True)
     write_wallet(wallets, user.password)
+    # A GPG wallet (its header, then what stands for an OpenPGP message) is left to `keywell
+    # migrate`: no gpg runs at login, so none makes the user's ~/.gnupg. It sorts first, so it
+    # has been looked at once kdewallet is in the state.
+    (wallets / "agpg.kwl").write_bytes(b"KWALLET\n\r\x00\r\n" + bytes([0, 1, 2, 0, 0x85, 0x01, 0x0c]) + bytes(12))
     for path in [wallets.parent.parent, wallets.parent, wallets, *wallets.iterdir()]:
         shutil.chown(path, user.uid, user.gid)
     before = tree_digest(wallets)
@@ -141,3 +145,5 @@ def test_login_imports_a_kwallet_wallet_with_the_login_password(kit, stack):
              == "pässwörd ✓", "the wallet's entries")
     wait_for(lambda: "kdewallet.kwl (kwallet) → keychain login: 4 items" in status(kit, user), "the wallet in the state")
     assert tree_digest(wallets) == before
+    assert not (Path(user.home) / ".gnupg").exists(), "gpg ran at login"
+    assert "agpg.kwl" not in status(kit, user)
