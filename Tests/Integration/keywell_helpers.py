@@ -5,17 +5,27 @@ body of their `kit` fixture.
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import functools
+import json
 import os
+import pwd
+import secrets
+import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from pam_helpers import Kit, SyslogCapture, module_path, require_root_and_tools
+from pam_helpers import Kit, SyslogCapture, kill_user_processes, module_path, require_root_and_tools
 
 
 def built(variable: str, what: str = "binary", refuse_writable: bool = False) -> str:
@@ -64,6 +74,156 @@ def session_bus_config(socket: str | Path, services: str | Path, doctype: bool =
 """
 
 
+# ------------------------------------------------------------------------------ the test user
+
+HERE = Path(__file__).resolve().parent
+# Where the binaries a test user runs may come from (scripts/test.sh sets them).
+BINARY_VARIABLES = ("KEYWELLD", "KEYWELL", "KEYWELL_BIN_DIR")
+PR_SET_DUMPABLE = 4
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The user a private account's bus, keywelld and clients run as. `uid` None: root (a test
+    that opted out with `as_root=True`, for the reason it states)."""
+    uid: int | None = None
+    gid: int | None = None
+    name: str = "root"
+
+    @property
+    def spawn(self) -> dict:
+        """Keyword arguments for subprocess.Popen/run that start a program as this user: the
+        child drops to it before exec, so the program is the user's own, as on a desktop."""
+        if self.uid is None or os.geteuid() == self.uid:  # root, or already the user (Owner.call)
+            return {}
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
+    def give(self, *paths: str | Path) -> None:
+        """Hands files and folders (with what they hold) that root made to this user."""
+        if self.uid is None or os.geteuid() != 0:
+            return
+        for path in paths:
+            os.chown(path, self.uid, self.gid, follow_symlinks=False)
+            if os.path.isdir(path) and not os.path.islink(path):
+                for folder, folders, files in os.walk(path):
+                    for name in folders + files:
+                        os.chown(os.path.join(folder, name), self.uid, self.gid, follow_symlinks=False)
+
+    def call(self, function, *args, timeout: float = 900, **kwargs):
+        """Runs `function` in a forked child that is this user (for tests whose body talks to
+        keywelld from this python process: keywelld serves its own user only). The child is made
+        dumpable again, as an exec would, so keywelld can read its /proc entry like any of the
+        user's programs'. A failure or skip in the child becomes the test's."""
+        if self.uid is None:
+            return function(*args, **kwargs)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns to pytest
+            outcome = ["failed", "the test body did not report"]
+            try:
+                os.close(read)
+                os.setgroups([])
+                os.setgid(self.gid)
+                os.setuid(self.uid)
+                if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0:
+                    raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+                function(*args, **kwargs)
+                outcome = ["passed", ""]
+            except pytest.skip.Exception as skipped:
+                outcome = ["skipped", str(skipped)]
+            except BaseException:
+                outcome = ["failed", traceback.format_exc()]
+            finally:
+                try:
+                    os.write(write, json.dumps(outcome).encode())
+                finally:
+                    os._exit(0)
+        os.close(write)
+        report = b""
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([read], [], [], left)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    pytest.fail(f"the test body (as {self.name}) ran over {timeout} s")
+                chunk = os.read(read, 65536)
+                if not chunk:
+                    break
+                report += chunk
+        finally:
+            os.close(read)
+            os.waitpid(pid, 0)
+        kind, text = json.loads(report) if report else ["failed", "the test body died without a report"]
+        if kind == "skipped":
+            pytest.skip(text)
+        if kind == "failed":
+            pytest.fail(f"(as {self.name})\n{text}", pytrace=False)
+
+
+ROOT = Owner()
+_throwaway_user: list[Owner] = []
+
+
+def throwaway_user() -> Owner:
+    """The throwaway non-root user this test session runs keywelld and its clients as, made at
+    first use (useradd, no home: each account brings its own HOME) and removed with whatever it
+    still runs when the session ends. Fails when the built binaries are out of its reach."""
+    if _throwaway_user:
+        return _throwaway_user[0]
+    if os.geteuid() != 0:
+        pytest.fail("the integration tests run as root: they run keywelld as a throwaway user they make")
+    name = "kwtest" + secrets.token_hex(4)
+    made = subprocess.run(["useradd", "-M", "-d", f"/nonexistent/{name}", "-s", "/usr/sbin/nologin", "-U", name],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.fail(f"useradd {name} failed: {made.stderr}")
+    entry = pwd.getpwnam(name)
+    owner = Owner(entry.pw_uid, entry.pw_gid, name)
+    _throwaway_user.append(owner)
+    atexit.register(_remove_throwaway_user, owner)
+    # The user reaches the built binaries (and this folder's helper scripts) through folders it
+    # may enter: checked as the user, so a 0700 folder on the way fails here, not in a daemon.
+    for path in [str(HERE / "scripted_pinentry.py")] + [os.environ[v] for v in BINARY_VARIABLES if os.environ.get(v)]:
+        reach = subprocess.run(["test", "-r", path, "-a", "-x", path], **owner.spawn)
+        if reach.returncode != 0:
+            pytest.fail(f"{path} is out of the test user's reach: every folder on its way must be enterable "
+                        "by others (0755); build or copy the binaries there")
+    return owner
+
+
+def _remove_throwaway_user(owner: Owner) -> None:
+    kill_user_processes(owner.uid)
+    subprocess.run(["userdel", "-f", owner.name], capture_output=True)
+
+
+def owner_of(as_root: bool) -> Owner:
+    """Root when a test opted out (`as_root=True`, with its reason), else the test user."""
+    return ROOT if as_root else throwaway_user()
+
+
+def as_throwaway_user(test):
+    """Runs the decorated test's body as the test user (Owner.call): for tests that are
+    keywelld's clients from this python process (python-dbus, jeepney, secretstorage)."""
+    @functools.wraps(test)
+    def body(*args, **kwargs):
+        return throwaway_user().call(test, *args, **kwargs)
+    return body
+
+
+@pytest.fixture
+def user_tmp():
+    """A fresh folder of the test user's (for files its programs write or read)."""
+    path = Path(tempfile.mkdtemp(prefix="kwtest-tmp-"))
+    throwaway_user().give(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def module():
     """The built pam_keywell.so, once root and the tools the PAM tests need are checked."""
@@ -106,11 +266,15 @@ class PrivateAccount:
     dbus-daemon whose only service is keywelld, started by D-Bus activation. The bus and
     keywelld run in their own process group; their stderr goes to `log` (a pipe nobody drains
     could fill up and stall the daemon). `bin_dir`, when given, is put first on PATH; `extra_env`
-    is added to the environment the account's programs get."""
+    is added to the environment the account's programs get. They all run as the throwaway test
+    user (`owner`), as a desktop runs them as its user; `as_root=True` keeps them root for a test
+    that states why it needs root."""
 
-    def __init__(self, keywelld: str, prefix: str, bin_dir: bool = False, extra_env: dict | None = None) -> None:
+    def __init__(self, keywelld: str, prefix: str, bin_dir: bool = False, extra_env: dict | None = None,
+                 as_root: bool = False) -> None:
         if shutil.which("dbus-daemon") is None:
             pytest.fail("dbus-daemon is needed: run scripts/setup.sh")
+        self.owner = owner_of(as_root)
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
         home = self.root / "home"
         runtime = self.root / "runtime"
@@ -137,10 +301,12 @@ class PrivateAccount:
             **(extra_env or {}),
         }
         self.log = self.root / "bus.log"
+        self.log.touch(mode=0o600)
+        self.owner.give(self.root)
         with open(self.log, "wb") as log:
             self.bus = subprocess.Popen(
                 ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
-                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True)
+                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True, **self.owner.spawn)
         line = self.bus.stdout.readline().decode()
         if not line.startswith("unix:"):
             log_text = self.log.read_text(errors="replace")
@@ -168,13 +334,15 @@ class CLIAccount(PrivateAccount):
     """A fresh account driven through the `keywell` CLI: `run` fails the test, with keywelld's
     log, when a command that should work does not."""
 
-    def __init__(self, keywell: str, keywelld: str, prefix: str, extra_env: dict | None = None) -> None:
-        super().__init__(keywelld, prefix=prefix, extra_env=extra_env)
+    def __init__(self, keywell: str, keywelld: str, prefix: str, extra_env: dict | None = None,
+                 as_root: bool = False) -> None:
+        super().__init__(keywelld, prefix=prefix, extra_env=extra_env, as_root=as_root)
         self.keywell = keywell
 
     def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run([self.keywell, *args], capture_output=True, text=True, env=self.env,
-                                input=input, stdin=None if input is not None else subprocess.DEVNULL, timeout=120)
+                                input=input, stdin=None if input is not None else subprocess.DEVNULL, timeout=120,
+                                **self.owner.spawn)
         if check and result.returncode != 0:
             pytest.fail(f"keywell {' '.join(args)} exited {result.returncode}: {result.stderr}\n"
                         f"{self.log.read_text(errors='replace')}")

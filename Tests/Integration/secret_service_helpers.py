@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import built, session_bus_config
+from keywell_helpers import built, owner_of, session_bus_config
 
 HERE = Path(__file__).resolve().parent
 PINENTRY = HERE / "scripted_pinentry.py"
@@ -35,12 +35,17 @@ LOGIN_PASSWORD = "login-password"
 
 
 class KeywellBus:
-    """One private session: dbus-daemon + (activated) keywelld + temp home."""
+    """One private session: dbus-daemon + (activated) keywelld + temp home, run as the throwaway
+    test user (`owner`; keywell_helpers.PrivateAccount says why, and what `as_root` is for).
+    Tests that call keywelld from this python process run their body as that user too
+    (keywell_helpers.as_test_user)."""
 
     def __init__(self, keywelld: str | None = None, daemon_args: str = "", activate: bool = True,
-                 daemon_env: dict | None = None, scripted_pinentry: bool = True, session_limits: bool = False) -> None:
+                 daemon_env: dict | None = None, scripted_pinentry: bool = True, session_limits: bool = False,
+                 as_root: bool = False) -> None:
         if shutil.which("dbus-daemon") is None:
             pytest.fail("dbus-daemon is missing: run scripts/setup.sh")
+        self.owner = owner_of(as_root)
         self.keywelld = keywelld or built("KEYWELLD")
         self.root = Path(tempfile.mkdtemp(prefix="kwss-"))
         self.home = self.root / "home"
@@ -74,10 +79,12 @@ class KeywellBus:
             "DBUS_SESSION_BUS_ADDRESS": self.address,
             "LANG": "C.UTF-8",
         }
+        self.owner.give(self.root)
         # The bus (and what it activates) runs in its own process group, ended as a whole.
         self.bus = subprocess.Popen(
             ["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile", "--print-address=1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env, start_new_session=True,
+            **self.owner.spawn)
         self.bus.stdout.readline()
         self._connections = []
 
@@ -102,6 +109,7 @@ exec '{self.keywelld}' --verbose {self.daemon_args} 2>>'{self.log_path}'
     def pinentry_answers(self, *answers) -> None:
         """What the next GETPINs answer: strings are typed passwords, None is Cancel."""
         self.answers_path.write_text(json.dumps(list(answers)))
+        self.owner.give(self.answers_path)  # the pinentry (the owner's) takes answers out of it
 
     def pinentry_lines(self) -> list[str]:
         return self.pinentry_log.read_text().splitlines() if self.pinentry_log.exists() else []
@@ -115,7 +123,7 @@ exec '{self.keywelld}' --verbose {self.daemon_args} 2>>'{self.log_path}'
             env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
         data = input.encode() if isinstance(input, str) else input
         result = subprocess.run(args, input=data, capture_output=True, timeout=timeout,
-                                env={**self.env, **(env or {})}, cwd=cwd)
+                                env={**self.env, **(env or {})}, cwd=cwd, **self.owner.spawn)
         if check and result.returncode != 0:
             raise AssertionError(f"{args} failed ({result.returncode}): {result.stderr.decode(errors='replace')}\n"
                                  f"daemon log:\n{self.daemon_log()[-3000:]}")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, accounts_of, built
+from keywell_helpers import CLIAccount, accounts_of, built, user_tmp  # noqa: F401 (user_tmp: a fixture)
 
 PASSWORD = "backup-pw"
 
@@ -41,7 +41,7 @@ class Account(CLIAccount):
         reply = subprocess.run(
             ["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
              "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.keywell.Keychain"],
-            capture_output=True, text=True, env=self.env, timeout=30, check=True)
+            capture_output=True, text=True, env=self.env, timeout=30, check=True, **self.owner.spawn)
         return int(reply.stdout.split()[-1])
 
 
@@ -81,7 +81,7 @@ def restore_and_read(accounts, backup: Path, name: str) -> tuple[dict[str, str],
     return other.items(name), installed
 
 
-def test_backups_taken_during_writes_restore_every_acknowledged_item(accounts, tmp_path):
+def test_backups_taken_during_writes_restore_every_acknowledged_item(accounts, user_tmp):
     account = accounts()
     account.run("create-keychain", "-p", PASSWORD, "work")
     for index in range(20):
@@ -113,7 +113,7 @@ def test_backups_taken_during_writes_restore_every_acknowledged_item(accounts, t
                 time.sleep(0.01)
             with lock:
                 before = list(acknowledged)
-            target = tmp_path / f"work-{round}.keychain-db"
+            target = user_tmp / f"work-{round}.keychain-db"
             account.run("backup", "-k", "work", str(target))
             backups.append((target, before))
     finally:
@@ -135,16 +135,16 @@ def test_backups_taken_during_writes_restore_every_acknowledged_item(accounts, t
         assert integrity(installed)[0] == "ok"
 
 
-def test_backup_of_a_locked_keychain_restores_with_its_password(accounts, tmp_path):
+def test_backup_of_a_locked_keychain_restores_with_its_password(accounts, user_tmp):
     account = accounts()
     account.run("create-keychain", "-p", PASSWORD, "work")
     for index in range(5):
         add_item(account, "work", index)
     account.run("lock-keychain", "work")
-    account.run("backup", "-k", "work", str(tmp_path / "locked.keychain-db"))
+    account.run("backup", "-k", "work", str(user_tmp / "locked.keychain-db"))
     # Named after the file by default.
     other = accounts()
-    other.run("restore", str(tmp_path / "locked.keychain-db"))
+    other.run("restore", str(user_tmp / "locked.keychain-db"))
     assert other.run("unlock-keychain", "-p", "wrong", "locked", check=False).returncode == 51
     other.run("unlock-keychain", "-p", PASSWORD, "locked")
     assert other.items("locked") == {f"acct-{i}": secret_of(i) for i in range(5)}
@@ -155,6 +155,7 @@ def copy_main_file_alone(account: Account, keychain: str, destination: Path) -> 
     copy = destination / f"{keychain}-copy.keychain-db"
     shutil.copyfile(account.keychains / f"{keychain}.keychain-db", copy)
     os.chmod(copy, 0o600)
+    account.owner.give(copy)
     return copy
 
 
@@ -165,18 +166,18 @@ def check_plain_copy(accounts, copy: Path, count: int) -> None:
     assert integrity(installed) == ("ok", count)
 
 
-def test_plain_copy_of_a_locked_keychain_file_holds_every_item(accounts, tmp_path):
+def test_plain_copy_of_a_locked_keychain_file_holds_every_item(accounts, user_tmp):
     account = accounts()
     account.run("create-keychain", "-p", PASSWORD, "work")
     for index in range(12):
         add_item(account, "work", index)
     account.run("lock-keychain", "work")
-    check_plain_copy(accounts, copy_main_file_alone(account, "work", tmp_path), 12)
+    check_plain_copy(accounts, copy_main_file_alone(account, "work", user_tmp), 12)
     # The -wal stays (persistent WAL), emptied by the checkpoint.
     assert (account.keychains / "work.keychain-db-wal").stat().st_size == 0
 
 
-def test_plain_copy_after_the_daemon_is_stopped_holds_every_item(accounts, tmp_path):
+def test_plain_copy_after_the_daemon_is_stopped_holds_every_item(accounts, user_tmp):
     account = accounts()
     account.run("create-keychain", "-p", PASSWORD, "work")
     for index in range(12):
@@ -187,7 +188,7 @@ def test_plain_copy_after_the_daemon_is_stopped_holds_every_item(accounts, tmp_p
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not Path(f"/proc/{pid}").exists(), "keywelld did not exit after SIGTERM"
-    check_plain_copy(accounts, copy_main_file_alone(account, "work", tmp_path), 12)
+    check_plain_copy(accounts, copy_main_file_alone(account, "work", user_tmp), 12)
 
 
 def refused(result: subprocess.CompletedProcess, *words: str) -> None:
@@ -196,29 +197,29 @@ def refused(result: subprocess.CompletedProcess, *words: str) -> None:
         assert word in result.stderr, result.stderr
 
 
-def test_restore_refusals_lose_nothing(accounts, tmp_path):
+def test_restore_refusals_lose_nothing(accounts, user_tmp):
     account = accounts()
     account.run("create-keychain", "-p", PASSWORD, "work")
     add_item(account, "work", 1)
-    backup = tmp_path / "work.keychain-db"
+    backup = user_tmp / "work.keychain-db"
     account.run("backup", "-k", "work", str(backup))
 
     # Not a keychain: a text file, and an SQLite database of another program.
-    text = tmp_path / "notes.txt"
+    text = user_tmp / "notes.txt"
     text.write_text("not a keychain\n")
     refused(account.run("restore", str(text), "notes", check=False), "not a Keywell keychain")
-    other_db = tmp_path / "other.db"
+    other_db = user_tmp / "other.db"
     with sqlite3.connect(other_db) as db:
         db.execute("CREATE TABLE t (x)")
     before = other_db.read_bytes()
     refused(account.run("restore", str(other_db), "other", check=False), "not a Keywell keychain")
     assert other_db.read_bytes() == before
-    fifo = tmp_path / "fifo"
+    fifo = user_tmp / "fifo"
     os.mkfifo(fifo)
     refused(account.run("restore", str(fifo), "fifo", check=False), "not a regular file")
 
     # Unreadable: missing, and a folder on the way that is not a folder.
-    refused(account.run("restore", str(tmp_path / "missing.keychain-db"), check=False), "missing.keychain-db")
+    refused(account.run("restore", str(user_tmp / "missing.keychain-db"), check=False), "missing.keychain-db")
     refused(account.run("restore", str(text / "x.keychain-db"), "x", check=False), "x.keychain-db")
     listed = set(os.listdir(account.keychains))
     assert listed == {"work.keychain-db", "work.keychain-db-wal", "work.keychain-db-shm", "work.keychain-db-journal"}
@@ -232,34 +233,34 @@ def test_restore_refusals_lose_nothing(accounts, tmp_path):
     assert account.items("work") == {"acct-1": secret_of(1)}
 
 
-def test_backup_refusals_lose_nothing(accounts, tmp_path):
+def test_backup_refusals_lose_nothing(accounts, user_tmp):
     account = accounts()
     account.run("create-keychain", "-p", PASSWORD, "work")
     add_item(account, "work", 1)
 
-    existing = tmp_path / "existing"
+    existing = user_tmp / "existing"
     existing.write_text("keep me\n")
     refused(account.run("backup", "-k", "work", str(existing), check=False), "already exists", "-f")
     assert existing.read_text() == "keep me\n"
 
     # A symlink is refused, dangling or not, and what it points to is never written.
-    pointed = tmp_path / "pointed"
+    pointed = user_tmp / "pointed"
     pointed.write_text("keep me too\n")
-    link = tmp_path / "link"
+    link = user_tmp / "link"
     link.symlink_to(pointed)
     refused(account.run("backup", "-k", "work", str(link), check=False), "already exists")
-    dangling = tmp_path / "dangling"
-    dangling.symlink_to(tmp_path / "nowhere")
+    dangling = user_tmp / "dangling"
+    dangling.symlink_to(user_tmp / "nowhere")
     refused(account.run("backup", "-k", "work", str(dangling), check=False), "already exists")
     assert pointed.read_text() == "keep me too\n"
-    assert not (tmp_path / "nowhere").exists()
+    assert not (user_tmp / "nowhere").exists()
     # -f replaces the link itself.
     account.run("backup", "-f", "-k", "work", str(link))
     assert not link.is_symlink() and pointed.read_text() == "keep me too\n"
     assert integrity(link) == ("ok", 1)
 
     # A folder nobody can write (a read-only file system: the tests run as root).
-    readonly = tmp_path / "readonly"
+    readonly = user_tmp / "readonly"
     readonly.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(readonly)],
                              capture_output=True, text=True)
@@ -271,6 +272,6 @@ def test_backup_refusals_lose_nothing(accounts, tmp_path):
         subprocess.run(["umount", str(readonly)], check=True)
 
     # Nothing of the refusals is left behind, and the keychain is whole.
-    left = sorted(p.name for p in tmp_path.iterdir())
+    left = sorted(p.name for p in user_tmp.iterdir())
     assert left == ["dangling", "existing", "link", "pointed", "readonly"], left
     assert account.items("work") == {"acct-1": secret_of(1)}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, accounts_of, built
+from keywell_helpers import CLIAccount, accounts_of, built, user_tmp  # noqa: F401 (user_tmp: a fixture)
 
 PASSPHRASE = "export passphrase"
 
@@ -29,7 +29,7 @@ class Account(CLIAccount):
 
     def secret_tool(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(["secret-tool", *args], capture_output=True, text=True, env=self.env,
-                              input=input, timeout=60)
+                              input=input, timeout=60, **self.owner.spawn)
 
     def dump(self, *keychains: str) -> list[dict]:
         """`dump-keychain -d --json`, without the keychain files' paths (they must differ
@@ -72,10 +72,10 @@ def export(account: Account, path: Path, *args: str) -> subprocess.CompletedProc
     return account.run("export", *args, str(path), input=PASSPHRASE + "\n")
 
 
-def test_an_export_imported_into_an_empty_account_dumps_identically(accounts, tmp_path):
+def test_an_export_imported_into_an_empty_account_dumps_identically(accounts, user_tmp):
     source = accounts()
     fill(source)
-    exported = tmp_path / "all.kwexport"
+    exported = user_tmp / "all.kwexport"
     result = export(source, exported, "--all")
     assert "exported 4 items" in result.stdout
     assert exported.stat().st_mode & 0o777 == 0o600
@@ -104,10 +104,10 @@ def test_an_export_imported_into_an_empty_account_dumps_identically(accounts, tm
     target.run("unlock-keychain", "-p", "new-work-pw", "work")
 
 
-def test_conflict_policies(accounts, tmp_path):
+def test_conflict_policies(accounts, user_tmp):
     source = accounts()
     fill(source)
-    exported = tmp_path / "login.kwexport"
+    exported = user_tmp / "login.kwexport"
     export(source, exported, "-k", "login")
     target = accounts()
     target.run("create-keychain", "-p", "pw", "login")
@@ -133,18 +133,18 @@ def test_conflict_policies(accounts, tmp_path):
     assert both.returncode == 2
 
 
-def test_bad_files_import_nothing(accounts, tmp_path):
+def test_bad_files_import_nothing(accounts, user_tmp):
     source = accounts()
     fill(source)
-    exported = tmp_path / "all.kwexport"
+    exported = user_tmp / "all.kwexport"
     export(source, exported, "--all")
     target = accounts()
     target.run("create-keychain", "-p", "pw", "login")
     target.run("create-keychain", "-p", "pw", "work")
     content = exported.read_bytes()
-    cut = tmp_path / "cut.kwexport"
+    cut = user_tmp / "cut.kwexport"
     cut.write_bytes(content[:-1])
-    flipped = tmp_path / "flipped.kwexport"
+    flipped = user_tmp / "flipped.kwexport"
     flipped.write_bytes(content[:200] + bytes([content[200] ^ 0x10]) + content[201:])
     for path, passphrase, why in [(exported, "wrong", "passphrase"), (cut, PASSPHRASE, "truncated"),
                                   (flipped, PASSPHRASE, "altered")]:
@@ -154,11 +154,11 @@ def test_bad_files_import_nothing(accounts, tmp_path):
     assert target.run("dump-keychain", "login", "work").stdout == ""
 
 
-def test_a_locked_keychain_is_refused_with_advice(accounts, tmp_path):
+def test_a_locked_keychain_is_refused_with_advice(accounts, user_tmp):
     source = accounts()
     fill(source)
     source.run("lock-keychain", "work")
-    exported = tmp_path / "locked.kwexport"
+    exported = user_tmp / "locked.kwexport"
     result = source.run("export", "-k", "work", str(exported), input=PASSPHRASE + "\n", check=False)
     assert result.returncode != 0
     assert "unlock-keychain work" in result.stderr, result.stderr
@@ -170,10 +170,10 @@ def test_a_locked_keychain_is_refused_with_advice(accounts, tmp_path):
     assert exported.read_text() == "keep me"
 
 
-def test_csv_round_trip_and_browser_files(accounts, tmp_path):
+def test_csv_round_trip_and_browser_files(accounts, user_tmp):
     source = accounts()
     fill(source)
-    csv = tmp_path / "passwords.csv"
+    csv = user_tmp / "passwords.csv"
     refused = source.run("export", "--all", "--format", "csv", str(csv), check=False)
     assert refused.returncode != 0 and "--plaintext" in refused.stderr
     assert not csv.exists()
@@ -197,7 +197,7 @@ def test_csv_round_trip_and_browser_files(accounts, tmp_path):
     assert mine[("genp", "alice", "myapp")]["comment"] == "a comment"
     assert mine[("inet", "bob", "example.com")]["path"] == "/login"
 
-    firefox = tmp_path / "firefox.csv"
+    firefox = user_tmp / "firefox.csv"
     firefox.write_text(
         '"url","username","password","httpRealm","formActionOrigin","guid","timeCreated","timeLastUsed","timePasswordChanged"\n'
         '"https://accounts.example.org","dave","dave, ""quoted"" secret",,"https://accounts.example.org",'
@@ -211,14 +211,14 @@ def test_csv_round_trip_and_browser_files(accounts, tmp_path):
     erin = target.run("find-internet-password", "-a", "erin", "-s", "intranet.example.net", "-P", "8080", "--json").stdout
     assert json.loads(erin)["securityDomain"] == "Staff Only"
 
-    chromium = tmp_path / "chromium.csv"
+    chromium = user_tmp / "chromium.csv"
     chromium.write_text("name,url,username,password,note\r\n"
                         "forum.example.com,https://forum.example.com/login,frank,frank-secret,\"two\r\nlines\"\r\n")
     target.run("import", "--format", "csv", "--plaintext", str(chromium))
     frank = json.loads(target.run("find-internet-password", "-a", "frank", "-s", "forum.example.com", "-g", "--json").stdout)
     assert frank["path"] == "/login" and frank["comment"] == "two\r\nlines" and frank["password"] == "frank-secret"
 
-    bitwarden = tmp_path / "bitwarden.csv"
+    bitwarden = user_tmp / "bitwarden.csv"
     bitwarden.write_text("folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\n"
                          ",,login,Router,,,0,http://192.168.1.1,admin,router-secret,\n"
                          ",,note,Recipe,secret sauce,,0,,,,\n")
@@ -226,7 +226,7 @@ def test_csv_round_trip_and_browser_files(accounts, tmp_path):
     assert "1 added" in result.stdout and "1 rows that are not logins ignored" in result.stdout, result.stdout
     assert target.run("find-internet-password", "-a", "admin", "-s", "192.168.1.1", "-r", "http",
                       "-w").stdout.strip() == "router-secret"
-    keepassxc = tmp_path / "keepassxc.csv"
+    keepassxc = user_tmp / "keepassxc.csv"
     keepassxc.write_text('"Group","Title","Username","Password","URL","Notes","TOTP","Icon","Last Modified","Created"\n'
                          '"Root","Backup server","grace","grace-secret","","nightly","","0",'
                          '"2024-01-01T00:00:00Z","2024-01-01T00:00:00Z"\n')
@@ -234,7 +234,7 @@ def test_csv_round_trip_and_browser_files(accounts, tmp_path):
     grace = json.loads(target.run("find-generic-password", "-a", "grace", "-s", "Backup server", "-g", "--json").stdout)
     assert grace["password"] == "grace-secret" and grace["comment"] == "nightly"
 
-    broken = tmp_path / "broken.csv"
+    broken = user_tmp / "broken.csv"
     broken.write_text('name,url,username,password,note\nok,ok.example,u,p,\n"unclosed,x,y,z,\n')
     result = target.run("import", "--format", "csv", "--plaintext", str(broken), check=False)
     assert result.returncode != 0 and "never closed" in result.stderr

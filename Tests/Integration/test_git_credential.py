@@ -37,7 +37,8 @@ class Session(PrivateAccount):
         (self.bin / "git-credential-keywell").symlink_to("keywell")
 
     def run(self, *args: str, stdin: str = "", check: bool = False) -> subprocess.CompletedProcess:
-        result = subprocess.run(list(args), input=stdin, capture_output=True, text=True, env=self.env, timeout=60)
+        result = subprocess.run(list(args), input=stdin, capture_output=True, text=True, env=self.env, timeout=60,
+                                **self.owner.spawn)
         if check and result.returncode != 0:
             pytest.fail(f"{args} failed: {result}")
         return result
