@@ -84,7 +84,8 @@ class AccessAccount(PrivateAccount):
     """A private account whose keywelld asks through the scripted pinentry, and a `login`
     keychain (made now: access lists enforced) as the default."""
 
-    def __init__(self, keywell: str, keywelld: str, scripted: bool = True, extra_env: dict | None = None) -> None:
+    def __init__(self, keywell: str, keywelld: str, scripted: bool = True, extra_env: dict | None = None,
+                 as_root: bool = False) -> None:
         """`scripted=False`: no scripted pinentry; keywelld picks the dialog as it would on a
         desktop (`extra_env` then names the display)."""
         # Outside the account's folder, which exists only once the account is made.
@@ -97,10 +98,11 @@ class AccessAccount(PrivateAccount):
             "SCRIPTED_PINENTRY_RUNS": str(self.runs),
             "SCRIPTED_PINENTRY_LOG": str(self.dialog),
         } if scripted else {}
-        super().__init__(keywelld, "keywell-acl-", extra_env={**pinentry, **(extra_env or {})})
+        super().__init__(keywelld, "keywell-acl-", extra_env={**pinentry, **(extra_env or {})}, as_root=as_root)
         self.keywell = keywell
         self.scratch = self.root / "scratch"
         self.scratch.mkdir(mode=0o700)
+        self.owner.give(self.scratch)
         self.answer([])
         self.run([keywell, "create-keychain", "-p", PASSWORD, "login"])
 
@@ -114,6 +116,7 @@ class AccessAccount(PrivateAccount):
     def answer(self, answers: list) -> None:
         """What the next dialogs answer, in order ("allow", "always", "deny"); none left: Deny."""
         self.answers.write_text(json.dumps(answers))
+        self.owner.give(self.answers)  # the pinentry (the owner's) takes answers out of it
 
     @property
     def questions(self) -> int:
@@ -145,7 +148,7 @@ class AccessAccount(PrivateAccount):
 
     def run(self, argv: list, check: bool = True, timeout: float = 400, input: str | None = None) -> subprocess.CompletedProcess:
         result = subprocess.run([str(a) for a in argv], env=self.env, cwd=self.scratch, capture_output=True, text=True,
-                                timeout=timeout, input=input)
+                                timeout=timeout, input=input, **self.owner.spawn)
         if check:
             assert result.returncode == 0, f"{argv} exited {result.returncode}: {result.stdout!r} {result.stderr!r}"
         return result
@@ -165,7 +168,8 @@ class AccessAccount(PrivateAccount):
     def daemon_pid(self) -> int | None:
         out = subprocess.run(["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus",
                               "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
-                              "string:org.keywell.Keychain"], env=self.env, capture_output=True, text=True, timeout=60)
+                              "string:org.keywell.Keychain"], env=self.env, capture_output=True, text=True, timeout=60,
+                             **self.owner.spawn)
         return int(out.stdout.split()[-1]) if out.returncode == 0 else None
 
     def restart_daemon(self) -> None:

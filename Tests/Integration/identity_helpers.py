@@ -88,10 +88,12 @@ class IdentityAccount(PrivateAccount):
         super().__init__(keywelld, "keywell-identity-")
         self.scratch = self.root / "scratch"
         self.scratch.mkdir(mode=0o700)
+        self.owner.give(self.scratch)
         self.runtime = Path(self.env["XDG_RUNTIME_DIR"])
 
     def run(self, argv: list[str], cwd: str | Path | None = None, check: bool = True) -> str:
-        result = subprocess.run(argv, env=self.env, cwd=cwd or self.scratch, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(argv, env=self.env, cwd=cwd or self.scratch, capture_output=True, text=True, timeout=120,
+                                **self.owner.spawn)
         if check:
             assert result.returncode == 0, f"{argv} exited {result.returncode}: {result.stdout!r} {result.stderr!r}"
         return result.stdout
@@ -101,7 +103,8 @@ class IdentityAccount(PrivateAccount):
 
     def refusal(self, argv: list[str]) -> str:
         """The error a caller keywelld cannot identify gets."""
-        result = subprocess.run(argv, env=self.env, cwd=self.scratch, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(argv, env=self.env, cwd=self.scratch, capture_output=True, text=True, timeout=120,
+                                **self.owner.spawn)
         assert result.returncode == 3, f"{argv} was identified: {result.stdout!r} {result.stderr!r}"
         assert result.stdout.startswith("ERROR org.keywell.Keychain1.Error.MissingEntitlement"), result.stdout
         return result.stdout
@@ -122,6 +125,7 @@ class IdentityAccount(PrivateAccount):
         if info is not None:
             info_file = self.scratch / f"flatpak-info-{len(list(self.scratch.iterdir()))}"
             info_file.write_text(info)
+            self.owner.give(info_file)  # as Flatpak writes it: the user's own
             command += ["--ro-bind", str(info_file), "/.flatpak-info"]
         command += extra or []
         return command + ["--", *argv]
@@ -130,12 +134,16 @@ class IdentityAccount(PrivateAccount):
         """Runs a `sandbox` command line; with an `instance`, records it as Flatpak does: bwrap's
         --info-fd output in $XDG_RUNTIME_DIR/.flatpak/<instance>/bwrapinfo.json."""
         if instance is None:
-            return subprocess.run(command, env=self.env, cwd=self.scratch, capture_output=True, text=True, timeout=120)
+            return subprocess.run(command, env=self.env, cwd=self.scratch, capture_output=True, text=True, timeout=120,
+                                  **self.owner.spawn)
         folder = self.runtime / ".flatpak" / instance
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / "bwrapinfo.json").touch()
+        self.owner.give(self.runtime / ".flatpak")  # Flatpak's records are the user's own
         with open(folder / "bwrapinfo.json", "w") as record:
             return subprocess.run([command[0], "--info-fd", str(record.fileno()), *command[1:]], env=self.env,
-                                  cwd=self.scratch, capture_output=True, text=True, timeout=120, pass_fds=(record.fileno(),))
+                                  cwd=self.scratch, capture_output=True, text=True, timeout=120, pass_fds=(record.fileno(),),
+                                  **self.owner.spawn)
 
 
 def flatpak_info(app_id: str = "org.example.App", instance: str = "1984473542") -> str:

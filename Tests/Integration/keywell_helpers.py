@@ -199,9 +199,55 @@ def _remove_throwaway_user(owner: Owner) -> None:
     subprocess.run(["userdel", "-f", owner.name], capture_output=True)
 
 
+# Test files whose accounts still run as root because they have not been moved to the test user
+# yet (each needs its clients and planted files handed to it); this list only shrinks.
+NOT_YET_MOVED = frozenset({
+    "test_access_grants.py",
+    "test_attack_accessibility.py",
+    "test_attack_acl.py",
+    "test_attack_acl_ss.py",
+    "test_attack_borrowed_connection.py",
+    "test_attack_dbus_limits.py",
+    "test_attack_forged_sandbox.py",
+    "test_attack_hostile_keyrings.py",
+    "test_attack_master_password.py",
+    "test_attack_planted_sql.py",
+    "test_attack_portal.py",
+    "test_attack_sandbox_native.py",
+    "test_attack_sandbox_writes.py",
+    "test_attack_tampered_access.py",
+    "test_attack_tampered_attributes.py",
+    "test_attack_tampered_index.py",
+    "test_attack_test_switches.py",
+    "test_attack_throttle.py",
+    "test_attack_value_caps.py",
+    "test_caller_identity.py",
+    "test_caller_identity_user.py",
+    "test_daemon_caller_memory.py",
+    "test_first_store.py",
+    "test_gcr_access_question.py",
+    "test_load_signals.py",
+    "test_migrate_gnome_keyring.py",
+    "test_migrate_kwallet.py",
+    "test_migrate_secret_service.py",
+    "test_prompts.py",
+    "test_root_only_identities.py",
+    "test_run_script.py",
+    "test_seahorse.py",
+    "test_secret_service_signals.py",
+    "test_session_display.py",
+    "test_sync.py",
+    "test_upstream_suites.py",
+})
+
+
 def owner_of(as_root: bool) -> Owner:
-    """Root when a test opted out (`as_root=True`, with its reason), else the test user."""
-    return ROOT if as_root else throwaway_user()
+    """Root when a test opted out (`as_root=True`, with its reason) or its file is not moved yet
+    (NOT_YET_MOVED), else the test user."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
+    if as_root or os.path.basename(current) in NOT_YET_MOVED:
+        return ROOT
+    return throwaway_user()
 
 
 def as_throwaway_user(test):

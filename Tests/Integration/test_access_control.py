@@ -221,7 +221,7 @@ def test_a_keywelld_without_stderr_logs_its_denials_to_the_state_folder(acl):
     wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid), "keywelld to stop")
     wait_for(lambda: acl.daemon_pid() is None, "org.keywell.Keychain to be released")
     daemon = subprocess.Popen([built("KEYWELLD")], env=acl.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+                              stderr=subprocess.DEVNULL, start_new_session=True, **acl.owner.spawn)
     try:
         wait_for(lambda: acl.daemon_pid() == daemon.pid, "the keywelld started without stderr to own its name")
         acl.run([acl.keywell, "unlock-keychain", "-p", PASSWORD, "login"])

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import PrivateAccount, built, wait_for
+from keywell_helpers import PrivateAccount, built, user_tmp, wait_for  # noqa: F401 (user_tmp: a fixture)
 
 NATIVE_INTERFACE = "org.keywell.Keychain1"
 
@@ -47,7 +47,7 @@ def account():
 
 def keywell(account, *args, env=None, input=None):
     return subprocess.run([built("KEYWELL", "keywell"), *args], env=dict(account.env, **(env or {})), input=input,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, **account.owner.spawn)
 
 
 def direct_socket(account) -> Path:
@@ -86,18 +86,18 @@ class Monitor:
         self.process.wait(timeout=10)
 
 
-def test_the_cli_and_git_helper_skip_the_bus_and_the_bus_path_still_works(account, tmp_path):
+def test_the_cli_and_git_helper_skip_the_bus_and_the_bus_path_still_works(account, user_tmp):
     with_login_and_item(account)
     monitor = Monitor(account)
     try:
         assert keywell(account, "find-generic-password", "-s", "direct", "-w").stdout == "s3cret\n"
-        helper = tmp_path / "git-credential-keywell"
+        helper = user_tmp / "git-credential-keywell"
         helper.symlink_to(built("KEYWELL", "keywell"))
         stored = subprocess.run([str(helper), "store"], input="protocol=https\nhost=example.com\nusername=bob\npassword=pw1\n\n",
-                                env=account.env, capture_output=True, text=True, timeout=60)
+                                env=account.env, capture_output=True, text=True, timeout=60, **account.owner.spawn)
         assert stored.returncode == 0, stored.stderr
         got = subprocess.run([str(helper), "get"], input="protocol=https\nhost=example.com\n\n",
-                             env=account.env, capture_output=True, text=True, timeout=60)
+                             env=account.env, capture_output=True, text=True, timeout=60, **account.owner.spawn)
         assert got.stdout == "username=bob\npassword=pw1\n", got.stderr
         # The same lookup told to use the bus: the monitor sees that call, and it shows calls in
         # order, so by then it would have shown the ones above too.
@@ -110,16 +110,16 @@ def test_the_cli_and_git_helper_skip_the_bus_and_the_bus_path_still_works(accoun
         monitor.close()
 
 
-def test_another_program_is_not_trusted_on_the_direct_socket(account, tmp_path):
+def test_another_program_is_not_trusted_on_the_direct_socket(account, user_tmp):
     with_login_and_item(account)
-    other = tmp_path / "other-program"
+    other = user_tmp / "other-program"
     shutil.copy(built("KEYWELL", "keywell"), other)
     os.chmod(other, 0o755)
     monitor = Monitor(account)
     try:
         # No display and no terminal for a question: a program the item does not trust is refused.
         r = subprocess.run([str(other), "find-generic-password", "-s", "direct", "-w"], env=account.env,
-                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, **account.owner.spawn)
         assert r.returncode != 0 and "s3cret" not in r.stdout, r
         # keywell itself, the item's creator, still reads it there.
         assert keywell(account, "find-generic-password", "-s", "direct", "-w").stdout == "s3cret\n"
@@ -131,11 +131,11 @@ def test_another_program_is_not_trusted_on_the_direct_socket(account, tmp_path):
         monitor.close()
 
 
-def test_a_socket_in_a_folder_others_can_enter_is_not_used(account, tmp_path):
+def test_a_socket_in_a_folder_others_can_enter_is_not_used(account, user_tmp):
     with_login_and_item(account)
     # Another runtime folder for the client, where "keywell" is open to everyone and a listener
     # waits on "native" as a planted socket would; the bus is still the account's.
-    runtime = tmp_path / "runtime"
+    runtime = user_tmp / "runtime"
     folder = runtime / "keywell"
     folder.mkdir(parents=True)
     os.chmod(runtime, 0o700)
@@ -143,6 +143,7 @@ def test_a_socket_in_a_folder_others_can_enter_is_not_used(account, tmp_path):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(folder / "native"))
     listener.listen(4)
+    account.owner.give(runtime)  # the client's runtime folder, and the socket it may connect to, are its own
     listener.settimeout(0.2)
     try:
         r = keywell(account, "find-generic-password", "-s", "direct", "-w", env={"XDG_RUNTIME_DIR": str(runtime)})

@@ -18,7 +18,7 @@ SCRIPTED = Path(__file__).resolve().parent / "scripted_pinentry.py"
 
 def doctor(account, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([built("KEYWELL", "keywell"), "doctor"], env=env or account.env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, **account.owner.spawn)
 
 
 def lines_by_subject(output: str) -> dict[str, tuple[str, str]]:
@@ -52,7 +52,7 @@ def test_a_fresh_account_lacks_only_its_login_keychain_then_is_fine(account):
         assert text.startswith("absent: the kernel has no Yama"), text
     assert "LD_PRELOAD" in text
 
-    subprocess.run([built("KEYWELL", "keywell"), "create-keychain", "-p", "pw", "login"], env=account.env, check=True,
+    subprocess.run([built("KEYWELL", "keywell"), "create-keychain", "-p", "pw", "login"], env=account.env, **account.owner.spawn, check=True,
                    capture_output=True)
     after = doctor(account)
     assert after.returncode == 0, after
@@ -61,7 +61,7 @@ def test_a_fresh_account_lacks_only_its_login_keychain_then_is_fine(account):
     assert lines["login keychain"][0] == "ok" and str(account.keychains / "login.keychain-db") in lines["login keychain"][1]
     assert lines["PAM"][0] in ("ok", "note")
 
-    subprocess.run([built("KEYWELL", "keywell"), "lock-keychain", "login"], env=account.env, check=True)
+    subprocess.run([built("KEYWELL", "keywell"), "lock-keychain", "login"], env=account.env, **account.owner.spawn, check=True)
     locked = doctor(account)
     assert locked.returncode == 0, locked
     assert lines_by_subject(locked.stdout)["login keychain"][0] == "note"
@@ -87,7 +87,7 @@ def test_another_secret_service_owner_is_a_problem(account):
          "c = open_dbus_connection(bus='SESSION')\n"
          "print(c.send_and_get_reply(message_bus.RequestName('org.freedesktop.secrets', 4)).body[0], flush=True)\n"
          "sys.stdin.read()\n"],
-        env=account.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        env=account.env, **account.owner.spawn, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "1"
         result = doctor(account)
@@ -102,18 +102,18 @@ def test_another_secret_service_owner_is_a_problem(account):
 
 def test_doctor_help_and_usage(account):
     keywell = built("KEYWELL", "keywell")
-    help_text = subprocess.run([keywell, "doctor", "--help"], env=account.env, capture_output=True, text=True)
+    help_text = subprocess.run([keywell, "doctor", "--help"], env=account.env, **account.owner.spawn, capture_output=True, text=True)
     assert help_text.returncode == 0 and "Usage: keywell doctor" in help_text.stdout
-    wrong = subprocess.run([keywell, "doctor", "extra"], env=account.env, capture_output=True, text=True)
+    wrong = subprocess.run([keywell, "doctor", "extra"], env=account.env, **account.owner.spawn, capture_output=True, text=True)
     assert wrong.returncode == 2 and "usage: keywell doctor" in wrong.stderr
 
 
 def test_access_lists_are_reported_per_keychain_of_the_search_list(account):
     keywell = built("KEYWELL", "keywell")
     for name in ("login", "work"):
-        subprocess.run([keywell, "create-keychain", "-p", "pw", name], env=account.env, check=True, capture_output=True)
-    subprocess.run([keywell, "list-keychains", "-s", "login", "work"], env=account.env, check=True, capture_output=True)
-    subprocess.run([keywell, "set-keychain-settings", "--enforce-access", "off", "work"], env=account.env, check=True,
+        subprocess.run([keywell, "create-keychain", "-p", "pw", name], env=account.env, **account.owner.spawn, check=True, capture_output=True)
+    subprocess.run([keywell, "list-keychains", "-s", "login", "work"], env=account.env, **account.owner.spawn, check=True, capture_output=True)
+    subprocess.run([keywell, "set-keychain-settings", "--enforce-access", "off", "work"], env=account.env, **account.owner.spawn, check=True,
                    capture_output=True)
     result = doctor(account)
     assert result.returncode == 0, result
