@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import security_figures
 from pam_helpers import Kit, SyslogCapture, kill_user_processes, module_path, require_root_and_tools
 
 
@@ -116,6 +117,7 @@ class Owner:
         user's programs'. A failure or skip in the child becomes the test's."""
         if self.uid is None:
             return function(*args, **kwargs)
+        security_figures.hold_open()
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
@@ -250,13 +252,21 @@ def owner_of(as_root: bool) -> Owner:
     return throwaway_user()
 
 
-def as_throwaway_user(test):
+def as_test_user(test):
     """Runs the decorated test's body as the test user (Owner.call): for tests that are
     keywelld's clients from this python process (python-dbus, jeepney, secretstorage)."""
     @functools.wraps(test)
     def body(*args, **kwargs):
         return throwaway_user().call(test, *args, **kwargs)
     return body
+
+
+def bodies_as_test_user(namespace: dict) -> None:
+    """`as_test_user` on every test function of a module (`bodies_as_test_user(globals())` at its
+    end): for files whose tests all call keywelld from this process."""
+    for name, value in list(namespace.items()):
+        if name.startswith("test_") and callable(value) and not isinstance(value, type):
+            namespace[name] = as_test_user(value)
 
 
 @pytest.fixture

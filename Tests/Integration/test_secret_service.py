@@ -17,6 +17,7 @@ import pytest
 import secretstorage
 
 from secret_service_helpers import DH, LOGIN_PASSWORD, SECRETS, SERVICE_PATH, KeywellBus, session  # noqa: F401
+from keywell_helpers import bodies_as_test_user
 from security_figures import record
 
 LOGIN = "/org/freedesktop/secrets/collection/login"
@@ -439,3 +440,7 @@ def _wait(condition, timeout: float = 15) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("timed out waiting")
+
+
+# Every test here is a client of keywelld from this process: each body runs as the test user.
+bodies_as_test_user(globals())
