@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from keywell_helpers import wait_for
+from keywell_helpers import bodies_as_test_user, wait_for
 from secret_service_helpers import LOGIN_PASSWORD, session  # noqa: F401
 from ss_access_helpers import Client, sandbox
 
@@ -31,6 +31,7 @@ def descriptions(session) -> list[str]:
 def scratch(session):
     folder = session.root / "scratch"
     folder.mkdir(mode=0o700)
+    session.owner.give(folder)
     return folder
 
 
@@ -203,3 +204,7 @@ def test_a_sandboxed_app_sees_only_its_own_items(session, scratch):
     # Another app sees neither.
     other = Client(session, scratch / "other.py").look({}, prefix=sandbox(session, scratch, "org.example.Other", "2000000002"))
     assert other["unlocked"] == [] and other["locked"] == []
+
+
+# Every test here calls keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
