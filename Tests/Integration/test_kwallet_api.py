@@ -19,7 +19,7 @@ from pathlib import Path
 import dbus
 import pytest
 
-from keywell_helpers import built, session_bus_config
+from keywell_helpers import bodies_as_test_user, built, session_bus_config
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus
 
 IFACE = "org.kde.KWallet"
@@ -417,3 +417,7 @@ def test_answers_match_the_real_kwalletd5(kw):
         theirs = call_script(wallet)
     differences = [(a[0], a[1], b[1]) for a, b in zip(ours, theirs) if a != b]
     assert differences == [], "keywelld, kwalletd5: " + repr(differences)
+
+
+# Every test here calls keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
