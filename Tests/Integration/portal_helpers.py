@@ -55,10 +55,12 @@ class PortalSession:
         self.log_path = bus.root / "xdg-desktop-portal.log"
         self.apps = bus.root / "apps"
         self.apps.mkdir()
+        bus.owner.give(self.portals, self.apps)
         environment = {**bus.env, "XDG_DESKTOP_PORTAL_DIR": str(self.portals), "XDG_CURRENT_DESKTOP": "GNOME"}
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen([str(XDP), "--verbose"], env=environment, stdout=log, stderr=log)
-        self.wait_for_owner(FRONTEND)
+            self.process = subprocess.Popen([str(XDP), "--verbose"], env=environment, stdout=log, stderr=log,
+                                            **bus.owner.spawn)
+        bus.owner.call(self.wait_for_owner, FRONTEND)
 
     def wait_for_owner(self, name: str) -> None:
         connection = self.bus.dbus()
@@ -66,10 +68,19 @@ class PortalSession:
         while time.monotonic() < deadline:
             if connection.name_has_owner(name):
                 return
-            if self.process.poll() is not None:
+            if self.portal_gone():
                 break
             time.sleep(0.05)
         raise AssertionError(f"{name} never appeared on the bus; xdg-desktop-portal log:\n{self.log()[-3000:]}")
+
+    def portal_gone(self) -> bool:
+        """Whether xdg-desktop-portal has exited: read from /proc, since this may run in a child
+        of the process that started it (Owner.call), which cannot wait for it."""
+        try:
+            state = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        return state in ("Z", "X")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -118,7 +129,7 @@ def portal():
     bus = KeywellBus()
     session = None
     try:
-        bus.create_login()
+        bus.owner.call(bus.create_login)
         session = PortalSession(bus)
         yield session
     finally:

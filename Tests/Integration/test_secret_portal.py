@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from keywell_helpers import bodies_as_test_user, user_tmp  # noqa: F401 (user_tmp: a fixture)
 from portal_helpers import BACKEND, PortalSession, portal  # noqa: F401 (fixture)
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus
 
@@ -140,7 +141,7 @@ def test_a_caller_outside_any_sandbox_gets_a_failure(portal):
     assert "no app id (the caller is not sandboxed)" in portal.bus.daemon_log()
 
 
-def test_descriptors_that_cannot_take_the_secret_fail_cleanly(portal, tmp_path):
+def test_descriptors_that_cannot_take_the_secret_fail_cleanly(portal, user_tmp):
     # A pipe whose reader is gone.
     broken = portal.retrieve(APP, "broken", "--fd", "closed-reader")
     assert broken["response"] == 2
@@ -149,7 +150,7 @@ def test_descriptors_that_cannot_take_the_secret_fail_cleanly(portal, tmp_path):
     assert full["response"] == 2
     assert set(bytes.fromhex(full["secret"])) == {ord("x")}
     # Not a pipe or a socket: a file the app opened.
-    target = tmp_path / "files" / "secret-here"
+    target = user_tmp / "files" / "secret-here"
     target.parent.mkdir()
     in_file = portal.retrieve(APP, "file", "--fd", f"file:{target}")
     assert in_file["response"] == 2
@@ -243,3 +244,7 @@ def test_a_locked_keychain_with_no_dialog_to_show_fails_at_once_and_says_why():
         if session is not None:
             session.close()
         bus.close()
+
+
+# Every test here calls keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
