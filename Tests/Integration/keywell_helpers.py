@@ -262,12 +262,15 @@ def as_test_user(test):
     return body
 
 
-def bodies_as_test_user(namespace: dict) -> None:
+def bodies_as_test_user(namespace: dict, as_root: dict[str, str] | None = None) -> None:
     """`as_test_user` on every test function of a module (`bodies_as_test_user(globals())` at its
-    end): for files whose tests all call keywelld from this process."""
+    end), but those named in `as_root`, each with the reason its body needs root."""
     for name, value in list(namespace.items()):
         if name.startswith("test_") and callable(value) and not isinstance(value, type):
-            namespace[name] = as_test_user(value)
+            if name not in (as_root or {}):
+                namespace[name] = as_test_user(value)
+    unknown = set(as_root or {}) - set(namespace)
+    assert not unknown, f"as_root names no test: {unknown}"
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from access_control_helpers import PASSWORD, AccessAccount
-from keywell_helpers import built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
+from keywell_helpers import ROOT, bodies_as_test_user, built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
 from pam_helpers import ensure_runtime_dir, keywelld_pids
 from pam_helpers import login as pam_login
 
@@ -47,6 +47,7 @@ def account():
     a.env["SSH_AUTH_SOCK"] = str(a.agent)
     a.keys = a.root / "keys"
     a.keys.mkdir(mode=0o700)
+    a.owner.give(a.keys)
     try:
         wait_for(a.agent.is_socket, "keywelld's agent socket")
         yield a
@@ -56,7 +57,7 @@ def account():
 
 def run(account, *args, input=None, timeout=60, env=None):
     return subprocess.run(list(args), env=dict(account.env, **(env or {})), input=input, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, **account.owner.spawn)
 
 
 def make_key(account, kind: str, bits: str | None = None) -> Path:
@@ -87,7 +88,7 @@ def sign(account, program: str, key: Path, data: Path, timeout=60):
 class Sshd:
     """A private sshd on a loopback port, as root, with its own host key and config."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, owner=ROOT):
         folder.mkdir(mode=0o700, exist_ok=True)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self.authorized = folder / "authorized_keys"
@@ -115,6 +116,9 @@ PidFile none
 TrustedUserCAKeys {self.ca}.pub
 """)
         self.log = folder / "sshd.log"
+        self.log.touch()
+        # Root's sshd reads these wherever they are; the test user's tests write and sign with them.
+        owner.give(self.authorized, self.ca, Path(f"{self.ca}.pub"), Path(f"{self.host_key}.pub"), self.log, folder)
         self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=open(self.log, "wb"))
         wait_for(self.listening, "sshd to listen")
 
@@ -132,7 +136,7 @@ TrustedUserCAKeys {self.ca}.pub
 
 @pytest.fixture
 def sshd(account):
-    server = Sshd(account.root / "sshd")
+    server = Sshd(account.root / "sshd", account.owner)
     try:
         yield server
     finally:
@@ -530,9 +534,10 @@ class OpenSSHAgent:
 
     def __init__(self, account, folder: Path):
         folder.mkdir(mode=0o700, exist_ok=True)
+        account.owner.give(folder)
         self.socket = folder / "agent.sock"
         self.process = subprocess.Popen(["ssh-agent", "-D", "-a", str(self.socket)], env=account.env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **account.owner.spawn)
         wait_for(self.socket.is_socket, "OpenSSH's ssh-agent to listen")
 
     def close(self) -> None:
@@ -756,3 +761,10 @@ def test_backup_export_and_import_carry_key_items_and_their_certificates(account
     r = sign(account, "ssh-keygen", key, data)
     assert r.returncode == 0, r.stderr
     assert account.questions == asked
+
+
+# The tests' bodies run as the test user (its ssh, ssh-add, git and key files), but these two:
+bodies_as_test_user(globals(), as_root={
+    "test_a_pam_login_after_a_restart_serves_keys_without_their_passphrase": "a PAM login needs root",
+    "test_another_user_cannot_use_the_socket": "root makes the second user and opens the folders to it",
+})
