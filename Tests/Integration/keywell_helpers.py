@@ -205,9 +205,7 @@ def _remove_throwaway_user(owner: Owner) -> None:
 # Test files whose accounts still run as root because they have not been moved to the test user
 # yet (each needs its clients and planted files handed to it); this list only shrinks.
 NOT_YET_MOVED = frozenset({
-    "test_access_grants.py",
     "test_attack_accessibility.py",
-    "test_attack_acl.py",
     "test_attack_acl_ss.py",
     "test_attack_borrowed_connection.py",
     "test_attack_dbus_limits.py",
@@ -215,7 +213,6 @@ NOT_YET_MOVED = frozenset({
     "test_attack_hostile_keyrings.py",
     "test_attack_master_password.py",
     "test_attack_planted_sql.py",
-    "test_attack_portal.py",
     "test_attack_sandbox_native.py",
     "test_attack_sandbox_writes.py",
     "test_attack_tampered_access.py",
@@ -224,8 +221,6 @@ NOT_YET_MOVED = frozenset({
     "test_attack_test_switches.py",
     "test_attack_throttle.py",
     "test_attack_value_caps.py",
-    "test_caller_identity.py",
-    "test_caller_identity_user.py",
     "test_daemon_caller_memory.py",
     "test_first_store.py",
     "test_gcr_access_question.py",

@@ -85,7 +85,7 @@ def test_a_binary_replaced_on_disk_is_a_new_identity_and_the_old_process_keeps_i
 
     # A running program cannot be rewritten (ETXTBSY), so it is replaced the way package managers
     # do: a new file renamed over the path. The old process still runs the old file.
-    old = subprocess.Popen([str(tool), "again"], env=account.env, cwd=account.scratch,
+    old = subprocess.Popen([str(tool), "again"], env=account.env, cwd=account.scratch, **account.owner.spawn,
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         first = [old.stdout.readline() for _ in range(3)]
@@ -146,7 +146,7 @@ def test_a_connection_that_outlived_its_process_is_not_identified(account):
     connection (kept by a child) has no identity: the pid cannot be pinned any more."""
     output = account.scratch / "handed-over.out"
     with open(output, "w") as sink:
-        opener = subprocess.Popen([PYTHON, "-c", HANDED_OVER], env=account.env, cwd=account.scratch,
+        opener = subprocess.Popen([PYTHON, "-c", HANDED_OVER], env=account.env, cwd=account.scratch, **account.owner.spawn,
                                   stdin=subprocess.PIPE, stdout=sink, text=True)
         opener_pid = opener.pid
         assert opener.wait(timeout=120) == 0
