@@ -207,7 +207,6 @@ def _remove_throwaway_user(owner: Owner) -> None:
 NOT_YET_MOVED = frozenset({
     "test_attack_accessibility.py",
     "test_attack_acl_ss.py",
-    "test_attack_borrowed_connection.py",
     "test_attack_dbus_limits.py",
     "test_attack_forged_sandbox.py",
     "test_attack_hostile_keyrings.py",
@@ -221,7 +220,6 @@ NOT_YET_MOVED = frozenset({
     "test_attack_test_switches.py",
     "test_attack_throttle.py",
     "test_attack_value_caps.py",
-    "test_daemon_caller_memory.py",
     "test_first_store.py",
     "test_gcr_access_question.py",
     "test_load_signals.py",

@@ -36,7 +36,7 @@ def account():
 
 def keywell(account, *args, env=None):
     return subprocess.run([built("KEYWELL", "keywell"), *args], env=dict(account.env, **(env or {})),
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, **account.owner.spawn)
 
 
 def compile_attacker(account) -> Path:
@@ -60,7 +60,7 @@ def prepare(account) -> Path:
 
 def attack(account, attacker: Path, address: str, keep: str) -> list[str]:
     result = subprocess.run([str(attacker), address, keep, TRUSTED, "sleepy"], env=account.env, capture_output=True,
-                            text=True, timeout=120, stdin=subprocess.DEVNULL)
+                            text=True, timeout=120, stdin=subprocess.DEVNULL, **account.owner.spawn)
     # What is waited for is the parent, now the trusted program, which the child ends.
     assert result.returncode == -15, result
     lines = result.stdout.splitlines()
@@ -113,7 +113,8 @@ if child == 0:
 os.waitpid(child, 0)
 print(first)
 ''')
-    out = subprocess.run(["/usr/bin/python3", str(script)], env=account.env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["/usr/bin/python3", str(script)], env=account.env, capture_output=True, text=True, timeout=60,
+                         **account.owner.spawn)
     assert out.returncode == 0, out
     child, parent = out.stdout.splitlines()
     assert child == parent and parent.startswith("exe:"), out.stdout

@@ -24,11 +24,13 @@ ALLOWED_GROWTH_KIB = 600
 def daemon_pid(account: PrivateAccount) -> int:
     out = subprocess.run(["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus",
                           "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
-                          "string:org.keywell.Keychain"], env=account.env, capture_output=True, text=True, timeout=60)
+                          "string:org.keywell.Keychain"], env=account.env, capture_output=True, text=True, timeout=60,
+                         **account.owner.spawn)
     assert out.returncode == 0, out.stderr
     return int(out.stdout.split()[-1])
 
 
+# keywelld makes itself undumpable: its /proc files are root's to read (this process is root).
 def anonymous_kib(pid: int) -> int:
     with open(f"/proc/{pid}/smaps_rollup") as rollup:
         for line in rollup:
@@ -47,7 +49,8 @@ def test_separate_caller_processes_leave_nothing_behind():
                              extra_env={"KEYWELL_TEST_FAST_KDF": "1"})
     try:
         def run(*arguments: str) -> None:
-            result = subprocess.run([keywell, *arguments], env=account.env, capture_output=True, text=True, timeout=120)
+            result = subprocess.run([keywell, *arguments], env=account.env, capture_output=True, text=True, timeout=120,
+                                    **account.owner.spawn)
             assert result.returncode == 0, (arguments, result.stderr)
 
         run("create-keychain", "-p", PASSWORD, "login")
