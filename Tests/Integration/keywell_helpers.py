@@ -205,16 +205,9 @@ def _remove_throwaway_user(owner: Owner) -> None:
 # Test files whose accounts still run as root because they have not been moved to the test user
 # yet (each needs its clients and planted files handed to it); this list only shrinks.
 NOT_YET_MOVED = frozenset({
-    "test_attack_accessibility.py",
-    "test_attack_acl_ss.py",
-    "test_attack_dbus_limits.py",
     "test_attack_forged_sandbox.py",
     "test_attack_hostile_keyrings.py",
-    "test_attack_master_password.py",
     "test_attack_planted_sql.py",
-    "test_attack_sandbox_native.py",
-    "test_attack_sandbox_writes.py",
-    "test_attack_tampered_access.py",
     "test_attack_tampered_attributes.py",
     "test_attack_tampered_index.py",
     "test_attack_test_switches.py",

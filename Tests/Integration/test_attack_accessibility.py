@@ -11,7 +11,7 @@ import time
 
 import dbus
 
-from keywell_helpers import wait_for
+from keywell_helpers import bodies_as_test_user, wait_for
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus, session  # noqa: F401
 from security_figures import record
 
@@ -72,3 +72,7 @@ def test_a_pdmn_edited_on_disk_gives_no_read_while_locked(session):
     record("pdmn edited on disk (ak → ck) to read a WhenUnlocked secret after the idle lock",
            f"{0 if refused else 1} of 1 secrets returned", "0 returned", refused)
     assert refused, (result, session.daemon_log()[-2000:])
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import session  # noqa: F401
 from security_figures import record
 from ss_access_helpers import Client, sandbox
@@ -17,6 +18,7 @@ from ss_access_helpers import Client, sandbox
 def scratch(session):
     folder = session.root / "scratch"
     folder.mkdir(mode=0o700)
+    session.owner.give(folder)
     return folder
 
 
@@ -92,3 +94,7 @@ def test_a_sandboxed_app_cannot_overwrite_an_item_it_cannot_see(session, scratch
     assert planted != target
     # The planted item trusts only the app: the host sees it locked for it.
     assert planted in after["locked"]
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

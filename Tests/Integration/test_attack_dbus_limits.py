@@ -20,6 +20,7 @@ import uuid
 import pytest
 from jeepney import DBusAddress, MessageType, new_method_call
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import DH, SECRETS, SERVICE_PATH, session  # noqa: F401 (fixture)
 from security_figures import record
 
@@ -151,3 +152,7 @@ def test_open_session_flood_is_refused_past_the_cap_and_freed_on_disconnect(sess
            f"{opened:,} opened, {refused:,} refused with LimitsExceeded in {elapsed:.1f} s; "
            f"RSS {before / 1024:.0f} -> {after / 1024:.0f} MiB (+{grown_mib:.1f})",
            f"refused past {SESSIONS_PER_CONNECTION:,}; RSS +50 MiB at most", True)
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -15,6 +15,7 @@ import time
 
 import dbus
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import SERVICE_PATH, session  # noqa: F401
 from security_figures import record
 from test_attack_throttle import RIGHT, allowed_checks
@@ -57,3 +58,7 @@ def test_master_password_calls_are_throttled(session):
            f"{checks} real checks of {attempts} attempts", "≤ 8", checks <= 8)
     assert checks <= bound, f"{checks} real checks of {attempts} attempts in {elapsed:.1f} s"
     assert bool(session.native().GetInfo("login")["locked"]), "the keychain stayed locked"
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import LOGIN_PASSWORD, session  # noqa: F401
 from security_figures import record
 from ss_access_helpers import PYTHON, sandbox
@@ -118,6 +118,7 @@ def scratch(session):
     folder = session.root / "scratch"
     folder.mkdir(mode=0o700)
     (folder / "spy.py").write_text(ATTACKER)
+    session.owner.give(folder)
     return folder
 
 
@@ -251,3 +252,7 @@ def test_the_cli_in_a_sandbox_is_refused_over_the_direct_socket(session, scratch
     assert shared_state(session) == before
     # The calls came over the direct socket, not the bus.
     assert "on the direct socket" in session.daemon_log()
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

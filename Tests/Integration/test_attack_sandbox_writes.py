@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import LOGIN_PASSWORD, session  # noqa: F401
 from security_figures import record
 from ss_access_helpers import PYTHON, Client, sandbox
@@ -78,6 +79,7 @@ elif sys.argv[1] == "introspect":
 def scratch(session):
     folder = session.root / "scratch"
     folder.mkdir(mode=0o700)
+    session.owner.give(folder)
     return folder
 
 
@@ -168,3 +170,7 @@ def test_introspection_lists_no_other_apps_items_to_a_sandboxed_app(session, scr
     unconfined.write_text(ATTACKER)
     everything = json.loads(session.run([PYTHON, str(unconfined), "introspect", login], check=True, timeout=120).stdout)
     assert sorted(everything) == sorted(path.rsplit("/", 1)[1] for path in hosts + [own])
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -12,7 +12,7 @@ import shutil
 import dbus
 
 from identity_helpers import exe
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus, session  # noqa: F401
 from security_figures import record
 from test_attack_tampered_attributes import _keychain, _sqlite, _stop_daemon, _unlock
@@ -115,3 +115,7 @@ def test_access_lists_and_enforce_access_edited_on_disk_are_detected(session):
     record("item access lists and enforceAccess edited on disk with sqlite3",
            f"{detected} of {len(EDITS)} edits detected", "all detected", detected == len(EDITS))
     assert not failures, f"undetected: {failures}\n{session.daemon_log()[-2000:]}"
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
