@@ -13,6 +13,7 @@ import time
 import dbus
 import pytest
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus, session  # noqa: F401
 from security_figures import record
 
@@ -149,3 +150,7 @@ def test_attributes_and_lock_settings_edited_on_disk_are_detected(session):
            "all detected", detected == len(EDITS) and secrets_under_wrong_attribute == 0)
     assert not failures, f"undetected: {failures}\n{session.daemon_log()[-2000:]}"
     assert secrets_under_wrong_attribute == 0
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -7,6 +7,7 @@ trusted"), and the daemon must say the keychain's index disagrees with its rows.
 
 from __future__ import annotations
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import KeywellBus, session  # noqa: F401
 from security_figures import record
 from test_attack_tampered_attributes import BANK_PASSWORD, _keychain, _sqlite, _stop_daemon, _unlock
@@ -61,3 +62,7 @@ def test_an_index_edited_on_disk_returns_no_other_items_password(session: Keywel
     assert refused, result.stdout.decode(errors="replace") + session.daemon_log()[-2000:]
     assert by_user.stdout == BANK_PASSWORD.encode(), by_user.stderr.decode() + session.daemon_log()[-2000:]
     assert warned, session.daemon_log()[-2000:]
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -22,7 +22,7 @@ import sqlite3
 import dbus
 import pytest
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import KeywellBus
 
 # KDFParameters.default and libsodium's minimum (crypto_pwhash_opslimit_min / memlimit_min).
@@ -100,3 +100,7 @@ def test_a_test_build_honours_them():
         assert first_delay(wrong_passwords(bus, "switched")) == "0.001 s"
     finally:
         bus.close()
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -28,6 +28,7 @@ import secretstorage
 
 import pytest
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import LOGIN_PASSWORD, KeywellBus, session  # noqa: F401
 from security_figures import record
 
@@ -174,3 +175,7 @@ def test_every_door_counts_against_one_keychain_identity(slow_session):
     assert collection.unlock() is True, "the prompt's right password was refused too; it gives up"
     assert "Too many wrong passwords" in "\n".join(session.pinentry_lines())
     assert bool(native.GetInfo("login")["locked"]) and bool(native.GetInfo("copy")["locked"])
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

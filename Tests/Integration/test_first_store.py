@@ -17,7 +17,7 @@ import time
 import dbus
 import pytest
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import LOGIN_PASSWORD, SECRETS, SERVICE_PATH, KeywellBus
 
 DEFAULT_ALIAS = "/org/freedesktop/secrets/aliases/default"
@@ -243,3 +243,7 @@ def test_first_answers_match_gnome_keyring():
         assert answers[("keywelld", case)] == answers[("gnome-keyring", case)], answers
     assert answers[("keywelld", "no keychain")] == {"ReadAlias": True, "CreateItem": "org.freedesktop.DBus.Error.UnknownMethod"}
     assert answers[("keywelld", "locked login")] == {"ReadAlias": False, "CreateItem": "org.freedesktop.Secret.Error.IsLocked"}
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
