@@ -205,17 +205,14 @@ def _remove_throwaway_user(owner: Owner) -> None:
 # Test files whose accounts still run as root because they have not been moved to the test user
 # yet (each needs its clients and planted files handed to it); this list only shrinks.
 NOT_YET_MOVED = frozenset({
-    "test_attack_forged_sandbox.py",
     "test_attack_hostile_keyrings.py",
     "test_attack_planted_sql.py",
-    "test_attack_value_caps.py",
     "test_gcr_access_question.py",
     "test_load_signals.py",
     "test_migrate_gnome_keyring.py",
     "test_migrate_kwallet.py",
     "test_migrate_secret_service.py",
     "test_prompts.py",
-    "test_root_only_identities.py",
     "test_run_script.py",
     "test_seahorse.py",
     "test_secret_service_signals.py",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from identity_helpers import PY_CALLER, PYTHON, Answer, account, flatpak_info  # noqa: F401 (fixture)
+from keywell_helpers import bodies_as_test_user
 from security_figures import record
 
 FORGERIES = {
@@ -74,3 +75,7 @@ def test_an_unconfined_program_can_still_make_its_own_flatpak_sandbox(account):
     result = account.run_sandboxed(account.sandbox([PYTHON, str(script)], flatpak_info("org.example.Victim")))
     assert result.returncode == 0, result
     assert Answer.parse(result.stdout).identity == "flatpak:org.example.Victim"
+
+
+# The forgeries are planted as the user's own programs would plant them: each body runs as the test user.
+bodies_as_test_user(globals())

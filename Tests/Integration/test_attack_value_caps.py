@@ -27,7 +27,7 @@ import dbus
 import pytest
 from jeepney import DBusAddress, HeaderFields, MessageType, new_method_call
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import NATIVE_IFACE, NATIVE_PATH, SECRETS, SERVICE_PATH, KeywellBus
 from security_figures import record
 
@@ -48,7 +48,7 @@ DEFAULT_COLLECTION = f"{SERVICE_PATH}/aliases/default"
 def bus():
     session = KeywellBus(session_limits=True)
     try:
-        session.create_login(enforce_access=False)
+        session.owner.call(session.create_login, enforce_access=False)
         yield session
     finally:
         session.close()
@@ -218,3 +218,7 @@ def test_a_message_over_the_direct_socket_cap_drops_only_that_connection(bus):
     assert daemon_pid(bus) == pid
     assert bus.native().GetDefaultKeychain().endswith("login")
     native_add(bus, "direct", generic(account="after"))
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
