@@ -208,16 +208,10 @@ NOT_YET_MOVED = frozenset({
     "test_attack_hostile_keyrings.py",
     "test_attack_planted_sql.py",
     "test_gcr_access_question.py",
-    "test_load_signals.py",
     "test_migrate_gnome_keyring.py",
-    "test_migrate_kwallet.py",
     "test_migrate_secret_service.py",
-    "test_prompts.py",
-    "test_run_script.py",
     "test_seahorse.py",
-    "test_secret_service_signals.py",
     "test_session_display.py",
-    "test_sync.py",
     "test_upstream_suites.py",
 })
 

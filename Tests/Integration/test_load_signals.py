@@ -25,6 +25,7 @@ from jeepney import DBusAddress, MessageType, new_method_call
 from jeepney.bus_messages import MatchRule, message_bus
 from jeepney.io.blocking import open_dbus_connection
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import SECRETS, SERVICE_PATH, session  # noqa: F401
 
 WRITERS = 6
@@ -150,3 +151,7 @@ def test_every_call_gets_its_reply_under_writers_and_signal_listeners(session):
         slow.close()
         monitor.process.terminate()
         monitor.process.wait(timeout=10)
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import KeywellBus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "Fixtures/kwallet"
@@ -221,3 +221,7 @@ def test_a_gpg_wallet_gpg_cannot_open_is_said_and_the_others_imported(bus, gpg_w
         assert "elsewhere.kwl" not in status and "kdewallet.kwl (kwallet) → keychain login: 4 items" in status, status
     finally:
         stop_agent(session_gpg)
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -19,7 +19,7 @@ from pathlib import Path
 import dbus
 import pytest
 
-from keywell_helpers import wait_for
+from keywell_helpers import bodies_as_test_user, wait_for
 from secret_service_helpers import LOGIN_PASSWORD, SERVICE_PATH, KeywellBus, session  # noqa: F401 (fixture)
 from test_seahorse import artifacts, display  # noqa: F401 (fixtures: Xvfb, screenshot folder)
 
@@ -193,3 +193,7 @@ def test_cli_at_a_terminal_asks_for_the_locked_keychains_password(session):
     assert "passphrase you entered is not correct" in text, text
     assert "the-secret" in text and LOGIN_PASSWORD not in text and "not-the-password" not in text, text
     assert not _login_locked(session)
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dbus
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import session  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,3 +97,7 @@ def test_on_a_terminal_it_asks_again_after_a_wrong_password(session):
     assert os.waitstatus_to_exitcode(status) == 0, bytes(seen)
     assert not is_locked(session)
     assert session.run([built("KEYWELL"), "find-generic-password", "-s", "run-test", "-w"]).stdout == b"after-unlock\n"
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

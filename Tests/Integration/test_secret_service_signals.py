@@ -21,6 +21,7 @@ from pathlib import Path
 
 import secretstorage
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import SERVICE_PATH, KeywellBus, built, session  # noqa: F401
 
 MEMORY = f"{SERVICE_PATH}/collection/session"
@@ -400,3 +401,7 @@ def test_lock_of_a_collection_over_the_cap_sends_only_its_own_signals(session):
         assert out.split() == ["after", "True", str(cap + 1), str(cap + 1)], (out, err)
     finally:
         monitor.close()
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, accounts_of, built, wait_for
+from keywell_helpers import CLIAccount, accounts_of, bodies_as_test_user, built, wait_for
 
 SYNC_PASSWORD = "correct horse sync"
 EXIT_AUTH_FAILED = 51  # errSecAuthFailed's low byte, as unlock-keychain exits
@@ -284,3 +284,7 @@ def run_steps(a: Machine, b: Machine) -> None:
             raw = word.encode()
             for form in (raw, raw.hex().encode(), raw.hex().upper().encode(), base64.b64encode(raw)):
                 assert not any(form in blob for blob in blobs), f"{word!r} readable in {machine.name}'s folder"
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
