@@ -211,8 +211,6 @@ NOT_YET_MOVED = frozenset({
     "test_migrate_gnome_keyring.py",
     "test_migrate_secret_service.py",
     "test_seahorse.py",
-    "test_session_display.py",
-    "test_upstream_suites.py",
 })
 
 

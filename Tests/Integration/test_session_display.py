@@ -177,10 +177,12 @@ def test_the_autostart_entry_starts_keywelld_through_the_bus_when_none_runs():
         pinentry.chmod(0o755)
         keywell = built("KEYWELL")
         command = desktop_exec(str(Path(keywell).parent))
-        started = subprocess.run(command, env={**account.env, "DISPLAY": ":5"}, capture_output=True, text=True, timeout=120)
+        started = subprocess.run(command, env={**account.env, "DISPLAY": ":5"}, capture_output=True, text=True, timeout=120,
+                                 **account.owner.spawn)
         assert started.returncode == 0, started.stderr
         # doctor runs without a DISPLAY of its own; keywelld answers with what it learned.
-        doctor = subprocess.run([keywell, "doctor"], env=account.env, capture_output=True, text=True, timeout=120)
+        doctor = subprocess.run([keywell, "doctor"], env=account.env, capture_output=True, text=True, timeout=120,
+                                **account.owner.spawn)
         assert access_questions(doctor.stdout) == ("ok", f"shown by {pinentry} (DISPLAY=:5 passed to it)"), doctor.stdout
     finally:
         account.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import session  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,3 +74,7 @@ def test_keyring_secretservice_suite(session):
     # 23.9.3: 12 backend tests and 1 unit test, none skipped.
     assert int(passed.group(1)) >= 13 and "skipped" not in output, output[-3000:]
     assert "test_password_set_get PASSED" in output and "test_delete_present PASSED" in output
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
