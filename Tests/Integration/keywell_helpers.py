@@ -210,7 +210,6 @@ NOT_YET_MOVED = frozenset({
     "test_gcr_access_question.py",
     "test_migrate_gnome_keyring.py",
     "test_migrate_secret_service.py",
-    "test_seahorse.py",
 })
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from keywell_helpers import bodies_as_test_user, throwaway_user
 from secret_service_helpers import SERVICE_PATH, KeywellBus, built, session  # noqa: F401
 
 TOOLS = ("seahorse", "Xvfb", "xdotool", "import", "dbus-monitor")
@@ -283,10 +284,24 @@ def artifacts(request):
     base = Path(chosen) if chosen else Path(tempfile.gettempdir())
     folder = base / f"keywell-seahorse-{request.node.name}-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
-    passed = []
+    throwaway_user().give(folder)  # the test's body writes there as the test user
+    passed = Passed(folder / ".passed")
     yield folder, passed
     if passed and not chosen:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class Passed:
+    """A test's "I passed" (`append(True)`), kept in a file: the body runs in a child process."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def append(self, _value: bool) -> None:
+        self.marker.touch()
+
+    def __bool__(self) -> bool:
+        return self.marker.exists()
 
 
 def test_seahorse_survives_keychains_made_and_deleted_by_the_cli(session, display, artifacts):
@@ -867,3 +882,7 @@ def test_seahorse_shows_the_lock_state_after_locks_and_unlocks(session, display,
     finally:
         ui.close()
     passed.append(True)
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
