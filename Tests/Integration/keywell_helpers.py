@@ -209,7 +209,6 @@ NOT_YET_MOVED = frozenset({
     "test_attack_planted_sql.py",
     "test_gcr_access_question.py",
     "test_migrate_gnome_keyring.py",
-    "test_migrate_secret_service.py",
 })
 
 

@@ -8,12 +8,14 @@ times. A second run copies nothing. A hostile owner's huge list is refused with 
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 
 import dbus
 import pytest
 
-from keywell_helpers import built, wait_for
+from keywell_helpers import bodies_as_test_user, built, wait_for
 from secret_service_helpers import SECRETS, SERVICE_PATH, KeywellBus
 
 GK_PASSWORD = "gk-login-pw"
@@ -61,11 +63,16 @@ def gnome_bus():
         pytest.fail("gnome-keyring-daemon is missing: run scripts/setup.sh")
     bus = KeywellBus()
     gnome = subprocess.Popen(["gnome-keyring-daemon", "--foreground", "--components=secrets", "--unlock"],
-                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=bus.env)
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=bus.env,
+                             **bus.owner.spawn)
     gnome.stdin.write(GK_PASSWORD.encode())
     gnome.stdin.close()
-    connection = bus.dbus()
-    wait_for(lambda: connection.name_has_owner(SECRETS), "the other service to own the name", 20)
+
+    def owned() -> None:
+        connection = bus.dbus()
+        wait_for(lambda: connection.name_has_owner(SECRETS), "the other service to own the name", 20)
+
+    bus.owner.call(owned)
     bus.gnome = gnome
     try:
         yield bus
@@ -116,8 +123,8 @@ def test_migration_from_gnome_keyring_gives_the_same_lookups(gnome_bus):
     assert sum(line == "GETPIN" for line in bus.pinentry_lines()) == 2
 
     # gnome-keyring goes; keywelld takes the name; the same lookups answer the same.
-    bus.gnome.terminate()
-    bus.gnome.wait(timeout=10)
+    # (Signalled by pid: this body runs in a child of the process that started it, which reaps it.)
+    os.kill(bus.gnome.pid, signal.SIGTERM)
     wait_for(lambda: "now owning org.freedesktop.secrets" in bus.daemon_log(), "keywelld to take the name", 20)
     assert bus.secret_tool("lookup", "service", "imap", "user", "bob").stdout == b"hunter2"
     assert bus.secret_tool("lookup", "service", "vpn", "user", "carol").stdout == b"vpn-secret"
@@ -196,3 +203,7 @@ def test_a_hostile_owner_listing_too_many_collections_is_refused():
         owner.terminate()
         owner.wait(timeout=10)
         bus.close()
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())
