@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import CLIAccount, accounts_of, built
+from keywell_helpers import CLIAccount, accounts_of, bodies_as_test_user, built, user_tmp  # noqa: F401 (user_tmp: a fixture)
 from security_figures import record
 
 PASSWORD = "planted-sql-pw"
@@ -159,10 +159,10 @@ def test_triggers_planted_while_the_keychain_is_open_stop_the_next_write(account
     assert stored(path, "victim") == 0
 
 
-def test_a_backup_with_a_planted_trigger_is_not_restored(accounts, tmp_path):
+def test_a_backup_with_a_planted_trigger_is_not_restored(accounts, user_tmp):
     account = accounts()
     keychain_with_a_secret(account)
-    backup = tmp_path / "work.keychain-db"
+    backup = user_tmp / "work.keychain-db"
     account.run("backup", "-k", "work", str(backup))
     sqlite(backup, HIDE_DELETES)
     before = backup.read_bytes()
@@ -181,12 +181,12 @@ def test_a_backup_with_a_planted_trigger_is_not_restored(accounts, tmp_path):
     assert backup.read_bytes() == before
 
 
-def test_an_untouched_keychain_and_backup_work(accounts, tmp_path):
+def test_an_untouched_keychain_and_backup_work(accounts, user_tmp):
     """The positive control: without planted SQL, the same steps succeed."""
     account = accounts()
     path = keychain_with_a_secret(account)
     account.run("add-generic-password", "-a", "spare", "-s", "svc", "-w", "y", "work")
-    backup = tmp_path / "work.keychain-db"
+    backup = user_tmp / "work.keychain-db"
     account.run("backup", "-k", "work", str(backup))
     account.stop_daemon()
     account.run("unlock-keychain", "-p", PASSWORD, "work")
@@ -201,3 +201,7 @@ def test_an_untouched_keychain_and_backup_work(accounts, tmp_path):
     other.run("unlock-keychain", "-p", PASSWORD, "restored")
     found = other.run("find-generic-password", "-a", "victim", "-s", "svc", "-w", "restored")
     assert found.stdout.strip() == SECRET
+
+
+# The triggers are planted as the user's own programs would plant them: each body runs as the test user.
+bodies_as_test_user(globals())
