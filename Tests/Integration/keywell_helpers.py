@@ -205,9 +205,7 @@ def _remove_throwaway_user(owner: Owner) -> None:
 # Test files whose accounts still run as root because they have not been moved to the test user
 # yet (each needs its clients and planted files handed to it); this list only shrinks.
 NOT_YET_MOVED = frozenset({
-    "test_attack_hostile_keyrings.py",
     "test_gcr_access_question.py",
-    "test_migrate_gnome_keyring.py",
 })
 
 

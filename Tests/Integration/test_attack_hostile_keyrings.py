@@ -10,7 +10,7 @@ import os
 import struct
 from pathlib import Path
 
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import KeywellBus
 from security_figures import record
 
@@ -67,3 +67,7 @@ def test_hostile_keyring_files_are_refused_and_the_good_one_imports():
                "every one refused, the good file imported", sorted(refused) == sorted(hostile))
     finally:
         bus.close()
+
+
+# These tests call keywelld from this process and plant files as the user: each body runs as the test user.
+bodies_as_test_user(globals())

@@ -17,7 +17,7 @@ import pytest
 
 from gnome_keyring_helpers import (KEYRING_GET, KEYRING_SET, GnomeKeyring, git_credential_libsecret,
                                    tree_digest)
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built, user_tmp  # noqa: F401 (user_tmp: a fixture)
 from secret_service_helpers import KeywellBus
 
 LOGIN_PW = "gk-login-pw"
@@ -70,7 +70,7 @@ def bus():
         session.close()
 
 
-def test_keywell_migrate_brings_every_keyring_over_and_the_export_goes_back(bus, tmp_path):
+def test_keywell_migrate_brings_every_keyring_over_and_the_export_goes_back(bus, user_tmp):
     gk = GnomeKeyring(bus.env, LOGIN_PW)
     try:
         paths = fill_gnome_keyring(bus, gk)
@@ -129,7 +129,7 @@ def test_keywell_migrate_brings_every_keyring_over_and_the_export_goes_back(bus,
     assert b"app-secret" not in state.read_bytes()
 
     # The way back: the export opens in a fresh gnome-keyring as its login keyring.
-    exported = tmp_path / "login.keyring"
+    exported = user_tmp / "login.keyring"
     back = bus.run([keywell(), "export", "--format", "gnome-keyring", "-k", "login", str(exported)], input="back-pw\n")
     assert back.returncode == 0, back.stderr.decode()
     assert exported.stat().st_mode & 0o777 == 0o600
@@ -274,3 +274,7 @@ def test_a_change_in_gnome_keyring_is_imported_unless_keywell_changed_it_later(b
     assert bus.secret_tool("lookup", "service", "other", "account", "olga").stdout == b"o3-keywell"
     found = bus.secret_tool("search", "--all", "service", "myapp").stdout.decode()
     assert found.count("label = My app") == 1, found
+
+
+# These tests call keywelld from this process and plant files as the user: each body runs as the test user.
+bodies_as_test_user(globals())
