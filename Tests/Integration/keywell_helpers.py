@@ -202,20 +202,9 @@ def _remove_throwaway_user(owner: Owner) -> None:
     subprocess.run(["userdel", "-f", owner.name], capture_output=True)
 
 
-# Test files whose accounts still run as root because they have not been moved to the test user
-# yet (each needs its clients and planted files handed to it); this list only shrinks.
-NOT_YET_MOVED = frozenset({
-    "test_gcr_access_question.py",
-})
-
-
 def owner_of(as_root: bool) -> Owner:
-    """Root when a test opted out (`as_root=True`, with its reason) or its file is not moved yet
-    (NOT_YET_MOVED), else the test user."""
-    current = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
-    if as_root or os.path.basename(current) in NOT_YET_MOVED:
-        return ROOT
-    return throwaway_user()
+    """Root when a test opted out (`as_root=True`, with its reason), else the test user."""
+    return ROOT if as_root else throwaway_user()
 
 
 def as_test_user(test):

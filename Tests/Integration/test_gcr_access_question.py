@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from access_control_helpers import AccessAccount
-from keywell_helpers import built
+from keywell_helpers import bodies_as_test_user, built, user_tmp  # noqa: F401 (user_tmp: a fixture)
 from ss_access_helpers import PYTHON, Client
 from test_seahorse import DRIVER, AccessibilityBus, artifacts, display  # noqa: F401 (fixtures: Xvfb, screenshots)
 
@@ -78,8 +78,8 @@ def desktop(display):
         shutil.copy(SERVICE_FILE, account.root / "services")
         subprocess.run(["dbus-send", "--session", "--type=method_call", "--print-reply", "--dest=org.freedesktop.DBus",
                         "/org/freedesktop/DBus", "org.freedesktop.DBus.ReloadConfig"], env=account.env, check=True,
-                       capture_output=True, timeout=GUARD)
-        accessibility = AccessibilityBus(account.env)
+                       capture_output=True, timeout=GUARD, **account.owner.spawn)
+        accessibility = AccessibilityBus(account.env, account.owner.spawn)
         # GTK binds to the accessibility bus when it starts: gcr's prompter must not start first.
         deadline = time.monotonic() + GUARD
         while not _owned(account, "org.a11y.Bus"):
@@ -95,7 +95,7 @@ def desktop(display):
 def _owned(account: AccessAccount, name: str) -> bool:
     answer = subprocess.run(["dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.DBus",
                              "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", f"string:{name}"],
-                            env=account.env, capture_output=True, text=True, timeout=GUARD)
+                            env=account.env, capture_output=True, text=True, timeout=GUARD, **account.owner.spawn)
     return answer.stdout.split() == ["boolean", "true"]
 
 
@@ -201,11 +201,11 @@ while True:
 '''
 
 
-def test_a_prompter_of_the_users_own_is_not_believed(display, tmp_path):
+def test_a_prompter_of_the_users_own_is_not_believed(display, user_tmp):
     """A script that owns org.gnome.keyring.SystemPrompter first would answer its own question:
     keywelld asks only a program only root can replace, so it never begins a prompt there."""
     # No pinentry on keywelld's PATH either: with the impostor refused, no dialog can be shown.
-    tools = tmp_path / "bin"
+    tools = user_tmp / "bin"
     tools.mkdir()
     for tool in ("dbus-daemon", "dbus-send", "python3"):
         (tools / tool).symlink_to(shutil.which(tool))
@@ -213,7 +213,7 @@ def test_a_prompter_of_the_users_own_is_not_believed(display, tmp_path):
                             extra_env={"DISPLAY": display, "PATH": str(tools)})
     fake = None
     try:
-        calls = tmp_path / "calls.log"
+        calls = user_tmp / "calls.log"
         script = account.scratch / "fake-prompter.py"
         script.write_text(FAKE_PROMPTER)
         fake = subprocess.Popen(["/usr/bin/python3", str(script), str(calls)], env=account.env)
@@ -270,3 +270,7 @@ def test_a_dismissed_prompt_closes_gnomes_dialog(desktop):
     assert result["dismissed"] is True and result["completed"] == [], result
     assert list(result["after"].values()) == [{"locked": True, "secret": False}], result
     assert result["again"]["dismissed"] is False and list(result["again"]["secrets"].values()) == ["SECRET kept"], result
+
+
+# These tests call keywelld from this process too: each body runs as the test user.
+bodies_as_test_user(globals())

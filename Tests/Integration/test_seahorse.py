@@ -357,11 +357,13 @@ class AccessibilityBus:
 
     LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
-    def __init__(self, env: dict) -> None:
+    def __init__(self, env: dict, spawn: dict | None = None) -> None:
+        """`spawn`: Popen arguments that start it as the session's user (keywell_helpers.Owner)."""
         if not os.access(self.LAUNCHER, os.X_OK):
             pytest.fail("at-spi-bus-launcher is missing: run scripts/setup.sh")
         self.process = subprocess.Popen([self.LAUNCHER, "--launch-immediately"], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                        **(spawn or {}))
 
     def close(self) -> None:
         try:
