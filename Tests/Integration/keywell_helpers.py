@@ -80,6 +80,7 @@ def session_bus_config(socket: str | Path, services: str | Path, doctype: bool =
 HERE = Path(__file__).resolve().parent
 # Where the binaries a test user runs may come from (scripts/test.sh sets them).
 BINARY_VARIABLES = ("KEYWELLD", "KEYWELL", "KEYWELL_BIN_DIR", "KEYWELLD_RELEASE")
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 
 
@@ -130,8 +131,11 @@ class Owner:
                 os.setgroups([])
                 os.setgid(self.gid)
                 os.setuid(self.uid)
-                if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0:
-                    raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+                libc = ctypes.CDLL(None, use_errno=True)
+                # Dumpable again, and ended with pytest (a credential change cleared both).
+                for option, value in ((PR_SET_DUMPABLE, 1), (PR_SET_PDEATHSIG, signal.SIGKILL)):
+                    if libc.prctl(option, int(value), 0, 0, 0) != 0:
+                        raise OSError(ctypes.get_errno(), f"prctl({option})")
                 function(*args, **kwargs)
                 outcome = ["passed", ""]
             except pytest.skip.Exception as skipped:
@@ -150,7 +154,10 @@ class Owner:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([read], [], [], left)[0]:
-                    os.kill(pid, signal.SIGKILL)
+                    # SIGABRT first: faulthandler (inherited from pytest) prints the body's stacks.
+                    os.kill(pid, signal.SIGABRT)
+                    if not select.select([read], [], [], 10)[0]:
+                        os.kill(pid, signal.SIGKILL)
                     pytest.fail(f"the test body (as {self.name}) ran over {timeout} s")
                 chunk = os.read(read, 65536)
                 if not chunk:

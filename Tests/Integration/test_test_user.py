@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,8 @@ def test_a_failure_or_skip_in_the_users_body_is_the_tests():
         throwaway_user().call(fails)
     with pytest.raises(pytest.skip.Exception, match="said why"):
         throwaway_user().call(skips)
-    # A body that dies without reporting fails too.
+    # A body that dies without reporting fails too, and so does one that hangs.
     with pytest.raises(pytest.fail.Exception, match="without a report"):
         throwaway_user().call(os._exit, 3)
+    with pytest.raises(pytest.fail.Exception, match="ran over 1 s"):
+        throwaway_user().call(time.sleep, 120, timeout=1)
