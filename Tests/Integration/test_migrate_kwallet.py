@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from keywell_helpers import bodies_as_test_user, built
+from keywell_helpers import bodies_as_test_user, built, throwaway_user
 from secret_service_helpers import KeywellBus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "Fixtures/kwallet"
@@ -142,6 +142,8 @@ def gpg_wallets():
         # The same wallet sealed to the other key: only its recipient differs.
         plain = gpg(ours, "--decrypt", input=written[16:])
         foreign = written[:16] + gpg(theirs, "--trust-model", "always", "-r", "else@example.org", "--encrypt", input=plain)
+        # The bodies run as the test user, who copies the key into its session's ~/.gnupg.
+        throwaway_user().give(ours)
         yield ours, written, foreign
     finally:
         for home in (ours, theirs):
