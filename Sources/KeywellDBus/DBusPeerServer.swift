@@ -55,21 +55,25 @@ public final class DBusPeerServer: @unchecked Sendable {
         self.handshakeDeadline = handshakeDeadline
         self.prepare = prepare
         self.ended = ended
-        guard let address = DBusConnection.unixSocketAddress(path) else { throw .noMemory() }
+        // libdbus binds and listens under the temporary name; the socket appears at `path` as
+        // every socket of the daemon does (UnixSocketPlacement).
+        let temporary: String
+        do { temporary = try UnixSocketPlacement.temporaryName(for: path) } catch { throw .failed(error.description) }
+        guard let address = DBusConnection.unixSocketAddress(temporary) else { throw .noMemory() }
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         guard let server = dbus_server_listen(address, &error) else { throw takeError(&error) }
         self.server = server
         do {
+            try UnixSocketPlacement.publish(temporary, at: path)
             wakePipe = try WakePipe()
         } catch {
             dbus_server_disconnect(server)
             dbus_server_unref(server)
-            throw error
+            throw (error as? DBusError) ?? .failed("\(error)")
         }
         var status = stat()
         socketIdentity = lstat(path, &status) == 0 ? (UInt64(status.st_dev), UInt64(status.st_ino)) : nil
-        chmod(path, 0o600)
 
         var mechanisms: [UnsafePointer<CChar>?] = [UnsafePointer(strdup("EXTERNAL")), nil]
         dbus_server_set_auth_mechanisms(server, &mechanisms)

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import KeywellSystem
 import Synchronization
 
 /// Every connected caller's identity, worked out at its first call and kept until its unique

@@ -10,13 +10,42 @@ public struct UnixSocketError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+/// How every socket keywelld listens on appears in its private runtime folder: made under a
+/// temporary name and renamed into place once it listens with mode 0600, so whoever finds the
+/// file can connect at once, never meeting a socket that is bound but not yet listening
+/// (ECONNREFUSED) or not yet 0600. `UnixSocketListener` uses it, and so does the direct socket,
+/// whose listening socket libdbus makes (docs/dbus-layer.md, "The direct socket").
+public enum UnixSocketPlacement {
+    /// The name to bind before `publish`, with `path` and that name cleared of a stale socket
+    /// (the caller holds the daemon's instance lock, so nobody else can be listening there);
+    /// anything but a socket is left alone and refused.
+    public static func temporaryName(for path: String) throws(UnixSocketError) -> String {
+        let temporary = path + ".new"
+        for stale in [path, temporary] {
+            var existing = stat()
+            if lstat(stale, &existing) == 0 {
+                guard existing.st_mode & S_IFMT == S_IFSOCK else { throw UnixSocketError("\(stale) exists and is not a socket") }
+                unlink(stale)
+            }
+        }
+        return temporary
+    }
+
+    /// Gives the socket listening at `temporary` mode 0600 and renames it to `path`; on failure
+    /// the temporary socket file is removed.
+    public static func publish(_ temporary: String, at path: String) throws(UnixSocketError) {
+        guard chmod(temporary, 0o600) == 0, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw UnixSocketError("cannot listen on \(path): \(reason)")
+        }
+    }
+}
+
 /// A listening Unix stream socket in the daemon's private runtime folder, and the loop that
 /// accepts on it: the one way keywelld serves a socket of its own (the PAM module's control
-/// socket, the SSH agent; docs/design.md, "Threads").
-///
-/// The socket is made under a temporary name and renamed into place once it listens with mode
-/// 0600: whoever finds the file can connect at once, never meeting a socket that is bound but not
-/// yet listening (ECONNREFUSED) or not yet 0600.
+/// socket, the SSH agent; docs/design.md, "Threads"). It appears as `UnixSocketPlacement` says,
+/// and admits a peer (`PeerCredentials`) before a byte is read, within a connection budget.
 public final class UnixSocketListener: Sendable {
     public let path: String
     private let listener: Int32
@@ -26,7 +55,7 @@ public final class UnixSocketListener: Sendable {
     /// so nobody else can be listening there); refuses to replace anything but a socket.
     public init(path: String, backlog: Int32 = 32) throws(UnixSocketError) {
         self.path = path
-        let temporary = path + ".new"
+        let temporary = try UnixSocketPlacement.temporaryName(for: path)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(temporary.utf8)
@@ -37,23 +66,20 @@ public final class UnixSocketListener: Sendable {
             raw.copyBytes(from: pathBytes)
             raw[pathBytes.count] = 0
         }
-        for stale in [path, temporary] {
-            var existing = stat()
-            if lstat(stale, &existing) == 0 {
-                guard existing.st_mode & S_IFMT == S_IFSOCK else { throw UnixSocketError("\(stale) exists and is not a socket") }
-                unlink(stale)
-            }
-        }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw UnixSocketError("socket: \(String(cString: strerror(errno)))") }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, chmod(temporary, 0o600) == 0, listen(fd, backlog) == 0, rename(temporary, path) == 0 else {
+        guard bound == 0, listen(fd, backlog) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             unlink(temporary)
             throw UnixSocketError("cannot listen on \(path): \(reason)")
+        }
+        do { try UnixSocketPlacement.publish(temporary, at: path) } catch {
+            close(fd)
+            throw error
         }
         listener = fd
     }

@@ -1,5 +1,6 @@
 import CKeywellControl
 import KeywellDBus
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif

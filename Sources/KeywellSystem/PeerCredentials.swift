@@ -1,12 +1,11 @@
-import CDBus
-
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// What the kernel recorded about the process at the other end of a Unix socket when it
 /// connected: `SO_PEERCRED`, `SO_PEERPIDFD` (Linux 6.5 and later) and `SO_PEERSEC`. Asked of
-/// the socket itself, with no round trip to anyone (docs/dbus-layer.md, "The direct socket").
+/// the socket itself, with no round trip to anyone (docs/dbus-layer.md, "The direct socket"). The
+/// control socket, the SSH agent and the direct socket all ask it.
 public struct PeerCredentials: Sendable {
     public let pid: pid_t
     public let uid: uid_t
@@ -49,21 +48,6 @@ public struct PeerCredentials: Sendable {
         close(pidfd)
         return true
     }()
-}
-
-extension DBusConnection {
-    /// The kernel's record of the process at the other end of this connection's socket.
-    /// `pinning`: with a pidfd (owned by the caller) and the security label.
-    public func peerCredentials(pinning: Bool = true) -> PeerCredentials? {
-        socketDescriptor.flatMap { PeerCredentials.of(socket: $0, pinning: pinning) }
-    }
-
-    /// The connection's socket, still owned by the connection; nil when it has none.
-    public var socketDescriptor: Int32? {
-        var fd: Int32 = -1
-        guard dbus_connection_get_socket(raw, &fd) != 0, fd >= 0 else { return nil }
-        return fd
-    }
 }
 
 /// `struct ucred` (pid, uid, gid), which the Glibc module hides behind _GNU_SOURCE.
