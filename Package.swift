@@ -61,8 +61,10 @@ let package = Package(
         // (docs/file-format.md, "What a keychain file may hold").
         .target(name: "CSQLiteHardening", linkerSettings: [.linkedLibrary("sqlite3")]),
         // What every part of the process shares: the one timer thread, a lock with timed waits,
-        // and the one way to start a child process (docs/design.md, "Threads").
-        .target(name: "KeywellSystem"),
+        // the one way to start a thread or a child process, the one Unix-socket server, system
+        // calls with one EINTR rule, and secret memory with its one wipe (docs/design.md).
+        // CSodium: sodium_malloc and sodium_memzero; nothing here may need full Foundation.
+        .target(name: "KeywellSystem", dependencies: ["CSodium"]),
         // A small Swift layer over libdbus-1.
         .target(name: "KeywellDBus", dependencies: ["CDBus", "KeywellSystem"]),
         // The Swift of every D-Bus interface Keywell serves, written from its XML in dbus/

@@ -2,6 +2,7 @@ import CSodium
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// Writes gnome-keyring's binary `.keyring` file (the way back, docs/migration.md): the layout
 /// `GnomeKeyringBinary` reads, as gnome-keyring-daemon itself writes it, so the daemon opens the
@@ -86,7 +87,7 @@ public enum GnomeKeyringWriter {
             }
         }
         // The plaintext held the secrets: wipe it before it is freed.
-        plain.bytes.withUnsafeMutableBytes { sodium_memzero($0.baseAddress!, $0.count) }
+        plain.bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         header.uint32(UInt32(encrypted.count))
         encrypted.withUnsafeBytes { header.bytes += $0 }
         return header.bytes

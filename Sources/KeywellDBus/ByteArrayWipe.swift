@@ -1,10 +1,11 @@
 import CDBus
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Wipes byte arrays (`ay`) once a call is done with them. Secrets and passwords travel as `ay`,
+/// Wipes byte arrays (`ay`) once a call is done with them (`SecretMemory.wipe`). Secrets and passwords travel as `ay`,
 /// and freed memory is not cleared: without this, a secret stays readable in the daemon's heap
 /// (and may reach swap) long after its keychain was locked. Everything else is left alone.
 enum ByteArrayWipe {
@@ -37,9 +38,7 @@ enum ByteArrayWipe {
         guard depth < maximumContainerDepth else { return }
         switch value {
         case .bytes(let bytes):
-            bytes.withUnsafeBytes { buffer in
-                if let base = buffer.baseAddress { explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count) }
-            }
+            SecretMemory.wipe(bytes)
         case .array(_, let elements), .structure(let elements):
             for element in elements { wipe(element, depth: depth + 1) }
         case .dictionary(_, _, let entries):
@@ -62,7 +61,7 @@ enum ByteArrayWipe {
                 var base: UnsafeMutableRawPointer? = nil
                 var count: Int32 = 0
                 withUnsafeMutablePointer(to: &base) { dbus_message_iter_get_fixed_array(&elements, $0, &count) }
-                if let base, count > 0 { explicit_bzero(base, Int(count)) }
+                if let base { SecretMemory.wipe(base, count: Int(count)) }
             } else if type == TypeCode.array || type == TypeCode.variant || type == TypeCode.structure || type == TypeCode.dictEntry {
                 var inner = DBusMessageIter()
                 dbus_message_iter_recurse(&iter, &inner)

@@ -2,6 +2,7 @@ import CKeywellControl
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// The `KWC1` framing of docs/control-protocol.md §2, over a connected socket with timeouts set.
 /// Codes and sizes come from the header the PAM module includes (pam/keywell-control.h).
@@ -136,7 +137,7 @@ enum ControlProtocol {
         guard count > 0 else { return SecretBytes(count: 0) }
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
         defer {
-            explicit_bzero(scratch.baseAddress!, count)
+            SecretMemory.wipe(scratch)
             scratch.deallocate()
         }
         try readExactly(socket, into: scratch)

@@ -1,4 +1,5 @@
 import KeywellProtocol
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -14,12 +15,10 @@ package enum PasswordBytes {
         return Array(UnsafeRawBufferPointer(start: pointer, count: Int(length)))
     }
 
-    /// Zeroes the array's storage in place (explicit_bzero cannot be optimised away). Call it
+    /// Zeroes the array's storage in place (`SecretMemory.wipe`). Call it
     /// once the D-Bus call that carried the bytes has returned: the array is then no longer
     /// shared, so the wipe reaches the storage that was sent rather than a fresh copy.
     package static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { buffer in
-            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
-        }
+        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// The reply side of the Assuan conversation with a pinentry (docs/prompts.md), read from its
 /// stdout: lines, and what the replies to GETPIN and CONFIRM come to. Whatever program is named
@@ -136,5 +137,5 @@ struct AssuanReplies {
 
 /// Clears bytes that held (part of) a password before they are freed.
 private func wipe(_ bytes: UnsafeMutableRawBufferPointer) {
-    if let base = bytes.baseAddress { explicit_bzero(base, bytes.count) }
+    SecretMemory.wipe(bytes)
 }

@@ -1,3 +1,4 @@
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -99,7 +100,7 @@ private struct LineReader {
     }
 
     mutating func wipe() {
-        buffer.withUnsafeMutableBytes { Memory.wipe($0) }
-        block.withUnsafeMutableBytes { Memory.wipe($0) }
+        buffer.withUnsafeMutableBytes { SecretMemory.wipe($0) }
+        block.withUnsafeMutableBytes { SecretMemory.wipe($0) }
     }
 }

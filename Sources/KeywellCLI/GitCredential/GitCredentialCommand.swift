@@ -1,4 +1,5 @@
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -71,7 +72,7 @@ struct GitCredentialHelper {
             if let account = item.bytes(AttributeKey.account) { answer += Array("username=".utf8) + account + [0x0A] }
             answer += Array("password=".utf8) + (item.secret?.bytes ?? []) + [0x0A]
             context.output.writeSecret(answer)
-            answer.withUnsafeMutableBytes { Memory.wipe($0) }
+            answer.withUnsafeMutableBytes { SecretMemory.wipe($0) }
             return CommandStatus.success
         } catch where error.status == SecStatus.itemNotFound {
             return CommandStatus.success  // nothing stored: git asks the next helper or the user

@@ -1,3 +1,4 @@
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -94,7 +95,7 @@ enum PasswordInput {
         guard sawAnything else { return nil }
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
         let secret = SecretBytes(line)
-        line.withUnsafeMutableBytes { Memory.wipe($0) }
+        line.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return secret
     }
 

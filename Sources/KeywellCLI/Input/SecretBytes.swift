@@ -6,12 +6,15 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import KeywellSystem
 
 /// A password or secret held for as short a time as possible, wiped when released.
 ///
 /// Swift arrays copy on write, so the one buffer lives inside this class and is handed out
 /// only for the duration of a call; what other layers copy (libdbus's message buffer) is
 /// out of our reach, which is why commands drop their SecretBytes right after the call.
+/// Unlike KeywellSystem's locked `SecretBytes`, its storage is an ordinary array, because the
+/// native client's calls take `[UInt8]`; it is wiped with the same `SecretMemory.wipe`.
 final class SecretBytes {
     private(set) var bytes: [UInt8]
 
@@ -35,7 +38,7 @@ final class SecretBytes {
     }
 
     func wipe() {
-        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
+        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         bytes.removeAll()
     }
 
@@ -53,15 +56,8 @@ final class SecretBytes {
 extension Data {
     /// Overwrites the bytes in place (when this Data is the buffer's only owner) and empties it.
     mutating func wipe() {
-        withUnsafeMutableBytes { Memory.wipe($0) }
+        withUnsafeMutableBytes { SecretMemory.wipe($0) }
         removeAll()
     }
 }
 
-enum Memory {
-    /// memset the compiler may not drop because it can no longer see a reader.
-    static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        explicit_bzero(base, buffer.count)
-    }
-}

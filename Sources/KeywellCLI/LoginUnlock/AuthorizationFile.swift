@@ -1,4 +1,5 @@
 import CKeywellControl
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +23,7 @@ struct AuthorizationFile {
         var generator = SystemRandomNumberGenerator()
         var bytes = (0..<Int(KW_LOGIN_UNLOCK_VALUE_LENGTH)).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let value = SecretBytes(bytes)
-        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
+        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return value
     }
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// Copies every collection and item of the Secret Service that owns `org.freedesktop.secrets`
 /// into keywelld, as a client of both (docs/migration.md, "From any running Secret Service"):
@@ -177,6 +178,6 @@ struct SecretServiceMigration {
     }
 
     private func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
+        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
     }
 }

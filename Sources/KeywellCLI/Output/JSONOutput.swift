@@ -1,4 +1,5 @@
 import KeywellProtocol
+import KeywellSystem
 
 /// A small JSON writer with fields in the order given, so `--json` output reads the same every
 /// time (Foundation's encoder would sort or shuffle keys).
@@ -13,7 +14,7 @@ enum JSONValue {
     /// Text as a JSON string if it is UTF-8, else `{"hex": "…"}` (documented in `--help`).
     static func bytes<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> JSONValue {
         var copy = Array(bytes)
-        defer { copy.withUnsafeMutableBytes { Memory.wipe($0) } }
+        defer { copy.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         if let text = String(validating: copy, as: UTF8.self) { return .string(text) }
         return .object([("hex", .string(LowercaseHex.string(copy)))])
     }

@@ -1,3 +1,4 @@
+import KeywellSystem
 /// `security`'s `print_buffer`: how every attribute value, `password:` and `data:` are shown.
 ///
 /// Bytes 0x20–0x7E other than `\` are printable. If any byte is not, the whole value comes
@@ -74,7 +75,7 @@ enum Hex {
             }
         }
         // The digits are a password: wipe the intermediate copy.
-        defer { nibbles.withUnsafeMutableBytes { Memory.wipe($0) } }
+        defer { nibbles.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         if nibbles.count % 2 == 1 { nibbles.insert(0, at: 0) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(nibbles.count / 2)

@@ -1,4 +1,5 @@
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -38,6 +39,6 @@ final class CommandContext {
               location.word < Int(CommandLine.argc), let word = CommandLine.unsafeArgv[location.word] else { return }
         let length = strlen(word)
         guard location.offset < length else { return }
-        Memory.wipe(UnsafeMutableRawBufferPointer(start: word + location.offset, count: length - location.offset))
+        SecretMemory.wipe(UnsafeMutableRawBufferPointer(start: word + location.offset, count: length - location.offset))
     }
 }

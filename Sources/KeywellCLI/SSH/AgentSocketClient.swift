@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeywellSSHWire
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -42,7 +43,7 @@ struct AgentSocketClient: ~Copyable {
         // The frame holds a private key: wiped once sent.
         var bytes = frame.bytes
         frame = SSHWireWriter()
-        defer { bytes.withUnsafeMutableBytes { Memory.wipe($0) } }
+        defer { bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         var sent = 0
         while sent < bytes.count {
             let count = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }

@@ -57,7 +57,7 @@ enum KeyFileReading {
             total += count
         }
         let file = SecretBytes(Array(bytes[..<total]))
-        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
+        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return file
     }
 

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import KeywellNativeClient
 import KeywellSSHWire
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -71,7 +72,7 @@ enum SSHAddCommand {
         do { encoding = try SSHCertificate(blob).agentEncoding(blob, key: keys[0].agentEncoding) } catch {
             throw SSHAddError("\(certificatePath): \(error.reason)")
         }
-        defer { encoding.withUnsafeMutableBytes { Memory.wipe($0) } }
+        defer { encoding.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         guard try add(encoding, comment: keys[0].comment, keychain: keychain, trusted: trusted, client: client) else {
             throw SSHAddError("\(certificatePath): keywelld did not store the certificate (its log says why: a signature that "
                               + "does not verify, a certificate of another key, too many certificates)")
@@ -93,7 +94,7 @@ enum SSHAddCommand {
         var commentField = SSHWireWriter()
         commentField.text(comment)
         body += commentField.bytes
-        defer { body.withUnsafeMutableBytes { Memory.wipe($0) } }
+        defer { body.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         return try client.request(body) == [AgentMessage.success.rawValue]
     }
 }

@@ -1,5 +1,6 @@
 import KeywellNativeClient
 import KeywellProtocol
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,7 +68,7 @@ enum SyncCommand {
                         return CommandStatus.failure
                     }
                     var secret = try context.client.syncConflictSecret(keychain, version: version)
-                    defer { secret.withUnsafeMutableBytes { Memory.wipe($0) } }
+                    defer { secret.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
                     context.output.write(String(decoding: secret, as: UTF8.self) + "\n")
                 } else {
                     conflicts(versions, json: json, context)

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +14,7 @@ enum CSVExport {
 
     static func run(_ context: CommandContext, _ keychains: [String], to path: String) -> Int32 {
         var lines: [[UInt8]] = [CSVTable.line(CSVLayout.exportHeader.map { Array($0.utf8) })]
-        defer { for index in lines.indices { lines[index].withUnsafeMutableBytes { Memory.wipe($0) } } }
+        defer { for index in lines.indices { lines[index].withUnsafeMutableBytes { SecretMemory.wipe($0) } } }
         let search = ItemSearch(context: context)
         var thisDeviceOnly = 0
         for keychain in keychains {
@@ -37,8 +38,8 @@ enum CSVExport {
                     var secret = [UInt8](results[index][WireKey.valueData]?.dataValue ?? Data())
                     var row = CSVMapping.row(results[index], secret: secret)
                     lines.append(CSVTable.line(row))
-                    secret.withUnsafeMutableBytes { Memory.wipe($0) }
-                    for field in row.indices { row[field].withUnsafeMutableBytes { Memory.wipe($0) } }
+                    secret.withUnsafeMutableBytes { SecretMemory.wipe($0) }
+                    for field in row.indices { row[field].withUnsafeMutableBytes { SecretMemory.wipe($0) } }
                     CSVSecrets.wipe(&results[index])
                 }
             }

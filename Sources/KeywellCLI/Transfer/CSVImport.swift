@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ enum CSVImport {
         }
         var bytes = TransferFiles.readAll(fd, limit: ExportLimits.bytesPerFile)
         close(fd)
-        defer { bytes?.withUnsafeMutableBytes { Memory.wipe($0) } }
+        defer { bytes?.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         guard let text = bytes else {
             context.diagnostics.error("import: \(path): unreadable, or larger than \(ExportLimits.bytesPerFile >> 20) MiB")
             return CommandStatus.failure
@@ -34,7 +35,7 @@ enum CSVImport {
         }
         defer {
             for record in records.indices {
-                for field in records[record].indices { records[record][field].withUnsafeMutableBytes { Memory.wipe($0) } }
+                for field in records[record].indices { records[record][field].withUnsafeMutableBytes { SecretMemory.wipe($0) } }
             }
         }
         guard let header = records.first,

@@ -1,22 +1,18 @@
-import CSodium
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
-/// Zeroes the storage of plaintext secrets once a request is done with them. Freed memory is not
-/// cleared, so a secret left to the allocator stays readable in the daemon (and may reach swap)
+/// Zeroes the storage of plaintext secrets once a request is done with them (`SecretMemory.wipe`,
+/// KeywellSystem's one wipe). Freed memory is not cleared, so a secret left to the allocator stays readable in the daemon (and may reach swap)
 /// after its keychain is locked. Every holder of the same storage sees zeros afterwards: only
 /// for values made for one request (copies that something keeps must be copies of their own).
 public enum SecretWipe {
     public static func wipe(_ data: Data) {
-        data.withUnsafeBytes { buffer in
-            if let base = buffer.baseAddress { sodium_memzero(UnsafeMutableRawPointer(mutating: base), buffer.count) }
-        }
+        data.withUnsafeBytes { SecretMemory.wipe($0) }
     }
 
     public static func wipe(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            if let base = buffer.baseAddress { sodium_memzero(UnsafeMutableRawPointer(mutating: base), buffer.count) }
-        }
+        SecretMemory.wipe(bytes)
     }
 
     /// The data values (`v_Data` and any other) of a request's or a result's dictionary: their
@@ -60,12 +56,12 @@ public enum SecretWipe {
     public static func wipingData(count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Bool) -> Data? {
         let memory = malloc(max(count, 1))!
         guard fill(UnsafeMutableRawBufferPointer(start: memory, count: count)) else {
-            sodium_memzero(memory, max(count, 1))
+            SecretMemory.wipe(memory, count: count)
             free(memory)
             return nil
         }
         return Data(bytesNoCopy: memory, count: count, deallocator: .custom { pointer, length in
-            sodium_memzero(pointer, max(length, 1))
+            SecretMemory.wipe(pointer, count: length)
             free(pointer)
         })
     }

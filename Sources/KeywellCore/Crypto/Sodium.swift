@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// The libsodium primitives Keywell uses: random bytes, Argon2id, XChaCha20-Poly1305, subkeys
 /// (BLAKE2b key derivation) and keyed BLAKE2b MACs.
@@ -10,10 +11,8 @@ package enum Sodium {
     package static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
     package static let saltLength = Int(crypto_pwhash_saltbytes())
 
-    private static let initialized: Bool = sodium_init() >= 0
-
     package static func ensureInitialized() {
-        precondition(initialized, "libsodium failed to initialise")
+        SecretMemory.ensureSodiumInitialized()
     }
 
     package static func randomData(count: Int) -> Data {

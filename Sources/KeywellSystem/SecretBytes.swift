@@ -1,7 +1,8 @@
 import CSodium
 
 /// Bytes that must stay secret (passwords, keys): kept in libsodium's guarded, mlocked memory,
-/// never copied by the type itself, and zeroed and freed when the last reference goes away.
+/// never copied by the type itself, and zeroed and freed when the last reference goes away. The
+/// one secret-memory type of the process; KeywellCore re-exports it to the engine's users.
 // @unchecked: the bytes are written while one owner builds them, then only read.
 public final class SecretBytes: @unchecked Sendable {
     public let count: Int
@@ -10,12 +11,12 @@ public final class SecretBytes: @unchecked Sendable {
     /// `count` zero bytes.
     public init(count: Int) {
         precondition(count >= 0, "negative SecretBytes count")
-        Sodium.ensureInitialized()
+        SecretMemory.ensureSodiumInitialized()
         // sodium_malloc(0) is legal but returns an unusable region; one byte keeps the pointer valid.
         guard let memory = sodium_malloc(max(count, 1)) else {
             fatalError("sodium_malloc failed for \(count) secret bytes")
         }
-        sodium_memzero(memory, max(count, 1))
+        SecretMemory.wipe(memory, count: max(count, 1))
         self.count = count
         self.pointer = memory
     }
