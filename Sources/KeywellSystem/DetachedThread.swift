@@ -4,8 +4,10 @@ import Glibc
 import Darwin
 #endif
 
-/// Starts a detached thread running `body` (Foundation's `Thread` without Foundation, so the
-/// client side of the library needs only FoundationEssentials).
+/// Starts a detached thread running `body`: the one way Keywell starts a thread (the timer
+/// thread, the socket servers' accept loops and connections, the D-Bus worker pools, the sync
+/// threads, keywell-bench's clients). Foundation's `Thread` without Foundation, so the client
+/// side of the library needs only FoundationEssentials.
 package func startDetachedThread(name: String, stackSize: Int, _ body: @escaping @Sendable () -> Void) {
     // @unchecked: immutable; handed once from the starting thread to the new one.
     final class Start: @unchecked Sendable {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import Synchronization
 
 /// `keywell-bench faults`: SIGKILL keywelld again and again in the middle of a write-heavy run.
@@ -71,7 +72,9 @@ struct FaultRun {
         let group = DispatchGroup()
         for writer in 0..<writers {
             let connection = try world.connect()
-            DispatchQueue.global().async(group: group) {
+            group.enter()
+            startDetachedThread(name: "bench-writer", stackSize: 8 << 20) {
+                defer { group.leave() }
                 defer { connection.close() }
                 Self.write(writer, on: connection, ledger: ledger, unknown: unknown, until: stop)
             }
