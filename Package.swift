@@ -119,7 +119,7 @@ let package = Package(
         .executableTarget(name: "keywelld", dependencies: ["KeywellDaemon"]),
         // Sync between machines through a folder a sync engine carries (docs/sync.md): sealed
         // records, the folder's names and header, the merge rules, compaction.
-        .target(name: "KeywellSync", dependencies: ["CSodium", "KeywellCore", "KeywellProtocol", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "KeywellSync", dependencies: ["CSodium", "KeywellCore", "KeywellProtocol", "KeywellSystem", .product(name: "Logging", package: "swift-log")]),
         // The native API's client (org.keywell.Keychain1) on FoundationEssentials only, so that
         // the CLI loads neither full Foundation nor ICU (docs/performance.md).
         // CSodium: SHA-256 of programs named as trusted applications (`-T`); KeywellSystem: whether

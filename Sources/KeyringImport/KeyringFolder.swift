@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// The keyring files of `$XDG_DATA_HOME/keyrings` (gnome-keyring's folder; libsecret's file
 /// backend and oo7 use its `v1/` folder) and the `default` file naming the default keyring.
@@ -63,8 +64,7 @@ public struct KeyringFolder: Sendable {
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var done = 0
         while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if count < 0, errno == EINTR { continue }
+            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) } }
             guard count > 0 else { break }
             done += count
         }

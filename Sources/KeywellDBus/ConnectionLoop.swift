@@ -160,9 +160,8 @@ final class ConnectionLoop: @unchecked Sendable {
             pollSet[0].events = Int16(POLLIN) | (wantsWrite ? Int16(POLLOUT) : 0)
             pollSet[0].revents = 0
             pollSet[1].revents = 0
-            let ready = poll(&pollSet, 2, -1)
+            let ready = retryingOnInterrupt { poll(&pollSet, 2, -1) }
             if ready < 0 {
-                if errno == EINTR { continue }
                 break
             }
             if pollSet[1].revents != 0 { wakePipe.drain() }

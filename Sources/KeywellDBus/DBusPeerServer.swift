@@ -129,10 +129,7 @@ public final class DBusPeerServer: @unchecked Sendable {
             let ready = watches.withLock { $0 }.compactMap { OpaquePointer(bitPattern: $0) }.filter { dbus_watch_get_enabled($0) != 0 }
             var pollSet = ready.map { pollfd(fd: dbus_watch_get_unix_fd($0), events: Int16(POLLIN), revents: 0) }
             pollSet.append(pollfd(fd: wakePipe.readDescriptor, events: Int16(POLLIN), revents: 0))
-            if poll(&pollSet, nfds_t(pollSet.count), closeLateHandshakes()) < 0 {
-                if errno == EINTR { continue }
-                break
-            }
+            if retryingOnInterrupt({ poll(&pollSet, nfds_t(pollSet.count), closeLateHandshakes()) }) < 0 { break }
             if pollSet[pollSet.count - 1].revents != 0 { wakePipe.drain() }
             for (index, watch) in ready.enumerated() where pollSet[index].revents != 0 {
                 // Still registered: libdbus may have removed it while we polled.

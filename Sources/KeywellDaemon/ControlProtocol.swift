@@ -108,8 +108,7 @@ enum ControlProtocol {
     static func writeAll(_ socket: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent < 0, errno == EINTR { continue }
+            let sent = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
             guard sent > 0 else { return }
             offset += sent
         }
@@ -124,8 +123,7 @@ enum ControlProtocol {
     private static func readExactly(_ socket: Int32, into buffer: UnsafeMutableRawBufferPointer) throws {
         var offset = 0
         while offset < buffer.count {
-            let got = recv(socket, buffer.baseAddress! + offset, buffer.count - offset, 0)
-            if got < 0, errno == EINTR { continue }
+            let got = retryingOnInterrupt { recv(socket, buffer.baseAddress! + offset, buffer.count - offset, 0) }
             // EOF, a timeout (EAGAIN after SO_RCVTIMEO) or an error: the peer is not worth waiting for.
             guard got > 0 else { throw CancellationError() }
             offset += got

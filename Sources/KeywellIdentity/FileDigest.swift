@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 import Synchronization
 
 /// SHA-256 of open files, remembered by what identifies a file's contents without reading it:
@@ -81,8 +82,7 @@ public final class FileDigest: Sendable {
         var offset: Int64 = 0
         while offset < size {
             let wanted = Int(min(Int64(buffer.count), size - offset))
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(offset)) }
-            if count < 0, errno == EINTR { continue }
+            let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(offset)) } }
             guard count > 0 else { throw .process(count == 0 ? "file shrank while read" : "read: \(String(cString: strerror(errno)))") }
             buffer.withUnsafeBufferPointer { _ = crypto_hash_sha256_update(&state, $0.baseAddress, UInt64(count)) }
             offset += Int64(count)

@@ -1,5 +1,6 @@
 import CProcessPinning
 import Foundation
+import KeywellSystem
 
 /// One process held fast while it is examined: a pidfd, and its `/proc/<pid>` folder opened
 /// once. Everything is read through that folder's descriptor, which keeps naming the same
@@ -58,8 +59,7 @@ final class ProcessPin {
         var bytes = [UInt8](repeating: 0, count: limit + 1)
         var total = 0
         while total < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress! + total, $0.count - total) }
-            if count < 0, errno == EINTR { continue }
+            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress! + total, $0.count - total) } }
             guard count >= 0 else { throw .process("read: \(errorText())") }
             if count == 0 { break }
             total += count

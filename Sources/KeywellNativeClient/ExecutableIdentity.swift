@@ -32,8 +32,7 @@ public enum ExecutableIdentity {
         crypto_hash_sha256_init(&state)
         var block = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingOnInterrupt { block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
             guard count >= 0 else { throw .param("\(real): \(String(cString: strerror(errno)))") }
             if count == 0 { break }
             crypto_hash_sha256_update(&state, block, UInt64(count))

@@ -1,6 +1,7 @@
 import Glibc
 import KeywellCore
 import KeywellSSHWire
+import KeywellSystem
 
 /// One client's connection: frames in, replies out, until the client closes, stalls or
 /// breaks the framing. Each frame is a 4-byte big-endian length and that many bytes.
@@ -49,11 +50,7 @@ public enum AgentConnection {
 
     private static func waitReadable(_ socket: Int32, seconds: Int32) -> Bool {
         var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        while true {
-            let ready = poll(&descriptor, 1, seconds * 1000)
-            if ready < 0, errno == EINTR { continue }
-            return ready > 0
-        }
+        return retryingOnInterrupt { poll(&descriptor, 1, seconds * 1000) } > 0
     }
 
     private static func readAll(_ socket: Int32, _ buffer: inout [UInt8]) -> Bool {
@@ -61,8 +58,7 @@ public enum AgentConnection {
         let total = buffer.count
         return buffer.withUnsafeMutableBytes { raw in
             while done < total {
-                let count = recv(socket, raw.baseAddress! + done, total - done, 0)
-                if count < 0, errno == EINTR { continue }
+                let count = retryingOnInterrupt { recv(socket, raw.baseAddress! + done, total - done, 0) }
                 guard count > 0 else { return false }
                 done += count
             }
@@ -77,8 +73,7 @@ public enum AgentConnection {
         var done = 0
         return bytes.withUnsafeBytes { raw in
             while done < bytes.count {
-                let count = send(socket, raw.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL))
-                if count < 0, errno == EINTR { continue }
+                let count = retryingOnInterrupt { send(socket, raw.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
                 guard count > 0 else { return false }
                 done += count
             }

@@ -49,8 +49,7 @@ struct AssuanReplies {
             guard buffered.count <= Self.maximumLineLength else { return nil }
             var chunk = [UInt8](repeating: 0, count: 1024)
             defer { chunk.withUnsafeMutableBytes { wipe($0) } }
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingOnInterrupt { read(fd, &chunk, chunk.count) }
             guard count > 0 else { return nil }
             buffered += chunk[..<count]
         }

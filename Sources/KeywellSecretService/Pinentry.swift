@@ -186,8 +186,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         let bytes = Array((line + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(toPinentry, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
+            let written = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { write(toPinentry, $0.baseAddress, $0.count) } }
             guard written > 0 else { return false }
             offset += written
         }

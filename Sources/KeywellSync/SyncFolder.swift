@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// The folder a sync engine carries, as files: names listed, files read with their caps, this
 /// machine's files written whole (a temporary name renamed into place, 0600) and removed.
@@ -56,8 +57,7 @@ public struct SyncFolder: Sendable {
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) }
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) } }
             guard count > 0 else { throw SyncRefusal("it could not be read whole") }
             offset += count
         }
@@ -73,8 +73,8 @@ public struct SyncFolder: Sendable {
         var ok = bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 { if errno == EINTR { continue } else { return false } }
+                let written = retryingOnInterrupt { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
+                if written < 0 { return false }
                 offset += written
             }
             return true

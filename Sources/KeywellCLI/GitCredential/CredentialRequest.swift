@@ -92,8 +92,7 @@ private struct LineReader {
 
     private mutating func fill() {
         while true {
-            let count = block.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingOnInterrupt { block.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
             if count <= 0 { atEnd = true } else { buffer.append(contentsOf: block[..<count]) }
             return
         }

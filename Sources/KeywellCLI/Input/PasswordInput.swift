@@ -84,8 +84,7 @@ enum PasswordInput {
         var byte: UInt8 = 0
         var sawAnything = false
         while line.count < maximumLength {
-            let count = Glibc.read(fd, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingOnInterrupt { Glibc.read(fd, &byte, 1) }
             if count <= 0 { break }
             sawAnything = true
             if byte == UInt8(ascii: "\n") { break }
@@ -102,9 +101,8 @@ enum PasswordInput {
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let written = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
             if written < 0 {
-                if errno == EINTR { continue }
                 return
             }
             offset += written

@@ -48,8 +48,7 @@ extension LoginUnlockCommand {
             if let fd = child.standardOutput {
                 var chunk = [UInt8](repeating: 0, count: 1024)
                 while answer.count < maxAnswer {
-                    let got = read(fd, &chunk, chunk.count)
-                    if got < 0, errno == EINTR { continue }
+                    let got = retryingOnInterrupt { read(fd, &chunk, chunk.count) }
                     guard got > 0 else { break }
                     answer += chunk.prefix(got)
                 }

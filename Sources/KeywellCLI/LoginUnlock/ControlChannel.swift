@@ -88,8 +88,7 @@ struct ControlChannel {
     private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent < 0, errno == EINTR { continue }
+            let sent = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
             guard sent > 0 else { return false }
             offset += sent
         }
@@ -100,8 +99,7 @@ struct ControlChannel {
         var buffer = [UInt8](repeating: 0, count: count)
         var offset = 0
         while offset < count {
-            let got = buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if got < 0, errno == EINTR { continue }
+            let got = retryingOnInterrupt { buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } }
             guard got > 0 else { return nil }
             offset += got
         }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeywellProtocol
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,8 +36,7 @@ extension LoginUnlockCommand {
             var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
             var filled = 0
             while filled < bytes.count {
-                let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
-                if got < 0, errno == EINTR { continue }
+                let got = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) } }
                 guard got > 0 else { break }
                 filled += got
             }

@@ -46,8 +46,7 @@ struct AgentSocketClient: ~Copyable {
         defer { bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         var sent = 0
         while sent < bytes.count {
-            let count = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            if count < 0, errno == EINTR { continue }
+            let count = retryingOnInterrupt { bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) } }
             guard count > 0 else { throw SSHAddError("keywelld's agent closed the connection") }
             sent += count
         }
@@ -61,8 +60,7 @@ struct AgentSocketClient: ~Copyable {
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
-            let got = bytes.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + done, count - done, 0) }
-            if got < 0, errno == EINTR { continue }
+            let got = retryingOnInterrupt { bytes.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + done, count - done, 0) } }
             guard got > 0 else { throw SSHAddError("keywelld's agent closed the connection") }
             done += got
         }

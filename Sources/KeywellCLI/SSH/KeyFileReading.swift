@@ -50,8 +50,7 @@ enum KeyFileReading {
         var bytes = [UInt8](repeating: 0, count: OpenSSHKeyFile.maximumFileBytes + 1)
         var total = 0
         while total < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) }
-            if count < 0, errno == EINTR { continue }
+            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) } }
             guard count >= 0 else { throw SSHAddError("\(path): \(String(cString: strerror(errno)))") }
             if count == 0 { break }
             total += count

@@ -1,3 +1,4 @@
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,8 +23,7 @@ enum TransferFiles {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
             if count < 0 { return nil }
             if count == 0 { return bytes }
             bytes += buffer[0..<count]
@@ -35,9 +35,8 @@ enum TransferFiles {
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let written = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
             if written < 0 {
-                if errno == EINTR { continue }
                 return false
             }
             offset += written

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSystem
 
 /// What to do with an imported item that an item of the target keychain already stands for.
 public enum ImportPolicy: String, Sendable, CaseIterable {
@@ -277,9 +278,8 @@ private struct ExportOutput {
         }
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let count = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
             if count < 0 {
-                if errno == EINTR { continue }
                 throw KeychainError(errno == ENOSPC ? SecStatus.diskFull : SecStatus.io,
                                     detail: "writing the export file: \(String(cString: strerror(errno)))")
             }
@@ -304,9 +304,8 @@ enum ExportInput {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var offset: off_t = 0
         while bytes.count <= ExportLimits.bytesPerFile {
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) } }
             if count < 0 {
-                if errno == EINTR { continue }
                 throw KeychainError(SecStatus.io, detail: "reading the export file: \(String(cString: strerror(errno)))")
             }
             if count == 0 { break }

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// Replaces a small file so that readers (and a crash) see the old or the new contents, never a mix.
 public enum AtomicFile {
@@ -12,8 +13,8 @@ public enum AtomicFile {
         ok = ok && data.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 { if errno == EINTR { continue } else { return false } }
+                let written = retryingOnInterrupt { Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset) }
+                if written < 0 { return false }
                 offset += written
             }
             return true

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -32,15 +33,15 @@ enum SecretHandOff {
         let deadline = started + patience
         var written = 0
         while written < secret.count {
-            let result = secret.withUnsafeBytes { bytes in
-                Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            let result = retryingOnInterrupt {
+                secret.withUnsafeBytes { bytes in Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written) }
             }
             if result > 0 {
                 written += result
                 continue
             }
             let failure = errno
-            guard result < 0, failure == EAGAIN || failure == EWOULDBLOCK || failure == EINTR else {
+            guard result < 0, failure == EAGAIN || failure == EWOULDBLOCK else {
                 throw Failure(description: result == 0 ? "the descriptor took no bytes" : "cannot write: \(errorText(failure))")
             }
             try waitForRoom(descriptor, until: deadline, patience: patience)
@@ -53,8 +54,7 @@ enum SecretHandOff {
             guard left > .zero else { throw Failure(description: "nobody read the secret within \(patience)") }
             let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-            let ready = poll(&poller, 1, milliseconds)
-            if ready < 0, errno == EINTR { continue }
+            let ready = retryingOnInterrupt { poll(&poller, 1, milliseconds) }
             guard ready >= 0 else { throw Failure(description: "cannot wait for the reader: \(errorText())") }
             if ready == 0 { continue }
             if poller.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
