@@ -54,7 +54,7 @@ public struct KeyringFolder: Sendable {
     /// Reads a whole keyring file, refusing one over the size cap before reading it.
     public static func contents(of path: String, keyring: String) throws(KeyringReadError) -> [UInt8] {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .corrupt(keyring: keyring, reason: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .corrupt(keyring: keyring, reason: "cannot open \(path): \(Errno.current.description)") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw .unrecognized(keyring: keyring) }

@@ -14,14 +14,14 @@ struct RuntimeFolder {
 
     static func prepare(_ path: String) throws(DaemonError) -> RuntimeFolder {
         if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw DaemonError("cannot create \(path): \(String(cString: strerror(errno)))")
+            throw DaemonError("cannot create \(path): \(Errno.current.description)")
         }
         switch PrivateFolderState.of(path) {
         case .privateToThisUser:
             break
         case .openToOthers:
             guard chmod(path, 0o700) == 0 else {
-                throw DaemonError("cannot make \(path) private: \(String(cString: strerror(errno)))")
+                throw DaemonError("cannot make \(path) private: \(Errno.current.description)")
             }
         case let state:
             throw DaemonError(state.problem(with: path) ?? path)
@@ -47,10 +47,10 @@ final class InstanceLock {
 
     static func acquire(at path: String) throws(DaemonError) -> Outcome {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw DaemonError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw DaemonError("cannot open \(path): \(Errno.current.description)") }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let busy = errno == EWOULDBLOCK
-            let reason = String(cString: strerror(errno))
+            let reason = Errno.current.description
             defer { close(fd) }
             guard busy else { throw DaemonError("cannot lock \(path): \(reason)") }
             var buffer = [UInt8](repeating: 0, count: 32)

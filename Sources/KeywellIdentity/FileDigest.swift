@@ -55,7 +55,7 @@ public final class FileDigest: Sendable {
     /// The SHA-256 of the regular file open at `descriptor`, in 64 lowercase hex digits.
     public func sha256(of descriptor: Int32) throws(IdentityError) -> String {
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw .process("fstat: \(String(cString: strerror(errno)))") }
+        guard fstat(descriptor, &status) == 0 else { throw .process("fstat: \(Errno.current.description)") }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .process("not a regular file") }
         guard Int64(status.st_size) <= Self.maximumSize else { throw .process("file larger than \(Self.maximumSize) bytes") }
         let stamp = Stamp(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
@@ -83,7 +83,7 @@ public final class FileDigest: Sendable {
         while offset < size {
             let wanted = Int(min(Int64(buffer.count), size - offset))
             let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(offset)) } }
-            guard count > 0 else { throw .process(count == 0 ? "file shrank while read" : "read: \(String(cString: strerror(errno)))") }
+            guard count > 0 else { throw .process(count == 0 ? "file shrank while read" : "read: \(Errno.current.description)") }
             buffer.withUnsafeBufferPointer { _ = crypto_hash_sha256_update(&state, $0.baseAddress, UInt64(count)) }
             offset += Int64(count)
         }

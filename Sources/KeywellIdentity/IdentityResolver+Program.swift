@@ -6,11 +6,11 @@ extension IdentityResolver {
     /// now unless only root can replace it): what an access list names to trust it before it ever
     /// called, as `-T` does (docs/access-control.md, "Item access lists").
     public func identity(ofProgram path: String) throws(IdentityError) -> ApplicationIdentity {
-        guard let resolved = realpath(path, nil) else { throw .process("\(path): \(String(cString: strerror(errno)))") }
+        guard let resolved = realpath(path, nil) else { throw .process("\(path): \(Errno.current.description)") }
         let real = String(cString: resolved)
         free(resolved)
         let descriptor = open(real, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .process("\(real): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw .process("\(real): \(Errno.current.description)") }
         defer { close(descriptor) }
         // A program only root can replace is named by its path alone, as `-T` names it.
         let sha256 = RootOnlyProgram.isRootOnly(descriptor, path: real) ? nil : try digests.sha256(of: descriptor)

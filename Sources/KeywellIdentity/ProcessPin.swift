@@ -93,5 +93,5 @@ final class ProcessPin {
         return path
     }
 
-    static func errorText() -> String { String(cString: strerror(errno)) }
+    static func errorText() -> String { Errno.current.description }
 }

@@ -15,12 +15,12 @@ public enum ExecutableIdentity {
     /// named by that path; any other is read once, in blocks (linear in its size), and hashed.
     public static func of(path: String) throws(KeychainError) -> String {
         guard let resolved = realpath(path, nil) else {
-            throw .param("\(path): \(String(cString: strerror(errno)))")
+            throw .param("\(path): \(Errno.current.description)")
         }
         let real = String(cString: resolved)
         free(resolved)
         let descriptor = open(real, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .param("\(real): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw .param("\(real): \(Errno.current.description)") }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
@@ -33,7 +33,7 @@ public enum ExecutableIdentity {
         var block = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = retryingOnInterrupt { block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
-            guard count >= 0 else { throw .param("\(real): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else { throw .param("\(real): \(Errno.current.description)") }
             if count == 0 { break }
             crypto_hash_sha256_update(&state, block, UInt64(count))
         }

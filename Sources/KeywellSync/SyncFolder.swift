@@ -18,7 +18,7 @@ public struct SyncFolder: Sendable {
     public func check() throws(KeychainError) {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw KeychainError(SecStatus.noSuchKeychain, detail: "the sync folder \(path) does not exist: \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.noSuchKeychain, detail: "the sync folder \(path) does not exist: \(Errno.current.description)")
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .param("\(path) is not a folder") }
         guard info.st_uid == geteuid() else { throw KeychainError(SecStatus.wrPerm, detail: "the sync folder \(path) is another user's") }
@@ -30,7 +30,7 @@ public struct SyncFolder: Sendable {
     /// Every entry's name, at most `SyncLimits.filesPerFolder` (the rest are left for later).
     public func names() throws(KeychainError) -> [String] {
         guard let directory = opendir(path) else {
-            throw KeychainError(SecStatus.io, detail: "cannot read the sync folder \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.io, detail: "cannot read the sync folder \(path): \(Errno.current.description)")
         }
         defer { closedir(directory) }
         var names: [String] = []
@@ -48,7 +48,7 @@ public struct SyncFolder: Sendable {
         let descriptor = open(path + "/" + name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
-            throw SyncRefusal("it cannot be opened: \(String(cString: strerror(errno)))")
+            throw SyncRefusal("it cannot be opened: \(Errno.current.description)")
         }
         defer { close(descriptor) }
         var info = stat()
@@ -103,6 +103,6 @@ public struct SyncFolder: Sendable {
     }
 
     private func failure(_ action: String, _ path: String) -> KeychainError {
-        KeychainError(errno == ENOSPC ? SecStatus.diskFull : SecStatus.io, detail: "cannot \(action) \(path): \(String(cString: strerror(errno)))")
+        KeychainError(errno == ENOSPC ? SecStatus.diskFull : SecStatus.io, detail: "cannot \(action) \(path): \(Errno.current.description)")
     }
 }

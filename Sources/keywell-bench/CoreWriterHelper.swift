@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// For KeywellCoreTests' multi-process tests (not a benchmark): unlocks a keychain with the
 /// password on the first line of stdin, then adds items one at a time and prints `ack N` as soon
@@ -38,7 +39,7 @@ struct CoreWriterHelper: ParsableCommand {
             getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit)
             limit.rlim_cur = rlim_t(fileSizeLimit)
             guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0 else {
-                throw ValidationError("setrlimit(RLIMIT_FSIZE): \(String(cString: strerror(errno)))")
+                throw ValidationError("setrlimit(RLIMIT_FSIZE): \(Errno.current.description)")
             }
         }
         let password = SecretBytes(copying: Array((readLine() ?? "").utf8))

@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 
 /// Reads a live process's memory the way an attacker with root can: every mapping in
 /// /proc/<pid>/maps, through /proc/<pid>/mem, counting where given byte strings occur. That
@@ -25,7 +26,7 @@ struct ProcessMemoryScan {
         let maps = try Self.readWhole("/proc/\(pid)/maps")
         let descriptor = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw BenchmarkFailure("cannot open /proc/\(pid)/mem: \(String(cString: strerror(errno)))")
+            throw BenchmarkFailure("cannot open /proc/\(pid)/mem: \(Errno.current.description)")
         }
         defer { close(descriptor) }
         var findings = Array(repeating: Findings(), count: needles.count)
@@ -52,7 +53,7 @@ struct ProcessMemoryScan {
     /// A /proc file read to its end (its size shows as 0, and Foundation's one-shot reads stop short).
     private static func readWhole(_ path: String) throws -> String {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw BenchmarkFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw BenchmarkFailure("cannot open \(path): \(Errno.current.description)") }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
         var block = [UInt8](repeating: 0, count: 65536)

@@ -12,7 +12,7 @@ enum ReportChild {
             executable: path, arguments: arguments, environment: environment,
             standardOutput: .descriptor(2), standardError: .inherit))
         guard let exit = ChildSpawner.waitForExit(child.pid) else {
-            throw BenchmarkFailure("waitpid \(path): \(String(cString: strerror(errno)))")
+            throw BenchmarkFailure("waitpid \(path): \(Errno.current.description)")
         }
         return exit.shellStatus
     }

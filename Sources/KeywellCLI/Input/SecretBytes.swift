@@ -1,3 +1,5 @@
+import KeywellSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,7 +8,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import KeywellSystem
 
 /// A password or secret held for as short a time as possible, wiped when released.
 ///

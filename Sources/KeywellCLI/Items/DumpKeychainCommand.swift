@@ -1,4 +1,5 @@
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +21,7 @@ enum DumpKeychainCommand {
             // Hidden `-o file`: the dump goes to the file (0600: it may hold secrets).
             let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                context.diagnostics.error("\(file): \(String(cString: strerror(errno)))")
+                context.diagnostics.error("\(file): \(Errno.current.description)")
                 return CommandStatus.failure
             }
             context.output.flush()

@@ -64,5 +64,5 @@ struct AuthorizationFile {
         if info.st_mode & 0o7777 != mode, chmod(folder, mode) != 0 { throw .io("cannot set the mode of \(folder): \(reason())") }
     }
 
-    private static func reason() -> String { String(cString: strerror(errno)) }
+    private static func reason() -> String { Errno.current.description }
 }

@@ -1,5 +1,6 @@
 import CKeywellControl
 import KeywellProtocol
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -119,7 +120,7 @@ enum LoginUnlockCommand {
                 context.diagnostics.error("login-unlock disable: \(describe(error, target)); "
                                           + "only the authorization value is removed")
             } else if unlink(target.enrolmentPath) != 0, errno != ENOENT {
-                context.diagnostics.error("login-unlock disable: cannot remove \(target.enrolmentPath): \(String(cString: strerror(errno)))")
+                context.diagnostics.error("login-unlock disable: cannot remove \(target.enrolmentPath): \(Errno.current.description)")
                 failed = true
             }
         }

@@ -12,7 +12,7 @@ struct AgentSocketClient: ~Copyable {
 
     init(path: String) throws(SSHAddError) {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SSHAddError("socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SSHAddError("socket: \(Errno.current.description)") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -25,7 +25,7 @@ struct AgentSocketClient: ~Copyable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = Errno.current.description
             close(fd)
             throw SSHAddError("cannot reach keywelld's agent at \(path): \(reason) (is keywelld running?)")
         }

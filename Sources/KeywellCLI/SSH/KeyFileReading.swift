@@ -45,13 +45,13 @@ enum KeyFileReading {
 
     private static func read(_ path: String) throws(SSHAddError) -> SecretBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SSHAddError("\(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SSHAddError("\(path): \(Errno.current.description)") }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: OpenSSHKeyFile.maximumFileBytes + 1)
         var total = 0
         while total < bytes.count {
             let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) } }
-            guard count >= 0 else { throw SSHAddError("\(path): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else { throw SSHAddError("\(path): \(Errno.current.description)") }
             if count == 0 { break }
             total += count
         }

@@ -44,5 +44,5 @@ enum TransferFiles {
         return true
     }
 
-    static var lastError: String { String(cString: strerror(errno)) }
+    static var lastError: String { Errno.current.description }
 }

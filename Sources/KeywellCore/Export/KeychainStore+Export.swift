@@ -281,7 +281,7 @@ private struct ExportOutput {
             let count = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
             if count < 0 {
                 throw KeychainError(errno == ENOSPC ? SecStatus.diskFull : SecStatus.io,
-                                    detail: "writing the export file: \(String(cString: strerror(errno)))")
+                                    detail: "writing the export file: \(Errno.current.description)")
             }
             offset += count
         }
@@ -306,7 +306,7 @@ enum ExportInput {
         while bytes.count <= ExportLimits.bytesPerFile {
             let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) } }
             if count < 0 {
-                throw KeychainError(SecStatus.io, detail: "reading the export file: \(String(cString: strerror(errno)))")
+                throw KeychainError(SecStatus.io, detail: "reading the export file: \(Errno.current.description)")
             }
             if count == 0 { break }
             bytes += buffer[0..<count]

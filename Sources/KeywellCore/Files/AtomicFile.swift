@@ -34,6 +34,6 @@ public enum AtomicFile {
     }
 
     private static func failure(_ action: String, _ path: String) -> KeychainError {
-        KeychainError(SecStatus.io, detail: "cannot \(action) \(path): \(String(cString: strerror(errno)))")
+        KeychainError(SecStatus.io, detail: "cannot \(action) \(path): \(Errno.current.description)")
     }
 }

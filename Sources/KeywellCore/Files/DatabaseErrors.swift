@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import KeywellProtocol
+import KeywellSystem
 
 /// An SQLite error with the errno of the system call that failed under it. SQLite reports only
 /// ENOSPC as SQLITE_FULL; a disk quota (EDQUOT) or a file size limit (EFBIG) comes back as a
@@ -42,7 +43,7 @@ extension KeychainError {
         }
         if let failure = error as? SQLiteSystemFailure {
             let message = failure.error.message ?? "SQLite error \(failure.error.extendedResultCode.rawValue)"
-            let detail = "\(path): \(message) (\(String(cString: strerror(failure.systemErrno))))"
+            let detail = "\(path): \(message) (\(Errno(rawValue: failure.systemErrno).description))"
             return KeychainError(SQLiteSystemFailure.isNoRoom(failure.systemErrno) ? SecStatus.diskFull : SecStatus.io, detail: detail)
         }
         guard let error = error as? DatabaseError else {

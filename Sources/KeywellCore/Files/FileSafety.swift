@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// What `stat` says about a file, enough to notice that a path now names another file.
 struct FileIdentity: Equatable {
@@ -31,7 +32,7 @@ enum FileSafety {
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) is not a regular file")
@@ -48,7 +49,7 @@ enum FileSafety {
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT { return false }
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw KeychainError(SecStatus.wrPerm, detail: "\(path) is not a folder")
@@ -65,7 +66,7 @@ enum FileSafety {
             try ensurePrivateDirectory(parent)
         }
         if mkdir(path, privateDirectoryMode) != 0, errno != EEXIST {
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot create folder \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot create folder \(path): \(Errno.current.description)")
         }
         // mkdir's mode is filtered by the umask; set it exactly.
         chmod(path, privateDirectoryMode)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSystem
 
 /// Copies of keychain files made with SQLite's online backup API (docs/cli.md, "Backing up").
 /// The API reads the source in one read transaction, so a copy is one commit's state whatever
@@ -141,7 +142,7 @@ enum KeychainBackup {
     private static func checkRegularFile(_ path: String) throws(KeychainError) {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = Errno.current.description
             if errno == ENOENT { throw KeychainError(SecStatus.noSuchKeychain, detail: "\(path): \(reason)") }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot read \(path): \(reason)")
         }
@@ -149,7 +150,7 @@ enum KeychainBackup {
             throw KeychainError(SecStatus.invalidKeychain, detail: "\(path) is not a regular file, so not a Keywell keychain")
         }
         guard access(path, R_OK) == 0 else {
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot read \(path): \(Errno.current.description)")
         }
     }
 
@@ -173,7 +174,7 @@ enum KeychainBackup {
         let temporary = folder + "/." + name + "." + suffix
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, FileSafety.privateFileMode)
         guard descriptor >= 0 else {
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot write in \(folder): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot write in \(folder): \(Errno.current.description)")
         }
         fchmod(descriptor, FileSafety.privateFileMode)  // the umask may have taken bits away
         close(descriptor)
@@ -190,7 +191,7 @@ enum KeychainBackup {
         let placed = replacing ? rename(temporary, target) : link(temporary, target)
         guard placed == 0 else {
             if errno == EEXIST { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(target) already exists") }
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(target): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(target): \(Errno.current.description)")
         }
     }
 }

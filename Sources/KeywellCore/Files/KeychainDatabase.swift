@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import KeywellProtocol
+import KeywellSystem
 import Synchronization
 
 /// One keychain file's SQLite database. WAL with `synchronous=FULL`, so a write is on disk before
@@ -114,7 +115,7 @@ final class KeychainDatabase: Sendable {
         }
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, FileSafety.privateFileMode)
         guard descriptor >= 0 else {
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot create a file in \(folder): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot create a file in \(folder): \(Errno.current.description)")
         }
         fchmod(descriptor, FileSafety.privateFileMode)
         close(descriptor)
@@ -139,7 +140,7 @@ final class KeychainDatabase: Sendable {
         try syncToDisk(temporary)
         guard link(temporary, path) == 0 else {
             if errno == EEXIST { throw KeychainError(SecStatus.duplicateKeychain, detail: path) }
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(Errno.current.description)")
         }
         try syncToDisk(folder)
     }
@@ -365,7 +366,7 @@ final class KeychainDatabase: Sendable {
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else {
-            throw KeychainError(SecStatus.io, detail: "fsync \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.io, detail: "fsync \(path): \(Errno.current.description)")
         }
     }
 }

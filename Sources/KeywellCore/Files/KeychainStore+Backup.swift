@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// `BackupKeychain` and `RestoreKeychain` (docs/cli.md, "Backing up").
 extension KeychainStore {
@@ -35,7 +36,7 @@ extension KeychainStore {
                 forget(location)
                 for suffix in [""] + KeychainFileSet.companionSuffixes {
                     if unlink(location.path + suffix) != 0, errno != ENOENT {
-                        throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(String(cString: strerror(errno)))")
+                        throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(Errno.current.description)")
                     }
                 }
                 lifecycle.append(.deleted(location.displayName))

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// A keychain file and the three files SQLite keeps beside it, `-wal`, `-shm` and `-journal`
 /// (docs/file-format.md, "The four files").
@@ -48,7 +49,7 @@ enum KeychainFileSet {
         let descriptor = open(path, openPathOnly | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         defer { close(descriptor) }
         return try check(path, descriptor: descriptor)
@@ -67,7 +68,7 @@ enum KeychainFileSet {
                 return
             }
             guard errno == EEXIST else {
-                throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(String(cString: strerror(errno)))")
+                throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(Errno.current.description)")
             }
             if try check(path) != nil { return }
         }
@@ -77,7 +78,7 @@ enum KeychainFileSet {
     private static func check(_ path: String, descriptor: Int32) throws(KeychainError) -> FileIdentity {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         let kind = info.st_mode & S_IFMT
         guard kind == S_IFREG else {

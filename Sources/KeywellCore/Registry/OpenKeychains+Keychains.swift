@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// Keychain management: create, delete, the list of keychains, the search list and the default.
 /// `KeychainStore` offers these under the same names (`KeychainStore+Keychains.swift`).
@@ -46,7 +47,7 @@ extension OpenKeychains {
             forget(location)
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 if unlink(location.path + suffix) != 0, errno != ENOENT {
-                    throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(String(cString: strerror(errno)))")
+                    throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(Errno.current.description)")
                 }
                 // Gone once its main file is: announced even if a -wal or -shm file stays behind.
                 if suffix.isEmpty { lifecycle.append(.deleted(location.displayName)) }

@@ -2,6 +2,7 @@ import CKeywellControl
 import Foundation
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 import Logging
 
 /// The login keychain unlocked by a login without a typed password, through the TPM
@@ -71,7 +72,7 @@ final class LoginUnlock: Sendable {
             return .ok("disabled")
         }
         if errno == ENOENT { return .ok("was not enabled") }
-        let reason = String(cString: strerror(errno))
+        let reason = Errno.current.description
         logger.error("cannot remove \(enrolmentPath): \(reason)")
         return Outcome(status: SecStatus.io, message: "cannot remove the enrolment: \(reason)")
     }

@@ -18,12 +18,12 @@ final class FolderWatch: Sendable {
     init?(path: String, logger: Logger, onChange: @escaping @Sendable () -> Void) {
         descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard descriptor >= 0 else {
-            logger.warning("sync: no inotify for \(path): \(String(cString: strerror(errno)))")
+            logger.warning("sync: no inotify for \(path): \(Errno.current.description)")
             return nil
         }
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
         guard inotify_add_watch(descriptor, path, mask) >= 0 else {
-            logger.warning("sync: cannot watch \(path): \(String(cString: strerror(errno)))")
+            logger.warning("sync: cannot watch \(path): \(Errno.current.description)")
             close(descriptor)
             return nil
         }

@@ -64,5 +64,5 @@ enum SecretHandOff {
         }
     }
 
-    private static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
+    private static func errorText(_ code: Int32 = errno) -> String { Errno(rawValue: code).description }
 }
