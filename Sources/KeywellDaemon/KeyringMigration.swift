@@ -3,6 +3,7 @@ import KeyringImport
 import KeywellCore
 import KeywellProtocol
 import KeywellSecretService
+import KeywellSystem
 import Logging
 import Synchronization
 
@@ -58,13 +59,10 @@ final class KeyringMigration: Sendable {
     /// After a login unlocked or created `login`: every keyring that password opens (and the
     /// plaintext ones), off the login's thread, one log line per keyring.
     func migrateAtLogin(password: SecretBytes) {
-        let thread = Thread { [self] in
+        startDetachedThread(name: "keyring-migration", stackSize: 1 << 20) { [self] in
             let reports = migrate(keyring: nil, password: password, atLogin: true)
             for report in reports { log(report) }
         }
-        thread.name = "keyring-migration"
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     /// `keyring` nil: every keyring file. `password` nil or empty: only what needs none

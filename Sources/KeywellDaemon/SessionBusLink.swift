@@ -1,6 +1,7 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import Logging
 import Synchronization
 
@@ -55,10 +56,7 @@ final class SessionBusLink: Sendable {
     func start() {
         let first = attempt()
         if case .nameTaken(let message) = first { onNameTaken(message) }
-        let thread = Thread { [self] in maintain(after: first) }
-        thread.name = "session-bus"
-        thread.stackSize = 256 << 10
-        thread.start()
+        startDetachedThread(name: "session-bus", stackSize: 256 << 10) { [self] in maintain(after: first) }
     }
 
     /// Closes the connection (flushing queued signals) and stops reconnecting.

@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellSystem
 import Logging
 import Synchronization
 
@@ -50,10 +51,7 @@ final class SleepWatcher: Sendable {
             logger.info("no system bus (DBUS_SYSTEM_BUS_ADDRESS unset, no /run/dbus/system_bus_socket): lock on sleep and lock on logind's screen lock are off")
             return
         }
-        let thread = Thread { [self] in connect(to: address) }
-        thread.name = "sleep-watcher"
-        thread.stackSize = 256 << 10
-        thread.start()
+        startDetachedThread(name: "sleep-watcher", stackSize: 256 << 10) { [self] in connect(to: address) }
     }
 
     private func connect(to address: String) {

@@ -2,6 +2,7 @@ import Foundation
 import KeywellAccess
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import Logging
 import Synchronization
 
@@ -167,9 +168,8 @@ final class PromptManager: Sendable {
             return (entry, context)
         }
         return { [self] in
-            let thread = Thread { [self] in run(entry, context) }
-            thread.name = "secret-service-prompt"
-            thread.start()
+            // pthread's default stack, as Foundation's Thread gave it before.
+            startDetachedThread(name: "secret-service-prompt", stackSize: 8 << 20) { [self] in run(entry, context) }
         }
     }
 

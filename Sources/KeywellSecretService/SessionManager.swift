@@ -1,6 +1,7 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import SecretServiceCrypto
 import Synchronization
 
@@ -163,7 +164,7 @@ final class DHKeyPairPool: Sendable {
             return true
         }
         guard start else { return }
-        DispatchQueue.global(qos: .utility).async { [self] in
+        startDetachedThread(name: "dh-pool", stackSize: 1 << 20) { [self] in
             while true {
                 guard let pair = try? DHKeyExchange() else { break }
                 let full = pool.withLock { pool -> Bool in
