@@ -75,7 +75,7 @@ let package = Package(
         // the one WireValue <-> DBusValue codec, shared by the daemon and the client library.
         .target(name: "KeywellAPI", dependencies: ["KeywellDBus", "KeywellProtocol"]),
         // The Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 session crypto, over OpenSSL.
-        .target(name: "SecretServiceCrypto", dependencies: ["COpenSSL", "CSodium"]),
+        .target(name: "SecretServiceCrypto", dependencies: ["COpenSSL", "CSodium", "KeywellSystem"]),
         // The freedesktop Secret Service (org.freedesktop.secrets) over the keychain engine.
         .target(
             name: "KeywellSecretService",
@@ -177,7 +177,7 @@ let package = Package(
             name: "KeywellSecretServiceTests",
             dependencies: ["KeywellSecretService", "KeywellDaemon", "KeywellCore", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
-        .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto"]),
+        .testTarget(name: "SecretServiceCryptoTests", dependencies: ["SecretServiceCrypto", "KeywellSystem"]),
         .testTarget(
             name: "KeywellSyncTests",
             dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSync", "KeywellTestSupport", .product(name: "Logging", package: "swift-log")]

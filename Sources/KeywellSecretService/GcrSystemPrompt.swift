@@ -188,7 +188,7 @@ final class GcrSystemPrompt: @unchecked Sendable {
     /// An exchange is a few hundred bytes; more is not read.
     static let maximumExchange = 64 * 1024
 
-    private func transportKey(with peer: [UInt8]) throws(SecretCryptoError) -> LockedKey {
+    private func transportKey(with peer: [UInt8]) throws(SecretCryptoError) -> SecretBytes {
         try exchange.deriveKey(peerPublicKey: peer)
     }
 

@@ -1,13 +1,14 @@
 import COpenSSL
 import CSodium
+import KeywellSystem
 
 /// AES-128-CBC with PKCS#7 padding under a session key, as the DH session algorithm carries secrets:
 /// the 16-byte IV travels in the secret's `parameters`, the ciphertext in its `value`.
 public struct AESCBCCipher: Sendable {
     public static let blockSize = 16
-    private let key: LockedKey
+    private let key: SecretBytes
 
-    public init(key: LockedKey) {
+    public init(key: SecretBytes) {
         precondition(key.count == 16, "AES-128 needs a 16-byte key")
         self.key = key
     }
@@ -54,7 +55,7 @@ private final class CipherContext {
     nonisolated(unsafe) private static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-128-CBC", nil)
     private let context: OpaquePointer
 
-    init(key: LockedKey, encrypt: Bool) throws(SecretCryptoError) {
+    init(key: SecretBytes, encrypt: Bool) throws(SecretCryptoError) {
         guard let context = EVP_CIPHER_CTX_new() else { throw .library("EVP_CIPHER_CTX_new") }
         self.context = context
         let initialised = key.withUnsafeBytes { keyBytes in

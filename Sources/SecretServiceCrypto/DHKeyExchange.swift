@@ -1,5 +1,6 @@
 import COpenSSL
 import CSodium
+import KeywellSystem
 
 /// The `dh-ietf1024-sha256-aes128-cbc-pkcs7` key agreement of the Secret Service: Diffie-Hellman
 /// over RFC 2409's second Oakley group (1024-bit MODP, generator 2), then HKDF-SHA256 with no salt
@@ -67,7 +68,7 @@ public final class DHKeyExchange: @unchecked Sendable {
 
     /// Derives the session's AES-128 key from the client's public key (unsigned big-endian, any
     /// length up to the prime's size: libsecret sends it unpadded, secretstorage padded).
-    public func deriveKey(peerPublicKey: [UInt8]) throws(SecretCryptoError) -> LockedKey {
+    public func deriveKey(peerPublicKey: [UInt8]) throws(SecretCryptoError) -> SecretBytes {
         let significant = peerPublicKey.drop(while: { $0 == 0 })
         guard !significant.isEmpty, significant.count <= groupBytes else { throw .invalidPublicKey }
         guard let peer = BN_bin2bn(Array(significant), Int32(significant.count), nil),
@@ -79,16 +80,14 @@ public final class DHKeyExchange: @unchecked Sendable {
         guard BN_cmp(peer, BN_value_one()) > 0, BN_cmp(peer, limit) < 0 else { throw .invalidPublicKey }
         guard BN_mod_exp(shared, peer, privateKey, prime, context) == 1 else { throw .library("BN_mod_exp") }
 
-        guard let sharedBytes = sodium_malloc(groupBytes) else { throw .library("sodium_malloc") }
-        defer { sodium_free(sharedBytes) }
-        let padded = sharedBytes.assumingMemoryBound(to: UInt8.self)
-        _ = BN_bn2binpad(shared, padded, Int32(groupBytes))
-        return try hkdfSHA256(inputKey: UnsafeRawBufferPointer(start: sharedBytes, count: groupBytes), length: 16)
+        let sharedBytes = SecretBytes(count: groupBytes)
+        sharedBytes.withUnsafeMutableBytes { _ = BN_bn2binpad(shared, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(groupBytes)) }
+        return try sharedBytes.withUnsafeBytes { (raw) throws(SecretCryptoError) in try hkdfSHA256(inputKey: raw, length: 16) }
     }
 }
 
 /// RFC 5869 HKDF with SHA-256, an absent salt (treated as zeros) and empty info.
-func hkdfSHA256(inputKey: UnsafeRawBufferPointer, length: Int) throws(SecretCryptoError) -> LockedKey {
+func hkdfSHA256(inputKey: UnsafeRawBufferPointer, length: Int) throws(SecretCryptoError) -> SecretBytes {
     guard let context = EVP_PKEY_CTX_new_id(NID_hkdf, nil) else { throw .library("EVP_PKEY_CTX_new_id(HKDF)") }
     defer { EVP_PKEY_CTX_free(context) }
     guard EVP_PKEY_derive_init(context) == 1,
@@ -96,11 +95,9 @@ func hkdfSHA256(inputKey: UnsafeRawBufferPointer, length: Int) throws(SecretCryp
           EVP_PKEY_CTX_set1_hkdf_key(
               context, inputKey.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(inputKey.count)) == 1
     else { throw .library("HKDF setup") }
-    guard let output = sodium_malloc(length) else { throw .library("sodium_malloc") }
-    defer { sodium_free(output) }
+    let key = SecretBytes(count: length)
     var outputLength = length
-    guard EVP_PKEY_derive(context, output.assumingMemoryBound(to: UInt8.self), &outputLength) == 1,
-          outputLength == length
-    else { throw .library("HKDF derive") }
-    return LockedKey(copying: UnsafeRawBufferPointer(start: output, count: length))
+    let derived = key.withUnsafeMutableBytes { EVP_PKEY_derive(context, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &outputLength) }
+    guard derived == 1, outputLength == length else { throw .library("HKDF derive") }
+    return key
 }

@@ -1,3 +1,4 @@
+import KeywellSystem
 import Testing
 
 @testable import SecretServiceCrypto
@@ -13,7 +14,7 @@ private func hex(_ string: String) -> [UInt8] {
     return bytes
 }
 
-private func keyBytes(_ key: LockedKey) -> [UInt8] { key.withUnsafeBytes { Array($0) } }
+private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Array($0) } }
 
 @Test func bothSidesDeriveTheSameKey() throws {
     let server = try DHKeyExchange()
@@ -61,7 +62,7 @@ private func keyBytes(_ key: LockedKey) -> [UInt8] { key.withUnsafeBytes { Array
 
 @Test func aesCBCMatchesNISTVectorAndRoundTrips() throws {
     // NIST SP 800-38A F.2.1, first block; PKCS#7 then adds one block of padding.
-    let key = hex("2b7e151628aed2a6abf7158809cf4f3c").withUnsafeBytes { LockedKey(copying: $0) }
+    let key = hex("2b7e151628aed2a6abf7158809cf4f3c").withUnsafeBytes { SecretBytes(copying: $0) }
     let cipher = AESCBCCipher(key: key)
     let iv = hex("000102030405060708090a0b0c0d0e0f")
     let sealed = try cipher.run(encrypt: true, iv: iv, input: hex("6bc1bee22e409f96e93d7e117393172a"))
@@ -78,7 +79,7 @@ private func keyBytes(_ key: LockedKey) -> [UInt8] { key.withUnsafeBytes { Array
 }
 
 @Test func sealingManyAtOnceGivesEachItsOwnIV() throws {
-    let cipher = AESCBCCipher(key: [UInt8](repeating: 3, count: 16).withUnsafeBytes { LockedKey(copying: $0) })
+    let cipher = AESCBCCipher(key: [UInt8](repeating: 3, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
     let plaintexts = [Array("one".utf8), [], Array("the same".utf8), Array("the same".utf8), [UInt8](repeating: 9, count: 100)]
     let sealed = try cipher.sealAll(plaintexts)
     #expect(sealed.count == plaintexts.count)
@@ -91,14 +92,14 @@ private func keyBytes(_ key: LockedKey) -> [UInt8] { key.withUnsafeBytes { Array
 }
 
 @Test func malformedCiphertextIsRefused() throws {
-    let key = [UInt8](repeating: 1, count: 16).withUnsafeBytes { LockedKey(copying: $0) }
+    let key = [UInt8](repeating: 1, count: 16).withUnsafeBytes { SecretBytes(copying: $0) }
     let cipher = AESCBCCipher(key: key)
     let (iv, ciphertext) = try cipher.seal(Array("secret".utf8))
     #expect(throws: SecretCryptoError.malformedCiphertext) { try cipher.open(iv: Array(iv.prefix(15)), ciphertext: ciphertext) }
     #expect(throws: SecretCryptoError.malformedCiphertext) { try cipher.open(iv: iv, ciphertext: []) }
     #expect(throws: SecretCryptoError.malformedCiphertext) { try cipher.open(iv: iv, ciphertext: Array(ciphertext.dropLast())) }
     // A wrong key almost always breaks the padding; when it does not, the bytes differ.
-    let other = AESCBCCipher(key: [UInt8](repeating: 2, count: 16).withUnsafeBytes { LockedKey(copying: $0) })
+    let other = AESCBCCipher(key: [UInt8](repeating: 2, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
     let result = Result { try other.open(iv: iv, ciphertext: ciphertext) }
     if case .success(let bytes) = result { #expect(bytes != Array("secret".utf8)) }
 }
