@@ -88,7 +88,7 @@ struct GitCredentialHelper {
               let password = request.password else { return CommandStatus.success }
         attributes[AttributeKey.label] = attributes[AttributeKey.server]
         attributes[AttributeKey.authenticationType] = .string("dflt")
-        let secret = SecretBytes(Array(password.utf8))
+        let secret = SecretArray(Array(password.utf8))
         defer { secret.wipe() }
         do {
             try secret.withData { data throws(KeychainError) in
@@ -106,7 +106,7 @@ struct GitCredentialHelper {
         }
     }
 
-    private func replacePassword(_ attributes: WireDictionary, _ secret: SecretBytes) -> Int32 {
+    private func replacePassword(_ attributes: WireDictionary, _ secret: SecretArray) -> Int32 {
         do {
             let keychain = try context.client.defaultKeychain()
             var query = attributes
@@ -160,7 +160,7 @@ struct GitCredentialHelper {
                 try context.client.delete(query)
                 return CommandStatus.success
             }
-            let expected = SecretBytes(Array(password.utf8))
+            let expected = SecretArray(Array(password.utf8))
             defer { expected.wipe() }
             query[WireKey.returnData] = .bool(true)
             query[WireKey.returnPersistentRef] = .bool(true)
@@ -172,7 +172,7 @@ struct GitCredentialHelper {
             for index in matches.indices {
                 guard var data = matches[index].removeValue(forKey: WireKey.valueData)?.dataValue,
                       let ref = matches[index][WireKey.valuePersistentRef]?.dataValue else { continue }
-                let stored = SecretBytes(wiping: &data)
+                let stored = SecretArray(wiping: &data)
                 if stored == expected {
                     try context.client.delete([WireKey.valuePersistentRef: .data(ref)])
                 }

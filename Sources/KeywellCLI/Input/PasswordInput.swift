@@ -13,7 +13,7 @@ enum PasswordInput {
     static let maximumLength = 1 << 20
 
     /// One line with echo off; nil at end of input (the command then exits 255, as `security`).
-    static func read(prompt: String) -> SecretBytes? {
+    static func read(prompt: String) -> SecretArray? {
         readLine(prompt: prompt, hideInput: true)
     }
 
@@ -24,7 +24,7 @@ enum PasswordInput {
     }
 
     enum NewPasswordOutcome {
-        case password(SecretBytes)
+        case password(SecretArray)
         case endOfInput
         case mismatch
     }
@@ -42,7 +42,7 @@ enum PasswordInput {
         return .mismatch
     }
 
-    private static func readLine(prompt: String, hideInput: Bool) -> SecretBytes? {
+    private static func readLine(prompt: String, hideInput: Bool) -> SecretArray? {
         if isatty(0) == 1 {
             let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
             if terminal >= 0 {
@@ -60,7 +60,7 @@ enum PasswordInput {
         return line
     }
 
-    private static func readFromTerminal(_ fd: Int32, prompt: String, hideInput: Bool) -> SecretBytes? {
+    private static func readFromTerminal(_ fd: Int32, prompt: String, hideInput: Bool) -> SecretArray? {
         StandardStreams.output.flush()
         guard hideInput else {
             writeAll(fd, Array(prompt.utf8))
@@ -79,7 +79,7 @@ enum PasswordInput {
 
     /// Reads one byte at a time so that nothing after the newline is consumed: the next prompt
     /// (the retyped password) must find its own line still unread.
-    private static func readLineBytes(from fd: Int32) -> SecretBytes? {
+    private static func readLineBytes(from fd: Int32) -> SecretArray? {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         var sawAnything = false
@@ -93,7 +93,7 @@ enum PasswordInput {
         byte = 0
         guard sawAnything else { return nil }
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
-        let secret = SecretBytes(line)
+        let secret = SecretArray(line)
         line.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return secret
     }

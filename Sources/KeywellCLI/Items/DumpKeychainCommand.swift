@@ -106,7 +106,7 @@ enum DumpKeychainCommand {
                     var attributes = result
                     var data = attributes.removeValue(forKey: WireKey.valueData)?.dataValue ?? .init()
                     return Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: attributes,
-                                                 secret: SecretBytes(wiping: &data)))
+                                                 secret: SecretArray(wiping: &data)))
                 }
             } catch where error.status != SecStatus.noSuchKeychain {
                 // Locked, or one item that will not open: take the attributes, then each

@@ -13,10 +13,10 @@ struct FoundItem {
     let keychain: String
     let attributes: WireDictionary
     /// The secret, when it was asked for.
-    var secret: SecretBytes?
+    var secret: SecretArray?
     let persistentRef: Data?
 
-    init(itemClass: ItemClass, keychain: String, result: WireDictionary, secret: SecretBytes?) {
+    init(itemClass: ItemClass, keychain: String, result: WireDictionary, secret: SecretArray?) {
         self.itemClass = itemClass
         self.keychain = keychain
         var attributes = result
@@ -28,11 +28,11 @@ struct FoundItem {
 
     /// From one CopyMatching result; with `secret`, its `v_Data` is moved into wipeable bytes.
     init(itemClass: ItemClass, keychain: String, result: inout WireDictionary, secret: Bool) {
-        var secretBytes: SecretBytes?
+        var secretBytes: SecretArray?
         if secret, var data = result.removeValue(forKey: WireKey.valueData)?.dataValue {
-            secretBytes = SecretBytes(wiping: &data)
+            secretBytes = SecretArray(wiping: &data)
         } else if secret {
-            secretBytes = SecretBytes([])
+            secretBytes = SecretArray([])
         }
         self.init(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
     }

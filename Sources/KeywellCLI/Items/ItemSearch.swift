@@ -115,15 +115,15 @@ struct ItemSearch {
     }
 
     /// The secret of one item, by its persistent reference.
-    func secret(of item: FoundItem) throws(KeychainError) -> SecretBytes {
+    func secret(of item: FoundItem) throws(KeychainError) -> SecretArray {
         guard let ref = item.persistentRef else { throw KeychainError(SecStatus.invalidItemRef) }
         var results = try context.client.copyMatching([
             WireKey.valuePersistentRef: .data(ref),
             WireKey.returnData: .bool(true),
         ])
-        guard !results.isEmpty else { return SecretBytes([]) }
+        guard !results.isEmpty else { return SecretArray([]) }
         var result = results.removeFirst()
-        guard var data = result.removeValue(forKey: WireKey.valueData)?.dataValue else { return SecretBytes([]) }
-        return SecretBytes(wiping: &data)
+        guard var data = result.removeValue(forKey: WireKey.valueData)?.dataValue else { return SecretArray([]) }
+        return SecretArray(wiping: &data)
     }
 }

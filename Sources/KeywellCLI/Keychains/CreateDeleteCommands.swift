@@ -6,7 +6,7 @@ enum CreateDeleteCommands {
         // -P asks macOS's SecurityAgent; Linux has no such agent.
         if invocation.has("P") { return CommandStatus.usage }
         let passwordOption = invocation.arguments.option("p")
-        let flagPassword = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
+        let flagPassword = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
         context.scrubFromArgv(passwordOption)
         defer { flagPassword?.wipe() }
 
@@ -17,7 +17,7 @@ enum CreateDeleteCommands {
         }
         var result = CommandStatus.success
         for name in names {
-            let password: SecretBytes
+            let password: SecretArray
             if let flagPassword {
                 password = flagPassword
             } else {

@@ -33,7 +33,7 @@ enum LockCommands {
         guard operands.count <= 1, operands.first != "" else { return CommandStatus.usage }
         let typed = operands.first
         let passwordOption = invocation.arguments.option("p")
-        var password = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
+        var password = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
         context.scrubFromArgv(passwordOption)
         defer { password?.wipe() }
 

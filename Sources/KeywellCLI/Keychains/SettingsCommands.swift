@@ -87,8 +87,8 @@ enum SettingsCommands {
 
         let oldOption = invocation.arguments.option("o")
         let newOption = invocation.arguments.option("p")
-        var oldPassword = oldOption?.value.map { SecretBytes(Array($0.utf8)) }
-        var newPassword = newOption?.value.map { SecretBytes(Array($0.utf8)) }
+        var oldPassword = oldOption?.value.map { SecretArray(Array($0.utf8)) }
+        var newPassword = newOption?.value.map { SecretArray(Array($0.utf8)) }
         context.scrubFromArgv(oldOption)
         context.scrubFromArgv(newOption)
         defer {

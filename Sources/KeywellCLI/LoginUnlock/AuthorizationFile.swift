@@ -19,16 +19,16 @@ struct AuthorizationFile {
     }
 
     /// 32 fresh random bytes (the system generator: getrandom(2)).
-    static func newValue() -> SecretBytes {
+    static func newValue() -> SecretArray {
         var generator = SystemRandomNumberGenerator()
         var bytes = (0..<Int(KW_LOGIN_UNLOCK_VALUE_LENGTH)).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let value = SecretBytes(bytes)
+        let value = SecretArray(bytes)
         bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return value
     }
 
     /// Writes the value (replacing an older one at once), after making sure of the folders.
-    func write(_ value: SecretBytes) throws(Failure) {
+    func write(_ value: SecretArray) throws(Failure) {
         try Self.ensureFolder("/var/lib/keywell", mode: 0o755)
         try Self.ensureFolder(Self.folder, mode: 0o700)
         let temporary = path + ".tmp"

@@ -30,7 +30,7 @@ struct ControlChannel {
     /// Enabling derives a key from the password and talks to the TPM: more than a login's budget.
     var timeoutSeconds = 15
 
-    func send(_ op: Int32, fields: [SecretBytes]) throws(Failure) -> Answer {
+    func send(_ op: Int32, fields: [SecretArray]) throws(Failure) -> Answer {
         let folder = runtimeFolder + "/" + KW_CONTROL_FOLDER
         let socketPath = folder + "/" + KW_CONTROL_SOCKET
         var info = stat()
@@ -64,7 +64,7 @@ struct ControlChannel {
             throw .refused("the process on \(socketPath) is not the user's")
         }
 
-        let request = SecretBytes(Self.frame(op, fields))
+        let request = SecretArray(Self.frame(op, fields))
         defer { request.wipe() }
         guard Self.writeAll(descriptor, request.bytes) else { throw .noAnswer }
         guard let head = Self.read(descriptor, count: Int(KW_RESPONSE_HEAD_LENGTH)),
@@ -75,7 +75,7 @@ struct ControlChannel {
         return Answer(status: status, message: String(decoding: message, as: UTF8.self))
     }
 
-    private static func frame(_ op: Int32, _ fields: [SecretBytes]) -> [UInt8] {
+    private static func frame(_ op: Int32, _ fields: [SecretArray]) -> [UInt8] {
         var bytes = Array(KW_CONTROL_MAGIC.utf8) + [UInt8(op), UInt8(fields.count)]
         for field in fields {
             let count = UInt32(field.count)

@@ -10,7 +10,7 @@ import Glibc
 /// gnome-keyring` (ExportCommand parses the words and asks for the password).
 enum GnomeKeyringExportCommand {
     /// Writes `file` with `password` (asked for by the caller); `keychain` nil is the default keychain.
-    static func export(_ context: CommandContext, keychain typed: String?, file: String, password: SecretBytes,
+    static func export(_ context: CommandContext, keychain typed: String?, file: String, password: SecretArray,
                        replace: Bool) -> Int32 {
         let target = file.hasPrefix("/") ? file : currentDirectory() + "/" + file
         do {

@@ -118,7 +118,7 @@ enum MigrateCommand {
     }
 
     /// A plaintext keyring brings no password: the new keychain needs one.
-    private static func askPassword(for report: [String: DBusValue]) -> SecretBytes? {
+    private static func askPassword(for report: [String: DBusValue]) -> SecretArray? {
         let keyring = field(report, MigrationKey.keyring)
         guard field(report, MigrationKey.format) == KeyringFormat.gnomeKeyringPlaintext.rawValue else {
             let kind = field(report, MigrationKey.format) == KeyringFormat.kwallet.rawValue ? "wallet" : "keyring"

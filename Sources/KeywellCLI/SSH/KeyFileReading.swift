@@ -13,12 +13,12 @@ import Glibc
 /// (docs/ssh.md, "keywell ssh-add").
 enum KeyFileReading {
     /// The unencrypted openssh-key-v1 binary of `path`; the caller wipes it.
-    static func binary(of path: String) throws(SSHAddError) -> SecretBytes {
+    static func binary(of path: String) throws(SSHAddError) -> SecretArray {
         let file = try read(path)
         defer { file.wipe() }
         let binary: [UInt8]
         do { binary = try OpenSSHKeyFile.binary(file.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
-        let secret = SecretBytes(binary)
+        let secret = SecretArray(binary)
         let cipher: String
         do { cipher = try OpenSSHKeyFile.cipher(of: secret.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
         guard cipher != "none" else { return secret }
@@ -43,7 +43,7 @@ enum KeyFileReading {
         return blob
     }
 
-    private static func read(_ path: String) throws(SSHAddError) -> SecretBytes {
+    private static func read(_ path: String) throws(SSHAddError) -> SecretArray {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SSHAddError("\(path): \(Errno.current.description)") }
         defer { close(fd) }
@@ -55,14 +55,14 @@ enum KeyFileReading {
             if count == 0 { break }
             total += count
         }
-        let file = SecretBytes(Array(bytes[..<total]))
+        let file = SecretArray(Array(bytes[..<total]))
         bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return file
     }
 
     /// A copy in a folder only this user can enter (in the runtime folder, a tmpfs, when there
     /// is one), decrypted in place by `ssh-keygen -p -N ""`, read and overwritten.
-    private static func decrypted(_ path: String) throws(SSHAddError) -> SecretBytes {
+    private static func decrypted(_ path: String) throws(SSHAddError) -> SecretArray {
         let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array((base + "/keywell-ssh-add.XXXXXX").utf8CString)
         guard let folderPointer = mkdtemp(&template) else { throw SSHAddError("cannot make a private folder in \(base)") }
@@ -94,7 +94,7 @@ enum KeyFileReading {
         guard exit?.succeeded == true else { throw SSHAddError("\(path): ssh-keygen could not decrypt it (wrong passphrase?)") }
         let plain = try read(copy)
         defer { plain.wipe() }
-        do { return SecretBytes(try OpenSSHKeyFile.binary(plain.bytes)) } catch { throw SSHAddError("\(path): \(error.reason)") }
+        do { return SecretArray(try OpenSSHKeyFile.binary(plain.bytes)) } catch { throw SSHAddError("\(path): \(error.reason)") }
     }
 
     /// Zeroes a file's bytes before it is unlinked.

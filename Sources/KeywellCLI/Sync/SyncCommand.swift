@@ -30,7 +30,7 @@ enum SyncCommand {
         arguments.options = invocation.arguments.options + arguments.options
         arguments.longFlags.formUnion(invocation.arguments.longFlags)
         let passwordOption = arguments.option("p")
-        var password = passwordOption?.value.map { SecretBytes(Array($0.utf8)) }
+        var password = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
         context.scrubFromArgv(passwordOption)
         defer { password?.wipe() }
         let needsFolder = action == .enable || action == .join

@@ -41,7 +41,7 @@ enum ExportCommand {
     }
 
     private static func exportGnomeKeyring(_ context: CommandContext, _ keychain: String, to path: String, replace: Bool) -> Int32 {
-        let password: SecretBytes
+        let password: SecretArray
         switch TransferOptions.newSecret(context, prompt: "password for the keyring file: ", retype: "retype password: ") {
         case .password(let typed): password = typed
         case .endOfInput: return CommandStatus.endOfInput
@@ -52,7 +52,7 @@ enum ExportCommand {
     }
 
     private static func exportEncrypted(_ context: CommandContext, _ keychains: [String], to path: String) -> Int32 {
-        let passphrase: SecretBytes
+        let passphrase: SecretArray
         switch TransferOptions.newSecret(context, prompt: "passphrase for the export: ", retype: "retype passphrase: ") {
         case .password(let typed): passphrase = typed
         case .endOfInput: return CommandStatus.endOfInput

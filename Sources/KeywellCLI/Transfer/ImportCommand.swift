@@ -62,7 +62,7 @@ enum ImportCommand {
 
     /// A keychain of the export that the account lacks, made with a password asked for it.
     private static func create(_ context: CommandContext, _ name: String) -> Int32 {
-        let password: SecretBytes
+        let password: SecretArray
         switch TransferOptions.newSecret(context, prompt: "password for new keychain \"\(name)\": ",
                                          retype: "retype password for new keychain \"\(name)\": ") {
         case .password(let typed): password = typed

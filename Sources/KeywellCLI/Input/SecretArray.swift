@@ -13,10 +13,10 @@ import Foundation
 ///
 /// Swift arrays copy on write, so the one buffer lives inside this class and is handed out
 /// only for the duration of a call; what other layers copy (libdbus's message buffer) is
-/// out of our reach, which is why commands drop their SecretBytes right after the call.
-/// Unlike KeywellSystem's locked `SecretBytes`, its storage is an ordinary array, because the
+/// out of our reach, which is why commands drop their SecretArray right after the call.
+/// Not KeywellSystem's locked `SecretBytes`: its storage is an ordinary array, because the
 /// native client's calls take `[UInt8]`; it is wiped with the same `SecretMemory.wipe`.
-final class SecretBytes {
+final class SecretArray {
     private(set) var bytes: [UInt8]
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -45,7 +45,7 @@ final class SecretBytes {
 
     deinit { wipe() }
 
-    static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool {
+    static func == (lhs: SecretArray, rhs: SecretArray) -> Bool {
         // Constant time: the comparison must not tell how much of a retyped password matched.
         guard lhs.bytes.count == rhs.bytes.count else { return false }
         var difference: UInt8 = 0
