@@ -89,6 +89,7 @@ extension KeychainStore {
         var lockedKeychainMatched = false
         // Hidden items must not take the places of visible ones: the limit then applies here.
         let hides = screen?.mayHide ?? false
+        let reading = MatchReading(query.returns, judging: screen != nil)
         for file in try files(inScopeOf: query) {
             var remaining = MatchLimit.all
             if case .count(let count) = query.limit {
@@ -96,70 +97,49 @@ extension KeychainStore {
                 remaining = hides ? .all : .count(count - found.count)
             }
             let key = try? file.masterKey()
-            // Attributes are read only when returned; the secret needs just the primary key.
-            let columns: ItemTable.Columns = query.returns.attributes ? .all : .keyAndSecret
             var mismatches = IndexMismatches()
             defer { warnAboutIndex(of: file, mismatches) }
             // Locked with AfterFirstUnlock copies kept: those items answer, the others count as locked.
             let fromSessionCopies = query.returns.data && key == nil && !file.sessionSecrets.isEmpty
-            var lockedLeftOut = false
+            // One of three reads, by the keychain's lock state and whether secrets are asked for.
+            let matches: KeychainMatches
             if query.returns.data && key == nil && !fromSessionCopies {
-                let matched = try file.database.read { db in
-                    try ItemTable.fetch(query.filter, limit: .one, columns: .keyAndSecret, db) { mismatches.add($0) }
-                }
-                lockedKeychainMatched = lockedKeychainMatched || !matched.isEmpty
+                if try lockedKeychainHasMatch(query.filter, in: file, &mismatches) { lockedKeychainMatched = true }
                 continue
-            }
-            // Access lists and free-form rows come from the same snapshot as the rows the MAC covers.
-            let items: [KeychainItem]
-            var accessLists: [Int64: AccessList] = [:]
-            let wantsFreeform = query.returns.attributes && query.returns.secretServiceAttributes
-            let wantsLists = query.returns.access || screen != nil
-            var freeform: [[String: String]] = []
-            if let integrity = file.integrityKeyIfUnlocked {
-                items = try file.database.snapshot { db in
-                    let items = try ItemTable.fetch(query.filter, limit: remaining, columns: columns, db) { mismatches.add($0) }
-                    // The check reads each item's list with what its MAC covers; only judging or
-                    // returning them needs them split.
-                    accessLists = try ItemIntegrity.check(items, keychain: file.uuid, key: integrity, path: file.location.path, db,
-                                                          readingLists: wantsLists)
-                    if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
-                    return items
-                }
+            } else if let integrity = file.integrityKeyIfUnlocked {
+                matches = try unlockedMatches(query.filter, in: file, integrity: integrity, limit: remaining, reading, &mismatches)
             } else {
-                // Locked: nothing is checked, so nothing needs one snapshot.
-                items = try file.database.read { db in
-                    var items = try ItemTable.fetch(query.filter, limit: fromSessionCopies ? .all : remaining, columns: columns, db) {
-                        mismatches.add($0)
-                    }
-                    if fromSessionCopies {
-                        let readable = items.filter { file.sessionSecrets.contains($0.uuid) }
-                        lockedLeftOut = readable.count < items.count
-                        items = remaining == .all ? readable : Array(readable.prefix(remaining.sqlValue))
-                    }
-                    if wantsLists { accessLists = try ItemAccessColumn.read(rowIDs: items.compactMap(\.rowID), db) }
-                    if wantsFreeform { freeform = try items.map { try FreeformAttributeTable.attributes(itemID: $0.rowID!, db) } }
-                    return items
-                }
+                matches = try lockedMatches(query.filter, in: file, limit: remaining, fromSessionCopies: fromSessionCopies, reading,
+                                            &mismatches)
             }
-            lockedKeychainMatched = lockedKeychainMatched || lockedLeftOut
+            lockedKeychainMatched = lockedKeychainMatched || matches.lockedLeftOut
             file.markUsed()
             var limit = Int.max
             if case .count(let count) = query.limit { limit = count - found.count }
-            let kept = round?.admitted(items, of: file, lists: accessLists, limit: limit) ?? Array(items.indices.prefix(limit))
+            let items = matches.items
+            let kept = round?.admitted(items, of: file, lists: matches.accessLists, limit: limit) ?? Array(items.indices.prefix(limit))
             for index in kept {
                 let item = items[index]
-                found.append(FoundItem(file: file, item: item, key: key, access: item.rowID.flatMap { accessLists[$0] } ?? .anyApplication,
-                                       freeform: wantsFreeform ? freeform[index] : nil, fromSessionCopy: fromSessionCopies))
+                let access = item.rowID.flatMap { matches.accessLists[$0] } ?? .anyApplication
+                found.append(FoundItem(file: file, item: item, key: key, access: access,
+                                       freeform: reading.freeform ? matches.freeform[index] : nil, fromSessionCopy: fromSessionCopies))
             }
         }
         try round?.askOnce(of: self)
+        return try replies(to: found, returns: query.returns, lockedKeychainMatched: lockedKeychainMatched)
+    }
+
+    /// `copyMatching`'s answer: one dictionary per item found; none fails as not found, or as
+    /// locked when a locked keychain held matches.
+    private func replies(
+        to found: [FoundItem], returns: ReturnRequest, lockedKeychainMatched: Bool
+    ) throws(KeychainError) -> [WireDictionary] {
         var results: [WireDictionary] = []
         results.reserveCapacity(found.count)
         for entry in found {
             // A copy dropped meanwhile leaves no secret: the read then fails as locked.
             let copy = entry.fromSessionCopy ? try entry.file.sessionSecrets.secret(for: entry.item.uuid, keychain: entry.file.uuid) : nil
-            var one = try result(for: entry.item, in: entry.file, returns: query.returns, key: entry.key, secret: copy, access: entry.access)
+            var one = try result(for: entry.item, in: entry.file, returns: returns, key: entry.key, secret: copy, access: entry.access)
             if let rows = entry.freeform { Self.addSecretServiceAttributes(rows, to: &one) }
             results.append(one)
         }
