@@ -182,7 +182,7 @@ let package = Package(
             name: "KeywellSyncTests",
             dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSync", "KeywellTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem"]),
+        .testTarget(name: "KeywellSystemTests", dependencies: ["KeywellSystem", "KeywellTestSupport"]),
         .testTarget(name: "KeyringImportTests", dependencies: ["KeyringImport", "KeywellCore"]),
         .testTarget(name: "KeywellSSHAgentTests", dependencies: ["CSodium", "KeywellSSHAgent", "KeywellSSHWire", "KeywellCore", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(

@@ -24,20 +24,15 @@ from pathlib import Path
 import pytest
 
 from keywell_helpers import PrivateAccount, built, user_tmp, wait_for  # noqa: F401 (user_tmp: a fixture)
+from skip_helpers import cannot_run, kernel_pins_peers
 
 NATIVE_INTERFACE = "org.keywell.Keychain1"
-
-
-def kernel_pins_peers() -> bool:
-    """SO_PEERPIDFD (Linux 6.5): without it keywelld serves no direct socket."""
-    major, minor = (int(part) for part in os.uname().release.split(".")[:2])
-    return (major, minor) >= (6, 5)
 
 
 @pytest.fixture
 def account():
     if not kernel_pins_peers():
-        pytest.skip("the direct socket needs Linux 6.5 (SO_PEERPIDFD); keywelld serves the bus alone here")
+        cannot_run("the direct socket needs Linux 6.5 (SO_PEERPIDFD); keywelld serves the bus alone here")
     a = PrivateAccount(built("KEYWELLD", "keywelld"), "keywell-direct-", extra_env={"KEYWELL_TEST_FAST_KDF": "1"})
     try:
         yield a

@@ -14,11 +14,12 @@ import subprocess
 import pytest
 
 from keywell_helpers import built
+from skip_helpers import cannot_run
 
 
 def test_no_secret_outlives_lock_in_the_daemons_memory():
     if os.geteuid() != 0:
-        pytest.skip("reading another process's memory needs root")
+        cannot_run("reading another process's memory needs root")
     bench = os.path.join(os.environ.get("KEYWELL_BIN_DIR", ""), "keywell-bench")
     if not os.access(bench, os.X_OK):
         pytest.fail(f"no keywell-bench in KEYWELL_BIN_DIR ({bench})")

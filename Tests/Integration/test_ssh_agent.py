@@ -31,6 +31,7 @@ from access_control_helpers import PASSWORD, AccessAccount
 from keywell_helpers import ROOT, bodies_as_test_user, built, keywelld, module, real_daemon_kit, wait_for  # noqa: F401 (fixtures)
 from pam_helpers import ensure_runtime_dir, keywelld_pids
 from pam_helpers import login as pam_login
+from skip_helpers import cannot_run
 
 SSHD = "/usr/sbin/sshd"
 
@@ -38,7 +39,7 @@ SSHD = "/usr/sbin/sshd"
 @pytest.fixture
 def account():
     if os.geteuid() != 0:
-        pytest.skip("needs root: a private sshd and a throwaway user")
+        cannot_run("needs root: a private sshd and a throwaway user")
     for tool in ("ssh", "ssh-add", "ssh-keygen", SSHD, "git"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is needed: run scripts/setup.sh")

@@ -6,7 +6,7 @@ import Testing
 
 /// SecAccess, SecTrustedApplication and the item access calls against the real keywelld
 /// (docs/access-control.md, "Access lists on items").
-@Suite(.enabled(if: KeychainDaemonBus.daemonIsBuilt, "keywelld is not built next to the tests"))
+@Suite(.enabled(if: ContinuousIntegration.runs(if: KeychainDaemonBus.daemonIsBuilt), "keywelld is not built next to the tests"))
 struct AccessListAPITests {
     private func trusted(_ path: String?) -> SecTrustedApplication? {
         var app: SecTrustedApplication?

@@ -1,11 +1,12 @@
 import Foundation
 import KeychainServices
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 /// AppleStyleProgram.swift run against the real keywelld, started by D-Bus activation on a
 /// private bus (each test its own bus, home and daemon).
-@Suite(.enabled(if: KeychainDaemonBus.daemonIsBuilt, "keywelld is not built next to the tests"))
+@Suite(.enabled(if: ContinuousIntegration.runs(if: KeychainDaemonBus.daemonIsBuilt), "keywelld is not built next to the tests"))
 struct AppleStyleTests {
     @Test func genericPasswordLifecycle() throws {
         let session = try KeychainDaemonBus().withLoginKeychain()

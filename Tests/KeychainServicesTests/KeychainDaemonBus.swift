@@ -3,6 +3,7 @@ import KeychainServices
 import KeywellDBus
 import KeywellProtocol
 import KeywellTestSupport
+import Testing
 
 /// A private session bus whose activation file starts the built `keywelld` (with the test-only
 /// fast KDF), so that the first call of a test starts the daemon exactly as in a real session.
@@ -24,6 +25,7 @@ final class KeychainDaemonBus: @unchecked Sendable {
     static var daemonIsBuilt: Bool { FileManager.default.isExecutableFile(atPath: keywelldPath) }
 
     init() throws {
+        try #require(Self.daemonIsBuilt, "no keywelld at \(Self.keywelldPath): build it (swift build), or set KEYWELLD")
         bus = try PrivateSessionBus()
         logPath = bus.directory.subpath("keywelld.log")
         let wrapper = try bus.directory.write("""

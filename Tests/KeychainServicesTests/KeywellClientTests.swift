@@ -1,10 +1,11 @@
 import Foundation
 import KeychainServices
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 /// The Swift layer (what the `keywell` CLI uses) against the real daemon.
-@Suite(.enabled(if: KeychainDaemonBus.daemonIsBuilt, "keywelld is not built next to the tests"))
+@Suite(.enabled(if: ContinuousIntegration.runs(if: KeychainDaemonBus.daemonIsBuilt), "keywelld is not built next to the tests"))
 struct KeywellClientTests {
     /// The OSStatus a call fails with (every failure is a KeychainError), or errSecSuccess.
     private func status(_ body: () throws -> Void) -> OSStatus {

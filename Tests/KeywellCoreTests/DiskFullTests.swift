@@ -1,11 +1,12 @@
 import Foundation
 import KeywellProtocol
+import KeywellTestSupport
 import Testing
 
 @testable import KeywellCore
 
 /// A small tmpfs as the data folder: mounting needs root (CI runs as root); elsewhere that test is
-/// disabled, and the reason shows in the test's name. The file-size-limit test needs no mount and
+/// disabled, and the reason shows in the test's name (under CI it fails instead). The file-size-limit test needs no mount and
 /// always runs, so no machine passes without a disk-full test.
 enum SmallDisk {
     static let canMount: Bool = {
@@ -27,8 +28,9 @@ enum SmallDisk {
 }
 
 @Suite(.serialized) struct DiskFullTests {
-    @Test(.enabled(if: SmallDisk.canMount, "needs root to mount a 2 MiB tmpfs (mount -t tmpfs failed)"))
+    @Test(.enabled(if: ContinuousIntegration.runs(if: SmallDisk.canMount), "needs root to mount a 2 MiB tmpfs (mount -t tmpfs failed)"))
     func aFullDiskIsDiskFullAndTheKeychainSurvives() throws {
+        try #require(SmallDisk.canMount, "mount -t tmpfs failed: CI runs as root to mount one")
         let environment = try TestEnvironment()
         let dataFolder = environment.root.path + "/data"
         mkdir(dataFolder, 0o700)

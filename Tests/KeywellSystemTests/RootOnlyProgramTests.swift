@@ -1,3 +1,4 @@
+import KeywellTestSupport
 import Testing
 
 @testable import KeywellSystem
@@ -9,8 +10,12 @@ import Glibc
 /// Which programs only root can replace (docs/access-control.md, "Programs only root can
 /// replace"), on trees made for the test: one under a fresh `/opt` folder, whose folders are
 /// root's alone (the tests run as root), and one under `/tmp`, which anyone may write.
-@Suite(.serialized, .enabled(if: getuid() == 0, "making root-owned trees needs root"))
+@Suite(.serialized, .enabled(if: ContinuousIntegration.runs(if: getuid() == 0), "making root-owned trees needs root"))
 struct RootOnlyProgramTests {
+    init() throws {
+        try #require(getuid() == 0, "making root-owned trees needs root: CI runs as root")
+    }
+
     /// Files and folders made for one test, removed in reverse order when it ends.
     final class Tree {
         let root: String

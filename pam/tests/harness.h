@@ -26,7 +26,8 @@ void run_test(const char *name, void (*test)(void));
 /* Prints the summary; the exit status for main. */
 int finish(void);
 
-/* Tests that need root (chown, another uid) say so and are skipped when not root. */
+/* Tests that need root (chown, another uid) say so and are skipped when not root; under CI
+ * (CI=true) they fail instead. */
 bool need_root(const char *why);
 
 /* A PAM handle from libpam for `service` and `user` (NULL: no PAM_USER); pam_end it after. */
