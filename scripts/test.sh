@@ -2,11 +2,48 @@
 # Builds Keywell and runs every test suite: the Swift tests (engine, D-Bus layer, daemon, client
 # library, CLI) and the integration tests that drive real outside clients (pamtester, secret-tool,
 # python secretstorage/keyring, git). Run scripts/setup.sh first on a fresh machine.
+#
+# The integration tests run the release build, the programs as shipped (docs/contributing.md,
+# "CI"); the Swift suites run the debug build, whose keywelld reads the test switches.
+# Environment:
+#   KEYWELL_STAGES="lint pam swift integration asan fuzz"   the stages to run (default: these;
+#                  add tsan for the ThreadSanitizer stage), always after the builds they need
+#   KEYWELL_PYTEST_FILES="Tests/Integration/test_x.py …"    the integration stage's files (default: all)
+#   KEYWELL_SWIFT_TEST_LIMIT, KEYWELL_PYTEST_LIMIT, KEYWELL_FUZZ_SECONDS  see below
+# Each stage prints its duration, and the run ends with a table of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
 
 status=0
+stages=" ${KEYWELL_STAGES:-lint pam swift integration asan fuzz} "
+wants() { [[ "$stages" == *" $1 "* ]]; }
+
+# Each stage's wall time, printed as it ends and again as a table at the end of the run.
+timings=()
+current_stage=
+stage_started=0
+end_stage() {
+  [ -n "$current_stage" ] || return 0
+  local took=$((SECONDS - stage_started))
+  echo "test.sh: $current_stage took ${took} s"
+  timings+=("$(printf '%6d s  %s' "$took" "$current_stage")")
+  current_stage=
+}
+stage() {
+  end_stage
+  current_stage="$1"
+  stage_started=$SECONDS
+  echo "== $1"
+}
+summary() {
+  end_stage
+  echo "test.sh: stage durations"
+  printf '%s\n' "${timings[@]}"
+  printf '%6d s  total\n' "$SECONDS"
+}
+trap summary EXIT
+
 # Every suite runs under a time limit (docs/contributing.md, "Time limits"): a hang fails the run
 # instead of stalling it, and SIGABRT first makes the stuck process print where it stands
 # (Swift's backtracer, Python's faulthandler); SIGKILL follows if that does not end it.
@@ -22,55 +59,79 @@ limited() {
 }
 
 # Style first: it takes seconds, and a finding is reported whatever the tests say.
-echo "== lint"
-bash scripts/lint.sh || status=1
+if wants lint; then
+  stage "lint"
+  bash scripts/lint.sh || status=1
+fi
 
-echo "== build"
-swift build --build-tests --quiet || exit 1
+# Two builds. Debug: the Swift suites (`swift test`), whose daemons need the test switches
+# (a cheap KDF, short delays), and the one integration test that checks a daemon reads them.
+# Release, every product, with the switches compiled out as shipped: what the integration
+# suite and the sanitized PAM logins run (docs/contributing.md, "CI").
+unset KEYWELL_TEST_SWITCHES
+stage "build (debug)"
+if wants swift; then
+  swift build --build-tests --quiet || exit 1
+else
+  swift build --product keywelld --quiet || exit 1
+fi
 make -s -C pam || exit 1
-
-# The shipped daemon too: a test holds it to ignoring every test switch (docs/contributing.md,
-# "Test switches").
-swift build -c release --product keywelld --quiet || exit 1
-export KEYWELLD_RELEASE="$(swift build -c release --show-bin-path)/keywelld"
-
-bin="$(swift build --show-bin-path)"
-export KEYWELL_BIN_DIR="$bin"
-export KEYWELLD="$bin/keywelld"
-export KEYWELL="$bin/keywell"
+debug_bin="$(swift build --show-bin-path)"
+if wants integration || wants asan; then
+  stage "build (release)"
+  swift build -c release --quiet || exit 1
+fi
+release_bin="$(swift build -c release --show-bin-path)"
 export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
 
-echo "== pam unit tests"
-limited 120 make -s -C pam check || status=1
+if wants pam; then
+  stage "pam unit tests"
+  limited 120 make -s -C pam check || status=1
+fi
 
-echo "== swift test"
-# glibc writes its abort messages (heap corruption, failed checks) to the terminal, which CI does
-# not have; this sends them to stderr so that a crash of the test process says why.
-export LIBC_FATAL_STDERR_=1
-# Swift Testing runs tests in parallel inside one process; its closing line counts them.
-# pipefail: the suite's status, not grep's, decides.
-limited "${KEYWELL_SWIFT_TEST_LIMIT:-900}" swift test --skip-build 2>&1 \
-  | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
+if wants swift; then
+  stage "swift test (debug build)"
+  # glibc writes its abort messages (heap corruption, failed checks) to the terminal, which CI does
+  # not have; this sends them to stderr so that a crash of the test process says why.
+  # Swift Testing runs tests in parallel inside one process; its closing line counts them.
+  # pipefail: the suite's status, not grep's, decides.
+  LIBC_FATAL_STDERR_=1 KEYWELL_BIN_DIR="$debug_bin" KEYWELLD="$debug_bin/keywelld" KEYWELL="$debug_bin/keywell" \
+    limited "${KEYWELL_SWIFT_TEST_LIMIT:-900}" swift test --skip-build 2>&1 \
+    | grep -Ev '(Test .* started\.$|^Test Case .* started)' || status=1
+fi
 
-if compgen -G "Tests/Integration/test_*.py" >/dev/null; then
-  echo "== integration tests (real pamtester, secret-tool, secretstorage, keyring, git)"
+# From here on, the programs as shipped.
+export KEYWELL_BIN_DIR="$release_bin"
+export KEYWELLD="$release_bin/keywelld"
+export KEYWELL="$release_bin/keywell"
+# test_attack_test_switches.py: the release keywelld ignores the switches, the debug one (its
+# control, the only debug program the integration suite starts) reads them.
+export KEYWELLD_RELEASE="$release_bin/keywelld"
+export KEYWELLD_DEBUG="$debug_bin/keywelld"
+
+if wants integration && compgen -G "Tests/Integration/test_*.py" >/dev/null; then
+  stage "integration tests (release build)"
   # -rs: every skip prints its reason. faulthandler_timeout: a test still running after 300 s
   # prints every thread's stack (and keeps going, until the whole run's limit ends it).
+  # shellcheck disable=SC2086 # a list of files
   limited "${KEYWELL_PYTEST_LIMIT:-1200}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
-    -o faulthandler_timeout=300 Tests/Integration || status=1
+    -o faulthandler_timeout=300 ${KEYWELL_PYTEST_FILES:-Tests/Integration} || status=1
 fi
 
 # pam_keywell under AddressSanitizer + UBSan: its C tests, then real PAM logins with the sanitized
 # module (scripts/sanitize.sh; docs/contributing.md, "Sanitizers"). About 3 minutes on a busy
 # 2-core machine.
-echo "== sanitizers: ASan + UBSan (pam_keywell)"
-limited 600 bash scripts/sanitize.sh --asan || status=1
+if wants asan; then
+  stage "sanitizers: ASan + UBSan (pam_keywell)"
+  limited 600 bash scripts/sanitize.sh --asan || status=1
+fi
 
-# The concurrent Swift suites under ThreadSanitizer: off unless KEYWELL_TSAN=1, because its own
-# build alone (15 minutes on a busy 2-core machine) does not fit CI's 30-minute budget beside the
-# rest (docs/contributing.md, "Sanitizers", has the figures).
-if [ "${KEYWELL_TSAN:-0}" = 1 ]; then
-  echo "== sanitizers: ThreadSanitizer (Swift)"
+# The concurrent Swift suites under ThreadSanitizer: off unless asked for (KEYWELL_STAGES with
+# tsan, or KEYWELL_TSAN=1), because its own build alone (15 minutes on a busy 2-core machine)
+# does not fit CI's 30-minute budget beside the rest; CI runs it as a job of its own, .ci/tsan
+# (docs/contributing.md, "Sanitizers", has the figures).
+if wants tsan || [ "${KEYWELL_TSAN:-0}" = 1 ]; then
+  stage "sanitizers: ThreadSanitizer (Swift)"
   limited 2400 bash scripts/sanitize.sh --tsan || status=1
 fi
 
@@ -79,8 +140,8 @@ fi
 # minutes of what five targets at 20 s took (Fuzz/README.md, "Time in CI"); longer runs are
 # documented there.
 fuzz_seconds="${KEYWELL_FUZZ_SECONDS:-8}"
-if [ "$fuzz_seconds" != 0 ]; then
-  echo "== fuzz (${fuzz_seconds}s per target)"
+if wants fuzz && [ "$fuzz_seconds" != 0 ]; then
+  stage "fuzz (${fuzz_seconds}s per target)"
   # Its own build (a few minutes on two cores) plus every target's seconds.
   limited "$((1200 + 16 * fuzz_seconds))" bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
 fi

@@ -6,12 +6,15 @@ wrong-password throttle short.
 The release keywelld is started with both switches set, as an attacker would leave them, and
 must behave as without them: a keychain it creates stores the real Argon2id cost
 (docs/file-format.md; `KDFParameters.default`), the third wrong password starts the real first
-delay of one second, and a fourth right after it is refused inside that delay. The same checks against the test build
-(KEYWELLD, which honours the switches by design) show that they see the switches when a daemon
-reads them.
+delay of one second, and a fourth right after it is refused inside that delay. The same checks against a
+debug build (KEYWELLD_DEBUG, which honours the switches by design) show that they see the
+switches when a daemon reads them: the one test of the integration suite that runs the debug
+build, since its point is the difference.
 
-Needs KEYWELLD_RELEASE: a keywelld built with `swift build -c release --product keywelld`
-(without KEYWELL_TEST_SWITCHES=1). Skipped without it.
+Needs KEYWELLD_RELEASE, a keywelld built with `swift build -c release` (without
+KEYWELL_TEST_SWITCHES=1), and KEYWELLD_DEBUG, one built with `swift build`; scripts/test.sh sets
+both. Without the release one the test skips, and fails under CI; without the debug one the
+control fails.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytest
 
 from keywell_helpers import bodies_as_test_user, built
 from secret_service_helpers import KeywellBus
+from skip_helpers import cannot_run
 
 # KDFParameters.default and libsodium's minimum (crypto_pwhash_opslimit_min / memlimit_min).
 REAL_OPS_LIMIT, REAL_MEM_LIMIT = 3, 128 << 20
@@ -38,8 +42,8 @@ def release_keywelld() -> str:
     path = os.environ.get("KEYWELLD_RELEASE")
     if not path:
         # scripts/test.sh always builds one: in CI a missing release build is a failure, not a skip.
-        (pytest.fail if os.environ.get("CI") else pytest.skip)("KEYWELLD_RELEASE is not set: build one with `swift build -c release --product keywelld` "
-                    "and point KEYWELLD_RELEASE at it")
+        cannot_run("KEYWELLD_RELEASE is not set: build one with `swift build -c release --product keywelld` "
+                   "and point KEYWELLD_RELEASE at it")
     if not os.access(path, os.X_OK):
         pytest.fail(f"KEYWELLD_RELEASE={path} is not an executable")
     return os.path.abspath(path)
@@ -94,7 +98,7 @@ def test_a_release_keywelld_ignores_the_test_switches():
 
 def test_a_test_build_honours_them():
     """The control: the same checks see the switches in a daemon that reads them."""
-    bus = daemon_with_switches(built("KEYWELLD"))
+    bus = daemon_with_switches(built("KEYWELLD_DEBUG", "debug keywelld (`swift build --product keywelld`)"))
     try:
         assert stored_kdf_cost(bus, "switched") == (FAST_OPS_LIMIT, FAST_MEM_LIMIT)
         assert first_delay(wrong_passwords(bus, "switched")) == "0.001 s"
