@@ -192,13 +192,13 @@ let package = Package(
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
         ),
-        .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellTestSupport"]),
+        .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(name: "DBusCodegenTests", dependencies: ["DBusCodegen", "KeywellDBus"]),
         .testTarget(
             name: "KeywellDaemonTests",
             dependencies: [
                 "CKeywellControl", "KeywellAPI", "KeywellDaemon", "KeychainServices", "KeywellCore", "KeywellDBus",
-                "KeywellProtocol", "KeywellTestSupport",
+                "KeywellProtocol", "KeywellSystem", "KeywellTestSupport",
             ]
         ),
     ],
@@ -225,7 +225,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "SSHAgentFuzzer",
-            dependencies: ["KeywellCore", "KeywellSSHAgent", "KeywellSSHWire", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeywellCore", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSystem", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/SSHAgentFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "KeyringFileFuzzer", dependencies: ["COpenSSL", "KeyringImport", "KeywellCore", "KeywellProtocol"],

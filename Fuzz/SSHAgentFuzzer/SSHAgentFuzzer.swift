@@ -1,7 +1,7 @@
 import KeywellCore
 import KeywellSSHWire
+import KeywellSystem
 import Logging
-import Synchronization
 
 @testable import KeywellSSHAgent
 
@@ -14,7 +14,7 @@ import Synchronization
 /// Keys in memory, trusting every caller.
 final class FuzzKeyStore: AgentKeyStore {
     typealias Caller = Int
-    let keys = Mutex<[SSHKeyPair]>([])
+    let keys = Protected<[SSHKeyPair]>([])
 
     func identities() -> [AgentIdentity] { keys.withLock { $0.map { AgentIdentity(publicBlob: $0.publicBlob, comment: $0.comment) } } }
     func store(_ key: SSHKeyPair, addedBy caller: Int) throws(AgentRefusal) {

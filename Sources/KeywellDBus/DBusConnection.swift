@@ -437,7 +437,7 @@ private final class WaiterBox: Sendable {
         var waiter: PendingReply?
         var expiry: TimerThread.Token?
     }
-    private let parts = Mutex(Parts())
+    private let parts = Protected(Parts())
 
     var waiter: PendingReply? {
         get { parts.withLock { $0.waiter } }

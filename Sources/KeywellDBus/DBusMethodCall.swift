@@ -1,6 +1,5 @@
 import CDBus
 import KeywellSystem
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -31,8 +30,8 @@ public final class DBusMethodCall: @unchecked Sendable {
 
     let message: MessageRef
     private let abandonment: CallAbandonment
-    /// A lock in the object itself: a ConditionLock cost three allocations on every call.
-    private let state = Mutex(ReplyState())
+    /// A `Protected`: two allocations on every call (a ConditionLock cost three).
+    private let state = Protected(ReplyState())
 
     private struct ReplyState {
         var replied = false

@@ -28,8 +28,8 @@ public final class DBusPeerServer: @unchecked Sendable {
     private let workers = WorkerPool(name: "dbus-peer")
     private let wakePipe: WakePipe
     /// libdbus's `DBusWatch` pointers, as addresses (a pointer is not Sendable).
-    private let watches = Mutex<[Int]>([])
-    private let connections = Mutex<[ObjectIdentifier: DBusConnection]>([:])
+    private let watches = Protected<[Int]>([])
+    private let connections = Protected<[ObjectIdentifier: DBusConnection]>([:])
     private let nextNumber = Atomic<Int>(1)
     private let handshakeDeadline: Duration
     /// Connections still authenticating, with the time they must be done by. The accept thread
@@ -202,7 +202,7 @@ public final class DBusPeerServer: @unchecked Sendable {
 
 /// Lets a connection's end find the connection made after its closure.
 private final class ConnectionHolder: Sendable {
-    private let lock = Mutex<DBusConnection?>(nil)
+    private let lock = Protected<DBusConnection?>(nil)
     var connection: DBusConnection? {
         get { lock.withLock { $0 } }
         set { lock.withLock { $0 = newValue } }

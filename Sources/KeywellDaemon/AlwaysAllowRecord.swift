@@ -1,7 +1,7 @@
 import Foundation
 import KeywellAccess
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// The grants *Always Allow* made, so that `keywell doctor` can list them (docs/access-control.md,
 /// "keywell doctor"): an item's list says which programs it trusts, not how each got there. One
@@ -25,7 +25,7 @@ final class AlwaysAllowRecord: Sendable {
     }
 
     private let path: String?
-    private let lock = Mutex(())
+    private let lock = Protected(())
 
     /// `path` nil: nothing is recorded (no state folder could be named).
     init(path: String?) { self.path = path }

@@ -2,7 +2,6 @@ import Foundation
 import KeywellCore
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// Locks keychains after their `lockAfterSeconds` without use.
 ///
@@ -19,7 +18,7 @@ final class AutoLock: Sendable {
     private let store: KeychainStore
     private let logger: Logger
     private let timers: TimerThread
-    private let state = Mutex(State())
+    private let state = Protected(State())
     /// Lets a deadline that has just passed count as passed despite clock granularity.
     private let slack: TimeInterval = 0.005
 

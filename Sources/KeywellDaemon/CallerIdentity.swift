@@ -1,6 +1,6 @@
 import Foundation
 import KeywellDBus
-import Synchronization
+import KeywellSystem
 
 /// Who is calling, for the log: the sender's pid (asked of the bus, or of the socket for a
 /// direct-socket caller) and its executable, cached
@@ -10,7 +10,7 @@ final class CallerIdentity: Sendable {
     /// Unique names are never reused on a bus, so entries only go stale; a bound keeps the
     /// cache small without watching NameOwnerChanged.
     private let capacity = 256
-    private let cache = Mutex<[String: String]>([:])
+    private let cache = Protected<[String: String]>([:])
 
     /// True when `describe` would answer from the cache, without a call to the bus.
     func isKnown(_ sender: String) -> Bool {

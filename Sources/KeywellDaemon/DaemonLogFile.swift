@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeywellSystem
 
 /// Where keywelld's log lines go (docs/access-control.md, "A denial is never silent"): standard
 /// error, which journald or a terminal reads; when standard error is not open (closed, or
@@ -12,7 +12,7 @@ final class DaemonLogFile: Sendable {
     static let fileName = "keywelld.log"
 
     private let path: String?
-    private let descriptor = Mutex<Int32>(STDERR_FILENO)
+    private let descriptor = Protected<Int32>(STDERR_FILENO)
 
     /// Standard error when it is open; else the file in the state folder (nil path: none could be
     /// made, and lines are dropped as they would be on `/dev/null`).

@@ -1,4 +1,4 @@
-import Synchronization
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +9,7 @@ import Glibc
 /// thread, waiting in `sigwait` for SIGTERM/SIGINT, is woken with a SIGTERM to the process;
 /// it then reports the message and hands the exit status back to `main`.
 final class FatalStop: Sendable {
-    private let message = Mutex<String?>(nil)
+    private let message = Protected<String?>(nil)
 
     /// Keeps the first message and wakes the main thread.
     func stop(_ text: String) {

@@ -1,7 +1,6 @@
 import Foundation
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// When the daemon has had nothing to do for a while, it gives memory back, in two steps:
 ///
@@ -34,7 +33,7 @@ final class IdleTrimmer: Sendable {
     private let timers: TimerThread
     /// Gives caches the daemon keeps for speed back to malloc, before each heap trim.
     private let releaseCaches: @Sendable () -> Void
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     init(
         quietPeriod: Duration = .seconds(10), heapQuietPeriod: Duration = .milliseconds(500), logger: Logger,

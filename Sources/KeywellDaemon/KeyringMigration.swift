@@ -5,7 +5,6 @@ import KeywellProtocol
 import KeywellSecretService
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// Brings gnome-keyring's and libsecret's keyrings into keychains (docs/migration.md): at login
 /// with the login password, and on `MigrateKeyrings` calls. Source files are only ever read.
@@ -34,7 +33,7 @@ final class KeyringMigration: Sendable {
     let wallets: KWalletFolder
     let statePath: String
     /// One run at a time.
-    private let serial = Mutex(())
+    private let serial = Protected(())
 
     init(store: KeychainStore, throttle: PasswordThrottle, logger: Logger) {
         self.store = store

@@ -2,8 +2,8 @@ import Foundation
 import KeywellCore
 import KeywellProtocol
 import KeywellSecretService
+import KeywellSystem
 import Logging
-import Synchronization
 
 /// What the PAM module tells the daemon (docs/control-protocol.md §3): sessions counted as
 /// opens minus closes, the login keychain unlocked or created at login and locked at the last
@@ -50,8 +50,8 @@ final class LoginSessions: Sendable {
     private let logger: Logger
     private let throttle: PasswordThrottle
     /// One control request at a time: two logins at once must not both create `login`.
-    private let serial = Mutex(())
-    private let state = Mutex(SessionState())
+    private let serial = Protected(())
+    private let state = Protected(SessionState())
 
     private struct SessionState {
         var openSessions = 0

@@ -1,6 +1,6 @@
 import Foundation
 import KeywellDBus
-import Synchronization
+import KeywellSystem
 
 /// Who owns a well-known name on one connection's bus right now. Any connection may send a
 /// signal straight to another with any path, interface and member, and a match rule naming a
@@ -17,7 +17,7 @@ final class NameOwnerTracker: Sendable {
     }
 
     let name: String
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     /// Starts following `name` on `connection` (blocking call: not from its I/O thread).
     init(_ name: String, on connection: DBusConnection) throws(DBusError) {

@@ -2,7 +2,7 @@ import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// Access control for one native call (docs/access-control.md, docs/native-api.md "Access
 /// control"): the engine's verdicts and questions go to the daemon's one `AccessGate` for the
@@ -37,7 +37,7 @@ struct NativeAccessScreen: ItemAccessScreening {
 
 /// Set when a call on the I/O thread must continue on a worker.
 final class MoveOffIOThread: Sendable {
-    private let moved = Mutex(false)
+    private let moved = Protected(false)
 
     func set() { moved.withLock { $0 = true } }
     var isSet: Bool { moved.withLock { $0 } }

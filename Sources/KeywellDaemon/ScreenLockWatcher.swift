@@ -1,8 +1,8 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellSystem
 import Logging
-import Synchronization
 
 /// Locks the keychains set to lock on screen lock when the user's screen locks (docs/auto-lock.md):
 /// - logind's `Lock` signal (`org.freedesktop.login1.Session`, on the system bus) for a session
@@ -19,7 +19,7 @@ final class ScreenLockWatcher: Sendable {
 
     private let store: KeychainStore
     private let logger: Logger
-    private let subscriptions = Mutex(Subscriptions())
+    private let subscriptions = Protected(Subscriptions())
 
     private struct Subscriptions {
         /// Kept alive while their connection is the current one.

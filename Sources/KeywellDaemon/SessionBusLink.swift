@@ -3,7 +3,6 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// The daemon's place on the session bus: connects, exports the native object, owns
 /// `org.keywell.Keychain`, and, whenever there is no bus (not yet, or it went away), waits for
@@ -29,7 +28,7 @@ final class SessionBusLink: Sendable {
     /// How long a handler may work on one call (`ServiceLimits.callDeadline`; a test hook
     /// shortens it).
     private let callDeadline: Duration
-    private let link = Mutex(Link())
+    private let link = Protected(Link())
 
     private struct Link {
         var connection: DBusConnection?

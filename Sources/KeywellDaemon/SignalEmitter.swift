@@ -2,14 +2,14 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import Logging
-import Synchronization
 
 /// Turns the engine's events into the native API's signals on the session bus. Events that happen
 /// while there is no bus (a login before the session bus exists) are only logged.
 final class SignalEmitter: Sendable {
     private let logger: Logger
-    private let connection = Mutex<DBusConnection?>(nil)
+    private let connection = Protected<DBusConnection?>(nil)
 
     init(logger: Logger) {
         self.logger = logger

@@ -3,7 +3,6 @@ import KeywellCore
 import KeywellDBus
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// Locks the keychains set to lock on sleep when logind announces sleep (`PrepareForSleep(true)`
 /// on the system bus). While awake it holds a logind "delay" inhibitor, so the machine waits
@@ -24,7 +23,7 @@ final class SleepWatcher: Sendable {
     private let store: KeychainStore
     private let logger: Logger
     private let screenLock: ScreenLockWatcher
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     private struct State {
         var connection: DBusConnection?

@@ -1,7 +1,6 @@
 import Foundation
 import KeywellDBus
 import KeywellSystem
-import Synchronization
 
 /// Every connected caller's identity, worked out at its first call and kept until its unique
 /// name leaves the bus (NameOwnerChanged), so that later calls pay a dictionary lookup. The
@@ -31,12 +30,12 @@ public final class ApplicationIdentities: Sendable {
 
     /// Callers on the direct socket (`DBusPeerServer`), by their connection's `peerName`, until
     /// it ends (`forgetPeer`). Peer names are never reused in one process.
-    private let peers = Mutex<[String: Result<ApplicationIdentity, IdentityError>]>([:])
+    private let peers = Protected<[String: Result<ApplicationIdentity, IdentityError>]>([:])
 
     /// Questions kept waiting for their callers' calls at once; older ones are cancelled.
     static let maximumAsked = 64
 
-    private let cache = Mutex(Cache())
+    private let cache = Protected(Cache())
 
     public init(resolver: IdentityResolver, capacity: Int = 4096) {
         self.resolver = resolver

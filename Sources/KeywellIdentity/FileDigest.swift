@@ -2,7 +2,6 @@ import CSodium
 import Foundation
 import KeywellProtocol
 import KeywellSystem
-import Synchronization
 
 /// SHA-256 of open files, remembered by what identifies a file's contents without reading it:
 /// device, inode, size, modification and change times. A write changes mtime and ctime (and
@@ -43,7 +42,7 @@ public final class FileDigest: Sendable {
         var hashedCount = 0
     }
 
-    private let cache = Mutex(Cache())
+    private let cache = Protected(Cache())
 
     public init(capacity: Int = 256) {
         self.capacity = max(1, capacity)

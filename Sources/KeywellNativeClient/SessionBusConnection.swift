@@ -1,7 +1,6 @@
 import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -42,7 +41,7 @@ enum SessionBusConnection {
 
 /// One cached connection of either kind, opened again once it is no longer connected.
 private final class CachedConnection<Connection: AnyObject & Sendable>: Sendable {
-    private let cached = Mutex<Connection?>(nil)
+    private let cached = Protected<Connection?>(nil)
     private let isConnected: @Sendable (Connection) -> Bool
     private let open: @Sendable () throws(DBusError) -> Connection
 

@@ -3,7 +3,6 @@ import KeywellCore
 import KeywellSSHWire
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// What the agent remembers about one connection.
 public struct AgentConnectionState: Sendable {
@@ -41,7 +40,7 @@ public final class AgentService<Store: AgentKeyStore>: Sendable {
 
     public let store: Store
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     public init(store: Store, logger: Logger) {
         self.store = store

@@ -3,7 +3,6 @@ import KeywellDBus
 import KeywellIdentity
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// Access questions (docs/access-control.md "The question") through the dialog `PrompterChoice`
 /// picks: GNOME's own (gcr's system prompter, `GcrAccessQuestion`) where it is on the session
@@ -21,7 +20,7 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
     /// Who owns gcr's prompter name: only a root-only program is believed.
     private let identities: ApplicationIdentities
     /// The bus the activation environment is read from (the daemon's current one), not kept alive by us.
-    private let connection = Mutex(WeakConnection())
+    private let connection = Protected(WeakConnection())
 
     private struct WeakConnection {
         weak var connection: DBusConnection?

@@ -1,6 +1,5 @@
 import KeywellProtocol
 import KeywellSystem
-import Synchronization
 
 /// When a collection's `Items` goes out after items were made or deleted (docs/secret-service.md,
 /// "Signals"). libsecret (Seahorse) loads new items only from that value, so it always goes out,
@@ -23,7 +22,7 @@ final class ItemsPropertyPacer: Sendable {
     private let shortLength: Int
     private let interval: Duration
     private let schedule: Schedule
-    private let states = Mutex<[CollectionID: State]>([:])
+    private let states = Protected<[CollectionID: State]>([:])
 
     private enum Decision {
         case sendNow

@@ -1,10 +1,10 @@
 import Foundation
 import KeywellDBus
-import Synchronization
+import KeywellSystem
 
 /// The connection the service serves on now (it changes when the session bus does).
 final class LockedConnection: Sendable {
-    private let connection = Mutex<DBusConnection?>(nil)
+    private let connection = Protected<DBusConnection?>(nil)
 
     func get() -> DBusConnection? { connection.withLock { $0 } }
     func set(_ connection: DBusConnection) { self.connection.withLock { $0 = connection } }

@@ -2,7 +2,7 @@ import Foundation
 import KeywellAccess
 import KeywellCore
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// The `session` collection: in memory only, never written to disk, always unlocked, emptied
 /// when the user's last login session closes (PAM tells the daemon), when the daemon exits, or
@@ -29,7 +29,7 @@ final class MemoryCollection: SecretCollection, Sendable {
     }
 
     let id = CollectionID.session
-    private let contents = Mutex(Contents())
+    private let contents = Protected(Contents())
     private let created = Date()
 
     func label() -> String { contents.withLock { $0.label } }

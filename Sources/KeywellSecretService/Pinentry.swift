@@ -1,7 +1,6 @@
 import Foundation
 import KeywellCore
 import KeywellSystem
-import Synchronization
 
 /// What a password dialog shows.
 struct PasswordRequest: Sendable {
@@ -91,7 +90,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private let toPinentry: Int32
     /// Only the asking thread reads them.
     var replies: AssuanReplies
-    private let state = Mutex<(cancelled: Bool, reaped: Bool)>((false, false))
+    private let state = Protected<(cancelled: Bool, reaped: Bool)>((false, false))
 
     init(program: String, arguments: [String] = [], environment: [String: String] = [:]) throws(PinentryError) {
         var merged = ProcessInfo.processInfo.environment

@@ -4,7 +4,6 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// What a prompt's work sees: a password dialog opened on first use, and whether the prompt was
 /// dismissed meanwhile.
@@ -13,7 +12,7 @@ final class PromptContext: Sendable {
     /// Withdrawn by Dismiss: an access question the work shows closes too.
     let withdrawal = AccessWithdrawal()
     private let asker: any PasswordAsking
-    private let state = Mutex<State>(State())
+    private let state = Protected<State>(State())
 
     private struct State {
         var conversation: (any PasswordConversation)?
@@ -120,7 +119,7 @@ final class PromptManager: Sendable {
     let asker: any PasswordAsking
     private let signals: SecretServiceSignals
     private let logger: Logger
-    private let table = Mutex(Table())
+    private let table = Protected(Table())
     private let maximumPerOwner: Int
     private static let rememberedDismissals = 1_024
 

@@ -3,7 +3,6 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`) over the keychain engine: what
 /// keywelld exports next to its native API, on the same bus connection and the same store.
@@ -45,11 +44,11 @@ public final class SecretService: Sendable {
     private let configuration: Configuration
     private let logger: Logger
     /// The bus served now, and the watches of its name and of clients leaving (kept alive while it serves).
-    private let served = Mutex<(connection: DBusConnection?, ownerWatches: [DBusSignalSubscription])>((nil, []))
+    private let served = Protected<(connection: DBusConnection?, ownerWatches: [DBusSignalSubscription])>((nil, []))
     /// The bus the prompts ask for the activation environment.
     private let currentConnection: LockedConnection
     /// One unlock dialog for the SSH agent at a time: the signatures behind it find the keychain open.
-    private let agentUnlocking = Mutex(())
+    private let agentUnlocking = Protected(())
 
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration

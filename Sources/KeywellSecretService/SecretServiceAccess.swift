@@ -4,7 +4,7 @@ import KeywellCore
 import KeywellDBus
 import KeywellIdentity
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// Access control on the Secret Service face (docs/secret-service.md, "Access control"): an
 /// item whose list does not trust the caller is *locked for that caller* (in SearchItems'
@@ -126,7 +126,7 @@ struct CallerScreen: ItemAccessScreening {
 /// gives; a bound keeps the table small (unique names are never reused).
 private final class KnownCallers: Sendable {
     private static let capacity = 256
-    private let table = Mutex<[String: (caller: AccessCaller, trusting: TrustingLists)]>([:])
+    private let table = Protected<[String: (caller: AccessCaller, trusting: TrustingLists)]>([:])
 
     func caller(_ connection: String, identity: ApplicationIdentity?) -> (caller: AccessCaller, trusting: TrustingLists) {
         if let known = table.withLock({ $0[connection] }), known.caller.identity == identity { return known }

@@ -2,8 +2,8 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import Logging
-import Synchronization
 
 /// The Secret Service's signals, on the connection the service is attached to (none: dropped),
 /// in gnome-keyring's order and with `PropertiesChanged` carrying new values, never bare
@@ -14,7 +14,7 @@ final class SecretServiceSignals: Sendable {
     private let directory: CollectionDirectory
     /// When `Items` goes out after a change (a big keychain's list is paced).
     private let itemsPacer: ItemsPropertyPacer
-    private let connection = Mutex<DBusConnection?>(nil)
+    private let connection = Protected<DBusConnection?>(nil)
 
     init(directory: CollectionDirectory, logger: Logger, itemsPacer: ItemsPropertyPacer = ItemsPropertyPacer()) {
         self.directory = directory

@@ -3,7 +3,6 @@ import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 import SecretServiceCrypto
-import Synchronization
 
 /// One client's session: how secrets travel between it and us.
 final class SecretSession: Sendable {
@@ -52,11 +51,11 @@ final class SessionManager: Sendable {
         }
     }
 
-    private let table: Mutex<Table>
+    private let table: Protected<Table>
     private let keyPairs = DHKeyPairPool()
 
     init(maximumPerOwner: Int = ServiceLimits.sessionsPerConnection) {
-        table = Mutex(Table(maximumPerOwner: maximumPerOwner))
+        table = Protected(Table(maximumPerOwner: maximumPerOwner))
     }
 
     /// `OpenSession`: the output value and the session. Unknown algorithms are `NotSupported`,
@@ -143,7 +142,7 @@ final class SessionManager: Sendable {
 /// only pays for the shared-secret exponentiation: a key pair is half of a DH session's cost.
 final class DHKeyPairPool: Sendable {
     /// The pairs made ahead, and whether a refill runs; only touched under the lock.
-    private let pool = Mutex<(ready: [DHKeyExchange], refilling: Bool)>(([], false))
+    private let pool = Protected<(ready: [DHKeyExchange], refilling: Bool)>(([], false))
     private let target = 4
 
     func take() throws(DBusError) -> DHKeyExchange {

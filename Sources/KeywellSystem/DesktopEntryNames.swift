@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +22,7 @@ public final class DesktopEntryNames: Sendable {
     private let folders: [String]
     private let searchPath: [String]
     private let locale: DesktopLocale
-    private let scanned = Mutex(Scan())
+    private let scanned = Protected(Scan())
 
     private struct Scan {
         /// Each folder's modification time when it was read (nil: missing).

@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -113,7 +112,7 @@ public struct SessionDisplay: Sendable, Equatable {
 /// The display keywelld learned from the session, kept until the user's last login session
 /// closes (or keywelld exits): shared by every prompter keywelld starts (`PrompterChoice`).
 public final class LearnedSessionDisplay: Sendable {
-    private let learned = Mutex<[String: String]>([:])
+    private let learned = Protected<[String: String]>([:])
 
     public init() {}
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +48,7 @@ public enum UnixSocketPlacement {
 public final class UnixSocketListener: Sendable {
     public let path: String
     private let listener: Int32
-    private let activeConnections = Mutex(0)
+    private let activeConnections = Protected(0)
 
     /// Binds and listens, replacing a stale socket (the caller holds the daemon's instance lock,
     /// so nobody else can be listening there); refuses to replace anything but a socket.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeywellSystem
 
 /// What the daemon acknowledged: for each item a client wrote, the secret it must now hold, or
 /// nil when an acknowledged delete removed it. Only acknowledged calls change the ledger, so
@@ -17,7 +17,7 @@ final class AcknowledgedLedger: Sendable {
         var errorCount = 0
     }
 
-    private let tables = Mutex(Tables())
+    private let tables = Protected(Tables())
 
     var errorCount: Int { tables.withLock { $0.errorCount } }
 

@@ -1,7 +1,7 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// Runs one kind of call from several clients at once, each on its own connection and thread.
 struct DaemonLoad {
@@ -52,7 +52,7 @@ struct DaemonLoad {
 
 /// How many calls are in flight, and the most there were at once.
 private final class InFlightCount: Sendable {
-    private let counts = Mutex((now: 0, peak: 0))
+    private let counts = Protected((now: 0, peak: 0))
 
     func enter() { counts.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) } }
     func leave() { counts.withLock { $0.now -= 1 } }
@@ -64,9 +64,9 @@ private final class LatencyCollector: Sendable {
         var perClient: [[Duration]]
         var failure: String?
     }
-    private let state: Mutex<State>
+    private let state: Protected<State>
 
-    init(count: Int) { state = Mutex(State(perClient: Array(repeating: [], count: count))) }
+    init(count: Int) { state = Protected(State(perClient: Array(repeating: [], count: count))) }
 
     var failure: String? { state.withLock { $0.failure } }
     func store(_ samples: [Duration], at index: Int) { state.withLock { $0.perClient[index] = samples } }

@@ -3,7 +3,6 @@ import Foundation
 import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
-import Synchronization
 
 /// `keywell-bench faults`: SIGKILL keywelld again and again in the middle of a write-heavy run.
 /// D-Bus activation brings it back on the next call; acknowledged writes must all survive and the
@@ -173,13 +172,13 @@ struct FaultRun {
 }
 
 final class StopFlag: Sendable {
-    private let stopped = Mutex(false)
+    private let stopped = Protected(false)
     func set() { stopped.withLock { $0 = true } }
     var isSet: Bool { stopped.withLock { $0 } }
 }
 
 final class Counter: Sendable {
-    private let count = Mutex(0)
+    private let count = Protected(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }

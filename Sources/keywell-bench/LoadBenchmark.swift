@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import KeywellDBus
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// `keywell-bench load`: many clients at once, half native API, half Secret Service, then a
 /// check from a fresh connection that every acknowledged write is there and correct.
@@ -143,9 +143,9 @@ private final class ClientBox: @unchecked Sendable {
 
 /// Per-thread latency lists, joined at the end.
 final class SampleSink: Sendable {
-    private let perThread: Mutex<[[Duration]]>
+    private let perThread: Protected<[[Duration]]>
 
-    init(count: Int) { perThread = Mutex(Array(repeating: [], count: count)) }
+    init(count: Int) { perThread = Protected(Array(repeating: [], count: count)) }
 
     func store(_ samples: [Duration], at index: Int) { perThread.withLock { $0[index] = samples } }
     var all: [Duration] { perThread.withLock { $0.flatMap { $0 } } }

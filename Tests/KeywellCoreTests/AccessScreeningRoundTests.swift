@@ -1,6 +1,6 @@
 import Foundation
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 import Testing
 
 @testable import KeywellCore
@@ -18,7 +18,7 @@ import Testing
     final class AnsweringScreen: ItemAccessScreening, Sendable {
         let mayHide: Bool
         private let denies: Bool
-        private let questions = Mutex<[(items: [AccessItem], interactionAllowed: Bool)]>([])
+        private let questions = Protected<[(items: [AccessItem], interactionAllowed: Bool)]>([])
 
         init(mayHide: Bool = true, denies: Bool = false) {
             self.mayHide = mayHide

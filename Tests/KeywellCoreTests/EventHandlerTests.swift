@@ -1,6 +1,6 @@
 import Foundation
 import KeywellCore
-import Synchronization
+import KeywellSystem
 import Testing
 
 /// The daemon reads `onEvent` once per event for the life of the process: reading it must not
@@ -38,7 +38,7 @@ import Testing
 }
 
 private final class EventCount: Sendable {
-    private let count = Mutex(0)
+    private let count = Protected(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 import Testing
 
 @testable import KeywellCore
@@ -16,7 +16,7 @@ import Testing
     /// Trusts a list naming `me` (or open to all); asks about any other. Counts its verdicts.
     final class CountingScreen: ItemAccessScreening, Sendable {
         let mayHide = false
-        private let count = Mutex(0)
+        private let count = Protected(0)
         var verdicts: Int { count.withLock { $0 } }
 
         func verdict(_ list: AccessList, item: () -> AccessItem) -> AccessVerdict {

@@ -2,7 +2,6 @@ import CDBus
 import Foundation
 import KeywellSystem
 import KeywellTestSupport
-import Synchronization
 import Testing
 
 @testable import KeywellDBus
@@ -136,7 +135,7 @@ struct PeerServerTests {
         dbus_connection_set_exit_on_disconnect(raw, 0)
         let workers = WorkerPool(name: "test-loop")
         defer { workers.stop() }
-        let owner = Mutex<Owner?>(nil)
+        let owner = Protected<Owner?>(nil)
         let loop = try ConnectionLoop(connection: raw, workers: workers, onFinish: {
             _ = owner.withLock { $0.take() }  // the last reference, dropped on the loop's thread
         })

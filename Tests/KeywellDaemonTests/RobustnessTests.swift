@@ -1,8 +1,8 @@
 import Foundation
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import KeywellTestSupport
-import Synchronization
 import Testing
 
 /// Several clients, a daemon killed mid-write, timers.
@@ -113,13 +113,13 @@ import Testing
 }
 
 final class LockedCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Protected(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }
 
 final class LockedList: Sendable {
-    private let items = Mutex<[String]>([])
+    private let items = Protected<[String]>([])
     func append(_ item: String) { items.withLock { $0.append(item) } }
     var all: [String] { items.withLock { $0 } }
     var count: Int { items.withLock { $0.count } }

@@ -1,14 +1,14 @@
 import KeywellCore
 import KeywellSSHAgent
 import KeywellSSHWire
-import Synchronization
+import KeywellSystem
 
 /// A key store in memory that trusts one caller name, for the agent's tests.
 final class MemoryKeyStore: AgentKeyStore {
     typealias Caller = String
 
     let trusted: String
-    private let keys = Mutex<[SSHKeyPair]>([])
+    private let keys = Protected<[SSHKeyPair]>([])
     private let confirmAnswer: Bool
 
     init(trusted: String = "test", confirmAnswer: Bool = true) {

@@ -1,7 +1,6 @@
 import Foundation
 import KeywellSystem
 import KeywellTestSupport
-import Synchronization
 import Testing
 
 @testable import KeywellSecretService
@@ -120,6 +119,6 @@ import Testing
 }
 
 private final class FolderKeeper: Sendable {
-    private let folders = Mutex<[TemporaryDirectory]>([])
+    private let folders = Protected<[TemporaryDirectory]>([])
     func keep(_ folder: TemporaryDirectory) { folders.withLock { $0.append(folder) } }
 }

@@ -1,5 +1,5 @@
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// How the engine lets access control judge the items a native call matched
 /// (docs/access-control.md "Who is asked"): keywelld implements it for the calling application.
@@ -31,7 +31,7 @@ extension ItemAccessScreening {
 /// it starts again.
 public final class TrustingLists: Sendable {
     static let capacity = 32
-    private let texts = Mutex<Set<String>>([])
+    private let texts = Protected<Set<String>>([])
 
     public init() {}
 

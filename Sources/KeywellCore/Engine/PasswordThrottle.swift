@@ -1,6 +1,6 @@
 import Foundation
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// Slows down guessing of a keychain's password, whichever way the guesses come: the native
 /// `Unlock` and `ChangePassword`, the PAM module's control socket (`O`, `P`) and the Secret
@@ -39,7 +39,7 @@ public final class PasswordThrottle: Sendable {
     }
 
     private let unit: Duration
-    private let records = Mutex<[UUID: Record]>([:])
+    private let records = Protected<[UUID: Record]>([:])
 
     /// `unit` is the first delay; test builds of keywelld shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
     public init(unit: Duration = .seconds(1)) {

@@ -2,7 +2,6 @@ import Foundation
 import KeywellProtocol
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// The registry of one user's keychains: where names and paths lead, which keychain files are
 /// open in this process (one `KeychainFile` each, with its lock state), and the user's settings
@@ -21,7 +20,7 @@ final class OpenKeychains: Sendable {
     let logger: Logger
     /// Serialises calls that create or delete keychains or change the settings, so the events
     /// each one sends describe exactly its own change.
-    let administration = Mutex(())
+    let administration = Protected(())
 
     private let openFiles = Protected<[String: OpenKeychain]>([:])
     private let announcer = Protected<RegistryEvents>(RegistryEvents())

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeywellSystem
 
 /// Says whether a file checked earlier may have changed since, from inotify, so the engine can
 /// skip re-checking a keychain file and the settings file on every call (a stat and a geteuid
@@ -39,7 +39,7 @@ final class PathChangeWatch: Sendable {
     }
 
     private let descriptor: Int32
-    private let table: Mutex<WatchTable>
+    private let table: Protected<WatchTable>
     fileprivate static let eventBufferSize = 16 * 1024
 
     /// The inotify descriptor's watches and what they reported, only touched under the lock.
@@ -63,7 +63,7 @@ final class PathChangeWatch: Sendable {
 
     init() {
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        table = Mutex(WatchTable(descriptor: descriptor))
+        table = Protected(WatchTable(descriptor: descriptor))
     }
 
     deinit {

@@ -5,8 +5,8 @@ import KeywellIdentity
 import KeywellProtocol
 import KeywellSSHAgent
 import KeywellSSHWire
+import KeywellSystem
 import Logging
-import Synchronization
 
 /// Who is on the other end of an agent connection: named as the direct socket names its peers
 /// (`IdentityResolver.resolve(peer:socket:)`), or unidentified when that failed.
@@ -31,7 +31,7 @@ struct KeychainKeyStore: AgentKeyStore {
     static let alwaysTrusted = ["/usr/bin/ssh", "/usr/bin/ssh-keygen"]
 
     /// Adds and removals read an item's entries and write them back: one at a time.
-    private static let writing = Mutex(())
+    private static let writing = Protected(())
 
     func identities() -> [AgentIdentity] {
         var listed: [AgentIdentity] = []

@@ -6,7 +6,6 @@ import KeywellSSHAgent
 import KeywellSSHWire
 import KeywellSystem
 import Logging
-import Synchronization
 
 /// The OpenSSH agent at `$XDG_RUNTIME_DIR/keywell/ssh-agent` (docs/ssh.md). Only the user's own
 /// processes are served (`SO_PEERCRED`, before a byte is read); each connection's peer is named
@@ -19,7 +18,7 @@ final class SSHAgentServer: Sendable {
     private let resolver: IdentityResolver
     private let gate: AccessGate
     private let logger: Logger
-    private let connectionCount = Mutex<UInt64>(0)
+    private let connectionCount = Protected<UInt64>(0)
 
     init(path: String, store: KeychainKeyStore, logger: Logger) throws(DaemonError) {
         service = AgentService(store: store, logger: logger)

@@ -1,5 +1,5 @@
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// The handles KWallet clients hold (docs/kwallet.md, "Handles"): one per wallet and application
 /// id, as kwalletd gives them, counting the opens of each bus connection so that `close` and a
@@ -15,7 +15,7 @@ final class KWalletHandles: Sendable {
         var opens: [String: Int]
     }
 
-    private let table = Mutex<[Int32: Handle]>([:])
+    private let table = Protected<[Int32: Handle]>([:])
 
     /// The handle of `appID` on `wallet` (a new one, or the one it has) with one more open by
     /// `connection`; nil when `KWalletLimits.openHandles` are open.

@@ -2,7 +2,7 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// KWallet's daemon API (`org.kde.KWallet` on `/modules/kwalletd5` and `/modules/kwalletd6`,
 /// names `org.kde.kwalletd5` and `org.kde.kwalletd6`) over the same engine and access control as
@@ -14,9 +14,9 @@ final class KWalletService: Sendable {
     let handles = KWalletHandles()
     /// Folders `createFolder` made that hold no entry yet, by keychain: kept in memory only, as
     /// KWallet's own Secret Service bridge keeps them.
-    let emptyFolders = Mutex<[String: Set<String>]>([:])
-    private let nextTransaction = Mutex<Int32>(0)
-    private let connection = Mutex<DBusConnection?>(nil)
+    let emptyFolders = Protected<[String: Set<String>]>([:])
+    private let nextTransaction = Protected<Int32>(0)
+    private let connection = Protected<DBusConnection?>(nil)
 
     init(context: ServiceContext, activity: @escaping @Sendable () -> Void) {
         self.context = context

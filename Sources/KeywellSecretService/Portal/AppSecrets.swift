@@ -2,7 +2,7 @@ import CSodium
 import Foundation
 import KeywellCore
 import KeywellProtocol
-import Synchronization
+import KeywellSystem
 
 /// Each sandboxed app's master secret: an item of the default keychain found by its app id,
 /// made on first use with `PortalNames.secretLength` random bytes. One look-up-or-create runs at
@@ -10,7 +10,7 @@ import Synchronization
 final class AppSecrets: Sendable {
     private let store: KeychainStore
     /// Serialises the look-up-or-create; guards no value of its own.
-    private let lookUpOrCreate = Mutex(())
+    private let lookUpOrCreate = Protected(())
 
     init(store: KeychainStore) {
         self.store = store

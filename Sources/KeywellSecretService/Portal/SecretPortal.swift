@@ -2,8 +2,8 @@ import Foundation
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -26,9 +26,9 @@ final class SecretPortal: DBusObject, PortalSecretMethods, PortalRequestMethods,
     private let secrets: AppSecrets
     private let logger: Logger
     /// The Request objects of calls in progress, by path.
-    private let requests = Mutex<[String: PendingRequest]>([:])
+    private let requests = Protected<[String: PendingRequest]>([:])
     /// One unlock dialog at a time: the calls behind it find the keychain open. Guards no value.
-    private let unlocking = Mutex(())
+    private let unlocking = Protected(())
 
     init(context: ServiceContext) {
         self.context = context
