@@ -152,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "keywell-bench",
             dependencies: [
-                "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
+                "CKeywellControl", "CSodium", "DeterministicRandom", "KeywellCore", "KeywellDBus", "KeywellIdentity", "KeychainServices", "KeywellProtocol",
                 "KeywellSSHAgent", "KeywellSSHWire", "KeywellSync", "KeywellSystem", "SecretServiceCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log"),
             ]

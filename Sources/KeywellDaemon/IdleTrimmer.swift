@@ -13,6 +13,15 @@ import Logging
 ///   login keychain service is idle almost all the time, and its footprint then should be what
 ///   it holds, not what it once touched. The first call afterwards pays a few page faults.
 ///
+/// After a burst (`burstCalls` requests or more since the library pages last went: a python
+/// program storing a thousand secrets, a migration, a backup), the first step comes after a
+/// shorter quiet (`burstQuietPeriod`: calls of a burst follow each other within milliseconds)
+/// and gives back the library pages too: the burst ran much of the daemon's code (and with a DH session much of
+/// libcrypto) once, and would otherwise keep it resident for the ten seconds; the next call's
+/// page faults are then shared by all the calls of the burst (docs/performance.md, "The daemon").
+/// Work a burst leaves for later (a big collection's paced `Items` signal) runs after that step
+/// and reports through `deferredWorkDone`, which repeats the step the quiet period already took.
+///
 /// A keychain that locks (by a call, a timer, sleep or the screen lock) trims both at once: what
 /// its unlocked use made resident (SQLite's caches, decrypted rows, library pages) is not needed
 /// until it is unlocked again, and a lock is often the last thing before a long idle.
@@ -24,8 +33,19 @@ final class IdleTrimmer: Sendable {
         var lastActivity = ContinuousClock.now
         var heapTrimmedSinceActivity = false
         var trimmedSinceActivity = false
+        /// The library pages went since the last request (a burst, the idle step or a lock).
+        var librariesTrimmedSinceActivity = false
         var checkPending = false
+        /// Requests since the library pages last went.
+        var callsSinceFullTrim = 0
     }
+
+    /// Requests after which the first quiet half second trims everything: more calls than any
+    /// single lookup or store by a client makes (libsecret's store is about ten), fewer than
+    /// a program filling a keychain.
+    static let burstCalls = 100
+    /// The quiet that ends a burst.
+    static let burstQuietPeriod: Duration = .milliseconds(200)
 
     private let quietPeriod: Duration
     private let heapQuietPeriod: Duration
@@ -36,8 +56,8 @@ final class IdleTrimmer: Sendable {
     private let state = Protected(State())
 
     init(
-        quietPeriod: Duration = .seconds(10), heapQuietPeriod: Duration = .milliseconds(500), logger: Logger,
-        timers: TimerThread = .shared, releaseCaches: @escaping @Sendable () -> Void = {}
+        quietPeriod: Duration = .seconds(10), heapQuietPeriod: Duration = .milliseconds(500),
+        logger: Logger, timers: TimerThread = .shared, releaseCaches: @escaping @Sendable () -> Void = {}
     ) {
         self.quietPeriod = quietPeriod
         self.heapQuietPeriod = heapQuietPeriod
@@ -51,22 +71,52 @@ final class IdleTrimmer: Sendable {
     func noteActivity() {
         let needsCheck = state.withLock { state -> Bool in
             state.lastActivity = ContinuousClock.now
+            state.callsSinceFullTrim &+= 1
             state.heapTrimmedSinceActivity = false
             state.trimmedSinceActivity = false
+            state.librariesTrimmedSinceActivity = false
             defer { state.checkPending = true }
             return !state.checkPending
         }
         if needsCheck { scheduleCheck(after: heapQuietPeriod) }
     }
 
-    /// Trims both steps now on the timer thread, not the caller's (a lock's reply does not wait for it).
+    /// The quiet after which the first step is due: shorter after a burst.
+    private func firstStepQuiet(_ state: State) -> Duration {
+        state.callsSinceFullTrim >= Self.burstCalls ? min(Self.burstQuietPeriod, heapQuietPeriod) : heapQuietPeriod
+    }
+
+    /// Trims both steps now on the timer thread, not the caller's (a lock's reply does not wait
+    /// for it), and once more at the idle step: what runs after a lock (its signals, the logout
+    /// that caused it, the reply) faults code back in after this trim.
     func trimSoon() {
         _ = timers.schedule(after: .zero) { [self] in
-            state.withLock { state in
+            let needsCheck = state.withLock { state -> Bool in
                 state.heapTrimmedSinceActivity = true
-                state.trimmedSinceActivity = true
+                state.trimmedSinceActivity = false
+                state.librariesTrimmedSinceActivity = true
+                state.callsSinceFullTrim = 0
+                defer { state.checkPending = true }
+                return !state.checkPending
             }
             trimEverything("lock")
+            if needsCheck { scheduleCheck(after: quietPeriod) }
+        }
+    }
+
+    /// Work done after the calls, off any request (on the timer thread): what it made resident
+    /// goes again as the quiet period's step already took it; before that step, nothing (the
+    /// step is still to come).
+    func deferredWorkDone() {
+        enum Again { case none, heap, everything }
+        let again = state.withLock { state -> Again in
+            guard state.heapTrimmedSinceActivity else { return .none }
+            return state.librariesTrimmedSinceActivity ? .everything : .heap
+        }
+        switch again {
+        case .none: break
+        case .heap: trimHeap()
+        case .everything: trimEverything("after deferred work")
         }
     }
 
@@ -80,13 +130,21 @@ final class IdleTrimmer: Sendable {
     }
 
     private func check() {
-        enum Next { case heap(then: Duration), everything, later(Duration), nothing }
+        enum Next { case heap(then: Duration), burst(then: Duration), idle, later(Duration), nothing }
         let next = state.withLock { state -> Next in
             let quiet = ContinuousClock.now - state.lastActivity
             if !state.heapTrimmedSinceActivity {
-                guard quiet >= heapQuietPeriod else { return .later(heapQuietPeriod - quiet) }
+                let due = firstStepQuiet(state)
+                guard quiet >= due else { return .later(due - quiet) }
                 state.heapTrimmedSinceActivity = true
-                return .heap(then: max(.zero, quietPeriod - quiet))
+                let then = max(.zero, quietPeriod - quiet)
+                guard state.callsSinceFullTrim < Self.burstCalls else {
+                    // The idle step still follows: work left for later may run in between.
+                    state.librariesTrimmedSinceActivity = true
+                    state.callsSinceFullTrim = 0
+                    return .burst(then: then)
+                }
+                return .heap(then: then)
             }
             guard !state.trimmedSinceActivity else {
                 state.checkPending = false
@@ -94,18 +152,27 @@ final class IdleTrimmer: Sendable {
             }
             guard quiet >= quietPeriod else { return .later(quietPeriod - quiet) }
             state.trimmedSinceActivity = true
+            state.librariesTrimmedSinceActivity = true
             state.checkPending = false
-            return .everything
+            state.callsSinceFullTrim = 0
+            return .idle
         }
         switch next {
         case .heap(let then):
-            releaseCaches()
-            MallocTuning.trim()
+            trimHeap()
             scheduleCheck(after: then)
-        case .everything: trimEverything("idle")
+        case .burst(let then):
+            trimEverything("burst")
+            scheduleCheck(after: then)
+        case .idle: trimEverything("idle")
         case .later(let remaining): scheduleCheck(after: remaining)
         case .nothing: break
         }
+    }
+
+    private func trimHeap() {
+        releaseCaches()
+        MallocTuning.trim()
     }
 
     private func trimEverything(_ reason: String) {

@@ -23,7 +23,7 @@ extension Daemon {
                 autoLock.rearm()
                 sessions.keychainUnlocked(keychain, with: password)
             },
-            activity: { trimmer.noteActivity() }, access: access)
+            activity: { trimmer.noteActivity() }, deferredWorkDone: { trimmer.deferredWorkDone() }, access: access)
         let service = SecretService(store: store, configuration: configuration, logger: logger)
         sessions.onLastSessionClosed { [weak service] in service?.loginSessionsEnded() }
         sessions.onLoginPasswordQuestion { [weak service] loginPassword in

@@ -18,6 +18,9 @@ public final class SecretService: Sendable {
         public var keychainUnlocked: @Sendable (String, SecretBytes) -> Void
         /// Called for every call and property access (the daemon's idle timers count it as use).
         public var activity: @Sendable () -> Void
+        /// Called after work done later than the calls that caused it (a big collection's paced
+        /// `Items` signal), on the timer thread: the daemon's memory trim repeats its last step.
+        public var deferredWorkDone: @Sendable () -> Void
         /// Access control on items (docs/secret-service.md, "Access control"); nil: none.
         public var access: SecretServiceAccess?
         /// The display the session told keywelld, for prompts when the environment has none.
@@ -26,13 +29,15 @@ public final class SecretService: Sendable {
         public init(environment: [String: String] = [:], sessionDisplay: LearnedSessionDisplay = LearnedSessionDisplay(),
                     replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
                     keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
-                    activity: @escaping @Sendable () -> Void = {}, access: SecretServiceAccess? = nil) {
+                    activity: @escaping @Sendable () -> Void = {}, deferredWorkDone: @escaping @Sendable () -> Void = {},
+                    access: SecretServiceAccess? = nil) {
             self.environment = environment
             self.sessionDisplay = sessionDisplay
             self.replaceOwner = replaceOwner
             self.throttle = throttle
             self.keychainUnlocked = keychainUnlocked
             self.activity = activity
+            self.deferredWorkDone = deferredWorkDone
             self.access = access
         }
     }
@@ -54,7 +59,13 @@ public final class SecretService: Sendable {
         self.configuration = configuration
         self.logger = logger
         let directory = CollectionDirectory(store: store)
-        let signals = SecretServiceSignals(directory: directory, logger: logger)
+        let signals = SecretServiceSignals(directory: directory, logger: logger, itemsPacer: ItemsPropertyPacer(
+            schedule: { [done = configuration.deferredWorkDone] delay, body in
+                _ = TimerThread.shared.schedule(after: delay) {
+                    body()
+                    done()
+                }
+            }))
         let connectionNow = LockedConnection()
         // GNOME's dialog for passwords too, where access control can tell who serves it.
         let identities = configuration.access?.identities

@@ -130,8 +130,8 @@ struct StartupProcessRounds {
             name: "startup", activating: [KeywellNames.busName: keywelld, KeywellNames.secretsBusName: keywelld],
             extraEnvironment: ["GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"])
         defer { world.stop() }
-        let current = try helperFolder(world, "bin", keywell: keywell)
-        let baseline = try baselineKeywell.map { try helperFolder(world, "bin-baseline", keywell: $0) }
+        let current = try world.helperFolder("bin", keywell: keywell)
+        let baseline = try baselineKeywell.map { try world.helperFolder("bin-baseline", keywell: $0) }
         try world.check(current.keywell, ["create-keychain", "-p", "bench-password", "login"])
         // Items trust the program that made them; a baseline build is another program, so it is
         // named in their lists too (docs/access-control.md), and git's item is made the same way.
@@ -264,30 +264,5 @@ struct StartupProcessRounds {
             throw BenchmarkFailure("\(subject.name) under /usr/bin/time: \(result)")
         }
         return kib
-    }
-
-    /// A folder on PATH holding `keywell` and `git-credential-keywell` as an install lays them
-    /// out: keywell copied in (as install(1) does), and the helper the file shipped beside that
-    /// keywell when there is one (an older build's script), else a link to the copy (which
-    /// dispatches on its name). A copy, not a link to the build folder: the linker's own output
-    /// file started 0.8 ms (of 6) slower than a byte-identical copy of it, run after run (the
-    /// way its pages sit in the page cache, it seems), which would weigh on one build only.
-    private func helperFolder(_ world: CLIBenchWorld, _ name: String, keywell: String)
-        throws -> (keywell: String, helper: String, environment: [String: String]) {
-        let bin = world.root + "/" + name
-        mkdir(bin, 0o700)
-        let shipped = URL(fileURLWithPath: keywell).deletingLastPathComponent().appendingPathComponent("git-credential-keywell").path
-        let helper = FileManager.default.isExecutableFile(atPath: shipped) ? shipped : bin + "/keywell"
-        do {
-            try FileManager.default.copyItem(atPath: URL(fileURLWithPath: keywell).resolvingSymlinksInPath().path, toPath: bin + "/keywell")
-        } catch {
-            throw BenchmarkFailure("cannot copy \(keywell) into \(bin): \(error)")
-        }
-        guard symlink(helper, bin + "/git-credential-keywell") == 0 else {
-            throw BenchmarkFailure("cannot link the helper into \(bin)")
-        }
-        var environment = world.environment
-        environment["PATH"] = bin + ":/usr/bin:/bin"
-        return (bin + "/keywell", bin + "/git-credential-keywell", environment)
     }
 }

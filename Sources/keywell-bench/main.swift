@@ -8,7 +8,7 @@ struct KeywellBench: ParsableCommand {
         subcommands: [CoreBenchmark.self, CoreWriterHelper.self, DaemonBenchmark.self, CLIBenchmark.self,
                       LoadBenchmark.self, FaultBenchmark.self, ThrottleBenchmark.self, SecurityReport.self,
                       SecretServiceBenchmark.self, IdentityBenchmark.self, StartupBenchmark.self, KWalletBenchmark.self, SSHAgentBenchmark.self,
-                      SyncBenchmark.self, QuestionBenchmark.self, LockBenchmark.self]
+                      SyncBenchmark.self, QuestionBenchmark.self, LockBenchmark.self, MemoryWorkloadBenchmark.self]
     )
 }
 

@@ -33,6 +33,22 @@ import Testing
         #expect(try fixture.copyMatching(genp("after", ["r_Data": true])) == [["v_Data": secret("two")]])
     }
 
+    /// A burst of calls gives the library pages back half a second after it, not ten seconds
+    /// later; a few calls do not, and everything works afterwards.
+    @Test func aBurstTrimsEverythingAtTheFirstQuietHalfSecond() throws {
+        let fixture = try DaemonFixture()
+        try fixture.createKeychain("login")
+        try fixture.add(genp("first", ["v_Data": secret("one")]))
+        try waitUntil(timeout: .seconds(20)) { fixture.daemonLog.contains("idle: gave back") }
+        #expect(!fixture.daemonLog.contains("burst: gave back"))
+        for index in 0..<IdleTrimmer.burstCalls {
+            try fixture.add(genp("burst \(index)", ["v_Data": secret("value \(index)")]))
+        }
+        try waitUntil(timeout: .seconds(20)) { fixture.daemonLog.contains("burst: gave back") }
+        #expect(fixture.daemonLog.components(separatedBy: "idle: gave back").count == 2)
+        #expect(try fixture.copyMatching(genp("burst 7", ["r_Data": true])) == [["v_Data": secret("value 7")]])
+    }
+
     /// A lock gives back at once what the unlocked keychain made resident, without waiting for
     /// the idle period; the keychain works as before once unlocked.
     @Test func aLockTrimsAtOnceAndTheKeychainWorksAfterwards() throws {
