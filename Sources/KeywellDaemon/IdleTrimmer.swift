@@ -19,6 +19,8 @@ import Logging
 /// and gives back the library pages too: the burst ran much of the daemon's code (and with a DH session much of
 /// libcrypto) once, and would otherwise keep it resident for the ten seconds; the next call's
 /// page faults are then shared by all the calls of the burst (docs/performance.md, "The daemon").
+/// A burst stalled for longer than that quiet (a loaded machine) trims at each stall, each after
+/// at least a tenth as many calls, and once more after its last call.
 /// Work a burst leaves for later (a big collection's paced `Items` signal) runs after that step
 /// and reports through `deferredWorkDone`, which repeats the step the quiet period already took.
 ///
@@ -26,8 +28,8 @@ import Logging
 /// its unlocked use made resident (SQLite's caches, decrypted rows, library pages) is not needed
 /// until it is unlocked again, and a lock is often the last thing before a long idle.
 ///
-/// At most one check waits on the timer thread, due when the next step is; once both steps are
-/// done, none waits until the next activity.
+/// At most one check acts, due when the next step is (a far one a request replaces returns
+/// when it fires); once both steps are done, none waits until the next activity.
 final class IdleTrimmer: Sendable {
     private struct State {
         var lastActivity = ContinuousClock.now
@@ -36,8 +38,16 @@ final class IdleTrimmer: Sendable {
         /// The library pages went since the last request (a burst, the idle step or a lock).
         var librariesTrimmedSinceActivity = false
         var checkPending = false
+        /// The waiting check is the idle step's, seconds away: a request must not wait for it.
+        var pendingIsFar = false
+        /// Only the check of the latest schedule acts; one replaced by a nearer one returns.
+        var checkGeneration: UInt64 = 0
         /// Requests since the library pages last went.
         var callsSinceFullTrim = 0
+        /// A burst is going on: its quiet steps (a loaded machine stalls a burst for longer than
+        /// the burst's quiet now and then) all give the library pages back, until one follows
+        /// fewer than `burstCalls / 10` requests, or the idle step or a lock comes.
+        var inBurst = false
     }
 
     /// Requests after which the first quiet half second trims everything: more calls than any
@@ -67,23 +77,27 @@ final class IdleTrimmer: Sendable {
     }
 
     /// Called for every request (D-Bus or control socket): a clock read under a lock, and a
-    /// timer job only for the first request after both trims.
+    /// timer job only for the first request after a trim (the idle step's check, seconds away,
+    /// is replaced by a near one: the first step after these requests must not wait for it).
     func noteActivity() {
-        let needsCheck = state.withLock { state -> Bool in
+        let generation = state.withLock { state -> UInt64? in
             state.lastActivity = ContinuousClock.now
             state.callsSinceFullTrim &+= 1
             state.heapTrimmedSinceActivity = false
             state.trimmedSinceActivity = false
             state.librariesTrimmedSinceActivity = false
-            defer { state.checkPending = true }
-            return !state.checkPending
+            guard !state.checkPending || state.pendingIsFar else { return nil }
+            state.checkPending = true
+            state.pendingIsFar = false
+            state.checkGeneration &+= 1
+            return state.checkGeneration
         }
-        if needsCheck { scheduleCheck(after: heapQuietPeriod) }
+        if let generation { scheduleCheck(after: heapQuietPeriod, generation) }
     }
 
     /// The quiet after which the first step is due: shorter after a burst.
     private func firstStepQuiet(_ state: State) -> Duration {
-        state.callsSinceFullTrim >= Self.burstCalls ? min(Self.burstQuietPeriod, heapQuietPeriod) : heapQuietPeriod
+        state.inBurst || state.callsSinceFullTrim >= Self.burstCalls ? min(Self.burstQuietPeriod, heapQuietPeriod) : heapQuietPeriod
     }
 
     /// Trims both steps now on the timer thread, not the caller's (a lock's reply does not wait
@@ -91,16 +105,20 @@ final class IdleTrimmer: Sendable {
     /// that caused it, the reply) faults code back in after this trim.
     func trimSoon() {
         _ = timers.schedule(after: .zero) { [self] in
-            let needsCheck = state.withLock { state -> Bool in
+            let generation = state.withLock { state -> UInt64? in
                 state.heapTrimmedSinceActivity = true
                 state.trimmedSinceActivity = false
                 state.librariesTrimmedSinceActivity = true
                 state.callsSinceFullTrim = 0
-                defer { state.checkPending = true }
-                return !state.checkPending
+                state.inBurst = false
+                guard !state.checkPending else { return nil }
+                state.checkPending = true
+                state.pendingIsFar = true
+                state.checkGeneration &+= 1
+                return state.checkGeneration
             }
             trimEverything("lock")
-            if needsCheck { scheduleCheck(after: quietPeriod) }
+            if let generation { scheduleCheck(after: quietPeriod, generation) }
         }
     }
 
@@ -125,25 +143,29 @@ final class IdleTrimmer: Sendable {
         noteActivity()
     }
 
-    private func scheduleCheck(after delay: Duration) {
-        _ = timers.schedule(after: delay) { [self] in check() }
+    private func scheduleCheck(after delay: Duration, _ generation: UInt64) {
+        _ = timers.schedule(after: delay) { [self] in check(generation) }
     }
 
-    private func check() {
-        enum Next { case heap(then: Duration), burst(then: Duration), idle, later(Duration), nothing }
+    private func check(_ generation: UInt64) {
+        enum Next { case heap(then: Duration), burst(then: Duration), idle, later(Duration), nothing, replaced }
         let next = state.withLock { state -> Next in
+            guard generation == state.checkGeneration else { return .replaced }
             let quiet = ContinuousClock.now - state.lastActivity
             if !state.heapTrimmedSinceActivity {
                 let due = firstStepQuiet(state)
                 guard quiet >= due else { return .later(due - quiet) }
                 state.heapTrimmedSinceActivity = true
                 let then = max(.zero, quietPeriod - quiet)
-                guard state.callsSinceFullTrim < Self.burstCalls else {
+                if state.callsSinceFullTrim >= Self.burstCalls || state.inBurst {
+                    state.inBurst = state.callsSinceFullTrim >= Self.burstCalls / 10
                     // The idle step still follows: work left for later may run in between.
                     state.librariesTrimmedSinceActivity = true
                     state.callsSinceFullTrim = 0
+                    state.pendingIsFar = true
                     return .burst(then: then)
                 }
+                state.pendingIsFar = true
                 return .heap(then: then)
             }
             guard !state.trimmedSinceActivity else {
@@ -155,18 +177,19 @@ final class IdleTrimmer: Sendable {
             state.librariesTrimmedSinceActivity = true
             state.checkPending = false
             state.callsSinceFullTrim = 0
+            state.inBurst = false
             return .idle
         }
         switch next {
         case .heap(let then):
             trimHeap()
-            scheduleCheck(after: then)
+            scheduleCheck(after: then, generation)
         case .burst(let then):
             trimEverything("burst")
-            scheduleCheck(after: then)
+            scheduleCheck(after: then, generation)
         case .idle: trimEverything("idle")
-        case .later(let remaining): scheduleCheck(after: remaining)
-        case .nothing: break
+        case .later(let remaining): scheduleCheck(after: remaining, generation)
+        case .nothing, .replaced: break
         }
     }
 
