@@ -33,9 +33,9 @@ import Testing
         #expect(try fixture.copyMatching(genp("after", ["r_Data": true])) == [["v_Data": secret("two")]])
     }
 
-    /// A burst of calls gives the library pages back half a second after it, not ten seconds
+    /// A burst of calls gives the library pages back at the first quiet step after it, not ten seconds
     /// later; a few calls do not, and everything works afterwards.
-    @Test func aBurstTrimsEverythingAtTheFirstQuietHalfSecond() throws {
+    @Test func aBurstTrimsEverythingAtItsFirstQuietStep() throws {
         let fixture = try DaemonFixture()
         try fixture.createKeychain("login")
         try fixture.add(genp("first", ["v_Data": secret("one")]))
