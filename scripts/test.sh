@@ -9,6 +9,8 @@
 #   KEYWELL_STAGES="lint pam swift integration asan fuzz"   the stages to run (default: these;
 #                  add tsan for the ThreadSanitizer stage), always after the builds they need
 #   KEYWELL_PYTEST_FILES="Tests/Integration/test_x.py …"    the integration stage's files (default: all)
+#   KEYWELL_COPY_SUITE=1   run the integration and sanitizer stages from a copy even when the
+#                  checkout is within other users' reach (it is copied when it is not)
 #   KEYWELL_SWIFT_TEST_LIMIT, KEYWELL_PYTEST_LIMIT, KEYWELL_FUZZ_SECONDS  see below
 # Each stage prints its duration, and the run ends with a table of them.
 set -uo pipefail
@@ -38,6 +40,7 @@ stage() {
 }
 summary() {
   end_stage
+  [ -z "${suite_copy:-}" ] || rm -rf "$suite_copy"
   echo "test.sh: stage durations"
   printf '%s\n' "${timings[@]}"
   printf '%6d s  total\n' "$SECONDS"
@@ -109,13 +112,38 @@ export KEYWELL="$release_bin/keywell"
 export KEYWELLD_RELEASE="$release_bin/keywelld"
 export KEYWELLD_DEBUG="$debug_bin/keywelld"
 
+# The integration tests run keywelld and its clients as a throwaway user (docs/contributing.md,
+# "Whom the integration tests run keywelld as"), who must reach the programs and the tests' own
+# scripts, as the sanitizer stage's PAM logins must. A checkout below a folder others cannot enter
+# (root's 0700 home, say) is copied for both stages to a folder they can: the tree without its
+# builds, and the programs under test beside it; the copy goes when the run ends.
+suite_copy=
+reachable() {
+  setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+    test -r "$PWD/Tests/Integration/scripted_pinentry.py" -a -x "$KEYWELLD" -a -x "$KEYWELLD_DEBUG" 2>/dev/null
+}
+if { wants integration || wants asan; } && { [ "${KEYWELL_COPY_SUITE:-0}" = 1 ] || ! reachable; }; then
+  suite_copy="$(mktemp -d /tmp/keywell-suite.XXXXXX)" || exit 1
+  echo "test.sh: $PWD is out of other users' reach; the integration and sanitizer stages run from $suite_copy"
+  tar --exclude=./.build --exclude=./.build-fuzz --exclude=./.build-tsan --exclude=./.build-package \
+    -cf - . | tar -xf - -C "$suite_copy" || exit 1
+  mkdir -p "$suite_copy/.programs/debug"
+  find "$release_bin" -maxdepth 1 -type f -perm -u+x -exec cp -p {} "$suite_copy/.programs/" \;
+  cp -p "$KEYWELLD_DEBUG" "$suite_copy/.programs/debug/keywelld"
+  # tar gives the copy the checkout's own modes (a clone made under umask 077 has 0700 folders).
+  chmod -R go+rX,go-w "$suite_copy"
+  export KEYWELL_BIN_DIR="$suite_copy/.programs" KEYWELLD="$suite_copy/.programs/keywelld" \
+    KEYWELL="$suite_copy/.programs/keywell" KEYWELLD_RELEASE="$suite_copy/.programs/keywelld" \
+    KEYWELLD_DEBUG="$suite_copy/.programs/debug/keywelld" PAM_KEYWELL_SO="$suite_copy/pam/build/pam_keywell.so"
+fi
+
 if wants integration && compgen -G "Tests/Integration/test_*.py" >/dev/null; then
   stage "integration tests (release build)"
   # -rs: every skip prints its reason. faulthandler_timeout: a test still running after 300 s
   # prints every thread's stack (and keeps going, until the whole run's limit ends it).
   # shellcheck disable=SC2086 # a list of files
-  limited "${KEYWELL_PYTEST_LIMIT:-1200}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
-    -o faulthandler_timeout=300 ${KEYWELL_PYTEST_FILES:-Tests/Integration} || status=1
+  (cd "${suite_copy:-.}" && limited "${KEYWELL_PYTEST_LIMIT:-1200}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
+    -o faulthandler_timeout=300 ${KEYWELL_PYTEST_FILES:-Tests/Integration}) || status=1
 fi
 
 # pam_keywell under AddressSanitizer + UBSan: its C tests, then real PAM logins with the sanitized
@@ -123,7 +151,7 @@ fi
 # 2-core machine.
 if wants asan; then
   stage "sanitizers: ASan + UBSan (pam_keywell)"
-  limited 600 bash scripts/sanitize.sh --asan || status=1
+  (cd "${suite_copy:-.}" && limited 600 bash scripts/sanitize.sh --asan) || status=1
 fi
 
 # The concurrent Swift suites under ThreadSanitizer: off unless asked for (KEYWELL_STAGES with
