@@ -61,18 +61,25 @@ def digest(folder: Path) -> str:
     return hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sorted(folder.iterdir()))).hexdigest()
 
 
+def migrate_both(bus) -> None:
+    """`keywell migrate` of kdewallet (into `login`) and work, a password line each: all their
+    entries imported, and no secret in keywelld's log."""
+    run = bus.run([keywell(), "migrate"], input=f"{PASSWORD}\n{PASSWORD}\n", timeout=180)
+    out = run.stdout.decode()
+    assert run.returncode == 0, f"{out}\n{run.stderr.decode()}\n{bus.daemon_log()[-3000:]}"
+    assert "kdewallet.kwl → login: imported (4 added, 0 updated, 0 unchanged)" in out, out
+    assert "work.kwl → work: imported (4 added" in out, out
+    log = bus.daemon_log()
+    assert PASSWORD not in log and "s3cret" not in log and "pässwörd" not in log
+
+
 def test_keywell_migrate_imports_wallets_readable_through_every_face(bus):
     folder = place(bus, "kdewallet")
     place(bus, "work")
     before = digest(folder)
     bus.install_activation()
     # One password line per wallet: kdewallet's (which makes `login`), then work's.
-    run = bus.run([keywell(), "migrate"], input=f"{PASSWORD}\n{PASSWORD}\n", timeout=180)
-    out = run.stdout.decode()
-    assert run.returncode == 0, f"{out}\n{run.stderr.decode()}\n{bus.daemon_log()[-3000:]}"
-    assert "kdewallet.kwl → login: imported (4 added, 0 updated, 0 unchanged)" in out, out
-    assert "work.kwl → work: imported (4 added" in out, out
-    assert PASSWORD not in bus.daemon_log() and "s3cret" not in bus.daemon_log()
+    migrate_both(bus)
 
     assert bus.secret_tool("lookup", "server", "Passwords", "user", "mail@example.org").stdout.decode() == "pässwörd ✓"
     assert bus.secret_tool("lookup", "server", "Form Data", "user", "https://example.org/login").stdout.decode() == \
@@ -171,12 +178,7 @@ def test_a_gpg_wallet_is_imported_through_gpg(bus, gpg_wallets):
         before = digest(folder)
         bus.install_activation()
         # The first line makes `login` (the GPG wallet brings no password), the second opens work.
-        run = bus.run([keywell(), "migrate"], input=f"{PASSWORD}\n{PASSWORD}\n", timeout=180)
-        out = run.stdout.decode()
-        assert run.returncode == 0, f"{out}\n{run.stderr.decode()}\n{bus.daemon_log()[-3000:]}"
-        assert "kdewallet.kwl → login: imported (4 added, 0 updated, 0 unchanged)" in out, out
-        assert "work.kwl → work: imported (4 added" in out, out
-        assert "s3cret" not in bus.daemon_log() and "pässwörd" not in bus.daemon_log()
+        migrate_both(bus)
 
         assert bus.secret_tool("lookup", "server", "Passwords", "user", "mail@example.org").stdout.decode() == "pässwörd ✓"
         login = bus.run([keywell(), "find-generic-password", "-s", "org.qt.keychain", "-a", "https://example.org/login",
