@@ -105,13 +105,16 @@ enum ControlProtocol {
         return magic + bigEndian(UInt32(bitPattern: status)) + bigEndian(UInt32(text.count)) + text
     }
 
-    static func writeAll(_ socket: Int32, _ bytes: [UInt8]) {
+    /// False when the peer went away first (e.g. the PAM module stopped waiting).
+    @discardableResult
+    static func writeAll(_ socket: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
-            guard sent > 0 else { return }
+            guard sent > 0 else { return false }
             offset += sent
         }
+        return true
     }
 
     // MARK: Reading

@@ -59,9 +59,11 @@ final class ControlSocketServer: Sendable {
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let outcome: LoginSessions.Outcome
+        var op = "?"
         do {
             let request = try ControlProtocol.readRequest(from: connection)
-            logger.debug("control request \(Character(UnicodeScalar(request.operation.rawValue))) from pid \(peer.pid) (uid \(peer.uid))")
+            op = String(Character(UnicodeScalar(request.operation.rawValue)))
+            logger.debug("control request \(op) from pid \(peer.pid) (uid \(peer.uid))")
             outcome = handler(request, peer.uid == 0 ? .root : .user)
         } catch let rejection as ControlProtocol.Rejection {
             logger.notice("control request from pid \(peer.pid) refused: \(rejection.message)")
@@ -70,7 +72,11 @@ final class ControlSocketServer: Sendable {
             logger.debug("control client pid \(peer.pid) went away or stalled")
             return
         }
-        ControlProtocol.writeAll(connection, ControlProtocol.response(status: outcome.status, message: outcome.message))
+        // The work is done either way; a login that stopped waiting (docs/control-protocol.md,
+        // "Timing") goes on without the answer, and the log should say so.
+        if !ControlProtocol.writeAll(connection, ControlProtocol.response(status: outcome.status, message: outcome.message)) {
+            logger.notice("control request \(op) from pid \(peer.pid) was done, but the client stopped waiting for the answer")
+        }
         shutdown(connection, Int32(SHUT_WR))
     }
 }

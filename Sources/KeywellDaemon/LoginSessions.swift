@@ -115,18 +115,26 @@ final class LoginSessions: Sendable {
                 return state.openSessions
             }
             logger.info("session opened (\(count) open)")
-            guard let password else { return .ok("session counted") }
+            // Every outcome is logged: a login whose keychain stayed as it was must say why.
+            guard let password else {
+                logger.info("no password came with the session; login left as it is")
+                return .ok("session counted")
+            }
+            let started = ContinuousClock.now
             do throws(KeychainError) {
-                guard try store.isLocked(Self.login) else { return .ok("login is already unlocked") }
+                guard try store.isLocked(Self.login) else {
+                    logger.info("login is already unlocked")
+                    return .ok("login is already unlocked")
+                }
                 try throttle.unlock(Self.login, password: password, in: store)
                 autoLock.rearm()
                 state.withLock { $0.driftedLoginPassword = nil }
                 // The login password opens it: whatever was chosen before, it follows the login again.
                 if (try? store.loginPasswordLink(Self.login)) != .follows { try? store.setLoginPasswordLink(Self.login, .follows) }
-                logger.info("unlocked login at login")
+                logger.info("unlocked login at login (\(Self.seconds(since: started)))")
                 return .ok("login unlocked")
             } catch let error where error.status == SecStatus.noSuchKeychain {
-                return createLoginKeychain(password: password)
+                return createLoginKeychain(password: password, started: started)
             } catch let error where error.status == SecStatus.authFailed {
                 return loginStaysLocked(error, loginPassword: password, from: sender)
             } catch {
@@ -301,12 +309,20 @@ final class LoginSessions: Sendable {
         }
     }
 
+    /// How long a password check took, for the log: Argon2id under load can outlast the PAM
+    /// module's wait (docs/control-protocol.md, "Timing"), and the log should show it.
+    private static func seconds(since start: ContinuousClock.Instant) -> String {
+        let elapsed = ContinuousClock.now - start
+        let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        return "\(milliseconds / 1000).\(String(format: "%03d", Int(milliseconds % 1000))) s"
+    }
+
     // MARK: First login
 
-    private func createLoginKeychain(password: SecretBytes) -> Outcome {
+    private func createLoginKeychain(password: SecretBytes, started: ContinuousClock.Instant) -> Outcome {
         do throws(KeychainError) {
             _ = try store.createKeychain(Self.login, password: password)
-            logger.info("created the login keychain at the first login")
+            logger.info("created the login keychain at the first login (\(Self.seconds(since: started)))")
         } catch {
             logger.error("cannot create the login keychain: \(error.wireMessage)")
             return Outcome(error)
