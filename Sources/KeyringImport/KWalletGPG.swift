@@ -113,13 +113,13 @@ private struct Exchange {
             var fds = [input, output, errors].compactMap { $0 }.map { pollfd(fd: $0, events: Int16($0 == input ? POLLOUT : POLLIN), revents: 0) }
             let waitMilliseconds = Int32(min((deadline - now) / 1_000_000, 1000))
             let ready = poll(&fds, nfds_t(fds.count), waitMilliseconds)
-            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 && Errno.current == .interrupted { continue }
             guard ready > 0 else { continue }
             for entry in fds where entry.revents != 0 {
                 if entry.fd == input {
                     let written = write(entry.fd, message.baseAddress! + sent, message.count - sent)
                     if written > 0 { sent += written }
-                    if sent == message.count || (written < 0 && errno != EAGAIN && errno != EINTR) { closeInput() }
+                    if sent == message.count || (written < 0 && Errno.current != .wouldBlock && Errno.current != .interrupted) { closeInput() }
                 } else if entry.fd == output {
                     if !readOutput(entry.fd) { close(entry.fd); output = nil }
                 } else if !readMessages(entry.fd) {
@@ -143,7 +143,7 @@ private struct Exchange {
             buffer = bigger
         }
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, $0.count - used) }
-        if count < 0 { return errno == EINTR || errno == EAGAIN }
+        if count < 0 { return Errno.current == .interrupted || Errno.current == .wouldBlock }
         used += count
         return count > 0
     }
@@ -151,7 +151,7 @@ private struct Exchange {
     private mutating func readMessages(_ fd: Int32) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1024)
         let count = read(fd, &chunk, chunk.count)
-        if count < 0 { return errno == EINTR || errno == EAGAIN }
+        if count < 0 { return Errno.current == .interrupted || Errno.current == .wouldBlock }
         messages = Array((messages + chunk[0..<count]).suffix(KWalletGPG.maximumMessage))
         return count > 0
     }

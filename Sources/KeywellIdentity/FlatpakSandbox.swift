@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 
 /// Whether a process runs in a Flatpak sandbox, checked as xdg-desktop-portal checks it: a
 /// regular `/.flatpak-info` in the process's root that names a valid app id and a Flatpak
@@ -17,7 +18,7 @@ enum FlatpakSandbox {
     static func info(root: Int32, runtimeDirectory: String?) throws(IdentityError) -> FlatpakInfo? {
         let descriptor = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
+            if Errno.current == .noEntry { return nil }
             throw .untrustedSandbox("/.flatpak-info cannot be opened: \(ProcessPin.errorText())")
         }
         defer { close(descriptor) }
@@ -52,7 +53,7 @@ enum FlatpakSandbox {
               let childPID = (object["child-pid"] as? NSNumber)?.int32Value, childPID > 0 else {
             throw .untrustedSandbox("Flatpak instance \(instance)'s record names no process")
         }
-        guard kill(childPID, 0) == 0 || errno == EPERM else {
+        guard kill(childPID, 0) == 0 || Errno.current == .notPermitted else {
             throw .untrustedSandbox("Flatpak instance \(instance) is no longer running")
         }
     }

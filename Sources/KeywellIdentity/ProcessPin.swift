@@ -18,11 +18,11 @@ final class ProcessPin {
             throw .process("the bus reported no process id")
         }
         let pidfd = given ?? keywell_pidfd_open(pid)
-        guard pidfd >= 0 else { throw errno == ESRCH ? .raced : .process("pidfd_open: \(Self.errorText())") }
+        guard pidfd >= 0 else { throw Errno.current == .noSuchProcess ? .raced : .process("pidfd_open: \(Self.errorText())") }
         let folder = Glibc.open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard folder >= 0 else {
             close(pidfd)
-            throw errno == ENOENT ? .raced : .process("/proc/\(pid): \(Self.errorText())")
+            throw Errno.current == .noEntry ? .raced : .process("/proc/\(pid): \(Self.errorText())")
         }
         self.pid = pid
         self.pidfd = pidfd

@@ -47,7 +47,7 @@ public struct SyncFolder: Sendable {
     public func read(_ name: String, limit: Int) throws(SyncRefusal) -> [UInt8]? {
         let descriptor = open(path + "/" + name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
+            if Errno.current == .noEntry { return nil }
             throw SyncRefusal("it cannot be opened: \(Errno.current.description)")
         }
         defer { close(descriptor) }
@@ -103,6 +103,6 @@ public struct SyncFolder: Sendable {
     }
 
     private func failure(_ action: String, _ path: String) -> KeychainError {
-        KeychainError(errno == ENOSPC ? SecStatus.diskFull : SecStatus.io, detail: "cannot \(action) \(path): \(Errno.current.description)")
+        KeychainError(Errno.current == .noSpace ? SecStatus.diskFull : SecStatus.io, detail: "cannot \(action) \(path): \(Errno.current.description)")
     }
 }

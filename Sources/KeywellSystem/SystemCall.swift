@@ -12,6 +12,14 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static var current: Errno { Errno(rawValue: errno) }
 
     public static let interrupted = Errno(rawValue: EINTR)
+    public static let noEntry = Errno(rawValue: ENOENT)
+    public static let exists = Errno(rawValue: EEXIST)
+    public static let notDirectory = Errno(rawValue: ENOTDIR)
+    public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let noSuchProcess = Errno(rawValue: ESRCH)
+    public static let notPermitted = Errno(rawValue: EPERM)
+    /// EAGAIN, which Linux also spells EWOULDBLOCK: a non-blocking call that would have waited.
+    public static let wouldBlock = Errno(rawValue: EAGAIN)
 
     public var description: String { String(cString: strerror(rawValue)) }
 }

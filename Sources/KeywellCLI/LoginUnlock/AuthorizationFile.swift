@@ -56,7 +56,7 @@ struct AuthorizationFile {
 
     /// A folder root owns that nobody else can write (and, for the value's own folder, enter).
     private static func ensureFolder(_ folder: String, mode: mode_t) throws(Failure) {
-        if mkdir(folder, mode) != 0, errno != EEXIST { throw .io("cannot create \(folder): \(reason())") }
+        if mkdir(folder, mode) != 0, Errno.current != .exists { throw .io("cannot create \(folder): \(reason())") }
         var info = stat()
         guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0 else {
             throw .io("\(folder) is not a folder of root's")

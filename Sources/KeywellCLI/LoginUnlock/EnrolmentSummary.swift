@@ -27,7 +27,7 @@ extension LoginUnlockCommand {
         static func load(_ path: String) -> EnrolmentSummary {
             let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else {
-                return errno == ENOENT ? .absent : .unreadable("cannot open it: \(Errno.current.description)")
+                return Errno.current == .noEntry ? .absent : .unreadable("cannot open it: \(Errno.current.description)")
             }
             defer { close(fd) }
             var info = stat()

@@ -119,7 +119,7 @@ enum LoginUnlockCommand {
                 // The user's files stay until the user's daemon runs; without root's value they open nothing.
                 context.diagnostics.error("login-unlock disable: \(describe(error, target)); "
                                           + "only the authorization value is removed")
-            } else if unlink(target.enrolmentPath) != 0, errno != ENOENT {
+            } else if unlink(target.enrolmentPath) != 0, Errno.current != .noEntry {
                 context.diagnostics.error("login-unlock disable: cannot remove \(target.enrolmentPath): \(Errno.current.description)")
                 failed = true
             }

@@ -280,7 +280,7 @@ private struct ExportOutput {
         while offset < bytes.count {
             let count = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
             if count < 0 {
-                throw KeychainError(errno == ENOSPC ? SecStatus.diskFull : SecStatus.io,
+                throw KeychainError(Errno.current == .noSpace ? SecStatus.diskFull : SecStatus.io,
                                     detail: "writing the export file: \(Errno.current.description)")
             }
             offset += count

@@ -31,7 +31,7 @@ enum FileSafety {
     static func checkPrivateFile(_ path: String) throws(KeychainError) -> FileIdentity? {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
+            if Errno.current == .noEntry || Errno.current == .notDirectory { return nil }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
@@ -48,7 +48,7 @@ enum FileSafety {
     static func checkDirectory(_ path: String, ownedByUser: Bool) throws(KeychainError) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            if errno == ENOENT { return false }
+            if Errno.current == .noEntry { return false }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -65,7 +65,7 @@ enum FileSafety {
         if parent != path, !FileManager.default.fileExists(atPath: parent) {
             try ensurePrivateDirectory(parent)
         }
-        if mkdir(path, privateDirectoryMode) != 0, errno != EEXIST {
+        if mkdir(path, privateDirectoryMode) != 0, Errno.current != .exists {
             throw KeychainError(SecStatus.wrPerm, detail: "cannot create folder \(path): \(Errno.current.description)")
         }
         // mkdir's mode is filtered by the umask; set it exactly.

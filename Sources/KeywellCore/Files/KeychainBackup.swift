@@ -143,7 +143,7 @@ enum KeychainBackup {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let reason = Errno.current.description
-            if errno == ENOENT { throw KeychainError(SecStatus.noSuchKeychain, detail: "\(path): \(reason)") }
+            if Errno.current == .noEntry { throw KeychainError(SecStatus.noSuchKeychain, detail: "\(path): \(reason)") }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot read \(path): \(reason)")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
@@ -190,7 +190,7 @@ enum KeychainBackup {
     private static func place(_ temporary: String, at target: String, replacing: Bool) throws(KeychainError) {
         let placed = replacing ? rename(temporary, target) : link(temporary, target)
         guard placed == 0 else {
-            if errno == EEXIST { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(target) already exists") }
+            if Errno.current == .exists { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(target) already exists") }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(target): \(Errno.current.description)")
         }
     }

@@ -139,7 +139,7 @@ final class KeychainDatabase: Sendable {
         }
         try syncToDisk(temporary)
         guard link(temporary, path) == 0 else {
-            if errno == EEXIST { throw KeychainError(SecStatus.duplicateKeychain, detail: path) }
+            if Errno.current == .exists { throw KeychainError(SecStatus.duplicateKeychain, detail: path) }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(Errno.current.description)")
         }
         try syncToDisk(folder)

@@ -35,7 +35,7 @@ extension KeychainStore {
                 guard exists else { return }
                 forget(location)
                 for suffix in [""] + KeychainFileSet.companionSuffixes {
-                    if unlink(location.path + suffix) != 0, errno != ENOENT {
+                    if unlink(location.path + suffix) != 0, Errno.current != .noEntry {
                         throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(Errno.current.description)")
                     }
                 }

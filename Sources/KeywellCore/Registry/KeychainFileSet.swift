@@ -48,7 +48,7 @@ enum KeychainFileSet {
     static func check(_ path: String) throws(KeychainError) -> FileIdentity? {
         let descriptor = open(path, openPathOnly | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
+            if Errno.current == .noEntry || Errno.current == .notDirectory { return nil }
             throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
         }
         defer { close(descriptor) }
@@ -67,7 +67,7 @@ enum KeychainFileSet {
                 _ = try check(path, descriptor: descriptor)
                 return
             }
-            guard errno == EEXIST else {
+            guard Errno.current == .exists else {
                 throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(Errno.current.description)")
             }
             if try check(path) != nil { return }

@@ -46,7 +46,7 @@ extension OpenKeychains {
             }
             forget(location)
             for suffix in ["", "-wal", "-shm", "-journal"] {
-                if unlink(location.path + suffix) != 0, errno != ENOENT {
+                if unlink(location.path + suffix) != 0, Errno.current != .noEntry {
                     throw KeychainError(SecStatus.wrPerm, detail: "cannot delete \(location.path + suffix): \(Errno.current.description)")
                 }
                 // Gone once its main file is: announced even if a -wal or -shm file stays behind.

@@ -137,7 +137,7 @@ extension PathChangeWatch.WatchTable {
             return .watched
         }
         let watchDescriptor = inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))
-        guard watchDescriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .failed }
+        guard watchDescriptor >= 0 else { return Errno.current == .noEntry || Errno.current == .notDirectory ? .missing : .failed }
         // The same folder may be reached by another name (a symlink on the way): one watch serves both.
         var watch = watches[watchDescriptor] ?? PathChangeWatch.Watch(entries: [], mask: 0)
         watch.widen(mask: mask, entry: entry)

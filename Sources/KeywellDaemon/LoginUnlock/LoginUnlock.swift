@@ -71,7 +71,7 @@ final class LoginUnlock: Sendable {
             logger.info("login unlock through the TPM disabled")
             return .ok("disabled")
         }
-        if errno == ENOENT { return .ok("was not enabled") }
+        if Errno.current == .noEntry { return .ok("was not enabled") }
         let reason = Errno.current.description
         logger.error("cannot remove \(enrolmentPath): \(reason)")
         return Outcome(status: SecStatus.io, message: "cannot remove the enrolment: \(reason)")
