@@ -13,7 +13,7 @@ struct RuntimeFolder {
     var sshAgentSocketPath: String { path + "/" + KeywellNames.sshAgentSocket }
 
     static func prepare(_ path: String) throws(DaemonError) -> RuntimeFolder {
-        if mkdir(path, 0o700) != 0, errno != EEXIST {
+        if mkdir(path, 0o700) != 0, Errno.current != .exists {
             throw DaemonError("cannot create \(path): \(Errno.current.description)")
         }
         switch PrivateFolderState.of(path) {
@@ -39,30 +39,32 @@ final class InstanceLock {
         case heldBy(pid_t?)
     }
 
-    private let descriptor: Int32
+    private let descriptor: FileDescriptor
 
-    private init(descriptor: Int32) {
+    private init(descriptor: FileDescriptor) {
         self.descriptor = descriptor
     }
 
     static func acquire(at path: String) throws(DaemonError) -> Outcome {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw DaemonError("cannot open \(path): \(Errno.current.description)") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let busy = errno == EWOULDBLOCK
-            let reason = Errno.current.description
-            defer { close(fd) }
-            guard busy else { throw DaemonError("cannot lock \(path): \(reason)") }
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let count = pread(fd, &buffer, buffer.count, 0)
-            let text = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
-            return .heldBy(pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let file: FileDescriptor
+        do throws(Errno) { file = try .open(path, O_RDWR | O_CREAT | O_NOFOLLOW, permissions: 0o600) } catch {
+            throw DaemonError("cannot open \(path): \(error.description)")
         }
-        let pid = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = pwrite(fd, pid, pid.count, 0)
-        return .acquired(InstanceLock(descriptor: fd))
+        guard flock(file.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+            let failure = Errno.current
+            return try file.closeAfter { () throws(DaemonError) -> Outcome in
+                guard failure == .wouldBlock else { throw DaemonError("cannot lock \(path): \(failure.description)") }
+                var buffer = [UInt8](repeating: 0, count: 32)
+                let count = (try? buffer.withUnsafeMutableBytes { try file.read(fromAbsoluteOffset: 0, into: $0) }) ?? 0
+                let text = String(decoding: buffer[..<count], as: UTF8.self)
+                return .heldBy(pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+            }
+        }
+        // Best effort: the lock is what counts; the pid is only for a second daemon's message.
+        try? file.resize(to: 0)
+        try? file.writeAll(toAbsoluteOffset: 0, "\(getpid())\n".utf8)
+        return .acquired(InstanceLock(descriptor: file))
     }
 
-    deinit { close(descriptor) }
+    deinit { try? descriptor.close() }
 }

@@ -47,7 +47,7 @@ public enum UnixSocketPlacement {
 /// and admits a peer (`PeerCredentials`) before a byte is read, within a connection budget.
 public final class UnixSocketListener: Sendable {
     public let path: String
-    private let listener: Int32
+    private let listener: FileDescriptor
     private let activeConnections = Protected(0)
 
     /// Binds and listens, replacing a stale socket (the caller holds the daemon's instance lock,
@@ -66,21 +66,22 @@ public final class UnixSocketListener: Sendable {
             raw[pathBytes.count] = 0
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw UnixSocketError("socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw UnixSocketError("socket: \(Errno.current.description)") }
+        let socket = FileDescriptor(rawValue: fd)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, listen(fd, backlog) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
+            let reason = Errno.current.description
+            try? socket.close()
             unlink(temporary)
             throw UnixSocketError("cannot listen on \(path): \(reason)")
         }
         do { try UnixSocketPlacement.publish(temporary, at: path) } catch {
-            close(fd)
+            try? socket.close()
             throw error
         }
-        listener = fd
+        listener = socket
     }
 
     /// What the accept loop does with each connection. Every closure runs with the connection
@@ -122,19 +123,21 @@ public final class UnixSocketListener: Sendable {
         while true {
             // FD_CLOEXEC right after accept is enough: a child the daemon starts (pinentry) gets
             // only fds 0-2 whatever is open, as ChildSpawner closes the rest.
-            let connection = accept(listener, nil, nil)
-            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
-            if connection < 0 {
+            let accepted = accept(listener.rawValue, nil, nil)
+            if accepted >= 0 { _ = fcntl(accepted, F_SETFD, FD_CLOEXEC) }
+            if accepted < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
                     usleep(100_000)
                     continue
                 }
-                handlers.failed("accept failed: \(String(cString: strerror(errno)))")
+                handlers.failed("accept failed: \(Errno.current.description)")
                 return
             }
-            guard handlers.admit(connection) else {
-                close(connection)
+            // The loop owns each connection: every path below closes it exactly once.
+            let connection = FileDescriptor(rawValue: accepted)
+            guard handlers.admit(accepted) else {
+                try? connection.close()
                 continue
             }
             let admitted = activeConnections.withLock { active -> Bool in
@@ -143,13 +146,11 @@ public final class UnixSocketListener: Sendable {
                 return true
             }
             guard admitted else {
-                handlers.busy(connection)
-                close(connection)
+                connection.closeAfter { handlers.busy(accepted) }
                 continue
             }
             startDetachedThread(name: threadName, stackSize: stackSize) { [self] in
-                handlers.serve(connection)
-                close(connection)
+                connection.closeAfter { handlers.serve(accepted) }
                 activeConnections.withLock { $0 -= 1 }
             }
         }
