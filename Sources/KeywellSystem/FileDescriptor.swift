@@ -46,32 +46,40 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 
     /// Writes all of `bytes` at the current offset, however many calls that takes.
     public func writeAll(_ bytes: some Collection<UInt8>) throws(Errno) {
-        let written: Result<Void, Errno> = Array(bytes).withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let count = retryingOnInterrupt { Glibc.write(rawValue, buffer.baseAddress! + done, buffer.count - done) }
-                guard count > 0 else { return .failure(count < 0 ? .current : Errno(rawValue: EIO)) }
-                done += count
-            }
-            return .success(())
-        }
-        try written.get()
+        try write(bytes, at: nil)
     }
 
     /// Writes all of `bytes` at `offset`, leaving the file offset alone.
     public func writeAll(toAbsoluteOffset offset: Int64, _ bytes: some Collection<UInt8>) throws(Errno) {
-        let written: Result<Void, Errno> = Array(bytes).withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let count = retryingOnInterrupt {
-                    pwrite(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-                }
-                guard count > 0 else { return .failure(count < 0 ? .current : Errno(rawValue: EIO)) }
-                done += count
+        try write(bytes, at: offset)
+    }
+
+    /// Bytes in contiguous storage (Array, Data, a buffer) are written where they are; only any
+    /// other collection is copied first.
+    private func write(_ bytes: some Collection<UInt8>, at offset: Int64?) throws(Errno) {
+        let result =
+            bytes.withContiguousStorageIfAvailable { write(UnsafeRawBufferPointer($0), at: offset) }
+            ?? Array(bytes).withUnsafeBytes { write($0, at: offset) }
+        try result.get()
+    }
+
+    private func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64?) -> Result<Void, Errno> {
+        var done = 0
+        while done < buffer.count {
+            let start = buffer.baseAddress! + done
+            let count = retryingOnInterrupt {
+                if let offset { pwrite(rawValue, start, buffer.count - done, off_t(offset) + off_t(done)) }
+                else { Glibc.write(rawValue, start, buffer.count - done) }
             }
-            return .success(())
+            guard count > 0 else { return .failure(count < 0 ? .current : Errno(rawValue: EIO)) }
+            done += count
         }
-        try written.get()
+        return .success(())
+    }
+
+    /// `fsync(2)`: what was written is on the disk.
+    public func sync() throws(Errno) {
+        guard retryingOnInterrupt({ fsync(rawValue) }) == 0 else { throw .current }
     }
 
     /// `ftruncate(2)`.

@@ -86,4 +86,17 @@ import Testing
         expectStatus(SecStatus.invalidKeychain) { try store.unlock("otherdb", password: secret("pw")) }
         #expect(try sqlite(other, "PRAGMA journal_mode") == "delete")
     }
+
+    @Test func anAtomicFileReplacesWholeAndPrivateLeavingNoTemporary() throws {
+        let folder = try TemporaryDirectory(prefix: "keywell-atomic")
+        let path = folder.subpath("settings.json")
+        try AtomicFile.write(Data("first".utf8), to: path)
+        try AtomicFile.write(Data("second, longer".utf8), to: path)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "second, longer")
+        #expect(try fileMode(path) == 0o600, "0600, the private file mode")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["settings.json"])
+        let missing = folder.subpath("gone/settings.json")
+        let error = expectStatus(SecStatus.io) { try AtomicFile.write(Data("x".utf8), to: missing) }
+        #expect(error?.detail?.contains("No such file or directory") == true, "the failing call's errno: \(String(describing: error?.detail))")
+    }
 }

@@ -7,33 +7,34 @@ public enum AtomicFile {
     public static func write(_ data: Data, to path: String) throws(KeychainError) {
         let temporary = path + ".tmp-\(getpid())"
         unlink(temporary)
-        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, FileSafety.privateFileMode)
-        guard descriptor >= 0 else { throw failure("create", temporary) }
-        var ok = fchmod(descriptor, FileSafety.privateFileMode) == 0
-        ok = ok && data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = retryingOnInterrupt { Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset) }
-                if written < 0 { return false }
-                offset += written
-            }
-            return true
+        let file: FileDescriptor
+        do throws(Errno) { file = try .open(temporary, O_CREAT | O_EXCL | O_WRONLY, permissions: FileSafety.privateFileMode) } catch {
+            throw failure("create", temporary, error)
         }
-        ok = ok && fsync(descriptor) == 0
-        close(descriptor)
-        guard ok, rename(temporary, path) == 0 else {
-            let error = failure("write", path)
+        var written: Errno?
+        file.closeAfter {
+            do throws(Errno) {
+                guard fchmod(file.rawValue, FileSafety.privateFileMode) == 0 else { throw .current }
+                try file.writeAll(data)
+                try file.sync()
+            } catch { written = error }
+        }
+        if let written {
+            unlink(temporary)
+            throw failure("write", path, written)
+        }
+        guard rename(temporary, path) == 0 else {
+            let error = failure("write", path, .current)
             unlink(temporary)
             throw error
         }
-        let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_CLOEXEC)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
+        // Best effort: the rename is done; this only hurries it to the disk.
+        if let folder = try? FileDescriptor.open((path as NSString).deletingLastPathComponent, O_RDONLY) {
+            folder.closeAfter { try? folder.sync() }
         }
     }
 
-    private static func failure(_ action: String, _ path: String) -> KeychainError {
-        KeychainError(SecStatus.io, detail: "cannot \(action) \(path): \(Errno.current.description)")
+    private static func failure(_ action: String, _ path: String, _ error: Errno) -> KeychainError {
+        KeychainError(SecStatus.io, detail: "cannot \(action) \(path): \(error.description)")
     }
 }

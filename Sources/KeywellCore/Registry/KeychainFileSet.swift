@@ -46,13 +46,12 @@ enum KeychainFileSet {
     /// the rule. Judged through a descriptor opened without following a symlink (`O_PATH`, which
     /// opens neither a fifo nor a device), so what is judged is what is at the path.
     static func check(_ path: String) throws(KeychainError) -> FileIdentity? {
-        let descriptor = open(path, openPathOnly | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if Errno.current == .noEntry || Errno.current == .notDirectory { return nil }
-            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(Errno.current.description)")
+        let file: FileDescriptor
+        do throws(Errno) { file = try .open(path, openPathOnly | O_NOFOLLOW) } catch {
+            if error == .noEntry || error == .notDirectory { return nil }
+            throw KeychainError(SecStatus.wrPerm, detail: "cannot inspect \(path): \(error.description)")
         }
-        defer { close(descriptor) }
-        return try check(path, descriptor: descriptor)
+        return try file.closeAfter { () throws(KeychainError) in try check(path, descriptor: file.rawValue) }
     }
 
     /// Makes `path` an empty 0600 file of the user's unless something is there; what is there
@@ -60,17 +59,21 @@ enum KeychainFileSet {
     private static func claim(_ path: String) throws(KeychainError) {
         // A file removed between the two opens was someone else's: look again, a few times.
         for _ in 0..<3 {
-            let descriptor = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC, FileSafety.privateFileMode)
-            if descriptor >= 0 {
-                defer { close(descriptor) }
-                fchmod(descriptor, FileSafety.privateFileMode)  // the umask may have taken bits away
-                _ = try check(path, descriptor: descriptor)
-                return
+            let created: FileDescriptor
+            do throws(Errno) {
+                created = try .open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR, permissions: FileSafety.privateFileMode)
+            } catch {
+                guard error == .exists else {
+                    throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(error.description)")
+                }
+                if try check(path) != nil { return }
+                continue
             }
-            guard Errno.current == .exists else {
-                throw KeychainError(SecStatus.wrPerm, detail: "cannot create \(path): \(Errno.current.description)")
+            try created.closeAfter { () throws(KeychainError) in
+                fchmod(created.rawValue, FileSafety.privateFileMode)  // the umask may have taken bits away
+                _ = try check(path, descriptor: created.rawValue)
             }
-            if try check(path) != nil { return }
+            return
         }
         throw KeychainError(SecStatus.wrPerm, detail: "refusing \(path): something keeps creating and removing it")
     }
