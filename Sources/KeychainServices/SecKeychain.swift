@@ -27,8 +27,7 @@ public func SecKeychainCreate(_ pathName: UnsafePointer<CChar>, _ passwordLength
     osStatus { () throws(KeychainError) in
         if promptUser { throw KeychainError(SecStatus.interactionNotAllowed, detail: "no UI to prompt for a password") }
         let reference = SecKeychain(nameOrPath: String(cString: pathName))
-        var secret = try PasswordBytes.copy(password, length: passwordLength)
-        defer { PasswordBytes.wipe(&secret) }
+        let secret = try PasswordBytes.copy(password, length: passwordLength)
         try KeywellClient.default.createKeychain(reference.nameOrPath, password: secret)
         keychain.pointee = reference
     }
@@ -206,8 +205,7 @@ public func SecKeychainUnlock(_ keychain: SecKeychain?, _ passwordLength: UInt32
             }
             return
         }
-        var secret = try PasswordBytes.copy(password, length: passwordLength)
-        defer { PasswordBytes.wipe(&secret) }
+        let secret = try PasswordBytes.copy(password, length: passwordLength)
         try client.unlock(name, password: secret)
     }
 }
@@ -341,10 +339,8 @@ public func SecKeychainChangePassword(_ keychain: SecKeychain?, _ oldPasswordLen
                                       _ newPasswordLength: UInt32, _ newPassword: UnsafeRawPointer?) -> OSStatus {
     osStatus { () throws(KeychainError) in
         let name = try KeychainArguments.resolve(keychain)
-        var old = try PasswordBytes.copy(oldPassword, length: oldPasswordLength)
-        defer { PasswordBytes.wipe(&old) }
-        var new = try PasswordBytes.copy(newPassword, length: newPasswordLength)
-        defer { PasswordBytes.wipe(&new) }
+        let old = try PasswordBytes.copy(oldPassword, length: oldPasswordLength)
+        let new = try PasswordBytes.copy(newPassword, length: newPasswordLength)
         try KeywellClient.default.changePassword(name, oldPassword: old, newPassword: new)
     }
 }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// Keywell's own encrypted export and import (docs/export-import.md). The file is opened by
 /// the caller and passed as a descriptor; the passphrase travels as bytes, never in argv.
@@ -21,10 +22,11 @@ extension KeywellClient {
     /// Writes every item of `keychains` to `fd`, sealed under `passphrase`; returns the item count.
     /// The items written, and the ThisDeviceOnly items left out (they stay on this machine).
     public func exportKeychains(
-        _ keychains: [String], to fd: Int32, passphrase: [UInt8]
+        _ keychains: [String], to fd: Int32, passphrase: SecretBytes
     ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
-        let reply = try call(.exportKeychains, [.stringArray(keychains), .unixFD(fd), .bytes(passphrase)],
-                             timeout: Self.transferTimeout)
+        let reply = try call(.exportKeychains, sending: [passphrase], timeout: Self.transferTimeout) {
+            [.stringArray(keychains), .unixFD(fd), $0[0]]
+        }
         return try Self.exportCounts(reply, .exportKeychains)
     }
 
@@ -37,8 +39,8 @@ extension KeywellClient {
     }
 
     /// The keychains an export file names, and its number of items.
-    public func inspectExport(_ fd: Int32, passphrase: [UInt8]) throws(KeychainError) -> (keychains: [String], items: Int) {
-        let reply = try call(.inspectExport, [.unixFD(fd), .bytes(passphrase)], timeout: Self.transferTimeout)
+    public func inspectExport(_ fd: Int32, passphrase: SecretBytes) throws(KeychainError) -> (keychains: [String], items: Int) {
+        let reply = try call(.inspectExport, sending: [passphrase], timeout: Self.transferTimeout) { [.unixFD(fd), $0[0]] }
         guard reply.count == 2, let names = reply[0].arrayElements?.compactMap(\.stringValue), let count = reply[1].uint32Value else {
             throw KeychainError(SecStatus.io, detail: "\(NativeMethod.inspectExport.name) reply is malformed")
         }
@@ -46,9 +48,10 @@ extension KeywellClient {
     }
 
     /// Imports the file into `keychain` ("" = each item into the keychain it came from).
-    public func importExport(_ fd: Int32, passphrase: [UInt8], into keychain: String, policy: String) throws(KeychainError) -> ImportCounts {
-        let reply = try call(.importExport, [.unixFD(fd), .bytes(passphrase), .string(keychain), .string(policy)],
-                             timeout: Self.transferTimeout)
+    public func importExport(_ fd: Int32, passphrase: SecretBytes, into keychain: String, policy: String) throws(KeychainError) -> ImportCounts {
+        let reply = try call(.importExport, sending: [passphrase], timeout: Self.transferTimeout) {
+            [.unixFD(fd), $0[0], .string(keychain), .string(policy)]
+        }
         let summary = try WireCodec.replyDictionary(reply.first, of: .importExport)
         func count(_ key: String) -> Int { summary[key]?.integerValue.map { Int($0) } ?? 0 }
         return ImportCounts(added: count(ImportSummaryKey.added), replaced: count(ImportSummaryKey.replaced),

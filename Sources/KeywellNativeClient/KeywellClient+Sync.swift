@@ -2,6 +2,7 @@ import FoundationEssentials
 import KeywellAPI
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// Keywell's own: a keychain mirrored into a folder that a sync engine carries to the user's
 /// other machines (docs/sync.md). An empty keychain name is the default keychain.
@@ -12,8 +13,8 @@ extension KeywellClient {
 
     /// Starts mirroring `keychain` into `folder` (absolute), or with `join` merges the mirror
     /// the folder holds; `errSecAuthFailed` for a wrong password (nothing changed then).
-    public func syncEnable(_ keychain: String, folder: String, password: [UInt8], join: Bool) throws(KeychainError) {
-        _ = try call(.syncEnable, [.string(keychain), .string(folder), .bytes(password), .bool(join)], timeout: Self.syncTimeout)
+    public func syncEnable(_ keychain: String, folder: String, password: SecretBytes, join: Bool) throws(KeychainError) {
+        _ = try call(.syncEnable, sending: [password], timeout: Self.syncTimeout) { [.string(keychain), .string(folder), $0[0], .bool(join)] }
     }
 
     /// `SyncStatusKey`'s keys.
@@ -30,18 +31,20 @@ extension KeywellClient {
         return result
     }
 
-    /// A kept version's secret; the caller wipes it.
-    public func syncConflictSecret(_ keychain: String, version: Int64) throws(KeychainError) -> [UInt8] {
-        let reply = try call(.syncConflictSecret, [.string(keychain), .int64(version)])
-        guard let bytes = reply.first?.bytesValue else { throw KeychainError(SecStatus.io, detail: "SyncConflictSecret reply without bytes") }
-        return bytes
+    /// A kept version's secret, in locked memory (the reply's decoded array is wiped).
+    public func syncConflictSecret(_ keychain: String, version: Int64) throws(KeychainError) -> SecretBytes {
+        var reply = try call(.syncConflictSecret, [.string(keychain), .int64(version)])
+        guard var bytes = reply.first?.bytesValue else { throw KeychainError(SecStatus.io, detail: "SyncConflictSecret reply without bytes") }
+        reply.removeAll()
+        defer { PasswordBytes.wipe(&bytes) }
+        return SecretBytes(copying: bytes)
     }
 
     public func syncDisable(_ keychain: String) throws(KeychainError) {
         _ = try call(.syncDisable, [.string(keychain)])
     }
 
-    public func syncRekey(_ keychain: String, password: [UInt8]) throws(KeychainError) {
-        _ = try call(.syncRekey, [.string(keychain), .bytes(password)], timeout: Self.syncTimeout)
+    public func syncRekey(_ keychain: String, password: SecretBytes) throws(KeychainError) {
+        _ = try call(.syncRekey, sending: [password], timeout: Self.syncTimeout) { [.string(keychain), $0[0]] }
     }
 }

@@ -1,6 +1,7 @@
 import KeywellAPI
 import KeywellDBus
 @_exported import KeywellProtocol
+import KeywellSystem
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -136,8 +137,8 @@ public final class KeywellClient: Sendable {
 
     /// `CreateKeychain`: returns the new file's absolute path. The keychain is unlocked.
     @discardableResult
-    public func createKeychain(_ name: String, password: [UInt8]) throws(KeychainError) -> String {
-        try string(from: call(.createKeychain, [.string(name), .bytes(password)]), .createKeychain)
+    public func createKeychain(_ name: String, password: SecretBytes) throws(KeychainError) -> String {
+        try string(from: call(.createKeychain, sending: [password]) { [.string(name), $0[0]] }, .createKeychain)
     }
 
     public func deleteKeychain(_ name: String) throws(KeychainError) {
@@ -173,8 +174,8 @@ public final class KeywellClient: Sendable {
     }
 
     /// A wrong password is `errSecAuthFailed`, also for an unlocked keychain.
-    public func unlock(_ name: String, password: [UInt8]) throws(KeychainError) {
-        _ = try call(.unlock, [.string(name), .bytes(password)])
+    public func unlock(_ name: String, password: SecretBytes) throws(KeychainError) {
+        _ = try call(.unlock, sending: [password]) { [.string(name), $0[0]] }
     }
 
     public func lock(_ name: String) throws(KeychainError) {
@@ -186,8 +187,8 @@ public final class KeywellClient: Sendable {
     }
 
     /// Leaves the lock state as it was.
-    public func changePassword(_ name: String, oldPassword: [UInt8], newPassword: [UInt8]) throws(KeychainError) {
-        _ = try call(.changePassword, [.string(name), .bytes(oldPassword), .bytes(newPassword)])
+    public func changePassword(_ name: String, oldPassword: SecretBytes, newPassword: SecretBytes) throws(KeychainError) {
+        _ = try call(.changePassword, sending: [oldPassword, newPassword]) { [.string(name), $0[0], $0[1]] }
     }
 
     /// Works while locked.
@@ -244,8 +245,8 @@ public final class KeywellClient: Sendable {
     /// Keywell's own: imports gnome-keyring / libsecret keyring files (docs/migration.md).
     /// `keyring` empty is every keyring; `password` empty tries only what needs none. One
     /// `a{sv}` report per keyring file.
-    public func migrateKeyrings(_ keyring: String, password: [UInt8]) throws(KeychainError) -> [[String: DBusValue]] {
-        try dictionaries(try call(.migrateKeyrings, [.string(keyring), .bytes(password)]).first, in: .migrateKeyrings)
+    public func migrateKeyrings(_ keyring: String, password: SecretBytes) throws(KeychainError) -> [[String: DBusValue]] {
+        try dictionaries(try call(.migrateKeyrings, sending: [password]) { [.string(keyring), $0[0]] }.first, in: .migrateKeyrings)
     }
 
     /// Keywell's own: what came from which keyring file, when, how many items.
@@ -257,9 +258,9 @@ public final class KeywellClient: Sendable {
     /// The items written, and the ThisDeviceOnly items left out (they stay on this machine).
     @discardableResult
     public func exportGnomeKeyring(
-        _ name: String, to path: String, password: [UInt8], replace: Bool
+        _ name: String, to path: String, password: SecretBytes, replace: Bool
     ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
-        let reply = try call(.exportGnomeKeyring, [.string(name), .string(path), .bytes(password), .bool(replace)])
+        let reply = try call(.exportGnomeKeyring, sending: [password]) { [.string(name), .string(path), $0[0], .bool(replace)] }
         return try Self.exportCounts(reply, .exportGnomeKeyring)
     }
 
@@ -301,6 +302,22 @@ public final class KeywellClient: Sendable {
         } catch {
             throw DBusMapping.keychainError(error)
         }
+    }
+
+    /// Sends `secrets` as `ay` arguments (`arguments` places them). DBusValue holds an array, so
+    /// each secret is copied once out of its locked memory for the message; that copy is wiped
+    /// when the call returns (libdbus's own copy in the message buffer is out of reach).
+    func call(_ method: NativeMethod, sending secrets: [SecretBytes], timeout: Duration? = nil,
+              _ arguments: ([DBusValue]) -> [DBusValue]) throws(KeychainError) -> [DBusValue] {
+        var copies = secrets.map { secret in secret.withUnsafeBytes { [UInt8]($0) } }
+        defer { for index in copies.indices { PasswordBytes.wipe(&copies[index]) } }
+        return try sendPlaced(method, copies, timeout, arguments)
+    }
+
+    /// Separate so that the arguments are released before the caller wipes `copies`.
+    private func sendPlaced(_ method: NativeMethod, _ copies: [[UInt8]], _ timeout: Duration?,
+                            _ arguments: ([DBusValue]) -> [DBusValue]) throws(KeychainError) -> [DBusValue] {
+        try call(method, arguments(copies.map { .bytes($0) }), timeout: timeout)
     }
 
     /// Sends dictionaries that may hold a secret (`v_Data`) and overwrites the copies made

@@ -7,12 +7,12 @@ import Glibc
 
 /// Passwords that Apple's C-shaped functions receive as pointer and length.
 package enum PasswordBytes {
-    /// A copy of `length` bytes at `pointer`; a missing pointer with a non-zero length is
-    /// errSecParam, as in Apple's `RequiredParam`.
-    package static func copy(_ pointer: UnsafeRawPointer?, length: UInt32) throws(KeychainError) -> [UInt8] {
-        guard length > 0 else { return [] }
+    /// A copy of `length` bytes at `pointer`, in locked memory; a missing pointer with a
+    /// non-zero length is errSecParam, as in Apple's `RequiredParam`.
+    package static func copy(_ pointer: UnsafeRawPointer?, length: UInt32) throws(KeychainError) -> SecretBytes {
+        guard length > 0 else { return SecretBytes(count: 0) }
         guard let pointer else { throw .param("password pointer is NULL but its length is \(length)") }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: Int(length)))
+        return SecretBytes(copying: UnsafeRawBufferPointer(start: pointer, count: Int(length)))
     }
 
     /// Zeroes the array's storage in place (`SecretMemory.wipe`). Call it

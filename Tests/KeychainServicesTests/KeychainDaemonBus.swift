@@ -1,3 +1,4 @@
+import KeywellSystem
 import Foundation
 import KeychainServices
 import KeywellDBus
@@ -54,7 +55,7 @@ final class KeychainDaemonBus: @unchecked Sendable {
     /// A session as a Mac user has it: a login keychain (password `login-pw`) that is the default
     /// and the whole search list.
     func withLoginKeychain() throws -> Self {
-        try client.createKeychain("login", password: Array("login-pw".utf8))
+        try client.createKeychain("login", password: SecretBytes(copying: "login-pw".utf8))
         try client.setDefaultKeychain("login")
         try client.setSearchList(["login"])
         return self

@@ -1,3 +1,4 @@
+import KeywellSystem
 import Foundation
 import KeychainServices
 import KeywellProtocol
@@ -26,14 +27,14 @@ struct KeywellClientTests {
         #expect(status { _ = try client.loginKeychain() } == errSecNoSuchKeychain)
         #expect(status { _ = try client.defaultKeychain() } == errSecNoDefaultKeychain)
 
-        let path = try client.createKeychain("login", password: Array("pw".utf8))
+        let path = try client.createKeychain("login", password: SecretBytes(copying: "pw".utf8))
         #expect(path.hasPrefix(session.bus.dataHome))
         #expect(path.hasSuffix("/keywell/keychains/login.keychain-db"))
         #expect(try client.loginKeychain() == "login")
         #expect(try client.defaultKeychain() == "login")
-        #expect(status { try client.createKeychain("login", password: []) } == errSecDuplicateKeychain)
+        #expect(status { try client.createKeychain("login", password: SecretBytes(count: 0)) } == errSecDuplicateKeychain)
 
-        try client.createKeychain("work", password: [])  // an empty password is allowed
+        try client.createKeychain("work", password: SecretBytes(count: 0))  // an empty password is allowed
         #expect(try client.listKeychains().sorted() == ["login", "work"])
         #expect(try client.searchList() == ["login"])
         try client.setSearchList(["work", "login", "not-yet"])
@@ -57,12 +58,12 @@ struct KeywellClientTests {
 
         try client.lock("work")
         #expect(try client.info("work").locked)
-        #expect(status { try client.unlock("work", password: Array("x".utf8)) } == errSecAuthFailed)
-        try client.unlock("work", password: [])
-        try client.changePassword("work", oldPassword: [], newPassword: Array("new".utf8))
+        #expect(status { try client.unlock("work", password: SecretBytes(copying: "x".utf8)) } == errSecAuthFailed)
+        try client.unlock("work", password: SecretBytes(count: 0))
+        try client.changePassword("work", oldPassword: SecretBytes(count: 0), newPassword: SecretBytes(copying: "new".utf8))
         try client.lockAll()
         #expect(try client.info("work").locked && client.info("login").locked)
-        try client.unlock("work", password: Array("new".utf8))
+        try client.unlock("work", password: SecretBytes(copying: "new".utf8))
 
         try client.setDefaultKeychain("work")
         #expect(try client.info("work").isDefault)

@@ -70,7 +70,11 @@ struct GitCredentialHelper {
             defer { item.secret?.wipe() }
             var answer: [UInt8] = []
             if let account = item.bytes(AttributeKey.account) { answer += Array("username=".utf8) + account + [0x0A] }
-            answer += Array("password=".utf8) + (item.secret?.bytes ?? []) + [0x0A]
+            answer += Array("password=".utf8)
+            // Printing the secret is the command's job; `answer` is wiped right after.
+            answer.reserveCapacity(answer.count + (item.secret?.count ?? 0) + 1)
+            item.secret?.withUnsafeBytes { answer += $0 }
+            answer.append(0x0A)
             context.output.writeSecret(answer)
             answer.withUnsafeMutableBytes { SecretMemory.wipe($0) }
             return CommandStatus.success
@@ -88,7 +92,7 @@ struct GitCredentialHelper {
               let password = request.password else { return CommandStatus.success }
         attributes[AttributeKey.label] = attributes[AttributeKey.server]
         attributes[AttributeKey.authenticationType] = .string("dflt")
-        let secret = SecretArray(Array(password.utf8))
+        let secret = SecretBytes(copying: password.utf8)
         defer { secret.wipe() }
         do {
             try secret.withData { data throws(KeychainError) in
@@ -106,7 +110,7 @@ struct GitCredentialHelper {
         }
     }
 
-    private func replacePassword(_ attributes: WireDictionary, _ secret: SecretArray) -> Int32 {
+    private func replacePassword(_ attributes: WireDictionary, _ secret: SecretBytes) -> Int32 {
         do {
             let keychain = try context.client.defaultKeychain()
             var query = attributes
@@ -160,7 +164,7 @@ struct GitCredentialHelper {
                 try context.client.delete(query)
                 return CommandStatus.success
             }
-            let expected = SecretArray(Array(password.utf8))
+            let expected = SecretBytes(copying: password.utf8)
             defer { expected.wipe() }
             query[WireKey.returnData] = .bool(true)
             query[WireKey.returnPersistentRef] = .bool(true)
@@ -172,8 +176,8 @@ struct GitCredentialHelper {
             for index in matches.indices {
                 guard var data = matches[index].removeValue(forKey: WireKey.valueData)?.dataValue,
                       let ref = matches[index][WireKey.valuePersistentRef]?.dataValue else { continue }
-                let stored = SecretArray(wiping: &data)
-                if stored == expected {
+                let stored = SecretBytes(wiping: &data)
+                if stored.matches(expected) {
                     try context.client.delete([WireKey.valuePersistentRef: .data(ref)])
                 }
             }

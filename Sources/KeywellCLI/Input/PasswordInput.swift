@@ -13,18 +13,18 @@ enum PasswordInput {
     static let maximumLength = 1 << 20
 
     /// One line with echo off; nil at end of input (the command then exits 255, as `security`).
-    static func read(prompt: String) -> SecretArray? {
+    static func read(prompt: String) -> SecretBytes? {
         readLine(prompt: prompt, hideInput: true)
     }
 
     /// A line typed with echo on (a keychain name), nil at end of input.
     static func readVisible(prompt: String) -> String? {
         guard let line = readLine(prompt: prompt, hideInput: false) else { return nil }
-        return String(decoding: line.bytes, as: UTF8.self)
+        return line.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
     enum NewPasswordOutcome {
-        case password(SecretArray)
+        case password(SecretBytes)
         case endOfInput
         case mismatch
     }
@@ -36,13 +36,13 @@ enum PasswordInput {
         for _ in 0..<attempts {
             guard let first = read(prompt: prompt) else { return .endOfInput }
             guard let second = read(prompt: retypePrompt) else { return .endOfInput }
-            if first == second { return .password(first) }
+            if first.matches(second) { return .password(first) }
             onMismatch()
         }
         return .mismatch
     }
 
-    private static func readLine(prompt: String, hideInput: Bool) -> SecretArray? {
+    private static func readLine(prompt: String, hideInput: Bool) -> SecretBytes? {
         if isatty(0) == 1 {
             let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
             if terminal >= 0 {
@@ -60,7 +60,7 @@ enum PasswordInput {
         return line
     }
 
-    private static func readFromTerminal(_ fd: Int32, prompt: String, hideInput: Bool) -> SecretArray? {
+    private static func readFromTerminal(_ fd: Int32, prompt: String, hideInput: Bool) -> SecretBytes? {
         StandardStreams.output.flush()
         guard hideInput else {
             writeAll(fd, Array(prompt.utf8))
@@ -79,23 +79,30 @@ enum PasswordInput {
 
     /// Reads one byte at a time so that nothing after the newline is consumed: the next prompt
     /// (the retyped password) must find its own line still unread.
-    private static func readLineBytes(from fd: Int32) -> SecretArray? {
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
+    /// The line goes straight into locked memory, which doubles as it fills (the outgrown
+    /// buffer is zeroed when freed): no ordinary array ever holds the password.
+    private static func readLineBytes(from fd: Int32) -> SecretBytes? {
+        var buffer = SecretBytes(count: 256)
+        var length = 0
         var sawAnything = false
-        while line.count < maximumLength {
-            let count = retryingOnInterrupt { Glibc.read(fd, &byte, 1) }
+        while length < maximumLength {
+            if length == buffer.count {
+                let larger = SecretBytes(count: min(buffer.count * 2, maximumLength))
+                larger.withUnsafeMutableBytes { target in buffer.withUnsafeBytes { target.copyMemory(from: $0) } }
+                buffer = larger
+            }
+            let count = buffer.withUnsafeMutableBytes { line in retryingOnInterrupt { Glibc.read(fd, line.baseAddress! + length, 1) } }
             if count <= 0 { break }
             sawAnything = true
-            if byte == UInt8(ascii: "\n") { break }
-            line.append(byte)
+            if buffer.withUnsafeBytes({ $0[length] }) == UInt8(ascii: "\n") {
+                buffer.withUnsafeMutableBytes { $0[length] = 0 }
+                break
+            }
+            length += 1
         }
-        byte = 0
         guard sawAnything else { return nil }
-        if line.last == UInt8(ascii: "\r") { line.removeLast() }
-        let secret = SecretArray(line)
-        line.withUnsafeMutableBytes { SecretMemory.wipe($0) }
-        return secret
+        if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == UInt8(ascii: "\r") { length -= 1 }
+        return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
     }
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {

@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellNativeClient
 import KeywellProtocol
 
@@ -18,7 +19,7 @@ enum AddCommands {
     }
 
     private enum PasswordChoice {
-        case given(SecretArray)
+        case given(SecretBytes)
         case none
         case failed(Int32)
     }
@@ -29,7 +30,7 @@ enum AddCommands {
         let passwordLetters: [Character] = itemClass == .genericPassword ? ["w", "p"] : ["w"]
         for letter in passwordLetters {
             if let option = invocation.arguments.option(letter), let value = option.value {
-                let secret = SecretArray(Array(value.utf8))
+                let secret = SecretBytes(copying: value.utf8)
                 context.scrubFromArgv(option)
                 return .given(secret)
             }
@@ -40,7 +41,7 @@ enum AddCommands {
                 context.diagnostics.error("Unable to convert password data (-X must specify valid hex digits)")
                 return .failed(CommandStatus.usage)
             }
-            return .given(SecretArray(bytes))
+            return .given(SecretBytes(copying: bytes))
         }
         guard prompt else { return .none }
         switch PasswordInput.readNew(prompt: "password data for new item: ", retypePrompt: "retype password for new item: ",
@@ -92,7 +93,7 @@ enum AddCommands {
             return CommandStatus.failure
         }
 
-        let secret: SecretArray?
+        let secret: SecretBytes?
         switch password(itemClass, context, invocation, prompt: prompt) {
         case .given(let given): secret = given
         case .none: secret = nil
@@ -117,7 +118,7 @@ enum AddCommands {
         if let keychain { request[WireKey.useKeychain] = .string(keychain) }
         if let access { request[WireKey.access] = access.wireValue }
         do {
-            try (secret ?? SecretArray([])).withData { data throws(KeychainError) in
+            try (secret ?? SecretBytes(count: 0)).withData { data throws(KeychainError) in
                 request[WireKey.valueData] = .data(data)
                 defer { request[WireKey.valueData] = nil }
                 try context.client.add(request)
@@ -153,7 +154,7 @@ enum AddCommands {
     /// `-U`: change the first existing item with the same key, in the given keychain or, with
     /// none given, anywhere in the search list. The label is always reset (to -l or the
     /// service/server), other attributes only when given, the password and access list only when given.
-    private static func update(_ itemClass: ItemClass, _ attributes: WireDictionary, access: AccessList?, secret: SecretArray?,
+    private static func update(_ itemClass: ItemClass, _ attributes: WireDictionary, access: AccessList?, secret: SecretBytes?,
                                keychain: String?, _ context: CommandContext) -> UpdateOutcome {
         let search = ItemSearch(context: context)
         var filters: WireDictionary
@@ -188,7 +189,7 @@ enum AddCommands {
         // -A / -T replace the item's list; without them it keeps its own.
         if let access { changes[WireKey.access] = access.wireValue }
         do {
-            try (secret ?? SecretArray([])).withData { data throws(KeychainError) in
+            try (secret ?? SecretBytes(count: 0)).withData { data throws(KeychainError) in
                 if secret != nil { changes[WireKey.valueData] = .data(data) }
                 defer { changes[WireKey.valueData] = nil }
                 try context.client.update([WireKey.valuePersistentRef: .data(ref)], attributes: changes)

@@ -72,10 +72,10 @@ enum DumpKeychainCommand {
                     }
                     context.output.write(ItemRendering.attributeLines(entry.item))
                     if let secret = entry.item.secret {
-                        if withData { context.output.writeSecret(Array(ItemRendering.dataLines(secret.bytes).utf8)) }
+                        if withData { secret.withArray { context.output.writeSecret(Array(ItemRendering.dataLines($0).utf8)) } }
                         // Keywell keeps no encrypted blob outside its database, so "raw" is the
                         // secret's bytes as they are [D].
-                        if withRaw { context.output.writeSecret(Array("raw data:\n".utf8) + secret.bytes + [0x0A]) }
+                        if withRaw { secret.withArray { context.output.writeSecret(Array("raw data:\n".utf8) + $0 + [0x0A]) } }
                     }
                     if withAccess { context.output.write(ItemRendering.accessLines(entry.item)) }
                 }
@@ -106,7 +106,7 @@ enum DumpKeychainCommand {
                     var attributes = result
                     var data = attributes.removeValue(forKey: WireKey.valueData)?.dataValue ?? .init()
                     return Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: attributes,
-                                                 secret: SecretArray(wiping: &data)))
+                                                 secret: SecretBytes(wiping: &data)))
                 }
             } catch where error.status != SecStatus.noSuchKeychain {
                 // Locked, or one item that will not open: take the attributes, then each

@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellNativeClient
 import KeywellProtocol
 
@@ -78,7 +79,7 @@ enum FindDeleteCommands {
         }
         defer { item.secret?.wipe() }
         if passwordOnly, !invocation.json {
-            context.output.writeSecret(passwordLine(item.secret?.bytes ?? []))
+            (item.secret ?? SecretBytes(count: 0)).withArray { context.output.writeSecret(passwordLine($0)) }
             return CommandStatus.success
         }
         // Only the printed forms need the keychain's path (and so the keychains folder).
@@ -91,7 +92,9 @@ enum FindDeleteCommands {
         if wantsSecret {
             // -g puts the password on stderr, after the block on stdout [C C2, C11].
             context.output.flush()
-            StandardStreams.error.write(Array("password: ".utf8) + Array(PrintBuffer.render(item.secret?.bytes ?? []).utf8) + [0x0A])
+            (item.secret ?? SecretBytes(count: 0)).withArray {
+                StandardStreams.error.write(Array("password: ".utf8) + Array(PrintBuffer.render($0).utf8) + [0x0A])
+            }
         }
         return CommandStatus.success
     }

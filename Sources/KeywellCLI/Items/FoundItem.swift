@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellProtocol
 
 #if canImport(FoundationEssentials)
@@ -13,10 +14,10 @@ struct FoundItem {
     let keychain: String
     let attributes: WireDictionary
     /// The secret, when it was asked for.
-    var secret: SecretArray?
+    var secret: SecretBytes?
     let persistentRef: Data?
 
-    init(itemClass: ItemClass, keychain: String, result: WireDictionary, secret: SecretArray?) {
+    init(itemClass: ItemClass, keychain: String, result: WireDictionary, secret: SecretBytes?) {
         self.itemClass = itemClass
         self.keychain = keychain
         var attributes = result
@@ -28,11 +29,11 @@ struct FoundItem {
 
     /// From one CopyMatching result; with `secret`, its `v_Data` is moved into wipeable bytes.
     init(itemClass: ItemClass, keychain: String, result: inout WireDictionary, secret: Bool) {
-        var secretBytes: SecretArray?
+        var secretBytes: SecretBytes?
         if secret, var data = result.removeValue(forKey: WireKey.valueData)?.dataValue {
-            secretBytes = SecretArray(wiping: &data)
+            secretBytes = SecretBytes(wiping: &data)
         } else if secret {
-            secretBytes = SecretArray([])
+            secretBytes = SecretBytes(count: 0)
         }
         self.init(itemClass: itemClass, keychain: keychain, result: result, secret: secretBytes)
     }

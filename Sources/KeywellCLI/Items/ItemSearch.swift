@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellNativeClient
 
 #if canImport(FoundationEssentials)
@@ -115,15 +116,15 @@ struct ItemSearch {
     }
 
     /// The secret of one item, by its persistent reference.
-    func secret(of item: FoundItem) throws(KeychainError) -> SecretArray {
+    func secret(of item: FoundItem) throws(KeychainError) -> SecretBytes {
         guard let ref = item.persistentRef else { throw KeychainError(SecStatus.invalidItemRef) }
         var results = try context.client.copyMatching([
             WireKey.valuePersistentRef: .data(ref),
             WireKey.returnData: .bool(true),
         ])
-        guard !results.isEmpty else { return SecretArray([]) }
+        guard !results.isEmpty else { return SecretBytes(count: 0) }
         var result = results.removeFirst()
-        guard var data = result.removeValue(forKey: WireKey.valueData)?.dataValue else { return SecretArray([]) }
-        return SecretArray(wiping: &data)
+        guard var data = result.removeValue(forKey: WireKey.valueData)?.dataValue else { return SecretBytes(count: 0) }
+        return SecretBytes(wiping: &data)
     }
 }

@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellNativeClient
 
 /// `create-keychain` and `delete-keychain`.
@@ -6,7 +7,7 @@ enum CreateDeleteCommands {
         // -P asks macOS's SecurityAgent; Linux has no such agent.
         if invocation.has("P") { return CommandStatus.usage }
         let passwordOption = invocation.arguments.option("p")
-        let flagPassword = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
+        let flagPassword = passwordOption?.value.map { SecretBytes(copying: $0.utf8) }
         context.scrubFromArgv(passwordOption)
         defer { flagPassword?.wipe() }
 
@@ -17,7 +18,7 @@ enum CreateDeleteCommands {
         }
         var result = CommandStatus.success
         for name in names {
-            let password: SecretArray
+            let password: SecretBytes
             if let flagPassword {
                 password = flagPassword
             } else {
@@ -30,7 +31,7 @@ enum CreateDeleteCommands {
                 }
             }
             do {
-                try context.client.createKeychain(context.naming.daemonName(for: name), password: password.bytes)
+                try context.client.createKeychain(context.naming.daemonName(for: name), password: password)
                 if password.isEmpty {
                     context.diagnostics.hint("warning: keychain \"\(name)\" has an empty password; anyone who can read its file can open it")
                 }

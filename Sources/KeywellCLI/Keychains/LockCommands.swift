@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellNativeClient
 
 /// `lock-keychain` and `unlock-keychain`.
@@ -33,7 +34,7 @@ enum LockCommands {
         guard operands.count <= 1, operands.first != "" else { return CommandStatus.usage }
         let typed = operands.first
         let passwordOption = invocation.arguments.option("p")
-        var password = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
+        var password = passwordOption?.value.map { SecretBytes(copying: $0.utf8) }
         context.scrubFromArgv(passwordOption)
         defer { password?.wipe() }
 
@@ -57,7 +58,7 @@ enum LockCommands {
             password = typedPassword
         }
         do {
-            try context.client.unlock(name, password: password!.bytes)
+            try context.client.unlock(name, password: password!)
             return CommandStatus.success
         } catch {
             context.diagnostics.error("SecKeychainUnlock \(typed ?? "<NULL>"): \(error.message)")

@@ -1,3 +1,4 @@
+import KeywellSystem
 import KeywellNativeClient
 
 /// `set-keychain-settings`, `set-keychain-password` and `show-keychain-info`.
@@ -87,8 +88,8 @@ enum SettingsCommands {
 
         let oldOption = invocation.arguments.option("o")
         let newOption = invocation.arguments.option("p")
-        var oldPassword = oldOption?.value.map { SecretArray(Array($0.utf8)) }
-        var newPassword = newOption?.value.map { SecretArray(Array($0.utf8)) }
+        var oldPassword = oldOption?.value.map { SecretBytes(copying: $0.utf8) }
+        var newPassword = newOption?.value.map { SecretBytes(copying: $0.utf8) }
         context.scrubFromArgv(oldOption)
         context.scrubFromArgv(newOption)
         defer {
@@ -102,14 +103,14 @@ enum SettingsCommands {
         if newPassword == nil {
             guard let typed = PasswordInput.read(prompt: "New Password: ") else { return CommandStatus.endOfInput }
             guard let retyped = PasswordInput.read(prompt: "Retype New Password: ") else { return CommandStatus.endOfInput }
-            guard typed == retyped else {
+            guard typed.matches(retyped) else {
                 context.diagnostics.error("try again")
                 return CommandStatus.failure
             }
             newPassword = typed
         }
         do {
-            try context.client.changePassword(name, oldPassword: oldPassword!.bytes, newPassword: newPassword!.bytes)
+            try context.client.changePassword(name, oldPassword: oldPassword!, newPassword: newPassword!)
             return CommandStatus.success
         } catch {
             return failed(error.status)

@@ -19,23 +19,22 @@ struct AuthorizationFile {
     }
 
     /// 32 fresh random bytes (the system generator: getrandom(2)).
-    static func newValue() -> SecretArray {
+    static func newValue() -> SecretBytes {
         var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<Int(KW_LOGIN_UNLOCK_VALUE_LENGTH)).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let value = SecretArray(bytes)
-        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
+        let value = SecretBytes(count: Int(KW_LOGIN_UNLOCK_VALUE_LENGTH))
+        value.withUnsafeMutableBytes { for index in $0.indices { $0[index] = UInt8.random(in: .min ... .max, using: &generator) } }
         return value
     }
 
     /// Writes the value (replacing an older one at once), after making sure of the folders.
-    func write(_ value: SecretArray) throws(Failure) {
+    func write(_ value: SecretBytes) throws(Failure) {
         try Self.ensureFolder("/var/lib/keywell", mode: 0o755)
         try Self.ensureFolder(Self.folder, mode: 0o700)
         let temporary = path + ".tmp"
         unlink(temporary)
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .io("cannot create \(temporary): \(Self.reason())") }
-        let written = value.bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        let written = value.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
         let ok = written == value.count && fchown(descriptor, 0, 0) == 0 && fchmod(descriptor, 0o600) == 0 && fsync(descriptor) == 0
         close(descriptor)
         guard ok, rename(temporary, path) == 0 else {

@@ -30,7 +30,7 @@ struct ControlChannel {
     /// Enabling derives a key from the password and talks to the TPM: more than a login's budget.
     var timeoutSeconds = 15
 
-    func send(_ op: Int32, fields: [SecretArray]) throws(Failure) -> Answer {
+    func send(_ op: Int32, fields: [SecretBytes]) throws(Failure) -> Answer {
         let folder = runtimeFolder + "/" + KW_CONTROL_FOLDER
         let socketPath = folder + "/" + KW_CONTROL_SOCKET
         var info = stat()
@@ -64,9 +64,8 @@ struct ControlChannel {
             throw .refused("the process on \(socketPath) is not the user's")
         }
 
-        let request = SecretArray(Self.frame(op, fields))
-        defer { request.wipe() }
-        guard Self.writeAll(descriptor, request.bytes) else { throw .noAnswer }
+        let request = Self.frame(op, fields)
+        guard request.withUnsafeBytes({ Self.writeAll(descriptor, $0) }) else { throw .noAnswer }
         guard let head = Self.read(descriptor, count: Int(KW_RESPONSE_HEAD_LENGTH)),
               Array(head.prefix(4)) == Array(KW_CONTROL_MAGIC.utf8) else { throw .noAnswer }
         let status = Int32(bitPattern: Self.bigEndian(head[4..<8]))
@@ -75,20 +74,32 @@ struct ControlChannel {
         return Answer(status: status, message: String(decoding: message, as: UTF8.self))
     }
 
-    private static func frame(_ op: Int32, _ fields: [SecretArray]) -> [UInt8] {
-        var bytes = Array(KW_CONTROL_MAGIC.utf8) + [UInt8(op), UInt8(fields.count)]
-        for field in fields {
-            let count = UInt32(field.count)
-            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
-            bytes += field.bytes
+    /// The request built straight into locked memory: the fields (passwords) are never copied
+    /// into an ordinary array.
+    private static func frame(_ op: Int32, _ fields: [SecretBytes]) -> SecretBytes {
+        var head = Array(KW_CONTROL_MAGIC.utf8) + [UInt8(op), UInt8(fields.count)]
+        let request = SecretBytes(count: head.count + fields.reduce(0) { $0 + 4 + $1.count })
+        request.withUnsafeMutableBytes { target in
+            var offset = 0
+            func append(_ source: UnsafeRawBufferPointer) {
+                UnsafeMutableRawBufferPointer(rebasing: target[offset..<(offset + source.count)]).copyMemory(from: source)
+                offset += source.count
+            }
+            head.withUnsafeBytes { append($0) }
+            for field in fields {
+                let count = UInt32(field.count)
+                head = [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
+                head.withUnsafeBytes { append($0) }
+                field.withUnsafeBytes { append($0) }
+            }
         }
-        return bytes
+        return request
     }
 
-    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            let sent = retryingOnInterrupt { Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
             guard sent > 0 else { return false }
             offset += sent
         }

@@ -26,7 +26,7 @@ enum LoginUnlockCommand {
             return CommandStatus.usage
         }
         let passwordOption = after.option("p") ?? invocation.arguments.option("p")
-        var password = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
+        var password = passwordOption?.value.map { SecretBytes(copying: $0.utf8) }
         context.scrubFromArgv(invocation.arguments.option("p"))
         context.scrubFromArgv(after.option("p"))
         defer { password?.wipe() }
@@ -64,7 +64,7 @@ enum LoginUnlockCommand {
 
     // MARK: enable
 
-    private static func enable(_ context: CommandContext, _ target: Target, password: inout SecretArray?,
+    private static func enable(_ context: CommandContext, _ target: Target, password: inout SecretBytes?,
                                pcrs: LoginUnlockPCRs) -> Int32 {
         guard target.asRoot else {
             context.diagnostics.error("login-unlock enable: needs root, which alone keeps the value that lets a login unseal "
@@ -77,11 +77,11 @@ enum LoginUnlockCommand {
         }
         let value = AuthorizationFile.newValue()
         defer { value.wipe() }
-        let tcti = SecretArray(Array((getenv(KeywellNames.tpmEnvironment).map { String(cString: $0) } ?? "").utf8))
+        let tcti = SecretBytes(copying: (getenv(KeywellNames.tpmEnvironment).map { String(cString: $0) } ?? "").utf8)
         let answer: ControlChannel.Answer
         do {
             var fields = [password!, value, tcti]
-            if pcrs.isBound { fields.append(SecretArray(Array(pcrs.text.utf8))) }
+            if pcrs.isBound { fields.append(SecretBytes(copying: pcrs.text.utf8)) }
             answer = try target.channel.send(Int32(KW_OP_LOGIN_UNLOCK_ENABLE), fields: fields)
         } catch {
             context.diagnostics.error("login-unlock enable: \(describe(error, target))")

@@ -1,3 +1,4 @@
+import KeywellSystem
 import FoundationEssentials
 import KeywellNativeClient
 
@@ -10,12 +11,12 @@ import Glibc
 /// gnome-keyring` (ExportCommand parses the words and asks for the password).
 enum GnomeKeyringExportCommand {
     /// Writes `file` with `password` (asked for by the caller); `keychain` nil is the default keychain.
-    static func export(_ context: CommandContext, keychain typed: String?, file: String, password: SecretArray,
+    static func export(_ context: CommandContext, keychain typed: String?, file: String, password: SecretBytes,
                        replace: Bool) -> Int32 {
         let target = file.hasPrefix("/") ? file : currentDirectory() + "/" + file
         do {
             let name = try context.keychainName(typed)
-            let written = try context.client.exportGnomeKeyring(name, to: target, password: password.bytes, replace: replace)
+            let written = try context.client.exportGnomeKeyring(name, to: target, password: password, replace: replace)
             context.output.write("exported \(written.items) item\(written.items == 1 ? "" : "s") to \(file)\n")
             ThisDeviceOnlyReport.write(context, leftOut: written.thisDeviceOnly)
             return CommandStatus.success

@@ -1,3 +1,4 @@
+import KeywellSystem
 import FoundationEssentials
 import KeywellDBus
 import KeywellNativeClient
@@ -81,7 +82,7 @@ enum MigrateCommand {
     private static func migrate(_ context: CommandContext, keyring: String?) -> Int32 {
         var reports: [[String: DBusValue]]
         do {
-            reports = try context.client.migrateKeyrings(keyring ?? "", password: [])
+            reports = try context.client.migrateKeyrings(keyring ?? "", password: SecretBytes(count: 0))
         } catch {
             context.diagnostics.error("migrate: \(error.explanation)")
             return error.status
@@ -100,7 +101,7 @@ enum MigrateCommand {
                 guard attempts <= (isatty(0) == 1 ? 3 : 1) else { break }
                 guard let password = askPassword(for: report) else { return CommandStatus.endOfInput }
                 do {
-                    let again = try context.client.migrateKeyrings(field(report, MigrationKey.keyring), password: password.bytes)
+                    let again = try context.client.migrateKeyrings(field(report, MigrationKey.keyring), password: password)
                     password.wipe()
                     guard let same = again.first(where: { field($0, MigrationKey.path) == field(report, MigrationKey.path) }) else { break }
                     report = same
@@ -118,7 +119,7 @@ enum MigrateCommand {
     }
 
     /// A plaintext keyring brings no password: the new keychain needs one.
-    private static func askPassword(for report: [String: DBusValue]) -> SecretArray? {
+    private static func askPassword(for report: [String: DBusValue]) -> SecretBytes? {
         let keyring = field(report, MigrationKey.keyring)
         guard field(report, MigrationKey.format) == KeyringFormat.gnomeKeyringPlaintext.rawValue else {
             let kind = field(report, MigrationKey.format) == KeyringFormat.kwallet.rawValue ? "wallet" : "keyring"

@@ -60,7 +60,8 @@ enum ItemJSON {
             ])))
         }
         if includeSecret, let secret = item.secret {
-            fields.append(("password", .bytes(secret.bytes)))
+            // The JSON document holds its own copy until it is printed (docs/cli.md, "Secrets in memory").
+            fields.append(("password", .bytes(secret.withUnsafeBytes { [UInt8]($0) })))
         }
         if includeAccess {
             // "any" for any application, else the identities in order ([] for none).

@@ -21,7 +21,7 @@ extension CommandContext {
             guard let password = PasswordInput.read(prompt: "password to unlock \(shown): ") else { return false }
             defer { password.wipe() }
             do {
-                try client.unlock(keychain, password: password.bytes)
+                try client.unlock(keychain, password: password)
                 return true
             } catch where error.status == SecStatus.authFailed {
                 diagnostics.error("SecKeychainUnlock \(shown): \(error.message)")

@@ -13,14 +13,18 @@ import Glibc
 /// (docs/ssh.md, "keywell ssh-add").
 enum KeyFileReading {
     /// The unencrypted openssh-key-v1 binary of `path`; the caller wipes it.
-    static func binary(of path: String) throws(SSHAddError) -> SecretArray {
+    static func binary(of path: String) throws(SSHAddError) -> SecretBytes {
         let file = try read(path)
         defer { file.wipe() }
-        let binary: [UInt8]
-        do { binary = try OpenSSHKeyFile.binary(file.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
-        let secret = SecretArray(binary)
+        var binary: [UInt8]
+        do { binary = try file.withArray { bytes throws(AgentParseError) in try OpenSSHKeyFile.binary(bytes) } } catch {
+            throw SSHAddError("\(path): \(error.reason)")
+        }
+        let secret = SecretBytes(wiping: &binary)
         let cipher: String
-        do { cipher = try OpenSSHKeyFile.cipher(of: secret.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
+        do { cipher = try secret.withArray { bytes throws(AgentParseError) in try OpenSSHKeyFile.cipher(of: bytes) } } catch {
+            throw SSHAddError("\(path): \(error.reason)")
+        }
         guard cipher != "none" else { return secret }
         secret.wipe()
         return try decrypted(path)
@@ -36,14 +40,14 @@ enum KeyFileReading {
         guard file.count <= OpenSSHKeyFile.maximumFileBytes else {
             throw SSHAddError("\(path): larger than \(OpenSSHKeyFile.maximumFileBytes) bytes")
         }
-        let fields = String(decoding: file.bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\t" || $0.isNewline })
+        let fields = file.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }.split(whereSeparator: { $0 == " " || $0 == "\t" || $0.isNewline })
         guard fields.count >= 2, fields[0].hasSuffix(SSHCertificate.typeSuffix), let blob = Base64.decode(String(fields[1])) else {
             throw SSHAddError("\(path): not an OpenSSH certificate")
         }
         return blob
     }
 
-    private static func read(_ path: String) throws(SSHAddError) -> SecretArray {
+    private static func read(_ path: String) throws(SSHAddError) -> SecretBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SSHAddError("\(path): \(Errno.current.description)") }
         defer { close(fd) }
@@ -55,14 +59,14 @@ enum KeyFileReading {
             if count == 0 { break }
             total += count
         }
-        let file = SecretArray(Array(bytes[..<total]))
+        let file = SecretBytes(copying: bytes[..<total])
         bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
         return file
     }
 
     /// A copy in a folder only this user can enter (in the runtime folder, a tmpfs, when there
     /// is one), decrypted in place by `ssh-keygen -p -N ""`, read and overwritten.
-    private static func decrypted(_ path: String) throws(SSHAddError) -> SecretArray {
+    private static func decrypted(_ path: String) throws(SSHAddError) -> SecretBytes {
         let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array((base + "/keywell-ssh-add.XXXXXX").utf8CString)
         guard let folderPointer = mkdtemp(&template) else { throw SSHAddError("cannot make a private folder in \(base)") }
@@ -77,7 +81,7 @@ enum KeyFileReading {
         defer { original.wipe() }
         let fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SSHAddError("cannot write a private copy of \(path)") }
-        let written = original.bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let written = original.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
         guard written == original.count else { throw SSHAddError("cannot write a private copy of \(path)") }
         StandardStreams.output.flush()
@@ -94,7 +98,10 @@ enum KeyFileReading {
         guard exit?.succeeded == true else { throw SSHAddError("\(path): ssh-keygen could not decrypt it (wrong passphrase?)") }
         let plain = try read(copy)
         defer { plain.wipe() }
-        do { return SecretArray(try OpenSSHKeyFile.binary(plain.bytes)) } catch { throw SSHAddError("\(path): \(error.reason)") }
+        do {
+            var binary = try plain.withArray { bytes throws(AgentParseError) in try OpenSSHKeyFile.binary(bytes) }
+            return SecretBytes(wiping: &binary)
+        } catch { throw SSHAddError("\(path): \(error.reason)") }
     }
 
     /// Zeroes a file's bytes before it is unlinked.

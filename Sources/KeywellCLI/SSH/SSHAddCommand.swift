@@ -56,7 +56,7 @@ enum SSHAddCommand {
         let binary = try KeyFileReading.binary(of: path)
         defer { binary.wipe() }
         let keys: [OpenSSHKeyFile.Key]
-        do { keys = try OpenSSHKeyFile.keys(of: binary.bytes) } catch { throw SSHAddError("\(path): \(error.reason)") }
+        do { keys = try binary.withArray { bytes throws(AgentParseError) in try OpenSSHKeyFile.keys(of: bytes) } } catch { throw SSHAddError("\(path): \(error.reason)") }
         let client = try AgentSocketClient(path: socket)
         var comments: [String] = []
         for key in keys {

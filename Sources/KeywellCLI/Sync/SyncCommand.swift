@@ -30,7 +30,7 @@ enum SyncCommand {
         arguments.options = invocation.arguments.options + arguments.options
         arguments.longFlags.formUnion(invocation.arguments.longFlags)
         let passwordOption = arguments.option("p")
-        var password = passwordOption?.value.map { SecretArray(Array($0.utf8)) }
+        var password = passwordOption?.value.map { SecretBytes(copying: $0.utf8) }
         context.scrubFromArgv(passwordOption)
         defer { password?.wipe() }
         let needsFolder = action == .enable || action == .join
@@ -47,14 +47,14 @@ enum SyncCommand {
                     guard let read = PasswordInput.read(prompt: "sync password: ") else { return CommandStatus.endOfInput }
                     password = read
                 }
-                try context.client.syncEnable(keychain, folder: absolute(arguments.operands[0]), password: password!.bytes,
+                try context.client.syncEnable(keychain, folder: absolute(arguments.operands[0]), password: password!,
                                               join: action == .join)
             case .rekey:
                 if password == nil {
                     guard let read = PasswordInput.read(prompt: "new sync password: ") else { return CommandStatus.endOfInput }
                     password = read
                 }
-                try context.client.syncRekey(keychain, password: password!.bytes)
+                try context.client.syncRekey(keychain, password: password!)
             case .disable:
                 try context.client.syncDisable(keychain)
             case .status:
@@ -67,9 +67,8 @@ enum SyncCommand {
                         context.diagnostics.error("sync conflicts: no kept version \(wanted) (they are numbered from 1, in listing order)")
                         return CommandStatus.failure
                     }
-                    var secret = try context.client.syncConflictSecret(keychain, version: version)
-                    defer { secret.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
-                    context.output.write(String(decoding: secret, as: UTF8.self) + "\n")
+                    let secret = try context.client.syncConflictSecret(keychain, version: version)
+                    secret.withArray { context.output.writeSecret($0 + [0x0A]) }
                 } else {
                     conflicts(versions, json: json, context)
                 }

@@ -1,3 +1,4 @@
+import KeywellSystem
 import FoundationEssentials
 import KeywellNativeClient
 
@@ -41,7 +42,7 @@ enum ExportCommand {
     }
 
     private static func exportGnomeKeyring(_ context: CommandContext, _ keychain: String, to path: String, replace: Bool) -> Int32 {
-        let password: SecretArray
+        let password: SecretBytes
         switch TransferOptions.newSecret(context, prompt: "password for the keyring file: ", retype: "retype password: ") {
         case .password(let typed): password = typed
         case .endOfInput: return CommandStatus.endOfInput
@@ -52,7 +53,7 @@ enum ExportCommand {
     }
 
     private static func exportEncrypted(_ context: CommandContext, _ keychains: [String], to path: String) -> Int32 {
-        let passphrase: SecretArray
+        let passphrase: SecretBytes
         switch TransferOptions.newSecret(context, prompt: "passphrase for the export: ", retype: "retype passphrase: ") {
         case .password(let typed): passphrase = typed
         case .endOfInput: return CommandStatus.endOfInput
@@ -69,7 +70,7 @@ enum ExportCommand {
         }
         defer { close(fd) }
         do {
-            let written = try context.client.exportKeychains(keychains, to: fd, passphrase: passphrase.bytes)
+            let written = try context.client.exportKeychains(keychains, to: fd, passphrase: passphrase)
             context.output.write("exported \(written.items) item\(written.items == 1 ? "" : "s") to \(path)\n")
             ThisDeviceOnlyReport.write(context, leftOut: written.thisDeviceOnly)
             return CommandStatus.success

@@ -1,3 +1,4 @@
+import KeywellSystem
 import FoundationEssentials
 import KeywellNativeClient
 
@@ -43,14 +44,14 @@ enum ImportCommand {
         defer { passphrase.wipe() }
         do {
             if target == nil {
-                let (names, _) = try context.client.inspectExport(fd, passphrase: passphrase.bytes)
+                let (names, _) = try context.client.inspectExport(fd, passphrase: passphrase)
                 let existing = Set(try context.client.listKeychains())
                 for name in names where !existing.contains(name) {
                     let status = create(context, name)
                     guard status == CommandStatus.success else { return status }
                 }
             }
-            let counts = try context.client.importExport(fd, passphrase: passphrase.bytes, into: target ?? "", policy: policy)
+            let counts = try context.client.importExport(fd, passphrase: passphrase, into: target ?? "", policy: policy)
             context.output.write("imported \(path): \(counts.added) added, \(counts.replaced) replaced, \(counts.skipped) skipped\n")
             return CommandStatus.success
         } catch {
@@ -62,7 +63,7 @@ enum ImportCommand {
 
     /// A keychain of the export that the account lacks, made with a password asked for it.
     private static func create(_ context: CommandContext, _ name: String) -> Int32 {
-        let password: SecretArray
+        let password: SecretBytes
         switch TransferOptions.newSecret(context, prompt: "password for new keychain \"\(name)\": ",
                                          retype: "retype password for new keychain \"\(name)\": ") {
         case .password(let typed): password = typed
@@ -71,7 +72,7 @@ enum ImportCommand {
         }
         defer { password.wipe() }
         do {
-            _ = try context.client.createKeychain(name, password: password.bytes)
+            _ = try context.client.createKeychain(name, password: password)
             return CommandStatus.success
         } catch {
             context.diagnostics.error("import: creating keychain \(name): \(error.explanation); nothing was imported")
