@@ -1,8 +1,8 @@
-import KeywellSystem
 import Foundation
 import KeychainServices
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import KeywellTestSupport
 import Testing
 

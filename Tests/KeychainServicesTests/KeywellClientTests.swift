@@ -1,7 +1,7 @@
-import KeywellSystem
 import Foundation
 import KeychainServices
 import KeywellProtocol
+import KeywellSystem
 import KeywellTestSupport
 import Testing
 

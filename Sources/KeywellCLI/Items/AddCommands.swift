@@ -1,6 +1,6 @@
-import KeywellSystem
 import KeywellNativeClient
 import KeywellProtocol
+import KeywellSystem
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

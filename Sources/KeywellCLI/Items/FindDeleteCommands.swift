@@ -1,6 +1,6 @@
-import KeywellSystem
 import KeywellNativeClient
 import KeywellProtocol
+import KeywellSystem
 
 /// `find-generic-password`, `find-internet-password`, `delete-generic-password`,
 /// `delete-internet-password`.

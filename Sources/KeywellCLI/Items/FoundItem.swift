@@ -1,5 +1,5 @@
-import KeywellSystem
 import KeywellProtocol
+import KeywellSystem
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,5 +1,5 @@
-import KeywellSystem
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,5 +1,5 @@
-import KeywellSystem
 import KeywellNativeClient
+import KeywellSystem
 
 /// `create-keychain` and `delete-keychain`.
 enum CreateDeleteCommands {

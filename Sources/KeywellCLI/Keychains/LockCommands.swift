@@ -1,5 +1,5 @@
-import KeywellSystem
 import KeywellNativeClient
+import KeywellSystem
 
 /// `lock-keychain` and `unlock-keychain`.
 enum LockCommands {

@@ -1,5 +1,5 @@
-import KeywellSystem
 import KeywellNativeClient
+import KeywellSystem
 
 /// `set-keychain-settings`, `set-keychain-password` and `show-keychain-info`.
 enum SettingsCommands {

@@ -1,7 +1,7 @@
-import KeywellSystem
 import FoundationEssentials
 import KeywellDBus
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
-import KeywellSystem
 import FoundationEssentials
 import KeywellNativeClient
+import KeywellSystem
 
 #if canImport(Glibc)
 import Glibc
