@@ -1,6 +1,12 @@
 import KeywellNativeClient
 import KeywellSystem
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,9 +15,20 @@ import Glibc
 /// as item blocks; `-d` adds each secret. One item that cannot be read gets an error line after
 /// its header and the dump goes on (exit 0); only a failed search exits 1.
 enum DumpKeychainCommand {
+    /// An item whose secret moves into locked memory only when it is printed: one
+    /// `SecretBytes` per item held at once would need several mappings each, and a large
+    /// keychain would run out of them.
     private struct Entry {
         var item: FoundItem
         var secretFailure: OSStatus?
+        var pendingSecret: PendingSecret?
+    }
+
+    private enum PendingSecret {
+        /// From the reply, wiped once moved.
+        case data(Data)
+        /// Read alone (by its persistent reference) when printed.
+        case fetch
     }
 
     static func run(_ context: CommandContext, _ invocation: Invocation) -> Int32 {
@@ -56,7 +73,19 @@ enum DumpKeychainCommand {
                     context.diagnostics.hint(for: error.status, keychain: context.naming.displayName(for: keychain))
                     return CommandStatus.failure
                 }
-                for entry in entries {
+                for var entry in entries {
+                    switch entry.pendingSecret {
+                    case .data(var data)?:
+                        entry.pendingSecret = nil
+                        entry.item.secret = SecretBytes(wiping: &data)
+                    case .fetch?:
+                        do throws(KeychainError) {
+                            entry.item.secret = try search.secret(of: entry.item)
+                        } catch {
+                            entry.secretFailure = error.status
+                        }
+                    case nil: break
+                    }
                     defer { entry.item.secret?.wipe() }
                     if invocation.json {
                         json.append(ItemJSON.item(entry.item, keychainPath: path, includeSecret: wantsSecret,
@@ -104,9 +133,9 @@ enum DumpKeychainCommand {
             do {
                 return try fetch(withSecrets: true).map { result in
                     var attributes = result
-                    var data = attributes.removeValue(forKey: WireKey.valueData)?.dataValue ?? .init()
-                    return Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: attributes,
-                                                 secret: SecretBytes(wiping: &data)))
+                    let data = attributes.removeValue(forKey: WireKey.valueData)?.dataValue ?? .init()
+                    return Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: attributes, secret: nil),
+                                 pendingSecret: .data(data))
                 }
             } catch where error.status != SecStatus.noSuchKeychain {
                 // Locked, or one item that will not open: take the attributes, then each
@@ -114,15 +143,7 @@ enum DumpKeychainCommand {
                 let locked = error.status == SecStatus.interactionNotAllowed
                 return try fetch(withSecrets: false).map { result in
                     var entry = Entry(item: FoundItem(itemClass: itemClass, keychain: keychain, result: result, secret: nil))
-                    if locked {
-                        entry.secretFailure = error.status
-                    } else {
-                        do throws(KeychainError) {
-                            entry.item.secret = try search.secret(of: entry.item)
-                        } catch {
-                            entry.secretFailure = error.status
-                        }
-                    }
+                    if locked { entry.secretFailure = error.status } else { entry.pendingSecret = .fetch }
                     return entry
                 }
             }
