@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from keywell_helpers import user_tmp  # noqa: F401 (a fixture)
 from security_figures import record
 from test_export_import import PASSPHRASE, accounts, export, fill  # noqa: F401 (accounts is a fixture)
 
@@ -40,10 +41,11 @@ def variants(content: bytes) -> list[tuple[str, bytes]]:
     return made
 
 
-def test_altered_export_files_import_nothing(accounts, tmp_path: Path):
+def test_altered_export_files_import_nothing(accounts, user_tmp: Path):
     source = accounts()
     fill(source)
-    exported = tmp_path / "all.kwexport"
+    # The test user writes the export and reads the altered copies root makes beside it.
+    exported = user_tmp / "all.kwexport"
     export(source, exported, "--all")
     content = exported.read_bytes()
     target = accounts()
@@ -53,7 +55,7 @@ def test_altered_export_files_import_nothing(accounts, tmp_path: Path):
     refused, accepted = 0, []
     altered = variants(content)
     for name, bytes_ in altered:
-        path = tmp_path / "altered.kwexport"
+        path = user_tmp / "altered.kwexport"
         path.write_bytes(bytes_)
         result = target.run("import", "-k", "login", str(path), input=PASSPHRASE + "\n", check=False)
         if result.returncode != 0 and "nothing was imported" in result.stderr:
