@@ -237,7 +237,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "ControlFrameFuzzer", dependencies: ["CKeywellControl", "KeywellCore", "KeywellProtocol"],
             path: "Fuzz/ControlFrameFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "FlatpakInfoFuzzer",
+            name: "FlatpakInfoFuzzer", dependencies: ["KeywellSystem"],
             path: "Fuzz/FlatpakInfoFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "PinentryReplyFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
