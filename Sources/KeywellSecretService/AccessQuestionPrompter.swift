@@ -1,6 +1,7 @@
 import KeywellAccess
 import KeywellDBus
 import KeywellIdentity
+import KeywellProtocol
 import KeywellSystem
 import Logging
 
@@ -10,9 +11,6 @@ import Logging
 /// confirmation. A pinentry's answer is read by the error number `CONFIRM` returns, never by
 /// its text: `OK` is Allow, the NOTOK button's error is Always Allow, anything else Deny.
 public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
-    /// GPG_ERR_NOT_CONFIRMED (114) from GPG_ERR_SOURCE_PINENTRY (5 << 24): the NOTOK button.
-    static let notConfirmed = 83_886_194
-
     private let environment: [String: String]
     /// The display the session told keywelld (`keywell session-display`).
     private let sessionDisplay: LearnedSessionDisplay
@@ -109,11 +107,6 @@ public final class PinentryAccessQuestions: AccessQuestionAsking, Sendable {
 }
 
 extension PinentryConversation {
-    /// GPG_ERR_CANCELED (99) from GPG_ERR_SOURCE_PINENTRY: the Deny button, Escape, the window closed.
-    static let cancelled = 83_886_179
-    /// GPG_ERR_TIMEOUT (62) from GPG_ERR_SOURCE_PINENTRY: nobody answered within SETTIMEOUT.
-    static let timedOut = 83_886_142
-
     /// Shows the question with Allow, Always Allow (when offered) and Deny, and reads the answer.
     func confirm(_ question: AccessQuestion) -> AccessReply {
         let stopped = AccessReply(.deny, denial: AccessReply.noDialog("the pinentry stopped answering"))
@@ -128,10 +121,10 @@ extension PinentryConversation {
         guard send("CONFIRM") else { return stopped }
         switch replies.confirmation(cancelInquiry: { send("CAN") }) {
         case .confirmed?: return AccessReply(.allowOnce, denial: "")
-        case .refused(PinentryAccessQuestions.notConfirmed?, _)? where question.offersAlwaysAllow:
+        case .refused(PinentryErrorCode.notConfirmed?, _)? where question.offersAlwaysAllow:
             return AccessReply(.alwaysAllow, denial: "")
-        case .refused(Self.cancelled?, _)?: return AccessReply(.deny, denial: AccessReply.answeredDeny)
-        case .refused(Self.timedOut?, _)?: return AccessReply(.deny, denial: "nobody answered the dialog in time")
+        case .refused(PinentryErrorCode.cancelled?, _)?: return AccessReply(.deny, denial: AccessReply.answeredDeny)
+        case .refused(PinentryErrorCode.timedOut?, _)?: return AccessReply(.deny, denial: "nobody answered the dialog in time")
         case .refused(_, let line)?: return AccessReply(.deny, denial: AccessReply.noDialog("the pinentry answered \(line.prefix(120))"))
         case nil: return stopped
         }

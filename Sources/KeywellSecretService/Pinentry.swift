@@ -1,5 +1,6 @@
 import Foundation
 import KeywellCore
+import KeywellProtocol
 import KeywellSystem
 
 /// What a password dialog shows.
@@ -138,7 +139,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         guard send("GETPIN") else { return endedAnswer() }
         switch replies.pin(cancelInquiry: { send("CAN") }) {
         case .entered(let pin): return .password(pin)
-        case .cancelled(Self.timedOut?): return .timedOut
+        case .cancelled(PinentryErrorCode.timedOut?): return .timedOut
         case .cancelled: return .cancelled
         case .ended: return endedAnswer()
         }

@@ -27,7 +27,7 @@ struct QuestionBenchmark: ParsableCommand {
     var launches = 5
 
     /// The person's answer to every question: the NOTOK button (GPG_ERR_NOT_CONFIRMED from pinentry).
-    static let alwaysAllow = "ERR 83886194 Not confirmed <Pinentry>"
+    static let alwaysAllow = "ERR \(PinentryErrorCode.notConfirmed) Not confirmed <Pinentry>"
     static let systemPrograms = ["backup-tool", "mail-sync", "vpn-helper"]
     static let secretTool = "/usr/bin/secret-tool"
     static let python = "/usr/bin/python3"
@@ -219,7 +219,7 @@ private struct CountingPrompter {
             while IFS= read -r line; do
               case "$line" in
                 CONFIRM*) echo x >> '\(count)'; echo '\(QuestionBenchmark.alwaysAllow)' ;;
-                GETPIN*) echo 'ERR 83886179 Operation cancelled <Pinentry>' ;;
+                GETPIN*) echo 'ERR \(PinentryErrorCode.cancelled) Operation cancelled <Pinentry>' ;;
                 BYE*) echo 'OK closing connection'; exit 0 ;;
                 *) echo OK ;;
               esac
