@@ -177,6 +177,11 @@ public final class DBusMethodCall: @unchecked Sendable {
         pthread_getspecific(currentKey).map { Unmanaged<DBusMethodCall>.fromOpaque($0).takeUnretainedValue() }
     }
 
+    /// Thrown by a handler running on the I/O thread that finds it must wait (an access question,
+    /// known only once the item is read): the object that catches it goes on with the call through
+    /// `continueOffIOThread`. Never sent to a caller.
+    public static let mustContinueOffIOThread = DBusError(name: "org.keywell.ContinueOffIOThread", message: "")
+
     /// Goes on with `body` off the D-Bus I/O thread, with this call as `current`: a handler
     /// placed on the I/O thread that finds it must wait (for a person's answer) hands the rest
     /// of the call to a worker instead of holding up every caller. Off the I/O thread `body`

@@ -28,10 +28,6 @@ struct ItemObject: ItemMethods {
         try getSecret(session: sessionPath, call: call, mayAsk: true)
     }
 
-    /// Thrown on the D-Bus I/O thread by a GetSecret that must ask the person: the call starts
-    /// again on a worker (a question waits minutes; the I/O thread serves every caller).
-    static let askOnWorker = DBusError(name: "org.keywell.Secret.AskOnWorker", message: "")
-
     /// `GetSecret`. An item locked for the caller alone (its keychain open) asks the access
     /// question and waits for the answer: Seahorse reads a password with this call only and
     /// never unlocks an item first (docs/secret-service.md, "GetSecret and Seahorse"). Allow
@@ -48,7 +44,8 @@ struct ItemObject: ItemMethods {
         guard let found = read.items.first, found.verdict != .hidden else { throw SecretServiceError.noSuchObject("No item \(path())") }
         let session = try context.sessions.session(at: sessionPath, for: call.sender)
         if found.verdict == .mustAsk, !read.locked, mayAsk, let gate = access.access?.gate, let caller = access.caller {
-            guard !call.connection.isOnIOThread else { throw Self.askOnWorker }
+            // A question waits minutes; the I/O thread serves every caller.
+            guard !call.connection.isOnIOThread else { throw DBusMethodCall.mustContinueOffIOThread }
             let named = try engine(path()) { () throws(KeychainError) in
                 try collection.access([id]).item(0).labelled(collection.item(id).label)
             }

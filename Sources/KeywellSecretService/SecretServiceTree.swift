@@ -108,7 +108,7 @@ final class SecretServiceTree: DBusObject {
                 throw SecretServiceError.noSuchObject("No object at \(call.path)")
             }
             log(call, "ok", since: start)
-        } catch where error == ItemObject.askOnWorker {
+        } catch where error == DBusMethodCall.mustContinueOffIOThread {
             call.continueOffIOThread { [self] in handle(call) }
         } catch {
             let answer = MissingObject.answer(error, calling: call.path, object)

@@ -21,7 +21,7 @@ extension KWalletObject {
             do {
                 return try body()
             } catch where error == KWalletFolder.mustAskOffIOThread {
-                throw KWalletObject.retryOnWorker
+                throw DBusMethodCall.mustContinueOffIOThread
             } catch {
                 throw error.secretServiceError(handle.wallet)
             }
@@ -220,7 +220,7 @@ extension KWalletObject {
         do {
             return try open.wallet.entry(folder: open.folder, key: open.key)
         } catch where error == KWalletFolder.mustAskOffIOThread {
-            throw KWalletObject.retryOnWorker
+            throw DBusMethodCall.mustContinueOffIOThread
         } catch {
             throw error.secretServiceError(open.folder)
         }

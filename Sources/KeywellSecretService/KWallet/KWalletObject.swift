@@ -16,7 +16,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
     func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterfaces.kwallet] }
 
     /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
-    /// identity is known; one that must ask the person moves to a worker (`retryOnWorker`).
+    /// identity is known; one that must ask the person moves to a worker (`DBusMethodCall.mustContinueOffIOThread`).
     /// Writes, opens (a prompt), and what lists keychains go to a worker.
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
         guard Self.isRead(call.member) else { return .worker }
@@ -28,16 +28,17 @@ struct KWalletObject: DBusObject, KWalletMethods {
     /// made for each call on the I/O thread, before the call runs).
     private static func isRead(_ member: String) -> Bool {
         switch member {
-        case "readPassword", "readEntry", "readMap", "hasEntry", "hasFolder", "entryList", "folderList", "isOpen",
-             "entryType", "folderDoesNotExist", "keyDoesNotExist", "isEnabled", "localWallet", "networkWallet":
+        case KWalletProtocol.Member.readPassword, KWalletProtocol.Member.readEntry, KWalletProtocol.Member.readMap,
+             KWalletProtocol.Member.hasEntry, KWalletProtocol.Member.hasFolder, KWalletProtocol.Member.entryList,
+             KWalletProtocol.Member.folderList, KWalletProtocol.Member.isOpen, KWalletProtocol.Member.entryType,
+             KWalletProtocol.Member.folderDoesNotExist, KWalletProtocol.Member.keyDoesNotExist,
+             KWalletProtocol.Member.isEnabled, KWalletProtocol.Member.localWallet, KWalletProtocol.Member.networkWallet:
             true
         default:
             false
         }
     }
 
-    /// Thrown by a read on the I/O thread that must ask the person: the call starts again on a worker.
-    static let retryOnWorker = DBusError(name: "org.keywell.KWallet.RetryOnWorker", message: "")
 
     func handle(_ call: DBusMethodCall) {
         service.activity()
@@ -45,7 +46,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
             let reach = KWalletProtocol.reach(member: call.member, signature: call.signature.rawValue)
             if case .shared = reach { try service.context.callerAccess(call).check(reach) }
             call.reply(try dispatchKWallet(call))
-        } catch where error == Self.retryOnWorker {
+        } catch where error == DBusMethodCall.mustContinueOffIOThread {
             call.continueOffIOThread { handle(call) }
         } catch {
             call.reply(error: error)
