@@ -66,7 +66,10 @@ class Syncthing:
         for tag, value in {"listenAddress": f"tcp://127.0.0.1:{self.listen_port}", "globalAnnounceEnabled": "false",
                            "localAnnounceEnabled": "false", "relaysEnabled": "false", "natEnabled": "false",
                            "startBrowser": "false", "urAccepted": "-1", "crashReportingEnabled": "false",
-                           "autoUpgradeIntervalH": "0"}.items():
+                           "autoUpgradeIntervalH": "0",
+                           # Redial within seconds after a pause, not Syncthing's default minute: the
+                           # conflict step resumes both sides and waits for them to meet again.
+                           "reconnectionIntervalS": "3"}.items():
             element = options.find(tag)
             if element is None:
                 element = ET.SubElement(options, tag)
@@ -252,9 +255,11 @@ def run_steps(a: Machine, b: Machine) -> None:
     time.sleep(1.5)
     for machine in (a, b):
         assert machine.syncthing.rest("POST", "/rest/system/resume") is not None
+    wait_for(lambda: a.syncthing.connected(b.syncthing) and b.syncthing.connected(a.syncthing),
+             "the Syncthings to reconnect after the pause", 120)
     for machine in (a, b):
         wait_for(lambda: machine.secret("bob") == SECRETS["bob"], f"bob's newest version on {machine.name}", 60)
-        kept = wait_for(lambda: json.loads(machine.run("sync", "conflicts", "--json").stdout), f"the kept version on {machine.name}", 30)
+        kept = wait_for(lambda: json.loads(machine.run("sync", "conflicts", "--json").stdout), f"the kept version on {machine.name}", 60)
         assert [entry["account"] for entry in kept] == ["bob"], kept
         assert set(kept[0]) == {"label", "service", "account", "when", "machine"}
         assert machine.run("sync", "conflicts", "-w", "1").stdout.strip() == "bob-from-B"
