@@ -19,26 +19,28 @@ import Glibc
 /// ring ever wrote again and the loop slept in poll with replies queued.
 // @unchecked: `pending` is guarded by `lock`; the descriptors never change.
 final class WakePipe: @unchecked Sendable {
-    let readDescriptor: Int32
-    private let writeDescriptor: Int32
+    /// What the loop polls; a bare number, as `pollfd` takes it.
+    var readDescriptor: Int32 { readEnd.rawValue }
+    private let readEnd: FileDescriptor
+    private let writeEnd: FileDescriptor
     private let lock = ConditionLock()
     /// True from a ring's write until the loop has drained it; no other ring writes meanwhile.
     private var pending = false
 
     init() throws(DBusError) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw .failed("pipe() failed: errno \(errno)") }
-        for pipeEnd in fds {
-            _ = fcntl(pipeEnd, F_SETFL, fcntl(pipeEnd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(pipeEnd, F_SETFD, FD_CLOEXEC)
+        do {
+            (readEnd, writeEnd) = try FileDescriptor.pipe()
+        } catch {
+            throw .failed("pipe() failed: \(error)")
         }
-        readDescriptor = fds[0]
-        writeDescriptor = fds[1]
+        // Neither end may ever block the loop or a ringing thread.
+        try? readEnd.setNonBlocking()
+        try? writeEnd.setNonBlocking()
     }
 
     deinit {
-        close(readDescriptor)
-        close(writeDescriptor)
+        try? readEnd.close()
+        try? writeEnd.close()
     }
 
     /// Makes `readDescriptor` readable unless a ring is already pending. Safe from any thread,
@@ -49,8 +51,9 @@ final class WakePipe: @unchecked Sendable {
         pending = true
         lock.unlock()
         if shouldWrite {
+            // A full pipe (EAGAIN) is already readable, which is all a ring has to achieve.
             var byte: UInt8 = 1
-            _ = write(writeDescriptor, &byte, 1)
+            _ = withUnsafeBytes(of: &byte) { try? writeEnd.write($0) }
         }
     }
 
@@ -59,7 +62,8 @@ final class WakePipe: @unchecked Sendable {
     /// after this returns. A ring after the clear writes a new byte.
     func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
-        while read(readDescriptor, &buffer, buffer.count) > 0 {}
+        // Until EAGAIN: the pipe is empty.
+        while let count = try? buffer.withUnsafeMutableBytes({ raw throws(Errno) in try readEnd.read(into: raw) }), count > 0 {}
         lock.withLock { pending = false }
     }
 }

@@ -76,7 +76,7 @@ enum ControlProtocol {
 
     /// Reads one request. Throws `Rejection` for a malformed one (answer it) and `CancellationError`
     /// when the peer stalled or went away (just close).
-    static func readRequest(from socket: Int32) throws -> Request {
+    static func readRequest(from socket: FileDescriptor) throws -> Request {
         var head = [UInt8](repeating: 0, count: Int(KW_REQUEST_HEAD_LENGTH))
         try readExactly(socket, into: &head)
         guard Array(head[0..<magic.count]) == magic else { throw Rejection(status: SecStatus.param, message: "bad magic") }
@@ -105,44 +105,22 @@ enum ControlProtocol {
         return magic + bigEndian(UInt32(bitPattern: status)) + bigEndian(UInt32(text.count)) + text
     }
 
-    /// False when the peer went away first (e.g. the PAM module stopped waiting).
-    @discardableResult
-    static func writeAll(_ socket: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
-            guard sent > 0 else { return false }
-            offset += sent
-        }
-        return true
-    }
-
     // MARK: Reading
 
-    private static func readExactly(_ socket: Int32, into buffer: inout [UInt8]) throws {
+    private static func readExactly(_ socket: FileDescriptor, into buffer: inout [UInt8]) throws {
         try buffer.withUnsafeMutableBytes { raw in try readExactly(socket, into: raw) }
     }
 
-    private static func readExactly(_ socket: Int32, into buffer: UnsafeMutableRawBufferPointer) throws {
-        var offset = 0
-        while offset < buffer.count {
-            let got = retryingOnInterrupt { recv(socket, buffer.baseAddress! + offset, buffer.count - offset, 0) }
-            // EOF, a timeout (EAGAIN after SO_RCVTIMEO) or an error: the peer is not worth waiting for.
-            guard got > 0 else { throw CancellationError() }
-            offset += got
-        }
+    /// EOF, a timeout (EAGAIN after SO_RCVTIMEO) or an error: the peer is not worth waiting for.
+    private static func readExactly(_ socket: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws {
+        guard (try? socket.read(filling: buffer)) == true else { throw CancellationError() }
     }
 
-    /// Reads a password into a scratch buffer that is wiped right after it is copied into locked memory.
-    private static func readSecret(_ socket: Int32, count: Int) throws -> SecretBytes {
-        guard count > 0 else { return SecretBytes(count: 0) }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
-        defer {
-            SecretMemory.wipe(scratch)
-            scratch.deallocate()
-        }
-        try readExactly(socket, into: scratch)
-        return SecretBytes(copying: UnsafeRawBufferPointer(scratch))
+    /// Reads a password straight into locked memory, which is zeroed when freed if the read fails.
+    private static func readSecret(_ socket: FileDescriptor, count: Int) throws -> SecretBytes {
+        let secret = SecretBytes(count: count)
+        try secret.withUnsafeMutableBytes { buffer in try readExactly(socket, into: buffer) }
+        return secret
     }
 
     private static func bigEndian(_ value: UInt32) -> [UInt8] {

@@ -36,14 +36,14 @@ final class ControlSocketServer: Sendable {
             UnixSocketListener.Handlers(
                 // Someone else: closed without reading a byte.
                 admit: { connection in
-                    guard let peer = PeerCredentials.of(socket: connection, pinning: false) else { return false }
+                    guard let peer = PeerCredentials.of(connection, pinning: false) else { return false }
                     return peer.uid == 0 || peer.uid == owner
                 },
                 busy: { connection in
-                    ControlProtocol.writeAll(connection, ControlProtocol.response(status: SecStatus.allocate, message: "busy"))
+                    try? connection.sendAll(ControlProtocol.response(status: SecStatus.allocate, message: "busy"))
                 },
                 serve: { [self] connection in
-                    guard let peer = PeerCredentials.of(socket: connection, pinning: false) else { return }
+                    guard let peer = PeerCredentials.of(connection, pinning: false) else { return }
                     serve(connection, peer: peer)
                 },
                 failed: { [logger] reason in logger.error("control socket: \(reason)") }))
@@ -54,10 +54,8 @@ final class ControlSocketServer: Sendable {
         listener.removeSocketFile()
     }
 
-    private func serve(_ connection: Int32, peer: PeerCredentials) {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    private func serve(_ connection: FileDescriptor, peer: PeerCredentials) {
+        try? connection.setTimeouts(receiveSeconds: 5, sendSeconds: 5)
         let outcome: LoginSessions.Outcome
         var op = "?"
         do {
@@ -74,9 +72,9 @@ final class ControlSocketServer: Sendable {
         }
         // The work is done either way; a login that stopped waiting (docs/control-protocol.md,
         // "Timing") goes on without the answer, and the log should say so.
-        if !ControlProtocol.writeAll(connection, ControlProtocol.response(status: outcome.status, message: outcome.message)) {
+        do { try connection.sendAll(ControlProtocol.response(status: outcome.status, message: outcome.message)) } catch {
             logger.notice("control request \(op) from pid \(peer.pid) was done, but the client stopped waiting for the answer")
         }
-        shutdown(connection, Int32(SHUT_WR))
+        connection.shutdownSending()
     }
 }

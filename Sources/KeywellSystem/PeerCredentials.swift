@@ -32,6 +32,11 @@ public struct PeerCredentials: Sendable {
                                securityLabel: securityLabel(of: socket))
     }
 
+    /// The peer of a socket Keywell holds as a `FileDescriptor` (see `of(socket:pinning:)`).
+    public static func of(_ socket: FileDescriptor, pinning: Bool = true) -> PeerCredentials? {
+        of(socket: socket.rawValue, pinning: pinning)
+    }
+
     private static func securityLabel(of socket: Int32) -> [UInt8]? {
         var label = [UInt8](repeating: 0, count: 256)
         var length = socklen_t(label.count)

@@ -55,22 +55,13 @@ public final class UnixSocketListener: Sendable {
     public init(path: String, backlog: Int32 = 32) throws(UnixSocketError) {
         self.path = path
         let temporary = try UnixSocketPlacement.temporaryName(for: path)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(temporary.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let address = UnixSocketAddress(path: temporary) else {
             throw UnixSocketError("the socket path \(path) is too long")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw UnixSocketError("socket: \(Errno.current.description)") }
         let socket = FileDescriptor(rawValue: fd)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = address.withSocketAddress { bind(fd, $0, $1) }
         guard bound == 0, listen(fd, backlog) == 0 else {
             let reason = Errno.current.description
             try? socket.close()
@@ -88,16 +79,16 @@ public final class UnixSocketListener: Sendable {
     /// still open; the loop closes it afterwards.
     public struct Handlers: Sendable {
         /// Whether to serve this peer at all (checked before a byte is read).
-        public var admit: @Sendable (Int32) -> Bool
+        public var admit: @Sendable (FileDescriptor) -> Bool
         /// Said to an admitted peer when `maximumConnections` are already being served.
-        public var busy: @Sendable (Int32) -> Void
+        public var busy: @Sendable (FileDescriptor) -> Void
         /// Serves the connection, on a thread of its own.
-        public var serve: @Sendable (Int32) -> Void
+        public var serve: @Sendable (FileDescriptor) -> Void
         /// A fatal accept error: the loop ends after reporting it.
         public var failed: @Sendable (String) -> Void
 
-        public init(admit: @escaping @Sendable (Int32) -> Bool, busy: @escaping @Sendable (Int32) -> Void,
-                    serve: @escaping @Sendable (Int32) -> Void, failed: @escaping @Sendable (String) -> Void) {
+        public init(admit: @escaping @Sendable (FileDescriptor) -> Bool, busy: @escaping @Sendable (FileDescriptor) -> Void,
+                    serve: @escaping @Sendable (FileDescriptor) -> Void, failed: @escaping @Sendable (String) -> Void) {
             self.admit = admit
             self.busy = busy
             self.serve = serve
@@ -136,7 +127,7 @@ public final class UnixSocketListener: Sendable {
             }
             // The loop owns each connection: every path below closes it exactly once.
             let connection = FileDescriptor(rawValue: accepted)
-            guard handlers.admit(accepted) else {
+            guard handlers.admit(connection) else {
                 try? connection.close()
                 continue
             }
@@ -146,11 +137,11 @@ public final class UnixSocketListener: Sendable {
                 return true
             }
             guard admitted else {
-                connection.closeAfter { handlers.busy(accepted) }
+                connection.closeAfter { handlers.busy(connection) }
                 continue
             }
             startDetachedThread(name: threadName, stackSize: stackSize) { [self] in
-                connection.closeAfter { handlers.serve(accepted) }
+                connection.closeAfter { handlers.serve(connection) }
                 activeConnections.withLock { $0 -= 1 }
             }
         }

@@ -63,7 +63,7 @@ enum Spawn {
     struct Started {
         var pid: pid_t
         /// stdout's read end when captured.
-        var output: Int32?
+        var output: FileDescriptor?
     }
 
     static func start(_ path: String, _ arguments: [String], environment: [String: String], captureOutput: Bool,
@@ -72,13 +72,12 @@ enum Spawn {
             executable: path, arguments: arguments, environment: environment,
             standardOutput: captureOutput ? .pipe : .nullDevice,
             standardError: standardError.map { .appendToFile($0) } ?? .nullDevice))
-        return Started(pid: child.pid, output: child.standardOutput)
+        return Started(pid: child.pid, output: child.standardOutput.map(FileDescriptor.init(rawValue:)))
     }
 
-    static func readLine(_ fd: Int32) throws -> String {
+    static func readLine(_ fd: FileDescriptor) throws -> String {
         var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        while let byte = try fd.read(exactly: 1)?.first, byte != UInt8(ascii: "\n") { line.append(byte) }
         guard !line.isEmpty else { throw BenchmarkFailure("dbus-daemon printed no address") }
         return String(decoding: line, as: UTF8.self)
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CKeywellControl
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// `keywell-bench memory-workload`: keywelld's memory and git's lookup measured from outside,
 /// through a login and a real application rather than the bench's own client
@@ -197,20 +198,8 @@ private struct LoginControl {
     }
 
     func send(_ operation: Operation, password: String? = nil) throws {
-        let socket = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw BenchmarkFailure("socket: \(String(cString: strerror(errno)))") }
-        defer { close(socket) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw BenchmarkFailure("control socket path too long") }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw BenchmarkFailure("connect \(path): \(String(cString: strerror(errno)))") }
+        let socket = try FileDescriptor.connectUnixSocket(path)
+        defer { try? socket.close() }
         var request = Array(KW_CONTROL_MAGIC.utf8) + [operation.letter]
         if let password {
             let field = Array(password.utf8)
@@ -218,12 +207,11 @@ private struct LoginControl {
         } else {
             request += [0]
         }
-        guard request.withUnsafeBytes({ write(socket, $0.baseAddress, $0.count) }) == request.count else {
-            throw BenchmarkFailure("cannot write to the control socket")
+        do { try socket.sendAll(request) } catch { throw BenchmarkFailure("cannot write to the control socket: \(error)") }
+        // The daemon answers once and closes: everything up to the end is the answer.
+        guard let answer = try socket.readAll(limit: Int(KW_RESPONSE_HEAD_LENGTH) + Int(KW_MAX_RESPONSE_MESSAGE)) else {
+            throw BenchmarkFailure("the control socket answered more than a response holds")
         }
-        var answer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while case let count = read(socket, &chunk, chunk.count), count > 0 { answer += chunk[..<count] }
         let headLength = Int(KW_RESPONSE_HEAD_LENGTH)
         guard answer.count >= headLength, Array(answer[0..<4]) == Array(KW_CONTROL_MAGIC.utf8) else {
             throw BenchmarkFailure("the control socket answered \(answer.count) bytes")

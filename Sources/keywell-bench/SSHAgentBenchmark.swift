@@ -124,42 +124,24 @@ struct SSHAgentBenchmark: ParsableCommand {
 
 /// One connection to an agent: a request frame out, a reply frame in.
 private final class AgentClient {
-    private let fd: Int32
+    private let socket: FileDescriptor
 
     init(_ path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard fd >= 0, connected == 0 else {
-            close(fd)
-            throw BenchmarkFailure("cannot connect to \(path)")
-        }
+        socket = try FileDescriptor.connectUnixSocket(path)
     }
 
-    deinit { close(fd) }
+    deinit { try? socket.close() }
 
     func request(_ body: [UInt8]) throws -> [UInt8] {
         var frame = SSHWireWriter()
         frame.string(body)
-        guard send(fd, frame.bytes, frame.bytes.count, Int32(MSG_NOSIGNAL)) == frame.bytes.count else {
-            throw BenchmarkFailure("the agent went away")
-        }
+        do { try socket.sendAll(frame.bytes) } catch { throw BenchmarkFailure("the agent went away: \(error)") }
         let header = try receive(4)
         return try receive(Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3]))
     }
 
     private func receive(_ count: Int) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let got = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + done, count - done, 0) }
-            guard got > 0 else { throw BenchmarkFailure("the agent closed the connection") }
-            done += got
-        }
+        guard let bytes = try socket.read(exactly: count) else { throw BenchmarkFailure("the agent closed the connection") }
         return bytes
     }
 }

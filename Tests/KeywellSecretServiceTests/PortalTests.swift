@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 import KeywellTestSupport
 import Testing
 
@@ -50,7 +51,7 @@ import Testing
         var ends: [Int32] = [-1, -1]
         #expect(pipe(&ends) == 0)
         let secret = Data((0..<64).map { UInt8($0) })
-        try SecretHandOff.write(secret, to: ends[1])
+        try SecretHandOff.write(secret, to: FileDescriptor(rawValue: ends[1]))
         // The write end is shown closed by the read end's end of file below, not by fcntl on its
         // number: other tests run in this process, and one may get that number at once.
         var buffer = [UInt8](repeating: 0, count: 128)
@@ -68,7 +69,7 @@ import Testing
         let chunk = [UInt8](repeating: 0x78, count: 4096)
         while write(ends[1], chunk, chunk.count) > 0 {}
         #expect(throws: SecretHandOff.Failure.self) {
-            try SecretHandOff.write(Data(count: 64), to: ends[1], patience: .milliseconds(50))
+            try SecretHandOff.write(Data(count: 64), to: FileDescriptor(rawValue: ends[1]), patience: .milliseconds(50))
         }
         // Closed even so: draining the pipe ends in end of file (a write end still open would
         // answer EAGAIN here). Checked through the pipe, not the descriptor's number, which

@@ -57,4 +57,63 @@ import Glibc
         #expect(throws: Errno.notPermitted) { try file.closeAfter { () throws(Errno) in throw Errno.notPermitted } }
         #expect(!names(file, path), "the descriptor was closed on the throwing path")
     }
+
+    @Test func readAllKeepsToItsCap() throws {
+        let folder = try TemporaryDirectory(prefix: "keywell-fd")
+        let path = folder.subpath("file")
+        let contents = (0..<200_000).map { UInt8(truncatingIfNeeded: $0) }
+        let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, permissions: 0o600)
+        try file.closeAfter { () throws in
+            try file.writeAll(contents)
+            #expect(try file.readAll(limit: 1 << 20, fromAbsoluteOffset: 0) == contents)
+            #expect(try file.readAll(limit: contents.count, fromAbsoluteOffset: 0) == contents, "exactly the cap is allowed")
+            #expect(try file.readAll(limit: contents.count - 1, fromAbsoluteOffset: 0) == nil, "one byte over is refused")
+            #expect(try file.readAll(limit: 0, fromAbsoluteOffset: 0) == nil)
+            // From the current offset, which the writes left at the end.
+            #expect(try file.readAll(limit: 10) == [])
+        }
+    }
+
+    @Test func readAllOfAPipeGrowsPastItsFirstBuffer() throws {
+        let (readEnd, writeEnd) = try FileDescriptor.pipe()
+        #expect(fcntl(readEnd.rawValue, F_GETFD) & FD_CLOEXEC != 0 && fcntl(writeEnd.rawValue, F_GETFD) & FD_CLOEXEC != 0)
+        // More than the first 64 KiB buffer and than the pipe holds: written by another thread.
+        let contents = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        startDetachedThread(name: "test-writer", stackSize: 256 << 10) {
+            writeEnd.closeAfter { try? writeEnd.writeAll(contents) }
+        }
+        try readEnd.closeAfter { () throws in
+            #expect(try readEnd.readAll(limit: 1 << 20) == contents)
+        }
+        // Over the cap, on a socket: the read stops one byte past it, and the writer meets a
+        // closed peer (EPIPE, never SIGPIPE: sendAll passes MSG_NOSIGNAL).
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let (small, writer) = (FileDescriptor(rawValue: pair[0]), FileDescriptor(rawValue: pair[1]))
+        startDetachedThread(name: "test-writer", stackSize: 256 << 10) {
+            writer.closeAfter { try? writer.sendAll(contents) }
+        }
+        try small.closeAfter { () throws in #expect(try small.readAll(limit: 100_000) == nil) }
+    }
+
+    @Test func aFullNonBlockingPipeSaysWouldBlockAndWaits() throws {
+        let (readEnd, writeEnd) = try FileDescriptor.pipe()
+        defer { try? writeEnd.close() }
+        try writeEnd.setNonBlocking()
+        let chunk = [UInt8](repeating: 1, count: 1 << 16)
+        var written = 0
+        while true {
+            let result = chunk.withUnsafeBytes { buffer in Result { () throws(Errno) in try writeEnd.write(buffer) } }
+            guard case .success(let count) = result else {
+                #expect(throws: Errno.wouldBlock) { try result.get() }
+                break
+            }
+            written += count
+        }
+        #expect(written > 0)
+        #expect(try writeEnd.wait(for: POLLOUT, milliseconds: 10) == 0, "no room: the wait times out")
+        #expect(try readEnd.wait(for: POLLIN, milliseconds: 10) & Int32(POLLIN) != 0)
+        try readEnd.close()
+        #expect(try writeEnd.wait(for: POLLOUT, milliseconds: 10) & Int32(POLLERR) != 0, "the reading end is gone")
+    }
 }

@@ -15,26 +15,12 @@ import Glibc
         return String(cString: template)
     }
 
-    private func connect(to path: String) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8))
-            raw[path.utf8.count] = 0
-        }
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(status == 0, "connect: \(String(cString: strerror(errno)))")
-        return fd
+    private func connect(to path: String) throws -> FileDescriptor {
+        try FileDescriptor.connectUnixSocket(path, timeoutSeconds: 30)
     }
 
-    private func readByte(_ fd: Int32) -> UInt8? {
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var byte: UInt8 = 0
-        return read(fd, &byte, 1) == 1 ? byte : nil
+    private func readByte(_ fd: FileDescriptor) -> UInt8? {
+        try? fd.read(exactly: 1)?.first
     }
 
     @Test func theSocketAppearsListeningWithMode0600AndReplacesAStaleOne() throws {
@@ -51,8 +37,9 @@ import Glibc
         #expect(info.st_mode & S_IFMT == S_IFSOCK)
         #expect(info.st_mode & 0o777 == 0o600)
         #expect(lstat(path + ".new", &info) != 0, "the temporary name is gone")
-        let client = connect(to: path)
-        close(client)
+        let client = try connect(to: path)
+        #expect(fcntl(client.rawValue, F_GETFD) & FD_CLOEXEC != 0, "the client socket is closed on exec")
+        try client.close()
     }
 
     @Test func anythingButASocketIsRefusedAndLeftAlone() throws {
@@ -76,21 +63,56 @@ import Glibc
         listener.start(
             acceptThreadName: "test-accept", connectionThreadName: "test-conn", maximumConnections: 1,
             UnixSocketListener.Handlers(
-                admit: { PeerCredentials.of(socket: $0, pinning: false)?.uid == owner },
-                busy: { fd in var byte: UInt8 = 0x42; _ = write(fd, &byte, 1) },
+                admit: { PeerCredentials.of($0, pinning: false)?.uid == owner },
+                busy: { fd in try? fd.sendAll([0x42]) },
                 serve: { fd in
-                    var byte: UInt8 = 0x53
-                    _ = write(fd, &byte, 1)
+                    try? fd.sendAll([0x53])
                     // Held until the client closes its end.
-                    _ = read(fd, &byte, 1)
+                    _ = try? fd.read(exactly: 1)
                 },
                 failed: { _ in }))
-        let first = connect(to: path)
+        let first = try connect(to: path)
         #expect(readByte(first) == 0x53, "served")
-        let second = connect(to: path)
+        let second = try connect(to: path)
         #expect(readByte(second) == 0x42, "over the budget: told it is busy")
-        close(second)
-        close(first)
+        try second.close()
+        try first.close()
+    }
+
+    @Test func theClientSaysWhichStepFailed() throws {
+        let folder = scratchFolder()
+        defer { rmdir(folder) }
+        let missing = folder + "/nobody"
+        #expect(throws: UnixSocketConnectError.notConnected(missing, .noEntry)) { try connect(to: missing) }
+        // sun_path holds 107 bytes and a NUL: one byte more is refused before any socket is made.
+        let longest = "/" + String(repeating: "a", count: 106)
+        #expect(throws: UnixSocketConnectError.notConnected(longest, .noEntry)) { try connect(to: longest) }
+        let tooLong = longest + "a"
+        #expect(throws: UnixSocketConnectError.pathTooLong(tooLong)) { try connect(to: tooLong) }
+        #expect(UnixSocketConnectError.pathTooLong(tooLong).description.contains("longer than 107 bytes"))
+        #expect(throws: UnixSocketError.self) { try UnixSocketListener(path: tooLong) }
+    }
+
+    @Test func sendingToAPeerThatLeftIsEPIPENotASignal() throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let ours = FileDescriptor(rawValue: pair[0])
+        defer { try? ours.close() }
+        try FileDescriptor(rawValue: pair[1]).close()
+        // Without MSG_NOSIGNAL this would raise SIGPIPE and end the test run.
+        #expect(throws: Errno(rawValue: EPIPE)) { try ours.sendAll(Array(repeating: 7, count: 100_000)) }
+    }
+
+    @Test func aReceiveTimeoutIsWouldBlock() throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let (ours, theirs) = (FileDescriptor(rawValue: pair[0]), FileDescriptor(rawValue: pair[1]))
+        defer { try? ours.close(); try? theirs.close() }
+        try ours.setTimeouts(receiveSeconds: 1, sendSeconds: nil)
+        #expect(throws: Errno.wouldBlock) { try ours.read(exactly: 4) }
+        try theirs.sendAll([1, 2])
+        theirs.shutdownSending()
+        #expect(try ours.read(exactly: 4) == nil, "the stream ended two bytes short")
     }
 
     @Test func peerCredentialsNameThisProcess() {

@@ -43,24 +43,24 @@ enum PasswordInput {
     }
 
     private static func readLine(prompt: String, hideInput: Bool) -> SecretBytes? {
+        let standardInput = FileDescriptor(rawValue: 0)
         if isatty(0) == 1 {
-            let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-            if terminal >= 0 {
-                defer { close(terminal) }
-                return readFromTerminal(terminal, prompt: prompt, hideInput: hideInput)
+            if let terminal = try? FileDescriptor.open("/dev/tty", O_RDWR | O_NOCTTY) {
+                return terminal.closeAfter { readFromTerminal(terminal, prompt: prompt, hideInput: hideInput) }
             }
             // No controlling terminal although fd 0 is one: read it directly.
-            return readFromTerminal(0, prompt: prompt, hideInput: hideInput)
+            return readFromTerminal(standardInput, prompt: prompt, hideInput: hideInput)
         }
         StandardStreams.output.flush()
-        writeAll(2, Array(prompt.utf8))
-        let line = readLineBytes(from: 0)
+        let standardError = FileDescriptor(rawValue: 2)
+        writeAll(standardError, Array(prompt.utf8))
+        let line = readLineBytes(from: standardInput)
         // End the prompt's line, as the typed Return would have on a terminal.
-        writeAll(2, [UInt8(ascii: "\n")])
+        writeAll(standardError, [UInt8(ascii: "\n")])
         return line
     }
 
-    private static func readFromTerminal(_ fd: Int32, prompt: String, hideInput: Bool) -> SecretBytes? {
+    private static func readFromTerminal(_ fd: FileDescriptor, prompt: String, hideInput: Bool) -> SecretBytes? {
         StandardStreams.output.flush()
         guard hideInput else {
             writeAll(fd, Array(prompt.utf8))
@@ -81,7 +81,7 @@ enum PasswordInput {
     /// (the retyped password) must find its own line still unread.
     /// The line goes straight into locked memory, which doubles as it fills (the outgrown
     /// buffer is zeroed when freed): no ordinary array ever holds the password.
-    private static func readLineBytes(from fd: Int32) -> SecretBytes? {
+    private static func readLineBytes(from fd: FileDescriptor) -> SecretBytes? {
         var buffer = SecretBytes(count: 256)
         var length = 0
         var sawAnything = false
@@ -91,8 +91,11 @@ enum PasswordInput {
                 larger.withUnsafeMutableBytes { target in buffer.withUnsafeBytes { target.copyMemory(from: $0) } }
                 buffer = larger
             }
-            let count = buffer.withUnsafeMutableBytes { line in retryingOnInterrupt { Glibc.read(fd, line.baseAddress! + length, 1) } }
-            if count <= 0 { break }
+            // An end of input or a read error ends the line alike.
+            let count = buffer.withUnsafeMutableBytes { line in
+                (try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: line[length..<(length + 1)]))) ?? 0
+            }
+            if count == 0 { break }
             sawAnything = true
             if buffer.withUnsafeBytes({ $0[length] }) == UInt8(ascii: "\n") {
                 buffer.withUnsafeMutableBytes { $0[length] = 0 }
@@ -105,14 +108,8 @@ enum PasswordInput {
         return buffer.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
-            if written < 0 {
-                return
-            }
-            offset += written
-        }
+    /// A prompt that cannot be shown (a closed terminal or stderr) is no reason to stop: the read decides.
+    private static func writeAll(_ fd: FileDescriptor, _ bytes: [UInt8]) {
+        try? fd.writeAll(bytes)
     }
 }

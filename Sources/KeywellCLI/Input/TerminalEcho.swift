@@ -1,3 +1,4 @@
+import KeywellSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,14 +7,14 @@ import Glibc
 /// after the read, and also when Ctrl-C, a hangup or a kill signal ends the program mid-way.
 /// TCSANOW, not TCSAFLUSH: a password typed ahead of the prompt must not be thrown away.
 struct TerminalEcho {
-    let fd: Int32
+    let fd: FileDescriptor
 
     func turnOff() {
         var settings = termios()
-        guard tcgetattr(fd, &settings) == 0 else { return }
-        SavedTerminal.remember(fd: fd, settings: settings)
+        guard tcgetattr(fd.rawValue, &settings) == 0 else { return }
+        SavedTerminal.remember(fd: fd.rawValue, settings: settings)
         settings.c_lflag &= ~tcflag_t(ECHO | ECHOE | ECHOK | ECHONL)
-        _ = tcsetattr(fd, TCSANOW, &settings)
+        _ = tcsetattr(fd.rawValue, TCSANOW, &settings)
     }
 
     func restore() {
@@ -23,6 +24,7 @@ struct TerminalEcho {
 
 /// The settings to put back, reachable from a signal handler (which cannot capture context).
 private enum SavedTerminal {
+    /// A bare number: the signal handler reads it.
     nonisolated(unsafe) static var fd: Int32 = -1
     nonisolated(unsafe) static var settings = termios()
     // Not SIGTSTP: a stopped job keeps echo off, and the shell restores the terminal meanwhile.

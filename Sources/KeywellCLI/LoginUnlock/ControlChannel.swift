@@ -41,36 +41,29 @@ struct ControlChannel {
         guard lstat(socketPath, &info) == 0 else { throw .absent("no \(socketPath)") }
         guard info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == uid else { throw .refused("\(socketPath) is not the user's socket") }
 
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw .absent("cannot make a socket") }
-        defer { close(descriptor) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(socketPath.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .refused("socket path too long") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try FileDescriptor.connectUnixSocket(socketPath, timeoutSeconds: timeoutSeconds)
+        } catch {
+            switch error {
+            case .pathTooLong: throw .refused("socket path too long")
+            case .noSocket: throw .absent("cannot make a socket")
+            case .notConnected: throw .absent("nobody listens on \(socketPath)")
             }
         }
-        guard connected == 0 else { throw .absent("nobody listens on \(socketPath)") }
-        guard let peer = PeerCredentials.of(socket: descriptor, pinning: false), peer.uid == uid else {
+        defer { try? descriptor.close() }
+        guard let peer = PeerCredentials.of(descriptor, pinning: false), peer.uid == uid else {
             throw .refused("the process on \(socketPath) is not the user's")
         }
 
+        // Any failure from here on (the daemon went away, a timeout) is no answer.
         let request = Self.frame(op, fields)
-        guard request.withUnsafeBytes({ Self.writeAll(descriptor, $0) }) else { throw .noAnswer }
-        guard let head = Self.read(descriptor, count: Int(KW_RESPONSE_HEAD_LENGTH)),
+        guard (try? request.withUnsafeBytes { bytes throws(Errno) in try descriptor.sendAll(bytes) }) != nil,
+              let head = try? descriptor.read(exactly: Int(KW_RESPONSE_HEAD_LENGTH)),
               Array(head.prefix(4)) == Array(KW_CONTROL_MAGIC.utf8) else { throw .noAnswer }
         let status = Int32(bitPattern: Self.bigEndian(head[4..<8]))
         let messageLength = min(Int(Self.bigEndian(head[8..<12])), Int(KW_MAX_RESPONSE_MESSAGE))
-        let message = messageLength == 0 ? [] : (Self.read(descriptor, count: messageLength) ?? [])
+        let message = messageLength == 0 ? [] : (try? descriptor.read(exactly: messageLength)) ?? []
         return Answer(status: status, message: String(decoding: message, as: UTF8.self))
     }
 
@@ -94,27 +87,6 @@ struct ControlChannel {
             }
         }
         return request
-    }
-
-    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = retryingOnInterrupt { Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { return false }
-            offset += sent
-        }
-        return true
-    }
-
-    private static func read(_ descriptor: Int32, count: Int) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        while offset < count {
-            let got = retryingOnInterrupt { buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } }
-            guard got > 0 else { return nil }
-            offset += got
-        }
-        return buffer
     }
 
     private static func bigEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {

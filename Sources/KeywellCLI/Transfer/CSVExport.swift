@@ -44,15 +44,18 @@ enum CSVExport {
                 }
             }
         }
-        guard let fd = TransferFiles.create(path) else {
-            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
+        let file: FileDescriptor
+        do { file = try TransferFiles.create(path) } catch {
+            context.diagnostics.error("export: \(path): \(error)")
             return CommandStatus.failure
         }
-        defer { close(fd) }
-        for line in lines where !TransferFiles.writeAll(fd, line) {
-            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
-            unlink(path)
-            return CommandStatus.failure
+        defer { try? file.close() }
+        for line in lines {
+            do { try file.writeAll(line) } catch {
+                context.diagnostics.error("export: \(path): \(error)")
+                unlink(path)
+                return CommandStatus.failure
+            }
         }
         context.output.write("exported \(lines.count - 1) item\(lines.count == 2 ? "" : "s") to \(path)\n")
         ThisDeviceOnlyReport.write(context, leftOut: thisDeviceOnly)

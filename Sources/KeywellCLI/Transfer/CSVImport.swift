@@ -11,12 +11,13 @@ import Glibc
 enum CSVImport {
     /// Every row is read and checked before the first item is added: a bad file adds nothing.
     static func run(_ context: CommandContext, _ path: String, into typedTarget: String?, policy: String) -> Int32 {
-        guard let fd = TransferFiles.openForReading(path) else {
-            context.diagnostics.error("import: \(path): \(TransferFiles.lastError)")
+        let file: FileDescriptor
+        do { file = try TransferFiles.openForReading(path) } catch {
+            context.diagnostics.error("import: \(path): \(error)")
             return CommandStatus.failure
         }
-        var bytes = TransferFiles.readAll(fd, limit: ExportLimits.bytesPerFile)
-        close(fd)
+        // The cap and the wiping of outgrown storage: FileDescriptor.readAll.
+        var bytes = file.closeAfter { try? file.readAll(limit: ExportLimits.bytesPerFile) }
         defer { bytes?.withUnsafeMutableBytes { SecretMemory.wipe($0) } }
         guard let text = bytes else {
             context.diagnostics.error("import: \(path): unreadable, or larger than \(ExportLimits.bytesPerFile >> 20) MiB")

@@ -64,13 +64,14 @@ enum ExportCommand {
             context.diagnostics.error("export: an empty passphrase would protect nothing")
             return CommandStatus.failure
         }
-        guard let fd = TransferFiles.create(path) else {
-            context.diagnostics.error("export: \(path): \(TransferFiles.lastError)")
+        let file: FileDescriptor
+        do { file = try TransferFiles.create(path) } catch {
+            context.diagnostics.error("export: \(path): \(error)")
             return CommandStatus.failure
         }
-        defer { close(fd) }
+        defer { try? file.close() }
         do {
-            let written = try context.client.exportKeychains(keychains, to: fd, passphrase: passphrase)
+            let written = try context.client.exportKeychains(keychains, to: file.rawValue, passphrase: passphrase)
             context.output.write("exported \(written.items) item\(written.items == 1 ? "" : "s") to \(path)\n")
             ThisDeviceOnlyReport.write(context, leftOut: written.thisDeviceOnly)
             return CommandStatus.success

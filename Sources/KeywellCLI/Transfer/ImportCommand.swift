@@ -35,11 +35,13 @@ enum ImportCommand {
     }
 
     private static func importEncrypted(_ context: CommandContext, _ path: String, into target: String?, policy: String) -> Int32 {
-        guard let fd = TransferFiles.openForReading(path) else {
-            context.diagnostics.error("import: \(path): \(TransferFiles.lastError)")
+        let file: FileDescriptor
+        do { file = try TransferFiles.openForReading(path) } catch {
+            context.diagnostics.error("import: \(path): \(error)")
             return CommandStatus.failure
         }
-        defer { close(fd) }
+        defer { try? file.close() }
+        let fd = file.rawValue
         guard let passphrase = PasswordInput.read(prompt: "passphrase of the export: ") else { return CommandStatus.endOfInput }
         defer { passphrase.wipe() }
         do {

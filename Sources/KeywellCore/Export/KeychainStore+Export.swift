@@ -66,7 +66,7 @@ extension KeychainStore {
         }
         try round?.askOnce(of: self)
         var writer = try ExportFile.Writer(passphrase: passphrase, kdf: kdf)
-        var output = ExportOutput(fd: fd)
+        var output = ExportOutput(file: FileDescriptor(rawValue: fd))
         try output.write(writer.header)
         for (file, items) in contents {
             let key = try file.masterKey()
@@ -268,7 +268,7 @@ private struct ImportMerge {
 
 /// Writes the file through the descriptor the caller passed (the daemon never opens the path).
 private struct ExportOutput {
-    let fd: Int32
+    let file: FileDescriptor
     var written = 0
 
     mutating func write(_ bytes: [UInt8]) throws(KeychainError) {
@@ -276,14 +276,8 @@ private struct ExportOutput {
         guard written <= ExportLimits.bytesPerFile else {
             throw KeychainError(SecStatus.dataTooLarge, detail: "an export file holds at most \(ExportLimits.bytesPerFile >> 20) MiB")
         }
-        var offset = 0
-        while offset < bytes.count {
-            let count = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
-            if count < 0 {
-                throw KeychainError(Errno.current == .noSpace ? SecStatus.diskFull : SecStatus.io,
-                                    detail: "writing the export file: \(Errno.current.description)")
-            }
-            offset += count
+        do { try file.writeAll(bytes) } catch {
+            throw KeychainError(error == .noSpace ? SecStatus.diskFull : SecStatus.io, detail: "writing the export file: \(error)")
         }
     }
 }
@@ -292,29 +286,19 @@ private struct ExportOutput {
 /// could keep a worker waiting), at most the file cap.
 enum ExportInput {
     static func readAll(_ fd: Int32) throws(KeychainError) -> [UInt8] {
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+        let file = FileDescriptor(rawValue: fd)
+        let tooLarge = KeychainError(SecStatus.dataTooLarge, detail: "export files hold at most \(ExportLimits.bytesPerFile >> 20) MiB")
+        guard let info = try? file.status(), (info.st_mode & S_IFMT) == S_IFREG else {
             throw .param("the export file must be a regular file")
         }
-        guard Int(info.st_size) <= ExportLimits.bytesPerFile else {
-            throw KeychainError(SecStatus.dataTooLarge, detail: "export files hold at most \(ExportLimits.bytesPerFile >> 20) MiB")
+        guard Int(info.st_size) <= ExportLimits.bytesPerFile else { throw tooLarge }
+        // From offset 0 whatever the descriptor's own offset, which stays as the caller left it.
+        let bytes: [UInt8]?
+        do { bytes = try file.readAll(limit: ExportLimits.bytesPerFile, fromAbsoluteOffset: 0) } catch {
+            throw KeychainError(SecStatus.io, detail: "reading the export file: \(error)")
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(info.st_size))
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var offset: off_t = 0
-        while bytes.count <= ExportLimits.bytesPerFile {
-            let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) } }
-            if count < 0 {
-                throw KeychainError(SecStatus.io, detail: "reading the export file: \(Errno.current.description)")
-            }
-            if count == 0 { break }
-            bytes += buffer[0..<count]
-            offset += off_t(count)
-        }
-        guard bytes.count <= ExportLimits.bytesPerFile else {
-            throw KeychainError(SecStatus.dataTooLarge, detail: "export files hold at most \(ExportLimits.bytesPerFile >> 20) MiB")
-        }
+        // A file that grew past the cap since fstat.
+        guard let bytes else { throw tooLarge }
         return bytes
     }
 }

@@ -35,7 +35,7 @@ final class SSHAgentServer: Sendable {
         listener.start(
             acceptThreadName: "ssh-agent-accept", connectionThreadName: "ssh-agent", maximumConnections: AgentLimits.maximumConnections,
             UnixSocketListener.Handlers(
-                admit: { connection in PeerCredentials.of(socket: connection, pinning: false)?.uid == owner },
+                admit: { connection in PeerCredentials.of(connection, pinning: false)?.uid == owner },
                 busy: { _ in },
                 serve: { [self] connection in serve(connection) },
                 failed: { [logger] reason in logger.error("ssh agent socket: \(reason)") }))
@@ -45,17 +45,17 @@ final class SSHAgentServer: Sendable {
         listener.removeSocketFile()
     }
 
-    private func serve(_ connection: Int32) {
+    private func serve(_ connection: FileDescriptor) {
         let number = connectionCount.withLock { count -> UInt64 in
             count += 1
             return count
         }
         let name = "ssh-agent:\(number)"
-        let credentials = PeerCredentials.of(socket: connection)
+        let credentials = PeerCredentials.of(connection)
         var identity: ApplicationIdentity?
         if let credentials {
             do {
-                identity = try resolver.resolve(peer: credentials, socket: connection)
+                identity = try resolver.resolve(peer: credentials, socket: connection.rawValue)
             } catch {
                 logger.notice("ssh agent: cannot name pid \(credentials.pid): \(error); it is served as an unidentified program")
             }

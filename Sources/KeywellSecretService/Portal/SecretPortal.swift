@@ -113,7 +113,7 @@ final class SecretPortal: DBusObject, PortalSecretMethods, PortalRequestMethods,
 
         let response = serve(app, handle: handle) { secret throws(SecretHandOff.Failure) in
             descriptor = nil
-            try SecretHandOff.write(secret, to: fd)
+            try SecretHandOff.write(secret, to: FileDescriptor(rawValue: fd))
         }
         return answer(response)
     }
