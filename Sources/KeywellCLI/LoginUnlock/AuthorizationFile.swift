@@ -32,11 +32,15 @@ struct AuthorizationFile {
         try Self.ensureFolder(Self.folder, mode: 0o700)
         let temporary = path + ".tmp"
         unlink(temporary)
-        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .io("cannot create \(temporary): \(Self.reason())") }
-        let written = value.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        let ok = written == value.count && fchown(descriptor, 0, 0) == 0 && fchmod(descriptor, 0o600) == 0 && fsync(descriptor) == 0
-        close(descriptor)
+        let file: FileDescriptor
+        do { file = try FileDescriptor.open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW, permissions: 0o600) } catch {
+            throw .io("cannot create \(temporary): \(error)")
+        }
+        // Written from locked memory where it lies, whole however many calls that takes.
+        let ok = file.closeAfter {
+            (try? value.withUnsafeBytes { bytes throws(Errno) in try file.writeAll(bytes) }) != nil
+                && fchown(file.rawValue, 0, 0) == 0 && fchmod(file.rawValue, 0o600) == 0 && (try? file.sync()) != nil
+        }
         guard ok, rename(temporary, path) == 0 else {
             let failure = Failure.io("cannot write \(path): \(Self.reason())")
             unlink(temporary)

@@ -25,22 +25,16 @@ extension LoginUnlockCommand {
         }
 
         static func load(_ path: String) -> EnrolmentSummary {
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else {
-                return Errno.current == .noEntry ? .absent : .unreadable("cannot open it: \(Errno.current.description)")
+            let file: FileDescriptor
+            do { file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch {
+                return error == .noEntry ? .absent : .unreadable("cannot open it: \(error)")
             }
-            defer { close(fd) }
-            var info = stat()
-            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return .unreadable("not a regular file") }
+            defer { try? file.close() }
+            guard let info = try? file.status(), info.st_mode & S_IFMT == S_IFREG else { return .unreadable("not a regular file") }
             guard info.st_size <= off_t(maxBytes) else { return .unreadable("larger than \(maxBytes) bytes") }
-            var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-            var filled = 0
-            while filled < bytes.count {
-                let got = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) } }
-                guard got > 0 else { break }
-                filled += got
-            }
-            guard let fields = try? JSONDecoder().decode(Fields.self, from: Data(bytes.prefix(filled))) else {
+            // Unreadable, or grown past the cap since fstat: nothing to decode.
+            let bytes = (try? file.readAll(limit: maxBytes)) ?? []
+            guard let fields = try? JSONDecoder().decode(Fields.self, from: Data(bytes)) else {
                 return .unreadable("not an enrolment this version reads")
             }
             return .read(pcrs: fields.pcrs ?? .none, bootStateChanged: fields.bootStateChanged.map { String($0.prefix(40)) })

@@ -79,11 +79,9 @@ enum KeyFileReading {
         }
         let original = try read(path)
         defer { original.wipe() }
-        let fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SSHAddError("cannot write a private copy of \(path)") }
-        let written = original.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == original.count else { throw SSHAddError("cannot write a private copy of \(path)") }
+        guard let copyFile = try? FileDescriptor.open(copy, O_WRONLY | O_CREAT | O_EXCL, permissions: 0o600),
+              copyFile.closeAfter({ (try? original.withUnsafeBytes { bytes throws(Errno) in try copyFile.writeAll(bytes) }) != nil })
+        else { throw SSHAddError("cannot write a private copy of \(path)") }
         StandardStreams.output.flush()
         let exit: ChildExit?
         do {
@@ -108,11 +106,10 @@ enum KeyFileReading {
     private static func overwrite(_ path: String) {
         var status = stat()
         guard stat(path, &status) == 0 else { return }
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let zeros = [UInt8](repeating: 0, count: Int(status.st_size))
-        _ = write(fd, zeros, zeros.count)
-        fsync(fd)
+        guard let file = try? FileDescriptor.open(path, O_WRONLY) else { return }
+        file.closeAfter {
+            try? file.writeAll(repeatElement(0, count: Int(status.st_size)))
+            try? file.sync()
+        }
     }
 }
