@@ -36,7 +36,7 @@ let store: KeychainStore = {
                                 configDirectory: URL(fileURLWithPath: workFolder + "/config"),
                                 runtimeDirectory: URL(fileURLWithPath: workFolder + "/run")),
             kdf: .fastForTests)
-        _ = try store.createKeychain("login", password: passphrase)
+        _ = try store.registry.createKeychain("login", password: passphrase)
         return store
     } catch {
         fatalError("making the keychain: \(error)")
@@ -105,7 +105,7 @@ func sealedRecords(_ input: [UInt8], policy: ImportPolicy) {
     let items = records.filter { $0.first == ExportRecord.itemKind }.count
     let inspected: (keychains: [String], itemCount: Int)
     do throws(KeychainError) {
-        inspected = try store.inspectExport(from: exportFD, passphrase: passphrase)
+        inspected = try store.transfer.inspectExport(from: exportFD, passphrase: passphrase)
     } catch {
         guard error.status != SecStatus.authFailed else { fatalError("a correctly sealed file read as a wrong passphrase") }
         known(error, "inspecting")
@@ -113,7 +113,7 @@ func sealedRecords(_ input: [UInt8], policy: ImportPolicy) {
     }
     guard inspected.itemCount == items else { fatalError("\(inspected.itemCount) items of \(items)") }
     do throws(KeychainError) {
-        let summary = try store.importExport(from: exportFD, passphrase: passphrase, into: "login", policy: policy)
+        let summary = try store.transfer.importExport(from: exportFD, passphrase: passphrase, into: "login", policy: policy)
         guard summary.added + summary.replaced + summary.skipped == items else { fatalError("\(summary) for \(items) items") }
     } catch {
         known(error, "importing")
@@ -122,8 +122,8 @@ func sealedRecords(_ input: [UInt8], policy: ImportPolicy) {
     imports += 1
     if imports % 512 == 0 {
         do throws(KeychainError) {
-            try store.deleteKeychain("login")
-            _ = try store.createKeychain("login", password: passphrase)
+            try store.registry.deleteKeychain("login")
+            _ = try store.registry.createKeychain("login", password: passphrase)
         } catch {
             fatalError("renewing the keychain: \(error)")
         }

@@ -39,15 +39,15 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
     do {
         do {
             let store = try KeychainStore(paths: paths, kdf: .fastForTests)
-            _ = try store.createKeychain("login", password: SecretBytes(copying: Array(password.utf8)))
-            _ = try store.add([
+            _ = try store.registry.createKeychain("login", password: SecretBytes(copying: Array(password.utf8)))
+            _ = try store.items.add([
                 WireKey.class: .string("genp"), "acct": .string("fuzz"), "svce": .string("header"),
                 WireKey.valueData: .data(knownSecret),
             ])
-            try store.lock("login")
-            try store.unlock("login", password: SecretBytes(copying: Array(password.utf8)))
-            _ = try store.copyMatching([WireKey.class: .string("genp"), WireKey.returnData: .bool(true), WireKey.returnAttributes: .bool(true)])
-            _ = try store.info("login")
+            try store.locking.lock("login")
+            try store.locking.unlock("login", password: SecretBytes(copying: Array(password.utf8)))
+            _ = try store.items.copyMatching([WireKey.class: .string("genp"), WireKey.returnData: .bool(true), WireKey.returnAttributes: .bool(true)])
+            _ = try store.locking.info("login")
         }
         // Fold the WAL into the file so the one file is the whole keychain.
         let database = try KeychainDatabase(opening: keychainPath)
@@ -95,13 +95,13 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             WireKey.class: .string("genp"), WireKey.matchLimit: .string(WireKey.matchLimitAll),
             WireKey.returnAttributes: .bool(true), WireKey.returnPersistentRef: .bool(true),
         ]
-        do { _ = try store.copyMatching(query) } catch { checkRefusal(error) }
-        _ = try store.info("login")
+        do { _ = try store.items.copyMatching(query) } catch { checkRefusal(error) }
+        _ = try store.locking.info("login")
         guard cheapToUnlock else { return 0 }
-        try store.unlock("login", password: SecretBytes(copying: Array(password.utf8)))
+        try store.locking.unlock("login", password: SecretBytes(copying: Array(password.utf8)))
         var withData = query
         withData[WireKey.returnData] = .bool(true)
-        for item in try store.copyMatching(withData) {
+        for item in try store.items.copyMatching(withData) {
             if let secret = item[WireKey.valueData]?.dataValue, secret != knownSecret {
                 fatalError("a damaged keychain returned a secret that was never stored: \(secret)")
             }

@@ -24,7 +24,7 @@ struct AccessStatusSource: Sendable {
                 AccessGrantKey.keychain: .string(grant.keychain),
                 AccessGrantKey.label: .string(grant.label),
                 AccessGrantKey.time: .int64(grant.time),
-                AccessGrantKey.holds: .bool(reference.map { store.stillTrusts(grant.identity, reference: $0) } ?? false),
+                AccessGrantKey.holds: .bool(reference.map { store.items.stillTrusts(grant.identity, reference: $0) } ?? false),
             ]
         }
         return [.stringVariantDict(status), .stringVariantDictArray(rows)]

@@ -41,7 +41,7 @@ final class AutoLock: Sendable {
         state.withLock { state in
             guard state.started else { return }
             // Read under the lock, so that of two rearms the later reading wins.
-            let deadline = store.nextIdleDeadline()
+            let deadline = store.locking.nextIdleDeadline()
             if let pending = state.pending { timers.cancel(pending) }
             state.pending = deadline.map { deadline in
                 // Capped: a keychain set to lock after centuries must not overflow the clock.
@@ -52,7 +52,7 @@ final class AutoLock: Sendable {
     }
 
     private func lockDue() {
-        let locked = store.lockIdleKeychains()
+        let locked = store.locking.lockIdleKeychains()
         if !locked.isEmpty {
             logger.info("locked after idle time: \(locked.joined(separator: ", "))")
         }

@@ -140,7 +140,7 @@ final class Daemon: @unchecked Sendable {
         // is recorded for `keywell doctor` (a record that cannot be written loses no grant).
         let grants = AlwaysAllowRecord(environment: environment)
         accessGate = AccessGate(asker: accessQuestions, persist: { [store, logger] identity, items in
-            try store.trust(identity, items: items.map(\.reference))
+            try store.items.trust(identity, items: items.map(\.reference))
             do {
                 try grants.record(identity: identity, items: items)
             } catch {
@@ -159,7 +159,7 @@ final class Daemon: @unchecked Sendable {
             if case .locked(let keychain) = event {
                 trimmer.trimSoon()
                 // Allow lasts until the keychain locks (docs/access-control.md, "The question").
-                if let path = store.keychainFilePath(forOutputName: keychain) { accessGate.keychainLocked(path: path) }
+                if let path = store.registry.keychainFilePath(forOutputName: keychain) { accessGate.keychainLocked(path: path) }
             }
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
@@ -302,7 +302,7 @@ final class Daemon: @unchecked Sendable {
     /// file (docs/cli.md, "Backing up"), flush the bus, remove the socket.
     func shutDown(signal: Int32) {
         logger.info("\(signal == SIGINT ? "SIGINT" : "SIGTERM"): locking every keychain and exiting")
-        store.lockAll()
+        store.locking.lockAll()
         store.checkpointAll()
         directServer?.stop()
         busLink.close()

@@ -21,9 +21,9 @@ enum GnomeKeyringExport {
         }
         var info = stat()
         if !replace, lstat(path, &info) == 0 { throw KeychainError(SecStatus.duplicateKeychain, detail: "\(path) exists") }
-        var (ids, thisDeviceOnly) = try store.portableItemIDs(in: keychain)
+        var (ids, thisDeviceOnly) = try store.transfer.portableItemIDs(in: keychain)
         if let screen {
-            ids = try store.screened(ids, in: keychain, by: screen) { id throws(KeychainError) in
+            ids = try store.freeformItems.screened(ids, in: keychain, by: screen) { id throws(KeychainError) in
                 try store.secretServiceItem(id, in: keychain).label
             }
         }

@@ -72,7 +72,7 @@ final class KeyringMigration: Sendable {
             let password = password.flatMap { $0.count > 0 ? $0 : nil }
             var reports: [Report] = []
             let sources = (folder.sources().map(SourceFile.init(keyring:)) + wallets.sources().map { wallet in
-                SourceFile(wallet: wallet, defaultKeychain: { [store] in try? store.defaultKeychain() })
+                SourceFile(wallet: wallet, defaultKeychain: { [store] in try? store.registry.defaultKeychain() })
             }).filter { keyring == nil || $0.name == keyring }
             for source in sources {
                 let report = migrate(source, password: password, atLogin: atLogin, state: &state)
@@ -184,8 +184,8 @@ final class KeyringMigration: Sendable {
     /// The keychain exists and is unlocked (unlocking it with `password`, through the throttle),
     /// or is created with `password`. A plaintext keyring brings no password of its own.
     private func openTarget(_ keychain: String, password: SecretBytes?, plaintext: Bool) throws(KeychainError) {
-        if store.keychainExists(keychain) {
-            guard try store.isLocked(keychain) else { return }
+        if store.registry.keychainExists(keychain) {
+            guard try store.locking.isLocked(keychain) else { return }
             guard let password else {
                 throw KeychainError(SecStatus.interactionNotAllowed, detail: "keychain \(keychain) is locked")
             }
@@ -195,7 +195,7 @@ final class KeyringMigration: Sendable {
         guard let password else {
             throw KeychainError(SecStatus.noSuchKeychain, detail: "a password is needed to create keychain \(keychain)")
         }
-        _ = try store.createKeychain(keychain, password: password)
+        _ = try store.registry.createKeychain(keychain, password: password)
         logger.info("keyring migration: created keychain \(keychain)")
     }
 
@@ -266,7 +266,7 @@ final class KeyringMigration: Sendable {
         guard !state.defaultApplied, let name = folder.defaultKeyring() else { return }
         guard let source = state.sources.values.first(where: { $0.keyring == name && $0.format != .libsecretFile }) else { return }
         do throws(KeychainError) {
-            try store.setDefaultKeychain(source.keychain)
+            try store.registry.setDefaultKeychain(source.keychain)
             state.defaultApplied = true
             logger.info("keyring migration: \(source.keychain) is the default keychain, as gnome-keyring's default file says")
         } catch {

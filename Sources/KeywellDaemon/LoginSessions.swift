@@ -122,7 +122,7 @@ final class LoginSessions: Sendable {
             }
             let started = ContinuousClock.now
             do throws(KeychainError) {
-                guard try store.isLocked(Self.login) else {
+                guard try store.locking.isLocked(Self.login) else {
                     logger.info("login is already unlocked")
                     return .ok("login is already unlocked")
                 }
@@ -130,7 +130,7 @@ final class LoginSessions: Sendable {
                 autoLock.rearm()
                 state.withLock { $0.driftedLoginPassword = nil }
                 // The login password opens it: whatever was chosen before, it follows the login again.
-                if (try? store.loginPasswordLink(Self.login)) != .follows { try? store.setLoginPasswordLink(Self.login, .follows) }
+                if (try? store.locking.loginPasswordLink(Self.login)) != .follows { try? store.locking.setLoginPasswordLink(Self.login, .follows) }
                 logger.info("unlocked login at login (\(Self.seconds(since: started)))")
                 return .ok("login unlocked")
             } catch let error where error.status == SecStatus.noSuchKeychain {
@@ -166,7 +166,7 @@ final class LoginSessions: Sendable {
             if !refused { logger.notice("a process of the user sent a password that does not open login; ignored") }
             return Outcome(error)
         }
-        switch (try? store.loginPasswordLink(Self.login)) ?? .follows {
+        switch (try? store.locking.loginPasswordLink(Self.login)) ?? .follows {
         case .follows: break
         case .separate:
             logger.notice("login stays locked: the user chose to keep its password separate from the login password")
@@ -200,9 +200,9 @@ final class LoginSessions: Sendable {
             guard remaining == 0 else { return .ok("\(remaining) sessions still open") }
             for handler in state.withLock({ $0.lastSessionClosed }) { handler() }
             // Logout ends AfterFirstUnlock in every keychain, not only in login.
-            store.dropSessionSecrets()
+            store.locking.dropSessionSecrets()
             do throws(KeychainError) {
-                try store.lock(Self.login)
+                try store.locking.lock(Self.login)
                 return .ok("login locked")
             } catch let error where error.status == SecStatus.noSuchKeychain {
                 return .ok("no login keychain to lock")
@@ -244,11 +244,11 @@ final class LoginSessions: Sendable {
     /// re-wraps it to that login password.
     func keychainUnlocked(_ keychain: String, with password: SecretBytes) {
         guard let loginPassword = state.withLock({ $0.driftedLoginPassword }) else { return }
-        guard (try? store.info(keychain)[KeychainInfoKey.isLogin]) == .bool(true) else { return }
+        guard (try? store.locking.info(keychain)[KeychainInfoKey.isLogin]) == .bool(true) else { return }
         // A password changed on purpose is re-wrapped only when the user says so (the question).
-        guard (try? store.loginPasswordLink(Self.login)) == .follows else { return }
+        guard (try? store.locking.loginPasswordLink(Self.login)) == .follows else { return }
         do throws(KeychainError) {
-            try store.changePassword(Self.login, old: password, new: loginPassword, byLogin: true)
+            try store.locking.changePassword(Self.login, old: password, new: loginPassword, byLogin: true)
             state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
             logger.notice("updated the login keychain's password to the login password")
         } catch {
@@ -280,7 +280,7 @@ final class LoginSessions: Sendable {
             let ask = state.withLock { state -> (@Sendable (SecretBytes) -> LoginPasswordDecision)? in
                 state.openSessions > 0 && state.driftedLoginPassword === loginPassword ? state.question : nil
             }
-            guard let ask, (try? store.loginPasswordLink(Self.login)) == .changedOnPurpose else { return }
+            guard let ask, (try? store.locking.loginPasswordLink(Self.login)) == .changedOnPurpose else { return }
             switch ask(loginPassword) {
             case .updated:
                 autoLock.rearm()
@@ -290,7 +290,7 @@ final class LoginSessions: Sendable {
             case .keptSeparate:
                 state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
                 do throws(KeychainError) {
-                    try store.setLoginPasswordLink(Self.login, .separate)
+                    try store.locking.setLoginPasswordLink(Self.login, .separate)
                     logger.notice("the user keeps the login keychain's password separate from the login password")
                 } catch {
                     logger.error("cannot record that the login keychain keeps its own password: \(error.wireMessage)")
@@ -321,7 +321,7 @@ final class LoginSessions: Sendable {
 
     private func createLoginKeychain(password: SecretBytes, started: ContinuousClock.Instant) -> Outcome {
         do throws(KeychainError) {
-            _ = try store.createKeychain(Self.login, password: password)
+            _ = try store.registry.createKeychain(Self.login, password: password)
             logger.info("created the login keychain at the first login (\(Self.seconds(since: started)))")
         } catch {
             logger.error("cannot create the login keychain: \(error.wireMessage)")
@@ -331,16 +331,16 @@ final class LoginSessions: Sendable {
             // The default and the search list as macOS has them after a first login. A keychain
             // a first store made before this login stops being the default: it would be locked
             // after every login (docs/secret-service.md, "First store").
-            let current = try? store.defaultKeychain()
+            let current = try? store.registry.defaultKeychain()
             // Read before the default changes: a list that follows the default keeps the old one in it.
-            let list = try store.searchList()
-            if let current, (try? store.isFirstStoreKeychain(current)) == true {
-                try store.setDefaultKeychain(Self.login)
+            let list = try store.registry.searchList()
+            if let current, (try? store.locking.isFirstStoreKeychain(current)) == true {
+                try store.registry.setDefaultKeychain(Self.login)
                 logger.notice("login is the default keychain now, in place of \"\(current)\" that a first store made before it")
             } else if current == nil {
-                try store.setDefaultKeychain(Self.login)
+                try store.registry.setDefaultKeychain(Self.login)
             }
-            if !list.contains(Self.login) { try store.setSearchList([Self.login] + list) }
+            if !list.contains(Self.login) { try store.registry.setSearchList([Self.login] + list) }
         } catch {
             logger.error("created login, but cannot make it the default: \(error.wireMessage)")
             return Outcome(error)

@@ -131,45 +131,45 @@ final class NativeKeychainObject: DBusObject {
             if caller.isSandboxed, let creator = caller.identityString {
                 attributes[WireKey.access] = AccessList.applications([creator]).wireValue
             }
-            let result = try store.add(attributes, creator: caller.identityString, creatorUnidentified: caller.identity == nil)
+            let result = try store.items.add(attributes, creator: caller.identityString, creatorUnidentified: caller.identity == nil)
             afterReply.wipe(result)
             return [WireCodec.dbusDictionary(result)]
         case .copyMatching:
             let query = try itemDictionary(arguments[0], from: caller)
             afterReply.wipe(query)
-            let results = try store.copyMatching(query, screen: screen(caller, call, movedOff))
+            let results = try store.items.copyMatching(query, screen: screen(caller, call, movedOff))
             afterReply.wipe(results)
             return [WireCodec.dbusDictionaryArray(results)]
         case .update:
             let query = try itemDictionary(arguments[0], from: caller)
             let changes = try itemDictionary(arguments[1], from: caller)
             afterReply.wipe(changes)
-            try store.update(query, changes, screen: screen(caller, call, movedOff))
+            try store.items.update(query, changes, screen: screen(caller, call, movedOff))
             return []
         case .delete:
-            try store.delete(itemDictionary(arguments[0], from: caller), screen: screen(caller, call, movedOff))
+            try store.items.delete(itemDictionary(arguments[0], from: caller), screen: screen(caller, call, movedOff))
             return []
         case .createKeychain:
-            let path = try store.createKeychain(string(arguments[0]), password: secret(arguments[1]))
+            let path = try store.registry.createKeychain(string(arguments[0]), password: secret(arguments[1]))
             autoLock.rearm()
             return [.string(path)]
         case .deleteKeychain:
-            try store.deleteKeychain(string(arguments[0]))
+            try store.registry.deleteKeychain(string(arguments[0]))
             return []
         case .listKeychains:
-            return [.stringArray(try store.listKeychains())]
+            return [.stringArray(try store.registry.listKeychains())]
         case .getSearchList:
-            return [.stringArray(try store.searchList())]
+            return [.stringArray(try store.registry.searchList())]
         case .setSearchList:
-            try store.setSearchList(WireCodec.requestKeychainList(arguments[0]))
+            try store.registry.setSearchList(WireCodec.requestKeychainList(arguments[0]))
             return []
         case .getDefaultKeychain:
-            return [.string(try store.defaultKeychain())]
+            return [.string(try store.registry.defaultKeychain())]
         case .setDefaultKeychain:
-            try store.setDefaultKeychain(string(arguments[0]))
+            try store.registry.setDefaultKeychain(string(arguments[0]))
             return []
         case .getLoginKeychain:
-            return [.string(try store.loginKeychain())]
+            return [.string(try store.registry.loginKeychain())]
         case .unlock:
             let keychain = string(arguments[0])
             let password = secret(arguments[1])
@@ -178,26 +178,26 @@ final class NativeKeychainObject: DBusObject {
             sessions.keychainUnlocked(keychain, with: password)
             return []
         case .lock:
-            try store.lock(string(arguments[0]))
+            try store.locking.lock(string(arguments[0]))
             return []
         case .lockAll:
-            store.lockAll()
+            store.locking.lockAll()
             return []
         case .changePassword:
             let keychain = string(arguments[0])
             try throttle.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]), in: store)
             return []
         case .getInfo:
-            return [WireCodec.dbusDictionary(try store.info(string(arguments[0])))]
+            return [WireCodec.dbusDictionary(try store.locking.info(string(arguments[0])))]
         case .setSettings:
-            try store.setSettings(string(arguments[0]), wireDictionary(arguments[1]))
+            try store.locking.setSettings(string(arguments[0]), wireDictionary(arguments[1]))
             autoLock.rearm()
             return []
         case .backupKeychain:
-            try store.backupKeychain(string(arguments[0]), to: string(arguments[1]), replacing: bool(arguments[2]))
+            try store.registry.backupKeychain(string(arguments[0]), to: string(arguments[1]), replacing: bool(arguments[2]))
             return []
         case .restoreKeychain:
-            let path = try store.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
+            let path = try store.registry.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
             return [.string(path)]
         case .migrateKeyrings:
             // An empty name is every keyring; an empty password tries only what needs none.
@@ -219,12 +219,12 @@ final class NativeKeychainObject: DBusObject {
             let fd = descriptor(call, 1)
             defer { close(fd) }
             let names = try WireCodec.requestKeychainList(arguments[0])
-            let written = try store.exportKeychains(names, to: fd, passphrase: secret(arguments[2]), screen: screen(caller, call, movedOff))
+            let written = try store.transfer.exportKeychains(names, to: fd, passphrase: secret(arguments[2]), screen: screen(caller, call, movedOff))
             return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
         case .inspectExport:
             let fd = descriptor(call, 0)
             defer { close(fd) }
-            let (keychains, count) = try store.inspectExport(from: fd, passphrase: secret(arguments[1]))
+            let (keychains, count) = try store.transfer.inspectExport(from: fd, passphrase: secret(arguments[1]))
             return [.stringArray(keychains), .uint32(UInt32(clamping: count))]
         case .importExport:
             let fd = descriptor(call, 0)
@@ -233,7 +233,7 @@ final class NativeKeychainObject: DBusObject {
                 throw .param("the import policy is one of skip, replace, newer")
             }
             let keychain = string(arguments[2])
-            let summary = try store.importExport(
+            let summary = try store.transfer.importExport(
                 from: fd, passphrase: secret(arguments[1]), into: keychain.isEmpty ? nil : keychain, policy: policy)
             return [WireCodec.dbusDictionary([
                 ImportSummaryKey.added: .integer(Int64(summary.added)),

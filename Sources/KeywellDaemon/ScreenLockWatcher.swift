@@ -86,7 +86,7 @@ final class ScreenLockWatcher: Sendable {
     }
 
     private func screenLocked(by source: String) {
-        let locked = store.lockForScreenLock()
+        let locked = store.locking.lockForScreenLock()
         logger.info("screen locked (\(source))\(locked.isEmpty ? "" : ": locked \(locked.joined(separator: ", "))")")
     }
 

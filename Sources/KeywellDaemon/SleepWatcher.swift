@@ -82,7 +82,7 @@ final class SleepWatcher: Sendable {
     }
 
     private func prepareForSleep() {
-        let locked = store.lockForSleep()
+        let locked = store.locking.lockForSleep()
         if !locked.isEmpty { logger.info("locked for sleep: \(locked.joined(separator: ", "))") }
         releaseInhibitor()
     }

@@ -27,7 +27,7 @@ final class CollectionDirectory: Sendable {
     func collection(_ id: CollectionID) -> (any SecretCollection)? {
         switch id {
         case .session: sessionCollection
-        case .keychain(let name): store.keychainExists(name) ? KeychainCollection(store: store, name: name) : nil
+        case .keychain(let name): store.registry.keychainExists(name) ? KeychainCollection(store: store, name: name) : nil
         }
     }
 
@@ -43,8 +43,8 @@ final class CollectionDirectory: Sendable {
     /// What an alias names now; nil when it names nothing (no default keychain, no login keychain yet).
     func target(ofAlias alias: String) -> CollectionID? {
         switch alias {
-        case "default": (try? store.defaultKeychain()).map { .keychain($0) }
-        case "login": store.keychainExists(KeywellNames.loginKeychain) ? .keychain(KeywellNames.loginKeychain) : nil
+        case "default": (try? store.registry.defaultKeychain()).map { .keychain($0) }
+        case "login": store.registry.keychainExists(KeywellNames.loginKeychain) ? .keychain(KeywellNames.loginKeychain) : nil
         case "session": .session
         default: nil
         }
@@ -74,23 +74,23 @@ final class CollectionDirectory: Sendable {
     /// calls tell. Stamps alone can miss two changes within one tick of the file system's clock.
     private func orderedKeychainNames() -> [String] {
         let (cached, generation) = listing.withLock { ($0.current, $0.generation) }
-        if let cached, store.keychainListingIsUnchanged(since: cached.mark) { return cached.names }
-        let mark = store.keychainListingMark()
+        if let cached, store.registry.keychainListingIsUnchanged(since: cached.mark) { return cached.names }
+        let mark = store.registry.keychainListingMark()
         let key = ListingKey(folder: FileStamp(keychainsFolder), settings: FileStamp(settingsFile))
         if let cached, cached.key == key {
             // An event that changed nothing here (a keychain file written): the list stands.
             listing.withLock { if $0.generation == generation { $0.current?.mark = mark } }
             return cached.names
         }
-        let keychains = (try? store.listKeychains()) ?? []
+        let keychains = (try? store.registry.listKeychains()) ?? []
         var ordered: [String] = []
         var placed: Set<String> = []
         let existing = Set(keychains)
-        if let defaultName = try? store.defaultKeychain() {
+        if let defaultName = try? store.registry.defaultKeychain() {
             ordered.append(defaultName)
             placed.insert(defaultName)
         }
-        for name in ((try? store.searchList()) ?? []) + keychains where existing.contains(name) && placed.insert(name).inserted {
+        for name in ((try? store.registry.searchList()) ?? []) + keychains where existing.contains(name) && placed.insert(name).inserted {
             ordered.append(name)
         }
         // Not kept if a change was reported meanwhile: it may predate that change.
@@ -165,7 +165,7 @@ final class CollectionDirectory: Sendable {
     }
 
     private func current() -> Announced {
-        Announced(names: orderedKeychainNames(), defaultName: try? store.defaultKeychain())
+        Announced(names: orderedKeychainNames(), defaultName: try? store.registry.defaultKeychain())
     }
 }
 

@@ -88,7 +88,7 @@ struct CollectionObject: CollectionMethods {
         case .session:
             context.clearSessionCollection()
         case .keychain(let name):
-            try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in try context.store.deleteKeychain(name) }
+            try engine(ObjectPaths.path(of: collection.id)) { () throws(KeychainError) in try context.store.registry.deleteKeychain(name) }
             context.logger.info("deleted keychain \"\(name)\" through the Secret Service")
         }
     }

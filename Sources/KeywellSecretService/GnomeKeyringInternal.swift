@@ -55,8 +55,8 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
     /// gnome-keyring's CreateWithMasterPassword makes it.
     private func create(_ properties: PropertyDictionary, _ master: SecretBytes) throws(DBusError) -> String {
         let label = properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
-        guard label.utf8.count <= KeychainStore.labelMaximumBytes else {
-            throw .invalidArgs("A collection label is at most \(KeychainStore.labelMaximumBytes) bytes")
+        guard label.utf8.count <= KeychainStore.Registry.labelMaximumBytes else {
+            throw .invalidArgs("A collection label is at most \(KeychainStore.Registry.labelMaximumBytes) bytes")
         }
         let name = KeychainNaming.unusedName(forLabel: label, store: context.store)
         let id = try engine("Couldn't create collection") { () throws(KeychainError) -> CollectionID in

@@ -16,17 +16,17 @@ extension KeychainStore {
 
     /// A collection's `Created` and `Modified` (`keychainDates`).
     public func secretServiceTimes(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
-        try keychainDates(of: keychain)
+        try freeformItems.keychainDates(of: keychain)
     }
 
     /// Every item of the collection, oldest first.
     public func secretServiceItemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
-        try itemIDs(in: keychain)
+        try freeformItems.itemIDs(in: keychain)
     }
 
     /// Whether the collection has this item.
     public func secretServiceContains(_ id: UUID, in keychain: String) throws(KeychainError) -> Bool {
-        try containsItem(id, in: keychain)
+        try freeformItems.containsItem(id, in: keychain)
     }
 
     // MARK: Reading
@@ -40,23 +40,23 @@ extension KeychainStore {
     /// `secretServiceSearch` and whether the keychain is locked, from one look-up of its file
     /// (SearchItems needs both). Native items match through the attributes derived from their own.
     public func secretServiceMatches(_ attributes: [String: String], in keychain: String) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
-        try freeformMatches(attributes, native: SecretServiceMapping.nativeConditions(for: attributes), in: keychain)
+        try freeformItems.freeformMatches(attributes, native: SecretServiceMapping.nativeConditions(for: attributes), in: keychain)
     }
 
     /// One item's attributes, label, type and dates. Works while locked (unchecked); unlocked,
     /// checked against the item's MAC.
     public func secretServiceItem(_ id: UUID, in keychain: String) throws(KeychainError) -> SecretServiceItem {
-        SecretServiceItem(try itemSummary(id, in: keychain))
+        SecretServiceItem(try freeformItems.itemSummary(id, in: keychain))
     }
 
     /// The secrets of many items at once; unknown items are left out.
     public func secretServiceSecrets(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
-        try secrets(of: ids, in: keychain)
+        try freeformItems.secrets(of: ids, in: keychain)
     }
 
     /// As `secretServiceSecrets`, reading per item only what opening its secret takes (`GetSecrets`).
     public func secretServiceSecretBatch(_ ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: SecretServiceSecret] {
-        try secretBatch(of: ids, in: keychain)
+        try freeformItems.secretBatch(of: ids, in: keychain)
     }
 
     // MARK: Writing
@@ -77,7 +77,7 @@ extension KeychainStore {
     ) throws(KeychainError) -> (id: UUID, replaced: Bool) {
         // Kept only when it says more than the schema attribute.
         let type = type == attributes[SecretServiceMapping.schemaAttribute] ? nil : type
-        return try addFreeformItem(
+        return try freeformItems.addFreeformItem(
             in: keychain, label: label, attributes: attributes, type: type, secret: secret, replace: replace,
             times: times, creator: creator, creatorUnidentified: creatorUnidentified, access: access,
             replacing: replacing, derive: SecretServiceMapping.derivedNativeAttributes)
@@ -91,12 +91,12 @@ extension KeychainStore {
                                type: item.type == item.attributes[SecretServiceMapping.schemaAttribute] ? nil : item.type,
                                secret: item.secret, times: item.times, replacing: item.replacing)
         }
-        return try importFreeformItems(normalized, in: keychain, derive: SecretServiceMapping.derivedNativeAttributes)
+        return try freeformItems.importFreeformItems(normalized, in: keychain, derive: SecretServiceMapping.derivedNativeAttributes)
     }
 
     /// The access lists of the collection's items `ids` (works while locked).
     public func secretServiceAccessLists(_ ids: [UUID], in keychain: String) throws(KeychainError) -> SecretServiceAccessLists {
-        try accessLists(ids, in: keychain)
+        try freeformItems.accessLists(ids, in: keychain)
     }
 
     /// Changes the label and/or the attributes. Attributes of native items are derived from their
@@ -104,15 +104,15 @@ extension KeychainStore {
     public func secretServiceUpdateItem(
         _ id: UUID, in keychain: String, label: String?, attributes: [String: String]?
     ) throws(KeychainError) {
-        try updateFreeformItem(id, in: keychain, label: label, attributes: attributes,
+        try freeformItems.updateFreeformItem(id, in: keychain, label: label, attributes: attributes,
                                derive: SecretServiceMapping.derivedNativeAttributes)
     }
 
     public func secretServiceSetSecret(_ secret: SecretServiceSecret, of id: UUID, in keychain: String) throws(KeychainError) {
-        try setSecret(secret, of: id, in: keychain)
+        try freeformItems.setSecret(secret, of: id, in: keychain)
     }
 
     public func secretServiceDeleteItem(_ id: UUID, in keychain: String) throws(KeychainError) {
-        try deleteItem(id, in: keychain)
+        try freeformItems.deleteItem(id, in: keychain)
     }
 }

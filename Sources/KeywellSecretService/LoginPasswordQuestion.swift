@@ -43,7 +43,7 @@ extension SecretService {
             case .password(let old):
                 do throws(KeychainError) {
                     try context.throttle.changePassword(keychain, old: old, new: loginPassword, byLogin: true, in: context.store)
-                    try context.store.unlock(keychain, password: loginPassword)
+                    try context.store.locking.unlock(keychain, password: loginPassword)
                     return .updated
                 } catch where error.status == SecStatus.authFailed {
                     complaint = UnlockPrompt.complaint(about: error)

@@ -24,7 +24,7 @@ struct UnlockPrompt {
         var complaint: String?
         for _ in 0..<Self.attempts {
             // Unlocked meanwhile (another prompt, the CLI, PAM): nothing to ask.
-            if (try? context.store.isLocked(name)) == false { return true }
+            if (try? context.store.locking.isLocked(name)) == false { return true }
             let who = requester.map { "\($0) wants" } ?? "An application wants"
             let request = PasswordRequest(
                 title: "Unlock Keychain",

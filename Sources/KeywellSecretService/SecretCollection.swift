@@ -87,13 +87,13 @@ struct KeychainCollection: SecretCollection {
 
     var id: CollectionID { .keychain(name) }
     /// The label kept in the keychain file; without one, the keychain's name.
-    func label() throws(KeychainError) -> String { try store.keychainLabel(name) ?? name }
-    func setLabel(_ label: String) throws(KeychainError) { try store.setKeychainLabel(name, label) }
+    func label() throws(KeychainError) -> String { try store.registry.keychainLabel(name) ?? name }
+    func setLabel(_ label: String) throws(KeychainError) { try store.registry.setKeychainLabel(name, label) }
 
-    func isLocked() throws(KeychainError) -> Bool { try store.isLocked(name) }
+    func isLocked() throws(KeychainError) -> Bool { try store.locking.isLocked(name) }
     func times() throws(KeychainError) -> (created: Date, modified: Date) { try store.secretServiceTimes(of: name) }
     func itemIDs() throws(KeychainError) -> [UUID] { try store.secretServiceItemIDs(in: name) }
-    func itemIDs(atMost limit: Int) throws(KeychainError) -> [UUID] { try store.itemIDs(in: name, atMost: limit) }
+    func itemIDs(atMost limit: Int) throws(KeychainError) -> [UUID] { try store.freeformItems.itemIDs(in: name, atMost: limit) }
     func search(_ attributes: [String: String]) throws(KeychainError) -> [UUID] {
         try store.secretServiceSearch(attributes, in: name)
     }
@@ -116,7 +116,7 @@ struct KeychainCollection: SecretCollection {
         case .matching(let attributes): .matching(attributes, native: SecretServiceMapping.nativeConditions(for: attributes))
         case .ids(let ids): .ids(ids)
         }
-        return try store.screenedRead(engineSelection, in: name, screen: screen, secrets: secrets)
+        return try store.freeformItems.screenedRead(engineSelection, in: name, screen: screen, secrets: secrets)
     }
     /// A sandboxed app's item trusts that app alone, whatever `enforceAccess` says (it could
     /// not see its own item otherwise); anyone else's is the keychain's default for its creator,

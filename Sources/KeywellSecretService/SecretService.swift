@@ -101,7 +101,7 @@ public final class SecretService: Sendable {
     /// be shown, and when the person cancels or the password is wrong five times.
     public func unlockWithDialog(_ keychain: String, requester: String) -> Bool {
         agentUnlocking.withLock { _ -> Bool in
-            if (try? context.store.isLocked(keychain)) == false { return true }
+            if (try? context.store.locking.isLocked(keychain)) == false { return true }
             if let reason = context.prompts.unavailableReason() {
                 logger.notice("\"\(keychain)\" is locked and no password dialog can be shown (\(reason)); unlock it with `keywell unlock-keychain \(keychain)`")
                 return false

@@ -23,7 +23,7 @@ struct ServiceObject: ServiceMethods {
     }
 
     func lockService(call: DBusMethodCall) throws(DBusError) {
-        context.store.lockAll()
+        context.store.locking.lockAll()
     }
 
     func getSecrets(items: [String], session: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
@@ -242,7 +242,7 @@ struct ServiceObject: ServiceMethods {
             guard let (collection, _) = context.existingObject(path), case .keychain(let name) = collection.id else { continue }
             if done.insert(name).inserted {
                 do throws(KeychainError) {
-                    try context.store.lock(name)
+                    try context.store.locking.lock(name)
                 } catch {
                     throw error.secretServiceError(path)
                 }
@@ -260,8 +260,8 @@ struct ServiceObject: ServiceMethods {
                                   call: DBusMethodCall) throws(DBusError) -> (collection: String, prompt: String) {
         let label = properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
         // Refused before the password is asked for, not after.
-        guard label.utf8.count <= KeychainStore.labelMaximumBytes else {
-            throw .invalidArgs("A collection label is at most \(KeychainStore.labelMaximumBytes) bytes")
+        guard label.utf8.count <= KeychainStore.Registry.labelMaximumBytes else {
+            throw .invalidArgs("A collection label is at most \(KeychainStore.Registry.labelMaximumBytes) bytes")
         }
         if !alias.isEmpty {
             guard CollectionDirectory.aliases.contains(alias) else {
@@ -298,7 +298,7 @@ struct ServiceObject: ServiceMethods {
             throw .notSupported("The in-memory session collection cannot be the default keychain")
         }
         do throws(KeychainError) {
-            try context.store.setDefaultKeychain(name)
+            try context.store.registry.setDefaultKeychain(name)
         } catch {
             throw error.secretServiceError(path)
         }
@@ -346,7 +346,7 @@ enum KeychainNaming {
         let base = sanitized(label)
         var candidate = base
         var number = 2
-        while store.keychainExists(candidate) {
+        while store.registry.keychainExists(candidate) {
             candidate = "\(base) \(number)"
             number += 1
         }

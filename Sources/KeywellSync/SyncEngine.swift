@@ -27,7 +27,7 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     public func settings(_ keychain: String) throws(KeychainError) -> SyncSettings? {
-        SyncSettings(try store.syncSettings(keychain))
+        SyncSettings(try store.transfer.syncSettings(keychain))
     }
 
     // MARK: Enable, join, disable, rekey
@@ -40,7 +40,7 @@ public final class SyncEngine: @unchecked Sendable {
         }
         let key = SyncKey.random()
         let header = try SyncHeader.wrap(key, password: password, kdf: kdf)
-        let settings = SyncSettings(folder: path, machine: MachineID.random(), sealedKey: try store.sealForSync(keychain, key.key))
+        let settings = SyncSettings(folder: path, machine: MachineID.random(), sealedKey: try store.transfer.sealForSync(keychain, key.key))
         try folder.write(header, as: RecordName.headerFileName)
         try start(keychain, settings)
         _ = try push(keychain)
@@ -60,7 +60,7 @@ public final class SyncEngine: @unchecked Sendable {
             throw KeychainError(SecStatus.noSuchKeychain, detail: "\(path) holds no keychain's mirror: use `keywell sync enable`")
         }
         let key = try SyncHeader.unwrap(header, password: password)
-        let settings = SyncSettings(folder: path, machine: MachineID.random(), sealedKey: try store.sealForSync(keychain, key.key))
+        let settings = SyncSettings(folder: path, machine: MachineID.random(), sealedKey: try store.transfer.sealForSync(keychain, key.key))
         try start(keychain, settings)
         _ = try merge(keychain)
         _ = try push(keychain)
@@ -69,7 +69,7 @@ public final class SyncEngine: @unchecked Sendable {
     /// `sync disable`: the keychain stops mirroring; the folder and every item stay as they are.
     public func disable(_ keychain: String) throws(KeychainError) {
         guard try settings(keychain) != nil else { throw KeychainError(SecStatus.param, detail: "sync is not enabled on this keychain") }
-        try store.clearSyncState(keychain)
+        try store.transfer.clearSyncState(keychain)
         merged[keychain] = nil
     }
 
@@ -81,19 +81,19 @@ public final class SyncEngine: @unchecked Sendable {
         let folder = SyncFolder(path: settings.folder)
         try folder.check()
         let key = SyncKey.random()
-        settings.sealedKey = try store.sealForSync(keychain, key.key)
+        settings.sealedKey = try store.transfer.sealForSync(keychain, key.key)
         settings.floors = [:]
         settings.machines = [:]
         var application = SyncApplication()
         application.settings = settings.rows
         // Every item this keychain holds becomes this machine's, under the new key.
-        let states = try store.syncStates(keychain)
+        let states = try store.transfer.syncStates(keychain)
         application.states = states.values.map { state in
             var state = state
             state.fingerprint = nil
             return state
         }
-        try store.applySync(keychain, application)
+        try store.transfer.applySync(keychain, application)
         try folder.write(SyncHeader.wrap(key, password: password, kdf: kdf), as: RecordName.headerFileName)
         // Files under the old key: removed where they are this machine's, refused elsewhere.
         for name in (try? folder.names()) ?? [] {
@@ -108,7 +108,7 @@ public final class SyncEngine: @unchecked Sendable {
         guard try settings(keychain) == nil else {
             throw KeychainError(SecStatus.duplicateItem, detail: "sync is already enabled on this keychain: `keywell sync disable` first")
         }
-        guard !(try store.isLocked(keychain)) else {
+        guard !(try store.locking.isLocked(keychain)) else {
             throw KeychainError(SecStatus.interactionNotAllowed, detail: "the keychain is locked: unlock it first")
         }
         let folder = SyncFolder(path: path)
@@ -121,12 +121,12 @@ public final class SyncEngine: @unchecked Sendable {
         settings.lastWrite = Self.now()
         var application = SyncApplication()
         application.settings = settings.rows
-        try store.applySync(keychain, application)
+        try store.transfer.applySync(keychain, application)
         merged[keychain] = []
     }
 
     private func key(_ keychain: String, _ settings: SyncSettings) throws(KeychainError) -> SyncKey {
-        SyncKey(try store.openForSync(keychain, settings.sealedKey))
+        SyncKey(try store.transfer.openForSync(keychain, settings.sealedKey))
     }
 
     // MARK: Local changes out
@@ -138,10 +138,10 @@ public final class SyncEngine: @unchecked Sendable {
         guard var settings = try settings(keychain) else { return 0 }
         let key = try key(keychain, settings)
         let folder = SyncFolder(path: settings.folder)
-        let states = try store.syncStates(keychain)
+        let states = try store.transfer.syncStates(keychain)
         var changedItems: [UUID: (tag: ItemTag, state: SyncItemState?)] = [:]
         var seen = Set<Data>()
-        for candidate in try store.syncCandidates(keychain) {
+        for candidate in try store.transfer.syncCandidates(keychain) {
             let tag = key.tag(of: ItemIdentity(itemClass: candidate.itemClass, attributes: candidate.attributes))
             seen.insert(tag.bytes)
             let state = states[tag.bytes]
@@ -151,7 +151,7 @@ public final class SyncEngine: @unchecked Sendable {
         }
         let now = Self.now()
         var records: [(record: SyncRecord, state: SyncItemState)] = []
-        for (item, fingerprint) in try store.syncItems(keychain, uuids: Array(changedItems.keys)) {
+        for (item, fingerprint) in try store.transfer.syncItems(keychain, uuids: Array(changedItems.keys)) {
             guard let (tag, state) = changedItems[item.uuid] else { continue }
             let mdat: Int64 = if case .integer(let value)? = item.attributes[.modificationDate] { value } else { now }
             // A change that left the modification time as it was (an access list) still makes a newer version.
@@ -181,14 +181,14 @@ public final class SyncEngine: @unchecked Sendable {
         settings.lastWrite = now
         var reserve = SyncApplication()
         reserve.settings = settings.rows
-        try store.applySync(keychain, reserve)
+        try store.transfer.applySync(keychain, reserve)
         var application = SyncApplication()
         for (offset, (record, state)) in records.enumerated() {
             let name = RecordName(machine: settings.machine, sequence: first + UInt64(offset), kind: .record)
             try folder.write(RecordFile.seal(record, name: name, key: key), as: name.description)
             application.states.append(state)
         }
-        try store.applySync(keychain, application)
+        try store.transfer.applySync(keychain, application)
         try compactIfDue(keychain, settings: settings, key: key, folder: folder)
         return records.count
     }
@@ -199,14 +199,14 @@ public final class SyncEngine: @unchecked Sendable {
             if case .file(let record) = RecordName.read(name), record.machine == settings.machine { return record }
             return nil
         }
-        let states = try store.syncStates(keychain).values.filter { $0.machine == Data(settings.machine.bytes) }
+        let states = try store.transfer.syncStates(keychain).values.filter { $0.machine == Data(settings.machine.bytes) }
         guard SyncCompaction.isDue(ownFiles: own, liveRecords: states.count) else { return }
         var latest: [SyncRecord] = []
         let live = states.filter { !$0.deleted }
-        let items = Dictionary(try store.syncCandidates(keychain).map {
+        let items = Dictionary(try store.transfer.syncCandidates(keychain).map {
             (key.tag(of: ItemIdentity(itemClass: $0.itemClass, attributes: $0.attributes)).bytes, $0.uuid)
         }) { first, _ in first }
-        let full = Dictionary(try store.syncItems(keychain, uuids: live.compactMap { items[$0.tag] }).map { ($0.item.uuid, $0.item) }) { first, _ in first }
+        let full = Dictionary(try store.transfer.syncItems(keychain, uuids: live.compactMap { items[$0.tag] }).map { ($0.item.uuid, $0.item) }) { first, _ in first }
         for state in states {
             let version = SyncVersion(modified: state.modified, machine: settings.machine)
             let base = Self.version(ofBase: state)
@@ -224,7 +224,7 @@ public final class SyncEngine: @unchecked Sendable {
         settings.nextSequence += 1
         var reserve = SyncApplication()
         reserve.settings = settings.rows
-        try store.applySync(keychain, reserve)
+        try store.transfer.applySync(keychain, reserve)
         do {
             try SyncCompaction.compact(folder, latest: latest, me: settings.machine, sequence: sequence, ownFiles: own, key: key)
         } catch let error as KeychainError {
@@ -269,7 +269,7 @@ public final class SyncEngine: @unchecked Sendable {
             summary.refused.append(file)
             if settings.refused.count < SyncLimits.refusedNamesKept { settings.refused[file] = reason }
         }
-        let states = try store.syncStates(keychain)
+        let states = try store.transfer.syncStates(keychain)
         var local: [ItemTag: LocalVersion] = [:]
         for state in states.values {
             guard let tag = ItemTag(bytes: state.tag), let version = Self.version(state) else { continue }
@@ -277,7 +277,7 @@ public final class SyncEngine: @unchecked Sendable {
         }
         // Items never written out (before a join) are this machine's versions too: an arrival
         // with the same primary key meets them as a concurrent change, never overwrites them unseen.
-        for candidate in try store.syncCandidates(keychain) {
+        for candidate in try store.transfer.syncCandidates(keychain) {
             let tag = key.tag(of: ItemIdentity(itemClass: candidate.itemClass, attributes: candidate.attributes))
             guard local[tag] == nil || local[tag]!.deleted else { continue }
             let mdat: Int64 = if case .integer(let value)? = candidate.attributes[.modificationDate] { value } else { 0 }
@@ -313,7 +313,7 @@ public final class SyncEngine: @unchecked Sendable {
         for (machine, floor) in contents.floors { settings.floors[machine] = max(settings.floors[machine] ?? 0, floor) }
         settings.lastMerge = Self.now()
         application.settings = settings.rows
-        summary.applied = try store.applySync(keychain, application)
+        summary.applied = try store.transfer.applySync(keychain, application)
         merged[keychain, default: []].formUnion(contents.read)
         if summary.applied > 0 || summary.conflicts > 0 {
             logger.info("sync: merged \(summary.applied) changes into \(keychain), kept \(summary.conflicts) losing versions")
@@ -327,14 +327,14 @@ public final class SyncEngine: @unchecked Sendable {
         -> [(entry: SyncConflictEntry, secret: Data)] {
         guard !conflicts.isEmpty else { return [] }
         var localItems: [ItemTag: UUID] = [:]
-        for candidate in try store.syncCandidates(keychain) {
+        for candidate in try store.transfer.syncCandidates(keychain) {
             localItems[key.tag(of: ItemIdentity(itemClass: candidate.itemClass, attributes: candidate.attributes))] = candidate.uuid
         }
         let wanted = conflicts.compactMap { conflict -> UUID? in
             if case .local = conflict.loser { return localItems[conflict.tag] }
             return nil
         }
-        let full = Dictionary(try store.syncItems(keychain, uuids: wanted).map { ($0.item.uuid, $0.item) }) { first, _ in first }
+        let full = Dictionary(try store.transfer.syncItems(keychain, uuids: wanted).map { ($0.item.uuid, $0.item) }) { first, _ in first }
         var kept: [(entry: SyncConflictEntry, secret: Data)] = []
         for conflict in conflicts {
             switch conflict.loser {
@@ -351,9 +351,9 @@ public final class SyncEngine: @unchecked Sendable {
 
     // MARK: Status
 
-    public func conflicts(_ keychain: String) throws(KeychainError) -> [SyncConflictEntry] { try store.syncConflicts(keychain) }
+    public func conflicts(_ keychain: String) throws(KeychainError) -> [SyncConflictEntry] { try store.transfer.syncConflicts(keychain) }
 
-    public func conflictSecret(_ keychain: String, id: Int64) throws(KeychainError) -> Data { try store.syncConflictSecret(keychain, id: id) }
+    public func conflictSecret(_ keychain: String, id: Int64) throws(KeychainError) -> Data { try store.transfer.syncConflictSecret(keychain, id: id) }
 
     // MARK: Helpers
 

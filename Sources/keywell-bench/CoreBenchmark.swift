@@ -52,19 +52,19 @@ struct CoreBenchmark: ParsableCommand {
         let scratch = try ScratchFolder()
         var store: KeychainStore? = try KeychainStore(paths: scratch.paths, kdf: .fastForTests)
         let password = SecretBytes(copying: Array("benchmark".utf8))
-        let keychainPath = try store!.createKeychain("bench", password: password)
-        try store!.setSearchList(["bench"])
+        let keychainPath = try store!.registry.createKeychain("bench", password: password)
+        try store!.registry.setSearchList(["bench"])
 
         var batchedTime = Duration.zero
         for start in stride(from: 0, to: size, by: 1000) {
             let batch = (start..<min(size, start + 1000)).map(Self.item)
-            batchedTime += try KeywellBenchTiming.measure { try store!.addBatch(batch) }
+            batchedTime += try KeywellBenchTiming.measure { try store!.items.addBatch(batch) }
         }
 
         var durableAdd = LatencySamples()
         for index in size..<size + durableSamples {
             let item = Self.item(index)
-            durableAdd.append(try KeywellBenchTiming.measure { _ = try store!.add(item) })
+            durableAdd.append(try KeywellBenchTiming.measure { _ = try store!.items.add(item) })
         }
         let commitFloor = LatencySamples(
             try StorageProbe.durableInsertLatencies(in: scratch.root, rowBytes: 256, count: durableSamples))
@@ -99,7 +99,7 @@ struct CoreBenchmark: ParsableCommand {
                 WireKey.class: .string(WireKey.classGenericPassword), AttributeKey.account: .string(Self.account(index)),
                 AttributeKey.service: .string(Self.service(index)),
             ]
-            delete.append(try KeywellBenchTiming.measure { try store!.delete(query) })
+            delete.append(try KeywellBenchTiming.measure { try store!.items.delete(query) })
         }
         let remaining = size + durableSamples - delete.durations.count
         store = nil  // closing the last connection checkpoints the WAL into the file
@@ -114,11 +114,11 @@ struct CoreBenchmark: ParsableCommand {
     private func timeQueries(
         _ store: KeychainStore, count: Int, _ makeQuery: () -> WireDictionary
     ) throws -> LatencySamples {
-        for _ in 0..<min(100, count) { _ = try store.copyMatching(makeQuery()) }  // warm caches
+        for _ in 0..<min(100, count) { _ = try store.items.copyMatching(makeQuery()) }  // warm caches
         var samples = LatencySamples()
         for _ in 0..<count {
             let query = makeQuery()
-            samples.append(try KeywellBenchTiming.measure { _ = try store.copyMatching(query) })
+            samples.append(try KeywellBenchTiming.measure { _ = try store.items.copyMatching(query) })
         }
         return samples
     }
@@ -127,11 +127,11 @@ struct CoreBenchmark: ParsableCommand {
         let scratch = try ScratchFolder()
         let store = try KeychainStore(paths: scratch.paths, kdf: kdf)
         let password = SecretBytes(copying: Array("benchmark password".utf8))
-        _ = try store.createKeychain("unlock", password: password)
+        _ = try store.registry.createKeychain("unlock", password: password)
         var samples = LatencySamples()
         for _ in 0..<5 {
-            try store.lock("unlock")
-            samples.append(try KeywellBenchTiming.measure { try store.unlock("unlock", password: password) })
+            try store.locking.lock("unlock")
+            samples.append(try KeywellBenchTiming.measure { try store.locking.unlock("unlock", password: password) })
         }
         return samples
     }

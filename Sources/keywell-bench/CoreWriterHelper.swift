@@ -48,7 +48,7 @@ struct CoreWriterHelper: ParsableCommand {
             configDirectory: URL(fileURLWithPath: configDirectory),
             runtimeDirectory: URL(fileURLWithPath: NSTemporaryDirectory()))
         let store = try KeychainStore(paths: paths, kdf: .fastForTests)
-        try store.unlock(keychain, password: password)
+        try store.locking.unlock(keychain, password: password)
         for index in 0..<count {
             let item: WireDictionary = [
                 WireKey.class: .string(WireKey.classGenericPassword),
@@ -58,7 +58,7 @@ struct CoreWriterHelper: ParsableCommand {
                 WireKey.useKeychain: .string(keychain),
             ]
             do {
-                _ = try store.add(item)
+                _ = try store.items.add(item)
             } catch {
                 FileHandle.standardOutput.write(Data("refused \(error.status) \(error.detail ?? "")\n".utf8))
                 throw ExitCode(3)

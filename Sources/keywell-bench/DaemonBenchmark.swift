@@ -306,13 +306,13 @@ private final class Filler {
 
     init(environment: [String: String]) throws {
         store = try KeychainStore(paths: KeywellPaths.fromEnvironment(environment), kdf: .fastForTests)
-        try store.unlock("bench", password: SecretBytes(copying: Array("bench".utf8)))
+        try store.locking.unlock("bench", password: SecretBytes(copying: Array("bench".utf8)))
     }
 
     func fill(to size: Int) throws {
         while count < size {
             let end = min(size, count + 1000)
-            try store.addBatch((count..<end).map(NativeCalls.fillerItem))
+            try store.items.addBatch((count..<end).map(NativeCalls.fillerItem))
             count = end
         }
     }

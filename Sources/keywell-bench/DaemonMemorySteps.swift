@@ -197,12 +197,12 @@ final class KeywelldSubject: MemorySubject {
         let store: KeychainStore
         if let filler { store = filler } else {
             store = try KeychainStore(paths: KeywellPaths.fromEnvironment(world.environment), kdf: .default)
-            try store.unlock(KeywellNames.loginKeychain, password: SecretBytes(copying: Self.password))
+            try store.locking.unlock(KeywellNames.loginKeychain, password: SecretBytes(copying: Self.password))
             filler = store
         }
         while count < target {
             let end = min(target, count + 1000)
-            try store.addBatch((count..<end).map { index in
+            try store.items.addBatch((count..<end).map { index in
                 var item = NativeCalls.fillerItem(index)
                 item[WireKey.useKeychain] = .string(KeywellNames.loginKeychain)
                 return item

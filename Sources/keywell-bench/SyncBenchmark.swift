@@ -73,7 +73,7 @@ enum SyncRuns {
         let store = try KeychainStore(paths: KeywellPaths(
             keychainsDirectory: base.appendingPathComponent("data"), configDirectory: base.appendingPathComponent("config"),
             runtimeDirectory: base.appendingPathComponent("run")), kdf: .fastForTests)
-        _ = try store.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
+        _ = try store.registry.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
         return store
     }
 
@@ -128,7 +128,7 @@ enum SyncRuns {
         try reader.join("login", folder: folder, password: password)
         // The writer's records, made the way keywelld makes them: one push per 1,000 adds.
         for start in stride(from: 0, to: count, by: 1_000) {
-            for index in start..<min(count, start + 1_000) { _ = try writerStore.add(item(index, secret: "secret-\(index)-0123456789")) }
+            for index in start..<min(count, start + 1_000) { _ = try writerStore.items.add(item(index, secret: "secret-\(index)-0123456789")) }
             _ = try writer.push("login")
         }
         let clock = ContinuousClock()
@@ -158,7 +158,7 @@ enum SyncRuns {
         guard mkdir(folder, 0o700) == 0 else { throw ValidationError("cannot make \(folder)") }
         let store = try store(at: root + "/a")
         let engine = SyncEngine(store: store, logger: Logger(label: "bench-size"))
-        for index in 0..<items { _ = try store.add(item(index, secret: "secret-\(index)-v0-0123456789")) }
+        for index in 0..<items { _ = try store.items.add(item(index, secret: "secret-\(index)-v0-0123456789")) }
         try engine.enable("login", folder: folder, password: password, kdf: .fastForTests)
         var largest = 0, written = 0, recordBytes = 0
         var made = 0
@@ -166,7 +166,7 @@ enum SyncRuns {
         while made < changes {
             for offset in 0..<min(batch, changes - made) {
                 let index = (made + offset) % items
-                try store.update(item(index, secret: "").filter { $0.key != WireKey.valueData && $0.key != AttributeKey.label },
+                try store.items.update(item(index, secret: "").filter { $0.key != WireKey.valueData && $0.key != AttributeKey.label },
                                  [WireKey.valueData: .data(Data("secret-\(index)-v\(made)-0123456789".utf8))])
             }
             let pushed = try engine.push("login")

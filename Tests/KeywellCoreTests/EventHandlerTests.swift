@@ -11,7 +11,7 @@ import Testing
         let environment = try TestEnvironment()
         let store = try environment.makeStore()
         let password = SecretBytes(copying: Array("pw".utf8))
-        _ = try store.createKeychain("events", password: password)
+        _ = try store.registry.createKeychain("events", password: password)
         let received = EventCount()
         store.onEvent = { _ in received.increment() }
 
@@ -21,8 +21,8 @@ import Testing
         let thread = Thread {
             for _ in 0..<10_000 {
                 do {
-                    try store.lock("events")
-                    try store.unlock("events", password: password)
+                    try store.locking.lock("events")
+                    try store.locking.unlock("events", password: password)
                 } catch {
                     failures.increment()
                 }

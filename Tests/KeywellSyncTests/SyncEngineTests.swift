@@ -25,7 +25,7 @@ final class TwoMachines: @unchecked Sendable {
             let store = try KeychainStore(paths: KeywellPaths(
                 keychainsDirectory: base.appendingPathComponent("data"), configDirectory: base.appendingPathComponent("config"),
                 runtimeDirectory: base.appendingPathComponent("run")), kdf: .fastForTests)
-            _ = try store.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
+            _ = try store.registry.createKeychain("login", password: SecretBytes(copying: Array("pw".utf8)))
             return store
         }
         storeA = try store("a")
@@ -51,7 +51,7 @@ func genericPassword(_ account: String, _ secret: String? = nil, extra: WireDict
 func secret(_ account: String, in store: KeychainStore) -> String? {
     let found: [WireDictionary]
     do {
-        found = try store.copyMatching(genericPassword(account).merging([WireKey.returnData: .bool(true)]) { $1 })
+        found = try store.items.copyMatching(genericPassword(account).merging([WireKey.returnData: .bool(true)]) { $1 })
     } catch {
         if error.status != SecStatus.itemNotFound { Issue.record("reading \(account): \(error)") }
         return nil
@@ -63,22 +63,22 @@ func secret(_ account: String, in store: KeychainStore) -> String? {
 @Suite(.serialized) struct SyncEngineTests {
     @Test func addsChangesAndDeletesTravel() throws {
         let machines = try TwoMachines()
-        _ = try machines.storeA.add(genericPassword("before", "s0"))
+        _ = try machines.storeA.items.add(genericPassword("before", "s0"))
         try machines.enableAndJoin()
 
         #expect(secret("before", in: machines.storeB) == "s0")
-        _ = try machines.storeA.add(genericPassword("alice", "s1"))
+        _ = try machines.storeA.items.add(genericPassword("alice", "s1"))
         #expect(try machines.engineA.push("login") == 1)
         #expect(try machines.engineA.push("login") == 0)
         _ = try machines.engineB.merge("login")
         #expect(secret("alice", in: machines.storeB) == "s1")
         // B's merge wrote nothing back: what it merged is no local change.
         #expect(try machines.engineB.push("login") == 0)
-        try machines.storeA.update(genericPassword("alice"), [WireKey.valueData: .data(Data("s2".utf8))])
+        try machines.storeA.items.update(genericPassword("alice"), [WireKey.valueData: .data(Data("s2".utf8))])
         _ = try machines.engineA.push("login")
         _ = try machines.engineB.merge("login")
         #expect(secret("alice", in: machines.storeB) == "s2")
-        try machines.storeA.delete(genericPassword("alice"))
+        try machines.storeA.items.delete(genericPassword("alice"))
         _ = try machines.engineA.push("login")
         _ = try machines.engineB.merge("login")
         #expect(secret("alice", in: machines.storeB) == nil)
@@ -86,19 +86,19 @@ func secret(_ account: String, in store: KeychainStore) -> String? {
         // A file with the sync tables still passes the schema check of a fresh connection.
         let reopened = try KeychainStore(paths: machines.storeB.paths, kdf: .fastForTests)
         #expect(try SyncEngine(store: reopened, logger: Logger(label: "b2")).settings("login")?.folder == machines.folder)
-        try reopened.unlock("login", password: SecretBytes(copying: Array("pw".utf8)))
+        try reopened.locking.unlock("login", password: SecretBytes(copying: Array("pw".utf8)))
         #expect(secret("before", in: reopened) == "s0")
     }
 
     @Test func concurrentChangesConvergeAndKeepTheLoser() throws {
         let machines = try TwoMachines()
         try machines.enableAndJoin()
-        _ = try machines.storeA.add(genericPassword("bob", "start"))
+        _ = try machines.storeA.items.add(genericPassword("bob", "start"))
         _ = try machines.engineA.push("login")
         _ = try machines.engineB.merge("login")
-        try machines.storeB.update(genericPassword("bob"), [WireKey.valueData: .data(Data("from-b".utf8))])
+        try machines.storeB.items.update(genericPassword("bob"), [WireKey.valueData: .data(Data("from-b".utf8))])
         Thread.sleep(forTimeInterval: 0.01)
-        try machines.storeA.update(genericPassword("bob"), [WireKey.valueData: .data(Data("from-a".utf8))])
+        try machines.storeA.items.update(genericPassword("bob"), [WireKey.valueData: .data(Data("from-a".utf8))])
         _ = try machines.engineA.push("login")
         _ = try machines.engineB.push("login")
         _ = try machines.engineA.merge("login")
@@ -115,7 +115,7 @@ func secret(_ account: String, in store: KeychainStore) -> String? {
 
     @Test func thisDeviceOnlyStaysAndWrongPasswordChangesNothing() throws {
         let machines = try TwoMachines()
-        _ = try machines.storeA.add(genericPassword("local", "secret-x", extra: ["pdmn": .string("aku")]))
+        _ = try machines.storeA.items.add(genericPassword("local", "secret-x", extra: ["pdmn": .string("aku")]))
         try machines.engineA.enable("login", folder: machines.folder, password: TwoMachines.password, kdf: .fastForTests)
         let before = try FileManager.default.contentsOfDirectory(atPath: machines.folder)
         #expect(throws: KeychainError.self) {
@@ -129,9 +129,9 @@ func secret(_ account: String, in store: KeychainStore) -> String? {
 
     @Test func arrivalsAfterAJoinKeepTheJoinersOwnItems() throws {
         let machines = try TwoMachines()
-        _ = try machines.storeA.add(genericPassword("shared", "a-version"))
+        _ = try machines.storeA.items.add(genericPassword("shared", "a-version"))
         Thread.sleep(forTimeInterval: 0.01)
-        _ = try machines.storeB.add(genericPassword("shared", "b-version"))
+        _ = try machines.storeB.items.add(genericPassword("shared", "b-version"))
         try machines.enableAndJoin()
         _ = try machines.engineA.merge("login")
         #expect(secret("shared", in: machines.storeA) == "b-version")
@@ -145,7 +145,7 @@ func secret(_ account: String, in store: KeychainStore) -> String? {
         try machines.enableAndJoin()
         let newPassword = SecretBytes(copying: Array("a new sync password".utf8))
         try machines.engineA.rekey("login", password: newPassword, kdf: .fastForTests)
-        _ = try machines.storeA.add(genericPassword("after-rekey", "fresh"))
+        _ = try machines.storeA.items.add(genericPassword("after-rekey", "fresh"))
         _ = try machines.engineA.push("login")
         let merged = try machines.engineB.merge("login")
         #expect(merged.applied == 0)

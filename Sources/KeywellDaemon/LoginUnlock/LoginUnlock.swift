@@ -55,7 +55,7 @@ final class LoginUnlock: Sendable {
                 logger.notice("login unlock not enabled: \(error.message)")
                 return Outcome(status: SecStatus.notAvailable, message: "no usable TPM: \(error.message)")
             }
-            let wrapping = try store.secondWrapping(Self.login, under: key)
+            let wrapping = try store.locking.secondWrapping(Self.login, under: key)
             try LoginUnlockEnrolment(tcti: tcti, blob: blob, wrapping: wrapping).save(to: enrolmentPath)
             logger.info("login unlock through the TPM enabled\(pcrs.isBound ? ", bound to PCRs \(pcrs.text)" : "")")
             return .ok("enabled")
@@ -84,7 +84,7 @@ final class LoginUnlock: Sendable {
             guard let enrolment = try LoginUnlockEnrolment.load(from: enrolmentPath) else {
                 return Outcome(status: SecStatus.notAvailable, message: "login unlock is not enabled for this user")
             }
-            guard try store.isLocked(Self.login) else { return .ok("login is already unlocked") }
+            guard try store.locking.isLocked(Self.login) else { return .ok("login is already unlocked") }
             let key: SecretBytes
             do throws(TPMSeal.Failure) {
                 key = try TPMSeal(tcti: enrolment.tcti.isEmpty ? environmentTCTI : enrolment.tcti).unseal(enrolment.blob, auth: authValue)
@@ -96,7 +96,7 @@ final class LoginUnlock: Sendable {
                 let status = error.kind == .unreachable ? SecStatus.notAvailable : SecStatus.authFailed
                 return Outcome(status: status, message: "the TPM did not unseal: \(error.message)")
             }
-            try store.unlock(Self.login, wrapping: enrolment.wrapping, key: key)
+            try store.locking.unlock(Self.login, wrapping: enrolment.wrapping, key: key)
             logger.info("unlocked login at login through the TPM")
             if enrolment.bootStateChanged != nil {
                 // Booted back into the state it was bound to: the note no longer holds.

@@ -35,10 +35,10 @@ struct KeychainKeyStore: AgentKeyStore {
 
     func identities() -> [AgentIdentity] {
         var listed: [AgentIdentity] = []
-        for keychain in (try? store.searchList()) ?? [] {
-            guard let matches = try? store.freeformMatches(SSHKeyItem.everyKey, native: [:], in: keychain) else { continue }
+        for keychain in (try? store.registry.searchList()) ?? [] {
+            guard let matches = try? store.freeformItems.freeformMatches(SSHKeyItem.everyKey, native: [:], in: keychain) else { continue }
             for id in matches.ids {
-                guard let summary = try? store.itemSummary(id, in: keychain) else { continue }
+                guard let summary = try? store.freeformItems.itemSummary(id, in: keychain) else { continue }
                 for identity in SSHKeyItem.identities(summary) where !listed.contains(where: { $0.publicBlob == identity.publicBlob }) {
                     listed.append(identity)
                     if listed.count >= AgentLimits.maximumListedKeys { return listed }
@@ -50,12 +50,12 @@ struct KeychainKeyStore: AgentKeyStore {
 
     func store(_ key: SSHKeyPair, addedBy caller: AgentPeer) throws(AgentRefusal) {
         let defaultKeychain: String
-        do { defaultKeychain = try store.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
+        do { defaultKeychain = try store.registry.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
         // The key's item where it already is (a certificate joins its key), else a new one in
         // the default keychain.
-        let keychains = [defaultKeychain] + ((try? store.searchList()) ?? [])
+        let keychains = [defaultKeychain] + ((try? store.registry.searchList()) ?? [])
         let holding = keychains.first { keychain in
-            guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
+            guard let matches = try? store.freeformItems.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
             else { return false }
             return !matches.locked && !matches.ids.isEmpty
         }
@@ -70,7 +70,7 @@ struct KeychainKeyStore: AgentKeyStore {
         }
         guard case .applications(let names) = list else { throw AgentRefusal("no access list") }
         let target: String
-        do { target = try keychain ?? store.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
+        do { target = try keychain ?? store.registry.defaultKeychain() } catch { throw AgentRefusal("no default keychain: \(error)") }
         try Self.add(key, to: target, trusting: names, store: store)
     }
 
@@ -79,15 +79,15 @@ struct KeychainKeyStore: AgentKeyStore {
     static func add(_ key: SSHKeyPair, to keychain: String, trusting trusted: [String], store: KeychainStore) throws(AgentRefusal) {
         try writing.withLock { _ throws(AgentRefusal) in
             do {
-                let matches = try store.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
-                if let id = matches.ids.first, var entries = SSHKeyItem.entries(of: try store.itemSummary(id, in: keychain)) {
+                let matches = try store.freeformItems.freeformMatches(SSHKeyItem.query(fingerprint: key.fingerprint), native: [:], in: keychain)
+                if let id = matches.ids.first, var entries = SSHKeyItem.entries(of: try store.freeformItems.itemSummary(id, in: keychain)) {
                     try entries.add(key, now: UInt64(max(0, Date().timeIntervalSince1970)))
-                    try store.updateFreeformItem(id, in: keychain, label: key.comment, attributes: entries.attributes, derive: SSHKeyItem.derive)
+                    try store.freeformItems.updateFreeformItem(id, in: keychain, label: key.comment, attributes: entries.attributes, derive: SSHKeyItem.derive)
                     return
                 }
                 let secret = key.privateKey.withUnsafeBytes { Data($0) }
                 defer { SecretWipe.wipe(secret) }
-                _ = try store.addFreeformItem(
+                _ = try store.freeformItems.addFreeformItem(
                     in: keychain, itemClass: .key, label: key.comment, attributes: SSHKeyItem.Entries(new: key).attributes, type: nil,
                     secret: ItemSecret(value: secret, contentType: SSHKeyItem.contentType), replace: false,
                     access: .applications(trusted), derive: SSHKeyItem.derive)
@@ -109,10 +109,10 @@ struct KeychainKeyStore: AgentKeyStore {
     func privateKey(for publicBlob: [UInt8], caller: AgentPeer, context: SignatureContext) throws(AgentRefusal) -> SecretBytes? {
         let keyBlob = SSHKeyPair.keyBlob(of: publicBlob)
         let fingerprint = SSHFingerprint.sha256(keyBlob)
-        for keychain in (try? store.searchList()) ?? [] {
-            guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
+        for keychain in (try? store.registry.searchList()) ?? [] {
+            guard let matches = try? store.freeformItems.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
             // Only an item that lists this very blob signs with it (a removed key's certificate does not).
-            let listing = matches.ids.lazy.compactMap { id in (try? store.itemSummary(id, in: keychain)).map { (id: id, summary: $0) } }
+            let listing = matches.ids.lazy.compactMap { id in (try? store.freeformItems.itemSummary(id, in: keychain)).map { (id: id, summary: $0) } }
                 .first { SSHKeyItem.entries(of: $0.summary)?.lists(publicBlob) ?? false }
             guard let (id, summary) = listing else { continue }
             if matches.locked, !unlock(keychain, "\(caller.caller.displayName) (SSH)") {
@@ -121,7 +121,7 @@ struct KeychainKeyStore: AgentKeyStore {
             let label = SSHKeyItem.comment(summary)
             try checkAccess(id, label: label.isEmpty ? fingerprint : label, in: keychain, caller: caller, context: context)
             do {
-                guard let secret = try store.secrets(of: [id], in: keychain)[id] else { continue }
+                guard let secret = try store.freeformItems.secrets(of: [id], in: keychain)[id] else { continue }
                 defer { SecretWipe.wipe(secret.value) }
                 let privateKey = SecretBytes(copying: secret.value)
                 // A key item whose secret is not the key it lists (or certifies) is refused, not used.
@@ -140,7 +140,7 @@ struct KeychainKeyStore: AgentKeyStore {
 
     private func checkAccess(_ id: UUID, label: String, in keychain: String, caller: AgentPeer, context: SignatureContext) throws(AgentRefusal) {
         let lists: ItemAccessLists
-        do { lists = try store.accessLists([id], in: keychain) } catch { throw AgentRefusal("cannot read its access list: \(error)") }
+        do { lists = try store.freeformItems.accessLists([id], in: keychain) } catch { throw AgentRefusal("cannot read its access list: \(error)") }
         let hosts = context.hostKeyFingerprints.last.map { " for the host whose key is \($0)" } ?? ""
         let item = AccessItem(keychain: lists.keychainPath, reference: lists.reference(of: id), label: "SSH key \(label)\(hosts)")
         switch gate.verdict(for: caller.caller, item: item, list: lists.list(of: id)) {
@@ -169,17 +169,17 @@ struct KeychainKeyStore: AgentKeyStore {
         let fingerprint = SSHFingerprint.sha256(SSHKeyPair.keyBlob(of: publicBlob))
         return Self.writing.withLock { _ in
             var removed = false
-            for keychain in (try? store.listKeychains()) ?? [] {
-                guard let matches = try? store.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
+            for keychain in (try? store.registry.listKeychains()) ?? [] {
+                guard let matches = try? store.freeformItems.freeformMatches(SSHKeyItem.query(fingerprint: fingerprint), native: [:], in: keychain) else { continue }
                 for id in matches.ids {
-                    guard let summary = try? store.itemSummary(id, in: keychain), var entries = SSHKeyItem.entries(of: summary),
+                    guard let summary = try? store.freeformItems.itemSummary(id, in: keychain), var entries = SSHKeyItem.entries(of: summary),
                         entries.remove(publicBlob)
                     else { continue }
                     do {
                         if entries.isEmpty {
-                            try store.deleteItem(id, in: keychain)
+                            try store.freeformItems.deleteItem(id, in: keychain)
                         } else {
-                            try store.updateFreeformItem(id, in: keychain, label: nil, attributes: entries.attributes, derive: SSHKeyItem.derive)
+                            try store.freeformItems.updateFreeformItem(id, in: keychain, label: nil, attributes: entries.attributes, derive: SSHKeyItem.derive)
                         }
                         removed = true
                     } catch {
@@ -192,11 +192,11 @@ struct KeychainKeyStore: AgentKeyStore {
     }
 
     func removeAll() {
-        for keychain in (try? store.listKeychains()) ?? [] {
-            guard let matches = try? store.freeformMatches(SSHKeyItem.everyKey, native: [:], in: keychain), !matches.locked else { continue }
+        for keychain in (try? store.registry.listKeychains()) ?? [] {
+            guard let matches = try? store.freeformItems.freeformMatches(SSHKeyItem.everyKey, native: [:], in: keychain), !matches.locked else { continue }
             for id in matches.ids {
-                guard (try? store.itemSummary(id, in: keychain))?.itemClass == .key else { continue }
-                do { try store.deleteItem(id, in: keychain) } catch { logger.notice("ssh agent: cannot delete a key from \(keychain): \(error)") }
+                guard (try? store.freeformItems.itemSummary(id, in: keychain))?.itemClass == .key else { continue }
+                do { try store.freeformItems.deleteItem(id, in: keychain) } catch { logger.notice("ssh agent: cannot delete a key from \(keychain): \(error)") }
             }
         }
     }

@@ -44,7 +44,7 @@ final class SyncService: @unchecked Sendable {
 
     /// Watches every synced keychain's folder, and merges those already unlocked.
     func start() {
-        for keychain in (try? store.listKeychains()) ?? [] {
+        for keychain in (try? store.registry.listKeychains()) ?? [] {
             guard let settings = try? locked({ () throws(KeychainError) in try engine.settings(keychain) }) else { continue }
             watch(keychain, folder: settings.folder)
             schedule([.merge, .push], keychain, after: .zero)
@@ -118,7 +118,7 @@ final class SyncService: @unchecked Sendable {
     // MARK: Work
 
     private func resolve(_ keychain: String) throws(KeychainError) -> String {
-        keychain.isEmpty ? try store.defaultKeychain() : keychain
+        keychain.isEmpty ? try store.registry.defaultKeychain() : keychain
     }
 
     private func locked<T>(_ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
@@ -174,7 +174,7 @@ final class SyncService: @unchecked Sendable {
     /// Under `engineLock`. A locked keychain waits for its unlock; a push comes first, so that
     /// a merge never meets a local change not written out yet.
     private func perform(_ job: Job, _ keychain: String) {
-        guard (try? store.isLocked(keychain)) == false else { return }
+        guard (try? store.locking.isLocked(keychain)) == false else { return }
         do throws(KeychainError) {
             _ = try engine.push(keychain)
             if job.contains(.merge) {

@@ -81,7 +81,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
             context.logger.notice("KWallet open of \"\(wallet)\": no such keychain")
             return -1
         }
-        if (try? context.store.isLocked(keychain)) != false {
+        if (try? context.store.locking.isLocked(keychain)) != false {
             if let reason = context.prompts.unavailableReason() {
                 context.logger.error("cannot ask for the password to open wallet \"\(wallet)\" (keychain \"\(keychain)\"): \(reason) (docs/prompts.md)")
                 return -1
@@ -115,7 +115,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     func isOpen(wallet: String, call: DBusMethodCall) throws(DBusError) -> Bool {
         guard let keychain = service.keychain(forWallet: wallet) else { return false }
-        return (try? service.context.store.isLocked(keychain)) == false
+        return (try? service.context.store.locking.isLocked(keychain)) == false
     }
 
     func isOpen(handle: Int32, call: DBusMethodCall) throws(DBusError) -> Bool { service.handles.exists(handle) }
@@ -136,7 +136,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
     }
 
     func closeAllWallets(call: DBusMethodCall) throws(DBusError) {
-        service.context.store.lockAll()
+        service.context.store.locking.lockAll()
     }
 
     func changePassword(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) {
@@ -159,9 +159,9 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     private func closeWallet(_ wallet: String, force: Bool) throws(DBusError) -> Int32 {
         guard let keychain = service.keychain(forWallet: wallet),
-              (try? service.context.store.isLocked(keychain)) == false else { return -1 }
+              (try? service.context.store.locking.isLocked(keychain)) == false else { return -1 }
         guard force else { return 1 }
-        try engine(wallet) { () throws(KeychainError) in try service.context.store.lock(keychain) }
+        try engine(wallet) { () throws(KeychainError) in try service.context.store.locking.lock(keychain) }
         return 0
     }
 
@@ -177,7 +177,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     private func deleteWallet(_ wallet: String) throws(DBusError) -> Int32 {
         guard let keychain = service.keychain(forWallet: wallet) else { return -1 }
-        try engine(wallet) { () throws(KeychainError) in try service.context.store.deleteKeychain(keychain) }
+        try engine(wallet) { () throws(KeychainError) in try service.context.store.registry.deleteKeychain(keychain) }
         for handle in service.handles.remove(where: { $0.keychain == keychain }) { service.handleClosed(handle.number) }
         service.emit(KWalletProtocol.Member.walletDeleted, [.string(wallet)])
         service.emit(KWalletProtocol.Member.walletListDirty, [])

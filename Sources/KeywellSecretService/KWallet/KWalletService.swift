@@ -52,21 +52,21 @@ final class KWalletService: Sendable {
     /// The keychain a wallet name stands for: `kdewallet` is the default keychain, another name
     /// the keychain of that name; nil when there is none.
     func keychain(forWallet wallet: String) -> String? {
-        if wallet == KWalletProtocol.defaultWallet { return try? context.store.defaultKeychain() }
-        guard !wallet.isEmpty, !wallet.contains("/"), context.store.keychainExists(wallet) else { return nil }
+        if wallet == KWalletProtocol.defaultWallet { return try? context.store.registry.defaultKeychain() }
+        guard !wallet.isEmpty, !wallet.contains("/"), context.store.registry.keychainExists(wallet) else { return nil }
         return wallet
     }
 
     /// `kdewallet`, then every other keychain by name.
     func walletNames() -> [String] {
-        let defaultName = try? context.store.defaultKeychain()
-        let others = ((try? context.store.listKeychains()) ?? []).filter { $0 != defaultName && !$0.contains("/") }
+        let defaultName = try? context.store.registry.defaultKeychain()
+        let others = ((try? context.store.registry.listKeychains()) ?? []).filter { $0 != defaultName && !$0.contains("/") }
         return [KWalletProtocol.defaultWallet] + others
     }
 
     /// The names clients know `keychain` by: its wallet name, and any other name a handle used.
     func walletNames(of keychain: String) -> Set<String> {
-        var names: Set<String> = [(try? context.store.defaultKeychain()) == keychain ? KWalletProtocol.defaultWallet : keychain]
+        var names: Set<String> = [(try? context.store.registry.defaultKeychain()) == keychain ? KWalletProtocol.defaultWallet : keychain]
         for handle in handles.all() where handle.keychain == keychain { names.insert(handle.wallet) }
         return names
     }

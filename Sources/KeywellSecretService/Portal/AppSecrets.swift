@@ -18,8 +18,8 @@ final class AppSecrets: Sendable {
 
     /// The keychain the secrets live in, and whether it is locked now.
     func keychain() throws(KeychainError) -> (name: String, locked: Bool) {
-        let name = try store.defaultKeychain()
-        return (name, try store.isLocked(name))
+        let name = try store.registry.defaultKeychain()
+        return (name, try store.locking.isLocked(name))
     }
 
     /// The app's secret in `keychain` (unlocked), made and stored first if it has none, trusting

@@ -157,7 +157,7 @@ final class SecretPortal: DBusObject, PortalSecretMethods, PortalRequestMethods,
     /// `Close` dismisses it.
     private func unlock(_ keychain: String, for app: PortalAppID, handle: String) -> PortalNames.Response {
         unlocking.withLock { _ -> PortalNames.Response in
-            if (try? context.store.isLocked(keychain)) == false { return .success }
+            if (try? context.store.locking.isLocked(keychain)) == false { return .success }
             // No dialog can be shown (no display, no configured terminal): say why at once rather
             // than start one that can only fail (docs/prompts.md).
             if let reason = asker.unavailableReason() {
