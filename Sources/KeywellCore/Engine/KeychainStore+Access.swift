@@ -6,14 +6,14 @@ import KeywellProtocol
 /// call matched, and writing Always Allow into the files.
 extension KeychainStore {
     /// Items one `trust` call may name: a whole large keychain; linear work, one transaction.
-    public static let maxItemsTrustedAtOnce = 100_000
+    static let maxItemsTrustedAtOnce = 100_000
 
     /// Adds `identity` to the access list of each item `references` names (`v_PersistentRef`
     /// bytes), as Always Allow does: all in one transaction per keychain, each MAC renewed, one
     /// change event per keychain. An item open to any application, or already naming the
     /// identity, is left as it is. A list that would grow over `AccessList.maxApplications`,
     /// a reference that names no item, a locked keychain: an error, and nothing is written.
-    public func trust(_ identity: String, items references: [[UInt8]]) throws(KeychainError) {
+    func trust(_ identity: String, items references: [[UInt8]]) throws(KeychainError) {
         guard references.count <= Self.maxItemsTrustedAtOnce else {
             throw .param("at most \(Self.maxItemsTrustedAtOnce) items can be trusted at once")
         }
@@ -62,7 +62,7 @@ extension KeychainStore {
     /// Whether the item `reference` names (`v_PersistentRef` bytes) still has `identity` on its
     /// list, exactly: what `keywell doctor` says of each grant Always Allow made. False for an
     /// item or keychain that is gone, an unreadable reference, or a list open to any application.
-    public func stillTrusts(_ identity: String, reference: [UInt8]) -> Bool {
+    func stillTrusts(_ identity: String, reference: [UInt8]) -> Bool {
         guard let parsed = try? PersistentRef(parsing: Data(reference)), let names = try? listKeychains() else { return false }
         for name in names {
             guard let file = try? existingFile(at: location(name)), file.uuid == parsed.keychain else { continue }

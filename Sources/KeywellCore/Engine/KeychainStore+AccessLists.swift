@@ -44,7 +44,7 @@ extension KeychainStore {
     /// read that returns a secret checks the MAC, which covers the list, in the statement that
     /// reads the secret, so a list edited on disk yields `errSecDecode`, never a secret. One
     /// statement per 64 items.
-    public func accessLists(_ ids: [UUID], in keychain: String) throws(KeychainError) -> ItemAccessLists {
+    func accessLists(_ ids: [UUID], in keychain: String) throws(KeychainError) -> ItemAccessLists {
         let file = try file(at: location(keychain))
         let named = try ids.isEmpty ? [:] : file.database.read { db -> [UUID: AccessList] in
             guard try ItemAccessColumn.hasColumn(db) else { return [:] }
@@ -66,7 +66,7 @@ extension KeychainStore {
     /// one question about the ones it does not trust; hidden ones are left out. For a face that
     /// hands items out by id (the gnome-keyring export): `label` names an item in the question
     /// the way that face shows it.
-    public func screened(
+    func screened(
         _ ids: [UUID], in keychain: String, by screen: any ItemAccessScreening, label: (UUID) throws(KeychainError) -> String
     ) throws(KeychainError) -> [UUID] {
         let lists = try accessLists(ids, in: keychain)

@@ -26,7 +26,7 @@ extension KeychainStore {
     /// Every item of one source file in one write transaction: all of them go in (and the items
     /// they replace go), or none does. Items any application may use, as a migration makes them.
     /// Returns the new items' ids, in order.
-    public func importFreeformItems(_ items: [FreeformImportItem], in keychain: String,
+    func importFreeformItems(_ items: [FreeformImportItem], in keychain: String,
                                     derive: DeriveNative) throws(KeychainError) -> [UUID] {
         guard !items.isEmpty else { return [] }
         let file = try file(at: location(keychain))

@@ -29,7 +29,7 @@ extension KeychainStore {
     /// Returns whether the keychain is locked too, from the same look-up of its file (each
     /// look-up checks the file on disk). Unlocked, the matches are checked against their MACs in
     /// the same snapshot: a search never lists an item that matches only through an edit made on disk.
-    public func freeformMatches(
+    func freeformMatches(
         _ attributes: [String: String], native: NativeConditions, in keychain: String
     ) throws(KeychainError) -> (ids: [UUID], locked: Bool) {
         let file = try file(at: location(keychain))
@@ -95,7 +95,7 @@ extension KeychainStore {
 
     /// One item's summary: the attributes that name and date it and its free-form rows. Works
     /// while locked (unchecked); unlocked, checked against the item's MAC.
-    public func itemSummary(_ id: UUID, in keychain: String) throws(KeychainError) -> ItemSummary {
+    func itemSummary(_ id: UUID, in keychain: String) throws(KeychainError) -> ItemSummary {
         let file = try file(at: location(keychain))
         guard let integrity = file.integrityKeyIfUnlocked else {
             return try file.database.read { db in
@@ -113,7 +113,7 @@ extension KeychainStore {
 
     /// The secrets of many items at once: rows fetched 64 to a statement inside one read
     /// transaction, then one decryption each. Unknown items are left out.
-    public func secrets(of ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: ItemSecret] {
+    func secrets(of ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: ItemSecret] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let chunk = 64
@@ -164,7 +164,7 @@ extension KeychainStore {
     /// in an enforcing keychain). `access`, when given, is the new item's list whatever the
     /// keychain's `enforceAccess` says (a sandboxed app's item trusts that app alone); `replacing`
     /// decides, from that list, whether the caller may replace it at all (nil: yes).
-    public func addFreeformItem(
+    func addFreeformItem(
         in keychain: String, itemClass: ItemClass = .genericPassword, label: String, attributes: [String: String], type: String?,
         secret: ItemSecret, replace: Bool, times: ItemDates? = nil, creator: String? = nil,
         creatorUnidentified: Bool = false, access explicitAccess: AccessList? = nil,
@@ -220,7 +220,7 @@ extension KeychainStore {
     /// Changes the label and/or the free-form attributes (then `derive` gives the native ones
     /// anew). Only free-form items have attributes to change here; other items change theirs
     /// through the native API (`errSecReadOnlyAttr` here).
-    public func updateFreeformItem(
+    func updateFreeformItem(
         _ id: UUID, in keychain: String, label: String?, attributes: [String: String]?, derive: DeriveNative
     ) throws(KeychainError) {
         try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
@@ -250,7 +250,7 @@ extension KeychainStore {
     }
 
     /// Replaces the item's secret and its content type.
-    public func setSecret(_ secret: ItemSecret, of id: UUID, in keychain: String) throws(KeychainError) {
+    func setSecret(_ secret: ItemSecret, of id: UUID, in keychain: String) throws(KeychainError) {
         try changeItem(id, in: keychain) { item, row, db, key, keychainUUID in
             item.sealedSecret = ItemSealing.seal(secret.value, for: item, keychain: keychainUUID, key: key)
             try FreeformAttributeTable.set(FreeformItem.contentTypeRow, to: Self.storedContentType(secret.contentType),
@@ -259,7 +259,7 @@ extension KeychainStore {
     }
 
     /// Deletes the item and its free-form rows. Needs the keychain unlocked.
-    public func deleteItem(_ id: UUID, in keychain: String) throws(KeychainError) {
+    func deleteItem(_ id: UUID, in keychain: String) throws(KeychainError) {
         let file = try file(at: location(keychain))
         _ = try file.masterKey()
         try file.database.write { db in

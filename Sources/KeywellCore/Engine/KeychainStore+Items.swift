@@ -9,7 +9,7 @@ extension KeychainStore {
     /// when the dictionary has no `acls` and the keychain enforces access; `creatorUnidentified`:
     /// a caller made it whose identity is unknown, so such an item trusts nobody
     /// (`AccessList.forNewItem`).
-    public func add(_ attributes: WireDictionary, creator: String? = nil, creatorUnidentified: Bool = false) throws(KeychainError) -> WireDictionary {
+    func add(_ attributes: WireDictionary, creator: String? = nil, creatorUnidentified: Bool = false) throws(KeychainError) -> WireDictionary {
         let newItem = try QueryParser.parseAdd(attributes)
         let file = try targetFile(newItem.keychain)
         let (key, integrity) = try file.keys()
@@ -26,7 +26,7 @@ extension KeychainStore {
 
     /// Adds many items in one transaction per keychain: all of them or, on any error, none.
     /// Items without `acls` trust any application (this is how items come in from elsewhere).
-    public func addBatch(_ items: [WireDictionary]) throws(KeychainError) {
+    func addBatch(_ items: [WireDictionary]) throws(KeychainError) {
         // One group per target keychain, however the items name it.
         var files: [KeychainFile] = []
         var groups: [[NewItem]] = []
@@ -78,7 +78,7 @@ extension KeychainStore {
     /// `screen`: the caller's access control (keywelld's). Items it hides are left out; with
     /// `r_Data`, items it does not trust are asked about, all in one question, before any
     /// secret is opened (`u_AuthUI` says whether asking is allowed).
-    public func copyMatching(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> [WireDictionary] {
+    func copyMatching(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> [WireDictionary] {
         let query = try QueryParser.parseQuery(query, for: .copyMatching)
         // Attributes are no secret: only a caller items may be hidden from needs judging then.
         let screen = query.returns.data || screen?.mayHide == true ? screen : nil
@@ -155,7 +155,7 @@ extension KeychainStore {
     /// Changes every match in scope, whatever `m_Limit` says; all or nothing. `screen`: as in
     /// `copyMatching`; every item not trusted is asked about first, and only items that were
     /// judged are changed.
-    public func update(
+    func update(
         _ query: WireDictionary, _ attributesToUpdate: WireDictionary, screen: (any ItemAccessScreening)? = nil
     ) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .update)
@@ -185,7 +185,7 @@ extension KeychainStore {
     /// Deletes every match in scope, whatever `m_Limit` says; all or nothing. Matches are not
     /// checked against their MACs: deleting a tampered item is how one gets rid of it, and
     /// whoever can edit the file can delete rows anyway. `screen`: as in `update`.
-    public func delete(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) {
+    func delete(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) {
         let query = try QueryParser.parseQuery(query, for: .delete)
         let judged = try screen.map { screen throws(KeychainError) in try screenedMatches(of: query, screen) }
         var deleted: [(file: KeychainFile, items: [UUID])] = []

@@ -9,7 +9,7 @@ import KeywellProtocol
 extension KeychainStore {
     /// When the keychain's oldest item was made (the file's time for an empty keychain, and never
     /// later than it), and the last write to the file or its log.
-    public func keychainDates(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
+    func keychainDates(of keychain: String) throws(KeychainError) -> (created: Date, modified: Date) {
         let file = try file(at: location(keychain))
         let fileTime = Self.modificationTime(file.location.path) ?? Date(timeIntervalSince1970: 0)
         let modified = max(fileTime, Self.modificationTime(file.location.path + "-wal") ?? fileTime)
@@ -29,13 +29,13 @@ extension KeychainStore {
     }
 
     /// Every item of the keychain, oldest first.
-    public func itemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
+    func itemIDs(in keychain: String) throws(KeychainError) -> [UUID] {
         let file = try file(at: location(keychain))
         return try file.database.read(Self.allItemIDs)
     }
 
     /// The keychain's oldest `limit` items (none for a limit below one).
-    public func itemIDs(in keychain: String, atMost limit: Int) throws(KeychainError) -> [UUID] {
+    func itemIDs(in keychain: String, atMost limit: Int) throws(KeychainError) -> [UUID] {
         let file = try file(at: location(keychain))
         return try file.database.read { db in try Self.itemIDs(db, limit: max(0, limit)) }
     }
@@ -55,7 +55,7 @@ extension KeychainStore {
     }
 
     /// Whether the keychain has this item.
-    public func containsItem(_ id: UUID, in keychain: String) throws(KeychainError) -> Bool {
+    func containsItem(_ id: UUID, in keychain: String) throws(KeychainError) -> Bool {
         let file = try file(at: location(keychain))
         return try file.database.read { db in
             let rows = try RawStatement(db, sql: "SELECT 1 FROM item WHERE uuid = ?", values: [id.data.databaseValue])

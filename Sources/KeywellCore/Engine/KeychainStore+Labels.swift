@@ -10,17 +10,17 @@ import KeywellProtocol
 /// never labelled) has no label and shows its name; older Keywell versions read labelled files
 /// and ignore the table. The label is not secret (like attributes) and is readable while locked.
 extension KeychainStore {
-    public static let labelMaximumBytes = ServiceLimits.bytesPerKeychainLabel
+    static let labelMaximumBytes = ServiceLimits.bytesPerKeychainLabel
 
     /// The label set for the keychain; nil when none was (its name stands for it).
-    public func keychainLabel(_ nameOrPath: String) throws(KeychainError) -> String? {
+    func keychainLabel(_ nameOrPath: String) throws(KeychainError) -> String? {
         let file = try file(at: location(nameOrPath))
         return try file.database.read { db in try KeychainMetadata.read(KeychainMetadata.label, db) }
     }
 
     /// Sets the label; as for every change to a keychain, it must be unlocked
     /// (`errSecInteractionNotAllowed`). Any text up to 1 KiB, the empty string included.
-    public func setKeychainLabel(_ nameOrPath: String, _ label: String) throws(KeychainError) {
+    func setKeychainLabel(_ nameOrPath: String, _ label: String) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         _ = try file.masterKey()
         try Self.writeLabel(label, in: file)

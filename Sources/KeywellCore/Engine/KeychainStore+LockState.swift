@@ -4,7 +4,7 @@ import KeywellProtocol
 /// A keychain's lock state, password, identity, information and settings.
 extension KeychainStore {
     /// The password is checked even when the keychain is already unlocked.
-    public func unlock(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) {
+    func unlock(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         if try file.unlock(password: password) {
             file.keepSessionCopies(logger: logger)
@@ -16,11 +16,11 @@ extension KeychainStore {
     /// through password changes, and a copy of the file carries it too; since the wrapped
     /// master key's associated data covers it, a copy whose identity was edited opens with no
     /// password at all. Works while locked.
-    public func keychainIdentity(_ nameOrPath: String) throws(KeychainError) -> UUID {
+    func keychainIdentity(_ nameOrPath: String) throws(KeychainError) -> UUID {
         try file(at: location(nameOrPath)).uuid
     }
 
-    public func lock(_ nameOrPath: String) throws(KeychainError) {
+    func lock(_ nameOrPath: String) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         if file.lock() {
             file.database.settleAfterLock()
@@ -30,11 +30,11 @@ extension KeychainStore {
 
     /// The last login session ended: every keychain's AfterFirstUnlock copies go, whatever its
     /// lock state (an unlocked keychain keeps them again at its next unlock).
-    public func dropSessionSecrets() {
+    func dropSessionSecrets() {
         for file in allOpenFiles { file.sessionSecrets.wipe() }
     }
 
-    public func lockAll() {
+    func lockAll() {
         let locked = allOpenFiles.filter { $0.lock() }
         for file in locked { file.database.settleAfterLock() }
         emit(locked.map { .locked($0.location.displayName) })
@@ -57,12 +57,12 @@ extension KeychainStore {
         for file in allOpenFiles { file.database.checkpoint() }
     }
 
-    public func isLocked(_ nameOrPath: String) throws(KeychainError) -> Bool {
+    func isLocked(_ nameOrPath: String) throws(KeychainError) -> Bool {
         try file(at: location(nameOrPath)).isLocked
     }
 
     /// `GetInfo`: works while locked.
-    public func info(_ nameOrPath: String) throws(KeychainError) -> WireDictionary {
+    func info(_ nameOrPath: String) throws(KeychainError) -> WireDictionary {
         let location = try location(nameOrPath)
         let file = try file(at: location)
         let (header, itemCount) = try file.database.read { db in
@@ -87,7 +87,7 @@ extension KeychainStore {
     /// Changes only the keys given (`lockOnSleep`, `lockOnScreenLock`, `lockAfterSeconds`, `enforceAccess`);
     /// applies at once. Needs
     /// the keychain unlocked: the header's MAC covers the settings.
-    public func setSettings(_ nameOrPath: String, _ settings: WireDictionary) throws(KeychainError) {
+    func setSettings(_ nameOrPath: String, _ settings: WireDictionary) throws(KeychainError) {
         try file(at: location(nameOrPath)).updateSettings(settings)
     }
 }

@@ -20,7 +20,7 @@ public enum LoginPasswordLink: String, Sendable {
 
 extension KeychainStore {
     /// Works while locked. Any keychain may be asked; only `login`'s link is ever set.
-    public func loginPasswordLink(_ nameOrPath: String) throws(KeychainError) -> LoginPasswordLink {
+    func loginPasswordLink(_ nameOrPath: String) throws(KeychainError) -> LoginPasswordLink {
         let file = try file(at: location(nameOrPath))
         let value = try file.database.read { db in try KeychainMetadata.read(KeychainMetadata.loginPasswordLink, db) }
         // An unknown value (a newer Keywell, an edit) asks rather than re-wraps.
@@ -29,7 +29,7 @@ extension KeychainStore {
 
     /// Works while locked (the link is not secret, and a login must record the answer whatever
     /// the lock state).
-    public func setLoginPasswordLink(_ nameOrPath: String, _ link: LoginPasswordLink) throws(KeychainError) {
+    func setLoginPasswordLink(_ nameOrPath: String, _ link: LoginPasswordLink) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         guard try loginPasswordLink(nameOrPath) != link else { return }
         try file.database.write { db in try KeychainMetadata.write(KeychainMetadata.loginPasswordLink, link.storedValue, db) }
@@ -39,7 +39,7 @@ extension KeychainStore {
     /// `errSecAuthFailed` and changes nothing. A change of the login keychain's password records
     /// whether the login made it (`byLogin`: PAM's password change, or the update the user agreed
     /// to) or the user chose it (every other caller): `LoginPasswordLink`.
-    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool = false) throws(KeychainError) {
+    func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool = false) throws(KeychainError) {
         let location = try location(nameOrPath)
         let link: LoginPasswordLink? = location == loginLocation ? (byLogin ? .follows : .changedOnPurpose) : nil
         try file(at: location).changePassword(old: old, new: new, kdf: kdf, link: link)
@@ -47,12 +47,12 @@ extension KeychainStore {
 
     /// Whether the Secret Service made this keychain for a client's first store, before `login`
     /// existed (docs/secret-service.md, "First store"). Works while locked.
-    public func isFirstStoreKeychain(_ nameOrPath: String) throws(KeychainError) -> Bool {
+    func isFirstStoreKeychain(_ nameOrPath: String) throws(KeychainError) -> Bool {
         let file = try file(at: location(nameOrPath))
         return try file.database.read { db in try KeychainMetadata.read(KeychainMetadata.madeFor, db) } == KeychainMetadata.firstStore
     }
 
-    public func markFirstStoreKeychain(_ nameOrPath: String) throws(KeychainError) {
+    func markFirstStoreKeychain(_ nameOrPath: String) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         try file.database.write { db in try KeychainMetadata.write(KeychainMetadata.madeFor, KeychainMetadata.firstStore, db) }
     }

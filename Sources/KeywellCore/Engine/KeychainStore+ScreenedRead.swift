@@ -64,7 +64,7 @@ extension KeychainStore {
     /// Locked, the matches and their lists are read unchecked and no secret is returned
     /// (`locked` true); a face that needs one answers as a locked keychain does. Searches report
     /// index mismatches as `freeformMatches` does; a tampered item fails the read (`errSecDecode`).
-    public func screenedRead(
+    func screenedRead(
         _ selection: FreeformSelection, in keychain: String, screen: (any ItemAccessScreening)?, secrets: Bool
     ) throws(KeychainError) -> ScreenedRead {
         let file = try file(at: location(keychain))

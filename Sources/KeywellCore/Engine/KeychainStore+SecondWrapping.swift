@@ -6,7 +6,7 @@ import KeywellProtocol
 extension KeychainStore {
     /// The master key of the unlocked keychain wrapped under `key`; `errSecInteractionNotAllowed`
     /// while locked.
-    public func secondWrapping(_ nameOrPath: String, under key: SecretBytes) throws(KeychainError) -> SecondWrapping {
+    func secondWrapping(_ nameOrPath: String, under key: SecretBytes) throws(KeychainError) -> SecondWrapping {
         let file = try file(at: location(nameOrPath))
         return SecondWrapping.wrapping(try file.masterKey(), of: file.uuid, under: key)
     }
@@ -14,7 +14,7 @@ extension KeychainStore {
     /// Unlocks with the master key that `wrapping` holds under `key`. The wrapping must belong to
     /// this keychain and the key it gives must pass the header's integrity check, so a wrapping
     /// from another keychain, or an older copy of this one, opens nothing (`errSecAuthFailed`).
-    public func unlock(_ nameOrPath: String, wrapping: SecondWrapping, key: SecretBytes) throws(KeychainError) {
+    func unlock(_ nameOrPath: String, wrapping: SecondWrapping, key: SecretBytes) throws(KeychainError) {
         let file = try file(at: location(nameOrPath))
         guard wrapping.keychain == file.uuid else {
             throw KeychainError(SecStatus.authFailed, detail: "the second wrapping belongs to another keychain")

@@ -12,7 +12,7 @@ extension KeychainStore {
     /// time for a thousand items), and secrets are opened after the read, once every MAC checked.
     /// Unknown items are left out; a tampered one fails the call (`errSecDecode`); needs the
     /// keychain unlocked.
-    public func secretBatch(of ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: ItemSecret] {
+    func secretBatch(of ids: [UUID], in keychain: String) throws(KeychainError) -> [UUID: ItemSecret] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let read = { (db: Database) throws -> [ItemIntegrity.Row<SealedSecret>] in

@@ -97,7 +97,7 @@ public struct SyncApplication: Sendable {
 /// module, which alone knows what records are.
 extension KeychainStore {
     /// The keychain's sync settings; empty when sync was never enabled. Works while locked.
-    public func syncSettings(_ keychain: String) throws(KeychainError) -> [String: Data] {
+    func syncSettings(_ keychain: String) throws(KeychainError) -> [String: Data] {
         let file = try file(at: location(keychain))
         return try file.database.read { db in
             guard try Self.hasSyncTables(db) else { return [:] }
@@ -108,7 +108,7 @@ extension KeychainStore {
     }
 
     /// The version of every item sync knows, by tag.
-    public func syncStates(_ keychain: String) throws(KeychainError) -> [Data: SyncItemState] {
+    func syncStates(_ keychain: String) throws(KeychainError) -> [Data: SyncItemState] {
         let file = try file(at: location(keychain))
         return try file.database.read { db in
             guard try Self.hasSyncTables(db) else { return [:] }
@@ -125,7 +125,7 @@ extension KeychainStore {
     }
 
     /// Every item that may leave this machine (not `ThisDeviceOnly`), without secrets.
-    public func syncCandidates(_ keychain: String) throws(KeychainError) -> [SyncLocalItem] {
+    func syncCandidates(_ keychain: String) throws(KeychainError) -> [SyncLocalItem] {
         let file = try file(at: location(keychain))
         return try file.database.read { db in
             var fingerprints: [Int64: Data] = [:]
@@ -143,7 +143,7 @@ extension KeychainStore {
     /// The items `uuids` whole, checked against their MACs, each with its fingerprint (as
     /// `SyncLocalItem.fingerprint`) read in the same snapshot; the keychain must be unlocked.
     /// Items gone since are left out.
-    public func syncItems(_ keychain: String, uuids: [UUID]) throws(KeychainError) -> [(item: SyncItem, fingerprint: Data)] {
+    func syncItems(_ keychain: String, uuids: [UUID]) throws(KeychainError) -> [(item: SyncItem, fingerprint: Data)] {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let wanted = Set(uuids)
@@ -170,7 +170,7 @@ extension KeychainStore {
     /// primary keys, deletions, version rows, kept conflicts and settings. Makes the sync tables
     /// when missing. The keychain must be unlocked. Returns how many items it changed.
     @discardableResult
-    public func applySync(_ keychain: String, _ application: SyncApplication) throws(KeychainError) -> Int {
+    func applySync(_ keychain: String, _ application: SyncApplication) throws(KeychainError) -> Int {
         let file = try file(at: location(keychain))
         let (key, integrity) = try file.keys()
         let conflictKey = Self.conflictKey(key)
@@ -241,7 +241,7 @@ extension KeychainStore {
     }
 
     /// Forgets sync: settings and versions go, kept conflicts stay (`sync disable`).
-    public func clearSyncState(_ keychain: String) throws(KeychainError) {
+    func clearSyncState(_ keychain: String) throws(KeychainError) {
         let file = try file(at: location(keychain))
         try file.database.write { db in
             guard try Self.hasSyncTables(db) else { return }
@@ -252,13 +252,13 @@ extension KeychainStore {
 
     /// `bytes` sealed under a subkey of the keychain's master key (the sync key, kept as a
     /// setting); the keychain must be unlocked.
-    public func sealForSync(_ keychain: String, _ bytes: SecretBytes) throws(KeychainError) -> Data {
+    func sealForSync(_ keychain: String, _ bytes: SecretBytes) throws(KeychainError) -> Data {
         let file = try file(at: location(keychain))
         let key = Self.syncKeyKey(try file.masterKey())
         return bytes.withUnsafeBytes { Sodium.seal($0, key: key, associatedData: Self.syncKeyData(file.uuid)) }
     }
 
-    public func openForSync(_ keychain: String, _ sealed: Data) throws(KeychainError) -> SecretBytes {
+    func openForSync(_ keychain: String, _ sealed: Data) throws(KeychainError) -> SecretBytes {
         let file = try file(at: location(keychain))
         let key = Self.syncKeyKey(try file.masterKey())
         guard let length = Sodium.openedLength(of: sealed) else { throw KeychainError(SecStatus.decode, detail: "the sync key is damaged") }
@@ -269,7 +269,7 @@ extension KeychainStore {
     }
 
     /// The losing versions kept, oldest first. Works while locked.
-    public func syncConflicts(_ keychain: String) throws(KeychainError) -> [SyncConflictEntry] {
+    func syncConflicts(_ keychain: String) throws(KeychainError) -> [SyncConflictEntry] {
         let file = try file(at: location(keychain))
         return try file.database.read { db in
             guard try Self.hasSyncTables(db) else { return [] }
@@ -280,7 +280,7 @@ extension KeychainStore {
     }
 
     /// A kept version's secret; the keychain must be unlocked.
-    public func syncConflictSecret(_ keychain: String, id: Int64) throws(KeychainError) -> Data {
+    func syncConflictSecret(_ keychain: String, id: Int64) throws(KeychainError) -> Data {
         let file = try file(at: location(keychain))
         let key = Self.conflictKey(try file.masterKey())
         let sealed = try file.database.read { db -> Data? in
@@ -293,7 +293,7 @@ extension KeychainStore {
     }
 
     /// Losing versions a keychain keeps; the oldest go first.
-    public static let syncConflictsKept = 10_000
+    static let syncConflictsKept = 10_000
 
     private static func hasSyncTables(_ db: Database) throws -> Bool {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_item'") == 1

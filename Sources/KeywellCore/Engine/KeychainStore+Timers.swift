@@ -4,22 +4,22 @@ import Foundation
 extension KeychainStore {
     /// Locks every unlocked keychain whose `lockAfterSeconds` passed since its last use.
     /// Returns their names; a `locked` event goes out for each.
-    public func lockIdleKeychains(now: Date = Date()) -> [String] {
+    func lockIdleKeychains(now: Date = Date()) -> [String] {
         lockEach { $0.lockIfIdle(now: now) }
     }
 
     /// Locks every unlocked keychain set to lock on sleep.
-    public func lockForSleep() -> [String] {
+    func lockForSleep() -> [String] {
         lockEach { $0.lockForSleep() }
     }
 
     /// Locks the open keychains set to lock when the screen locks; returns their names.
-    public func lockForScreenLock() -> [String] {
+    func lockForScreenLock() -> [String] {
         lockEach { $0.lockForScreenLock() }
     }
 
     /// The earliest time a keychain would lock for idleness, so the daemon can sleep until then.
-    public func nextIdleDeadline() -> Date? {
+    func nextIdleDeadline() -> Date? {
         allOpenFiles.compactMap { $0.idleDeadline }.min()
     }
 

@@ -32,7 +32,7 @@ extension KeychainStore {
     /// to whoever knows the passphrase it chose, so it is a read of each item: items the caller is
     /// not trusted with are asked about in one question before anything is written, hidden ones
     /// (a sandboxed caller's view) stay behind.
-    public func exportKeychains(
+    func exportKeychains(
         _ keychains: [String], to fd: Int32, passphrase: SecretBytes, screen: (any ItemAccessScreening)? = nil
     ) throws(KeychainError) -> (items: Int, thisDeviceOnly: Int) {
         guard !keychains.isEmpty, keychains.count <= ServiceLimits.keychainListLength else {
@@ -91,7 +91,7 @@ extension KeychainStore {
 
     /// The keychains an export file names (in file order) and its number of items: what the CLI
     /// needs to create missing keychains before importing.
-    public func inspectExport(from fd: Int32, passphrase: SecretBytes) throws(KeychainError) -> (keychains: [String], itemCount: Int) {
+    func inspectExport(from fd: Int32, passphrase: SecretBytes) throws(KeychainError) -> (keychains: [String], itemCount: Int) {
         let contents = try Self.readExport(fd, passphrase: passphrase)
         return (contents.keychains, contents.items.count)
     }
@@ -99,7 +99,7 @@ extension KeychainStore {
     /// Imports every item of the export file at `fd` in one transaction per keychain, all
     /// committed together or none: into `keychain` when given, else each into the keychain of
     /// its name (which must exist). Conflicts follow `policy` (docs/export-import.md, "Merging").
-    public func importExport(
+    func importExport(
         from fd: Int32, passphrase: SecretBytes, into keychain: String?, policy: ImportPolicy
     ) throws(KeychainError) -> ImportSummary {
         let contents = try Self.readExport(fd, passphrase: passphrase)
@@ -307,7 +307,7 @@ extension KeychainStore {
     /// The items of `keychain` that may leave this machine, in Secret Service order, and how
     /// many ThisDeviceOnly items stay behind (`Accessibility.isThisDeviceOnly`): what an export
     /// to another keyring takes. Works while locked.
-    public func portableItemIDs(in keychain: String) throws(KeychainError) -> (ids: [UUID], thisDeviceOnly: Int) {
+    func portableItemIDs(in keychain: String) throws(KeychainError) -> (ids: [UUID], thisDeviceOnly: Int) {
         let all = try itemIDs(in: keychain)
         let file = try file(at: location(keychain))
         var staying = Set<UUID>()

@@ -6,7 +6,7 @@ import KeywellSystem
 extension KeychainStore {
     /// A consistent copy of the keychain at `target`, an absolute path, whether it is locked or
     /// not and while others write to it. An existing `target` is refused unless `replacing`.
-    public func backupKeychain(_ nameOrPath: String, to target: String, replacing: Bool) throws(KeychainError) {
+    func backupKeychain(_ nameOrPath: String, to target: String, replacing: Bool) throws(KeychainError) {
         guard target.hasPrefix("/") else { throw .param("the backup path must be absolute") }
         let file = try file(at: location(nameOrPath))
         try KeychainBackup.write(keychainAt: file.database.path, to: target, replacing: replacing)
@@ -17,7 +17,7 @@ extension KeychainStore {
     /// keychain is refused; so is an existing keychain of that name unless `replacing`, which
     /// deletes it once the new file is ready (its place in the search list and as default stays).
     /// Returns the new keychain's path.
-    public func restoreKeychain(from backup: String, as nameOrPath: String, replacing: Bool) throws(KeychainError) -> String {
+    func restoreKeychain(from backup: String, as nameOrPath: String, replacing: Bool) throws(KeychainError) -> String {
         guard backup.hasPrefix("/") else { throw .param("the path of the file to restore must be absolute") }
         let location = try location(nameOrPath)
         _ = try KeychainBackup.checkBackup(backup)

@@ -6,40 +6,40 @@ import KeywellProtocol
 extension KeychainStore {
     /// A new keychain, unlocked, not added to the search list, with `label` if given (see
     /// `keychainLabel`). Returns its absolute path.
-    public func createKeychain(_ nameOrPath: String, password: SecretBytes, label: String? = nil) throws(KeychainError) -> String {
+    func createKeychain(_ nameOrPath: String, password: SecretBytes, label: String? = nil) throws(KeychainError) -> String {
         try keychains.createKeychain(nameOrPath, password: password, label: label)
     }
 
     /// Deletes the file; drops the keychain from the search list and, if it was the default,
     /// leaves no default.
-    public func deleteKeychain(_ nameOrPath: String) throws(KeychainError) {
+    func deleteKeychain(_ nameOrPath: String) throws(KeychainError) {
         try keychains.deleteKeychain(nameOrPath)
     }
 
     /// Every keychain the user has: the folder's, then path-addressed ones from the settings.
-    public func listKeychains() throws(KeychainError) -> [String] {
+    func listKeychains() throws(KeychainError) -> [String] {
         try keychains.listKeychains()
     }
 
-    public func searchList() throws(KeychainError) -> [String] {
+    func searchList() throws(KeychainError) -> [String] {
         try keychains.searchList()
     }
 
     /// Keychains need not exist yet (searches skip missing ones); repeats are dropped.
-    public func setSearchList(_ list: [String]) throws(KeychainError) {
+    func setSearchList(_ list: [String]) throws(KeychainError) {
         try keychains.setSearchList(list)
     }
 
-    public func defaultKeychain() throws(KeychainError) -> String {
+    func defaultKeychain() throws(KeychainError) -> String {
         try keychains.defaultKeychain()
     }
 
     /// The keychain must exist.
-    public func setDefaultKeychain(_ nameOrPath: String) throws(KeychainError) {
+    func setDefaultKeychain(_ nameOrPath: String) throws(KeychainError) {
         try keychains.setDefaultKeychain(nameOrPath)
     }
 
-    public func loginKeychain() throws(KeychainError) -> String {
+    func loginKeychain() throws(KeychainError) -> String {
         try keychains.loginKeychain()
     }
 

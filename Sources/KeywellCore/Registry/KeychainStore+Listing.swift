@@ -4,7 +4,7 @@ import KeywellProtocol
 /// The registry's listing calls (`OpenKeychains+Listing.swift`) under the names the faces call.
 extension KeychainStore {
     /// Whether the keychain exists (a name or path that cannot name one does not).
-    public func keychainExists(_ nameOrPath: String) -> Bool {
+    func keychainExists(_ nameOrPath: String) -> Bool {
         keychains.keychainExists(nameOrPath)
     }
 
@@ -17,13 +17,13 @@ extension KeychainStore {
 
     /// Take it before listing the keychains (a change while listing then counts); nil when the
     /// folders cannot be watched, and the list must be checked every time.
-    public func keychainListingMark() -> KeychainListingMark? {
+    func keychainListingMark() -> KeychainListingMark? {
         keychains.keychainListingMark().map(KeychainListingMark.init(mark:))
     }
 
     /// True when nothing that could change the list of keychains happened since `mark`: one
     /// read of the inotify queue instead of looking at the folder and the settings file.
-    public func keychainListingIsUnchanged(since mark: KeychainListingMark?) -> Bool {
+    func keychainListingIsUnchanged(since mark: KeychainListingMark?) -> Bool {
         guard let mark else { return false }
         return changes.isUnchanged(since: mark.mark)
     }
@@ -32,7 +32,7 @@ extension KeychainStore {
 extension KeychainStore {
     /// The file a keychain's output name stands for (a name in the keychains folder, or an
     /// absolute path), as events and lists name keychains; no file is looked at.
-    public func keychainFilePath(forOutputName name: String) -> String? {
+    func keychainFilePath(forOutputName name: String) -> String? {
         try? KeychainResolver(keychainsDirectory: paths.keychainsDirectory.path).location(for: name).path
     }
 }
