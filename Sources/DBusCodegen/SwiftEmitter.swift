@@ -6,6 +6,7 @@ public enum CodegenError: Error, Sendable, CustomStringConvertible {
     case interfaceNotInJob(String, String)
     case interfaceMissing(String, String)
     case nameClash(String, String)
+    case unsupported(String, String)
 
     public var description: String {
         switch self {
@@ -13,6 +14,7 @@ public enum CodegenError: Error, Sendable, CustomStringConvertible {
         case .interfaceNotInJob(let file, let name): "\(file) declares \(name), which its job in CodegenJob.all does not name"
         case .interfaceMissing(let file, let name): "\(file) does not declare \(name), which its job names"
         case .nameClash(let file, let name): "\(file): two names make the Swift name \(name)"
+        case .unsupported(let file, let what): "\(file): \(what)"
         }
     }
 }
@@ -57,6 +59,7 @@ struct SwiftEmitter {
     // MARK: Names
 
     func namesFile(_ pairs: [(CodegenJob.Interface, DBusInterface)], _ names: CodegenJob.Names) throws(CodegenError) -> String {
+        if let enums = names.enums { return try enumNamesFile(pairs, names, enums) }
         var members: [(String, String)] = []
         var properties: [(String, String)] = []
         for (_, interface) in pairs {
@@ -83,6 +86,72 @@ struct SwiftEmitter {
         return text + "}\n"
     }
 
+    /// The names as enums: one case per method (and per signal) with its arguments, for an API
+    /// whose clients call through the enum. Overloads and properties have no place there.
+    private func enumNamesFile(
+        _ pairs: [(CodegenJob.Interface, DBusInterface)], _ names: CodegenJob.Names, _ enums: CodegenJob.Names.Enums
+    ) throws(CodegenError) -> String {
+        var text = header + "\nextension \(names.namespace) {\n"
+        for (wanted, _) in pairs {
+            guard let constant = wanted.nameConstant else { continue }
+            text += "    public static let \(constant) = \(literal(wanted.name))\n"
+        }
+        text += "}\n"
+        let methods = pairs.flatMap { $0.1.methods }
+        let signals = pairs.flatMap { $0.1.signals }
+        if pairs.contains(where: { !$0.1.properties.isEmpty }) { throw .unsupported(job.xml, "properties cannot be written as enums") }
+        var seen: [(String, String)] = []
+        for name in methods.map(\.name) {
+            if seen.contains(where: { $0.1 == name }) { throw .unsupported(job.xml, "overloads of \(name) cannot be written as enums") }
+            try add(name, to: &seen)
+        }
+        let interfaces = pairs.map { "`\($0.1.name)`" }.joined(separator: ", ")
+        text += "\n/// Every method of \(interfaces), as \(job.xml) declares it: the\n"
+        text += "/// service's table and dispatch and the clients' calls all go through these cases.\n"
+        text += "public enum \(enums.method): String, CaseIterable, Sendable {\n"
+        for method in methods { text += "    case \(SwiftName.escaped(SwiftName.lowerCamel(method.name))) = \(literal(method.name))\n" }
+        text += "\n    /// The D-Bus member name.\n"
+        text += "    public var name: String { rawValue }\n"
+        text += "\n    /// The method of a D-Bus member name; nil for one the interface does not have. A hash\n"
+        text += "    /// lookup, as every call asks it.\n"
+        text += "    public init?(name: String) {\n"
+        text += "        guard let method = Self.byName[name] else { return nil }\n"
+        text += "        self = method\n"
+        text += "    }\n"
+        text += "\n    private static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })\n"
+        text += "\n    /// The arguments a caller sends, in order.\n"
+        text += argumentSwitch("inputs", methods.map { ($0.name, $0.inputs) }, enums)
+        text += "\n    /// The arguments of the reply, in order.\n"
+        text += argumentSwitch("outputs", methods.map { ($0.name, $0.outputs) }, enums)
+        text += "}\n"
+        text += "\n/// Every signal of \(interfaces), as \(job.xml) declares it.\n"
+        text += "public enum \(enums.signal): String, CaseIterable, Sendable {\n"
+        for signal in signals { text += "    case \(SwiftName.escaped(SwiftName.lowerCamel(signal.name))) = \(literal(signal.name))\n" }
+        text += "\n    /// The D-Bus member name.\n"
+        text += "    public var name: String { rawValue }\n"
+        text += "\n    /// The signal's arguments, in order.\n"
+        text += argumentSwitch("arguments", signals.map { ($0.name, $0.arguments) }, enums)
+        return text + "}\n"
+    }
+
+    /// `public var <property>: [Argument] { switch self { case .x: [...] } }`, a line per case.
+    private func argumentSwitch(_ property: String, _ cases: [(String, [DBusArgument])], _ enums: CodegenJob.Names.Enums) -> String {
+        var text = "    public var \(property): [\(enums.argumentType)] {\n"
+        text += "        switch self {\n"
+        for (name, arguments) in cases {
+            let list = arguments.map { "\(enums.argumentType)(\($0.name.map(literal) ?? "\"\""), \(literal($0.signature.rawValue)))" }
+            let head = "        case .\(SwiftName.lowerCamel(name)):"
+            let line = "\(head) [\(list.joined(separator: ", "))]\n"
+            if line.count <= Self.width {
+                text += line
+            } else {
+                text += head + "\n            [\n" + list.map { "                \($0),\n" }.joined() + "            ]\n"
+            }
+        }
+        text += "        }\n"
+        return text + "    }\n"
+    }
+
     private func add(_ name: String, to list: inout [(String, String)]) throws(CodegenError) {
         let swift = SwiftName.lowerCamel(name)
         if let known = list.first(where: { $0.0 == swift }) {
@@ -94,6 +163,13 @@ struct SwiftEmitter {
 
     private func memberName(_ name: String) -> String {
         guard let names = job.names else { return literal(name) }
+        if let enums = names.enums { return "\(enums.method).\(SwiftName.lowerCamel(name)).rawValue" }
+        return "\(names.namespace).\(names.memberEnum).\(SwiftName.lowerCamel(name))"
+    }
+
+    private func signalName(_ name: String) -> String {
+        guard let names = job.names else { return literal(name) }
+        if let enums = names.enums { return "\(enums.signal).\(SwiftName.lowerCamel(name)).rawValue" }
         return "\(names.namespace).\(names.memberEnum).\(SwiftName.lowerCamel(name))"
     }
 
@@ -122,7 +198,7 @@ struct SwiftEmitter {
         text += "}\n"
         for (wanted, interface) in pairs where !interface.methods.isEmpty {
             text += "\n" + protocolText(wanted, interface)
-            text += "\n" + dispatchText(wanted, interface)
+            text += "\n" + (try dispatchText(wanted, interface))
         }
         return text
     }
@@ -144,7 +220,7 @@ struct SwiftEmitter {
         if !interface.signals.isEmpty {
             text += ",\n        signals: [\n"
             for signal in interface.signals {
-                var parts = ["name: \(memberName(signal.name))"]
+                var parts = ["name: \(signalName(signal.name))"]
                 if !signal.arguments.isEmpty { parts.append("arguments: \(arguments(signal.arguments))") }
                 if !signal.annotations.isEmpty { parts.append("annotations: \(annotations(signal.annotations))") }
                 text += call("DBusSignalDescription", parts, indent: "            ")
@@ -183,9 +259,32 @@ struct SwiftEmitter {
         "[" + list.map { "DBusAnnotation(name: \(literal($0.name)), value: \(literal($0.value)))" }.joined(separator: ", ") + "]"
     }
 
+    /// What the functions throw, and how dispatch refuses a call (`unknown`: no such member).
+    private var errorType: String {
+        switch job.errors {
+        case .dbus: "DBusError"
+        case .custom(let type, _): type
+        }
+    }
+
+    private func refusal(unknown: Bool, _ message: String) -> String {
+        switch job.errors {
+        case .dbus: unknown ? ".unknownMethod(\(message))" : ".invalidArgs(\(message))"
+        case .custom(_, let refusal): ".\(refusal)(\(message))"
+        }
+    }
+
+    /// The last parameter of every function: the call, or the job's per-call context.
+    private var context: (label: String, type: String) {
+        switch job.context {
+        case .call: ("call", "DBusMethodCall")
+        case .custom(let type): ("context", type)
+        }
+    }
+
     /// Parameter names of a method's inputs, distinct from `call` and from each other.
     private func parameters(_ method: DBusMethod) -> [String] {
-        var used: Set<String> = ["call", "arguments", "results"]
+        var used: Set<String> = ["call", "context", "arguments", "results", "method"]
         var names: [String] = []
         for (index, input) in method.inputs.enumerated() {
             var name = input.name.map(SwiftName.lowerCamel) ?? "argument\(index)"
@@ -229,15 +328,17 @@ struct SwiftEmitter {
             text += "    /// `\(method.name)(\(method.inputs.map { describe($0) }.joined(separator: ", ")))`"
             if !method.outputs.isEmpty { text += " → `(\(method.outputs.map { describe($0) }.joined(separator: ", ")))`" }
             text += "\n"
-            let escapedInputs = zip(names, method.inputs).map { "\(SwiftName.escaped($0)): \(SwiftType.input($1.signature))" }
+            let escapedInputs = zip(names, method.inputs).map {
+                "\(SwiftName.escaped($0)): \(SwiftType.input($1.signature, asValue: job.valueSignatures))"
+            }
             let name = SwiftName.escaped(SwiftName.lowerCamel(method.name))
-            let parameters = escapedInputs + ["call: DBusMethodCall"]
-            let line = "    func \(name)(\(parameters.joined(separator: ", "))) throws(DBusError)\(returnType(method))\n"
+            let parameters = escapedInputs + ["\(context.label): \(context.type)"]
+            let line = "    func \(name)(\(parameters.joined(separator: ", "))) throws(\(errorType))\(returnType(method))\n"
             if line.count <= Self.width {
                 text += line
             } else {
                 text += "    func \(name)(\n" + parameters.map { "        \($0)" }.joined(separator: ",\n")
-                text += "\n    ) throws(DBusError)\(returnType(method))\n"
+                text += "\n    ) throws(\(errorType))\(returnType(method))\n"
             }
         }
         return text + "}\n"
@@ -247,20 +348,26 @@ struct SwiftEmitter {
         argument.signature.rawValue + (argument.name.map { " " + $0 } ?? "")
     }
 
-    private func dispatchText(_ wanted: CodegenJob.Interface, _ interface: DBusInterface) -> String {
+    private func dispatchText(_ wanted: CodegenJob.Interface, _ interface: DBusInterface) throws(CodegenError) -> String {
+        let enums = job.names?.enums
         var text = "extension \(wanted.protocolName) {\n"
         text += "    /// Runs `call`, a call to a method of `\(interface.name)` that carries\n"
         text += "    /// the method's declared signature (the layer refused any other), and returns its reply's values.\n"
-        text += "    \(access)func \(dispatchName(wanted))(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {\n"
+        let contextParameter = context.label == "call" ? "" : ", context: \(context.type)"
+        text += "    \(access)func \(dispatchName(wanted))(_ call: DBusMethodCall\(contextParameter)) throws(\(errorType)) -> [DBusValue] {\n"
+        let unknown = "throw \(refusal(unknown: true, "\"No method \\(call.member) on \(interface.name)\""))"
+        if let enums {
+            text += "        guard let method = \(enums.method)(name: call.member) else { \(unknown) }\n"
+        }
         let needsArguments = interface.methods.contains { method in
             method.inputs.contains { $0.signature != "h" }
         }
         if needsArguments { text += "        let arguments = call.arguments\n" }
-        text += "        switch call.member {\n"
+        text += enums == nil ? "        switch call.member {\n" : "        switch method {\n"
         var done: Set<String> = []
         for method in interface.methods where done.insert(method.name).inserted {
             let overloads = interface.methods.filter { $0.name == method.name }
-            text += "        case \(memberName(method.name)):\n"
+            text += enums == nil ? "        case \(memberName(method.name)):\n" : "        case .\(SwiftName.lowerCamel(method.name)):\n"
             if overloads.count == 1 {
                 text += body(method, indent: "            ")
             } else {
@@ -274,15 +381,59 @@ struct SwiftEmitter {
                 text += "            }\n"
             }
         }
-        text += "        default:\n"
-        text += "            throw .unknownMethod(\"No method \\(call.member) on \(interface.name)\")\n"
+        if enums == nil {
+            text += "        default:\n"
+            text += "            \(unknown)\n"
+        }
         text += "        }\n"
         text += "    }\n"
+        text += try placementText(interface)
         guard text.contains("Self.wrongArguments") else { return text + "}\n" }
-        text += "\n    private static func wrongArguments(_ call: DBusMethodCall) -> DBusError {\n"
-        text += "        .invalidArgs(\"Call to \\(call.member) has wrong args (\\(call.signature.rawValue))\")\n"
+        text += "\n    private static func wrongArguments(_ call: DBusMethodCall) -> \(errorType) {\n"
+        text += "        \(refusal(unknown: false, "\"Call to \\(call.member) has wrong args (\\(call.signature.rawValue))\""))\n"
         text += "    }\n"
         return text + "}\n"
+    }
+
+    /// `mayRunOnIOThread(_:)`, when the XML marks methods with `CodegenJob.placementAnnotation`.
+    private func placementText(_ interface: DBusInterface) throws(CodegenError) -> String {
+        var marked: [String] = []
+        for method in interface.methods {
+            guard let annotation = method.annotations.first(where: { $0.name == CodegenJob.placementAnnotation }) else { continue }
+            guard annotation.value == "io-thread" else {
+                throw .unsupported(job.xml, "\(method.name): \(CodegenJob.placementAnnotation) is io-thread or absent, not \(annotation.value)")
+            }
+            if !marked.contains(method.name) { marked.append(method.name) }
+        }
+        guard !marked.isEmpty else { return "" }
+        var text = "\n    /// Whether a call to `member` may run on the D-Bus I/O thread: the methods the XML marks\n"
+        text += "    /// `\(CodegenJob.placementAnnotation)` `io-thread`, which never block. `placement(of:)` still decides each call.\n"
+        let cases: [String]
+        if let enums = job.names?.enums {
+            text += "    \(access)static func mayRunOnIOThread(_ member: String) -> Bool {\n"
+            text += "        switch \(enums.method)(name: member) {\n"
+            cases = marked.map { ".\(SwiftName.lowerCamel($0))?" }
+        } else {
+            text += "    \(access)static func mayRunOnIOThread(_ member: String) -> Bool {\n"
+            text += "        switch member {\n"
+            cases = marked.map(memberName)
+        }
+        var line = "        case"
+        for (index, item) in cases.enumerated() {
+            let piece = " " + item + (index == cases.count - 1 ? ":" : ",")
+            if line.count + piece.count > Self.width {
+                text += line + "\n"
+                line = String(repeating: " ", count: 13) + piece.dropFirst()
+            } else {
+                line += piece
+            }
+        }
+        text += line + "\n"
+        text += "            true\n"
+        text += "        default:\n"
+        text += "            false\n"
+        text += "        }\n"
+        return text + "    }\n"
     }
 
     /// Decodes the arguments, calls the implementation, encodes the reply.
@@ -292,7 +443,7 @@ struct SwiftEmitter {
         var checked: [String] = []
         var plain: [String] = []
         for (index, (name, input)) in zip(names, method.inputs).enumerated() {
-            let (expression, isOptional) = SwiftType.decode(input.signature, index: index)
+            let (expression, isOptional) = SwiftType.decode(input.signature, index: index, asValue: job.valueSignatures)
             if isOptional {
                 checked.append("let \(SwiftName.escaped(name)) = \(expression)")
             } else {
@@ -311,7 +462,7 @@ struct SwiftEmitter {
             }
         }
         for line in plain { text += "\(indent)\(line)\n" }
-        let labels = zip(names, method.inputs).map { name, _ in "\(name): \(SwiftName.escaped(name))" } + ["call: call"]
+        let labels = zip(names, method.inputs).map { name, _ in "\(name): \(SwiftName.escaped(name))" } + ["\(context.label): \(context.label)"]
         let invocation = "try \(SwiftName.escaped(SwiftName.lowerCamel(method.name)))(\(labels.joined(separator: ", ")))"
         switch method.outputs.count {
         case 0:

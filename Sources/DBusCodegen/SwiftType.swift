@@ -11,8 +11,10 @@ struct SwiftType {
     /// The `DBusValue` case or builder that writes it, or nil when it is a `DBusValue` already.
     let builder: String?
 
-    static func of(_ signature: DBusSignature) -> SwiftType {
-        switch signature.rawValue {
+    /// `asValue`: the input signatures a job passes as the `DBusValue` itself (`CodegenJob.valueSignatures`).
+    static func of(_ signature: DBusSignature, asValue: Set<String> = []) -> SwiftType {
+        if asValue.contains(signature.rawValue) { return SwiftType(name: "DBusValue", accessor: nil, builder: nil) }
+        return switch signature.rawValue {
         case "s": SwiftType(name: "String", accessor: "stringValue", builder: "string")
         case "o": SwiftType(name: "String", accessor: "objectPathValue", builder: "objectPath")
         case "g": SwiftType(name: "DBusSignature", accessor: "signatureValue", builder: "signature")
@@ -37,21 +39,21 @@ struct SwiftType {
     }
 
     /// An input's parameter type: a descriptor comes as the argument to take.
-    static func input(_ signature: DBusSignature) -> String {
-        signature == "h" ? "DBusDescriptorArgument" : of(signature).name
+    static func input(_ signature: DBusSignature, asValue: Set<String> = []) -> String {
+        signature == "h" ? "DBusDescriptorArgument" : of(signature, asValue: asValue).name
     }
 
     /// The expression that reads argument `index` of `call` (optional when `isOptional`).
-    static func decode(_ signature: DBusSignature, index: Int) -> (expression: String, isOptional: Bool) {
+    static func decode(_ signature: DBusSignature, index: Int, asValue: Set<String> = []) -> (expression: String, isOptional: Bool) {
         if signature == "h" { return ("DBusDescriptorArgument(call, argument: \(index))", false) }
-        let type = of(signature)
+        let type = of(signature, asValue: asValue)
         guard let accessor = type.accessor else { return ("arguments[\(index)]", false) }
         return ("arguments[\(index)].\(accessor)", true)
     }
 
     /// The expression that makes a reply value of `expression`.
-    static func encode(_ signature: DBusSignature, _ expression: String) -> String {
-        guard let builder = of(signature).builder else { return expression }
+    static func encode(_ signature: DBusSignature, _ expression: String, asValue: Set<String> = []) -> String {
+        guard let builder = of(signature, asValue: asValue).builder else { return expression }
         return ".\(builder)(\(expression))"
     }
 }

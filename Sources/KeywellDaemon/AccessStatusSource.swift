@@ -10,7 +10,7 @@ struct AccessStatusSource: Sendable {
     let questions: PinentryAccessQuestions
     let grants: AlwaysAllowRecord
 
-    func reply(store: KeychainStore) -> [DBusValue] {
+    func reply(store: KeychainStore) -> (status: DBusValue, grants: DBusValue) {
         let now = questions.dialogNow()
         let status: [String: DBusValue] = [
             AccessStatusKey.canAsk: .bool(now.canAsk),
@@ -27,7 +27,7 @@ struct AccessStatusSource: Sendable {
                 AccessGrantKey.holds: .bool(reference.map { store.items.stillTrusts(grant.identity, reference: $0) } ?? false),
             ]
         }
-        return [.stringVariantDict(status), .stringVariantDictArray(rows)]
+        return (.stringVariantDict(status), .stringVariantDictArray(rows))
     }
 
     /// Lowercase or uppercase hex as bytes; nil for anything else.

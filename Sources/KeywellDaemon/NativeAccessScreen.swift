@@ -1,19 +1,22 @@
 import KeywellAccess
 import KeywellCore
-import KeywellDBus
 import KeywellProtocol
-import KeywellSystem
 
 /// Access control for one native call (docs/access-control.md, docs/native-api.md "Access
 /// control"): the engine's verdicts and questions go to the daemon's one `AccessGate` for the
 /// call's caller. A call running on the D-Bus I/O thread cannot wait for a person: when it
-/// would have to ask, it records that (`movedOff`) and fails; the handler then runs the call
-/// again on a worker, where asking may wait.
+/// would have to ask, it throws `mustContinueOffIOThread`, which the engine passes up unchanged
+/// (it asks once, after screening, before anything is read out or changed); the handler then runs
+/// the call again on a worker, where asking may wait, as `DBusMethodCall.mustContinueOffIOThread`
+/// does for the generated interfaces whose functions throw D-Bus errors.
 struct NativeAccessScreen: ItemAccessScreening {
     let gate: AccessGate
     let caller: AccessCaller
     let onIOThread: Bool
-    let movedOff: MoveOffIOThread
+
+    /// The engine's errors are `KeychainError`s, so the layer's marker travels through it as this
+    /// one; never sent to a caller.
+    static let mustContinueOffIOThread = KeychainError(SecStatus.interactionNotAllowed, detail: "asking continues on a worker")
 
     var mayHide: Bool { caller.isSandboxed }
 
@@ -22,10 +25,7 @@ struct NativeAccessScreen: ItemAccessScreening {
     }
 
     func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {
-        if onIOThread {
-            movedOff.set()
-            throw KeychainError(SecStatus.interactionNotAllowed, detail: "asking continues on a worker")
-        }
+        if onIOThread { throw Self.mustContinueOffIOThread }
         guard gate.ask(caller, about: items, interactive: interactionAllowed) == .deny else { return }
         guard interactionAllowed else {
             throw KeychainError(SecStatus.interactionNotAllowed,
@@ -33,12 +33,4 @@ struct NativeAccessScreen: ItemAccessScreening {
         }
         throw KeychainError.accessDenied
     }
-}
-
-/// Set when a call on the I/O thread must continue on a worker.
-final class MoveOffIOThread: Sendable {
-    private let moved = Protected(false)
-
-    func set() { moved.withLock { $0 = true } }
-    var isSet: Bool { moved.withLock { $0 } }
 }

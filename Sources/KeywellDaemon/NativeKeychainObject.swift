@@ -48,23 +48,23 @@ final class NativeKeychainObject: DBusObject {
     }
 
     func interfaces(at path: String) -> [DBusInterface]? {
-        path == KeywellNames.objectPath ? [NativeInterface.description] : nil
+        path == KeywellNames.objectPath ? [NativeInterfaces.keychain] : nil
     }
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
-        // A caller seen before is a dictionary lookup; a new one needs the bus and /proc.
-        guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else { return .worker }
+        // Which methods may run on the I/O thread is declared with each method in the XML
+        // (`mayRunOnIOThread`); whether this call does is decided here.
         // On the direct socket the I/O thread is this one caller's alone, and its identity needs
         // no bus: a read runs there, without handing the loop to another thread first.
-        if call.connection.peerName != nil { return method.methodClass == .read || method == .whoAmI ? .ioThread : .worker }
+        if call.connection.peerName != nil { return Self.mayRunOnIOThread(call.member) ? .ioThread : .worker }
         // Every call needs the caller's identity (who may call what, then access lists): a new
         // caller's is worked out on a worker, with the bus already asked for its credentials
-        // while the call goes there.
+        // while the call goes there. A caller seen before is a dictionary lookup.
         if identities.cached(call.sender, on: call.connection) == nil {
             identities.prefetch(call.sender, on: call.connection)
             return .worker
         }
-        guard method.methodClass == .read || method == .whoAmI else { return .worker }
+        guard Self.mayRunOnIOThread(call.member) else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
         return .ioThread
@@ -77,6 +77,9 @@ final class NativeKeychainObject: DBusObject {
         return DBusError(name: error.dbusErrorName, message: error.wireMessage)
     }
 
+    /// Checks the call's plain arguments against their caps and who may call what, then runs it
+    /// through the dispatch generated from dbus/org.keywell.Keychain1.xml, which decodes the
+    /// arguments and calls the method's function below.
     func handle(_ call: DBusMethodCall) {
         guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else {
             call.reply(error: .unknownMethod("No method \(call.member)"))
@@ -87,183 +90,27 @@ final class NativeKeychainObject: DBusObject {
         let level: Logger.Level = method.methodClass == .changesKeychains || method == .setSessionDisplay ? .info : .debug
         // Asked before the reply, while the caller is surely still connected; only when logged.
         let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil
-        var afterReply = AfterReply()
+        let afterReply = AfterReply()
         defer {
             afterReply.finish()
             trimmer.noteActivity()
         }
-        let movedOff = MoveOffIOThread()
         do throws(KeychainError) {
             try NativeArgumentCaps.check(call.arguments, of: method)
-            let values = try perform(method, call.arguments, call, &afterReply, movedOff)
+            // Who may call what, before anything is done (docs/access-control.md, "Sandboxed callers").
+            let accessCaller = accessCaller(call)
+            if let refusal = accessCaller.refusal(of: method.reach) { throw KeychainError(SecStatus.missingEntitlement, detail: refusal) }
+            let values = try dispatchKeychain(call, context: NativeCallContext(call: call, caller: accessCaller, afterReply: afterReply))
             call.reply(values)
             log(call, caller: caller, outcome: "ok", level: level, since: start)
+        } catch where error == NativeAccessScreen.mustContinueOffIOThread {
+            // It must ask the person: again from the start on a worker (a read changed nothing).
+            call.continueOffIOThread { [self] in handle(call) }
         } catch {
-            if movedOff.isSet {
-                // It must ask the person: again from the start on a worker (a read changed nothing).
-                call.continueOffIOThread { [self] in handle(call) }
-                return
-            }
             call.reply(error: DBusError(name: error.dbusErrorName, message: error.wireMessage))
             let errorLevel: Logger.Level = PasswordThrottle.isRefusal(error)
                 ? .debug : error.status == SecStatus.authFailed ? .notice : level
             log(call, caller: caller, outcome: error.wireMessage, level: errorLevel, since: start)
-        }
-    }
-
-    private func perform(
-        _ method: NativeMethod, _ arguments: [DBusValue], _ call: DBusMethodCall, _ afterReply: inout AfterReply,
-        _ movedOff: MoveOffIOThread
-    ) throws(KeychainError) -> [DBusValue] {
-        // Who may call what, before anything is done (docs/access-control.md, "Sandboxed callers").
-        let caller = accessCaller(call)
-        if let refusal = caller.refusal(of: method.reach) { throw KeychainError(SecStatus.missingEntitlement, detail: refusal) }
-        // Exhaustive: a method added to the contract does not compile until it is handled here.
-        switch method {
-        // Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right
-        // after the reply has gone.
-        case .add:
-            var attributes = try itemDictionary(arguments[0], from: caller)
-            afterReply.wipe(attributes)
-            // The creator is trusted (docs/access-control.md); one that cannot be named, nobody.
-            // A sandboxed app's item trusts that app alone, whatever the keychain enforces: an
-            // item open to any application would be hidden from the app that made it.
-            if caller.isSandboxed, let creator = caller.identityString {
-                attributes[WireKey.access] = AccessList.applications([creator]).wireValue
-            }
-            let result = try store.items.add(attributes, creator: caller.identityString, creatorUnidentified: caller.identity == nil)
-            afterReply.wipe(result)
-            return [WireCodec.dbusDictionary(result)]
-        case .copyMatching:
-            let query = try itemDictionary(arguments[0], from: caller)
-            afterReply.wipe(query)
-            let results = try store.items.copyMatching(query, screen: screen(caller, call, movedOff))
-            afterReply.wipe(results)
-            return [WireCodec.dbusDictionaryArray(results)]
-        case .update:
-            let query = try itemDictionary(arguments[0], from: caller)
-            let changes = try itemDictionary(arguments[1], from: caller)
-            afterReply.wipe(changes)
-            try store.items.update(query, changes, screen: screen(caller, call, movedOff))
-            return []
-        case .delete:
-            try store.items.delete(itemDictionary(arguments[0], from: caller), screen: screen(caller, call, movedOff))
-            return []
-        case .createKeychain:
-            let path = try store.registry.createKeychain(string(arguments[0]), password: secret(arguments[1]))
-            autoLock.rearm()
-            return [.string(path)]
-        case .deleteKeychain:
-            try store.registry.deleteKeychain(string(arguments[0]))
-            return []
-        case .listKeychains:
-            return [.stringArray(try store.registry.listKeychains())]
-        case .getSearchList:
-            return [.stringArray(try store.registry.searchList())]
-        case .setSearchList:
-            try store.registry.setSearchList(WireCodec.requestKeychainList(arguments[0]))
-            return []
-        case .getDefaultKeychain:
-            return [.string(try store.registry.defaultKeychain())]
-        case .setDefaultKeychain:
-            try store.registry.setDefaultKeychain(string(arguments[0]))
-            return []
-        case .getLoginKeychain:
-            return [.string(try store.registry.loginKeychain())]
-        case .unlock:
-            let keychain = string(arguments[0])
-            let password = secret(arguments[1])
-            try throttle.unlock(keychain, password: password, in: store)
-            autoLock.rearm()
-            sessions.keychainUnlocked(keychain, with: password)
-            return []
-        case .lock:
-            try store.locking.lock(string(arguments[0]))
-            return []
-        case .lockAll:
-            store.locking.lockAll()
-            return []
-        case .changePassword:
-            let keychain = string(arguments[0])
-            try throttle.changePassword(keychain, old: secret(arguments[1]), new: secret(arguments[2]), in: store)
-            return []
-        case .getInfo:
-            return [WireCodec.dbusDictionary(try store.locking.info(string(arguments[0])))]
-        case .setSettings:
-            try store.locking.setSettings(string(arguments[0]), wireDictionary(arguments[1]))
-            autoLock.rearm()
-            return []
-        case .backupKeychain:
-            try store.registry.backupKeychain(string(arguments[0]), to: string(arguments[1]), replacing: bool(arguments[2]))
-            return []
-        case .restoreKeychain:
-            let path = try store.registry.restoreKeychain(from: string(arguments[0]), as: string(arguments[1]), replacing: bool(arguments[2]))
-            return [.string(path)]
-        case .migrateKeyrings:
-            // An empty name is every keyring; an empty password tries only what needs none.
-            let name = string(arguments[0])
-            let reports = migration.migrate(keyring: name.isEmpty ? nil : name, password: secret(arguments[1]))
-            for report in reports where report.outcome != .unchanged { migration.log(report) }
-            autoLock.rearm()
-            return [.stringVariantDictArray(reports.map(MigrationWire.report))]
-        case .getMigrationStatus:
-            return [.stringVariantDictArray(MigrationWire.status(migration.state()))]
-        case .exportGnomeKeyring:
-            let written = try GnomeKeyringExport.export(string(arguments[0]), from: store, to: string(arguments[1]),
-                                                        password: secret(arguments[2]), replace: bool(arguments[3]),
-                                                        screen: screen(caller, call, movedOff))
-            return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
-        // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
-        // closed here): the daemon never opens a path a caller names for these.
-        case .exportKeychains:
-            let fd = descriptor(call, 1)
-            defer { close(fd) }
-            let names = try WireCodec.requestKeychainList(arguments[0])
-            let written = try store.transfer.exportKeychains(names, to: fd, passphrase: secret(arguments[2]), screen: screen(caller, call, movedOff))
-            return [.uint32(UInt32(clamping: written.items)), .uint32(UInt32(clamping: written.thisDeviceOnly))]
-        case .inspectExport:
-            let fd = descriptor(call, 0)
-            defer { close(fd) }
-            let (keychains, count) = try store.transfer.inspectExport(from: fd, passphrase: secret(arguments[1]))
-            return [.stringArray(keychains), .uint32(UInt32(clamping: count))]
-        case .importExport:
-            let fd = descriptor(call, 0)
-            defer { close(fd) }
-            guard let policy = ImportPolicy(rawValue: string(arguments[3])) else {
-                throw .param("the import policy is one of skip, replace, newer")
-            }
-            let keychain = string(arguments[2])
-            let summary = try store.transfer.importExport(
-                from: fd, passphrase: secret(arguments[1]), into: keychain.isEmpty ? nil : keychain, policy: policy)
-            return [WireCodec.dbusDictionary([
-                ImportSummaryKey.added: .integer(Int64(summary.added)),
-                ImportSummaryKey.replaced: .integer(Int64(summary.replaced)),
-                ImportSummaryKey.skipped: .integer(Int64(summary.skipped)),
-            ])]
-        case .whoAmI:
-            return try whoAmI(call)
-        case .setSessionDisplay:
-            try session.setSessionDisplay(arguments[0])
-            return []
-        case .getAccessStatus:
-            return accessStatus.reply(store: store)
-        case .syncEnable:
-            try sync.enable(string(arguments[0]), folder: string(arguments[1]), password: secret(arguments[2]), join: bool(arguments[3]))
-            return []
-        case .syncStatus:
-            return [WireCodec.dbusDictionary(try sync.status(string(arguments[0])))]
-        case .syncConflicts:
-            return [WireCodec.dbusDictionaryArray(try sync.conflicts(string(arguments[0])))]
-        case .syncConflictSecret:
-            let secret = try sync.conflictSecret(string(arguments[0]), version: arguments[1].int64Value ?? -1)
-            defer { SecretWipe.wipe(secret) }
-            return [.bytes(Array(secret))]
-        case .syncDisable:
-            try sync.disable(string(arguments[0]))
-            return []
-        case .syncRekey:
-            try sync.rekey(string(arguments[0]), password: secret(arguments[1]))
-            return []
         }
     }
 
@@ -274,8 +121,8 @@ final class NativeKeychainObject: DBusObject {
     }
 
     /// Access control for the call's caller.
-    private func screen(_ caller: AccessCaller, _ call: DBusMethodCall, _ movedOff: MoveOffIOThread) -> NativeAccessScreen {
-        NativeAccessScreen(gate: gate, caller: caller, onIOThread: call.connection.isOnIOThread, movedOff: movedOff)
+    private func screen(_ context: NativeCallContext) -> NativeAccessScreen {
+        NativeAccessScreen(gate: gate, caller: context.caller, onIOThread: context.call.connection.isOnIOThread)
     }
 
     /// An item call's dictionary, refused before anything is done when it holds a key the caller
@@ -289,37 +136,18 @@ final class NativeKeychainObject: DBusObject {
         return dictionary
     }
 
-    private func whoAmI(_ call: DBusMethodCall) throws(KeychainError) -> [DBusValue] {
-        let identity: ApplicationIdentity
-        do {
-            identity = try identities.identity(of: call.sender, on: call.connection)
-        } catch {
-            throw KeychainError(SecStatus.missingEntitlement, detail: "\(error)")
-        }
-        let reason = [identity.strengthReason, identity.note].compactMap { $0 }.joined(separator: " ")
-        return [.string(identity.string), .string(identity.strength.rawValue), .string(reason)]
-    }
-
     /// An `a{sv}` argument; its byte values (`v_Data` may be a secret) in self-wiping storage.
     private func wireDictionary(_ value: DBusValue) throws(KeychainError) -> WireDictionary {
         try WireCodec.requestDictionary(value, secretData: SecretWipe.wipingData(copying:))
     }
 
-    /// The signature was checked, so the argument has the declared type.
-    private func string(_ value: DBusValue) -> String { value.stringValue ?? "" }
-
-    private func bool(_ value: DBusValue) -> Bool { value.boolValue ?? false }
-
     /// Takes the call's descriptor over: the handler closes it, and the call no longer does when
     /// it ends (closing it twice could close a file another thread opened meanwhile under the
     /// same number).
-    private func descriptor(_ call: DBusMethodCall, _ index: Int) -> Int32 { call.takeFileDescriptor(argument: index) ?? -1 }
+    private func descriptor(_ file: DBusDescriptorArgument) -> Int32 { file.take() ?? -1 }
 
     /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
-    private func secret(_ value: DBusValue) -> SecretBytes {
-        if case .bytes(let bytes) = value { return SecretBytes(copying: bytes) }
-        return SecretBytes(copying: value.bytesValue ?? [])
-    }
+    private func secret(_ bytes: [UInt8]) -> SecretBytes { SecretBytes(copying: bytes) }
 
     private func log(_ call: DBusMethodCall, caller: String?, outcome: String, level: Logger.Level,
                      since start: ContinuousClock.Instant) {
@@ -342,17 +170,248 @@ final class NativeKeychainObject: DBusObject {
     }
 }
 
+/// The native API's methods, one function each (the protocol is generated from
+/// dbus/org.keywell.Keychain1.xml): arguments arrive decoded, of their declared types.
+/// Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right after
+/// the reply has gone (`context.afterReply`).
+extension NativeKeychainObject: KeychainMethods {
+    // MARK: Items
+
+    func add(attributes: DBusValue, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        let caller = context.caller
+        var attributes = try itemDictionary(attributes, from: caller)
+        context.afterReply.wipe(attributes)
+        // The creator is trusted (docs/access-control.md); one that cannot be named, nobody.
+        // A sandboxed app's item trusts that app alone, whatever the keychain enforces: an
+        // item open to any application would be hidden from the app that made it.
+        if caller.isSandboxed, let creator = caller.identityString {
+            attributes[WireKey.access] = AccessList.applications([creator]).wireValue
+        }
+        let result = try store.items.add(attributes, creator: caller.identityString, creatorUnidentified: caller.identity == nil)
+        context.afterReply.wipe(result)
+        return WireCodec.dbusDictionary(result)
+    }
+
+    func copyMatching(query: DBusValue, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        let query = try itemDictionary(query, from: context.caller)
+        context.afterReply.wipe(query)
+        let results = try store.items.copyMatching(query, screen: screen(context))
+        context.afterReply.wipe(results)
+        return WireCodec.dbusDictionaryArray(results)
+    }
+
+    func update(query: DBusValue, attributes: DBusValue, context: NativeCallContext) throws(KeychainError) {
+        let query = try itemDictionary(query, from: context.caller)
+        let changes = try itemDictionary(attributes, from: context.caller)
+        context.afterReply.wipe(changes)
+        try store.items.update(query, changes, screen: screen(context))
+    }
+
+    func delete(query: DBusValue, context: NativeCallContext) throws(KeychainError) {
+        try store.items.delete(itemDictionary(query, from: context.caller), screen: screen(context))
+    }
+
+    // MARK: Keychains
+
+    func createKeychain(name: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) -> String {
+        let path = try store.registry.createKeychain(name, password: secret(password))
+        autoLock.rearm()
+        return path
+    }
+
+    func deleteKeychain(keychain: String, context: NativeCallContext) throws(KeychainError) {
+        try store.registry.deleteKeychain(keychain)
+    }
+
+    func listKeychains(context: NativeCallContext) throws(KeychainError) -> [String] {
+        try store.registry.listKeychains()
+    }
+
+    func getSearchList(context: NativeCallContext) throws(KeychainError) -> [String] {
+        try store.registry.searchList()
+    }
+
+    func setSearchList(keychains: DBusValue, context: NativeCallContext) throws(KeychainError) {
+        try store.registry.setSearchList(WireCodec.requestKeychainList(keychains))
+    }
+
+    func getDefaultKeychain(context: NativeCallContext) throws(KeychainError) -> String {
+        try store.registry.defaultKeychain()
+    }
+
+    func setDefaultKeychain(keychain: String, context: NativeCallContext) throws(KeychainError) {
+        try store.registry.setDefaultKeychain(keychain)
+    }
+
+    func getLoginKeychain(context: NativeCallContext) throws(KeychainError) -> String {
+        try store.registry.loginKeychain()
+    }
+
+    func unlock(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) {
+        let password = secret(password)
+        try throttle.unlock(keychain, password: password, in: store)
+        autoLock.rearm()
+        sessions.keychainUnlocked(keychain, with: password)
+    }
+
+    func lock(keychain: String, context: NativeCallContext) throws(KeychainError) {
+        try store.locking.lock(keychain)
+    }
+
+    func lockAll(context: NativeCallContext) throws(KeychainError) {
+        store.locking.lockAll()
+    }
+
+    func changePassword(keychain: String, oldPassword: [UInt8], newPassword: [UInt8], context: NativeCallContext) throws(KeychainError) {
+        try throttle.changePassword(keychain, old: secret(oldPassword), new: secret(newPassword), in: store)
+    }
+
+    func getInfo(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        WireCodec.dbusDictionary(try store.locking.info(keychain))
+    }
+
+    func setSettings(keychain: String, settings: DBusValue, context: NativeCallContext) throws(KeychainError) {
+        try store.locking.setSettings(keychain, wireDictionary(settings))
+        autoLock.rearm()
+    }
+
+    // MARK: Backups, keyring files, export files
+
+    func backupKeychain(keychain: String, path: String, replace: Bool, context: NativeCallContext) throws(KeychainError) {
+        try store.registry.backupKeychain(keychain, to: path, replacing: replace)
+    }
+
+    func restoreKeychain(path: String, keychain: String, replace: Bool, context: NativeCallContext) throws(KeychainError) -> String {
+        try store.registry.restoreKeychain(from: path, as: keychain, replacing: replace)
+    }
+
+    func migrateKeyrings(keyring: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        // An empty name is every keyring; an empty password tries only what needs none.
+        let reports = migration.migrate(keyring: keyring.isEmpty ? nil : keyring, password: secret(password))
+        for report in reports where report.outcome != .unchanged { migration.log(report) }
+        autoLock.rearm()
+        return .stringVariantDictArray(reports.map(MigrationWire.report))
+    }
+
+    func getMigrationStatus(context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        .stringVariantDictArray(MigrationWire.status(migration.state()))
+    }
+
+    func exportGnomeKeyring(
+        keychain: String, path: String, password: [UInt8], replace: Bool, context: NativeCallContext
+    ) throws(KeychainError) -> (items: UInt32, thisDeviceOnly: UInt32) {
+        let written = try GnomeKeyringExport.export(keychain, from: store, to: path, password: secret(password), replace: replace,
+                                                    screen: screen(context))
+        return (UInt32(clamping: written.items), UInt32(clamping: written.thisDeviceOnly))
+    }
+
+    // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
+    // closed here): the daemon never opens a path a caller names for these.
+    func exportKeychains(
+        keychains: DBusValue, file: DBusDescriptorArgument, passphrase: [UInt8], context: NativeCallContext
+    ) throws(KeychainError) -> (items: UInt32, thisDeviceOnly: UInt32) {
+        let fd = descriptor(file)
+        defer { close(fd) }
+        let names = try WireCodec.requestKeychainList(keychains)
+        let written = try store.transfer.exportKeychains(names, to: fd, passphrase: secret(passphrase), screen: screen(context))
+        return (UInt32(clamping: written.items), UInt32(clamping: written.thisDeviceOnly))
+    }
+
+    func inspectExport(
+        file: DBusDescriptorArgument, passphrase: [UInt8], context: NativeCallContext
+    ) throws(KeychainError) -> (keychains: [String], items: UInt32) {
+        let fd = descriptor(file)
+        defer { close(fd) }
+        let (keychains, count) = try store.transfer.inspectExport(from: fd, passphrase: secret(passphrase))
+        return (keychains, UInt32(clamping: count))
+    }
+
+    func importExport(
+        file: DBusDescriptorArgument, passphrase: [UInt8], keychain: String, policy: String, context: NativeCallContext
+    ) throws(KeychainError) -> DBusValue {
+        let fd = descriptor(file)
+        defer { close(fd) }
+        guard let policy = ImportPolicy(rawValue: policy) else {
+            throw .param("the import policy is one of skip, replace, newer")
+        }
+        let summary = try store.transfer.importExport(
+            from: fd, passphrase: secret(passphrase), into: keychain.isEmpty ? nil : keychain, policy: policy)
+        return WireCodec.dbusDictionary([
+            ImportSummaryKey.added: .integer(Int64(summary.added)),
+            ImportSummaryKey.replaced: .integer(Int64(summary.replaced)),
+            ImportSummaryKey.skipped: .integer(Int64(summary.skipped)),
+        ])
+    }
+
+    // MARK: The caller, the session, dialogs
+
+    func whoAmI(context: NativeCallContext) throws(KeychainError) -> (identity: String, strength: String, reason: String) {
+        let identity: ApplicationIdentity
+        do {
+            identity = try identities.identity(of: context.call.sender, on: context.call.connection)
+        } catch {
+            throw KeychainError(SecStatus.missingEntitlement, detail: "\(error)")
+        }
+        let reason = [identity.strengthReason, identity.note].compactMap { $0 }.joined(separator: " ")
+        return (identity.string, identity.strength.rawValue, reason)
+    }
+
+    func setSessionDisplay(environment: DBusValue, context: NativeCallContext) throws(KeychainError) {
+        try session.setSessionDisplay(environment)
+    }
+
+    func getAccessStatus(context: NativeCallContext) throws(KeychainError) -> (status: DBusValue, grants: DBusValue) {
+        accessStatus.reply(store: store)
+    }
+
+    // MARK: Sync
+
+    func syncEnable(keychain: String, folder: String, password: [UInt8], join: Bool, context: NativeCallContext) throws(KeychainError) {
+        try sync.enable(keychain, folder: folder, password: secret(password), join: join)
+    }
+
+    func syncStatus(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        WireCodec.dbusDictionary(try sync.status(keychain))
+    }
+
+    func syncConflicts(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+        WireCodec.dbusDictionaryArray(try sync.conflicts(keychain))
+    }
+
+    func syncConflictSecret(keychain: String, version: Int64, context: NativeCallContext) throws(KeychainError) -> [UInt8] {
+        let secret = try sync.conflictSecret(keychain, version: version)
+        defer { SecretWipe.wipe(secret) }
+        return Array(secret)
+    }
+
+    func syncDisable(keychain: String, context: NativeCallContext) throws(KeychainError) {
+        try sync.disable(keychain)
+    }
+
+    func syncRekey(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) {
+        try sync.rekey(keychain, password: secret(password))
+    }
+}
+
+/// What one native call carries to its method besides its arguments: the call itself, its
+/// caller as access control sees it (worked out once, for who may call what), and what to wipe
+/// once the reply has gone.
+struct NativeCallContext {
+    let call: DBusMethodCall
+    let caller: AccessCaller
+    let afterReply: AfterReply
+}
+
 /// What a call's plaintext passed through, wiped (and freed) once its reply has gone: the caller
-/// waits for the reply, not for the clean-up.
-private struct AfterReply {
+/// waits for the reply, not for the clean-up. One per call, used by the thread running it.
+final class AfterReply {
     private var dictionaries: [WireDictionary] = []
 
-    mutating func wipe(_ dictionary: WireDictionary) { dictionaries.append(dictionary) }
-    mutating func wipe(_ list: [WireDictionary]) { dictionaries += list }
+    func wipe(_ dictionary: WireDictionary) { dictionaries.append(dictionary) }
+    func wipe(_ list: [WireDictionary]) { dictionaries += list }
 
-    mutating func finish() {
+    func finish() {
         for index in dictionaries.indices { SecretWipe.wipe(&dictionaries[index]) }
         dictionaries = []
     }
 }
-

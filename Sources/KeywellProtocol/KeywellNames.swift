@@ -1,10 +1,10 @@
 import CKeywellControl
 
 /// Bus names, object paths and interface names of the native API (docs/native-api.md "Names").
+/// The interface's name (`interface`) is generated from dbus/org.keywell.Keychain1.xml.
 public enum KeywellNames {
     public static let busName = "org.keywell.Keychain"
     public static let objectPath = "/org/keywell/Keychain"
-    public static let interface = "org.keywell.Keychain1"
     public static let errorPrefix = "org.keywell.Keychain1.Error."
     public static let loginKeychain = "login"
 

@@ -71,4 +71,44 @@ import Testing
             #expect(parsed.map(\.name) == job.interfaces.map(\.name))
         }
     }
+
+    /// The native API's shape: names as enums clients call through, the API's own error for a
+    /// refused call, a per-call context instead of the call, lists kept as values, and the
+    /// methods the XML lets run on the I/O thread.
+    @Test func enumsContextOwnErrorsAndPlacement() throws {
+        let job = CodegenJob(
+            xml: "dbus/test.xml", output: "Out.swift", imports: ["KeywellProtocol"], container: "TestInterfaces",
+            interfaces: [.init("org.example.Test1", property: "test", protocolName: "TestMethods", nameConstant: "interface")],
+            names: .init(namespace: "TestNames", output: "Names.swift",
+                         enums: .init(method: "TestMethod", signal: "TestSignal", argumentType: "TestArgument")),
+            errors: .custom(type: "KeychainError", refusal: "param"), context: .custom(type: "TestContext"),
+            valueSignatures: ["as"])
+        let xml = """
+            <node><interface name="org.example.Test1">
+              <method name="Read"><annotation name="org.keywell.Placement" value="io-thread"/>
+                <arg name="names" type="as" direction="in"/><arg name="found" type="as" direction="out"/></method>
+              <method name="Write"><arg name="name" type="s" direction="in"/></method>
+              <signal name="Changed"><arg name="name" type="s"/></signal>
+            </interface></node>
+            """
+        let files = try job.generate(xml: xml)
+        let dispatch = try #require(files.first { $0.path == "Out.swift" }?.content)
+        let names = try #require(files.first { $0.path == "Names.swift" }?.content)
+        #expect(dispatch.contains("func read(names: DBusValue, context: TestContext) throws(KeychainError) -> [String]"))
+        #expect(dispatch.contains("func dispatchTest(_ call: DBusMethodCall, context: TestContext) throws(KeychainError) -> [DBusValue]"))
+        #expect(dispatch.contains("guard let method = TestMethod(name: call.member) else { throw .param("))
+        #expect(dispatch.contains("return [.stringArray(try read(names: names, context: context))]"))
+        #expect(dispatch.contains("switch TestMethod(name: member) {\n        case .read?:\n            true"))
+        #expect(dispatch.contains("DBusMethod(name: TestMethod.write.rawValue"))
+        #expect(dispatch.contains("DBusSignalDescription(name: TestSignal.changed.rawValue"))
+        #expect(names.contains("public static let interface = \"org.example.Test1\""))
+        #expect(names.contains("case read = \"Read\""))
+        #expect(names.contains("case .read: [TestArgument(\"names\", \"as\")]"))
+        #expect(names.contains("case .changed: [TestArgument(\"name\", \"s\")]"))
+
+        let unknownPlacement = xml.replacingOccurrences(of: "value=\"io-thread\"", with: "value=\"anywhere\"")
+        #expect(throws: CodegenError.self) { try job.generate(xml: unknownPlacement) }
+        let overloaded = xml.replacingOccurrences(of: "name=\"Write\"", with: "name=\"Read\"")
+        #expect(throws: CodegenError.self) { try job.generate(xml: overloaded) }
+    }
 }

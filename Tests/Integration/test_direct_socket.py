@@ -185,3 +185,23 @@ def daemon_pid(account) -> int:
     """The pid keywelld writes in its instance lock."""
     lock = Path(account.env["XDG_RUNTIME_DIR"]) / "keywell" / "keywelld.lock"
     return int(wait_for(lambda: lock.exists() and lock.read_text().strip(), "keywelld's instance lock"))
+
+
+def test_a_call_with_the_wrong_signature_is_param_there_too(account):
+    """The direct socket serves the same generated dispatch as the bus: a call whose arguments
+    do not have the method's signature is the API's Param error, and the same connection's next
+    well-formed call is answered."""
+    with_login_and_item(account)
+    peer = f"--peer=unix:path={direct_socket(account)}"
+
+    def send(*args):
+        return subprocess.run(["dbus-send", peer, "--print-reply", "/org/keywell/Keychain", *args], env=account.env,
+                              capture_output=True, text=True, timeout=30, **account.owner.spawn)
+
+    wrong = send(f"{NATIVE_INTERFACE}.Lock", "uint32:1")
+    assert wrong.returncode != 0
+    assert f"{NATIVE_INTERFACE}.Error.Param" in wrong.stderr, wrong.stderr
+    assert "Lock takes (s), got (u)" in wrong.stderr, wrong.stderr
+    right = send(f"{NATIVE_INTERFACE}.GetSearchList")
+    assert right.returncode == 0, right.stderr
+    assert '"login"' in right.stdout

@@ -4,9 +4,9 @@ import KeywellProtocol
 import KeywellTestSupport
 import Testing
 
-/// The contract (`NativeMethod`, `NativeSignal` in KeywellProtocol) and the shipped
-/// dbus/org.keywell.Keychain1.xml say the same: a method, argument, type or direction changed on
-/// one side only fails here.
+/// The contract (`NativeMethod`, `NativeSignal` in KeywellProtocol, generated from the shipped
+/// dbus/org.keywell.Keychain1.xml) and the XML say the same, and what the XML lets run on the
+/// D-Bus I/O thread is what the contract classes as reads.
 @Suite struct NativeContractTests {
     static func shippedInterface() throws -> DBusInterface {
         let xml = try String(contentsOfFile: IntrospectionTests.interfaceXMLPath, encoding: .utf8)
@@ -52,5 +52,17 @@ import Testing
         for method in NativeMethod.allCases { #expect(NativeMethod(name: method.name) == method) }
         #expect(NativeMethod(name: "copyMatching") == nil)
         #expect(NativeMethod(name: "") == nil)
+    }
+
+    /// Only reads that never wait (and `WhoAmI`, once the caller is known) may run on the I/O
+    /// thread: the XML's placement annotation and `methodClass` agree.
+    @Test func methodsOnTheIOThreadAreTheReads() throws {
+        let shipped = try Self.shippedInterface()
+        let marked = shipped.methods.filter { method in
+            method.annotations.contains(DBusAnnotation(name: "org.keywell.Placement", value: "io-thread"))
+        }.map(\.name)
+        let reads = NativeMethod.allCases.filter { $0.methodClass == .read || $0.methodClass == .describesCaller }.map(\.name)
+        #expect(marked == reads)
+        #expect(!marked.contains(NativeMethod.add.name) && !marked.contains(NativeMethod.unlock.name))
     }
 }
