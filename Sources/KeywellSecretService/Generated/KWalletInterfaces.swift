@@ -10,7 +10,11 @@ enum KWalletInterfaces {
     static let kwallet = DBusInterface(
         name: KWalletProtocol.interface,
         methods: [
-            DBusMethod(name: KWalletProtocol.Member.isEnabled, outputs: [DBusArgument(nil, "b")]),
+            DBusMethod(
+                name: KWalletProtocol.Member.isEnabled,
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+            ),
             DBusMethod(
                 name: KWalletProtocol.Member.open,
                 inputs: [DBusArgument("wallet", "s"), DBusArgument("wId", "x"), DBusArgument("appid", "s")],
@@ -51,8 +55,18 @@ enum KWalletInterfaces {
                 inputs: [DBusArgument("wallet", "s")],
                 outputs: [DBusArgument(nil, "i")]
             ),
-            DBusMethod(name: KWalletProtocol.Member.isOpen, inputs: [DBusArgument("wallet", "s")], outputs: [DBusArgument(nil, "b")]),
-            DBusMethod(name: KWalletProtocol.Member.isOpen, inputs: [DBusArgument("handle", "i")], outputs: [DBusArgument(nil, "b")]),
+            DBusMethod(
+                name: KWalletProtocol.Member.isOpen,
+                inputs: [DBusArgument("wallet", "s")],
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+            ),
+            DBusMethod(
+                name: KWalletProtocol.Member.isOpen,
+                inputs: [DBusArgument("handle", "i")],
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+            ),
             DBusMethod(name: KWalletProtocol.Member.users, inputs: [DBusArgument("wallet", "s")], outputs: [DBusArgument(nil, "as")]),
             DBusMethod(
                 name: KWalletProtocol.Member.changePassword,
@@ -62,12 +76,14 @@ enum KWalletInterfaces {
             DBusMethod(
                 name: KWalletProtocol.Member.folderList,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "as")]
+                outputs: [DBusArgument(nil, "as")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.hasFolder,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "b")]
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.createFolder,
@@ -82,22 +98,26 @@ enum KWalletInterfaces {
             DBusMethod(
                 name: KWalletProtocol.Member.entryList,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "as")]
+                outputs: [DBusArgument(nil, "as")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readEntry,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "ay")]
+                outputs: [DBusArgument(nil, "ay")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readMap,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "ay")]
+                outputs: [DBusArgument(nil, "ay")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readPassword,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "s")]
+                outputs: [DBusArgument(nil, "s")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readEntryList,
@@ -163,12 +183,14 @@ enum KWalletInterfaces {
             DBusMethod(
                 name: KWalletProtocol.Member.hasEntry,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "b")]
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.entryType,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "i")]
+                outputs: [DBusArgument(nil, "i")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.removeEntry,
@@ -184,16 +206,26 @@ enum KWalletInterfaces {
             DBusMethod(
                 name: KWalletProtocol.Member.folderDoesNotExist,
                 inputs: [DBusArgument("wallet", "s"), DBusArgument("folder", "s")],
-                outputs: [DBusArgument(nil, "b")]
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.keyDoesNotExist,
                 inputs: [DBusArgument("wallet", "s"), DBusArgument("folder", "s"), DBusArgument("key", "s")],
-                outputs: [DBusArgument(nil, "b")]
+                outputs: [DBusArgument(nil, "b")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(name: KWalletProtocol.Member.closeAllWallets),
-            DBusMethod(name: KWalletProtocol.Member.networkWallet, outputs: [DBusArgument(nil, "s")]),
-            DBusMethod(name: KWalletProtocol.Member.localWallet, outputs: [DBusArgument(nil, "s")]),
+            DBusMethod(
+                name: KWalletProtocol.Member.networkWallet,
+                outputs: [DBusArgument(nil, "s")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+            ),
+            DBusMethod(
+                name: KWalletProtocol.Member.localWallet,
+                outputs: [DBusArgument(nil, "s")],
+                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+            ),
             DBusMethod(
                 name: KWalletProtocol.Member.pamOpen,
                 inputs: [DBusArgument("wallet", "s"), DBusArgument("passwordHash", "ay"), DBusArgument("sessionTimeout", "i")],
@@ -663,6 +695,21 @@ extension KWalletMethods {
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.kde.KWallet")
+        }
+    }
+
+    /// Whether a call to `member` may run on the D-Bus I/O thread: the methods the XML marks
+    /// `org.keywell.Placement` `io-thread`, which never block. `placement(of:)` still decides each call.
+    static func mayRunOnIOThread(_ member: String) -> Bool {
+        switch member {
+        case KWalletProtocol.Member.isEnabled, KWalletProtocol.Member.isOpen, KWalletProtocol.Member.folderList,
+             KWalletProtocol.Member.hasFolder, KWalletProtocol.Member.entryList, KWalletProtocol.Member.readEntry,
+             KWalletProtocol.Member.readMap, KWalletProtocol.Member.readPassword, KWalletProtocol.Member.hasEntry,
+             KWalletProtocol.Member.entryType, KWalletProtocol.Member.folderDoesNotExist, KWalletProtocol.Member.keyDoesNotExist,
+             KWalletProtocol.Member.networkWallet, KWalletProtocol.Member.localWallet:
+            true
+        default:
+            false
         }
     }
 

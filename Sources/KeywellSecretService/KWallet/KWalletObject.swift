@@ -17,28 +17,14 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
     /// identity is known; one that must ask the person moves to a worker (`DBusMethodCall.mustContinueOffIOThread`).
-    /// Writes, opens (a prompt), and what lists keychains go to a worker.
+    /// The reads are marked in dbus/org.kde.KWallet.xml (`mayRunOnIOThread`, a switch over the
+    /// names: no hashing on the I/O thread); writes, opens (a prompt), and what lists keychains
+    /// go to a worker.
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
-        guard Self.isRead(call.member) else { return .worker }
+        guard Self.mayRunOnIOThread(call.member) else { return .worker }
         if let access = service.context.access, !access.isKnown(call) { return .worker }
         return .ioThread
     }
-
-    /// A switch rather than a set: no hashing of the member name on every call (the decision is
-    /// made for each call on the I/O thread, before the call runs).
-    private static func isRead(_ member: String) -> Bool {
-        switch member {
-        case KWalletProtocol.Member.readPassword, KWalletProtocol.Member.readEntry, KWalletProtocol.Member.readMap,
-             KWalletProtocol.Member.hasEntry, KWalletProtocol.Member.hasFolder, KWalletProtocol.Member.entryList,
-             KWalletProtocol.Member.folderList, KWalletProtocol.Member.isOpen, KWalletProtocol.Member.entryType,
-             KWalletProtocol.Member.folderDoesNotExist, KWalletProtocol.Member.keyDoesNotExist,
-             KWalletProtocol.Member.isEnabled, KWalletProtocol.Member.localWallet, KWalletProtocol.Member.networkWallet:
-            true
-        default:
-            false
-        }
-    }
-
 
     func handle(_ call: DBusMethodCall) {
         service.activity()
