@@ -202,8 +202,8 @@ final class IdleTrimmer: Sendable {
         // Before the library pages go: releasing runs SQLite's and Swift's code, which would
         // fault those pages straight back in.
         releaseCaches()
-        let pages = ResidentMemoryTrim.apply()
-        MallocTuning.trim()
-        logger.debug("\(reason): gave back \(pages) KiB of library pages")
+        // The heap trim is inside, before the drops; so is the log line: anything run after the
+        // drops faults its code straight back in.
+        ResidentMemoryTrim.apply { pages in logger.debug("\(reason): gave back \(pages) KiB of library pages") }
     }
 }

@@ -21,6 +21,46 @@ import Testing
         #expect(String(format: "%05.1f", 3.14159) == "003.1")
     }
 
+    /// A read-only file mapping goes whether or not a page of it was resident when smaps was
+    /// read (the parse itself may fault some in), and when its file's pages are dirty in the
+    /// page cache (a program just installed); written, writable and anonymous ones never.
+    @Test func everyUnwrittenReadOnlyFileMappingIsDroppedResidentOrNot() {
+        let smaps = """
+            7f0000000000-7f0000004000 r-xp 00000000 fe:00 2250    /usr/lib/libcold.so
+            Size:                 16 kB
+            Rss:                   0 kB
+            Private_Dirty:         0 kB
+            Anonymous:             0 kB
+            AnonHugePages:         0 kB
+            VmFlags: rd ex mr mw me
+            7f0000004000-7f0000006000 r--p 00004000 fe:00 2250    /usr/lib/libcold.so
+            Rss:                   8 kB
+            Private_Dirty:         8 kB
+            Anonymous:             8 kB
+            7f0000006000-7f0000007000 rw-p 00006000 fe:00 2250    /usr/lib/libcold.so
+            Rss:                   4 kB
+            7f0000010000-7f0000014000 r-xp 00000000 fe:00 2251    /usr/lib/libwarm.so
+            Rss:                  12 kB
+            Private_Dirty:        12 kB
+            Anonymous:             0 kB
+            7f0000018000-7f000001c000 r--p 00000000 fe:00 3000    /home/u/.local/share/keywell/keychains/login.keychain-db
+            Rss:                  16 kB
+            7f0000020000-7f0000030000 r--p 00000000 00:00 0 
+            Rss:                  64 kB
+            7f0000030000-7f0000031000 r--p 00000000 00:00 0    [vvar]
+            Rss:                   4 kB
+
+            """
+        typealias Eligible = ResidentMemoryTrim.Eligible
+        let expected: [Eligible] = [
+            Eligible(start: 0x7f00_0000_0000, length: 0x4000, residentKiB: 0),
+            Eligible(start: 0x7f00_0001_0000, length: 0x4000, residentKiB: 12),
+            Eligible(start: 0x7f00_0001_8000, length: 0x4000, residentKiB: 16),
+        ]
+        let found = ResidentMemoryTrim.eligibleMappings(smaps)
+        #expect(found == expected)
+    }
+
     @Test func theDaemonTrimsWhenIdleAndServesAfterwards() throws {
         let fixture = try DaemonFixture()
         try fixture.createKeychain("login")
