@@ -45,7 +45,7 @@ import Testing
             Anonymous:             0 kB
             7f0000018000-7f000001c000 r--p 00000000 fe:00 3000    /home/u/.local/share/keywell/keychains/login.keychain-db
             Rss:                  16 kB
-            7f0000020000-7f0000030000 r--p 00000000 00:00 0 
+            7f0000020000-7f0000030000 r--p 00000000 00:00 0
             Rss:                  64 kB
             7f0000030000-7f0000031000 r--p 00000000 00:00 0    [vvar]
             Rss:                   4 kB
