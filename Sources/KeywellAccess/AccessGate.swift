@@ -19,6 +19,10 @@ import Logging
 public final class AccessGate: @unchecked Sendable {
     /// Writes Always Allow into the keychain files: the identity joins each item's list.
     public typealias Persist = @Sendable (_ identity: String, _ items: [AccessItem]) throws -> Void
+    /// The other items of the same keychains whose access list is exactly that of one of `items`
+    /// (and names at least one program): what one answer covers beyond the items asked about
+    /// (docs/access-control.md, "One answer per program and list"). Labelled, with their lists.
+    public typealias SameListItems = @Sendable (_ items: [AccessItem]) -> [AccessItem]
 
     /// How long a question waits, in the queue and on screen together, before it counts as Deny.
     public static let questionTimeoutSeconds = 300
@@ -29,6 +33,7 @@ public final class AccessGate: @unchecked Sendable {
 
     private let asker: any AccessQuestionAsking
     private let persist: Persist
+    private let sameList: SameListItems
     private let log: Logger
     private let naming: any ProgramNaming
     private let burstNanoseconds: UInt64
@@ -47,11 +52,13 @@ public final class AccessGate: @unchecked Sendable {
     private weak var current: DBusConnection?
 
     /// `naming`: what questions and denial lines call a program (its desktop entry's name).
+    /// `sameList`: the items an answer covers along with those asked about (none by default).
     public init(asker: any AccessQuestionAsking, persist: @escaping Persist, log: Logger = Logger(label: "keywelld.access"),
-                naming: any ProgramNaming = IdentityNamesOnly(),
+                naming: any ProgramNaming = IdentityNamesOnly(), sameList: @escaping SameListItems = { _ in [] },
                 burstWindow: Duration = AccessGate.burstWindow, timeoutSeconds: Int = AccessGate.questionTimeoutSeconds) {
         self.asker = asker
         self.persist = persist
+        self.sameList = sameList
         self.log = log
         self.naming = naming
         self.burstNanoseconds = UInt64(max(0, burstWindow.components.seconds)) * 1_000_000_000
@@ -163,8 +170,10 @@ public final class AccessGate: @unchecked Sendable {
             return .deny
         }
         questionsShown += 1
-        let shown = AccessQuestion(caller: caller, items: question.items, naming: naming)
+        let asked = question.items
         lock.unlock()
+        // Out of the lock: finding the companions reads the keychain files.
+        let shown = AccessQuestion(caller: caller, items: asked, companions: companions(of: asked), naming: naming)
 
         let remaining = Int((deadline - min(deadline, monotonicNanoseconds())) / 1_000_000_000)
         let reply = asker.reply(to: shown, timeoutSeconds: max(1, remaining), withdrawal: withdrawal)
@@ -181,6 +190,8 @@ public final class AccessGate: @unchecked Sendable {
         // Items that joined while the dialog was up get the same answer; later ones the burst's.
         lock.lock()
         let all = question.items
+        let asking = Set(all)
+        let covered = all + shown.companions.filter { !asking.contains($0) }
         question.answer = answer
         if withdrawn {
             if case .asking(let open)? = conversations[caller.connection], open === question {
@@ -189,23 +200,37 @@ public final class AccessGate: @unchecked Sendable {
         } else if !question.callerLeft {
             conversations[caller.connection] = .answered(answer, until: monotonicNanoseconds() + burstNanoseconds,
                                                          denial: answer == .deny ? BurstDenial(reason: denial, reported: Set(all)) : nil)
-            if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(all) }
+            if answer.allows { allowances[Grantee(caller).key, default: []].formUnion(covered) }
         }
         queue.removeAll { $0 === question }
         lock.broadcast()
         lock.unlock()
 
-        if answer == .alwaysAllow { write(answer, for: caller, all) }
+        if answer == .alwaysAllow { write(answer, for: caller, covered) }
         lock.withLock {
             question.isDone = true
             lock.broadcast()
         }
         log.info("access question answered", metadata: [
-            "caller": "\(caller.identityString ?? "unidentified")", "items": "\(all.count)", "answer": "\(answer)",
+            "caller": "\(caller.identityString ?? "unidentified")", "items": "\(all.count)", "covered": "\(covered.count)",
+            "answer": "\(answer)",
         ])
         if answer == .deny { reportDenial(caller, all, denial) }
         return answer
     }
+
+    /// The items an answer about `asked` covers besides them: those `sameList` finds, less the
+    /// asked ones, at most `maxCompanions` (what one question can promise in words).
+    private func companions(of asked: [AccessItem]) -> [AccessItem] {
+        var seen = Set(asked)
+        var found: [AccessItem] = []
+        for item in sameList(asked) where found.count < Self.maxCompanions && seen.insert(item).inserted { found.append(item) }
+        return found
+    }
+
+    /// Items one answer covers beyond those asked about: a keychain's worth of one program's
+    /// passwords; more are asked about when used.
+    public static let maxCompanions = 10_000
 
     static let withdrawnReason = "the question was withdrawn (its prompt was dismissed)"
 

@@ -8,14 +8,31 @@ public struct AccessQuestion: Sendable {
     public let caller: AccessCaller
     /// The items asked about, the first one named, the others counted.
     public let items: [AccessItem]
+    /// The items the answer also covers though nobody asked for them yet: the others of the same
+    /// keychains whose list is exactly an asked item's (docs/access-control.md, "One answer per
+    /// program and list"). Counted in the words, never named one by one.
+    public let companions: [AccessItem]
     /// The program as people know it: its desktop entry's `Name=`, else the identity's own name.
     public let programName: String
+    /// Who saved the companions, when their lists all name one program: what the words call it.
+    let companionsMaker: String?
 
-    public init(caller: AccessCaller, items: [AccessItem], naming: any ProgramNaming = IdentityNamesOnly()) {
+    public init(caller: AccessCaller, items: [AccessItem], companions: [AccessItem] = [],
+                naming: any ProgramNaming = IdentityNamesOnly()) {
         self.caller = caller
         self.items = items
+        self.companions = companions
         self.programName = caller.identity.flatMap(naming.name(of:)) ?? caller.displayName
+        let makers = Set(companions.map(\.trusted))
+        if makers.count == 1, let only = makers.first, only.count == 1 {
+            companionsMaker = naming.name(ofEntry: only[0])
+        } else {
+            companionsMaker = nil
+        }
     }
+
+    /// Every item the answer covers: the asked ones, then the companions.
+    public var covered: [AccessItem] { items + companions }
 
     public static let title = "Keychain access"
     public static let allowButton = "Allow"
@@ -38,18 +55,27 @@ public struct AccessQuestion: Sendable {
         let program = DialogText.line(programName)
         let label = DialogText.line(items.first?.label ?? "")
         let more = items.count > 1 ? " and \(items.count - 1) more item\(items.count == 2 ? "" : "s")" : ""
-        var text = "“\(program)” wants to use “\(label)”\(more) from your \(keychainWords)."
+        var text = "“\(program)” wants to use “\(label)”\(more) from your \(keychainWords)\(companionWords)."
         if programChanged {
             let those = items.count > 1 ? "these items" : "this item"
             text += "\n\n“\(program)” has changed since \(those) trusted it: it was updated, or another program took its place."
         }
         if offersAlwaysAllow {
             let always = alwaysAllowAsChoice ? "with “\(Self.alwaysAllowChoice)” ticked" : "Always Allow"
-            text += "\n\nAllow lets it use \(items.count > 1 ? "them" : "it") until the keychain locks; \(always), from now on."
+            text += "\n\nAllow lets it use \(covered.count > 1 ? "them" : "it") until the keychain locks; \(always), from now on."
         } else {
             text += "\n\nThe program could not be identified: Always Allow is not offered."
         }
         return text
+    }
+
+    /// `, and the 2 other items “Chromium” saved there` (their lists all name that one program), else
+    /// `, and the 2 other items there that trust the same programs`; nothing without companions.
+    private var companionWords: String {
+        guard !companions.isEmpty else { return "" }
+        let count = companions.count == 1 ? "the other item" : "the \(companions.count) other items"
+        if let companionsMaker { return ", and \(count) “\(DialogText.line(companionsMaker))” saved there" }
+        return ", and \(count) there that trust the same programs"
     }
 
     /// `keychain “<path>”`, as `keywell list-keychains` prints it; for items of several

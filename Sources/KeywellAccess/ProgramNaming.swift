@@ -31,3 +31,36 @@ public struct DesktopProgramNaming: ProgramNaming {
         }
     }
 }
+
+extension ProgramNaming {
+    /// What the words call the program an access-list entry names (`exe:…`, `flatpak:…`,
+    /// `snap:…`): its desktop entry's name, else the identity's own name, else the entry itself
+    /// (which `DialogText` then defuses).
+    func name(ofEntry entry: String) -> String {
+        guard let identity = ApplicationIdentity(listEntry: entry) else { return entry }
+        return name(of: identity) ?? identity.displayName
+    }
+}
+
+extension ApplicationIdentity {
+    /// The identity an access-list entry spells (`ApplicationIdentity.string`'s forms); nil for
+    /// anything else. Paths hold no `;` (`AccessList.unhashed`), so the parts split cleanly.
+    init?(listEntry entry: String) {
+        if entry.hasPrefix("flatpak:") {
+            self.init(.flatpak(appID: String(entry.dropFirst("flatpak:".count))))
+            return
+        }
+        if entry.hasPrefix("snap:") {
+            self.init(.snap(label: String(entry.dropFirst("snap:".count)), enforced: false))
+            return
+        }
+        guard entry.hasPrefix("exe:") else { return nil }
+        let parts = entry.dropFirst("exe:".count).split(separator: ";", omittingEmptySubsequences: false)
+        guard let path = parts.first, path.hasPrefix("/") else { return nil }
+        func field(_ name: String) -> String? {
+            parts.dropFirst().first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
+        }
+        let script = field("script").map { ApplicationIdentity.Script.file(path: $0, sha256: field("script-sha256") ?? "") }
+        self.init(.executable(path: String(path), sha256: field("sha256"), script: script))
+    }
+}

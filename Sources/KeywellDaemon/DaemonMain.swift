@@ -146,7 +146,9 @@ final class Daemon: @unchecked Sendable {
             } catch {
                 logger.warning("Always Allow for \(identity) was written but not recorded for keywell doctor: \(error)")
             }
-        }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)))
+        }, log: logger, naming: DesktopProgramNaming(DesktopEntryNames(environment: environment)),
+        // One answer covers the program for the asked items' same-list neighbours (docs/access-control.md).
+        sameList: { [store] items in store.itemsSharingList(with: items, limit: AccessGate.maxCompanions) })
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, sessionDisplay: sessionDisplay,
                                                replaceOwner: replaceSecretService,

@@ -18,7 +18,8 @@ PYTHON = "/usr/bin/python3"
 # then GetSecrets' answer for all of them. `store LABEL ATTRS SECRET` makes an item in the
 # default collection (replace=true) and prints its path. `get PATH` prints one GetSecret answer,
 # `probe PATH` tries every way at one item (properties, GetSecret, SetSecret, Delete) and the
-# default collection's Items and Delete. `unlock ATTRS` runs Unlock (and its prompt) on the locked matches and prints whether it was
+# default collection's Items and Delete. `peek PATHS` prints each item's Locked and what GetSecrets
+# gives of it, which never ask. `unlock ATTRS` runs Unlock (and its prompt) on the locked matches and prints whether it was
 # dismissed, the result, then GetSecret of each. `dismiss ATTRS LOG` runs Unlock's prompt, calls
 # Dismiss once the pinentry log LOG shows the dialog holding, prints how it completed and
 # whether each is locked and readable (GetSecrets), then runs a second Unlock to its end.
@@ -68,6 +69,11 @@ elif command == "store":
     print(path)
 elif command == "get":
     print(get_secret(sys.argv[2], session))
+elif command == "peek":
+    # What the caller can read of the items, without a question: Locked and GetSecrets.
+    paths = json.loads(sys.argv[2])
+    readable = call(service, "GetSecrets", "aoo", paths, session)[0]
+    print(json.dumps({p: {"locked": locked(p), "secret": bytes(readable[p][2]).decode() if p in readable else None} for p in paths}))
 elif command == "probe":
     # Every way at an item by its path, and the default collection's Items and Delete.
     path = sys.argv[2]
@@ -168,6 +174,9 @@ class Client:
 
     def get(self, path: str, prefix: list[str] | None = None) -> str:
         return self.run("get", path, prefix=prefix).strip()
+
+    def peek(self, paths: list[str]) -> dict:
+        return json.loads(self.run("peek", json.dumps(paths)))
 
     def probe(self, path: str, prefix: list[str] | None = None) -> dict:
         return json.loads(self.run("probe", path, prefix=prefix))
