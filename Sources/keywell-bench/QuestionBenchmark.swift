@@ -8,6 +8,10 @@ import KeywellProtocol
 /// checked to get their secret, so a silent denial cannot pass for "no question". Target: at most
 /// one question per program over the whole day (a keywelld restart included), and none for a
 /// system program after its upgrade. gnome-keyring asks none, having no access control.
+///
+/// Seahorse's reveals are measured through the calls Seahorse makes, not through Seahorse's
+/// window: a python3-gi libsecret client lists the items and loads one secret with
+/// `secret_item_load_secret` (a bare `GetSecret`, no retry), one run per password revealed.
 struct QuestionBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "questions",
@@ -29,6 +33,10 @@ struct QuestionBenchmark: ParsableCommand {
     /// The person's answer to every question: the NOTOK button (GPG_ERR_NOT_CONFIRMED from pinentry).
     static let alwaysAllow = "ERR \(PinentryErrorCode.notConfirmed) Not confirmed <Pinentry>"
     static let systemPrograms = ["backup-tool", "mail-sync", "vpn-helper"]
+    /// The program that saved the passwords Seahorse reveals (a system program, not upgraded).
+    static let browser = "web-browser"
+    static let sites = ["example-1.org", "example-2.org", "example-3.org"]
+    static let seahorse = "Seahorse's reveal (libsecret load_secret)"
     static let secretTool = "/usr/bin/secret-tool"
     static let python = "/usr/bin/python3"
     static let chromium = "/usr/bin/chromium"
@@ -50,7 +58,7 @@ struct QuestionBenchmark: ParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let prompter = try CountingPrompter(folder: scratch)
         let world = try ActivatedDaemonWorld(daemonPath: daemon, extraEnvironment: ["KEYWELL_PINENTRY": prompter.path])
-        let system = try SystemPrograms(names: Self.systemPrograms, copying: Self.secretTool)
+        let system = try SystemPrograms(names: Self.systemPrograms + [Self.browser], copying: Self.secretTool)
         defer { system.remove() }
         var day = Day(world: world, prompter: prompter)
 
@@ -61,6 +69,12 @@ struct QuestionBenchmark: ParsableCommand {
         try Self.keyringScript.write(toFile: script, atomically: true, encoding: .utf8)
         try day.check([Self.python, script, "store"], input: "notes-key")
         for name in Self.systemPrograms { try day.store(system.path(name), service: name, secret: "\(name)-secret") }
+        // The browser saves three passwords: one list, its own, on all three.
+        for site in Self.sites {
+            try day.check([system.path(Self.browser), "store", "--label=\(site)", "site", site], input: "\(site)-password")
+        }
+        let reveal = world.home + "/seahorse-reveal.py"
+        try Self.revealScript.write(toFile: reveal, atomically: true, encoding: .utf8)
         // The control: a copy the user could replace (in the scratch folder, under sticky /tmp)
         // keeps its hash, so its upgrade is asked about once: the counter must see that question.
         let userCopy = scratch + "/user-tool"
@@ -99,6 +113,10 @@ struct QuestionBenchmark: ParsableCommand {
                     try day.lookup(system.path(name), ["service", name, "username", "me"], expect: "\(name)-secret")
                 }, upgraded: upgraded)
             }
+            // Seahorse reveals the browser's three passwords, one run each (no burst to share).
+            for site in Self.sites {
+                note(Self.seahorse, try day.asked { try day.expect([Self.python, reveal, site], "\(site)-password") }, upgraded: upgraded)
+            }
             for _ in 0..<2 {
                 note(Self.control, try day.asked {
                     try day.lookup(userCopy, ["service", "user-tool", "username", "me"], expect: "user-tool-secret")
@@ -108,33 +126,48 @@ struct QuestionBenchmark: ParsableCommand {
 
         print("Questions in a scripted desktop day: \(ProcessInfo.processInfo.activeProcessorCount) cores, private bus, keywelld activated,")
         print("every question answered Always Allow; system programs upgraded and keywelld restarted at midday")
-        let header = "program".padding(toLength: 34, withPad: " ", startingAt: 0)
+        let header = "program".padding(toLength: 42, withPad: " ", startingAt: 0)
         print("\(header) runs  keywell  after upgrade  gnome-keyring")
         var met = true
         // Every launch found the one key the first made: none was denied and made a new one.
         let keys = try day.chromiumKeys(cli: cli)
         guard keys == 1 else { throw BenchmarkFailure("Chromium's launches left \(keys) Safe Storage keys (denied, it makes another)") }
-        let order = ["Chromium", "secret-tool", "python keyring script"] + Self.systemPrograms.map { "\($0) (system, upgraded)" }
+        let order = ["Chromium", "secret-tool", "python keyring script", Self.seahorse]
+            + Self.systemPrograms.map { "\($0) (system, upgraded)" }
         for program in order {
             guard let entry = counts[program] else { continue }
             let systemProgram = program.hasSuffix("(system, upgraded)")
             let ok = entry.questions <= 1 && (!systemProgram || entry.afterUpgrade == 0)
             met = met && ok
-            print(String(format: "%@ %4d  %7d  %13d  %13d%@", program.padding(toLength: 34, withPad: " ", startingAt: 0),
+            print(String(format: "%@ %4d  %7d  %13d  %13d%@", program.padding(toLength: 42, withPad: " ", startingAt: 0),
                          entry.runs, entry.questions, entry.afterUpgrade, 0, ok ? "" : "  <- missed"))
         }
         // The control is asked exactly once, after its upgrade; anything else means the counter is blind.
         let control = counts[Self.control] ?? (0, 0, 0)
         let counted = control.questions == 1 && control.afterUpgrade == 1
         met = met && counted
-        print(String(format: "%@ %4d  %7d  %13d  %13d%@", Self.control.padding(toLength: 34, withPad: " ", startingAt: 0),
+        print(String(format: "%@ %4d  %7d  %13d  %13d%@", Self.control.padding(toLength: 42, withPad: " ", startingAt: 0),
                      control.runs, control.questions, control.afterUpgrade, 0,
                      counted ? "  (asked once after its upgrade, as it must be)" : "  <- the counter missed its question"))
-        print("Seahorse revealing 3 passwords     not measured: the Seahorse reveal is measured with its own feature")
         print("gnome-keyring: 0 questions for every program (no per-program access control to ask about)")
         print("target: at most 1 question per program, 0 after upgrades: \(met ? "met" : "NOT met")")
         if !met { throw ExitCode(1) }
     }
+
+    /// Seahorse's reveal of one password: the item as Seahorse lists it, then its secret loaded
+    /// as Item Properties does (`secret_item_load_secret`: one GetSecret, no retry, no Unlock).
+    static let revealScript = """
+        import sys
+        import gi
+        gi.require_version("Secret", "1")
+        from gi.repository import Secret
+        service = Secret.Service.get_sync(Secret.ServiceFlags.OPEN_SESSION, None)
+        items = service.search_sync(None, {"site": sys.argv[1]}, Secret.SearchFlags.ALL, None)
+        items[0].load_secret_sync(None)
+        value = items[0].get_secret()
+        print(value.get_text() if value else "")
+
+        """
 
     /// The "python keyring script": stores its own key, or reads the mail token secret-tool stored.
     static let keyringScript = """

@@ -721,10 +721,11 @@ def test_seahorse_reveals_another_programs_password_after_the_question(session, 
     only (libsecret's secret_item_load_secret, when Item Properties opens), never Unlock on the
     item, and keeps a failed read for the dialog's life: the question is asked inside GetSecret
     (docs/secret-service.md, "GetSecret and Seahorse"). Deny: IsLocked, an empty field, nothing
-    of the secret on screen; Allow: the password in Seahorse's field."""
+    of the secret on screen; Allow: the password in Seahorse's field, and (the items trust
+    secret-tool alone: one list) a third item's too, with no further question."""
     artifacts, passed = artifacts
     session.create_login()
-    for label, secret in (("Mail account", "mail-secret"), ("Bank account", "bank-secret")):
+    for label, secret in (("Mail account", "mail-secret"), ("Bank account", "bank-secret"), ("Card account", "card-secret")):
         session.secret_tool("store", f"--label={label}", "xdg:schema", "org.gnome.keyring.Note", "app", label,
                             input=secret, check=True)
     ui = AccessibleSeahorse(session, display, artifacts)
@@ -770,7 +771,21 @@ def test_seahorse_reveals_another_programs_password_after_the_question(session, 
         assert len(_access_questions(session)) == 2, session.pinentry_lines()
         assert "bank-secret" in _reveal(ui)
         assert seahorse.alive(), f"Seahorse ended ({seahorse.process.returncode}):\n{seahorse.log_text()}"
-        # The Deny stands for the other item: secret-tool's own read still works, nothing changed.
+        # The question said the answer covers the other item secret-tool saved (the same list,
+        # docs/access-control.md "One answer per program and list")…
+        assert any(line.startswith("SETDESC") and "“Bank account”" in line and "and the 2 other items “secret-tool” saved there" in line
+                   for line in session.pinentry_lines()), session.pinentry_lines()
+        driver.act("do", within="Item Properties", role="push button", name="Close")
+        driver.wait_gone("the Item Properties dialog", role="dialog", name="Item Properties")
+        # …so a third is revealed with no further question. (Not the item denied before:
+        # Seahorse keeps a failed read for as long as it runs and never asks for it again.)
+        step = "reveal the third item"
+        mark = watch.mark()
+        _open_item(ui, "Card account")
+        assert watch.answer("GetSecret", seahorse.alive, STEP_GUARD, mark) == "ok"
+        assert "card-secret" in _reveal(ui)
+        assert len(_access_questions(session)) == 2, session.pinentry_lines()
+        # secret-tool's own read still works, nothing changed.
         assert session.secret_tool("lookup", "app", "Mail account").stdout == b"mail-secret"
     except AssertionError as failure:
         raise ui.failure(step, failure) from None
