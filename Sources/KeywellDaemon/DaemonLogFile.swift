@@ -12,7 +12,8 @@ final class DaemonLogFile: Sendable {
     static let fileName = "keywelld.log"
 
     private let path: String?
-    private let descriptor = Protected<Int32>(STDERR_FILENO)
+    /// nil: no file could be opened, and lines are dropped.
+    private let descriptor = Protected<FileDescriptor?>(FileDescriptor(rawValue: STDERR_FILENO))
 
     /// Standard error when it is open; else the file in the state folder (nil path: none could be
     /// made, and lines are dropped as they would be on `/dev/null`).
@@ -45,21 +46,17 @@ final class DaemonLogFile: Sendable {
     /// Writes one whole line (one `write`, so lines of several threads never interleave).
     func write(_ line: [UInt8]) {
         descriptor.withLock { fd in
-            if let path, fd >= 0 {
-                var status = stat()
-                if fstat(fd, &status) == 0, status.st_size + off_t(line.count) > Self.maxBytes {
-                    close(fd)
-                    rename(path, path + ".1")
-                    fd = Self.open(path)
-                }
+            if let path, let file = fd, let status = try? file.status(), status.st_size + off_t(line.count) > Self.maxBytes {
+                try? file.close()
+                rename(path, path + ".1")
+                fd = Self.open(path)
             }
-            guard fd >= 0 else { return }
-            _ = line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            _ = line.withUnsafeBytes { try? fd?.write($0) }
         }
     }
 
-    private static func open(_ path: String) -> Int32 {
-        Foundation.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    private static func open(_ path: String) -> FileDescriptor? {
+        try? FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, permissions: 0o600)
     }
 
     /// Whether standard error leads anywhere: open, and not `/dev/null`.

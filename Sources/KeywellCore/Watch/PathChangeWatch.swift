@@ -38,13 +38,15 @@ final class PathChangeWatch: Sendable {
         }
     }
 
-    private let descriptor: Int32
+    /// nil when inotify is unavailable (there is then never a mark).
+    private let descriptor: FileDescriptor?
     private let table: Protected<WatchTable>
     fileprivate static let eventBufferSize = 16 * 1024
 
     /// The inotify descriptor's watches and what they reported, only touched under the lock.
     fileprivate struct WatchTable {
-        let descriptor: Int32
+        /// The inotify descriptor (`PathChangeWatch.descriptor`; only used when there is one).
+        let descriptor: FileDescriptor
         var generation: UInt64 = 0
         /// How many times every watch was dropped.
         var resets = 0
@@ -62,12 +64,12 @@ final class PathChangeWatch: Sendable {
     fileprivate static let watchGone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW)
 
     init() {
-        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        table = Protected(WatchTable(descriptor: descriptor))
+        descriptor = try? FileDescriptor.inotify()
+        table = Protected(WatchTable(descriptor: descriptor ?? FileDescriptor(rawValue: -1)))
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        try? descriptor?.close()
     }
 
     /// Watches `path`'s folder and the way to it, then returns the mark a check of `path` made
@@ -80,7 +82,7 @@ final class PathChangeWatch: Sendable {
 
     /// The same for everything in `folder` (a listing of it, say).
     func mark(watchingFolder folder: String, edits: Bool) -> Mark? {
-        guard descriptor >= 0 else { return nil }
+        guard descriptor != nil else { return nil }
         return table.withLock { table -> Mark? in
             // Events queued before the watches were (re)made may drop them all: make them again.
             for _ in 0..<3 {
@@ -129,15 +131,17 @@ extension PathChangeWatch.WatchTable {
         if let existing = descriptorsByPath[folder], var watch = watches[existing] {
             if watch.covers(mask: mask, entry: entry) { return .watched }
             // Widening an existing watch keeps its descriptor.
-            guard inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR)) == existing else {
+            guard (try? descriptor.addWatch(folder, mask: mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))) == existing else {
                 return .failed
             }
             watch.widen(mask: mask, entry: entry)
             watches[existing] = watch
             return .watched
         }
-        let watchDescriptor = inotify_add_watch(descriptor, folder, mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))
-        guard watchDescriptor >= 0 else { return Errno.current == .noEntry || Errno.current == .notDirectory ? .missing : .failed }
+        let watchDescriptor: Int32
+        do { watchDescriptor = try descriptor.addWatch(folder, mask: mask | UInt32(IN_MASK_ADD | IN_ONLYDIR)) } catch {
+            return error == .noEntry || error == .notDirectory ? .missing : .failed
+        }
         // The same folder may be reached by another name (a symlink on the way): one watch serves both.
         var watch = watches[watchDescriptor] ?? PathChangeWatch.Watch(entries: [], mask: 0)
         watch.widen(mask: mask, entry: entry)
@@ -151,11 +155,11 @@ extension PathChangeWatch.WatchTable {
     mutating func drainEvents() {
         let headerSize = 16  // int wd; uint32_t mask, cookie, len; then `len` bytes of name
         let size = PathChangeWatch.eventBufferSize
-        withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { buffer in
-            guard let buffer = buffer.baseAddress else { return }
+        withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { events in
+            guard let buffer = events.baseAddress else { return }
             while true {
-                let count = read(descriptor, buffer, size)
-                guard count > 0 else { return }  // EAGAIN: the queue is empty
+                // `.wouldBlock`: the queue is empty.
+                guard let count = try? descriptor.read(into: events), count > 0 else { return }
                 var offset = 0
                 while offset + headerSize <= count {
                     let watchDescriptor = buffer.load(fromByteOffset: offset, as: Int32.self)
@@ -183,7 +187,7 @@ extension PathChangeWatch.WatchTable {
     }
 
     private mutating func forgetAllWatches() {
-        for watchDescriptor in watches.keys { inotify_rm_watch(descriptor, watchDescriptor) }
+        for watchDescriptor in watches.keys { descriptor.removeWatch(watchDescriptor) }
         watches.removeAll()
         descriptorsByPath.removeAll()
         generation &+= 1
