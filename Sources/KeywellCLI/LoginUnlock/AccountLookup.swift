@@ -45,14 +45,9 @@ extension LoginUnlockCommand {
                 return nil
             }
             var answer = [UInt8]()
-            if let fd = child.standardOutput {
-                var chunk = [UInt8](repeating: 0, count: 1024)
-                while answer.count < maxAnswer {
-                    let got = retryingOnInterrupt { read(fd, &chunk, chunk.count) }
-                    guard got > 0 else { break }
-                    answer += chunk.prefix(got)
-                }
-                close(fd)
+            if let output = child.standardOutput.map(FileDescriptor.init(rawValue:)) {
+                // One passwd line is far shorter than the cap: an answer past it is none (nil).
+                answer = output.closeAfter { (try? output.readAll(limit: maxAnswer)) ?? nil } ?? []
             }
             guard ChildSpawner.waitForExit(child.pid)?.succeeded == true else { return nil }
             let text = String(decoding: answer.prefix(maxAnswer), as: UTF8.self)

@@ -14,7 +14,7 @@ import Glibc
 enum KeyFileReading {
     /// The unencrypted openssh-key-v1 binary of `path`; the caller wipes it.
     static func binary(of path: String) throws(SSHAddError) -> SecretBytes {
-        let file = try read(path)
+        let file = try readKey(path)
         defer { file.wipe() }
         var binary: [UInt8]
         do { binary = try file.withArray { bytes throws(AgentParseError) in try OpenSSHKeyFile.binary(bytes) } } catch {
@@ -35,11 +35,10 @@ enum KeyFileReading {
     /// `OpenSSHKeyFile.maximumFileBytes` are read.
     static func certificate(at path: String) throws(SSHAddError) -> [UInt8]? {
         guard access(path, F_OK) == 0 else { return nil }
-        let file = try read(path)
-        defer { file.wipe() }
-        guard file.count <= OpenSSHKeyFile.maximumFileBytes else {
+        guard let file = try read(path) else {
             throw SSHAddError("\(path): larger than \(OpenSSHKeyFile.maximumFileBytes) bytes")
         }
+        defer { file.wipe() }
         let fields = file.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }.split(whereSeparator: { $0 == " " || $0 == "\t" || $0.isNewline })
         guard fields.count >= 2, fields[0].hasSuffix(SSHCertificate.typeSuffix), let blob = Base64.decode(String(fields[1])) else {
             throw SSHAddError("\(path): not an OpenSSH certificate")
@@ -47,20 +46,25 @@ enum KeyFileReading {
         return blob
     }
 
-    private static func read(_ path: String) throws(SSHAddError) -> SecretBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SSHAddError("\(path): \(Errno.current.description)") }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: OpenSSHKeyFile.maximumFileBytes + 1)
-        var total = 0
-        while total < bytes.count {
-            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) } }
-            guard count >= 0 else { throw SSHAddError("\(path): \(Errno.current.description)") }
-            if count == 0 { break }
-            total += count
+    /// The file's bytes, or nil when it is larger than `OpenSSHKeyFile.maximumFileBytes` (each
+    /// caller says so in its own words); no more than one byte past the cap is ever read.
+    private static func read(_ path: String) throws(SSHAddError) -> SecretBytes? {
+        let read: [UInt8]?
+        do {
+            let file = try FileDescriptor.open(path, O_RDONLY)
+            read = try file.closeAfter { () throws(Errno) in try file.readAll(limit: OpenSSHKeyFile.maximumFileBytes) }
+        } catch {
+            throw SSHAddError("\(path): \(error.description)")
         }
-        let file = SecretBytes(copying: bytes[..<total])
-        bytes.withUnsafeMutableBytes { SecretMemory.wipe($0) }
+        guard var bytes = read else { return nil }
+        return SecretBytes(wiping: &bytes)
+    }
+
+    /// `read`, for a key: one over the cap is refused as `OpenSSHKeyFile` refuses it.
+    private static func readKey(_ path: String) throws(SSHAddError) -> SecretBytes {
+        guard let file = try read(path) else {
+            throw SSHAddError("\(path): the file is larger than \(OpenSSHKeyFile.maximumFileBytes) bytes")
+        }
         return file
     }
 
@@ -77,7 +81,7 @@ enum KeyFileReading {
             unlink(copy)
             rmdir(folder)
         }
-        let original = try read(path)
+        let original = try readKey(path)
         defer { original.wipe() }
         guard let copyFile = try? FileDescriptor.open(copy, O_WRONLY | O_CREAT | O_EXCL, permissions: 0o600),
               copyFile.closeAfter({ (try? original.withUnsafeBytes { bytes throws(Errno) in try copyFile.writeAll(bytes) }) != nil })
@@ -94,7 +98,7 @@ enum KeyFileReading {
             throw SSHAddError("cannot run ssh-keygen to decrypt \(path): \(error)")
         }
         guard exit?.succeeded == true else { throw SSHAddError("\(path): ssh-keygen could not decrypt it (wrong passphrase?)") }
-        let plain = try read(copy)
+        let plain = try readKey(copy)
         defer { plain.wipe() }
         do {
             var binary = try plain.withArray { bytes throws(AgentParseError) in try OpenSSHKeyFile.binary(bytes) }
