@@ -240,7 +240,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "FlatpakInfoFuzzer", dependencies: ["KeywellSystem"],
             path: "Fuzz/FlatpakInfoFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "PinentryReplyFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
+            name: "PinentryReplyFuzzer", dependencies: ["KeywellCore", "KeywellProtocol", "KeywellSystem"],
             path: "Fuzz/PinentryReplyFuzzer", swiftSettings: fuzzerFlags),
     ]
 }

@@ -1,5 +1,6 @@
 import Glibc
 import KeywellCore
+import KeywellSystem
 
 /// What a pinentry writes back (docs/prompts.md): any program named as the prompter speaks to
 /// keywelld over a pipe. The first byte picks: 0 the replies to GETPIN, 1 the replies to CONFIRM,
@@ -53,7 +54,7 @@ func withReplies<Result>(_ input: [UInt8], _ body: (inout AssuanReplies) -> Resu
     let written = input.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
     guard written == input.count else { fatalError("short write to the pipe") }
     close(ends[1])
-    var replies = AssuanReplies(fd: ends[0])
+    var replies = AssuanReplies(fd: FileDescriptor(rawValue: ends[0]))
     defer { close(ends[0]) }
     return body(&replies)
 }

@@ -14,10 +14,10 @@ struct AssuanReplies {
     /// The longest password a dialog may hand back: the longest secret an item holds.
     static let maximumPIN = ServiceLimits.bytesPerSecret
 
-    let fd: Int32
+    let fd: FileDescriptor
     private var buffered: [UInt8] = []
 
-    init(fd: Int32) { self.fd = fd }
+    init(fd: FileDescriptor) { self.fd = fd }
 
     enum PIN {
         case entered(SecretBytes)
@@ -49,8 +49,8 @@ struct AssuanReplies {
             guard buffered.count <= Self.maximumLineLength else { return nil }
             var chunk = [UInt8](repeating: 0, count: 1024)
             defer { chunk.withUnsafeMutableBytes { wipe($0) } }
-            let count = retryingOnInterrupt { read(fd, &chunk, chunk.count) }
-            guard count > 0 else { return nil }
+            // A read error ends the conversation as the end of the pipe does.
+            guard let count = chunk.withUnsafeMutableBytes({ try? fd.read(into: $0) }), count > 0 else { return nil }
             buffered += chunk[..<count]
         }
     }

@@ -88,7 +88,7 @@ struct Pinentry: PasswordAsking {
 // @unchecked: `buffered` (and the pipes) belong to the one thread that asks; `cancel` from another thread touches only `state`.
 final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     private let pid: pid_t
-    private let toPinentry: Int32
+    private let toPinentry: FileDescriptor
     /// Only the asking thread reads them.
     var replies: AssuanReplies
     private let state = Protected<(cancelled: Bool, reaped: Bool)>((false, false))
@@ -105,8 +105,8 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
             throw PinentryError(description: error.description)
         }
         pid = child.pid
-        toPinentry = child.standardInput!
-        replies = AssuanReplies(fd: child.standardOutput!)
+        toPinentry = FileDescriptor(rawValue: child.standardInput!)
+        replies = AssuanReplies(fd: FileDescriptor(rawValue: child.standardOutput!))
         guard let greeting = replies.readLine(), greeting.hasPrefix("OK") else {
             finish()
             throw PinentryError(description: "\(program) did not greet with OK (is it a pinentry?)")
@@ -160,8 +160,8 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
         }
         guard first else { return }
         _ = send("BYE")
-        close(toPinentry)
-        close(replies.fd)
+        try? toPinentry.close()
+        try? replies.fd.close()
         // A pinentry that ignores BYE and the closed pipe gets SIGTERM after a second, SIGKILL after two.
         ChildSpawner.reap(pid, terminateAfter: .seconds(1), killAfter: .seconds(2))
     }
@@ -183,14 +183,7 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
     }
 
     func send(_ line: String) -> Bool {
-        let bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = retryingOnInterrupt { bytes[offset...].withUnsafeBytes { write(toPinentry, $0.baseAddress, $0.count) } }
-            guard written > 0 else { return false }
-            offset += written
-        }
-        return true
+        (try? toPinentry.writeAll(Array((line + "\n").utf8))) != nil
     }
 
     /// Assuan lines may not hold %, CR or LF: they travel as %XX.

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 import Testing
 
 @testable import KeywellCore
@@ -18,7 +19,7 @@ import Testing
         defer { close(fd) }
         #expect(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
         lseek(fd, 0, SEEK_SET)
-        var replies = AssuanReplies(fd: fd)
+        var replies = AssuanReplies(fd: FileDescriptor(rawValue: fd))
         return body(&replies)
     }
 
