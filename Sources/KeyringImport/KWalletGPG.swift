@@ -40,7 +40,8 @@ public struct KWalletGPG: Sendable {
         } catch {
             throw .cannotDecrypt(keyring: keyring, reason: "gpg is needed for a GPG wallet: \(error.description)")
         }
-        var run = Exchange(input: child.standardInput!, output: child.standardOutput!, errors: child.standardError!)
+        var run = Exchange(input: FileDescriptor(rawValue: child.standardInput!), output: FileDescriptor(rawValue: child.standardOutput!),
+                           errors: FileDescriptor(rawValue: child.standardError!))
         let finished = Self.withoutSIGPIPE {
             run.exchange(message, until: monotonicNanoseconds() &+ deadline.saturatingNanoseconds)
         }
@@ -88,19 +89,19 @@ public struct KWalletGPG: Sendable {
 /// One gpg run's three pipes, served by one poll loop (so neither side can fill a pipe and wait
 /// for the other); the plaintext grows in wiped memory.
 private struct Exchange {
-    var input: Int32?
-    var output: Int32?
-    var errors: Int32?
+    var input: FileDescriptor?
+    var output: FileDescriptor?
+    var errors: FileDescriptor?
     var messages: [UInt8] = []
     var overflowed = false
     private var buffer = SecretBytes(count: 64 << 10)
     private var used = 0
 
-    init(input: Int32, output: Int32, errors: Int32) {
+    init(input: FileDescriptor, output: FileDescriptor, errors: FileDescriptor) {
         self.input = input
         self.output = output
         self.errors = errors
-        _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) | O_NONBLOCK)
+        try? input.setNonBlocking()
     }
 
     /// True once gpg closed its output; false when the deadline came first.
@@ -110,20 +111,25 @@ private struct Exchange {
         while output != nil || errors != nil {
             let now = monotonicNanoseconds()
             guard now < deadline else { return false }
-            var fds = [input, output, errors].compactMap { $0 }.map { pollfd(fd: $0, events: Int16($0 == input ? POLLOUT : POLLIN), revents: 0) }
+            var fds = [input, output, errors].compactMap { $0 }.map { pollfd(fd: $0.rawValue, events: Int16($0 == input ? POLLOUT : POLLIN), revents: 0) }
             let waitMilliseconds = Int32(min((deadline - now) / 1_000_000, 1000))
-            let ready = poll(&fds, nfds_t(fds.count), waitMilliseconds)
-            if ready < 0 && Errno.current == .interrupted { continue }
-            guard ready > 0 else { continue }
+            // Interrupted: round again, with the time left to the deadline (the EINTR rule).
+            guard retryingOnInterrupt({ poll(&fds, nfds_t(fds.count), waitMilliseconds) }) > 0 else { continue }
             for entry in fds where entry.revents != 0 {
-                if entry.fd == input {
-                    let written = write(entry.fd, message.baseAddress! + sent, message.count - sent)
-                    if written > 0 { sent += written }
-                    if sent == message.count || (written < 0 && Errno.current != .wouldBlock && Errno.current != .interrupted) { closeInput() }
-                } else if entry.fd == output {
-                    if !readOutput(entry.fd) { close(entry.fd); output = nil }
-                } else if !readMessages(entry.fd) {
-                    close(entry.fd)
+                let fd = FileDescriptor(rawValue: entry.fd)
+                if fd == input {
+                    let rest = UnsafeRawBufferPointer(rebasing: message[sent...])
+                    do {
+                        sent += try fd.write(rest)
+                        if sent == message.count { closeInput() }
+                    } catch where error == .wouldBlock {
+                    } catch {
+                        closeInput()
+                    }
+                } else if fd == output {
+                    if !readOutput(fd) { try? fd.close(); output = nil }
+                } else if !readMessages(fd) {
+                    try? fd.close()
                     errors = nil
                 }
             }
@@ -132,7 +138,7 @@ private struct Exchange {
     }
 
     /// False at end of file (or when over the cap, which stops the reading).
-    private mutating func readOutput(_ fd: Int32) -> Bool {
+    private mutating func readOutput(_ fd: FileDescriptor) -> Bool {
         if used == buffer.count {
             guard buffer.count < KeyringLimits.maximumFileSize else {
                 overflowed = true
@@ -142,28 +148,33 @@ private struct Exchange {
             bigger.withUnsafeMutableBytes { target in buffer.withUnsafeBytes { target.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<used])) } }
             buffer = bigger
         }
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, $0.count - used) }
-        if count < 0 { return Errno.current == .interrupted || Errno.current == .wouldBlock }
-        used += count
-        return count > 0
+        let count = buffer.withUnsafeMutableBytes { free in
+            Result { () throws(Errno) in try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: free[used...])) }
+        }
+        switch count {
+        case .success(let count):
+            used += count
+            return count > 0
+        case .failure(let error): return error == .wouldBlock
+        }
     }
 
-    private mutating func readMessages(_ fd: Int32) -> Bool {
+    private mutating func readMessages(_ fd: FileDescriptor) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1024)
-        let count = read(fd, &chunk, chunk.count)
-        if count < 0 { return Errno.current == .interrupted || Errno.current == .wouldBlock }
+        let read = chunk.withUnsafeMutableBytes { buffer in Result { () throws(Errno) in try fd.read(into: buffer) } }
+        guard case .success(let count) = read else { return read == .failure(.wouldBlock) }
         messages = Array((messages + chunk[0..<count]).suffix(KWalletGPG.maximumMessage))
         return count > 0
     }
 
     private mutating func closeInput() {
-        if let input { close(input) }
+        try? input?.close()
         input = nil
     }
 
     mutating func closeAll() {
         closeInput()
-        for fd in [output, errors].compactMap({ $0 }) { close(fd) }
+        for fd in [output, errors].compactMap({ $0 }) { try? fd.close() }
         output = nil
         errors = nil
     }

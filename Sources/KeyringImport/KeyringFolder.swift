@@ -53,22 +53,22 @@ public struct KeyringFolder: Sendable {
 
     /// Reads a whole keyring file, refusing one over the size cap before reading it.
     public static func contents(of path: String, keyring: String) throws(KeyringReadError) -> [UInt8] {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .corrupt(keyring: keyring, reason: "cannot open \(path): \(Errno.current.description)") }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw .unrecognized(keyring: keyring) }
-        guard info.st_size <= KeyringLimits.maximumFileSize else {
-            throw .tooLarge(keyring: keyring, reason: "the file is over \(KeyringLimits.maximumFileSize) bytes")
+        let file: FileDescriptor
+        do { file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW) } catch {
+            throw .corrupt(keyring: keyring, reason: "cannot open \(path): \(error.description)")
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) } }
-            guard count > 0 else { break }
-            done += count
+        return try file.closeAfter { () throws(KeyringReadError) in
+            guard let info = try? file.status(), info.st_mode & S_IFMT == S_IFREG else { throw .unrecognized(keyring: keyring) }
+            let tooLarge = KeyringReadError.tooLarge(keyring: keyring, reason: "the file is over \(KeyringLimits.maximumFileSize) bytes")
+            guard info.st_size <= KeyringLimits.maximumFileSize else { throw tooLarge }
+            // The cap holds while reading too: a file that grew past it since fstat is refused alike.
+            let read: [UInt8]?
+            do throws(Errno) { read = try file.readAll(limit: Int(KeyringLimits.maximumFileSize)) } catch {
+                throw .corrupt(keyring: keyring, reason: "cannot read \(path): \(error.description)")
+            }
+            guard let bytes = read else { throw tooLarge }
+            return bytes
         }
-        return Array(bytes[0..<done])
     }
 
     /// Opens a keyring file in whichever format it is. Plaintext files need no password.

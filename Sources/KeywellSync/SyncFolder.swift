@@ -45,44 +45,41 @@ public struct SyncFolder: Sendable {
 
     /// A regular file's bytes, refused past `limit` bytes; nil when it is gone.
     public func read(_ name: String, limit: Int) throws(SyncRefusal) -> [UInt8]? {
-        let descriptor = open(path + "/" + name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            if Errno.current == .noEntry { return nil }
-            throw SyncRefusal("it cannot be opened: \(Errno.current.description)")
+        let file: FileDescriptor
+        do { file = try FileDescriptor.open(path + "/" + name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch {
+            if error == .noEntry { return nil }
+            throw SyncRefusal("it cannot be opened: \(error.description)")
         }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw SyncRefusal("it is not a regular file") }
-        guard Int(info.st_size) <= limit else { throw SyncRefusal("it is larger than \(limit) bytes") }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var offset = 0
-        while offset < bytes.count {
-            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) } }
-            guard count > 0 else { throw SyncRefusal("it could not be read whole") }
-            offset += count
+        return try file.closeAfter { () throws(SyncRefusal) in
+            guard let info = try? file.status(), (info.st_mode & S_IFMT) == S_IFREG else { throw SyncRefusal("it is not a regular file") }
+            guard Int(info.st_size) <= limit else { throw SyncRefusal("it is larger than \(limit) bytes") }
+            // The size fstat gave, read from the start: a file growing meanwhile cannot make it endless.
+            var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+            guard (try? bytes.withUnsafeMutableBytes { buffer throws(Errno) in try file.read(filling: buffer) }) == true else {
+                throw SyncRefusal("it could not be read whole")
+            }
+            return bytes
         }
-        return bytes
     }
 
     /// Writes `bytes` as `name`: a temporary file the scan passes over, synced, then renamed, so
     /// the engine and other machines never see half a file.
     public func write(_ bytes: [UInt8], as name: String) throws(KeychainError) {
         let temporary = path + "/" + RecordName.temporaryPrefix + Sodium.randomData(count: 8).map { String($0, radix: 16) }.joined()
-        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw failure("create a file in", path) }
-        var ok = bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = retryingOnInterrupt { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
-                if written < 0 { return false }
-                offset += written
-            }
-            return true
+        let file: FileDescriptor
+        do { file = try FileDescriptor.open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW, permissions: 0o600) } catch {
+            throw failure("create a file in", path, error)
         }
-        ok = ok && fsync(descriptor) == 0
-        close(descriptor)
-        guard ok, rename(temporary, path + "/" + name) == 0 else {
-            let error = failure("write", path + "/" + name)
+        let written = file.closeAfter { () -> Errno? in
+            do throws(Errno) {
+                try file.writeAll(bytes)
+                try file.sync()
+                return nil
+            } catch { return error }
+        }
+        let renamed = written == nil && rename(temporary, path + "/" + name) == 0
+        guard renamed else {
+            let error = failure("write", path + "/" + name, written ?? .current)
             unlink(temporary)
             throw error
         }
@@ -102,7 +99,7 @@ public struct SyncFolder: Sendable {
         }
     }
 
-    private func failure(_ action: String, _ path: String) -> KeychainError {
-        KeychainError(Errno.current == .noSpace ? SecStatus.diskFull : SecStatus.io, detail: "cannot \(action) \(path): \(Errno.current.description)")
+    private func failure(_ action: String, _ path: String, _ error: Errno) -> KeychainError {
+        KeychainError(error == .noSpace ? SecStatus.diskFull : SecStatus.io, detail: "cannot \(action) \(path): \(error.description)")
     }
 }
