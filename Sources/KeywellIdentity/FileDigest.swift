@@ -77,12 +77,17 @@ public final class FileDigest: Sendable {
     private static func hash(_ descriptor: Int32, size: Int64) throws(IdentityError) -> String {
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)
+        let file = FileDescriptor(rawValue: descriptor)
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         var offset: Int64 = 0
         while offset < size {
             let wanted = Int(min(Int64(buffer.count), size - offset))
-            let count = retryingOnInterrupt { buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(offset)) } }
-            guard count > 0 else { throw .process(count == 0 ? "file shrank while read" : "read: \(Errno.current.description)") }
+            let read = buffer.withUnsafeMutableBytes { block in
+                Result { () throws(Errno) in try file.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: block[..<wanted])) }
+            }
+            let count: Int
+            do { count = try read.get() } catch { throw .process("read: \(error.description)") }
+            guard count > 0 else { throw .process("file shrank while read") }
             buffer.withUnsafeBufferPointer { _ = crypto_hash_sha256_update(&state, $0.baseAddress, UInt64(count)) }
             offset += Int64(count)
         }

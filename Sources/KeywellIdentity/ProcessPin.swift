@@ -56,11 +56,15 @@ final class ProcessPin {
     }
 
     static func read(_ descriptor: Int32, limit: Int) throws(IdentityError) -> (bytes: [UInt8], truncated: Bool) {
+        let file = FileDescriptor(rawValue: descriptor)
         var bytes = [UInt8](repeating: 0, count: limit + 1)
         var total = 0
         while total < bytes.count {
-            let count = retryingOnInterrupt { bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress! + total, $0.count - total) } }
-            guard count >= 0 else { throw .process("read: \(errorText())") }
+            let read = bytes.withUnsafeMutableBytes { buffer in
+                Result { () throws(Errno) in try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...])) }
+            }
+            let count: Int
+            do { count = try read.get() } catch { throw .process("read: \(error.description)") }
             if count == 0 { break }
             total += count
         }

@@ -19,21 +19,25 @@ public enum ExecutableIdentity {
         }
         let real = String(cString: resolved)
         free(resolved)
-        let descriptor = open(real, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .param("\(real): \(Errno.current.description)") }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        let file: FileDescriptor
+        do { file = try FileDescriptor.open(real, O_RDONLY) } catch { throw .param("\(real): \(error.description)") }
+        return try file.closeAfter { () throws(KeychainError) in try identity(of: file, real: real) }
+    }
+
+    /// The identity of the file open at `file`, which is at `real`.
+    private static func identity(of file: FileDescriptor, real: String) throws(KeychainError) -> String {
+        guard let status = try? file.status(), (status.st_mode & S_IFMT) == S_IFREG else {
             throw .param("\(real) is not a regular file")
         }
-        if RootOnlyProgram.isRootOnly(descriptor, path: real) { return AccessList.executableIdentity(path: real, sha256Hex: nil) }
+        if RootOnlyProgram.isRootOnly(file.rawValue, path: real) { return AccessList.executableIdentity(path: real, sha256Hex: nil) }
         guard sodium_init() >= 0 else { throw KeychainError(SecStatus.notAvailable, detail: "libsodium did not start") }
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)
         var block = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = retryingOnInterrupt { block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) } }
-            guard count >= 0 else { throw .param("\(real): \(Errno.current.description)") }
+            let read = block.withUnsafeMutableBytes { buffer in Result { () throws(Errno) in try file.read(into: buffer) } }
+            let count: Int
+            do { count = try read.get() } catch { throw .param("\(real): \(error.description)") }
             if count == 0 { break }
             crypto_hash_sha256_update(&state, block, UInt64(count))
         }
