@@ -16,7 +16,7 @@ final class CLIBenchWorld {
     private let busPID: pid_t
     private var backgroundPIDs: [pid_t] = []
     /// Their stdout, kept open until the end: a daemon writing there must not get SIGPIPE.
-    private var backgroundOutputs: [Int32] = []
+    private var backgroundOutputs: [FileDescriptor] = []
 
     /// `activating`: bus name → program the bus starts on the first call (D-Bus activation).
     /// `extraEnvironment` is added to (or replaces) the world's variables.
@@ -39,9 +39,11 @@ final class CLIBenchWorld {
         let bus = try Self.spawn("/usr/bin/dbus-daemon", ["--config-file=\(root)/bus.conf", "--nofork", "--nopidfile", "--print-address=1"],
                                  environment: environment, input: nil, newGroup: true)
         busPID = bus.pid
+        // Its address line: the bus listens once it is written.
         var byte: UInt8 = 0
-        while read(bus.output, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
-        close(bus.output)
+        while (try? withUnsafeMutableBytes(of: &byte) { buffer throws(Errno) in try bus.output.read(filling: buffer) }) == true,
+              byte != UInt8(ascii: "\n") {}
+        try? bus.output.close()
     }
 
     /// Runs a program to its end; the time covers spawn to exit with all output read.
@@ -56,8 +58,8 @@ final class CLIBenchWorld {
         let start = clock.now
         let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment,
                                    input: input, newGroup: false)
-        let output = ChildSpawner.readToEnd(child.output)
-        close(child.output)
+        let output = ChildSpawner.readToEnd(child.output.rawValue)
+        try? child.output.close()
         let exit = ChildSpawner.waitForExit(child.pid)
         let duration = clock.now - start
         return Run(status: exit?.shellStatus ?? -1, output: String(decoding: output, as: UTF8.self), duration: duration)
@@ -95,21 +97,19 @@ final class CLIBenchWorld {
         kill(-busPID, SIGTERM)
         var status: Int32 = 0
         for pid in backgroundPIDs + [busPID] { waitpid(pid, &status, 0) }
-        backgroundOutputs.forEach { close($0) }
+        backgroundOutputs.forEach { try? $0.close() }
         try? FileManager.default.removeItem(atPath: root)
     }
 
     private static func spawn(_ path: String, _ arguments: [String], environment: [String: String], input: String?,
-                              newGroup: Bool) throws -> (pid: pid_t, output: Int32) {
+                              newGroup: Bool) throws -> (pid: pid_t, output: FileDescriptor) {
         let child = try ChildSpawner.spawn(SpawnRequest(
             executable: path, arguments: arguments, environment: environment, standardInput: input == nil ? .nullDevice : .pipe,
             standardOutput: .pipe, newProcessGroup: newGroup))
-        if let input, let inputEnd = child.standardInput {
-            let bytes = Array(input.utf8)
-            _ = bytes.withUnsafeBytes { write(inputEnd, $0.baseAddress, $0.count) }
-            close(inputEnd)
+        if let input, let inputEnd = child.standardInput.map(FileDescriptor.init(rawValue:)) {
+            inputEnd.closeAfter { try? inputEnd.writeAll(Array(input.utf8)) }
         }
-        return (child.pid, child.standardOutput!)
+        return (child.pid, FileDescriptor(rawValue: child.standardOutput!))
     }
 }
 

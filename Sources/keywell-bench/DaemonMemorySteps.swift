@@ -282,13 +282,7 @@ final class GnomeKeyringSubject: MemorySubject {
 /// largest first: which libraries the resident pages belong to.
 func residentByMapping(_ pid: pid_t) -> [(String, Int)] {
     // /proc files report size 0: read to the end.
-    let fd = open("/proc/\(pid)/smaps", O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return [] }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while case let count = read(fd, &chunk, chunk.count), count > 0 { bytes += chunk[..<count] }
-    let smaps = String(decoding: bytes, as: UTF8.self)
+    guard let smaps = try? ProcessMemoryScan.readWhole("/proc/\(pid)/smaps") else { return [] }
     var totals: [String: Int] = [:]
     var current = "[anonymous]"
     for line in smaps.split(separator: "\n") {

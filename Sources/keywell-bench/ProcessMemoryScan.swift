@@ -9,6 +9,8 @@ struct ProcessMemoryScan {
     let pid: pid_t
     private static let chunk = 4 << 20
     private static let page = 4096
+    /// The most of a /proc text file (maps, smaps) read: far more than any process here maps.
+    static let procFileLimit = 64 << 20
 
     /// Where one needle was found.
     struct Findings {
@@ -24,11 +26,11 @@ struct ProcessMemoryScan {
     /// How many times each needle occurs in the process's memory, in the needles' order.
     func occurrences(of needles: [[UInt8]]) throws -> [Findings] {
         let maps = try Self.readWhole("/proc/\(pid)/maps")
-        let descriptor = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw BenchmarkFailure("cannot open /proc/\(pid)/mem: \(Errno.current.description)")
+        let descriptor: FileDescriptor
+        do { descriptor = try FileDescriptor.open("/proc/\(pid)/mem", O_RDONLY) } catch {
+            throw BenchmarkFailure("cannot open /proc/\(pid)/mem: \(error.description)")
         }
-        defer { close(descriptor) }
+        defer { try? descriptor.close() }
         var findings = Array(repeating: Findings(), count: needles.count)
         for line in maps.split(separator: "\n") {
             guard let range = Self.addressRange(line) else { continue }
@@ -51,17 +53,15 @@ struct ProcessMemoryScan {
     }
 
     /// A /proc file read to its end (its size shows as 0, and Foundation's one-shot reads stop short).
-    private static func readWhole(_ path: String) throws -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw BenchmarkFailure("cannot open \(path): \(Errno.current.description)") }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var block = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let got = block.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard got > 0 else { break }
-            bytes += block[0..<got]
+    static func readWhole(_ path: String) throws -> String {
+        let read: [UInt8]?
+        do {
+            let file = try FileDescriptor.open(path, O_RDONLY)
+            read = try file.closeAfter { () throws(Errno) in try file.readAll(limit: procFileLimit) }
+        } catch {
+            throw BenchmarkFailure("cannot read \(path): \(error.description)")
         }
+        guard let bytes = read else { throw BenchmarkFailure("\(path) is larger than \(procFileLimit) bytes") }
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -76,7 +76,7 @@ struct ProcessMemoryScan {
 
     /// Reads the mapping in chunks; the tail of each chunk is carried over so a needle that
     /// straddles two chunks is still found (and counted once).
-    private func scan(_ range: Range<UInt64>, _ descriptor: Int32, _ needles: [[UInt8]], _ counts: inout [(all: Int, wire: Int)]) {
+    private func scan(_ range: Range<UInt64>, _ descriptor: FileDescriptor, _ needles: [[UInt8]], _ counts: inout [(all: Int, wire: Int)]) {
         // Four more bytes than the longest needle, to see the length in front of a copy.
         let carryLength = max(0, (needles.map(\.count).max() ?? 1) - 1) + 4
         var carry: [UInt8] = []
@@ -84,7 +84,9 @@ struct ProcessMemoryScan {
         var address = range.lowerBound
         while address < range.upperBound {
             let wanted = Int(min(UInt64(Self.chunk), range.upperBound - address))
-            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(Int64(bitPattern: address))) }
+            let got = buffer.withUnsafeMutableBytes { block in
+                (try? descriptor.read(fromAbsoluteOffset: Int64(bitPattern: address), into: UnsafeMutableRawBufferPointer(rebasing: block[..<wanted]))) ?? 0
+            }
             guard got > 0 else {
                 // An unreadable page: skip it, and nothing straddles it.
                 address += UInt64(Self.page)
