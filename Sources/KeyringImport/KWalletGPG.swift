@@ -113,8 +113,7 @@ private struct Exchange {
             guard now < deadline else { return false }
             var fds = [input, output, errors].compactMap { $0 }.map { pollfd(fd: $0.rawValue, events: Int16($0 == input ? POLLOUT : POLLIN), revents: 0) }
             let waitMilliseconds = Int32(min((deadline - now) / 1_000_000, 1000))
-            // Interrupted: round again, with the time left to the deadline (the EINTR rule).
-            guard retryingOnInterrupt({ poll(&fds, nfds_t(fds.count), waitMilliseconds) }) > 0 else { continue }
+            guard (try? FileDescriptor.wait(&fds, milliseconds: waitMilliseconds)) ?? 0 > 0 else { continue }
             for entry in fds where entry.revents != 0 {
                 let fd = FileDescriptor(rawValue: entry.fd)
                 if fd == input {

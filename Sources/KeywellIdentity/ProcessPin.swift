@@ -8,8 +8,8 @@ import KeywellSystem
 /// the newcomer).
 final class ProcessPin {
     let pid: pid_t
-    private let pidfd: Int32
-    private let folder: Int32
+    private let pidfd: FileDescriptor
+    private let folder: FileDescriptor
 
     /// `pidfd`, when the bus handed one over, is owned by the pin from here on.
     init(pid: pid_t, pidfd given: Int32?) throws(IdentityError) {
@@ -19,31 +19,31 @@ final class ProcessPin {
         }
         let pidfd = given ?? keywell_pidfd_open(pid)
         guard pidfd >= 0 else { throw Errno.current == .noSuchProcess ? .raced : .process("pidfd_open: \(Self.errorText())") }
-        let folder = Glibc.open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard folder >= 0 else {
+        let folder: FileDescriptor
+        do { folder = try FileDescriptor.open("/proc/\(pid)", O_RDONLY | O_DIRECTORY) } catch {
             close(pidfd)
-            throw Errno.current == .noEntry ? .raced : .process("/proc/\(pid): \(Self.errorText())")
+            throw error == .noEntry ? .raced : .process("/proc/\(pid): \(error.description)")
         }
         self.pid = pid
-        self.pidfd = pidfd
+        self.pidfd = FileDescriptor(rawValue: pidfd)
         self.folder = folder
         // Alive now, after the folder was opened: the folder is the pidfd's process.
         try checkAlive()
     }
 
     deinit {
-        close(folder)
-        close(pidfd)
+        try? folder.close()
+        try? pidfd.close()
     }
 
     /// Throws `raced` once the pinned process has exited.
     func checkAlive() throws(IdentityError) {
-        guard keywell_pidfd_is_alive(pidfd) == 0 else { throw .raced }
+        guard keywell_pidfd_is_alive(pidfd.rawValue) == 0 else { throw .raced }
     }
 
     /// Opens `/proc/<pid>/<name>` (`exe`, `root`, `cwd`, `cmdline`).
     func open(_ name: String, flags: Int32) throws(IdentityError) -> Int32 {
-        let descriptor = openat(folder, name, flags | O_CLOEXEC | O_NOCTTY)
+        let descriptor = openat(folder.rawValue, name, flags | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else { throw .process("/proc/\(pid)/\(name): \(Self.errorText())") }
         return descriptor
     }

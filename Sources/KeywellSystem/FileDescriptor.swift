@@ -196,6 +196,15 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         return ready == 0 ? 0 : Int32(poller.revents)
     }
 
+    /// `poll(2)` on several descriptors at once (`entries`' `revents` are filled in): how many
+    /// have events, 0 when `milliseconds` ran out. An interrupted wait starts again with the
+    /// whole time (the EINTR rule), so a caller with a deadline passes at most what is left.
+    public static func wait(_ entries: inout [pollfd], milliseconds: Int32) throws(Errno) -> Int {
+        let ready = retryingOnInterrupt { poll(&entries, nfds_t(entries.count), milliseconds) }
+        guard ready >= 0 else { throw .current }
+        return Int(ready)
+    }
+
     /// A pipe whose two ends are closed on exec; both are the caller's to close. FD_CLOEXEC is
     /// set right after `pipe(2)` (Glibc's module hides `pipe2`), which is enough: a child
     /// `ChildSpawner` starts gets only fds 0-2 whatever is open.

@@ -116,4 +116,38 @@ import Glibc
         try readEnd.close()
         #expect(try writeEnd.wait(for: POLLOUT, milliseconds: 10) & Int32(POLLERR) != 0, "the reading end is gone")
     }
+
+    /// The watchers' inotify: an empty queue is `.wouldBlock` (the descriptor never blocks), a
+    /// file made in a watched folder is an event, and a missing folder is the typed ENOENT.
+    @Test func inotifySeesAFileMadeInAWatchedFolder() throws {
+        let folder = try TemporaryDirectory(prefix: "keywell-inotify")
+        let inotify = try FileDescriptor.inotify()
+        defer { try? inotify.close() }
+        #expect(fcntl(inotify.rawValue, F_GETFD) & FD_CLOEXEC != 0)
+        #expect(throws: Errno.noEntry) { _ = try inotify.addWatch(folder.subpath("missing"), mask: UInt32(IN_CREATE)) }
+        let watch = try inotify.addWatch(folder.path, mask: UInt32(IN_CREATE))
+        var events = [UInt8](repeating: 0, count: 4096)
+        #expect(throws: Errno.wouldBlock) { _ = try events.withUnsafeMutableBytes { buffer in try inotify.read(into: buffer) } }
+        let made = try FileDescriptor.open(folder.subpath("made"), O_WRONLY | O_CREAT | O_EXCL, permissions: 0o600)
+        try made.close()
+        #expect(try inotify.wait(for: POLLIN, milliseconds: 5000) & POLLIN != 0)
+        let count = try events.withUnsafeMutableBytes { buffer in try inotify.read(into: buffer) }
+        #expect(count >= 16)
+        #expect(events.withUnsafeBytes { $0.load(as: Int32.self) } == watch)
+        #expect(events.withUnsafeBytes { $0.load(fromByteOffset: 4, as: UInt32.self) } & UInt32(IN_CREATE) != 0)
+        inotify.removeWatch(watch)
+    }
+
+    /// Several descriptors in one wait: only the pipe with bytes in it is readable.
+    @Test func aWaitOnSeveralDescriptorsNamesTheReadyOne() throws {
+        let quiet = try FileDescriptor.pipe()
+        let busy = try FileDescriptor.pipe()
+        defer { for end in [quiet.readEnd, quiet.writeEnd, busy.readEnd, busy.writeEnd] { try? end.close() } }
+        var entries = [quiet.readEnd, busy.readEnd].map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
+        #expect(try FileDescriptor.wait(&entries, milliseconds: 0) == 0)
+        try busy.writeEnd.writeAll([1])
+        #expect(try FileDescriptor.wait(&entries, milliseconds: 5000) == 1)
+        #expect(entries[0].revents == 0)
+        #expect(Int32(entries[1].revents) & POLLIN != 0)
+    }
 }
