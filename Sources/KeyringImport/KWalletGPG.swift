@@ -40,8 +40,7 @@ public struct KWalletGPG: Sendable {
         } catch {
             throw .cannotDecrypt(keyring: keyring, reason: "gpg is needed for a GPG wallet: \(error.description)")
         }
-        var run = Exchange(input: FileDescriptor(rawValue: child.standardInput!), output: FileDescriptor(rawValue: child.standardOutput!),
-                           errors: FileDescriptor(rawValue: child.standardError!))
+        var run = Exchange(input: child.standardInput!, output: child.standardOutput!, errors: child.standardError!)
         let finished = Self.withoutSIGPIPE {
             run.exchange(message, until: monotonicNanoseconds() &+ deadline.saturatingNanoseconds)
         }

@@ -105,8 +105,8 @@ final class PinentryConversation: PasswordConversation, @unchecked Sendable {
             throw PinentryError(description: error.description)
         }
         pid = child.pid
-        toPinentry = FileDescriptor(rawValue: child.standardInput!)
-        replies = AssuanReplies(fd: FileDescriptor(rawValue: child.standardOutput!))
+        toPinentry = child.standardInput!
+        replies = AssuanReplies(fd: child.standardOutput!)
         guard let greeting = replies.readLine(), greeting.hasPrefix("OK") else {
             finish()
             throw PinentryError(description: "\(program) did not greet with OK (is it a pinentry?)")

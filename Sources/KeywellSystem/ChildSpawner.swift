@@ -66,9 +66,9 @@ package struct SpawnRequest: Sendable {
 /// A started child: its pid and our ends of the pipes asked for (close-on-exec, ours to close).
 package struct SpawnedChild: Sendable {
     package let pid: pid_t
-    package let standardInput: Int32?
-    package let standardOutput: Int32?
-    package let standardError: Int32?
+    package let standardInput: FileDescriptor?
+    package let standardOutput: FileDescriptor?
+    package let standardError: FileDescriptor?
 }
 
 package struct SpawnError: Error, CustomStringConvertible {
@@ -197,7 +197,9 @@ package enum ChildSpawner {
             closeAll()
             throw SpawnError("cannot start \(request.executable): \(String(cString: strerror(status)))")
         }
-        return SpawnedChild(pid: pid, standardInput: inputEnd, standardOutput: outputEnds[1], standardError: outputEnds[2])
+        return SpawnedChild(pid: pid, standardInput: inputEnd.map(FileDescriptor.init(rawValue:)),
+                            standardOutput: outputEnds[1].map(FileDescriptor.init(rawValue:)),
+                            standardError: outputEnds[2].map(FileDescriptor.init(rawValue:)))
     }
 
     /// A pipe created close-on-exec atomically, so that it cannot leak into a child another
@@ -215,19 +217,18 @@ package enum ChildSpawner {
         request.standardOutput = .pipe
         let child = try spawn(request)
         let output = readToEnd(child.standardOutput!)
-        close(child.standardOutput!)
-        if let input = child.standardInput { close(input) }
+        try? child.standardOutput!.close()
+        try? child.standardInput?.close()
         return (waitForExit(child.pid), output)
     }
 
     /// Reads a descriptor until end of file (or an error).
-    package static func readToEnd(_ fd: Int32) -> [UInt8] {
+    package static func readToEnd(_ fd: FileDescriptor) -> [UInt8] {
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return output }
+            let count = buffer.withUnsafeMutableBytes { (try? fd.read(into: $0)) ?? 0 }
+            if count == 0 { return output }
             output += buffer[0..<count]
         }
     }

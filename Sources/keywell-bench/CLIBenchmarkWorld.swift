@@ -58,7 +58,7 @@ final class CLIBenchWorld {
         let start = clock.now
         let child = try Self.spawn(command[0], Array(command.dropFirst()), environment: environment,
                                    input: input, newGroup: false)
-        let output = ChildSpawner.readToEnd(child.output.rawValue)
+        let output = ChildSpawner.readToEnd(child.output)
         try? child.output.close()
         let exit = ChildSpawner.waitForExit(child.pid)
         let duration = clock.now - start
@@ -106,10 +106,10 @@ final class CLIBenchWorld {
         let child = try ChildSpawner.spawn(SpawnRequest(
             executable: path, arguments: arguments, environment: environment, standardInput: input == nil ? .nullDevice : .pipe,
             standardOutput: .pipe, newProcessGroup: newGroup))
-        if let input, let inputEnd = child.standardInput.map(FileDescriptor.init(rawValue:)) {
+        if let input, let inputEnd = child.standardInput {
             inputEnd.closeAfter { try? inputEnd.writeAll(Array(input.utf8)) }
         }
-        return (child.pid, FileDescriptor(rawValue: child.standardOutput!))
+        return (child.pid, child.standardOutput!)
     }
 }
 

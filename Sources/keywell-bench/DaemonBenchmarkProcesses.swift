@@ -72,7 +72,7 @@ enum Spawn {
             executable: path, arguments: arguments, environment: environment,
             standardOutput: captureOutput ? .pipe : .nullDevice,
             standardError: standardError.map { .appendToFile($0) } ?? .nullDevice))
-        return Started(pid: child.pid, output: child.standardOutput.map(FileDescriptor.init(rawValue:)))
+        return Started(pid: child.pid, output: child.standardOutput)
     }
 
     static func readLine(_ fd: FileDescriptor) throws -> String {

@@ -352,8 +352,8 @@ final class GnomeKeyringService: ServiceUnderTest {
             environment: world.environment, standardInput: .pipe))
         pid = child.pid
         let password = Array("bench".utf8)
-        _ = password.withUnsafeBytes { write(child.standardInput!, $0.baseAddress, $0.count) }
-        close(child.standardInput!)
+        _ = password.withUnsafeBytes { try? child.standardInput!.writeAll($0) }
+        try? child.standardInput!.close()
         try ready()
     }
 

@@ -15,7 +15,7 @@ import Glibc
 
     private func output(of child: SpawnedChild) -> String {
         let text = String(decoding: ChildSpawner.readToEnd(child.standardOutput!), as: UTF8.self)
-        close(child.standardOutput!)
+        try? child.standardOutput!.close()
         _ = ChildSpawner.waitForExit(child.pid)
         return text
     }
@@ -53,19 +53,19 @@ import Glibc
     @Test func standardInputAndOutputPipesCarryBytesBothWays() throws {
         let child = try shell("tr a-z A-Z", input: .pipe)
         let input = Array("pinentry line\n".utf8)
-        #expect(input.withUnsafeBytes { write(child.standardInput!, $0.baseAddress, $0.count) } == input.count)
-        close(child.standardInput!)
+        #expect(input.withUnsafeBytes { write(child.standardInput!.rawValue, $0.baseAddress, $0.count) } == input.count)
+        try? child.standardInput!.close()
         #expect(output(of: child) == "PINENTRY LINE\n")
     }
 
     @Test func ourPipeEndsAreCloseOnExec() throws {
         let child = try shell("cat", input: .pipe)
         defer {
-            close(child.standardInput!)
+            try? child.standardInput!.close()
             _ = output(of: child)
         }
         for fd in [child.standardInput!, child.standardOutput!] {
-            #expect(fcntl(fd, F_GETFD) & FD_CLOEXEC != 0)
+            #expect(fcntl(fd.rawValue, F_GETFD) & FD_CLOEXEC != 0)
         }
     }
 
@@ -80,9 +80,9 @@ import Glibc
         // Says "ready" once the trap is set, so SIGTERM cannot arrive before it.
         let child = try shell("trap '' TERM; echo ready; while :; do sleep 1; done")
         var byte: UInt8 = 0
-        #expect(read(child.standardOutput!, &byte, 1) == 1)
+        #expect(read(child.standardOutput!.rawValue, &byte, 1) == 1)
         ChildSpawner.reap(child.pid, terminateAfter: .milliseconds(50), killAfter: .milliseconds(200))
-        close(child.standardOutput!)
+        try? child.standardOutput!.close()
         var status: Int32 = 0
         #expect(waitpid(child.pid, &status, WNOHANG) == -1 && errno == ECHILD)
     }

@@ -58,9 +58,9 @@ public final class ChildProcess: @unchecked Sendable {
         }
         pid = child.pid
 
-        state.startReader(fd: child.standardOutput!, isStandardOutput: true)
-        state.startReader(fd: child.standardError!, isStandardOutput: false)
-        if let input = child.standardInput, let standardInput { ChildState.startWriter(fd: input, bytes: standardInput) }
+        state.startReader(fd: child.standardOutput!.rawValue, isStandardOutput: true)
+        state.startReader(fd: child.standardError!.rawValue, isStandardOutput: false)
+        if let input = child.standardInput, let standardInput { ChildState.startWriter(fd: input.rawValue, bytes: standardInput) }
         state.startWaiter(pid: child.pid)
     }
 

@@ -45,7 +45,7 @@ extension LoginUnlockCommand {
                 return nil
             }
             var answer = [UInt8]()
-            if let output = child.standardOutput.map(FileDescriptor.init(rawValue:)) {
+            if let output = child.standardOutput {
                 // One passwd line is far shorter than the cap: an answer past it is none (nil).
                 answer = output.closeAfter { (try? output.readAll(limit: maxAnswer)) ?? nil } ?? []
             }
