@@ -12,9 +12,10 @@ import Glibc
 
 /// The loop that does a connection's I/O and dispatching, on one thread at a time.
 ///
-/// It polls the connection's socket and a wake-up pipe, lets libdbus read and write without
-/// blocking (`dbus_connection_read_write(…, 0)`), and dispatches every queued message. Other
-/// threads never do I/O through libdbus except sending: libdbus writes a sent message at once
+/// It polls the connection's socket and a wake-up pipe, hands what the poll found ready to
+/// libdbus's watches (`ConnectionWatches`; `dbus_connection_read_write(…, 0)` while a sender is
+/// inside libdbus or the client is still authenticating), and dispatches every queued message.
+/// Other threads never do I/O through libdbus except sending (through `sending`): libdbus writes a sent message at once
 /// from the sending thread when it can, and otherwise calls our wake-up function so the loop
 /// writes it (the classic stall of `read_write_dispatch(-1)` plus sends from other threads
 /// cannot happen: nobody ever blocks inside libdbus here). The poll has no timeout: an idle
@@ -34,6 +35,9 @@ final class ConnectionLoop: @unchecked Sendable {
     private let connection: OpaquePointer
     private let socket: Int32
     private let wakePipe: WakePipe
+    private let watches = ConnectionWatches()
+    /// False when libdbus could not take our watch functions: the loop reads as before.
+    private var watchesInstalled = false
     private let lock = ConditionLock()
     private var stopRequested = false
     private var finished = false
@@ -61,6 +65,7 @@ final class ConnectionLoop: @unchecked Sendable {
     /// libdbus answers) goes to `methodCalls`, on the loop's current leader.
     func start(methodCalls: @escaping @Sendable (MessageRef) -> Void) {
         methodCallHandler = methodCalls
+        watchesInstalled = watches.install(on: connection)
         let userData = Unmanaged.passRetained(self).toOpaque()
         // libdbus calls these from whatever thread queued work; they only poke the pipe.
         dbus_connection_set_wakeup_main_function(connection, { data in
@@ -101,6 +106,13 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     var isFinished: Bool { lock.withLock { finished } }
+
+    /// Runs `body`, a libdbus send on this connection, so that it never races the loop's use of
+    /// a watch (`ConnectionWatches`). The loop's own thread needs no gate.
+    func sending<T>(_ body: () -> T) -> T {
+        if isOnLoopThread { return body() }
+        return watches.sending(body)
+    }
 
     /// Whether sent messages are still queued, not yet (all) written to the socket.
     var isStillSending: Bool { dbus_connection_has_messages_to_send(connection) != 0 }
@@ -165,7 +177,9 @@ final class ConnectionLoop: @unchecked Sendable {
                 break
             }
             if pollSet[1].revents != 0 { wakePipe.drain() }
-            if pollSet[0].revents != 0 || wantsWrite {
+            if authenticated, watchesInstalled {
+                if pollSet[0].revents != 0 { handleReady(pollSet[0].revents) }
+            } else if pollSet[0].revents != 0 || wantsWrite {
                 // Never blocks: reads what is there, writes what fits.
                 dbus_connection_read_write(connection, 0)
                 if !authenticated {
@@ -178,6 +192,23 @@ final class ConnectionLoop: @unchecked Sendable {
         }
         LoopThread.leave()
         finish()
+    }
+
+    /// Reads and writes what the poll found ready, through the watches; when one cannot be
+    /// handled now, `dbus_connection_read_write` does both (it never blocks).
+    private func handleReady(_ revents: Int16) {
+        var readFlags: UInt32 = 0
+        if revents & Int16(POLLIN) != 0 { readFlags |= DBUS_WATCH_READABLE.rawValue }
+        if revents & Int16(POLLHUP) != 0 { readFlags |= DBUS_WATCH_HANGUP.rawValue }
+        if revents & Int16(POLLERR) != 0 { readFlags |= DBUS_WATCH_ERROR.rawValue }
+        if readFlags != 0, !watches.handle(.reading, flags: readFlags) {
+            dbus_connection_read_write(connection, 0)
+            return
+        }
+        // Looked up again: reading may have ended the connection and freed both watches.
+        if revents & Int16(POLLOUT) != 0, !watches.handle(.writing, flags: DBUS_WATCH_WRITABLE.rawValue) {
+            dbus_connection_read_write(connection, 0)
+        }
     }
 
     private func finish() {

@@ -290,7 +290,7 @@ public final class DBusConnection: @unchecked Sendable {
         try checkSendable(message)
         var pending: OpaquePointer? = nil
         // Infinite for libdbus: the waiter measures the timeout itself.
-        let (sent, wantsWake) = SendScope.run { dbus_connection_send_with_reply(raw, message.pointer, &pending, Int32.max) }
+        let (sent, wantsWake) = loop.sending { SendScope.run { dbus_connection_send_with_reply(raw, message.pointer, &pending, Int32.max) } }
         if wantsWake { loop.wakeIfNeededAfterSend() }
         guard sent != 0 else { throw .noMemory() }
         guard let pending else { throw .disconnected() }
@@ -305,7 +305,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     func send(_ message: MessageRef) throws(DBusError) {
         try checkSendable(message)
-        let (sent, wantsWake) = SendScope.run { dbus_connection_send(raw, message.pointer, nil) }
+        let (sent, wantsWake) = loop.sending { SendScope.run { dbus_connection_send(raw, message.pointer, nil) } }
         if wantsWake { loop.wakeIfNeededAfterSend() }
         guard sent != 0 else { throw .noMemory() }
     }

@@ -50,9 +50,10 @@ struct PeerServerTests {
         }
     }
 
-    private static func echo(_ client: DBusCallConnection, _ arguments: [DBusValue] = []) throws(KeywellDBus.DBusError) -> [DBusValue] {
+    private static func echo(_ client: DBusCallConnection, _ arguments: [DBusValue] = [],
+                             timeout: Duration = .seconds(25)) throws(KeywellDBus.DBusError) -> [DBusValue] {
         try client.call(destination: nil, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
-                        member: "Echo", arguments: arguments)
+                        member: "Echo", arguments: arguments, timeout: timeout)
     }
 
     @Test func aClientIsServedAndKnownByItsSocket() throws {
@@ -114,6 +115,38 @@ struct PeerServerTests {
         #expect(eventually(timeout: .seconds(20)) { server.connectionCount == 0 }, "\(server.connectionCount) connections still open")
         #expect(eventually(timeout: .seconds(20)) { seen.lock.withLock { seen.ended.count } == clients })
         #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native")).count == 4)
+    }
+
+    /// Clients that leave while their replies are on the way, answered from another thread: the
+    /// write fails on that thread, which ends the connection there (libdbus frees its watches
+    /// on that thread) while the loop may be reading the same socket's hang-up through them
+    /// (docs/dbus-layer.md, "Reading through the watches"). The server must forget every one and
+    /// go on serving.
+    @Test func clientsLeavingWhileAnotherThreadSendsTheirReplies() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let seen = Seen()
+        let server = try DBusPeerServer(path: folder.path + "/native", prepare: { connection in
+            try? connection.register(DBusClosureObject(interfaces: [ServiceFixture.interface]) { call in
+                let delay = call.arguments.first?.uint32Value ?? 0
+                Thread.detachNewThread {
+                    if delay > 0 { usleep(delay) }
+                    _ = call.reply([.string("late")])
+                }
+            }, at: ServiceFixture.path)
+        }, ended: { connection in
+            seen.lock.withLock { seen.ended.append(connection.peerName ?? "?") }
+        })
+        defer { server.stop() }
+        let clients = 200
+        for round in 0..<clients {
+            let client = try DBusCallConnection(directSocket: folder.path + "/native")
+            // Gives up before the reply (or just as it comes): the client's socket closes as it goes.
+            _ = try? Self.echo(client, [.uint32(UInt32(round % 7) * 300)], timeout: .milliseconds(1))
+        }
+        #expect(eventually(timeout: .seconds(20)) { server.connectionCount == 0 }, "\(server.connectionCount) connections still open")
+        #expect(eventually(timeout: .seconds(20)) { seen.lock.withLock { seen.ended.count } == clients })
+        #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native"), [.uint32(0)]) == [.string("late")])
     }
 
     /// Whoever holds a connection may let go of it from the connection's own end (the server's
