@@ -73,7 +73,9 @@ final class ConnectionWatches: @unchecked Sendable {
     /// then reads and writes through `dbus_connection_read_write`.
     func handle(_ direction: Direction, flags: UInt32) -> Bool {
         lock.lock()
-        guard senders == 0, let watch = direction == .reading ? readWatch : writeWatch else {
+        // A waiting sender goes first: a loop that turns fast (a big message read in pieces)
+        // would otherwise take the gate again before the woken sender runs, turn after turn.
+        guard senders == 0, waitingSenders == 0, let watch = direction == .reading ? readWatch : writeWatch else {
             lock.unlock()
             return false
         }
