@@ -57,8 +57,11 @@ struct CallLimitsTests {
                                     interface: ServiceFixture.interfaceName, member: "WorkUntilAbandoned")
         // close() sends the call first: the bus delivers it before the caller's departure.
         caller.close()
-        // Positive signal: the handler noticed (the hang guard is a minute away).
-        #expect(eventually(timeout: .seconds(30)) { fixture.server.abandonedCallCount == before + 1 })
+        // Positive signal: the handler noticed (the hang guard is a minute away). The count goes
+        // up inside checkStillWanted, before the handler records its message: wait for both.
+        #expect(eventually(timeout: .seconds(30)) {
+            fixture.server.abandonedCallCount == before + 1 && ServiceFixture.abandonedBy.value.count > abandonedBefore
+        })
         let messages = ServiceFixture.abandonedBy.value.dropFirst(abandonedBefore)
         #expect(messages.count == 1)
         #expect(messages.first?.contains("caller left the bus") == true)
