@@ -40,10 +40,14 @@ extension KeychainStore {
         emit(locked.map { .locked($0.location.displayName) })
     }
 
-    /// Every open keychain's SQLite page caches given back to malloc (`releasePageCaches`): the
-    /// daemon's trim half a second after the last call, before malloc returns its free heap.
+    /// Every open keychain's SQLite page caches given back to malloc (`releasePageCaches`), and
+    /// its checked rows dropped (`CheckedRowCache`): the daemon's trim half a second after the
+    /// last call, before malloc returns its free heap.
     public func releasePageCaches() {
-        for file in allOpenFiles { file.database.releasePageCaches() }
+        for file in allOpenFiles {
+            file.dropCheckedRows()
+            file.database.releasePageCaches()
+        }
     }
 
     /// Bytes the SQLite page caches of every open keychain hold.

@@ -68,13 +68,58 @@ extension KeychainStore {
         _ selection: FreeformSelection, in keychain: String, screen: (any ItemAccessScreening)?, secrets: Bool
     ) throws(KeychainError) -> ScreenedRead {
         let file = try file(at: location(keychain))
-        guard let integrity = file.integrityKeyIfUnlocked else { return try lockedRead(selection, file: file, keychain: keychain, screen: screen) }
+        guard let (integrity, unlock) = file.integrityKeyAndUnlock else {
+            return try lockedRead(selection, file: file, keychain: keychain, screen: screen)
+        }
         let master = secrets ? try file.keys().master : nil
+        // The count of writes is read before anything else: rows kept under it are then never
+        // older than a write this process finished (docs/file-format.md, "Checked rows kept between reads").
+        let writes = file.database.writeCount
+        let current = CheckedRowCache.Tag(dataVersion: try file.database.dataVersion(), writes: writes)
+        var rows: [CheckedRow]
+        switch file.checkedRows(selection, current: current) {
+        case .rows(let kept): rows = kept
+        case .statements:
+            rows = try checkedRead(selection, file: file, integrity: integrity, secrets: secrets)
+            file.spentOnStatements(rows.count, under: current)
+        case .load:
+            let (loaded, tag) = try loadEveryItem(file, integrity: integrity, writes: current.writes)
+            file.loadCheckedRows(loaded, loaded: tag, current: current, unlock: unlock)
+            if case .rows(let kept) = file.checkedRows(selection, current: current) {
+                rows = kept
+            } else {
+                rows = try checkedRead(selection, file: file, integrity: integrity, secrets: secrets)
+            }
+        }
+        if secrets { file.markUsed() }
+        var judge = VerdictsOfRead(screen: screen, keychainPath: file.location.path, keychainUUID: file.uuid)
+        var items: [ScreenedItem] = []
+        items.reserveCapacity(rows.count)
+        for row in rows {
+            let verdict = try judge.verdict(row.access, item: row.uuid, rowID: row.rowID)
+            var secret: ItemSecret?
+            if verdict == .allowed, let master {
+                let value = try Sodium.open(row.sealed.sealed, key: master, associatedData: row.sealed.associatedData)
+                secret = ItemSecret(value: value, contentType: row.freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType)
+            }
+            items.append(ScreenedItem(id: row.uuid, verdict: verdict, secret: secret, freeform: row.freeform))
+        }
+        return ScreenedRead(locked: false, items: items)
+    }
+
+    /// The statements' read of `selection`: one snapshot, every MAC checked (a tampered row
+    /// fails the read), index mismatches reported.
+    private func checkedRead(
+        _ selection: FreeformSelection, file: KeychainFile, integrity: IntegrityKey, secrets: Bool
+    ) throws(KeychainError) -> [CheckedRow] {
         var mismatches = IndexMismatches()
         defer { warnAboutIndex(of: file, mismatches) }
         let purpose: ItemIntegrity.Purpose = secrets ? .checkWithSecret : .check
+        // `.ids` reads by uuid, which always takes the secret column.
+        let takesSealed: Bool
+        if case .ids = selection { takesSealed = true } else { takesSealed = secrets }
         let extra = { (rows: RawStatement) throws -> SealedSecret? in
-            secrets ? try SecretBatchRows.sealedSecret(rows, keychain: file.uuid) : nil
+            takesSealed ? try SecretBatchRows.sealedSecret(rows, keychain: file.uuid) : nil
         }
         let rows: [ItemIntegrity.Row<SealedSecret?>] = try file.database.snapshot { db in
             switch selection {
@@ -96,22 +141,50 @@ extension KeychainStore {
                 return Self.inOrder(rows, of: ids)
             }
         }
-        if secrets { file.markUsed() }
         for row in rows { try row.check(integrity) }
-        var judge = VerdictsOfRead(screen: screen, keychainPath: file.location.path, keychainUUID: file.uuid)
-        var items: [ScreenedItem] = []
-        items.reserveCapacity(rows.count)
-        for row in rows {
-            guard let uuid = row.uuid else { continue }
-            let verdict = try judge.verdict(row.access, item: uuid, rowID: row.rowID)
-            var secret: ItemSecret?
-            if verdict == .allowed, let master, let sealed = row.extra {
-                let value = try Sodium.open(sealed.sealed, key: master, associatedData: sealed.associatedData)
-                secret = ItemSecret(value: value, contentType: row.freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType)
-            }
-            items.append(ScreenedItem(id: uuid, verdict: verdict, secret: secret, freeform: row.freeform))
+        return rows.compactMap { row in
+            row.uuid.map { CheckedRow(rowID: row.rowID, uuid: $0, access: row.access, freeform: row.freeform,
+                                      sealed: row.extra ?? SealedSecret(associatedData: Data(), sealed: Data()), isNative: false) }
         }
-        return ScreenedRead(locked: false, items: items)
+    }
+
+    /// Every item of the keychain, checked, in row id order, with the tag of the snapshot it
+    /// came from (`writes` taken before it began); nil rows when the keychain is over the caps
+    /// or anything fails (a tampered row, a damaged one): the statements then answer each read,
+    /// and report the failure, as they always did.
+    private func loadEveryItem(
+        _ file: KeychainFile, integrity: IntegrityKey, writes: UInt64
+    ) throws(KeychainError) -> ([CheckedRow]?, CheckedRowCache.Tag) {
+        var dataVersion: Int64 = -1
+        let groupColumn = ItemIntegrity.firstCoveredColumn + 2 + Int32(ItemAttribute.accessGroup.rawValue)
+        let rows: [ItemIntegrity.Row<(SealedSecret, Bool)>]? = try? file.database.snapshot { db in
+            dataVersion = try KeychainDatabase.dataVersion(db)
+            let ids = try RawStatement(db, sql: "SELECT id FROM item ORDER BY id LIMIT ?", values: [(CheckedRowCache.itemCap + 1).databaseValue])
+            var all: [DatabaseValue] = []
+            while try ids.step() { all.append(ids.integer(0).databaseValue) }
+            guard all.count <= CheckedRowCache.itemCap else { return nil }
+            var rows: [ItemIntegrity.Row<(SealedSecret, Bool)>] = []
+            rows.reserveCapacity(all.count)
+            for start in stride(from: 0, to: all.count, by: ItemIntegrity.chunk) {
+                rows += try ItemIntegrity.read(.checkWithSecret, Array(all[start..<min(all.count, start + ItemIntegrity.chunk)]),
+                                               keychain: file.uuid, db) { row in
+                    let native = row.isNull(groupColumn) || !FreeformItem.isFreeform(accessGroup: row.text(groupColumn))
+                    return (try SecretBatchRows.sealedSecret(row, keychain: file.uuid), native)
+                }
+            }
+            return rows
+        } ?? nil
+        let tag = CheckedRowCache.Tag(dataVersion: dataVersion, writes: writes)
+        guard let rows else { return (nil, tag) }
+        var checked: [CheckedRow] = []
+        checked.reserveCapacity(rows.count)
+        for row in rows {
+            guard let uuid = row.uuid, (try? row.check(integrity)) != nil else { return (nil, tag) }
+            checked.append(CheckedRow(rowID: row.rowID, uuid: uuid, access: row.access, freeform: row.freeform,
+                                      sealed: row.extra.0, isNative: row.extra.1))
+        }
+        checked.sort { $0.rowID < $1.rowID }
+        return (checked, tag)
     }
 
     /// Locked: the matches (unchecked: nothing can check them) and their lists, no secrets.

@@ -26,6 +26,8 @@ final class KeychainDatabase: Sendable {
     private let readLimit: SQLTimeLimit
     /// The `schema_version` the writing connection last found acceptable; 0 before its first write.
     private let checkedSchemaVersion = Atomic<Int32>(0)
+    /// Moves on after every write transaction of this process, committed or not (`writeCount`).
+    private let finishedWrites = Atomic<UInt64>(0)
 
     private static let busyTimeout: TimeInterval = 10
 
@@ -176,6 +178,24 @@ final class KeychainDatabase: Sendable {
         }
     }
 
+    /// How many write transactions of this process have ended on this file. Read it *before* a
+    /// read: rows kept from that read are current while it, and the reading connection's
+    /// `dataVersion`, stay the same (`CheckedRowCache`; docs/file-format.md, "Checked rows kept
+    /// between reads"). A write ends (and moves it on) before its caller sees it done.
+    var writeCount: UInt64 { finishedWrites.load(ordering: .acquiring) }
+
+    /// The reading connection's `PRAGMA data_version`: it changes whenever another connection
+    /// (this process's writing one included, or any other process's) has committed to the file
+    /// since the reading connection last looked. Inside `snapshot` it names that snapshot's
+    /// commit; outside one, it starts a read of its own and names the latest commit.
+    func dataVersion() throws(KeychainError) -> Int64 {
+        try read { db in try Self.dataVersion(db) }
+    }
+
+    static func dataVersion(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+    }
+
     /// One IMMEDIATE transaction: rolled back if `body` throws.
     func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         try Self.writeTogether([self]) { try body($0[0]) }
@@ -204,6 +224,9 @@ final class KeychainDatabase: Sendable {
         _ remaining: ArraySlice<KeychainDatabase>, opened: [Database], _ body: ([Database]) throws -> Void
     ) throws {
         guard let first = remaining.first else { return try body(opened) }
+        // Whatever the outcome (a commit SQLite reports as failed may still have landed), rows
+        // kept from reads before it are stale from here on (`writeCount`).
+        defer { first.finishedWrites.add(1, ordering: .releasing) }
         try first.queue.writeWithoutTransaction { db in try first.writeLimit.timing {
             // As `inTransaction(.immediate)` does, with BEGIN and COMMIT prepared once per
             // connection instead of parsed again for every write (~15 µs each).

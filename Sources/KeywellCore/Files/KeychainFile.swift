@@ -16,12 +16,23 @@ final class KeychainFile: Sendable {
 
     private struct State {
         var masterKey: SecretBytes? {
-            didSet { integrityKey = masterKey.map(IntegrityKey.init(masterKey:)) }
+            didSet {
+                integrityKey = masterKey.map(IntegrityKey.init(masterKey:))
+                // Every lock, whatever its cause, sets the key to nil: the rows go with it.
+                if masterKey == nil {
+                    checkedRows.removeAll()
+                    unlocks &+= 1
+                }
+            }
         }
         /// Derived from the master key; present exactly when it is.
         private(set) var integrityKey: IntegrityKey?
         var settings: KeychainSettings
         var lastUse: Date
+        /// Rows checked under the current key (`CheckedRowCache`); empty while locked.
+        var checkedRows = CheckedRowCache()
+        /// Moves on at every lock: a read that began before one keeps nothing after it.
+        var unlocks: UInt64 = 0
     }
 
     private let state: Protected<State>
@@ -69,6 +80,49 @@ final class KeychainFile: Sendable {
     var integrityKeyIfUnlocked: IntegrityKey? {
         state.withLock { $0.integrityKey }
     }
+
+    /// The integrity key while unlocked, with the unlock it belongs to (for `keepCheckedRows`).
+    var integrityKeyAndUnlock: (key: IntegrityKey, unlock: UInt64)? {
+        state.withLock { state in state.integrityKey.map { ($0, state.unlocks) } }
+    }
+
+    /// What the kept rows say about `selection` under `current`.
+    enum CheckedRowsAnswer {
+        case rows([CheckedRow])
+        /// Load every item first (`CheckedRowCache.wantsLoad`).
+        case load
+        case statements
+    }
+
+    func checkedRows(_ selection: FreeformSelection, current: CheckedRowCache.Tag) -> CheckedRowsAnswer {
+        state.withLock { state in
+            guard state.masterKey != nil else { return .statements }
+            if let rows = state.checkedRows.rows(selection, current: current) { return .rows(rows) }
+            return state.checkedRows.wantsLoad(current) ? .load : .statements
+        }
+    }
+
+    /// Keeps a load read under `loaded` by the key of `unlock` (`CheckedRowCache.load`): not if
+    /// the keychain locked since (even if unlocked again), nor if the tag moved meanwhile.
+    func loadCheckedRows(_ rows: [CheckedRow]?, loaded: CheckedRowCache.Tag, current: CheckedRowCache.Tag, unlock: UInt64) {
+        state.withLock { state in
+            guard state.masterKey != nil, state.unlocks == unlock else { return }
+            state.checkedRows.load(rows, tag: loaded, current: current)
+        }
+    }
+
+    /// A read under `current` went to the statements and checked `items` items (`CheckedRowCache.spent`).
+    func spentOnStatements(_ items: Int, under current: CheckedRowCache.Tag) {
+        state.withLock { $0.checkedRows.spent(items, under: current) }
+    }
+
+    /// Drops the kept rows (memory trim, the file forgotten).
+    func dropCheckedRows() {
+        state.withLock { $0.checkedRows.removeAll() }
+    }
+
+    /// How many items' rows are kept (tests).
+    var checkedRowCount: Int { state.withLock { $0.checkedRows.itemCount } }
 
     /// Re-arms the idle timer.
     func markUsed(at date: Date = Date()) {

@@ -100,6 +100,8 @@ final class OpenKeychains: Sendable {
                     return open.file
                 }
                 lostUnlocked = !open.file.isLocked
+                // The old file's rows must never answer for the new one's (its handle may live on in a call).
+                open.file.dropCheckedRows()
                 files[location.path] = nil
             }
             guard identity != nil, try fileIdentity(at: location) != nil else { return nil }
@@ -136,6 +138,7 @@ final class OpenKeychains: Sendable {
     func forget(_ location: KeychainLocation) {
         openFiles.withLock { files in
             files[location.path]?.file.sessionSecrets.wipe()
+            files[location.path]?.file.dropCheckedRows()
             files[location.path] = nil
         }
     }

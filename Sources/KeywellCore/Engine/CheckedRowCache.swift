@@ -1,0 +1,160 @@
+import Foundation
+import KeywellProtocol
+
+/// One item as a checked read found it, kept for later reads: what a screened read needs, and
+/// nothing opened. Only rows whose MAC verified are made into one.
+struct CheckedRow: Sendable {
+    let rowID: Int64
+    let uuid: UUID
+    /// The access column as read; the MAC vouched for it.
+    let access: ItemIntegrity.StoredAccess
+    let freeform: [(name: [UInt8], value: [UInt8])]
+    /// The secret as stored: ciphertext and the associated data it must open with.
+    let sealed: SealedSecret
+    /// Not made from free-form attributes: a search's native conditions could match it.
+    let isNative: Bool
+
+    func freeformValue(_ name: String) -> String? {
+        let wanted = Array(name.utf8)
+        return freeform.first { $0.name == wanted }.map { String(decoding: $0.value, as: UTF8.self) }
+    }
+
+    /// Byte for byte, as SQLite compares TEXT (`FreeformSearchCheck`).
+    func hasEveryPair(_ pairs: [(name: [UInt8], value: [UInt8])]) -> Bool {
+        pairs.allSatisfy { pair in freeform.contains { $0.name == pair.name && $0.value == pair.value } }
+    }
+
+    /// Roughly what keeping it costs, for the cap.
+    var bytes: Int {
+        var total = 128 + sealed.sealed.count + sealed.associatedData.count
+        if case .text(let text) = access { total += text.utf8.count }
+        for pair in freeform { total += 64 + pair.name.count + pair.value.count }
+        return total
+    }
+}
+
+/// One open keychain's items, every one checked, kept between reads so that a screened read
+/// (a search by free-form attributes, items by id) skips SQLite's statements and the MAC checks
+/// (docs/performance.md, "Checked rows kept between reads"; docs/file-format.md, "Checked rows
+/// kept between reads"). Lives in `KeychainFile`'s locked state, next to the master key, and is
+/// emptied in the same step that drops the key.
+///
+/// Valid only while its `Tag` is the current one: the reading connection's `PRAGMA data_version`
+/// (any commit by another connection or process) and the database's count of this process's
+/// writes. A read compares the tag before it takes anything; a different one empties the cache.
+/// Holds sealed secrets only: every secret is opened per call, after that call's verdict.
+///
+/// Filled whole, in one snapshot, once the reads under one tag spent on the statements what a
+/// load costs (`wantsLoad`).
+struct CheckedRowCache {
+    struct Tag: Equatable {
+        let dataVersion: Int64
+        let writes: UInt64
+    }
+
+    /// At most this many items and `byteCap` bytes of rows: a bigger keychain is read through
+    /// the statements.
+    static let itemCap = 4096
+    static let byteCap = 8 << 20
+
+    /// The tag the work counted in `spentUnderTag` (or the rows kept) belong to.
+    private(set) var tag: Tag?
+    /// What the statements' reads under `tag` cost, in items checked (a read's own cost counts
+    /// as `readCost` items).
+    private var spentUnderTag = 0
+    static let readCost = 6
+    /// Nothing is tried again under this tag: the keychain was over a cap or a row failed.
+    private var refused = false
+    /// The last load's item count, to price the next one.
+    private var lastCount = 0
+    private(set) var rows: [CheckedRow]?
+    private var byUUID: [UUID: Int] = [:]
+    /// Free-form pair → the positions in `rows` of the items that have it, ascending.
+    private var byPair: [Pair: [Int]] = [:]
+    private var hasNativeItems = false
+
+    private struct Pair: Hashable {
+        let name: [UInt8]
+        let value: [UInt8]
+    }
+
+    var isLoaded: Bool { rows != nil }
+    var itemCount: Int { rows?.count ?? 0 }
+
+    mutating func removeAll() {
+        tag = nil
+        spentUnderTag = 0
+        refused = false
+        rows = nil
+        byUUID = [:]
+        byPair = [:]
+        hasNativeItems = false
+    }
+
+    /// Starts over when `current` is not the tag of what is kept or counted.
+    private mutating func settle(_ current: Tag) {
+        guard tag != current else { return }
+        let count = lastCount
+        removeAll()
+        lastCount = count
+        tag = current
+    }
+
+    /// Whether a read under `current` should load every item first: not when over the caps,
+    /// and only once the statements' reads under it cost as much as a load (the last load's
+    /// item count, at least 32): a keychain written between every few reads keeps reading
+    /// through the statements, and pays at most twice what they cost.
+    mutating func wantsLoad(_ current: Tag) -> Bool {
+        settle(current)
+        guard rows == nil, !refused else { return false }
+        return spentUnderTag >= max(32, lastCount)
+    }
+
+    /// A read under `current` went to the statements and checked `items` items.
+    mutating func spent(_ items: Int, under current: Tag) {
+        guard tag == current else { return }
+        spentUnderTag += Self.readCost + items
+    }
+
+    /// What a load under `current` found: every item, checked, in row id order; nil when the
+    /// keychain is over a cap or a row failed (nothing is tried again under that tag).
+    mutating func load(_ found: [CheckedRow]?, tag loaded: Tag, current: Tag) {
+        guard loaded == current else { return }
+        settle(current)
+        guard let found, found.count <= Self.itemCap, found.reduce(0, { $0 + $1.bytes }) <= Self.byteCap else {
+            refused = true
+            return
+        }
+        lastCount = found.count
+        rows = found
+        byUUID.reserveCapacity(found.count)
+        for (index, row) in found.enumerated() {
+            byUUID[row.uuid] = index
+            hasNativeItems = hasNativeItems || row.isNative
+            for pair in row.freeform { byPair[Pair(name: pair.name, value: pair.value), default: []].append(index) }
+        }
+    }
+
+    /// The rows `selection` takes, as the statements would return them (matches in row id
+    /// order, asked ids in their order, unknown ones left out), if the cache holds every item
+    /// under `current`; nil otherwise, or for a search with native conditions in a keychain
+    /// with native items (the statements answer those).
+    mutating func rows(_ selection: FreeformSelection, current: Tag) -> [CheckedRow]? {
+        settle(current)
+        guard let rows else { return nil }
+        switch selection {
+        case .ids(let ids):
+            return ids.compactMap { byUUID[$0].map { rows[$0] } }
+        case .matching(let attributes, let native):
+            if attributes.isEmpty { return rows }
+            if !native.isEmpty, hasNativeItems { return nil }
+            let pairs = attributes.map { (name: Array($0.key.utf8), value: Array($0.value.utf8)) }
+            var driver: [Int]?
+            for pair in pairs {
+                let items = byPair[Pair(name: pair.name, value: pair.value)] ?? []
+                if driver == nil || items.count < driver!.count { driver = items }
+            }
+            return (driver ?? []).compactMap { rows[$0].hasEveryPair(pairs) ? rows[$0] : nil }
+        }
+    }
+}
