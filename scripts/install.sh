@@ -128,8 +128,10 @@ place_template() {
 
 if [ -z "$bin_dir" ]; then
   source scripts/lib/toolchain.sh
-  swift build -c release --quiet
-  bin_dir="$(swift build -c release --show-bin-path)"
+  # The release build scripts/test.sh tests and the Debian package ships.
+  source scripts/lib/release-build.sh
+  keywell_release_build --quiet
+  bin_dir="$(keywell_release_build --show-bin-path)"
 fi
 make -s -C pam PREFIX="$PREFIX"
 pamdir="${PAMDIR:-$(make -s -C pam print-pamdir)}"

@@ -4,12 +4,13 @@
 #
 #   bash scripts/package.sh [--bin-dir DIR]
 #
-# Release build with the Swift runtime linked statically, so the package depends only on
-# Debian 12 libraries (dpkg-shlibdeps computes which). --bin-dir takes keywell and keywelld
-# already built that way. REVISION (default 1) is the Debian revision: Version is
-# "<keywell --version>-REVISION". SOURCE_DATE_EPOCH (default: the last commit's time) dates
-# the changelog and every file, so the same tree gives the same package. docs/install.md says
-# what the package installs and what its maintainer scripts do.
+# The release build of scripts/lib/release-build.sh, the one scripts/test.sh tests: the Swift
+# runtime linked statically, so the package depends only on Debian 12 libraries (dpkg-shlibdeps
+# computes which). --bin-dir takes keywell and keywelld already built that way. REVISION
+# (default 1) is the Debian revision: Version is "<keywell --version>-REVISION".
+# SOURCE_DATE_EPOCH (default: the last commit's time) dates the changelog and every file, so the
+# same tree gives the same package. docs/install.md says what the package installs and what its
+# maintainer scripts do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,15 +30,14 @@ done
 
 if [ -z "$bin_dir" ]; then
   source scripts/lib/toolchain.sh
-  # A shipped keywelld has no test switches (docs/contributing.md, "Test switches").
-  unset KEYWELL_TEST_SWITCHES
-  # A build folder of its own: --static-swift-stdlib is a compiler flag too, so sharing .build
-  # with scripts/test.sh's release build would rebuild everything each time either runs.
-  build=(swift build -c release --static-swift-stdlib --scratch-path .build-package)
+  # The release build scripts/test.sh runs the integration suite on (scripts/lib/release-build.sh,
+  # test switches compiled out): after a test run nothing is rebuilt, and the package ships the
+  # very programs the suite tested.
+  source scripts/lib/release-build.sh
   for product in keywelld keywell; do
-    "${build[@]}" --product "$product" --quiet
+    keywell_release_build --product "$product" --quiet
   done
-  bin_dir="$("${build[@]}" --show-bin-path)"
+  bin_dir="$(keywell_release_build --show-bin-path)"
 fi
 
 upstream="$("$bin_dir/keywell" --version)"

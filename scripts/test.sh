@@ -16,6 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
+source scripts/lib/release-build.sh
 
 status=0
 stages=" ${KEYWELL_STAGES:-lint pam swift integration asan fuzz} "
@@ -69,8 +70,9 @@ fi
 
 # Two builds. Debug: the Swift suites (`swift test`), whose daemons need the test switches
 # (a cheap KDF, short delays), and the one integration test that checks a daemon reads them.
-# Release, every product, with the switches compiled out as shipped: what the integration
-# suite and the sanitized PAM logins run (docs/contributing.md, "CI").
+# Release, every product, built as the Debian package builds it (scripts/lib/release-build.sh:
+# the Swift runtime static, the switches compiled out): what the integration suite and the
+# sanitized PAM logins run, and what scripts/package.sh then ships (docs/contributing.md, "CI").
 unset KEYWELL_TEST_SWITCHES
 stage "build (debug)"
 if wants swift; then
@@ -82,9 +84,9 @@ make -s -C pam || exit 1
 debug_bin="$(swift build --show-bin-path)"
 if wants integration || wants asan; then
   stage "build (release)"
-  swift build -c release --quiet || exit 1
+  keywell_release_build --quiet || exit 1
 fi
-release_bin="$(swift build -c release --show-bin-path)"
+release_bin="$(keywell_release_build --show-bin-path)"
 export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
 
 if wants pam; then
