@@ -30,7 +30,13 @@ def variants(content: bytes) -> list[tuple[str, bytes]]:
     spans = chunks(content)
     made = [(f"cut at {end}", content[:end]) for _, end in spans[:-1]]
     made += [(f"cut at {HEADER}", content[:HEADER]), ("one byte short", content[:-1])]
-    positions = list(range(HEADER)) + list(range(HEADER, len(content), 7))
+    # Every header byte (each is a field of its own, bound to the first record as associated
+    # data), and in every chunk each byte of its length, the stream's tag byte (its first), one in
+    # the middle of the sealed record and its last (the MAC's): a flipped bit anywhere else in a
+    # sealed record fails the same authentication as these, and each import costs a full Argon2id.
+    positions = list(range(HEADER))
+    for start, end in spans:
+        positions += [*range(start, start + 4), start + 4, (start + 4 + end) // 2, end - 1]
     made += [(f"bit flip at {index}", content[:index] + bytes([content[index] ^ (1 << (index % 8))]) + content[index + 1:])
              for index in positions]
     (a, b), (c, d) = spans[1], spans[2]
