@@ -144,7 +144,7 @@ if wants integration && compgen -G "Tests/Integration/test_*.py" >/dev/null; the
   # -rs: every skip prints its reason. faulthandler_timeout: a test still running after 300 s
   # prints every thread's stack (and keeps going, until the whole run's limit ends it).
   # shellcheck disable=SC2086 # a list of files
-  (cd "${suite_copy:-.}" && limited "${KEYWELL_PYTEST_LIMIT:-1200}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
+  (cd "${suite_copy:-.}" && limited "${KEYWELL_PYTEST_LIMIT:-2700}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
     -o faulthandler_timeout=300 ${KEYWELL_PYTEST_FILES:-Tests/Integration}) || status=1
 fi
 
