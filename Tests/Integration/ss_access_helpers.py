@@ -8,6 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from identity_helpers import flatpak_info
 from secret_service_helpers import KeywellBus
 
@@ -204,3 +206,22 @@ def sandbox(bus: KeywellBus, scratch: Path, app_id: str, instance: str) -> list[
             "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev",
             "--bind", str(bus.runtime), str(bus.runtime), "--ro-bind", str(scratch), str(scratch),
             "--ro-bind", str(info), "/.flatpak-info", "--chdir", str(scratch), "--"]
+
+
+def confirms(session) -> list[str]:
+    """The questions the scripted pinentry was asked (its CONFIRM lines)."""
+    return [line for line in session.pinentry_lines() if line.startswith("CONFIRM")]
+
+
+def descriptions(session) -> list[str]:
+    """The words of those questions (their SETDESC lines)."""
+    return [line for line in session.pinentry_lines() if line.startswith("SETDESC")]
+
+
+@pytest.fixture
+def scratch(session):
+    """A folder of the test user's own for the client scripts (their identity is the script)."""
+    folder = session.root / "scratch"
+    folder.mkdir(mode=0o700)
+    session.owner.give(folder)
+    return folder

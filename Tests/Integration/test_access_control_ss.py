@@ -10,29 +10,11 @@ import os
 import signal
 import subprocess
 
-import pytest
-
 from keywell_helpers import bodies_as_test_user, wait_for
 from secret_service_helpers import LOGIN_PASSWORD, session  # noqa: F401
-from ss_access_helpers import Client, sandbox
+from ss_access_helpers import Client, confirms, descriptions, sandbox, scratch  # noqa: F401
 
 ATTRS = {"service": "acl-ss", "user": "ann"}
-
-
-def confirms(session) -> list[str]:
-    return [line for line in session.pinentry_lines() if line.startswith("CONFIRM")]
-
-
-def descriptions(session) -> list[str]:
-    return [line for line in session.pinentry_lines() if line.startswith("SETDESC")]
-
-
-@pytest.fixture
-def scratch(session):
-    folder = session.root / "scratch"
-    folder.mkdir(mode=0o700)
-    session.owner.give(folder)
-    return folder
 
 
 def test_creator_reads_silently_and_another_program_sees_the_item_locked(session, scratch):

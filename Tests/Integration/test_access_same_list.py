@@ -9,30 +9,12 @@ from __future__ import annotations
 import os
 import signal
 
-import pytest
-
 from keywell_helpers import bodies_as_test_user, wait_for
 from secret_service_helpers import LOGIN_PASSWORD, built, session  # noqa: F401
-from ss_access_helpers import Client
+from ss_access_helpers import Client, confirms, descriptions, scratch  # noqa: F401
 
 ATTRS = {"service": "same-list"}
 LOCKED = "ERROR org.freedesktop.Secret.Error.IsLocked"
-
-
-def confirms(session) -> list[str]:
-    return [line for line in session.pinentry_lines() if line.startswith("CONFIRM")]
-
-
-def descriptions(session) -> list[str]:
-    return [line for line in session.pinentry_lines() if line.startswith("SETDESC")]
-
-
-@pytest.fixture
-def scratch(session):
-    folder = session.root / "scratch"
-    folder.mkdir(mode=0o700)
-    session.owner.give(folder)
-    return folder
 
 
 def saved(session, scratch) -> tuple[list[str], str]:

@@ -6,24 +6,10 @@ it cannot see by storing one with the same attributes."""
 
 from __future__ import annotations
 
-import pytest
-
 from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import session  # noqa: F401
 from security_figures import record
-from ss_access_helpers import Client, sandbox
-
-
-@pytest.fixture
-def scratch(session):
-    folder = session.root / "scratch"
-    folder.mkdir(mode=0o700)
-    session.owner.give(folder)
-    return folder
-
-
-def confirms(session) -> int:
-    return sum(1 for line in session.pinentry_lines() if line.startswith("CONFIRM"))
+from ss_access_helpers import Client, confirms, sandbox, scratch  # noqa: F401
 
 
 def test_secret_tool_search_all_unlock_by_an_untrusted_program_gets_no_secret(session, scratch):
@@ -38,12 +24,12 @@ def test_secret_tool_search_all_unlock_by_an_untrusted_program_gets_no_secret(se
     session.pinentry_answers("deny")
     quiet = session.secret_tool("search", "--all", "service", "bank")
     leaked_quietly = sum(f"bank-secret-{n}".encode() in quiet.stdout + quiet.stderr for n in range(count))
-    asked_quietly = confirms(session)
+    asked_quietly = len(confirms(session))
     # With --unlock: one question (Unlock's prompt) for all twenty, answered Deny.
     session.pinentry_answers("deny")
     loud = session.secret_tool("search", "--all", "--unlock", "service", "bank")
     leaked = sum(f"bank-secret-{n}".encode() in loud.stdout + loud.stderr for n in range(count))
-    questions = confirms(session) - asked_quietly
+    questions = len(confirms(session)) - asked_quietly
     record("Secret Service: `secret-tool search --all [--unlock]` by an untrusted program (gnome-keyring's CVE-2018-19358), "
            "person answers Deny",
            f"{count} items: {leaked_quietly + leaked} secrets returned, {asked_quietly} and {questions} question(s)",

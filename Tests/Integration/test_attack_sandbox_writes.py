@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from keywell_helpers import bodies_as_test_user
 from secret_service_helpers import LOGIN_PASSWORD, session  # noqa: F401
 from security_figures import record
-from ss_access_helpers import PYTHON, Client, sandbox
+from ss_access_helpers import PYTHON, Client, sandbox, scratch  # noqa: F401
 
 ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
 
@@ -73,14 +71,6 @@ elif sys.argv[1] == "introspect":
     xml = call(introspectable, "Introspect")[0]
     print(json.dumps([node.get("name") for node in ET.fromstring(xml).findall("node")]))
 '''
-
-
-@pytest.fixture
-def scratch(session):
-    folder = session.root / "scratch"
-    folder.mkdir(mode=0o700)
-    session.owner.give(folder)
-    return folder
 
 
 def run_attacker(session, scratch, *args: str, app_id: str, instance: str):
