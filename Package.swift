@@ -171,7 +171,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeywellCLITests",
-            dependencies: ["KeychainServices", "KeywellCLI", "KeywellProtocol", "KeywellTestSupport"]
+            dependencies: ["KeychainServices", "KeywellCLI", "KeywellProtocol", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(
             name: "KeywellSecretServiceTests",

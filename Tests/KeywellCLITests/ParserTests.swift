@@ -1,4 +1,5 @@
 import Glibc
+import KeywellSystem
 import Testing
 
 @testable import KeywellCLI
@@ -67,7 +68,7 @@ import Testing
         // CRLF endings, a repeated key, a value with '=', and what comes after the blank line.
         let input = try pipe(holding: "protocol=https\r\nhost=git.example.org:8443\nwwwauth[]=Basic\nwwwauth[]=Bearer x=1\n\nafter\n")
         defer { close(input) }
-        let request = CredentialRequest.read(fd: input, ownsInput: ownsInput)
+        let request = CredentialRequest.read(fd: FileDescriptor(rawValue: input), ownsInput: ownsInput)
         #expect(request.values == ["protocol": "https", "host": "git.example.org:8443", "wwwauth[]": "Basic\nBearer x=1"])
         #expect(request.host == "git.example.org" && request.port == 8443)
         var rest = [UInt8](repeating: 0, count: 16)
@@ -78,7 +79,7 @@ import Testing
     @Test func aRequestWithoutItsFinalNewlineStillCounts() throws {
         let input = try pipe(holding: "host=example.org\nusername=alice")
         defer { close(input) }
-        #expect(CredentialRequest.read(fd: input, ownsInput: true).values == ["host": "example.org", "username": "alice"])
+        #expect(CredentialRequest.read(fd: FileDescriptor(rawValue: input), ownsInput: true).values == ["host": "example.org", "username": "alice"])
     }
 
     /// The read end of a pipe that holds `text` and then ends.

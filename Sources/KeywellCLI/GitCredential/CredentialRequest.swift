@@ -23,7 +23,9 @@ struct CredentialRequest {
     /// Reads from standard input up to the blank line. With `ownsInput` (git started the helper:
     /// the pipe holds the request and nothing after it) in blocks; otherwise one byte at a
     /// time, so that nothing past the blank line is taken from whatever reads the input next.
-    static func read(fd: Int32 = 0, ownsInput: Bool = false) -> CredentialRequest {
+    static func read(
+        fd: FileDescriptor = FileDescriptor(rawValue: STDIN_FILENO), ownsInput: Bool = false
+    ) -> CredentialRequest {
         var values: [String: String] = [:]
         var reader = LineReader(fd: fd, blockSize: ownsInput ? 4096 : 1)
         defer { reader.wipe() }
@@ -58,14 +60,14 @@ struct CredentialRequest {
 /// Lines of a descriptor, read `blockSize` bytes at a time (1: never past the line's end). What
 /// was read is wiped: a request may hold a password.
 private struct LineReader {
-    let fd: Int32
+    let fd: FileDescriptor
     private var buffer: [UInt8] = []
     /// Where each read lands before it joins `buffer`; allocated once.
     private var block: [UInt8]
     private var start = 0
     private var atEnd = false
 
-    init(fd: Int32, blockSize: Int) {
+    init(fd: FileDescriptor, blockSize: Int) {
         self.fd = fd
         block = [UInt8](repeating: 0, count: max(1, blockSize))
     }
@@ -90,12 +92,10 @@ private struct LineReader {
         String(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
     }
 
+    /// One read; a failed read ends the input like the end of the file does.
     private mutating func fill() {
-        while true {
-            let count = retryingOnInterrupt { block.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            if count <= 0 { atEnd = true } else { buffer.append(contentsOf: block[..<count]) }
-            return
-        }
+        let count = block.withUnsafeMutableBytes { bytes in (try? fd.read(into: bytes)) ?? 0 }
+        if count == 0 { atEnd = true } else { buffer.append(contentsOf: block[..<count]) }
     }
 
     mutating func wipe() {
