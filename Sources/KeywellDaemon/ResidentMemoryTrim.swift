@@ -1,4 +1,5 @@
 import Foundation
+import KeywellSystem
 
 /// Gives back the file pages the daemon touched but does not need while idle.
 ///
@@ -96,18 +97,16 @@ enum ResidentMemoryTrim {
         return eligible
     }
 
-    /// /proc files report size 0; read until the end.
+    /// The most of smaps read: far more than the daemon maps (some hundred KiB); a larger file
+    /// skips the trim rather than hold it.
+    static let smapsLimit = 64 << 20
+
+    /// /proc files report size 0; `readAll` reads until the end, in one 64 KiB buffer that
+    /// doubles as it fills. Nil when it cannot be read or is over `smapsLimit`.
     private static func readProcFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            guard count > 0 else { break }
-            bytes += chunk[..<count]
-        }
+        guard let file = try? FileDescriptor.open(path, O_RDONLY),
+              let bytes = file.closeAfter({ try? file.readAll(limit: smapsLimit) })
+        else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 
