@@ -129,7 +129,9 @@ public final class DBusPeerServer: @unchecked Sendable {
             let ready = watches.withLock { $0 }.compactMap { OpaquePointer(bitPattern: $0) }.filter { dbus_watch_get_enabled($0) != 0 }
             var pollSet = ready.map { pollfd(fd: dbus_watch_get_unix_fd($0), events: Int16(POLLIN), revents: 0) }
             pollSet.append(pollfd(fd: wakePipe.readDescriptor, events: Int16(POLLIN), revents: 0))
-            if retryingOnInterrupt({ poll(&pollSet, nfds_t(pollSet.count), closeLateHandshakes()) }) < 0 { break }
+            // A signal restarts the wait with this whole timeout: a late handshake may then be
+            // closed up to that much later, never sooner.
+            guard (try? FileDescriptor.wait(&pollSet, milliseconds: closeLateHandshakes())) != nil else { break }
             if pollSet[pollSet.count - 1].revents != 0 { wakePipe.drain() }
             for (index, watch) in ready.enumerated() where pollSet[index].revents != 0 {
                 // Still registered: libdbus may have removed it while we polled.
