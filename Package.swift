@@ -190,7 +190,7 @@ let package = Package(
             dependencies: ["KeywellAccess", "KeywellIdentity", "KeywellProtocol", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
-            name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellTestSupport"]
+            name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
         .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(name: "DBusCodegenTests", dependencies: ["DBusCodegen", "KeywellDBus"]),

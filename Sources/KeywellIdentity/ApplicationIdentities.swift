@@ -109,7 +109,7 @@ public final class ApplicationIdentities: Sendable {
             guard let socket = connection.socketDescriptor, let credentials = PeerCredentials.of(socket: socket) else {
                 throw .process("the socket does not say who connected")
             }
-            result = .success(try resolver.resolve(peer: credentials, socket: socket))
+            result = .success(try resolver.resolve(peer: credentials, socket: FileDescriptor(rawValue: socket)))
         } catch {
             result = .failure(error)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellDBus
+import KeywellSystem
 
 /// What the bus knows about a connection (`GetConnectionCredentials`): the kernel's answer for
 /// the peer's socket when it connected.
@@ -11,7 +12,7 @@ struct CallerCredentials {
     let securityLabel: [UInt8]?
     /// `ProcessFD`: a pidfd from the bus itself (dbus-daemon 1.15.6 and later), which closes the
     /// pid-reuse window entirely. Owned by whoever takes it.
-    let processFD: Int32?
+    let processFD: FileDescriptor?
 
     /// Asks the bus for `sender`'s credentials and returns at once: it answers while the caller works
     /// (the I/O thread hands the call to a worker meanwhile, `ApplicationIdentities.prefetch`).
@@ -39,9 +40,9 @@ struct CallerCredentials {
 
     private init(_ reply: [DBusValue]) throws(IdentityError) {
         guard let credentials = reply.first?.asStringVariantDict() else { throw .bus("unexpected GetConnectionCredentials reply") }
-        let processFD = credentials["ProcessFD"]?.unixFDValue
+        let processFD = credentials["ProcessFD"]?.unixFDValue.map(FileDescriptor.init(rawValue:))
         guard let pid = credentials["ProcessID"]?.uint32Value, let uid = credentials["UnixUserID"]?.uint32Value else {
-            if let processFD { close(processFD) }
+            if let processFD { try? processFD.close() }
             throw .bus("the bus does not know the caller's process or user")
         }
         self.pid = pid

@@ -1,5 +1,6 @@
 import CProcessPinning
 import Foundation
+import KeywellSystem
 
 /// Whether the process a connection is credited to holds that connection as its own
 /// (docs/access-control.md, "A connection handed over an exec"). The kernel and the bus name the
@@ -16,8 +17,8 @@ enum ConnectionHolding {
     /// Whether `pin`'s process holds, with close-on-exec, a socket whose inode satisfies `wanted`.
     static func holds(_ pin: ProcessPin, where wanted: (UInt32) -> Bool) throws(IdentityError) -> Bool {
         let folder = try pin.open("fd", flags: O_RDONLY | O_DIRECTORY)
-        guard let listing = fdopendir(folder) else {
-            close(folder)
+        guard let listing = fdopendir(folder.rawValue) else {
+            try? folder.close()
             throw .process("/proc/\(pin.pid)/fd: \(ProcessPin.errorText())")
         }
         defer { closedir(listing) }
@@ -33,15 +34,15 @@ enum ConnectionHolding {
     }
 
     /// The inode of the socket at the other end of `socket`, one of this process's own.
-    static func peerInode(ofOwn socket: Int32) -> UInt32? {
+    static func peerInode(ofOwn socket: FileDescriptor) -> UInt32? {
         var status = stat()
-        guard fstat(socket, &status) == 0 else { return nil }
+        guard fstat(socket.rawValue, &status) == 0 else { return nil }
         return info(UInt32(truncatingIfNeeded: status.st_ino))?.peer
     }
 
     /// The address of the listener that accepted `socket`, a client socket of this process: the
     /// bus's address, for keywelld's own connection to the bus.
-    static func listenerAddress(ofOwn socket: Int32) -> [UInt8]? {
+    static func listenerAddress(ofOwn socket: FileDescriptor) -> [UInt8]? {
         guard let peer = peerInode(ofOwn: socket), peer != 0, let address = info(peer)?.name, !address.isEmpty else { return nil }
         return address
     }

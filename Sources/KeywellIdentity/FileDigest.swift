@@ -52,9 +52,9 @@ public final class FileDigest: Sendable {
     public var filesHashed: Int { cache.withLock { $0.hashedCount } }
 
     /// The SHA-256 of the regular file open at `descriptor`, in 64 lowercase hex digits.
-    public func sha256(of descriptor: Int32) throws(IdentityError) -> String {
+    public func sha256(of descriptor: FileDescriptor) throws(IdentityError) -> String {
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw .process("fstat: \(Errno.current.description)") }
+        guard fstat(descriptor.rawValue, &status) == 0 else { throw .process("fstat: \(Errno.current.description)") }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .process("not a regular file") }
         guard Int64(status.st_size) <= Self.maximumSize else { throw .process("file larger than \(Self.maximumSize) bytes") }
         let stamp = Stamp(device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
@@ -74,10 +74,9 @@ public final class FileDigest: Sendable {
 
     /// Reads with pread from offset 0, so the descriptor's own position does not matter, and
     /// stops at the size fstat reported: a file growing meanwhile cannot make the read endless.
-    private static func hash(_ descriptor: Int32, size: Int64) throws(IdentityError) -> String {
+    private static func hash(_ file: FileDescriptor, size: Int64) throws(IdentityError) -> String {
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)
-        let file = FileDescriptor(rawValue: descriptor)
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         var offset: Int64 = 0
         while offset < size {

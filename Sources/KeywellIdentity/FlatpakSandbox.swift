@@ -15,15 +15,16 @@ enum FlatpakSandbox {
 
     /// nil when the process is not in a sandbox (no `/.flatpak-info`); throws when there is one
     /// that cannot be trusted.
-    static func info(root: Int32, runtimeDirectory: String?) throws(IdentityError) -> FlatpakInfo? {
-        let descriptor = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard descriptor >= 0 else {
+    static func info(root: FileDescriptor, runtimeDirectory: String?) throws(IdentityError) -> FlatpakInfo? {
+        let opened = openat(root.rawValue, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard opened >= 0 else {
             if Errno.current == .noEntry { return nil }
             throw .untrustedSandbox("/.flatpak-info cannot be opened: \(ProcessPin.errorText())")
         }
-        defer { close(descriptor) }
+        let descriptor = FileDescriptor(rawValue: opened)
+        defer { try? descriptor.close() }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+        guard fstat(descriptor.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             throw .untrustedSandbox("/.flatpak-info is not a regular file")
         }
         let (bytes, truncated) = try ProcessPin.read(descriptor, limit: FlatpakInfo.maximumSize)
@@ -41,11 +42,12 @@ enum FlatpakSandbox {
             throw .untrustedSandbox("no runtime folder to find Flatpak instance \(instance) in")
         }
         let path = "\(runtimeDirectory)/.flatpak/\(instance)/bwrapinfo.json"
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard descriptor >= 0 else { throw .untrustedSandbox("Flatpak instance \(instance) is not registered") }
-        defer { close(descriptor) }
+        let opened = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard opened >= 0 else { throw .untrustedSandbox("Flatpak instance \(instance) is not registered") }
+        let descriptor = FileDescriptor(rawValue: opened)
+        defer { try? descriptor.close() }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == getuid() else {
+        guard fstat(descriptor.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == getuid() else {
             throw .untrustedSandbox("Flatpak instance \(instance)'s record is not the user's regular file")
         }
         let (bytes, truncated) = try ProcessPin.read(descriptor, limit: maximumInstanceInfo)

@@ -9,9 +9,10 @@ extension IdentityResolver {
         guard let resolved = realpath(path, nil) else { throw .process("\(path): \(Errno.current.description)") }
         let real = String(cString: resolved)
         free(resolved)
-        let descriptor = open(real, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .process("\(real): \(Errno.current.description)") }
-        defer { close(descriptor) }
+        let opened = open(real, O_RDONLY | O_CLOEXEC)
+        guard opened >= 0 else { throw .process("\(real): \(Errno.current.description)") }
+        let descriptor = FileDescriptor(rawValue: opened)
+        defer { try? descriptor.close() }
         // A program only root can replace is named by its path alone, as `-T` names it.
         let sha256 = RootOnlyProgram.isRootOnly(descriptor, path: real) ? nil : try digests.sha256(of: descriptor)
         return ApplicationIdentity(.executable(path: real, sha256: sha256, script: nil))

@@ -34,14 +34,14 @@ public struct IdentityResolver: Sendable {
         if let asked { question = asked } else { question = try CallerCredentials.start(sender, on: connection) }
         let credentials = try question.answer()
         guard credentials.uid == userID else {
-            if let fd = credentials.processFD { close(fd) }
+            if let fd = credentials.processFD { try? fd.close() }
             throw .otherUser(uid: credentials.uid)
         }
         let pin = try ProcessPin(pid: pid_t(bitPattern: credentials.pid), pidfd: credentials.processFD)
         // The process the bus names must hold a connection to this bus as its own; which of its
         // connections is the caller's only the bus knows (docs/access-control.md, "A connection
         // handed over an exec", says what remains).
-        if let bus = connection.socketDescriptor.flatMap(ConnectionHolding.listenerAddress(ofOwn:)) {
+        if let bus = connection.socketDescriptor.map(FileDescriptor.init(rawValue:)).flatMap(ConnectionHolding.listenerAddress(ofOwn:)) {
             guard try ConnectionHolding.holds(pin, where: { ConnectionHolding.isConnected($0, toListener: bus) }) else {
                 throw .borrowedConnection(pid: pin.pid)
             }
@@ -65,10 +65,12 @@ public struct IdentityResolver: Sendable {
     /// nothing needs checking again with anyone. Without that pidfd (a kernel before 6.5) the
     /// caller is not identified: the daemon serves no direct socket there.
     /// `socket` is keywelld's end of the connection: the peer must hold the other end as its own.
-    public func resolve(peer credentials: PeerCredentials, socket: Int32) throws(IdentityError) -> ApplicationIdentity {
-        guard let pidfd = credentials.processFD else { throw .process("the kernel gave no pidfd for the socket's peer") }
+    public func resolve(peer credentials: PeerCredentials, socket: FileDescriptor) throws(IdentityError) -> ApplicationIdentity {
+        guard let pidfd = credentials.processFD.map(FileDescriptor.init(rawValue:)) else {
+            throw .process("the kernel gave no pidfd for the socket's peer")
+        }
         guard credentials.uid == userID else {
-            close(pidfd)
+            try? pidfd.close()
             throw .otherUser(uid: credentials.uid)
         }
         let pin = try ProcessPin(pid: credentials.pid, pidfd: pidfd)
@@ -87,12 +89,12 @@ public struct IdentityResolver: Sendable {
             return ApplicationIdentity(.snap(label: snap.label, enforced: snap.enforced))
         }
         let root = try pin.open("root", flags: O_RDONLY | O_DIRECTORY)
-        defer { close(root) }
+        defer { try? root.close() }
         if let flatpak = try FlatpakSandbox.info(root: root, runtimeDirectory: runtimeDirectory) {
             return ApplicationIdentity(.flatpak(appID: flatpak.appID))
         }
         let executable = try pin.open("exe", flags: O_RDONLY)
-        defer { close(executable) }
+        defer { try? executable.close() }
         let path = try ProcessPin.path(of: executable)
         // A program only root can replace is named by its path: it is not hashed at all.
         let sha256 = RootOnlyProgram.isRootOnly(executable, path: path) ? nil : try digests.sha256(of: executable)
@@ -104,7 +106,7 @@ public struct IdentityResolver: Sendable {
     }
 
     private func script(of pin: ProcessPin, interpreter: InterpreterCommandLine.Interpreter,
-                        root: Int32) throws(IdentityError) -> ApplicationIdentity.Script {
+                        root: FileDescriptor) throws(IdentityError) -> ApplicationIdentity.Script {
         let (commandLine, truncated) = try pin.read("cmdline", limit: Self.maximumCommandLine)
         var arguments = commandLine.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         // The last piece is either the empty string after the final NUL or, when the read was
@@ -116,18 +118,19 @@ public struct IdentityResolver: Sendable {
         case .script(let given):
             // Opened as the process would: absolute paths inside its root, others from its
             // working folder. O_NONBLOCK: a FIFO named as the script must not hang the daemon.
-            let descriptor: Int32
+            let opened: Int32
             if given.hasPrefix("/") {
-                descriptor = keywell_open_in_root(root, given, O_NONBLOCK)
+                opened = keywell_open_in_root(root.rawValue, given, O_NONBLOCK)
             } else {
                 let cwd = try pin.open("cwd", flags: O_RDONLY | O_DIRECTORY)
-                defer { close(cwd) }
-                descriptor = openat(cwd, given, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+                defer { try? cwd.close() }
+                opened = openat(cwd.rawValue, given, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
             }
-            guard descriptor >= 0 else {
+            guard opened >= 0 else {
                 return .none(reason: "the script \(given.debugDescription) could not be opened (\(ProcessPin.errorText()))")
             }
-            defer { close(descriptor) }
+            let descriptor = FileDescriptor(rawValue: opened)
+            defer { try? descriptor.close() }
             do throws(IdentityError) {
                 let path = try ProcessPin.path(of: descriptor)
                 return .file(path: path, sha256: try digests.sha256(of: descriptor))

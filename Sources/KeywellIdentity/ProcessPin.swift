@@ -12,12 +12,12 @@ final class ProcessPin {
     private let folder: FileDescriptor
 
     /// `pidfd`, when the bus handed one over, is owned by the pin from here on.
-    init(pid: pid_t, pidfd given: Int32?) throws(IdentityError) {
+    init(pid: pid_t, pidfd given: FileDescriptor?) throws(IdentityError) {
         guard pid > 0 else {
-            if let given { close(given) }
+            if let given { try? given.close() }
             throw .process("the bus reported no process id")
         }
-        let pidfd = given ?? keywell_pidfd_open(pid)
+        let pidfd = given?.rawValue ?? keywell_pidfd_open(pid)
         guard pidfd >= 0 else { throw Errno.current == .noSuchProcess ? .raced : .process("pidfd_open: \(Self.errorText())") }
         let folder: FileDescriptor
         do { folder = try FileDescriptor.open("/proc/\(pid)", O_RDONLY | O_DIRECTORY) } catch {
@@ -42,21 +42,20 @@ final class ProcessPin {
     }
 
     /// Opens `/proc/<pid>/<name>` (`exe`, `root`, `cwd`, `cmdline`).
-    func open(_ name: String, flags: Int32) throws(IdentityError) -> Int32 {
+    func open(_ name: String, flags: Int32) throws(IdentityError) -> FileDescriptor {
         let descriptor = openat(folder.rawValue, name, flags | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else { throw .process("/proc/\(pid)/\(name): \(Self.errorText())") }
-        return descriptor
+        return FileDescriptor(rawValue: descriptor)
     }
 
     /// Up to `limit` bytes of `/proc/<pid>/<name>`; `truncated` when there was more.
     func read(_ name: String, limit: Int) throws(IdentityError) -> (bytes: [UInt8], truncated: Bool) {
         let descriptor = try open(name, flags: O_RDONLY)
-        defer { close(descriptor) }
+        defer { try? descriptor.close() }
         return try Self.read(descriptor, limit: limit)
     }
 
-    static func read(_ descriptor: Int32, limit: Int) throws(IdentityError) -> (bytes: [UInt8], truncated: Bool) {
-        let file = FileDescriptor(rawValue: descriptor)
+    static func read(_ file: FileDescriptor, limit: Int) throws(IdentityError) -> (bytes: [UInt8], truncated: Bool) {
         var bytes = [UInt8](repeating: 0, count: limit + 1)
         var total = 0
         while total < bytes.count {
@@ -74,11 +73,11 @@ final class ProcessPin {
     /// The path of an open file as this process sees it (symlinks resolved by the kernel); a
     /// file deleted or replaced since it was opened loses the kernel's " (deleted)" mark, since
     /// that path is what it was run as.
-    static func path(of descriptor: Int32) throws(IdentityError) -> String {
+    static func path(of descriptor: FileDescriptor) throws(IdentityError) -> String {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = buffer.withUnsafeMutableBufferPointer {
             $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: $0.count) {
-                readlink("/proc/self/fd/\(descriptor)", $0, Int(PATH_MAX))
+                readlink("/proc/self/fd/\(descriptor.rawValue)", $0, Int(PATH_MAX))
             }
         }
         guard length > 0 else { throw .process("readlink: \(errorText())") }
@@ -90,7 +89,7 @@ final class ProcessPin {
             throw .process("the file's path cannot be named unambiguously (not UTF-8, a control character or ';')")
         }
         var status = stat()
-        if fstat(descriptor, &status) == 0, status.st_nlink == 0, path.hasSuffix(" (deleted)") {
+        if fstat(descriptor.rawValue, &status) == 0, status.st_nlink == 0, path.hasSuffix(" (deleted)") {
             path.removeLast(" (deleted)".count)
         }
         guard path.hasPrefix("/") else { throw .process("the file has no path (\(path))") }

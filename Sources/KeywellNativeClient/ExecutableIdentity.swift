@@ -29,7 +29,7 @@ public enum ExecutableIdentity {
         guard let status = try? file.status(), (status.st_mode & S_IFMT) == S_IFREG else {
             throw .param("\(real) is not a regular file")
         }
-        if RootOnlyProgram.isRootOnly(file.rawValue, path: real) { return AccessList.executableIdentity(path: real, sha256Hex: nil) }
+        if RootOnlyProgram.isRootOnly(file, path: real) { return AccessList.executableIdentity(path: real, sha256Hex: nil) }
         guard sodium_init() >= 0 else { throw KeychainError(SecStatus.notAvailable, detail: "libsodium did not start") }
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)

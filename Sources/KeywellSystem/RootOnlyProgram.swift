@@ -16,9 +16,9 @@ package enum RootOnlyProgram {
     /// No race: the verdict on ownership and mode is about the open file, which nobody but root
     /// can chown or chmod; once every folder on the way is root's alone, only root can make
     /// `path` name another file.
-    package static func isRootOnly(_ descriptor: Int32, path: String) -> Bool {
+    package static func isRootOnly(_ descriptor: FileDescriptor, path: String) -> Bool {
         var opened = stat()
-        guard fstat(descriptor, &opened) == 0, isRootsAlone(opened, kind: S_IFREG) else { return false }
+        guard fstat(descriptor.rawValue, &opened) == 0, isRootsAlone(opened, kind: S_IFREG) else { return false }
         guard let folders = folders(above: path) else { return false }
         // lstat: the kernel's path and realpath's hold no symbolic link, so one at the end is not
         // the program.

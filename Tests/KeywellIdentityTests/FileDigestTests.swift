@@ -1,6 +1,7 @@
 import DeterministicRandom
 import Foundation
 import KeywellIdentity
+import KeywellSystem
 import KeywellTestSupport
 import Testing
 
@@ -11,7 +12,7 @@ struct FileDigestTests {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         try #require(descriptor >= 0)
         defer { close(descriptor) }
-        return try digests.sha256(of: descriptor)
+        return try digests.sha256(of: FileDescriptor(rawValue: descriptor))
     }
 
     @Test func knownVectorsAndChangesAreSeen() throws {
@@ -44,7 +45,7 @@ struct FileDigestTests {
     @Test func onlyRegularFilesAreHashed() throws {
         let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
-        #expect(throws: IdentityError.self) { try FileDigest().sha256(of: descriptor) }
+        #expect(throws: IdentityError.self) { try FileDigest().sha256(of: FileDescriptor(rawValue: descriptor)) }
     }
 
     @Test func theCacheIsBounded() throws {

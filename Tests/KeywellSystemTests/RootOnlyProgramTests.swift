@@ -75,7 +75,7 @@ struct RootOnlyProgramTests {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw TreeError.failed("open \(path)") }
         defer { close(descriptor) }
-        return RootOnlyProgram.isRootOnly(descriptor, path: path)
+        return RootOnlyProgram.isRootOnly(FileDescriptor(rawValue: descriptor), path: path)
     }
 
     @Test func aRootOwnedProgramInRootOwnedFoldersIsRootOnly() throws {
@@ -126,11 +126,11 @@ struct RootOnlyProgramTests {
         let running = open(tool, O_RDONLY | O_CLOEXEC)
         #expect(running >= 0)
         defer { close(running) }
-        #expect(RootOnlyProgram.isRootOnly(running, path: tool))
+        #expect(RootOnlyProgram.isRootOnly(FileDescriptor(rawValue: running), path: tool))
         // Replaced as a package manager replaces it: the open file is no longer what the path names.
         let update = try tree.file("bin/.tool.new", contents: "#!/bin/false\n")
         #expect(rename(update, tool) == 0)
-        #expect(!RootOnlyProgram.isRootOnly(running, path: tool))
+        #expect(!RootOnlyProgram.isRootOnly(FileDescriptor(rawValue: running), path: tool))
         #expect(try verdict(tool))
     }
 
@@ -142,14 +142,14 @@ struct RootOnlyProgramTests {
         try tree.link("bin/alias", to: tool)
         let descriptor = open(tool, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
-        #expect(!RootOnlyProgram.isRootOnly(descriptor, path: "\(tree.root)/via/tool"))
-        #expect(!RootOnlyProgram.isRootOnly(descriptor, path: "\(tree.root)/bin/alias"))
+        #expect(!RootOnlyProgram.isRootOnly(FileDescriptor(rawValue: descriptor), path: "\(tree.root)/via/tool"))
+        #expect(!RootOnlyProgram.isRootOnly(FileDescriptor(rawValue: descriptor), path: "\(tree.root)/bin/alias"))
     }
 
     @Test func aFolderIsNeverAProgram() throws {
         let descriptor = open("/usr/bin", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { close(descriptor) }
-        #expect(!RootOnlyProgram.isRootOnly(descriptor, path: "/usr/bin"))
+        #expect(!RootOnlyProgram.isRootOnly(FileDescriptor(rawValue: descriptor), path: "/usr/bin"))
     }
 
     @Test func onlyPlainAbsolutePathsNameTheirFolders() {

@@ -55,7 +55,7 @@ final class SSHAgentServer: Sendable {
         var identity: ApplicationIdentity?
         if let credentials {
             do {
-                identity = try resolver.resolve(peer: credentials, socket: connection.rawValue)
+                identity = try resolver.resolve(peer: credentials, socket: connection)
             } catch {
                 logger.notice("ssh agent: cannot name pid \(credentials.pid): \(error); it is served as an unidentified program")
             }
