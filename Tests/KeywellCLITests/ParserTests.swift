@@ -68,7 +68,7 @@ import Testing
         // CRLF endings, a repeated key, a value with '=', and what comes after the blank line.
         let input = try pipe(holding: "protocol=https\r\nhost=git.example.org:8443\nwwwauth[]=Basic\nwwwauth[]=Bearer x=1\n\nafter\n")
         defer { close(input) }
-        let request = CredentialRequest.read(fd: FileDescriptor(rawValue: input), ownsInput: ownsInput)
+        let request = try #require(CredentialRequest.read(fd: FileDescriptor(rawValue: input), ownsInput: ownsInput))
         #expect(request.values == ["protocol": "https", "host": "git.example.org:8443", "wwwauth[]": "Basic\nBearer x=1"])
         #expect(request.host == "git.example.org" && request.port == 8443)
         var rest = [UInt8](repeating: 0, count: 16)
@@ -79,7 +79,33 @@ import Testing
     @Test func aRequestWithoutItsFinalNewlineStillCounts() throws {
         let input = try pipe(holding: "host=example.org\nusername=alice")
         defer { close(input) }
-        #expect(CredentialRequest.read(fd: FileDescriptor(rawValue: input), ownsInput: true).values == ["host": "example.org", "username": "alice"])
+        #expect(CredentialRequest.read(fd: FileDescriptor(rawValue: input), ownsInput: true)?.values == ["host": "example.org", "username": "alice"])
+    }
+
+    /// A request past the cap is refused, not read without end: one a byte under it is taken.
+    @Test(arguments: [true, false]) func aRequestOverTheCapIsRefused(ownsInput: Bool) throws {
+        let filler = "wwwauth[]=" + String(repeating: "x", count: CredentialRequest.maxBytes)
+        let over = try file(holding: "host=example.org\n\(filler)\n\n")
+        defer { close(over) }
+        #expect(CredentialRequest.read(fd: FileDescriptor(rawValue: over), ownsInput: ownsInput) == nil)
+        let fits = "host=example.org\nwwwauth[]=" + String(repeating: "y", count: CredentialRequest.maxBytes - 30) + "\n\n"
+        let under = try file(holding: fits)
+        defer { close(under) }
+        #expect(fits.utf8.count <= CredentialRequest.maxBytes)
+        #expect(CredentialRequest.read(fd: FileDescriptor(rawValue: under), ownsInput: ownsInput)?.host == "example.org")
+    }
+
+    /// An unlinked file that holds `text`, read from its start: a pipe takes only 64 KiB
+    /// before its writer blocks.
+    private func file(holding text: String) throws -> Int32 {
+        var template = Array("/tmp/keywell-request-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        try #require(fd >= 0)
+        unlink(template)
+        let bytes = Array(text.utf8)
+        #expect(write(fd, bytes, bytes.count) == bytes.count)
+        #expect(lseek(fd, 0, SEEK_SET) == 0)
+        return fd
     }
 
     /// The read end of a pipe that holds `text` and then ends.

@@ -20,14 +20,20 @@ struct CredentialRequest {
 
     init(values: [String: String]) { self.values = values }
 
-    /// Reads from standard input up to the blank line. With `ownsInput` (git started the helper:
-    /// the pipe holds the request and nothing after it) in blocks; otherwise one byte at a
-    /// time, so that nothing past the blank line is taken from whatever reads the input next.
+    /// The most a request may hold, blank line included (docs/cli.md, "git"). git's own requests
+    /// are a few short lines (a URL's parts, a user, a password, some `wwwauth[]`); a bigger one
+    /// is refused rather than read without end.
+    static let maxBytes = 64 * 1024
+
+    /// Reads from standard input up to the blank line; nil when the request runs past `maxBytes`.
+    /// With `ownsInput` (git started the helper: the pipe holds the request and nothing after
+    /// it) in blocks; otherwise one byte at a time, so that nothing past the blank line is taken
+    /// from whatever reads the input next.
     static func read(
         fd: FileDescriptor = FileDescriptor(rawValue: STDIN_FILENO), ownsInput: Bool = false
-    ) -> CredentialRequest {
+    ) -> CredentialRequest? {
         var values: [String: String] = [:]
-        var reader = LineReader(fd: fd, blockSize: ownsInput ? 4096 : 1)
+        var reader = LineReader(fd: fd, blockSize: ownsInput ? 4096 : 1, limit: maxBytes)
         defer { reader.wipe() }
         while let line = reader.next(), !line.isEmpty {
             guard let equals = line.firstIndex(of: "=") else { continue }
@@ -39,6 +45,7 @@ struct CredentialRequest {
                 values[key] = value
             }
         }
+        guard !reader.overLimit else { return nil }
         return CredentialRequest(values: values)
     }
 
@@ -65,20 +72,30 @@ private struct LineReader {
     /// Where each read lands before it joins `buffer`; allocated once.
     private var block: [UInt8]
     private var start = 0
+    /// Where the search for the next newline goes on from.
+    private var searched = 0
     private var atEnd = false
+    /// The most bytes read in all; past it the input ends here and `overLimit` says so.
+    private let limit: Int
+    private(set) var overLimit = false
 
-    init(fd: FileDescriptor, blockSize: Int) {
+    init(fd: FileDescriptor, blockSize: Int, limit: Int) {
         self.fd = fd
+        self.limit = limit
         block = [UInt8](repeating: 0, count: max(1, blockSize))
+        // Room for the whole request up front: a grown buffer would leave an unwiped copy behind.
+        buffer.reserveCapacity(limit + block.count)
     }
 
     /// The next line without its newline (and a carriage return before it); nil at the end.
     mutating func next() -> String? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            // Only the bytes not looked at yet: a long line read byte by byte stays linear.
+            if let newline = buffer[max(start, searched)...].firstIndex(of: UInt8(ascii: "\n")) {
                 defer { start = newline + 1 }
                 return line(buffer[start..<newline])
             }
+            searched = buffer.count
             if atEnd {
                 guard start < buffer.count else { return nil }
                 defer { start = buffer.count }
@@ -95,7 +112,13 @@ private struct LineReader {
     /// One read; a failed read ends the input like the end of the file does.
     private mutating func fill() {
         let count = block.withUnsafeMutableBytes { bytes in (try? fd.read(into: bytes)) ?? 0 }
-        if count == 0 { atEnd = true } else { buffer.append(contentsOf: block[..<count]) }
+        if count == 0 { atEnd = true; return }
+        guard buffer.count + count <= limit else {
+            overLimit = true
+            atEnd = true
+            return
+        }
+        buffer.append(contentsOf: block[..<count])
     }
 
     mutating func wipe() {

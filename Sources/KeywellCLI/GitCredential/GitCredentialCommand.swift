@@ -33,12 +33,18 @@ enum GitCredentialCommand {
         context.diagnostics = diagnostics.hintingAnywhere
         defer { context.diagnostics = diagnostics }
         let helper = GitCredentialHelper(context: context)
+        let act: (GitCredentialHelper) -> (CredentialRequest) -> Int32
         switch operation {
-        case "get": return helper.get(CredentialRequest.read(ownsInput: ownsInput))
-        case "store": return helper.store(CredentialRequest.read(ownsInput: ownsInput))
-        case "erase": return helper.erase(CredentialRequest.read(ownsInput: ownsInput))
+        case "get": act = GitCredentialHelper.get
+        case "store": act = GitCredentialHelper.store
+        case "erase": act = GitCredentialHelper.erase
         default: return CommandStatus.success  // gitcredentials(7): ignore unknown actions
         }
+        guard let request = CredentialRequest.read(ownsInput: ownsInput) else {
+            context.diagnostics.error("git-credential \(operation): the request is over \(CredentialRequest.maxBytes) bytes")
+            return CommandStatus.failure
+        }
+        return act(helper)(request)
     }
 }
 
