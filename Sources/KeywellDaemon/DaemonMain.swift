@@ -116,15 +116,17 @@ final class Daemon: @unchecked Sendable {
         self.environment = environment
         self.logger = logger
         let paths = try KeywellPaths.fromEnvironment(environment)
-        store = try KeychainStore(paths: paths, kdf: TestSwitches.kdfParameters(environment), logger: Logger(label: "keywell.core"))
+        // The store's one guessing throttle covers every way a password is checked: native calls,
+        // PAM, prompts (docs/decisions.md, "The engine's calls grouped by capability").
+        store = try KeychainStore(paths: paths, kdf: TestSwitches.kdfParameters(environment),
+                                  throttleUnit: TestSwitches.throttleUnit(environment) ?? PasswordThrottle.defaultUnit,
+                                  logger: Logger(label: "keywell.core"))
         trimmer = IdleTrimmer(logger: logger, releaseCaches: { [store] in store.releasePageCaches() })
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
-        // One throttle for every way a password is checked: native calls, PAM, prompts.
-        let throttle = TestSwitches.throttleUnit(environment).map { PasswordThrottle(unit: $0) } ?? PasswordThrottle()
-        sessions = LoginSessions(store: store, autoLock: autoLock, throttle: throttle, logger: logger)
-        loginUnlock = LoginUnlock(store: store, throttle: throttle, environment: environment, logger: logger)
-        let migration = KeyringMigration(store: store, throttle: throttle, logger: logger)
+        sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)
+        loginUnlock = LoginUnlock(store: store, environment: environment, logger: logger)
+        let migration = KeyringMigration(store: store, logger: logger)
         sessions.onLoginPassword { password in migration.migrateAtLogin(password: password) }
         // Access control, one for both faces (docs/access-control.md).
         identities = ApplicationIdentities(resolver: IdentityResolver(runtimeDirectory: paths.runtimeDirectory.deletingLastPathComponent().path))
@@ -152,7 +154,7 @@ final class Daemon: @unchecked Sendable {
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
         secretService = Self.makeSecretService(store: store, environment: environment, sessionDisplay: sessionDisplay,
                                                replaceOwner: replaceSecretService,
-                                               autoLock: autoLock, sessions: sessions, throttle: throttle, trimmer: trimmer,
+                                               autoLock: autoLock, sessions: sessions, trimmer: trimmer,
                                                access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
         let sync = SyncService(store: store, kdf: TestSwitches.kdfParameters(environment), logger: logger)
         self.sync = sync
@@ -186,7 +188,7 @@ final class Daemon: @unchecked Sendable {
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
                                           callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
-                                          throttle: throttle, migration: migration, gate: accessGate,
+                                          migration: migration, gate: accessGate,
                                           session: NativeSessionCalls(display: sessionDisplay, logger: logger),
                                           accessStatus: AccessStatusSource(questions: accessQuestions, grants: grants),
                                           sync: sync)

@@ -26,7 +26,6 @@ final class KeyringMigration: Sendable {
     }
 
     private let store: KeychainStore
-    private let throttle: PasswordThrottle
     private let logger: Logger
     let folder: KeyringFolder
     /// KWallet's wallet files (`kwalletd/NAME.kwl`).
@@ -35,9 +34,8 @@ final class KeyringMigration: Sendable {
     /// One run at a time.
     private let serial = Protected(())
 
-    init(store: KeychainStore, throttle: PasswordThrottle, logger: Logger) {
+    init(store: KeychainStore, logger: Logger) {
         self.store = store
-        self.throttle = throttle
         self.logger = logger
         let keywellData = store.paths.keychainsDirectory.deletingLastPathComponent()
         folder = KeyringFolder(dataHome: keywellData.deletingLastPathComponent().path)
@@ -189,7 +187,7 @@ final class KeyringMigration: Sendable {
             guard let password else {
                 throw KeychainError(SecStatus.interactionNotAllowed, detail: "keychain \(keychain) is locked")
             }
-            try throttle.unlock(keychain, password: password, in: store)
+            try store.locking.unlock(keychain, password: password)
             return
         }
         guard let password else {

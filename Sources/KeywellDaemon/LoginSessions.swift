@@ -23,7 +23,8 @@ import Logging
 /// login password or keep it separate (docs/login-unlock.md, "When the keychain's password is
 /// not the login password").
 ///
-/// Every password check goes through the daemon's `PasswordThrottle`, like the native `Unlock`;
+/// Every password check goes through `store.locking`, so under the store's `PasswordThrottle`,
+/// like the native `Unlock`;
 /// inside a guessing delay `O` is answered at once and the login goes on with `login` locked.
 final class LoginSessions: Sendable {
     /// Who sent a control request, by `SO_PEERCRED`.
@@ -48,7 +49,6 @@ final class LoginSessions: Sendable {
     private let store: KeychainStore
     private let autoLock: AutoLock
     private let logger: Logger
-    private let throttle: PasswordThrottle
     /// One control request at a time: two logins at once must not both create `login`.
     private let serial = Protected(())
     private let state = Protected(SessionState())
@@ -70,9 +70,8 @@ final class LoginSessions: Sendable {
 
     private static let login = KeywellNames.loginKeychain
 
-    init(store: KeychainStore, autoLock: AutoLock, throttle: PasswordThrottle, logger: Logger) {
+    init(store: KeychainStore, autoLock: AutoLock, logger: Logger) {
         self.store = store
-        self.throttle = throttle
         self.autoLock = autoLock
         self.logger = logger
     }
@@ -126,7 +125,7 @@ final class LoginSessions: Sendable {
                     logger.info("login is already unlocked")
                     return .ok("login is already unlocked")
                 }
-                try throttle.unlock(Self.login, password: password, in: store)
+                try store.locking.unlock(Self.login, password: password)
                 autoLock.rearm()
                 state.withLock { $0.driftedLoginPassword = nil }
                 // The login password opens it: whatever was chosen before, it follows the login again.
@@ -217,7 +216,7 @@ final class LoginSessions: Sendable {
     func changePassword(old: SecretBytes, new: SecretBytes, from sender: Sender) -> Outcome {
         serial.withLock { _ -> Outcome in
             do throws(KeychainError) {
-                try throttle.changePassword(Self.login, old: old, new: new, byLogin: true, in: store)
+                try store.locking.changePassword(Self.login, old: old, new: new, byLogin: true)
                 state.withLock { $0.driftedLoginPassword = nil }
                 logger.info("login keychain password changed with the login password")
                 return .ok("login re-wrapped")
@@ -248,7 +247,7 @@ final class LoginSessions: Sendable {
         // A password changed on purpose is re-wrapped only when the user says so (the question).
         guard (try? store.locking.loginPasswordLink(Self.login)) == .follows else { return }
         do throws(KeychainError) {
-            try store.locking.changePassword(Self.login, old: password, new: loginPassword, byLogin: true)
+            try store.locking.changePasswordWithProvenPassword(Self.login, old: password, new: loginPassword, byLogin: true)
             state.withLock { if $0.driftedLoginPassword === loginPassword { $0.driftedLoginPassword = nil } }
             logger.notice("updated the login keychain's password to the login password")
         } catch {

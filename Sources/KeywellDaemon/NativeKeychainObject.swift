@@ -21,7 +21,6 @@ final class NativeKeychainObject: DBusObject {
     private let identities: ApplicationIdentities
     private let trimmer: IdleTrimmer
     private let logger: Logger
-    private let throttle: PasswordThrottle
     private let migration: KeyringMigration
     private let gate: AccessGate
     private let session: NativeSessionCalls
@@ -29,7 +28,7 @@ final class NativeKeychainObject: DBusObject {
     private let accessStatus: AccessStatusSource
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
-         identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger, throttle: PasswordThrottle,
+         identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger,
          migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls, accessStatus: AccessStatusSource,
          sync: SyncService) {
         self.store = store
@@ -39,7 +38,6 @@ final class NativeKeychainObject: DBusObject {
         self.gate = gate
         self.identities = identities
         self.migration = migration
-        self.throttle = throttle
         self.sessions = sessions
         self.autoLock = autoLock
         self.callers = callers
@@ -249,7 +247,7 @@ extension NativeKeychainObject: KeychainMethods {
 
     func unlock(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) {
         let password = secret(password)
-        try throttle.unlock(keychain, password: password, in: store)
+        try store.locking.unlock(keychain, password: password)
         autoLock.rearm()
         sessions.keychainUnlocked(keychain, with: password)
     }
@@ -263,7 +261,7 @@ extension NativeKeychainObject: KeychainMethods {
     }
 
     func changePassword(keychain: String, oldPassword: [UInt8], newPassword: [UInt8], context: NativeCallContext) throws(KeychainError) {
-        try throttle.changePassword(keychain, old: secret(oldPassword), new: secret(newPassword), in: store)
+        try store.locking.changePassword(keychain, old: secret(oldPassword), new: secret(newPassword))
     }
 
     func getInfo(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {

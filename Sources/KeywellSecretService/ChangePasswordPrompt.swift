@@ -21,7 +21,7 @@ struct ChangePasswordPrompt {
         switch prompt.ask(request) {
         case .password(let new):
             do throws(KeychainError) {
-                try context.throttle.changePassword(name, old: old, new: new, in: context.store)
+                try context.store.locking.changePassword(name, old: old, new: new)
                 context.logger.info("changed the password of keychain \"\(name)\" through a Secret Service prompt")
                 return true
             } catch {
@@ -47,7 +47,7 @@ struct ChangePasswordPrompt {
             switch prompt.ask(request, error: complaint) {
             case .password(let password):
                 do throws(KeychainError) {
-                    try context.throttle.unlock(name, password: password, in: context.store)
+                    try context.store.locking.unlock(name, password: password)
                     return password
                 } catch where error.status == SecStatus.authFailed {
                     complaint = UnlockPrompt.complaint(about: error)

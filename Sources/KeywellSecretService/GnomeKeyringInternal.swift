@@ -28,7 +28,7 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
         let master = try password(master, call)
         let name = try keychain(at: path, "has no password to change")
         try engine("Couldn't change collection password") { () throws(KeychainError) in
-            try context.throttle.changePassword(name, old: original, new: master, in: context.store)
+            try context.store.locking.changePassword(name, old: original, new: master)
         }
         context.logger.info("changed the password of keychain \"\(name)\" through gnome-keyring's interface")
     }
@@ -37,7 +37,7 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
         let master = try password(master, call)
         guard let name = try keychainOrSession(at: path) else { return }  // `session` is never locked
         try engine("Couldn't unlock collection") { () throws(KeychainError) in
-            try context.throttle.unlock(name, password: master, in: context.store)
+            try context.store.locking.unlock(name, password: master)
         }
         context.keychainUnlocked(name, master)
     }

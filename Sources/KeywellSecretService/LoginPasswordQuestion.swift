@@ -42,8 +42,9 @@ extension SecretService {
             switch prompt.ask(request, error: complaint) {
             case .password(let old):
                 do throws(KeychainError) {
-                    try context.throttle.changePassword(keychain, old: old, new: loginPassword, byLogin: true, in: context.store)
-                    try context.store.locking.unlock(keychain, password: loginPassword)
+                    try context.store.locking.changePassword(keychain, old: old, new: loginPassword, byLogin: true)
+                    // The password just set is no guess: it opens the keychain outside the throttle.
+                    try context.store.locking.unlockWithProvenPassword(keychain, password: loginPassword)
                     return .updated
                 } catch where error.status == SecStatus.authFailed {
                     complaint = UnlockPrompt.complaint(about: error)

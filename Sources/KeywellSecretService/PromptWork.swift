@@ -33,7 +33,7 @@ struct UnlockPrompt {
             switch prompt.ask(request, error: complaint) {
             case .password(let password):
                 do throws(KeychainError) {
-                    try context.throttle.unlock(name, password: password, in: context.store)
+                    try context.store.locking.unlock(name, password: password)
                     context.keychainUnlocked(name, password)
                     context.logger.info("unlocked keychain \"\(name)\" through a Secret Service prompt")
                     return true

@@ -12,8 +12,6 @@ public final class SecretService: Sendable {
         public var environment: [String: String]
         /// Take `org.freedesktop.secrets` from its current owner (`keywelld --replace`).
         public var replaceOwner: Bool
-        /// Every password a prompt checks goes through it (shared with the daemon's other ways in).
-        public var throttle: PasswordThrottle
         /// Called after a prompt unlocked or created a keychain with this password.
         public var keychainUnlocked: @Sendable (String, SecretBytes) -> Void
         /// Called for every call and property access (the daemon's idle timers count it as use).
@@ -27,14 +25,13 @@ public final class SecretService: Sendable {
         public var sessionDisplay: LearnedSessionDisplay
 
         public init(environment: [String: String] = [:], sessionDisplay: LearnedSessionDisplay = LearnedSessionDisplay(),
-                    replaceOwner: Bool = false, throttle: PasswordThrottle = PasswordThrottle(),
+                    replaceOwner: Bool = false,
                     keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void = { _, _ in },
                     activity: @escaping @Sendable () -> Void = {}, deferredWorkDone: @escaping @Sendable () -> Void = {},
                     access: SecretServiceAccess? = nil) {
             self.environment = environment
             self.sessionDisplay = sessionDisplay
             self.replaceOwner = replaceOwner
-            self.throttle = throttle
             self.keychainUnlocked = keychainUnlocked
             self.activity = activity
             self.deferredWorkDone = deferredWorkDone
@@ -81,7 +78,7 @@ public final class SecretService: Sendable {
         context = ServiceContext(
             store: store, directory: directory, sessions: SessionManager(),
             prompts: PromptManager(asker: Pinentry(choice: choice, gcr: gcr), signals: signals, logger: logger),
-            signals: signals, logger: logger, throttle: configuration.throttle, access: configuration.access,
+            signals: signals, logger: logger, access: configuration.access,
             keychainUnlocked: configuration.keychainUnlocked)
         tree = SecretServiceTree(context: context, activity: configuration.activity)
         currentConnection = connectionNow

@@ -12,8 +12,6 @@ final class ServiceContext: Sendable {
     let prompts: PromptManager
     let signals: SecretServiceSignals
     let logger: Logger
-    /// Password checks of prompts: the daemon's guessing throttle.
-    let throttle: PasswordThrottle
     /// Told about every unlock a prompt does (the daemon re-arms its idle timer and repairs a
     /// login keychain whose password drifted from the login password).
     let keychainUnlocked: @Sendable (String, SecretBytes) -> Void
@@ -21,7 +19,7 @@ final class ServiceContext: Sendable {
     let access: SecretServiceAccess?
 
     init(store: KeychainStore, directory: CollectionDirectory, sessions: SessionManager, prompts: PromptManager,
-         signals: SecretServiceSignals, logger: Logger, throttle: PasswordThrottle, access: SecretServiceAccess? = nil,
+         signals: SecretServiceSignals, logger: Logger, access: SecretServiceAccess? = nil,
          keychainUnlocked: @escaping @Sendable (String, SecretBytes) -> Void) {
         self.store = store
         self.directory = directory
@@ -29,7 +27,6 @@ final class ServiceContext: Sendable {
         self.prompts = prompts
         self.signals = signals
         self.logger = logger
-        self.throttle = throttle
         self.keychainUnlocked = keychainUnlocked
         self.access = access
     }

@@ -29,13 +29,13 @@ final class TestEnvironment: @unchecked Sendable {
 
     func path(of name: String) -> String { keychainsDirectory + "/" + name + ".keychain-db" }
 
-    func makeStore(kdf: KDFParameters = .fastForTests) throws -> KeychainStore {
-        try KeychainStore(paths: paths, kdf: kdf)
+    func makeStore(kdf: KDFParameters = .fastForTests, throttleUnit: Duration = PasswordThrottle.defaultUnit) throws -> KeychainStore {
+        try KeychainStore(paths: paths, kdf: kdf, throttleUnit: throttleUnit)
     }
 
     /// A store with an unlocked keychain of each given name (password "pw").
-    func makeStore(with names: [String]) throws -> KeychainStore {
-        let store = try makeStore()
+    func makeStore(with names: [String], throttleUnit: Duration = PasswordThrottle.defaultUnit) throws -> KeychainStore {
+        let store = try makeStore(throttleUnit: throttleUnit)
         for name in names { _ = try store.createKeychain(name, password: secret("pw")) }
         return store
     }

@@ -16,6 +16,7 @@ extension KeychainStore {
     /// agent's keys use.
     public var freeformItems: FreeformItems { FreeformItems(store: self) }
     /// Lock state, passwords, the second wrapping, the login-password link and the lock timers.
+    /// Every password check through it runs under the store's guessing throttle (`PasswordThrottle`).
     public var locking: Locking { Locking(store: self) }
     /// Export, import and sync state.
     public var transfer: Transfer { Transfer(store: self) }
@@ -197,7 +198,17 @@ extension KeychainStore {
     public struct Locking: Sendable {
         let store: KeychainStore
 
+        /// Unlocks with a password, under the guessing throttle: refused at once inside a delay,
+        /// a wrong password counted.
         public func unlock(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) {
+            try store.passwordThrottle.unlock(nameOrPath, password: password, in: store)
+        }
+
+        /// Unlocks with a password this daemon set or checked a moment ago, outside the throttle:
+        /// it is no guess, so it neither counts nor waits out a delay a guesser started meanwhile.
+        /// Only for the login keychain's re-wrap to the login password (`LoginPasswordQuestion`),
+        /// which unlocks with the password it has just set.
+        public func unlockWithProvenPassword(_ nameOrPath: String, password: SecretBytes) throws(KeychainError) {
             try store.unlock(nameOrPath, password: password)
         }
 
@@ -223,7 +234,18 @@ extension KeychainStore {
             try store.setSettings(nameOrPath, settings)
         }
 
+        /// Changes the password under the guessing throttle (the old password is the one checked).
         public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool = false) throws(KeychainError) {
+            try store.passwordThrottle.changePassword(nameOrPath, old: old, new: new, byLogin: byLogin, in: store)
+        }
+
+        /// Changes the password when `old` has just opened the keychain through the throttle,
+        /// outside it: no guess, so it neither counts nor waits out a delay a guesser started
+        /// meanwhile. Only for `LoginSessions`' re-wrap of a drifted login keychain to the login
+        /// password, right after an unlock proved `old`.
+        public func changePasswordWithProvenPassword(
+            _ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool
+        ) throws(KeychainError) {
             try store.changePassword(nameOrPath, old: old, new: new, byLogin: byLogin)
         }
 

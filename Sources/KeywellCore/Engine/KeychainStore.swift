@@ -17,10 +17,13 @@ public final class KeychainStore: Sendable {
     let logger: Logger
     /// Which keychains exist and which are open (`Registry/OpenKeychains.swift`).
     let keychains: OpenKeychains
+    /// The guessing throttle every password check through `locking` goes under.
+    let passwordThrottle: PasswordThrottle
     private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
 
     public init(
-        paths: KeywellPaths, kdf: KDFParameters = .default, logger: Logger = Logger(label: "keywell.core")
+        paths: KeywellPaths, kdf: KDFParameters = .default, throttleUnit: Duration = PasswordThrottle.defaultUnit,
+        logger: Logger = Logger(label: "keywell.core")
     ) throws(KeychainError) {
         guard paths.keychainsDirectory.path.hasPrefix("/"), paths.configDirectory.path.hasPrefix("/") else {
             throw .param("keychain and config folders must be absolute paths")
@@ -30,6 +33,7 @@ public final class KeychainStore: Sendable {
         self.paths = paths
         self.kdf = kdf
         self.logger = logger
+        passwordThrottle = PasswordThrottle(unit: throttleUnit)
         keychains = OpenKeychains(paths: paths, kdf: kdf, logger: logger)
         // The registry's events reach the same receivers, in the order it sends them.
         keychains.events = OpenKeychains.RegistryEvents(

@@ -4,7 +4,9 @@ import KeywellSystem
 
 /// Slows down guessing of a keychain's password, whichever way the guesses come: the native
 /// `Unlock` and `ChangePassword`, the PAM module's control socket (`O`, `P`) and the Secret
-/// Service's unlock prompt all check passwords through one instance.
+/// Service's unlock prompt all check passwords through one instance, the one the store owns:
+/// `KeychainStore.locking`'s `unlock(_:password:)` and `changePassword` run under it, so a
+/// front end cannot forget it (docs/decisions.md, "The engine's calls grouped by capability").
 ///
 /// The first two wrong passwords for a keychain cost nothing (typos happen); from the third on,
 /// each failure closes the keychain to password checks for a delay that doubles (1 s, 2 s, 4 s …,
@@ -21,6 +23,8 @@ public final class PasswordThrottle: Sendable {
     /// Failures that cost nothing before delays start.
     public static let freeFailures = 2
     public static let maximumDelay: Duration = .seconds(30)
+    /// The first delay; test builds of keywelld shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
+    public static let defaultUnit: Duration = .seconds(1)
     /// How the detail of an attempt refused inside a delay begins.
     public static let refusalPrefix = "too many wrong passwords for "
     /// How the detail of a wrong password that starts a delay names it.
@@ -41,8 +45,8 @@ public final class PasswordThrottle: Sendable {
     private let unit: Duration
     private let records = Protected<[UUID: Record]>([:])
 
-    /// `unit` is the first delay; test builds of keywelld shorten it (`KEYWELL_TEST_THROTTLE_UNIT_MS`).
-    public init(unit: Duration = .seconds(1)) {
+    /// `unit` is the first delay.
+    public init(unit: Duration = PasswordThrottle.defaultUnit) {
         self.unit = unit
     }
 
@@ -56,7 +60,7 @@ public final class PasswordThrottle: Sendable {
     /// Runs a password check under the throttle of the keychain whose identity is `keychain`:
     /// refused during a delay; a wrong password is counted and its error carries the delay it
     /// started. `name` is what the messages call the keychain.
-    public func check<T>(_ keychain: UUID, name: String, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+    func check<T>(_ keychain: UUID, name: String, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
         try checkAllowed(keychain, name: name)
         do {
             let result = try body()
@@ -71,14 +75,14 @@ public final class PasswordThrottle: Sendable {
     }
 
     /// `KeychainStore.unlock` under the throttle.
-    public func unlock(_ nameOrPath: String, password: SecretBytes, in store: KeychainStore) throws(KeychainError) {
+    func unlock(_ nameOrPath: String, password: SecretBytes, in store: KeychainStore) throws(KeychainError) {
         try check(store.keychainIdentity(nameOrPath), name: nameOrPath) { () throws(KeychainError) in
             try store.unlock(nameOrPath, password: password)
         }
     }
 
     /// `KeychainStore.changePassword` under the throttle (the old password is the one checked).
-    public func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool = false,
+    func changePassword(_ nameOrPath: String, old: SecretBytes, new: SecretBytes, byLogin: Bool = false,
                                in store: KeychainStore) throws(KeychainError) {
         try check(store.keychainIdentity(nameOrPath), name: nameOrPath) { () throws(KeychainError) in
             try store.changePassword(nameOrPath, old: old, new: new, byLogin: byLogin)

@@ -14,7 +14,6 @@ final class LoginUnlock: Sendable {
     typealias Outcome = LoginSessions.Outcome
 
     private let store: KeychainStore
-    private let throttle: PasswordThrottle
     private let logger: Logger
     /// Where the enrolment lives (`LoginUnlockEnrolment.path`).
     let enrolmentPath: String
@@ -23,9 +22,8 @@ final class LoginUnlock: Sendable {
 
     private static let login = KeywellNames.loginKeychain
 
-    init(store: KeychainStore, throttle: PasswordThrottle, environment: [String: String], logger: Logger) {
+    init(store: KeychainStore, environment: [String: String], logger: Logger) {
         self.store = store
-        self.throttle = throttle
         self.logger = logger
         enrolmentPath = LoginUnlockEnrolment.path(in: store.paths)
         environmentTCTI = environment[KeywellNames.tpmEnvironment] ?? ""
@@ -46,7 +44,7 @@ final class LoginUnlock: Sendable {
         }
         let tcti = requested.isEmpty ? environmentTCTI : requested
         do throws(KeychainError) {
-            try throttle.unlock(Self.login, password: password, in: store)
+            try store.locking.unlock(Self.login, password: password)
             let key = SecondWrapping.randomKey()
             let blob: TPMSeal.Blob
             do throws(TPMSeal.Failure) {
