@@ -221,7 +221,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "KeychainHeaderFuzzer", dependencies: ["KeywellCore", "KeywellProtocol"],
             path: "Fuzz/KeychainHeaderFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "CLIArgumentFuzzer", dependencies: ["KeywellCLI"],
+            name: "CLIArgumentFuzzer", dependencies: ["KeywellCLI", "KeywellSystem"],
             path: "Fuzz/CLIArgumentFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "SSHAgentFuzzer",
@@ -234,7 +234,7 @@ if Context.environment["KEYWELL_FUZZ"] != nil {
             name: "ExportImportFuzzer", dependencies: ["KeywellCLI", "KeywellCore", "KeywellProtocol"],
             path: "Fuzz/ExportImportFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
-            name: "ControlFrameFuzzer", dependencies: ["CKeywellControl", "KeywellCore", "KeywellProtocol"],
+            name: "ControlFrameFuzzer", dependencies: ["CKeywellControl", "KeywellCore", "KeywellProtocol", "KeywellSystem"],
             path: "Fuzz/ControlFrameFuzzer", swiftSettings: fuzzerFlags),
         .executableTarget(
             name: "FlatpakInfoFuzzer", dependencies: ["KeywellSystem"],

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import KeywellSystem
 
 @testable import KeywellCLI
 
@@ -62,8 +63,10 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let written = bytes.prefix(60_000)
     _ = written.withUnsafeBufferPointer { write(pipeEnds[1], $0.baseAddress, $0.count) }
     close(pipeEnds[1])
-    let request = CredentialRequest.read(fd: pipeEnds[0])
+    let request = CredentialRequest.read(fd: FileDescriptor(rawValue: pipeEnds[0]))
     close(pipeEnds[0])
+    // Under the cap by construction (one pipe buffer): a request is always read.
+    guard let request else { fatalError("a request under the cap was refused") }
     _ = (request.host, request.port, request.username, request.password, request.path, request.protocolName)
     return 0
 }

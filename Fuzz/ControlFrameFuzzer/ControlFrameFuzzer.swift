@@ -2,6 +2,7 @@ import CKeywellControl
 import Glibc
 import KeywellCore
 import KeywellProtocol
+import KeywellSystem
 
 /// The control socket's requests as keywelld reads them (docs/control-protocol.md §2): any
 /// process of the user can connect and write. Each input goes through a real socket pair to
@@ -26,7 +27,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 
     let expected = model(input)
     do {
-        let request = try ControlProtocol.readRequest(from: ends[0])
+        let request = try ControlProtocol.readRequest(from: FileDescriptor(rawValue: ends[0]))
         guard case .request(let length) = expected else { fatalError("read a request the input does not hold (\(expected))") }
         guard request.operation.acceptedFieldCounts.contains(request.fields.count) else { fatalError("a field count the op refuses") }
         var encoded = ControlProtocol.magic + [request.operation.rawValue, UInt8(request.fields.count)]
