@@ -49,8 +49,7 @@ struct DaemonMemorySteps {
         print("\(daemons[0].name) in use with 1,000 items, resident KiB by mapping (largest first):")
         for (mapping, kib) in inUseMappings.prefix(12) { print(String(format: "  %7d  %@", kib, mapping)) }
         // What the idle figure after lock holds beyond the idle figure with 1,000 items (the target).
-        let idleByMapping = Dictionary(idleMappings, uniquingKeysWith: +)
-        let grown = lockedMappings.map { ($0.0, $0.1 - (idleByMapping[$0.0] ?? 0)) }.filter { $0.1 != 0 }.sorted { $0.1 > $1.1 }
+        let grown = residentGrowth(from: idleMappings, to: lockedMappings)
         print("\(daemons[0].name) idle after lock − idle with 1,000 items, KiB by mapping (largest first):")
         for (mapping, kib) in grown.prefix(6) { print(String(format: "  %+7d  %@", kib, mapping)) }
         // ICU's data is 30 MiB of the mapping; what of it is resident says whether anything touched it.
@@ -295,4 +294,11 @@ func residentByMapping(_ pid: pid_t) -> [(String, Int)] {
         }
     }
     return totals.sorted { $0.value > $1.value }
+}
+
+/// What `after` holds beyond `before`, KiB per mapping (both from `residentByMapping`), the
+/// changed ones only, largest growth first: what a step left resident.
+func residentGrowth(from before: [(String, Int)], to after: [(String, Int)]) -> [(String, Int)] {
+    let earlier = Dictionary(before, uniquingKeysWith: +)
+    return after.map { ($0.0, $0.1 - (earlier[$0.0] ?? 0)) }.filter { $0.1 != 0 }.sorted { $0.1 > $1.1 }
 }

@@ -108,8 +108,7 @@ struct MemoryWorkloadBenchmark: ParsableCommand {
         }
         print("in use with \(items) items, resident KiB by mapping (largest first):")
         for (mapping, kib) in inUseMappings.prefix(10) { print(String(format: "  %7d  %@", kib, mapping)) }
-        let atStart = Dictionary(startMappings, uniquingKeysWith: +)
-        let grown = lockedMappings.map { ($0.0, $0.1 - (atStart[$0.0] ?? 0)) }.filter { $0.1 != 0 }.sorted { $0.1 > $1.1 }
+        let grown = residentGrowth(from: startMappings, to: lockedMappings)
         print("idle after logout − idle at start, KiB by mapping (largest first):")
         for (mapping, kib) in grown.prefix(6) { print(String(format: "  %+7d  %@", kib, mapping)) }
 
