@@ -108,10 +108,7 @@ struct SwiftEmitter {
         let interfaces = pairs.map { "`\($0.1.name)`" }.joined(separator: ", ")
         text += "\n/// Every method of \(interfaces), as \(job.xml) declares it: the\n"
         text += "/// service's table and dispatch and the clients' calls all go through these cases.\n"
-        text += "public enum \(enums.method): String, CaseIterable, Sendable {\n"
-        for method in methods { text += "    case \(SwiftName.escaped(SwiftName.lowerCamel(method.name))) = \(literal(method.name))\n" }
-        text += "\n    /// The D-Bus member name.\n"
-        text += "    public var name: String { rawValue }\n"
+        text += memberEnumOpening(enums.method, methods.map(\.name))
         text += "\n    /// The method of a D-Bus member name; nil for one the interface does not have. A hash\n"
         text += "    /// lookup, as every call asks it.\n"
         text += "    public init?(name: String) {\n"
@@ -125,13 +122,20 @@ struct SwiftEmitter {
         text += argumentSwitch("outputs", methods.map { ($0.name, $0.outputs) }, enums)
         text += "}\n"
         text += "\n/// Every signal of \(interfaces), as \(job.xml) declares it.\n"
-        text += "public enum \(enums.signal): String, CaseIterable, Sendable {\n"
-        for signal in signals { text += "    case \(SwiftName.escaped(SwiftName.lowerCamel(signal.name))) = \(literal(signal.name))\n" }
-        text += "\n    /// The D-Bus member name.\n"
-        text += "    public var name: String { rawValue }\n"
+        text += memberEnumOpening(enums.signal, signals.map(\.name))
         text += "\n    /// The signal's arguments, in order.\n"
         text += argumentSwitch("arguments", signals.map { ($0.name, $0.arguments) }, enums)
         return text + "}\n"
+    }
+
+    /// An enum of D-Bus members up to its `name`: a case per member, its raw value the member's
+    /// name. Methods and signals both open so.
+    private func memberEnumOpening(_ type: String, _ members: [String]) -> String {
+        var text = "public enum \(type): String, CaseIterable, Sendable {\n"
+        for member in members { text += "    case \(SwiftName.escaped(SwiftName.lowerCamel(member))) = \(literal(member))\n" }
+        text += "\n    /// The D-Bus member name.\n"
+        text += "    public var name: String { rawValue }\n"
+        return text
     }
 
     /// `public var <property>: [Argument] { switch self { case .x: [...] } }`, a line per case.
