@@ -42,12 +42,15 @@ enum ThrottleRun {
         var attempts: Int
         var elapsed: Duration
         var minimum: Duration
+        var unit: Duration
         var delaysNamed: [String]
+        var scheduleKept: Bool
         var rightPasswordWorks: Bool
-        var passed: Bool { elapsed >= minimum && rightPasswordWorks }
+        var passed: Bool { elapsed >= minimum && scheduleKept && rightPasswordWorks }
         var summary: String {
-            String(format: "throttle, paced guesser: %d wrong passwords took %.2f s (sum of delays %.2f s); delays named: %@; right password afterwards: %@",
-                   attempts, elapsed.seconds, minimum.seconds, delaysNamed.joined(separator: ", "), rightPasswordWorks ? "unlocks" : "FAILS")
+            String(format: "throttle, paced guesser: %d wrong passwords took %.2f s (sum of delays %.2f s at a %.1f s unit); delays named: %@ (%@); right password afterwards: %@",
+                   attempts, elapsed.seconds, minimum.seconds, unit.seconds, delaysNamed.joined(separator: ", "),
+                   scheduleKept ? "the schedule" : "NOT the schedule", rightPasswordWorks ? "unlocks" : "FAILS")
         }
     }
 
@@ -71,23 +74,29 @@ enum ThrottleRun {
         let connection = try world.connect()
         defer { connection.close() }
         try createLocked(connection)
-        let unit = Duration.milliseconds(unitMilliseconds)
-        // What the schedule promises: nothing for the first two failures, then unit, 2 unit … (30 s cap).
-        var minimum = Duration.zero
-        for failure in 3..<10 { minimum += min(unit * (1 << (failure - 3)), .seconds(30)) }
-        var named: [String] = []
+        var named: [Duration] = []
         var wait = Duration.zero
         let start = ContinuousClock.now
         for attempt in 0..<10 {
             if wait > .zero { Thread.sleep(forTimeInterval: wait.seconds + 0.005) }
             let detail = wrongUnlock(connection, attempt)
             wait = delay(in: detail) ?? .zero
-            if wait > .zero { named.append(PasswordDelayText.format(wait)) }
+            if wait > .zero { named.append(wait) }
         }
         let elapsed = ContinuousClock.now - start
         Thread.sleep(forTimeInterval: wait.seconds + 0.005)
         let works = (try? NativeCalls.call(connection, .unlock, [.string(keychain), .bytes(password)])) != nil
-        return Paced(attempts: 10, elapsed: elapsed, minimum: minimum, delaysNamed: named, rightPasswordWorks: works)
+        // A release keywelld has no test switches: its unit is the real 1 s whatever was asked,
+        // so the unit in force is the first delay named, and it must be one of the two.
+        let unit = named.first ?? .milliseconds(unitMilliseconds)
+        let unitExpected = unit == .milliseconds(unitMilliseconds) || unit == .seconds(1)
+        // The schedule: nothing for the first two failures, then unit, 2 unit … (30 s cap).
+        let promised = (3...10).map { min(unit * (1 << ($0 - 3)), .seconds(30)) }
+        let kept = unitExpected && named.count == promised.count
+            && zip(named, promised).allSatisfy { abs(($0 - $1).seconds) <= max(0.05, $1.seconds * 0.1) }
+        let minimum = promised.dropLast().reduce(Duration.zero, +)
+        return Paced(attempts: 10, elapsed: elapsed, minimum: minimum, unit: unit,
+                     delaysNamed: named.map(PasswordDelayText.format), scheduleKept: kept, rightPasswordWorks: works)
     }
 
     /// Wrong passwords as fast as one client can send them, at the real 1 s unit.
