@@ -62,25 +62,43 @@ struct KWalletBenchmark: ParsableCommand {
 
         print("KWallet API benchmark: readPassword round trip, one client, private dbus-daemon per daemon, alternated")
         print("keywelld: \(daemonPath) (fast KDF); kwalletd5: \(kwalletd)")
+        print("load average before: \(Self.loadAverage)")
         var samples = [LatencySamples(), LatencySamples()]
         let clients = [ourClient, theirClient]
-        for round in 0..<(calls + 100) {
+        let warmUp = 100
+        // Each daemon's own CPU (all its threads) over the timed calls: both serve nothing else.
+        var cpuBefore: [UInt64?] = [nil, nil]
+        for round in 0..<(calls + warmUp) {
+            if round == warmUp { cpuBefore = [pid, theirPID].map(cpuNanoseconds(of:)) }
             for index in [round % 2, 1 - round % 2] {
                 let start = ContinuousClock.now
                 let answer = try Self.call(clients[index], "readPassword", [.int32(handles[index]), "Bench", "entry", .string(Self.app)])
                 let elapsed = ContinuousClock.now - start
                 guard answer.first?.stringValue == "password-0123456789abcdef" else { throw BenchmarkFailure("wrong password read") }
-                if round >= 100 { samples[index].append(elapsed) }  // the first hundred warm up
+                if round >= warmUp { samples[index].append(elapsed) }
             }
         }
-        print("| daemon | readPassword p50 / p99 (µs) | calls/s |")
-        print("|---|---|---|")
-        for (name, sample) in zip(["keywelld", "kwalletd5"], samples) {
-            print("| \(name) | \(sample.percentilesText) | \(String(format: "%.0f", sample.operationsPerSecond)) |")
+        let cpuAfter = [pid, theirPID].map(cpuNanoseconds(of:))
+        print("load average after: \(Self.loadAverage)")
+        print("| daemon | readPassword p50 / p90 / p99 (µs) | calls/s | daemon CPU per call (µs) |")
+        print("|---|---|---|---|")
+        for (index, name) in ["keywelld", "kwalletd5"].enumerated() {
+            let sample = samples[index]
+            var cpu = "?"
+            if let before = cpuBefore[index], let after = cpuAfter[index], after >= before, calls > 0 {
+                cpu = formatMicroseconds(.nanoseconds(Int64(after - before) / Int64(calls)))
+            }
+            let percentiles = [0.5, 0.9, 0.99].map { formatMicroseconds(sample.percentile($0)) }.joined(separator: " / ")
+            print("| \(name) | \(percentiles) | \(String(format: "%.0f", sample.operationsPerSecond)) | \(cpu) |")
         }
         let ratio = samples[0].percentile(0.5).seconds / max(samples[1].percentile(0.5).seconds, 1e-9)
         print(String(format: "keywelld / kwalletd5 at p50: %.2f (target: below 1)", ratio) + (ratio < 1 ? "" : " MISSED"))
         if ratio >= 1 { throw ExitCode(1) }
+    }
+
+    /// The machine's other work, which falls on both daemons alike but lengthens every round trip.
+    static var loadAverage: String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     static func call(_ client: DBusConnection, _ member: String, _ arguments: [DBusValue]) throws -> [DBusValue] {
