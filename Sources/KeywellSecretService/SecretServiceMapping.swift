@@ -100,6 +100,9 @@ enum SecretServiceMapping {
     /// A search's conditions on native columns, for each class some native item of which can
     /// have all of these attributes (the engine's `freeformMatches` reads native items by them).
     static func nativeConditions(for query: [String: String]) -> KeychainStore.NativeConditions {
+        // A schema of its own (KWallet's entries, most apps' items) rules out every native item:
+        // no need to go through the classes on each such search (KWallet's hot path).
+        if let schema = query[schemaAttribute], schema != genericSchema, schema != internetSchema { return [:] }
         var conditions: KeychainStore.NativeConditions = [:]
         for itemClass in ItemClass.allCases {
             conditions[itemClass] = nativeConditions(for: query, itemClass: itemClass)

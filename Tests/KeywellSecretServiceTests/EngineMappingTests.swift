@@ -1,11 +1,11 @@
 import Foundation
 import KeywellProtocol
-import KeywellSecretService
 import KeywellSystem
 import KeywellTestSupport
 import Testing
 
 @testable import KeywellCore
+@testable import KeywellSecretService
 
 /// The engine's Secret Service view: one item, whichever face made it.
 @Suite struct EngineMappingTests {
@@ -107,6 +107,19 @@ import Testing
         #expect(try store.secretServiceSearch(["service": "svc", "account": "ALICE"], in: "login").isEmpty)
         #expect(try store.secretServiceSearch(["service": "svc", "xdg:schema": "other"], in: "login").isEmpty)
         #expect(try store.secretServiceSecrets(all, in: "login").mapValues(\.value) == [all[0]: Data("pw".utf8), all[1]: Data("pw2".utf8)])
+    }
+
+    /// A schema no native item has rules every native item out before any class is tried
+    /// (KWallet's reads name theirs); the native schemas, and no schema, still reach them.
+    @Test func aForeignSchemaHasNoNativeConditions() throws {
+        let inet = ItemClass.internetPassword
+        #expect(SecretServiceMapping.nativeConditions(for: ["xdg:schema": "org.qt.keychain", "server": "example.com", "user": "bob"]).isEmpty)
+        #expect(SecretServiceMapping.nativeConditions(for: ["xdg:schema": SecretServiceMapping.internetSchema, "server": "example.com"])[inet]?.count == 1)
+        #expect(SecretServiceMapping.nativeConditions(for: ["server": "example.com", "user": "bob"])[inet]?.count == 2)
+        _ = try store.add(["class": .string("inet"), "srvr": .string("example.com"), "acct": .string("bob"), "v_Data": .data(Data("pw".utf8))])
+        let id = try create(["xdg:schema": "org.qt.keychain", "server": "example.com", "user": "bob"])
+        #expect(try store.secretServiceSearch(["xdg:schema": "org.qt.keychain", "server": "example.com", "user": "bob"], in: "login") == [id])
+        #expect(try store.secretServiceSearch(["server": "example.com", "user": "bob"], in: "login").count == 2)
     }
 
     /// Pairs that many items share are counted further before one is picked to drive the search;

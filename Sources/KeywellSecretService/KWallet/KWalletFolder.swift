@@ -43,9 +43,8 @@ struct KWalletFolder {
     /// program): the match, its list, its type and its secret in one read
     /// (docs/performance.md, "One read per call"). Nil when there is none, or it does not read as its type.
     func entry(folder: String, key: String) throws(KeychainError) -> KWalletEntry? {
-        var query = schema
-        query[KWalletProtocol.folderAttribute] = folder
-        query[KWalletProtocol.keyAttribute] = key
+        let query = [SecretServiceMapping.schemaAttribute: KWalletProtocol.schema,
+                     KWalletProtocol.folderAttribute: folder, KWalletProtocol.keyAttribute: key]
         let read = try collection.read(.matching(query), screen: access.screen, secrets: true)
         defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
         guard let found = read.items.first(where: { $0.verdict != .hidden }) else { return nil }
