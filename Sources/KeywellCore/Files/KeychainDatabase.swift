@@ -192,8 +192,14 @@ final class KeychainDatabase: Sendable {
         try read { db in try Self.dataVersion(db) }
     }
 
+    /// Through SQLite's C API (`RawStatement`): it runs before every screened read, and GRDB's
+    /// cursor around one integer cost as much as SQLite's own work (docs/performance.md,
+    /// "KWallet's readPassword with the rows kept").
     static func dataVersion(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+        let statement = try RawStatement(db, sql: "PRAGMA data_version", values: [])
+        guard try statement.step() else { return 0 }
+        defer { statement.finish() }  // ends the statement's own read outside a snapshot
+        return statement.integer(0)
     }
 
     /// One IMMEDIATE transaction: rolled back if `body` throws.
