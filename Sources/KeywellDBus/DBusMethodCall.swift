@@ -77,8 +77,12 @@ public final class DBusMethodCall: @unchecked Sendable {
         // Received descriptors are the call's (libdbus duplicated them for us): any a handler
         // did not take close now, so a caller cannot make the service hold descriptors by
         // sending them where none is wanted (a refused call, a method that takes none).
-        for (index, argument) in arguments.enumerated() where !takenDescriptors.contains(index) {
-            Self.closeDescriptors(in: argument)
+        // With no descriptor attached, libdbus duplicated none (an `h` pointing past them reads
+        // as -1): no walk over every argument then, on every call.
+        if dbus_message_contains_unix_fds(message.pointer) != 0 {
+            for (index, argument) in arguments.enumerated() where !takenDescriptors.contains(index) {
+                Self.closeDescriptors(in: argument)
+            }
         }
         // Handlers copy what they keep; the call's byte arrays (passwords, secrets) go now.
         ByteArrayWipe.wipe(arguments)

@@ -8,7 +8,11 @@ final class ObjectRegistry: @unchecked Sendable {
     private var subtrees: [String: any DBusObject] = [:]
     /// `subtrees` deepest first, for `object(at:)`: walking the dictionary copied each entry out
     /// (a string and an existential) on every call, a sixth of the dispatch before a handler.
-    private var subtreesDeepestFirst: [(root: String, object: any DBusObject)] = []
+    /// Roots and objects apart: walking pairs still copied each pair (its existential too) out
+    /// of the array, 40 % of the look-up; the roots are compared in place and only the object
+    /// found is copied.
+    private var subtreeRootsDeepestFirst: [String] = []
+    private var subtreeObjectsDeepestFirst: [any DBusObject] = []
 
     func register(_ object: any DBusObject, at path: String, subtree: Bool) throws(DBusError) {
         try NameValidation.objectPath(path)
@@ -35,7 +39,9 @@ final class ObjectRegistry: @unchecked Sendable {
 
     /// Under the lock.
     private func sortSubtrees() {
-        subtreesDeepestFirst = subtrees.map { (root: $0.key, object: $0.value) }.sorted { $0.root.utf8.count > $1.root.utf8.count }
+        let sorted = subtrees.sorted { $0.key.utf8.count > $1.key.utf8.count }
+        subtreeRootsDeepestFirst = sorted.map(\.key)
+        subtreeObjectsDeepestFirst = sorted.map(\.value)
     }
 
     /// The object responsible for `path`, if any. Subtrees are few (a service registers one or
@@ -44,10 +50,8 @@ final class ObjectRegistry: @unchecked Sendable {
     func object(at path: String) -> (any DBusObject)? {
         lock.withLock {
             if let object = exact[path] { return object }
-            for entry in subtreesDeepestFirst where ObjectPathNamespace.path(path, isIn: entry.root) {
-                return entry.object
-            }
-            return nil
+            guard let index = subtreeRootsDeepestFirst.firstIndex(where: { ObjectPathNamespace.path(path, isIn: $0) }) else { return nil }
+            return subtreeObjectsDeepestFirst[index]
         }
     }
 

@@ -58,7 +58,7 @@ final class NativeKeychainObject: DBusObject {
         // Every call needs the caller's identity (who may call what, then access lists): a new
         // caller's is worked out on a worker, with the bus already asked for its credentials
         // while the call goes there. A caller seen before is a dictionary lookup.
-        if identities.cached(call.sender, on: call.connection) == nil {
+        if !identities.isCached(call.sender, on: call.connection) {
             identities.prefetch(call.sender, on: call.connection)
             return .worker
         }

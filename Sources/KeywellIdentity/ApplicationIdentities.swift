@@ -49,6 +49,14 @@ public final class ApplicationIdentities: Sendable {
         return cache.withLock { $0.current === connection ? $0.known[sender] : nil }
     }
 
+    /// Whether `sender`'s identity is known already, as `cached(_:on:) != nil` says, without
+    /// copying the identity (its strings) out of the cache and dropping it again: asked for every
+    /// call, to place it (docs/performance.md, "The D-Bus layer's cost per call").
+    public func isCached(_ sender: String, on connection: DBusConnection) -> Bool {
+        if let peer = connection.peerName { return peers.withLock { $0.index(forKey: peer) != nil } }
+        return cache.withLock { $0.current === connection && $0.known.index(forKey: sender) != nil }
+    }
+
     /// Asks the bus for a new caller's credentials from the D-Bus I/O thread, which may send but
     /// not wait, as its first call is handed to a worker: the round trip then overlaps the
     /// hand-over instead of following it. `identity(of:)` takes the answer. Asks nothing for a

@@ -24,7 +24,7 @@ public struct SecretServiceAccess: Sendable {
     /// Whether the caller's identity is known already: only then can a read stay on the D-Bus
     /// I/O thread (working it out waits for the bus).
     func isKnown(_ call: DBusMethodCall) -> Bool {
-        identities.cached(call.sender, on: call.connection) != nil
+        identities.isCached(call.sender, on: call.connection)
     }
 
     /// The caller of `call`; one that cannot be identified is trusted with nothing.
