@@ -71,11 +71,11 @@ public struct CodegenJob: Sendable {
     }
 
     /// The argument each function gets after its inputs: `call: DBusMethodCall`, or, with a
-    /// context type, `context:` of that type, which the object builds once per call and hands
-    /// to `dispatch<Name>(_:context:)` (what a call carries besides its arguments).
+    /// context type, one of that type under `label`, which the object builds once per call and
+    /// hands to `dispatch<Name>(_:context:)` (what a call carries besides its arguments).
     public enum Context: Sendable {
         case call
-        case custom(type: String)
+        case custom(type: String, label: String = "context")
     }
 
     /// The XML file, relative to the repository.
@@ -115,6 +115,12 @@ public struct CodegenJob: Sendable {
     /// never blocks, so the object may answer it there without a hand-off. The object's
     /// `placement(of:)` still decides for each call; a method without it runs on a worker.
     public static let placementAnnotation = "org.keywell.Placement"
+
+    /// The annotation (value `true`) of a method whose read may find that a person must be
+    /// asked: its function returns a `DBusAnswer` (the answer, or the question and the finish
+    /// left for a thread that may wait), and so does its interface's dispatch
+    /// (docs/dbus-layer.md, "Where a call runs").
+    public static let mayAskAnnotation = "org.keywell.MayAsk"
 }
 
 extension CodegenJob {
@@ -136,7 +142,8 @@ extension CodegenJob {
                 Interface("org.freedesktop.Secret.Prompt", property: "prompt", protocolName: "PromptMethods",
                           nameConstant: "promptInterface"),
             ],
-            names: Names(namespace: "SecretServiceProtocol", output: "Sources/KeywellProtocol/Generated/SecretServiceNames.swift")
+            names: Names(namespace: "SecretServiceProtocol", output: "Sources/KeywellProtocol/Generated/SecretServiceNames.swift"),
+            context: .callContext
         ),
         CodegenJob(
             xml: "dbus/org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface.xml",
@@ -148,7 +155,8 @@ extension CodegenJob {
                           protocolName: "GnomeKeyringInternalMethods", nameConstant: "gnomeKeyringInternalInterface"),
             ],
             names: Names(namespace: "SecretServiceProtocol", output: "Sources/KeywellProtocol/Generated/GnomeKeyringNames.swift",
-                         memberEnum: "GnomeKeyringMember", propertyEnum: "GnomeKeyringProperty")
+                         memberEnum: "GnomeKeyringMember", propertyEnum: "GnomeKeyringProperty"),
+            context: .callContext
         ),
         CodegenJob(
             xml: "dbus/org.freedesktop.impl.portal.Secret.xml",
@@ -160,7 +168,8 @@ extension CodegenJob {
                 Interface("org.freedesktop.impl.portal.Request", property: "request", protocolName: "PortalRequestMethods",
                           nameConstant: "requestInterface"),
             ],
-            names: Names(namespace: "PortalNames", output: "Sources/KeywellSecretService/Generated/PortalMemberNames.swift")
+            names: Names(namespace: "PortalNames", output: "Sources/KeywellSecretService/Generated/PortalMemberNames.swift"),
+            context: .callContext
         ),
         CodegenJob(
             xml: "dbus/org.kde.KWallet.xml",
@@ -168,7 +177,8 @@ extension CodegenJob {
             imports: ["KeywellProtocol"],
             container: "KWalletInterfaces",
             interfaces: [Interface("org.kde.KWallet", property: "kwallet", protocolName: "KWalletMethods", nameConstant: "interface")],
-            names: Names(namespace: "KWalletProtocol", output: "Sources/KeywellProtocol/Generated/KWalletNames.swift")
+            names: Names(namespace: "KWalletProtocol", output: "Sources/KeywellProtocol/Generated/KWalletNames.swift"),
+            context: .callContext
         ),
         CodegenJob(
             xml: "dbus/org.gnome.keyring.internal.Prompter.Callback.xml",
@@ -177,24 +187,32 @@ extension CodegenJob {
             interfaces: [
                 Interface("org.gnome.keyring.internal.Prompter.Callback", property: "promptCallback",
                           protocolName: "GcrPromptCallbackMethods"),
-            ]
+            ],
+            context: .callContext
         ),
         // The native API: its methods and signals are the enums clients call through; its
-        // functions throw the API's own errors (Param for a refused call, docs/native-api.md) and
-        // get the call's context; lists and maps arrive as values, checked against caps first.
+        // functions throw the API's own errors (Param for a refused call, docs/native-api.md);
+        // lists and maps arrive as values, checked against caps first.
         CodegenJob(
             xml: "dbus/org.keywell.Keychain1.xml",
             output: "Sources/KeywellDaemon/Generated/NativeInterfaces.swift",
-            imports: ["KeywellProtocol"],
+            imports: ["KeywellProtocol", "KeywellSecretService"],
             container: "NativeInterfaces",
             interfaces: [Interface("org.keywell.Keychain1", property: "keychain", protocolName: "KeychainMethods", nameConstant: "interface")],
             names: Names(namespace: "KeywellNames", output: "Sources/KeywellProtocol/Generated/NativeNames.swift",
                          enums: .init(method: "NativeMethod", signal: "NativeSignal", argumentType: "NativeArgument")),
             errors: .custom(type: "KeychainError", refusal: "param"),
-            context: .custom(type: "NativeCallContext"),
+            context: .callContext,
             valueSignatures: ["as", "a{ss}"]
         ),
     ]
+}
+
+extension CodegenJob.Context {
+    /// The one per-call context every interface keywelld serves gets (`CallContext`: the call,
+    /// its caller as access control sees it, its deadline and log scope), built once per call
+    /// by the object that received it (docs/dbus-layer.md, "One context per call").
+    public static let callContext = CodegenJob.Context.custom(type: "CallContext", label: "call")
 }
 
 extension CodegenJob {

@@ -201,7 +201,7 @@ struct SwiftEmitter {
         }
         text += "}\n"
         for (wanted, interface) in pairs where !interface.methods.isEmpty {
-            text += "\n" + protocolText(wanted, interface)
+            text += "\n" + (try protocolText(wanted, interface))
             text += "\n" + (try dispatchText(wanted, interface))
         }
         return text
@@ -282,8 +282,23 @@ struct SwiftEmitter {
     private var context: (label: String, type: String) {
         switch job.context {
         case .call: ("call", "DBusMethodCall")
-        case .custom(let type): ("context", type)
+        case .custom(let type, let label): (label, type)
         }
+    }
+
+    /// Whether `method` is marked `CodegenJob.mayAskAnnotation`: its function returns a `DBusAnswer`.
+    private func mayAsk(_ method: DBusMethod) throws(CodegenError) -> Bool {
+        guard let annotation = method.annotations.first(where: { $0.name == CodegenJob.mayAskAnnotation }) else { return false }
+        guard annotation.value == "true" else {
+            throw .unsupported(job.xml, "\(method.name): \(CodegenJob.mayAskAnnotation) is true or absent, not \(annotation.value)")
+        }
+        return true
+    }
+
+    /// Whether any method of `interface` may ask: its dispatch then returns a `DBusAnswer` too.
+    private func anyMayAsk(_ interface: DBusInterface) throws(CodegenError) -> Bool {
+        for method in interface.methods where try mayAsk(method) { return true }
+        return false
     }
 
     /// Parameter names of a method's inputs, distinct from `call` and from each other.
@@ -309,21 +324,24 @@ struct SwiftEmitter {
         }
     }
 
-    private func returnType(_ method: DBusMethod) -> String {
+    private func returnType(_ method: DBusMethod, mayAsk: Bool = false) -> String {
+        let value: String
         switch method.outputs.count {
-        case 0: return ""
-        case 1: return " -> " + SwiftType.of(method.outputs[0].signature).name
+        case 0: value = "Void"
+        case 1: value = SwiftType.of(method.outputs[0].signature).name
         default:
             let labels = outputLabels(method)
-            return " -> (" + zip(labels, method.outputs).map { "\($0): \(SwiftType.of($1.signature).name)" }.joined(separator: ", ") + ")"
+            value = "(" + zip(labels, method.outputs).map { "\($0): \(SwiftType.of($1.signature).name)" }.joined(separator: ", ") + ")"
         }
+        if mayAsk { return " -> DBusAnswer<\(value), \(errorType)>" }
+        return value == "Void" ? "" : " -> " + value
     }
 
     private func dispatchName(_ wanted: CodegenJob.Interface) -> String {
         "dispatch" + (wanted.protocolName.hasSuffix("Methods") ? String(wanted.protocolName.dropLast("Methods".count)) : wanted.protocolName)
     }
 
-    private func protocolText(_ wanted: CodegenJob.Interface, _ interface: DBusInterface) -> String {
+    private func protocolText(_ wanted: CodegenJob.Interface, _ interface: DBusInterface) throws(CodegenError) -> String {
         var text = "/// `\(interface.name)`: one function per method, given the call's arguments decoded\n"
         text += "/// and returning its reply's values; `\(dispatchName(wanted))(_:)` calls them.\n"
         text += "\(access)protocol \(wanted.protocolName) {\n"
@@ -337,12 +355,13 @@ struct SwiftEmitter {
             }
             let name = SwiftName.escaped(SwiftName.lowerCamel(method.name))
             let parameters = escapedInputs + ["\(context.label): \(context.type)"]
-            let line = "    func \(name)(\(parameters.joined(separator: ", "))) throws(\(errorType))\(returnType(method))\n"
+            let returned = returnType(method, mayAsk: try mayAsk(method))
+            let line = "    func \(name)(\(parameters.joined(separator: ", "))) throws(\(errorType))\(returned)\n"
             if line.count <= Self.width {
                 text += line
             } else {
                 text += "    func \(name)(\n" + parameters.map { "        \($0)" }.joined(separator: ",\n")
-                text += "\n    ) throws(\(errorType))\(returnType(method))\n"
+                text += "\n    ) throws(\(errorType))\(returned)\n"
             }
         }
         return text + "}\n"
@@ -357,8 +376,13 @@ struct SwiftEmitter {
         var text = "extension \(wanted.protocolName) {\n"
         text += "    /// Runs `call`, a call to a method of `\(interface.name)` that carries\n"
         text += "    /// the method's declared signature (the layer refused any other), and returns its reply's values.\n"
-        let contextParameter = context.label == "call" ? "" : ", context: \(context.type)"
-        text += "    \(access)func \(dispatchName(wanted))(_ call: DBusMethodCall\(contextParameter)) throws(\(errorType)) -> [DBusValue] {\n"
+        let contextParameter = context.type == "DBusMethodCall" ? "" : ", context: \(context.type)"
+        let asks = try anyMayAsk(interface)
+        let replyType = asks ? "DBusAnswer<[DBusValue], \(errorType)>" : "[DBusValue]"
+        if asks {
+            text += "    /// A method that may ask (`\(CodegenJob.mayAskAnnotation)`) may leave the question and the finish for later.\n"
+        }
+        text += "    \(access)func \(dispatchName(wanted))(_ call: DBusMethodCall\(contextParameter)) throws(\(errorType)) -> \(replyType) {\n"
         let unknown = "throw \(refusal(unknown: true, "\"No method \\(call.member) on \(interface.name)\""))"
         if let enums {
             text += "        guard let method = \(enums.method)(name: call.member) else { \(unknown) }\n"
@@ -373,12 +397,12 @@ struct SwiftEmitter {
             let overloads = interface.methods.filter { $0.name == method.name }
             text += enums == nil ? "        case \(memberName(method.name)):\n" : "        case .\(SwiftName.lowerCamel(method.name)):\n"
             if overloads.count == 1 {
-                text += body(method, indent: "            ")
+                text += try body(method, indent: "            ", answers: asks)
             } else {
                 text += "            switch call.signature.rawValue {\n"
                 for overload in overloads {
                     text += "            case \(literal(overload.inputSignature.rawValue)):\n"
-                    text += body(overload, indent: "                ")
+                    text += try body(overload, indent: "                ", answers: asks)
                 }
                 text += "            default:\n"
                 text += "                throw Self.wrongArguments(call)\n"
@@ -441,7 +465,8 @@ struct SwiftEmitter {
     }
 
     /// Decodes the arguments, calls the implementation, encodes the reply.
-    private func body(_ method: DBusMethod, indent: String) -> String {
+    /// `answers`: the dispatch returns a `DBusAnswer` (its interface has a method that may ask).
+    private func body(_ method: DBusMethod, indent: String, answers: Bool) throws(CodegenError) -> String {
         var text = ""
         let names = parameters(method)
         var checked: [String] = []
@@ -466,8 +491,36 @@ struct SwiftEmitter {
             }
         }
         for line in plain { text += "\(indent)\(line)\n" }
-        let labels = zip(names, method.inputs).map { name, _ in "\(name): \(SwiftName.escaped(name))" } + ["\(context.label): \(context.label)"]
+        let contextArgument = context.type == "DBusMethodCall" ? "call" : "context"
+        let labels = zip(names, method.inputs).map { name, _ in "\(name): \(SwiftName.escaped(name))" } + ["\(context.label): \(contextArgument)"]
         let invocation = "try \(SwiftName.escaped(SwiftName.lowerCamel(method.name)))(\(labels.joined(separator: ", ")))"
+        if try mayAsk(method) {
+            let values: String
+            switch method.outputs.count {
+            case 0: values = "[]"
+            case 1: values = "[\(SwiftType.encode(method.outputs[0].signature, "value"))]"
+            default: values = "[" + zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "value.\($0)") }.joined(separator: ", ") + "]"
+            }
+            let parameter = method.outputs.isEmpty ? "_" : "value"
+            text += "\(indent)return try \(invocation.dropFirst(4)).map { (\(parameter)) throws(\(errorType)) -> [DBusValue] in\n"
+            text += "\(indent)    \(values)\n"
+            text += "\(indent)}\n"
+            return text
+        }
+        guard !answers else {
+            switch method.outputs.count {
+            case 0:
+                text += "\(indent)\(invocation)\n"
+                text += "\(indent)return .answered([])\n"
+            case 1:
+                text += "\(indent)return .answered([\(SwiftType.encode(method.outputs[0].signature, invocation))])\n"
+            default:
+                text += "\(indent)let results = \(invocation)\n"
+                let values = zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "results.\($0)") }
+                text += "\(indent)return .answered([\(values.joined(separator: ", "))])\n"
+            }
+            return text
+        }
         switch method.outputs.count {
         case 0:
             text += "\(indent)\(invocation)\n"

@@ -109,6 +109,9 @@ public final class DBusMethodCall: @unchecked Sendable {
         }
     }
 
+    /// When the connection's `callDeadline` runs out for this call (counted from its arrival).
+    public var deadline: ContinuousClock.Instant { abandonment.deadline }
+
     /// True once nobody waits for the reply: the caller left the bus (noticed on a connection
     /// that `watchCallersLeaving()`) or the connection's `callDeadline` passed since the call
     /// arrived.
@@ -181,16 +184,12 @@ public final class DBusMethodCall: @unchecked Sendable {
         pthread_getspecific(currentKey).map { Unmanaged<DBusMethodCall>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// Thrown by a handler running on the I/O thread that finds it must wait (an access question,
-    /// known only once the item is read): the object that catches it goes on with the call through
-    /// `continueOffIOThread`. Never sent to a caller.
-    public static let mustContinueOffIOThread = DBusError(name: "org.keywell.ContinueOffIOThread", message: "")
-
-    /// Goes on with `body` off the D-Bus I/O thread, with this call as `current`: a handler
-    /// placed on the I/O thread that finds it must wait (for a person's answer) hands the rest
-    /// of the call to a worker instead of holding up every caller. Off the I/O thread `body`
-    /// runs at once.
-    public func continueOffIOThread(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` off the D-Bus I/O thread, with this call as `current`: what a handler placed
+    /// on the I/O thread leaves for later when its read found that a person must be asked
+    /// (`DBusAnswer.afterQuestion`), so that the question never holds up every caller. The loop
+    /// goes to an idle worker and `body` runs on this thread, with what the read found in hand;
+    /// off the I/O thread `body` runs at once.
+    public func finishOffIOThread(_ body: @escaping @Sendable () -> Void) {
         guard connection.isOnIOThread else {
             body()
             return

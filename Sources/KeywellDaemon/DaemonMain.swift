@@ -152,10 +152,12 @@ final class Daemon: @unchecked Sendable {
         // One answer covers the program for the asked items' same-list neighbours (docs/access-control.md).
         sameList: { [store] items in store.itemsSharingList(with: items, limit: AccessGate.maxCompanions) })
         sessions.onLastSessionClosed { [accessGate] in accessGate.sessionEnded() }
+        // One directory of callers for every interface: each call's context finds its caller there.
+        let callerDirectory = CallerDirectory(identities: identities)
         secretService = Self.makeSecretService(store: store, environment: environment, sessionDisplay: sessionDisplay,
                                                replaceOwner: replaceSecretService,
                                                autoLock: autoLock, sessions: sessions, trimmer: trimmer,
-                                               access: SecretServiceAccess(gate: accessGate, identities: identities), logger: logger)
+                                               access: SecretServiceAccess(gate: accessGate, callers: callerDirectory), logger: logger)
         let sync = SyncService(store: store, kdf: TestSwitches.kdfParameters(environment), logger: logger)
         self.sync = sync
         store.onEvent = { [emitter, secretService, trimmer, store, accessGate] event in
@@ -187,7 +189,7 @@ final class Daemon: @unchecked Sendable {
             secretServiceSignals()
         }
         let object = NativeKeychainObject(store: store, sessions: sessions, autoLock: autoLock,
-                                          callers: CallerIdentity(), identities: identities, trimmer: trimmer, logger: logger,
+                                          callers: CallerIdentity(), directory: callerDirectory, trimmer: trimmer, logger: logger,
                                           migration: migration, gate: accessGate,
                                           session: NativeSessionCalls(display: sessionDisplay, logger: logger),
                                           accessStatus: AccessStatusSource(questions: accessQuestions, grants: grants),

@@ -4,19 +4,12 @@ import KeywellProtocol
 
 /// Access control for one native call (docs/access-control.md, docs/native-api.md "Access
 /// control"): the engine's verdicts and questions go to the daemon's one `AccessGate` for the
-/// call's caller. A call running on the D-Bus I/O thread cannot wait for a person: when it
-/// would have to ask, it throws `mustContinueOffIOThread`, which the engine passes up unchanged
-/// (it asks once, after screening, before anything is read out or changed); the handler then runs
-/// the call again on a worker, where asking may wait, as `DBusMethodCall.mustContinueOffIOThread`
-/// does for the generated interfaces whose functions throw D-Bus errors.
+/// call's caller. `ask` waits for the person: the engine asks once, after screening, before
+/// anything is read out or changed, and a search read on the D-Bus I/O thread leaves that step
+/// to a worker (`KeychainStore.Items.screenedSearch`); every other call that screens runs on one.
 struct NativeAccessScreen: ItemAccessScreening {
     let gate: AccessGate
     let caller: AccessCaller
-    let onIOThread: Bool
-
-    /// The engine's errors are `KeychainError`s, so the layer's marker travels through it as this
-    /// one; never sent to a caller.
-    static let mustContinueOffIOThread = KeychainError(SecStatus.interactionNotAllowed, detail: "asking continues on a worker")
 
     var mayHide: Bool { caller.isSandboxed }
 
@@ -25,7 +18,6 @@ struct NativeAccessScreen: ItemAccessScreening {
     }
 
     func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {
-        if onIOThread { throw Self.mustContinueOffIOThread }
         guard gate.ask(caller, about: items, interactive: interactionAllowed) == .deny else { return }
         guard interactionAllowed else {
             throw KeychainError(SecStatus.interactionNotAllowed,

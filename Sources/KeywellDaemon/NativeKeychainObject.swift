@@ -5,20 +5,23 @@ import KeywellCore
 import KeywellDBus
 import KeywellIdentity
 import KeywellProtocol
+import KeywellSecretService
 import Logging
 
 /// `/org/keywell/Keychain`: the native API. Calls go straight to the engine (thread-safe). Reads
 /// of a caller already identified run on the D-Bus I/O thread (they never wait for a writer: the
 /// engine reads through its own connection), everything else on a worker, so slow calls (a key
-/// derivation, a durable commit) never hold up others; a read that must ask the person moves to
-/// a worker (`NativeAccessScreen`). Signals go out from the engine's events during the call,
-/// hence before its reply.
+/// derivation, a durable commit) never hold up others; a search whose read finds it must ask the
+/// person leaves the question and its results to a worker (`ScreenedSearch`). Signals go out
+/// from the engine's events during the call, hence before its reply.
 final class NativeKeychainObject: DBusObject {
     private let store: KeychainStore
     private let sessions: LoginSessions
     private let autoLock: AutoLock
     private let callers: CallerIdentity
-    private let identities: ApplicationIdentities
+    /// The daemon's callers, shared with the Secret Service's faces (`CallContext`).
+    private let directory: CallerDirectory
+    private var identities: ApplicationIdentities { directory.identities }
     private let trimmer: IdleTrimmer
     private let logger: Logger
     private let migration: KeyringMigration
@@ -28,7 +31,7 @@ final class NativeKeychainObject: DBusObject {
     private let accessStatus: AccessStatusSource
 
     init(store: KeychainStore, sessions: LoginSessions, autoLock: AutoLock, callers: CallerIdentity,
-         identities: ApplicationIdentities, trimmer: IdleTrimmer, logger: Logger,
+         directory: CallerDirectory, trimmer: IdleTrimmer, logger: Logger,
          migration: KeyringMigration, gate: AccessGate, session: NativeSessionCalls, accessStatus: AccessStatusSource,
          sync: SyncService) {
         self.store = store
@@ -36,7 +39,7 @@ final class NativeKeychainObject: DBusObject {
         self.accessStatus = accessStatus
         self.sync = sync
         self.gate = gate
-        self.identities = identities
+        self.directory = directory
         self.migration = migration
         self.sessions = sessions
         self.autoLock = autoLock
@@ -77,50 +80,64 @@ final class NativeKeychainObject: DBusObject {
 
     /// Checks the call's plain arguments against their caps and who may call what, then runs it
     /// through the dispatch generated from dbus/org.keywell.Keychain1.xml, which decodes the
-    /// arguments and calls the method's function below.
+    /// arguments and calls the method's function below. A search that must ask the person
+    /// finishes off the I/O thread, with what its read found (`DBusAnswer`).
     func handle(_ call: DBusMethodCall) {
         guard let method = call.method.flatMap({ NativeMethod(name: $0.name) }) else {
             call.reply(error: .unknownMethod("No method \(call.member)"))
             return
         }
-        let start = ContinuousClock.now
+        let context = CallContext(call, callers: directory, logger: logger)
         // Calls that change keychains, not items, are logged at info level.
         let level: Logger.Level = method.methodClass == .changesKeychains || method == .setSessionDisplay ? .info : .debug
         // Asked before the reply, while the caller is surely still connected; only when logged.
         let caller = logger.logLevel <= level ? callers.describe(call.sender, on: call.connection) : nil
-        let afterReply = AfterReply()
-        defer {
-            afterReply.finish()
-            trimmer.noteActivity()
-        }
         do throws(KeychainError) {
             try NativeArgumentCaps.check(call.arguments, of: method)
             // Who may call what, before anything is done (docs/access-control.md, "Sandboxed callers").
-            let accessCaller = accessCaller(call)
-            if let refusal = accessCaller.refusal(of: method.reach) { throw KeychainError(SecStatus.missingEntitlement, detail: refusal) }
-            let values = try dispatchKeychain(call, context: NativeCallContext(call: call, caller: accessCaller, afterReply: afterReply))
-            call.reply(values)
-            log(call, caller: caller, outcome: "ok", level: level, since: start)
-        } catch where error == NativeAccessScreen.mustContinueOffIOThread {
-            // It must ask the person: again from the start on a worker (a read changed nothing).
-            call.continueOffIOThread { [self] in handle(call) }
+            if let refusal = accessCaller(context).refusal(of: method.reach) {
+                throw KeychainError(SecStatus.missingEntitlement, detail: refusal)
+            }
+            switch try dispatchKeychain(call, context: context) {
+            case .answered(let values):
+                finish(context, caller: caller, level: level) { () throws(KeychainError) in values }
+            case .afterQuestion(let question):
+                call.finishOffIOThread { [self] in
+                    finish(context, caller: caller, level: level) { () throws(KeychainError) in try question.askAndFinish() }
+                }
+            }
         } catch {
-            call.reply(error: DBusError(name: error.dbusErrorName, message: error.wireMessage))
+            finish(context, caller: caller, level: level) { () throws(KeychainError) in throw error }
+        }
+    }
+
+    /// Replies with what `values` gives, logs the outcome, then wipes what the call passed through.
+    private func finish(_ context: CallContext, caller: String?, level: Logger.Level,
+                        _ values: () throws(KeychainError) -> [DBusValue]) {
+        defer {
+            context.finishAfterReply()
+            trimmer.noteActivity()
+        }
+        do throws(KeychainError) {
+            context.call.reply(try values())
+            log(context, caller: caller, outcome: "ok", level: level)
+        } catch {
+            context.call.reply(error: DBusError(name: error.dbusErrorName, message: error.wireMessage))
             let errorLevel: Logger.Level = PasswordThrottle.isRefusal(error)
                 ? .debug : error.status == SecStatus.authFailed ? .notice : level
-            log(call, caller: caller, outcome: error.wireMessage, level: errorLevel, since: start)
+            log(context, caller: caller, outcome: error.wireMessage, level: errorLevel)
         }
     }
 
     /// The call's caller as access control sees it; one whose identity cannot be worked out is
     /// trusted with nothing (only items open to any application, no shared state).
-    private func accessCaller(_ call: DBusMethodCall) -> AccessCaller {
-        AccessCaller(connection: call.sender, identity: try? identities.identity(of: call.sender, on: call.connection))
+    private func accessCaller(_ call: CallContext) -> AccessCaller {
+        call.caller ?? AccessCaller(connection: call.sender, identity: nil)
     }
 
     /// Access control for the call's caller.
-    private func screen(_ context: NativeCallContext) -> NativeAccessScreen {
-        NativeAccessScreen(gate: gate, caller: context.caller, onIOThread: context.call.connection.isOnIOThread)
+    private func screen(_ call: CallContext) -> NativeAccessScreen {
+        NativeAccessScreen(gate: gate, caller: accessCaller(call))
     }
 
     /// An item call's dictionary, refused before anything is done when it holds a key the caller
@@ -147,11 +164,10 @@ final class NativeKeychainObject: DBusObject {
     /// Passwords go straight into locked, self-wiping memory; nothing else keeps them.
     private func secret(_ bytes: [UInt8]) -> SecretBytes { SecretBytes(copying: bytes) }
 
-    private func log(_ call: DBusMethodCall, caller: String?, outcome: String, level: Logger.Level,
-                     since start: ContinuousClock.Instant) {
+    private func log(_ context: CallContext, caller: String?, outcome: String, level: Logger.Level) {
         guard logger.logLevel <= level else { return }
-        let elapsed = ContinuousClock.now - start
-        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        let call = context.call
+        let microseconds = context.elapsedMicroseconds
         // Arguments are never logged (they may hold secrets), only the keychain a call names.
         var subject = call.member
         if call.member != NativeMethod.setSearchList.name, let keychain = call.arguments.first?.stringValue,
@@ -171,14 +187,14 @@ final class NativeKeychainObject: DBusObject {
 /// The native API's methods, one function each (the protocol is generated from
 /// dbus/org.keywell.Keychain1.xml): arguments arrive decoded, of their declared types.
 /// Plaintext secrets (`v_Data` in and out) are wiped once converted (see SecretWipe), right after
-/// the reply has gone (`context.afterReply`).
+/// the reply has gone (`call.wipeAfterReply`).
 extension NativeKeychainObject: KeychainMethods {
     // MARK: Items
 
-    func add(attributes: DBusValue, context: NativeCallContext) throws(KeychainError) -> DBusValue {
-        let caller = context.caller
+    func add(attributes: DBusValue, call: CallContext) throws(KeychainError) -> DBusValue {
+        let caller = accessCaller(call)
         var attributes = try itemDictionary(attributes, from: caller)
-        context.afterReply.wipe(attributes)
+        call.wipeAfterReply(attributes)
         // The creator is trusted (docs/access-control.md); one that cannot be named, nobody.
         // A sandboxed app's item trusts that app alone, whatever the keychain enforces: an
         // item open to any application would be hidden from the app that made it.
@@ -186,104 +202,110 @@ extension NativeKeychainObject: KeychainMethods {
             attributes[WireKey.access] = AccessList.applications([creator]).wireValue
         }
         let result = try store.items.add(attributes, creator: caller.identityString, creatorUnidentified: caller.identity == nil)
-        context.afterReply.wipe(result)
+        call.wipeAfterReply(result)
         return WireCodec.dbusDictionary(result)
     }
 
-    func copyMatching(query: DBusValue, context: NativeCallContext) throws(KeychainError) -> DBusValue {
-        let query = try itemDictionary(query, from: context.caller)
-        context.afterReply.wipe(query)
-        let results = try store.items.copyMatching(query, screen: screen(context))
-        context.afterReply.wipe(results)
-        return WireCodec.dbusDictionaryArray(results)
+    /// The search is read and judged here; the question about untrusted matches, if one is
+    /// left, and the results (whose secrets are opened after the answer) are the rest.
+    func copyMatching(query: DBusValue, call: CallContext) throws(KeychainError) -> DBusAnswer<DBusValue, KeychainError> {
+        let query = try itemDictionary(query, from: accessCaller(call))
+        call.wipeAfterReply(query)
+        let search = try store.items.screenedSearch(query, screen: screen(call))
+        let results = { () throws(KeychainError) -> DBusValue in
+            let results = try search.finish()
+            call.wipeAfterReply(results)
+            return WireCodec.dbusDictionaryArray(results)
+        }
+        return search.asks ? .afterQuestion(DBusQuestion(results)) : .answered(try results())
     }
 
-    func update(query: DBusValue, attributes: DBusValue, context: NativeCallContext) throws(KeychainError) {
-        let query = try itemDictionary(query, from: context.caller)
-        let changes = try itemDictionary(attributes, from: context.caller)
-        context.afterReply.wipe(changes)
-        try store.items.update(query, changes, screen: screen(context))
+    func update(query: DBusValue, attributes: DBusValue, call: CallContext) throws(KeychainError) {
+        let query = try itemDictionary(query, from: accessCaller(call))
+        let changes = try itemDictionary(attributes, from: accessCaller(call))
+        call.wipeAfterReply(changes)
+        try store.items.update(query, changes, screen: screen(call))
     }
 
-    func delete(query: DBusValue, context: NativeCallContext) throws(KeychainError) {
-        try store.items.delete(itemDictionary(query, from: context.caller), screen: screen(context))
+    func delete(query: DBusValue, call: CallContext) throws(KeychainError) {
+        try store.items.delete(itemDictionary(query, from: accessCaller(call)), screen: screen(call))
     }
 
     // MARK: Keychains
 
-    func createKeychain(name: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) -> String {
+    func createKeychain(name: String, password: [UInt8], call: CallContext) throws(KeychainError) -> String {
         let path = try store.registry.createKeychain(name, password: secret(password))
         autoLock.rearm()
         return path
     }
 
-    func deleteKeychain(keychain: String, context: NativeCallContext) throws(KeychainError) {
+    func deleteKeychain(keychain: String, call: CallContext) throws(KeychainError) {
         try store.registry.deleteKeychain(keychain)
     }
 
-    func listKeychains(context: NativeCallContext) throws(KeychainError) -> [String] {
+    func listKeychains(call: CallContext) throws(KeychainError) -> [String] {
         try store.registry.listKeychains()
     }
 
-    func getSearchList(context: NativeCallContext) throws(KeychainError) -> [String] {
+    func getSearchList(call: CallContext) throws(KeychainError) -> [String] {
         try store.registry.searchList()
     }
 
-    func setSearchList(keychains: DBusValue, context: NativeCallContext) throws(KeychainError) {
+    func setSearchList(keychains: DBusValue, call: CallContext) throws(KeychainError) {
         try store.registry.setSearchList(WireCodec.requestKeychainList(keychains))
     }
 
-    func getDefaultKeychain(context: NativeCallContext) throws(KeychainError) -> String {
+    func getDefaultKeychain(call: CallContext) throws(KeychainError) -> String {
         try store.registry.defaultKeychain()
     }
 
-    func setDefaultKeychain(keychain: String, context: NativeCallContext) throws(KeychainError) {
+    func setDefaultKeychain(keychain: String, call: CallContext) throws(KeychainError) {
         try store.registry.setDefaultKeychain(keychain)
     }
 
-    func getLoginKeychain(context: NativeCallContext) throws(KeychainError) -> String {
+    func getLoginKeychain(call: CallContext) throws(KeychainError) -> String {
         try store.registry.loginKeychain()
     }
 
-    func unlock(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) {
+    func unlock(keychain: String, password: [UInt8], call: CallContext) throws(KeychainError) {
         let password = secret(password)
         try store.locking.unlock(keychain, password: password)
         autoLock.rearm()
         sessions.keychainUnlocked(keychain, with: password)
     }
 
-    func lock(keychain: String, context: NativeCallContext) throws(KeychainError) {
+    func lock(keychain: String, call: CallContext) throws(KeychainError) {
         try store.locking.lock(keychain)
     }
 
-    func lockAll(context: NativeCallContext) throws(KeychainError) {
+    func lockAll(call: CallContext) throws(KeychainError) {
         store.locking.lockAll()
     }
 
-    func changePassword(keychain: String, oldPassword: [UInt8], newPassword: [UInt8], context: NativeCallContext) throws(KeychainError) {
+    func changePassword(keychain: String, oldPassword: [UInt8], newPassword: [UInt8], call: CallContext) throws(KeychainError) {
         try store.locking.changePassword(keychain, old: secret(oldPassword), new: secret(newPassword))
     }
 
-    func getInfo(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+    func getInfo(keychain: String, call: CallContext) throws(KeychainError) -> DBusValue {
         WireCodec.dbusDictionary(try store.locking.info(keychain))
     }
 
-    func setSettings(keychain: String, settings: DBusValue, context: NativeCallContext) throws(KeychainError) {
+    func setSettings(keychain: String, settings: DBusValue, call: CallContext) throws(KeychainError) {
         try store.locking.setSettings(keychain, wireDictionary(settings))
         autoLock.rearm()
     }
 
     // MARK: Backups, keyring files, export files
 
-    func backupKeychain(keychain: String, path: String, replace: Bool, context: NativeCallContext) throws(KeychainError) {
+    func backupKeychain(keychain: String, path: String, replace: Bool, call: CallContext) throws(KeychainError) {
         try store.registry.backupKeychain(keychain, to: path, replacing: replace)
     }
 
-    func restoreKeychain(path: String, keychain: String, replace: Bool, context: NativeCallContext) throws(KeychainError) -> String {
+    func restoreKeychain(path: String, keychain: String, replace: Bool, call: CallContext) throws(KeychainError) -> String {
         try store.registry.restoreKeychain(from: path, as: keychain, replacing: replace)
     }
 
-    func migrateKeyrings(keyring: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) -> DBusValue {
+    func migrateKeyrings(keyring: String, password: [UInt8], call: CallContext) throws(KeychainError) -> DBusValue {
         // An empty name is every keyring; an empty password tries only what needs none.
         let reports = migration.migrate(keyring: keyring.isEmpty ? nil : keyring, password: secret(password))
         for report in reports where report.outcome != .unchanged { migration.log(report) }
@@ -291,32 +313,32 @@ extension NativeKeychainObject: KeychainMethods {
         return .stringVariantDictArray(reports.map(MigrationWire.report))
     }
 
-    func getMigrationStatus(context: NativeCallContext) throws(KeychainError) -> DBusValue {
+    func getMigrationStatus(call: CallContext) throws(KeychainError) -> DBusValue {
         .stringVariantDictArray(MigrationWire.status(migration.state()))
     }
 
     func exportGnomeKeyring(
-        keychain: String, path: String, password: [UInt8], replace: Bool, context: NativeCallContext
+        keychain: String, path: String, password: [UInt8], replace: Bool, call: CallContext
     ) throws(KeychainError) -> (items: UInt32, thisDeviceOnly: UInt32) {
         let written = try GnomeKeyringExport.export(keychain, from: store, to: path, password: secret(password), replace: replace,
-                                                    screen: screen(context))
+                                                    screen: screen(call))
         return (UInt32(clamping: written.items), UInt32(clamping: written.thisDeviceOnly))
     }
 
     // The file travels as a descriptor the caller opened (libdbus hands over a duplicate,
     // closed here): the daemon never opens a path a caller names for these.
     func exportKeychains(
-        keychains: DBusValue, file: DBusDescriptorArgument, passphrase: [UInt8], context: NativeCallContext
+        keychains: DBusValue, file: DBusDescriptorArgument, passphrase: [UInt8], call: CallContext
     ) throws(KeychainError) -> (items: UInt32, thisDeviceOnly: UInt32) {
         let fd = descriptor(file)
         defer { close(fd) }
         let names = try WireCodec.requestKeychainList(keychains)
-        let written = try store.transfer.exportKeychains(names, to: fd, passphrase: secret(passphrase), screen: screen(context))
+        let written = try store.transfer.exportKeychains(names, to: fd, passphrase: secret(passphrase), screen: screen(call))
         return (UInt32(clamping: written.items), UInt32(clamping: written.thisDeviceOnly))
     }
 
     func inspectExport(
-        file: DBusDescriptorArgument, passphrase: [UInt8], context: NativeCallContext
+        file: DBusDescriptorArgument, passphrase: [UInt8], call: CallContext
     ) throws(KeychainError) -> (keychains: [String], items: UInt32) {
         let fd = descriptor(file)
         defer { close(fd) }
@@ -325,7 +347,7 @@ extension NativeKeychainObject: KeychainMethods {
     }
 
     func importExport(
-        file: DBusDescriptorArgument, passphrase: [UInt8], keychain: String, policy: String, context: NativeCallContext
+        file: DBusDescriptorArgument, passphrase: [UInt8], keychain: String, policy: String, call: CallContext
     ) throws(KeychainError) -> DBusValue {
         let fd = descriptor(file)
         defer { close(fd) }
@@ -343,10 +365,10 @@ extension NativeKeychainObject: KeychainMethods {
 
     // MARK: The caller, the session, dialogs
 
-    func whoAmI(context: NativeCallContext) throws(KeychainError) -> (identity: String, strength: String, reason: String) {
+    func whoAmI(call: CallContext) throws(KeychainError) -> (identity: String, strength: String, reason: String) {
         let identity: ApplicationIdentity
         do {
-            identity = try identities.identity(of: context.call.sender, on: context.call.connection)
+            identity = try identities.identity(of: call.sender, on: call.connection)
         } catch {
             throw KeychainError(SecStatus.missingEntitlement, detail: "\(error)")
         }
@@ -354,62 +376,39 @@ extension NativeKeychainObject: KeychainMethods {
         return (identity.string, identity.strength.rawValue, reason)
     }
 
-    func setSessionDisplay(environment: DBusValue, context: NativeCallContext) throws(KeychainError) {
+    func setSessionDisplay(environment: DBusValue, call: CallContext) throws(KeychainError) {
         try session.setSessionDisplay(environment)
     }
 
-    func getAccessStatus(context: NativeCallContext) throws(KeychainError) -> (status: DBusValue, grants: DBusValue) {
+    func getAccessStatus(call: CallContext) throws(KeychainError) -> (status: DBusValue, grants: DBusValue) {
         accessStatus.reply(store: store)
     }
 
     // MARK: Sync
 
-    func syncEnable(keychain: String, folder: String, password: [UInt8], join: Bool, context: NativeCallContext) throws(KeychainError) {
+    func syncEnable(keychain: String, folder: String, password: [UInt8], join: Bool, call: CallContext) throws(KeychainError) {
         try sync.enable(keychain, folder: folder, password: secret(password), join: join)
     }
 
-    func syncStatus(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+    func syncStatus(keychain: String, call: CallContext) throws(KeychainError) -> DBusValue {
         WireCodec.dbusDictionary(try sync.status(keychain))
     }
 
-    func syncConflicts(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue {
+    func syncConflicts(keychain: String, call: CallContext) throws(KeychainError) -> DBusValue {
         WireCodec.dbusDictionaryArray(try sync.conflicts(keychain))
     }
 
-    func syncConflictSecret(keychain: String, version: Int64, context: NativeCallContext) throws(KeychainError) -> [UInt8] {
+    func syncConflictSecret(keychain: String, version: Int64, call: CallContext) throws(KeychainError) -> [UInt8] {
         let secret = try sync.conflictSecret(keychain, version: version)
         defer { SecretWipe.wipe(secret) }
         return Array(secret)
     }
 
-    func syncDisable(keychain: String, context: NativeCallContext) throws(KeychainError) {
+    func syncDisable(keychain: String, call: CallContext) throws(KeychainError) {
         try sync.disable(keychain)
     }
 
-    func syncRekey(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) {
+    func syncRekey(keychain: String, password: [UInt8], call: CallContext) throws(KeychainError) {
         try sync.rekey(keychain, password: secret(password))
-    }
-}
-
-/// What one native call carries to its method besides its arguments: the call itself, its
-/// caller as access control sees it (worked out once, for who may call what), and what to wipe
-/// once the reply has gone.
-struct NativeCallContext {
-    let call: DBusMethodCall
-    let caller: AccessCaller
-    let afterReply: AfterReply
-}
-
-/// What a call's plaintext passed through, wiped (and freed) once its reply has gone: the caller
-/// waits for the reply, not for the clean-up. One per call, used by the thread running it.
-final class AfterReply {
-    private var dictionaries: [WireDictionary] = []
-
-    func wipe(_ dictionary: WireDictionary) { dictionaries.append(dictionary) }
-    func wipe(_ list: [WireDictionary]) { dictionaries += list }
-
-    func finish() {
-        for index in dictionaries.indices { SecretWipe.wipe(&dictionaries[index]) }
-        dictionaries = []
     }
 }

@@ -9,12 +9,12 @@ struct CollectionObject: CollectionMethods {
     let context: ServiceContext
     let address: CollectionAddress
 
-    func delete(call: DBusMethodCall) throws(DBusError) -> String {
+    func delete(call: CallContext) throws(DBusError) -> String {
         try delete(context.collection(address, caller: call.sender))
         return SecretServiceNames.noObject
     }
 
-    func searchItems(attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [String] {
+    func searchItems(attributes: [String: String], call: CallContext) throws(DBusError) -> [String] {
         let collection = try context.collection(address, caller: call.sender)
         try CallLimits.checkAttributes(attributes, "A search has")
         let access = context.callerAccess(call)
@@ -24,7 +24,7 @@ struct CollectionObject: CollectionMethods {
         return ObjectPaths.paths(of: ids, in: collection.id)
     }
 
-    func createItem(properties: DBusValue, secret: DBusValue, replace: Bool, call: DBusMethodCall) throws(DBusError) -> (item: String, prompt: String) {
+    func createItem(properties: DBusValue, secret: DBusValue, replace: Bool, call: CallContext) throws(DBusError) -> (item: String, prompt: String) {
         let collection = try context.collection(address, caller: call.sender)
         func path() -> String { ObjectPaths.path(of: collection.id) }
         let properties = try PropertyDictionary(properties, of: SecretServiceInterfaces.item)
@@ -51,7 +51,7 @@ struct CollectionObject: CollectionMethods {
         return (ObjectPaths.path(of: id, in: collection.id), SecretServiceNames.noObject)
     }
 
-    func property(_ name: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func property(_ name: String, call: CallContext) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: collection.id) }
         switch name {
@@ -73,7 +73,7 @@ struct CollectionObject: CollectionMethods {
 
     /// `Label` (kept in the keychain file; a locked keychain answers IsLocked, as for every change).
     /// A collection is every app's: a sandboxed one cannot rename it.
-    func setProperty(_ name: String, _ value: DBusValue, call: DBusMethodCall) throws(DBusError) {
+    func setProperty(_ name: String, _ value: DBusValue, call: CallContext) throws(DBusError) {
         let collection = try context.collection(address)
         guard name == SecretServiceProtocol.Property.label else { throw .propertyReadOnly("\(name) is read-only") }
         guard let label = value.stringValue else { throw .invalidArgs("Label is s") }

@@ -3,6 +3,7 @@ import KeywellCore
 import KeywellDBus
 import KeywellIdentity
 import KeywellSystem
+import Logging
 import SecretServiceCrypto
 
 /// One conversation with gcr's system prompter, the dialog gnome-keyring shows (docs/prompts.md,
@@ -249,19 +250,23 @@ private final class GcrPromptCallback: DBusObject, GcrPromptCallbackMethods {
     func placement(of call: DBusMethodCall) -> DBusCallPlacement { .ioThread }
 
     func handle(_ call: DBusMethodCall) {
-        call.reply { () throws(DBusError) in try dispatchGcrPromptCallback(call) }
+        // The prompter is known by its bus name alone (`received(_:from:)`): no caller to work out.
+        let context = CallContext(call, callers: nil, logger: Self.logger)
+        call.reply { () throws(DBusError) in try dispatchGcrPromptCallback(call, context: context) }
     }
 
-    func promptReady(reply: String, properties: DBusValue, exchange: String, call: DBusMethodCall) throws(DBusError) {
+    private static let logger = Logger(label: "keywelld")
+
+    func promptReady(reply: String, properties: DBusValue, exchange: String, call: CallContext) throws(DBusError) {
         let chosen = properties.asStringVariantDict()?[GcrPrompterNames.Property.choiceChosen]?.unwrappingVariants.boolValue
         try deliver(.ready(reply: reply, choiceChosen: chosen, exchange: exchange), call)
     }
 
-    func promptDone(call: DBusMethodCall) throws(DBusError) {
+    func promptDone(call: CallContext) throws(DBusError) {
         try deliver(.done, call)
     }
 
-    private func deliver(_ event: GcrSystemPrompt.Event, _ call: DBusMethodCall) throws(DBusError) {
+    private func deliver(_ event: GcrSystemPrompt.Event, _ call: CallContext) throws(DBusError) {
         guard let prompt, prompt.received(event, from: call.sender) else {
             throw .accessDenied("Not the prompter this prompt was begun with")
         }

@@ -16,13 +16,13 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
         return GnomeKeyringInterfaces.internalInterface.method(named: call.member) != nil
     }
 
-    func createWithMasterPassword(attributes: DBusValue, master: DBusValue, call: DBusMethodCall) throws(DBusError) -> String {
+    func createWithMasterPassword(attributes: DBusValue, master: DBusValue, call: CallContext) throws(DBusError) -> String {
         let properties = try PropertyDictionary(attributes, of: SecretServiceInterfaces.collection)
         return try create(properties, password(master, call))
     }
 
     func changeWithMasterPassword(collection path: String, original: DBusValue, master: DBusValue,
-                                  call: DBusMethodCall) throws(DBusError) {
+                                  call: CallContext) throws(DBusError) {
         // Both secrets are read before the collection is looked at, as gnome-keyring does.
         let original = try password(original, call)
         let master = try password(master, call)
@@ -33,7 +33,7 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
         context.logger.info("changed the password of keychain \"\(name)\" through gnome-keyring's interface")
     }
 
-    func unlockWithMasterPassword(collection path: String, master: DBusValue, call: DBusMethodCall) throws(DBusError) {
+    func unlockWithMasterPassword(collection path: String, master: DBusValue, call: CallContext) throws(DBusError) {
         let master = try password(master, call)
         guard let name = try keychainOrSession(at: path) else { return }  // `session` is never locked
         try engine("Couldn't unlock collection") { () throws(KeychainError) in
@@ -42,7 +42,7 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
         context.keychainUnlocked(name, master)
     }
 
-    func changeWithPrompt(collection path: String, call: DBusMethodCall) throws(DBusError) -> String {
+    func changeWithPrompt(collection path: String, call: CallContext) throws(DBusError) -> String {
         let name = try keychain(at: path, "has no password to change")
         let requester = ServiceContext.describe(call.sender, on: call.connection)
         let context = self.context
@@ -67,7 +67,7 @@ struct GnomeKeyringInternal: GnomeKeyringInternalMethods {
 
     /// The master password of a secret struct, opened with the caller's session: NoSession for a
     /// session that is not the caller's, InvalidArgs for one that does not decrypt.
-    private func password(_ value: DBusValue, _ call: DBusMethodCall) throws(DBusError) -> SecretBytes {
+    private func password(_ value: DBusValue, _ call: CallContext) throws(DBusError) -> SecretBytes {
         let secret = try SecretEncoding.decode(value, caller: call.sender, sessions: context.sessions)
         defer { SecretWipe.wipe(secret.value) }
         return SecretBytes(copying: secret.value)

@@ -14,7 +14,7 @@ struct ItemObject: ItemMethods {
     let address: CollectionAddress
     let id: UUID
 
-    func delete(call: DBusMethodCall) throws(DBusError) -> String {
+    func delete(call: CallContext) throws(DBusError) -> String {
         let collection = try context.collection(address)
         // Only errors name the item: a read that succeeds builds no path.
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
@@ -24,15 +24,13 @@ struct ItemObject: ItemMethods {
         return SecretServiceNames.noObject
     }
 
-    func getSecret(session sessionPath: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
-        try getSecret(session: sessionPath, call: call, mayAsk: true)
-    }
-
     /// `GetSecret`. An item locked for the caller alone (its keychain open) asks the access
     /// question and waits for the answer: Seahorse reads a password with this call only and
     /// never unlocks an item first (docs/secret-service.md, "GetSecret and Seahorse"). Allow
-    /// answers with the secret; Deny (or no dialog) with IsLocked, as before.
-    private func getSecret(session sessionPath: String, call: DBusMethodCall, mayAsk: Bool) throws(DBusError) -> DBusValue {
+    /// answers with the secret; Deny (or no dialog) with IsLocked, as before. The read (list,
+    /// MAC, secret) is done once: when it finds the question, the question and the secret's
+    /// opening are what is left for a thread that may wait (`DBusAnswer`).
+    func getSecret(session sessionPath: String, call: CallContext) throws(DBusError) -> DBusAnswer<DBusValue, DBusError> {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let access = context.callerAccess(call)
@@ -43,26 +41,36 @@ struct ItemObject: ItemMethods {
         defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
         guard let found = read.items.first, found.verdict != .hidden else { throw SecretServiceError.noSuchObject("No item \(path())") }
         let session = try context.sessions.session(at: sessionPath, for: call.sender)
-        if found.verdict == .mustAsk, !read.locked, mayAsk, let gate = access.access?.gate, let caller = access.caller {
-            // A question waits minutes; the I/O thread serves every caller.
-            guard !call.connection.isOnIOThread else { throw DBusMethodCall.mustContinueOffIOThread }
-            let named = try engine(path()) { () throws(KeychainError) in
-                try collection.access([id]).item(0).labelled(collection.item(id).label)
-            }
-            // Past the bus's default call timeout too: a caller that set a longer one still waits
-            // (a person may take a minute), and the reply goes to the caller alone.
-            if gate.ask(caller, about: [named], interactive: true).allows {
-                return try getSecret(session: sessionPath, call: call, mayAsk: false)
-            }
+        if found.verdict == .mustAsk, !read.locked, let gate = access.access?.gate, let caller = access.caller {
+            let id = id
+            return .afterQuestion(DBusQuestion { () throws(DBusError) -> DBusValue in
+                let named = try engine(path()) { () throws(KeychainError) in
+                    try collection.access([id]).item(0).labelled(collection.item(id).label)
+                }
+                // Past the bus's default call timeout too: a caller that set a longer one still
+                // waits (a person may take a minute), and the reply goes to the caller alone.
+                guard gate.ask(caller, about: [named], interactive: true).allows else {
+                    throw SecretServiceError.isLocked("\(path()) is locked for this application")
+                }
+                // The read opened no secret for a caller the list did not trust: now it may.
+                let secrets = try engine(path()) { () throws(KeychainError) in try collection.secrets([id]) }
+                defer { secrets.values.forEach { SecretWipe.wipe($0.value) } }
+                guard let secret = secrets[id] else { throw SecretServiceError.noSuchObject("No item \(path())") }
+                return try reply(secret, session, call)
+            })
         }
         try refuseIfLocked(found.verdict, path)
         if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the collection is locked").secretServiceError(path()) }
         guard let secret = found.secret else { throw SecretServiceError.noSuchObject("No item \(path())") }
+        return .answered(try reply(secret, session, call))
+    }
+
+    private func reply(_ secret: ItemSecret, _ session: SecretSession, _ call: CallContext) throws(DBusError) -> DBusValue {
         call.replyMayHoldSecrets = !session.isEncrypted
         return try SecretEncoding.encode(secret, for: session)
     }
 
-    func setSecret(secret value: DBusValue, call: DBusMethodCall) throws(DBusError) {
+    func setSecret(secret value: DBusValue, call: CallContext) throws(DBusError) {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let verdict = try verdict(id, in: collection, call: call, path)
@@ -73,7 +81,7 @@ struct ItemObject: ItemMethods {
         context.itemsChanged(in: collection.id, changed: [id])
     }
 
-    func property(_ name: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func property(_ name: String, call: CallContext) throws(DBusError) -> DBusValue {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         if name == SecretServiceProtocol.Property.locked {
@@ -91,7 +99,7 @@ struct ItemObject: ItemMethods {
 
     /// GetAll: the item read once (libsecret's item proxies ask for all six properties), not once
     /// per property.
-    func allProperties(call: DBusMethodCall) throws(DBusError) -> [String: DBusValue] {
+    func allProperties(call: CallContext) throws(DBusError) -> [String: DBusValue] {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         let verdict = try verdict(id, in: collection, call: call, path)
@@ -122,7 +130,7 @@ struct ItemObject: ItemMethods {
     }
 
     /// `Label` and `Attributes` (a locked keychain answers IsLocked, as for every change).
-    func setProperty(_ name: String, _ value: DBusValue, call: DBusMethodCall) throws(DBusError) {
+    func setProperty(_ name: String, _ value: DBusValue, call: CallContext) throws(DBusError) {
         let collection = try context.collection(address)
         func path() -> String { ObjectPaths.path(of: id, in: collection.id) }
         try refuseIfLocked(verdict(id, in: collection, call: call, path), path)
@@ -144,7 +152,7 @@ struct ItemObject: ItemMethods {
 
     /// The caller's verdict on the item; NoSuchObject when the item does not exist for it (a
     /// sandboxed caller the list does not name), exactly as for a missing item.
-    private func verdict(_ id: UUID, in collection: any SecretCollection, call: DBusMethodCall,
+    private func verdict(_ id: UUID, in collection: any SecretCollection, call: CallContext,
                          _ path: () -> String) throws(DBusError) -> AccessVerdict {
         let verdict = try engine(path()) { () throws(KeychainError) in try context.callerAccess(call).verdict(id, in: collection) }
         if verdict == .hidden { throw SecretServiceError.noSuchObject("No item \(path())") }

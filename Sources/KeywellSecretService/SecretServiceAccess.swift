@@ -13,29 +13,22 @@ import KeywellSystem
 /// the daemon's one `AccessGate`, shared with the native API.
 public struct SecretServiceAccess: Sendable {
     public let gate: AccessGate
-    public let identities: ApplicationIdentities
-    private let callers = KnownCallers()
+    /// The daemon's callers, shared with its other interfaces (`CallContext`).
+    public let callers: CallerDirectory
+    public var identities: ApplicationIdentities { callers.identities }
+
+    public init(gate: AccessGate, callers: CallerDirectory) {
+        self.gate = gate
+        self.callers = callers
+    }
 
     public init(gate: AccessGate, identities: ApplicationIdentities) {
-        self.gate = gate
-        self.identities = identities
+        self.init(gate: gate, callers: CallerDirectory(identities: identities))
     }
 
     /// Whether the caller's identity is known already: only then can a read stay on the D-Bus
     /// I/O thread (working it out waits for the bus).
-    func isKnown(_ call: DBusMethodCall) -> Bool {
-        identities.isCached(call.sender, on: call.connection)
-    }
-
-    /// The caller of `call`; one that cannot be identified is trusted with nothing.
-    func caller(of call: DBusMethodCall) -> AccessCaller {
-        known(call).caller
-    }
-
-    /// The caller of `call` with the lists found to trust it so far (kept per connection).
-    func known(_ call: DBusMethodCall) -> (caller: AccessCaller, trusting: TrustingLists) {
-        callers.caller(call.sender, identity: try? identities.identity(of: call.sender, on: call.connection))
-    }
+    func isKnown(_ call: DBusMethodCall) -> Bool { callers.isKnown(call) }
 
     /// What creating an item over an existing one may do: replace it when its list trusts the
     /// creator; a sandboxed app makes its own item beside one it cannot see; anyone else is
@@ -54,9 +47,10 @@ struct CallerAccess {
     let caller: AccessCaller?
     private let trusting: TrustingLists?
 
-    init(_ access: SecretServiceAccess?, call: DBusMethodCall) {
+    /// `call`'s caller, worked out once for the call (`CallContext`).
+    init(_ access: SecretServiceAccess?, call: CallContext) {
         self.access = access
-        let known = access?.known(call)
+        let known = access == nil ? nil : call.known
         caller = known?.caller
         trusting = known?.trusting
     }
@@ -116,25 +110,5 @@ struct CallerScreen: ItemAccessScreening {
     func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {
         guard gate.ask(caller, about: items, interactive: interactionAllowed) == .deny else { return }
         throw interactionAllowed ? KeychainError.accessDenied : KeychainError(SecStatus.interactionNotAllowed)
-    }
-}
-
-/// The `AccessCaller` last made for each connection, and the list texts found to trust it, kept
-/// while its identity stays the one the identities cache gives: making a caller builds the
-/// identity's strings, a tenth of a SearchItems' handler in `perf`, and judging a list splits it.
-/// Each call still asks the identities cache, so nothing here outlives an identity it no longer
-/// gives; a bound keeps the table small (unique names are never reused).
-private final class KnownCallers: Sendable {
-    private static let capacity = 256
-    private let table = Protected<[String: (caller: AccessCaller, trusting: TrustingLists)]>([:])
-
-    func caller(_ connection: String, identity: ApplicationIdentity?) -> (caller: AccessCaller, trusting: TrustingLists) {
-        if let known = table.withLock({ $0[connection] }), known.caller.identity == identity { return known }
-        let made = (caller: AccessCaller(connection: connection, identity: identity), trusting: TrustingLists())
-        table.withLock { table in
-            if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
-            table[connection] = made
-        }
-        return made
     }
 }

@@ -34,7 +34,7 @@ final class SecretServiceTree: DBusObject {
     /// A collection's item nodes as its `Items` lists them for the caller: a sandboxed app does
     /// not learn the paths of items that do not exist for it (docs/secret-service.md, "Sandboxed callers").
     func childNodes(at path: String, call: DBusMethodCall) -> [String] {
-        childNodes(at: path) { context.callerAccess(call) }
+        childNodes(at: path) { context.callerAccess(context.callContext(call)) }
     }
 
     /// `access` is asked for only at a collection's path: elsewhere the nodes are everyone's.
@@ -85,36 +85,50 @@ final class SecretServiceTree: DBusObject {
 
     func handle(_ call: DBusMethodCall) {
         activity()
-        // Only debug logging reads the clock.
-        let start = context.logger.logLevel <= .debug ? ContinuousClock.now : nil
+        let callContext = context.callContext(call)
         let object = ObjectPaths.parse(call.path)
         do throws(DBusError) {
             // Who may call what, before anything is done (docs/secret-service.md, "Sandboxed callers").
-            try checkReach(SecretServiceProtocol.reach(interface: interface(of: call, object), member: call.member), call)
+            try checkReach(SecretServiceProtocol.reach(interface: interface(of: call, object), member: call.member), callContext)
             switch object {
             case .service? where GnomeKeyringInternal.handles(call):
-                call.reply(try GnomeKeyringInternal(context: context).dispatchGnomeKeyringInternal(call))
+                call.reply(try GnomeKeyringInternal(context: context).dispatchGnomeKeyringInternal(call, context: callContext))
             case .service?:
-                call.reply(try ServiceObject(context: context).dispatchService(call))
+                call.reply(try ServiceObject(context: context).dispatchService(call, context: callContext))
             case .collection(let address)?:
-                call.reply(try CollectionObject(context: context, address: address).dispatchCollection(call))
+                call.reply(try CollectionObject(context: context, address: address).dispatchCollection(call, context: callContext))
             case .item(let address, let id)?:
-                call.reply(try ItemObject(context: context, address: address, id: id).dispatchItem(call))
+                // GetSecret may have to ask: the question and the finish then run off the I/O thread.
+                switch try ItemObject(context: context, address: address, id: id).dispatchItem(call, context: callContext) {
+                case .answered(let values): call.reply(values)
+                case .afterQuestion(let question):
+                    call.finishOffIOThread { [self] in
+                        do throws(DBusError) {
+                            call.reply(try question.askAndFinish())
+                            log(callContext, "ok")
+                        } catch {
+                            fail(callContext, error, object)
+                        }
+                    }
+                    return
+                }
             case .session(let number)?:
-                call.reply(try SessionObject(context: context, number: number).dispatchSession(call))
+                call.reply(try SessionObject(context: context, number: number).dispatchSession(call, context: callContext))
             case .prompt(let number)?:
-                call.reply(try PromptObject(context: context, number: number).dispatchPrompt(call))
+                call.reply(try PromptObject(context: context, number: number).dispatchPrompt(call, context: callContext))
             case .folder?, nil:
                 throw SecretServiceError.noSuchObject("No object at \(call.path)")
             }
-            log(call, "ok", since: start)
-        } catch where error == DBusMethodCall.mustContinueOffIOThread {
-            call.continueOffIOThread { [self] in handle(call) }
+            log(callContext, "ok")
         } catch {
-            let answer = MissingObject.answer(error, calling: call.path, object)
-            call.reply(error: answer)
-            log(call, answer.name, since: start)
+            fail(callContext, error, object)
         }
+    }
+
+    private func fail(_ call: CallContext, _ error: DBusError, _ object: SecretObject?) {
+        let answer = MissingObject.answer(error, calling: call.path, object)
+        call.call.reply(error: answer)
+        log(call, answer.name)
     }
 
     func property(_ name: String, interface: String, at path: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
@@ -123,8 +137,10 @@ final class SecretServiceTree: DBusObject {
         do throws(DBusError) {
             switch object {
             case .service?: return try ServiceObject(context: context).property(name)
-            case .collection(let address)?: return try CollectionObject(context: context, address: address).property(name, call: call)
-            case .item(let address, let id)?: return try ItemObject(context: context, address: address, id: id).property(name, call: call)
+            case .collection(let address)?:
+                return try CollectionObject(context: context, address: address).property(name, call: context.callContext(call))
+            case .item(let address, let id)?:
+                return try ItemObject(context: context, address: address, id: id).property(name, call: context.callContext(call))
             default: throw .unknownProperty("No property \(interface).\(name) at \(path)")
             }
         } catch {
@@ -137,7 +153,7 @@ final class SecretServiceTree: DBusObject {
         guard interface == SecretServiceNames.itemInterface, case .item(let address, let id)? = object else { return nil }
         activity()
         do throws(DBusError) {
-            return try ItemObject(context: context, address: address, id: id).allProperties(call: call)
+            return try ItemObject(context: context, address: address, id: id).allProperties(call: context.callContext(call))
         } catch {
             throw MissingObject.answer(error, calling: path, object)
         }
@@ -146,6 +162,7 @@ final class SecretServiceTree: DBusObject {
     func setProperty(_ name: String, interface: String, value: DBusValue, at path: String, call: DBusMethodCall) throws(DBusError) {
         activity()
         let object = ObjectPaths.parse(path)
+        let call = context.callContext(call)
         do throws(DBusError) {
             if case .collection? = object {
                 try checkReach(SecretServiceProtocol.reach(settingProperty: name, interface: SecretServiceNames.collectionInterface), call)
@@ -162,7 +179,7 @@ final class SecretServiceTree: DBusObject {
 
     /// Refuses a call the caller may not make; only a call that reaches shared state asks who the
     /// caller is, since working it out may wait for the bus.
-    private func checkReach(_ reach: CallReach, _ call: DBusMethodCall) throws(DBusError) {
+    private func checkReach(_ reach: CallReach, _ call: CallContext) throws(DBusError) {
         guard case .shared = reach else { return }
         try context.callerAccess(call).check(reach)
     }
@@ -183,10 +200,8 @@ final class SecretServiceTree: DBusObject {
     }
 
     /// Debug level only: calls are frequent, and arguments (secrets) are never logged.
-    private func log(_ call: DBusMethodCall, _ outcome: String, since start: ContinuousClock.Instant?) {
-        guard let start else { return }
-        let elapsed = ContinuousClock.now - start
-        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
-        context.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: ["caller": "\(call.sender)", "us": "\(microseconds)"])
+    private func log(_ call: CallContext, _ outcome: String) {
+        guard call.logger.logLevel <= .debug else { return }
+        call.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: ["caller": "\(call.sender)", "us": "\(call.elapsedMicroseconds)"])
     }
 }

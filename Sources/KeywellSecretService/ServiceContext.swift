@@ -31,8 +31,11 @@ final class ServiceContext: Sendable {
         self.access = access
     }
 
-    /// What `call`'s caller may do with items (its identity worked out, or taken from the cache).
-    func callerAccess(_ call: DBusMethodCall) -> CallerAccess { CallerAccess(access, call: call) }
+    /// The context of a call to one of this service's objects, built once per call.
+    func callContext(_ call: DBusMethodCall) -> CallContext { CallContext(call, callers: access?.callers, logger: logger) }
+
+    /// What `call`'s caller may do with items (its identity worked out once for the call).
+    func callerAccess(_ call: CallContext) -> CallerAccess { CallerAccess(access, call: call) }
 
     /// The collection an address stands for; NoSuchObject when an alias names none (its message
     /// says what to do, and why `caller`'s last prompt ended if it was dismissed). A keychain

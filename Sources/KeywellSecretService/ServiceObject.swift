@@ -9,35 +9,35 @@ import SecretServiceCrypto
 struct ServiceObject: ServiceMethods {
     let context: ServiceContext
 
-    func openSession(algorithm: String, input: DBusValue, call: DBusMethodCall) throws(DBusError) -> (output: DBusValue, result: String) {
+    func openSession(algorithm: String, input: DBusValue, call: CallContext) throws(DBusError) -> (output: DBusValue, result: String) {
         let (output, session) = try context.sessions.open(algorithm: algorithm, input: input, owner: call.sender)
         return (output, session.path)
     }
 
-    func createCollection(properties: DBusValue, alias: String, call: DBusMethodCall) throws(DBusError) -> (collection: String, prompt: String) {
+    func createCollection(properties: DBusValue, alias: String, call: CallContext) throws(DBusError) -> (collection: String, prompt: String) {
         try createCollection(PropertyDictionary(properties, of: SecretServiceInterfaces.collection), alias: alias, call: call)
     }
 
-    func lock(objects: [String], call: DBusMethodCall) throws(DBusError) -> (locked: [String], prompt: String) {
+    func lock(objects: [String], call: CallContext) throws(DBusError) -> (locked: [String], prompt: String) {
         (try lock(objects, call: call), SecretServiceNames.noObject)
     }
 
-    func lockService(call: DBusMethodCall) throws(DBusError) {
+    func lockService(call: CallContext) throws(DBusError) {
         context.store.locking.lockAll()
     }
 
-    func getSecrets(items: [String], session: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func getSecrets(items: [String], session: String, call: CallContext) throws(DBusError) -> DBusValue {
         let session = try context.sessions.session(at: session, for: call.sender)
         call.replyMayHoldSecrets = !session.isEncrypted
         return try secrets(of: items, for: session, call: call)
     }
 
-    func readAlias(name: String, call: DBusMethodCall) throws(DBusError) -> String {
+    func readAlias(name: String, call: CallContext) throws(DBusError) -> String {
         let target = context.directory.target(ofAlias: name).flatMap(context.directory.collection)
         return target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject
     }
 
-    func setAlias(name: String, collection: String, call: DBusMethodCall) throws(DBusError) {
+    func setAlias(name: String, collection: String, call: CallContext) throws(DBusError) {
         try setAlias(name, to: collection)
     }
 
@@ -52,7 +52,7 @@ struct ServiceObject: ServiceMethods {
     /// is locked, so its matches show as `locked` and the client asks to unlock them. An item
     /// whose list does not trust the caller is locked for it; one a sandboxed caller is not
     /// named by is left out (docs/secret-service.md, "Access control").
-    func searchItems(attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> (unlocked: [String], locked: [String]) {
+    func searchItems(attributes: [String: String], call: CallContext) throws(DBusError) -> (unlocked: [String], locked: [String]) {
         try CallLimits.checkAttributes(attributes, "A search has")
         let screen = context.callerAccess(call).screen
         var unlocked: [String] = []
@@ -86,7 +86,7 @@ struct ServiceObject: ServiceMethods {
     /// usually share it, which one comparison tells), each item part is only 32 hex digits to
     /// read, and the engine reads each collection's secrets in one batch. Every step is linear in
     /// the paths however many collections they name (dictionaries, no searches through lists).
-    func secrets(of paths: [String], for session: SecretSession, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func secrets(of paths: [String], for session: SecretSession, call: CallContext) throws(DBusError) -> DBusValue {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "GetSecrets takes", "object paths")
         var groups: [SecretGroup] = []
         var groupOfCollection: [CollectionID: Int] = [:]
@@ -166,7 +166,7 @@ struct ServiceObject: ServiceMethods {
     /// locked keychains, then, in one question, whether the caller may use the items locked for
     /// it (docs/secret-service.md, "Unlock and the access question"). Items a sandboxed caller
     /// cannot see are left out, as missing ones are; a collection is about its keychain's lock only.
-    func unlock(objects paths: [String], call: DBusMethodCall) throws(DBusError) -> (unlocked: [String], prompt: String) {
+    func unlock(objects paths: [String], call: CallContext) throws(DBusError) -> (unlocked: [String], prompt: String) {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Unlock takes", "object paths")
         let access = context.callerAccess(call)
         // By their place in `paths`: answers keep the order they were asked in.
@@ -233,7 +233,7 @@ struct ServiceObject: ServiceMethods {
 
     /// Locks the keychains of the objects given (no prompt), each keychain once; returns the
     /// objects now locked. The in-memory `session` collection does not lock.
-    private func lock(_ paths: [String], call: DBusMethodCall) throws(DBusError) -> [String] {
+    private func lock(_ paths: [String], call: CallContext) throws(DBusError) -> [String] {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "Lock takes", "object paths")
         var locked: [String] = []
         var done: Set<String> = []
@@ -257,7 +257,7 @@ struct ServiceObject: ServiceMethods {
     /// A keychain needs a password, so creating one is a prompt; it completes with the new
     /// collection (`o`). An alias that already names a collection returns that one at once.
     private func createCollection(_ properties: PropertyDictionary, alias: String,
-                                  call: DBusMethodCall) throws(DBusError) -> (collection: String, prompt: String) {
+                                  call: CallContext) throws(DBusError) -> (collection: String, prompt: String) {
         let label = properties.string(SecretServiceNames.collectionLabelProperty) ?? ""
         // Refused before the password is asked for, not after.
         guard label.utf8.count <= KeychainStore.Registry.labelMaximumBytes else {

@@ -5,7 +5,7 @@ struct SessionObject: SessionMethods {
     let context: ServiceContext
     let number: UInt64
 
-    func close(call: DBusMethodCall) throws(DBusError) {
+    func close(call: CallContext) throws(DBusError) {
         try context.sessions.close(number, caller: call.sender)
     }
 }
@@ -16,11 +16,11 @@ struct PromptObject: PromptMethods {
     let context: ServiceContext
     let number: UInt64
 
-    func prompt(windowId: String, call: DBusMethodCall) throws(DBusError) {
+    func prompt(windowId: String, call: CallContext) throws(DBusError) {
         call.afterReply(try context.prompts.start(number, caller: call.sender, windowID: windowId))
     }
 
-    func dismiss(call: DBusMethodCall) throws(DBusError) {
+    func dismiss(call: CallContext) throws(DBusError) {
         call.afterReply(try context.prompts.dismiss(number, caller: call.sender))
     }
 }

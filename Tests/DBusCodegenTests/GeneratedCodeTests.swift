@@ -111,4 +111,36 @@ import Testing
         let overloaded = xml.replacingOccurrences(of: "name=\"Write\"", with: "name=\"Read\"")
         #expect(throws: CodegenError.self) { try job.generate(xml: overloaded) }
     }
+
+    /// A method marked `org.keywell.MayAsk` returns a `DBusAnswer` (its answer, or the question
+    /// and the finish for a thread that may wait), and so does its interface's dispatch, whose
+    /// other methods answer at once; the shared context goes to every function under its label.
+    @Test func mayAskMethodsReturnAnAnswer() throws {
+        let job = CodegenJob(
+            xml: "dbus/test.xml", output: "Out.swift", container: "TestInterfaces",
+            interfaces: [.init("org.example.Test1", property: "test", protocolName: "TestMethods")],
+            context: .callContext)
+        let xml = """
+            <node><interface name="org.example.Test1">
+              <method name="Read"><annotation name="org.keywell.MayAsk" value="true"/>
+                <arg name="key" type="s" direction="in"/><arg name="value" type="s" direction="out"/></method>
+              <method name="Forget"><annotation name="org.keywell.MayAsk" value="true"/></method>
+              <method name="Write"><arg name="name" type="s" direction="in"/></method>
+            </interface></node>
+            """
+        let files = try job.generate(xml: xml)
+        let dispatch = try #require(files.first { $0.path == "Out.swift" }?.content)
+        #expect(dispatch.contains("func read(key: String, call: CallContext) throws(DBusError) -> DBusAnswer<String, DBusError>"))
+        #expect(dispatch.contains("func forget(call: CallContext) throws(DBusError) -> DBusAnswer<Void, DBusError>"))
+        #expect(dispatch.contains("func write(name: String, call: CallContext) throws(DBusError)\n"))
+        #expect(dispatch.contains(
+            "func dispatchTest(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> DBusAnswer<[DBusValue], DBusError>"))
+        #expect(dispatch.contains("return try read(key: key, call: context).map { (value) throws(DBusError) -> [DBusValue] in\n"
+            + "                [.string(value)]\n"))
+        #expect(dispatch.contains("return try forget(call: context).map { (_) throws(DBusError) -> [DBusValue] in\n"))
+        #expect(dispatch.contains("try write(name: name, call: context)\n            return .answered([])"))
+
+        let notTrue = xml.replacingOccurrences(of: "name=\"org.keywell.MayAsk\" value=\"true\"", with: "name=\"org.keywell.MayAsk\" value=\"yes\"")
+        #expect(throws: CodegenError.self) { try job.generate(xml: notTrue) }
+    }
 }

@@ -52,6 +52,9 @@ struct AccessScreeningRound<Pending> {
         return kept
     }
 
+    /// Whether `askOnce` will ask: some item was noted for the question.
+    var asks: Bool { !pending.isEmpty }
+
     /// The one question about every noted item; none noted, no question. `labelled` turns the
     /// notes into what the question shows. Throws the screen's refusal (`errSecAuthFailed` when
     /// the person denies, `errSecInteractionNotAllowed` when the call forbids asking).

@@ -79,6 +79,11 @@ extension KeychainStore {
     /// `r_Data`, items it does not trust are asked about, all in one question, before any
     /// secret is opened (`u_AuthUI` says whether asking is allowed).
     func copyMatching(_ query: WireDictionary, screen: (any ItemAccessScreening)? = nil) throws(KeychainError) -> [WireDictionary] {
+        try screenedSearch(query, screen: screen).finish()
+    }
+
+    /// `copyMatching`'s read and screening, its question and results left to `finish()`.
+    func screenedSearch(_ query: WireDictionary, screen: (any ItemAccessScreening)?) throws(KeychainError) -> ScreenedSearch {
         let query = try QueryParser.parseQuery(query, for: .copyMatching)
         // Attributes are no secret: only a caller items may be hidden from needs judging then.
         let screen = query.returns.data || screen?.mayHide == true ? screen : nil
@@ -125,8 +130,11 @@ extension KeychainStore {
                                        freeform: reading.freeform ? matches.freeform[index] : nil, fromSessionCopy: fromSessionCopies))
             }
         }
-        try round?.askOnce(of: self)
-        return try replies(to: found, returns: query.returns, lockedKeychainMatched: lockedKeychainMatched)
+        let returns = query.returns
+        return ScreenedSearch(asks: round?.asks ?? false) { [self, round, found, lockedKeychainMatched] () throws(KeychainError) in
+            try round?.askOnce(of: self)
+            return try replies(to: found, returns: returns, lockedKeychainMatched: lockedKeychainMatched)
+        }
     }
 
     /// `copyMatching`'s answer: one dictionary per item found; none fails as not found, or as
@@ -306,4 +314,21 @@ extension KeychainStore {
         if returns.keychain { result[WireKey.useKeychain] = .string(file.location.displayName) }
         return result
     }
+}
+
+/// A search read and screened (`KeychainStore.Items.screenedSearch`): what it found, each
+/// match judged, and the one question about the untrusted ones not asked yet.
+public struct ScreenedSearch {
+    /// Whether `finish()` asks the person first (and may wait minutes for the answer).
+    public let asks: Bool
+    private let rest: () throws(KeychainError) -> [WireDictionary]
+
+    init(asks: Bool, rest: @escaping () throws(KeychainError) -> [WireDictionary]) {
+        self.asks = asks
+        self.rest = rest
+    }
+
+    /// Asks the question, if one is left, then returns the results of what was read (their
+    /// secrets opened now, after the answer), as `copyMatching` does.
+    public func finish() throws(KeychainError) -> [WireDictionary] { try rest() }
 }

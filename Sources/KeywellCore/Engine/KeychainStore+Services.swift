@@ -90,6 +90,12 @@ extension KeychainStore {
             try store.copyMatching(query, screen: screen)
         }
 
+        /// `copyMatching` in two steps: the read and the verdicts now, the question (if one is
+        /// left) and the results in `finish()`, which a caller that must not wait runs elsewhere.
+        public func screenedSearch(_ query: WireDictionary, screen: any ItemAccessScreening) throws(KeychainError) -> ScreenedSearch {
+            try store.screenedSearch(query, screen: screen)
+        }
+
         public func update(
             _ query: WireDictionary, _ attributesToUpdate: WireDictionary, screen: (any ItemAccessScreening)? = nil
         ) throws(KeychainError) {

@@ -3,6 +3,7 @@
 
 import KeywellDBus
 import KeywellProtocol
+import KeywellSecretService
 
 /// The interfaces of dbus/org.keywell.Keychain1.xml, as introspection shows them
 /// and as the layer checks calls against them.
@@ -19,7 +20,7 @@ enum NativeInterfaces {
                 name: NativeMethod.copyMatching.rawValue,
                 inputs: [DBusArgument("query", "a{sv}")],
                 outputs: [DBusArgument("results", "aa{sv}")],
-                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(name: NativeMethod.update.rawValue, inputs: [DBusArgument("query", "a{sv}"), DBusArgument("attributes", "a{sv}")]),
             DBusMethod(name: NativeMethod.delete.rawValue, inputs: [DBusArgument("query", "a{sv}")]),
@@ -156,69 +157,69 @@ enum NativeInterfaces {
 /// and returning its reply's values; `dispatchKeychain(_:)` calls them.
 protocol KeychainMethods {
     /// `Add(a{sv} attributes)` → `(a{sv} result)`
-    func add(attributes: DBusValue, context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func add(attributes: DBusValue, call: CallContext) throws(KeychainError) -> DBusValue
     /// `CopyMatching(a{sv} query)` → `(aa{sv} results)`
-    func copyMatching(query: DBusValue, context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func copyMatching(query: DBusValue, call: CallContext) throws(KeychainError) -> DBusAnswer<DBusValue, KeychainError>
     /// `Update(a{sv} query, a{sv} attributes)`
-    func update(query: DBusValue, attributes: DBusValue, context: NativeCallContext) throws(KeychainError)
+    func update(query: DBusValue, attributes: DBusValue, call: CallContext) throws(KeychainError)
     /// `Delete(a{sv} query)`
-    func delete(query: DBusValue, context: NativeCallContext) throws(KeychainError)
+    func delete(query: DBusValue, call: CallContext) throws(KeychainError)
     /// `CreateKeychain(s name, ay password)` → `(s path)`
-    func createKeychain(name: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) -> String
+    func createKeychain(name: String, password: [UInt8], call: CallContext) throws(KeychainError) -> String
     /// `DeleteKeychain(s keychain)`
-    func deleteKeychain(keychain: String, context: NativeCallContext) throws(KeychainError)
+    func deleteKeychain(keychain: String, call: CallContext) throws(KeychainError)
     /// `ListKeychains()` → `(as keychains)`
-    func listKeychains(context: NativeCallContext) throws(KeychainError) -> [String]
+    func listKeychains(call: CallContext) throws(KeychainError) -> [String]
     /// `GetSearchList()` → `(as keychains)`
-    func getSearchList(context: NativeCallContext) throws(KeychainError) -> [String]
+    func getSearchList(call: CallContext) throws(KeychainError) -> [String]
     /// `SetSearchList(as keychains)`
-    func setSearchList(keychains: DBusValue, context: NativeCallContext) throws(KeychainError)
+    func setSearchList(keychains: DBusValue, call: CallContext) throws(KeychainError)
     /// `GetDefaultKeychain()` → `(s keychain)`
-    func getDefaultKeychain(context: NativeCallContext) throws(KeychainError) -> String
+    func getDefaultKeychain(call: CallContext) throws(KeychainError) -> String
     /// `SetDefaultKeychain(s keychain)`
-    func setDefaultKeychain(keychain: String, context: NativeCallContext) throws(KeychainError)
+    func setDefaultKeychain(keychain: String, call: CallContext) throws(KeychainError)
     /// `GetLoginKeychain()` → `(s keychain)`
-    func getLoginKeychain(context: NativeCallContext) throws(KeychainError) -> String
+    func getLoginKeychain(call: CallContext) throws(KeychainError) -> String
     /// `Unlock(s keychain, ay password)`
-    func unlock(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError)
+    func unlock(keychain: String, password: [UInt8], call: CallContext) throws(KeychainError)
     /// `Lock(s keychain)`
-    func lock(keychain: String, context: NativeCallContext) throws(KeychainError)
+    func lock(keychain: String, call: CallContext) throws(KeychainError)
     /// `LockAll()`
-    func lockAll(context: NativeCallContext) throws(KeychainError)
+    func lockAll(call: CallContext) throws(KeychainError)
     /// `ChangePassword(s keychain, ay old_password, ay new_password)`
-    func changePassword(keychain: String, oldPassword: [UInt8], newPassword: [UInt8], context: NativeCallContext) throws(KeychainError)
+    func changePassword(keychain: String, oldPassword: [UInt8], newPassword: [UInt8], call: CallContext) throws(KeychainError)
     /// `GetInfo(s keychain)` → `(a{sv} info)`
-    func getInfo(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func getInfo(keychain: String, call: CallContext) throws(KeychainError) -> DBusValue
     /// `SetSettings(s keychain, a{sv} settings)`
-    func setSettings(keychain: String, settings: DBusValue, context: NativeCallContext) throws(KeychainError)
+    func setSettings(keychain: String, settings: DBusValue, call: CallContext) throws(KeychainError)
     /// `BackupKeychain(s keychain, s path, b replace)`
-    func backupKeychain(keychain: String, path: String, replace: Bool, context: NativeCallContext) throws(KeychainError)
+    func backupKeychain(keychain: String, path: String, replace: Bool, call: CallContext) throws(KeychainError)
     /// `RestoreKeychain(s path, s keychain, b replace)` → `(s keychain_path)`
-    func restoreKeychain(path: String, keychain: String, replace: Bool, context: NativeCallContext) throws(KeychainError) -> String
+    func restoreKeychain(path: String, keychain: String, replace: Bool, call: CallContext) throws(KeychainError) -> String
     /// `MigrateKeyrings(s keyring, ay password)` → `(aa{sv} reports)`
-    func migrateKeyrings(keyring: String, password: [UInt8], context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func migrateKeyrings(keyring: String, password: [UInt8], call: CallContext) throws(KeychainError) -> DBusValue
     /// `GetMigrationStatus()` → `(aa{sv} sources)`
-    func getMigrationStatus(context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func getMigrationStatus(call: CallContext) throws(KeychainError) -> DBusValue
     /// `ExportGnomeKeyring(s keychain, s path, ay password, b replace)` → `(u items, u this_device_only)`
     func exportGnomeKeyring(
         keychain: String,
         path: String,
         password: [UInt8],
         replace: Bool,
-        context: NativeCallContext
+        call: CallContext
     ) throws(KeychainError) -> (items: UInt32, thisDeviceOnly: UInt32)
     /// `ExportKeychains(as keychains, h file, ay passphrase)` → `(u items, u this_device_only)`
     func exportKeychains(
         keychains: DBusValue,
         file: DBusDescriptorArgument,
         passphrase: [UInt8],
-        context: NativeCallContext
+        call: CallContext
     ) throws(KeychainError) -> (items: UInt32, thisDeviceOnly: UInt32)
     /// `InspectExport(h file, ay passphrase)` → `(as keychains, u items)`
     func inspectExport(
         file: DBusDescriptorArgument,
         passphrase: [UInt8],
-        context: NativeCallContext
+        call: CallContext
     ) throws(KeychainError) -> (keychains: [String], items: UInt32)
     /// `ImportExport(h file, ay passphrase, s keychain, s policy)` → `(a{sv} summary)`
     func importExport(
@@ -226,134 +227,137 @@ protocol KeychainMethods {
         passphrase: [UInt8],
         keychain: String,
         policy: String,
-        context: NativeCallContext
+        call: CallContext
     ) throws(KeychainError) -> DBusValue
     /// `WhoAmI()` → `(s identity, s strength, s reason)`
-    func whoAmI(context: NativeCallContext) throws(KeychainError) -> (identity: String, strength: String, reason: String)
+    func whoAmI(call: CallContext) throws(KeychainError) -> (identity: String, strength: String, reason: String)
     /// `SyncEnable(s keychain, s folder, ay password, b join)`
-    func syncEnable(keychain: String, folder: String, password: [UInt8], join: Bool, context: NativeCallContext) throws(KeychainError)
+    func syncEnable(keychain: String, folder: String, password: [UInt8], join: Bool, call: CallContext) throws(KeychainError)
     /// `SyncStatus(s keychain)` → `(a{sv} status)`
-    func syncStatus(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func syncStatus(keychain: String, call: CallContext) throws(KeychainError) -> DBusValue
     /// `SyncConflicts(s keychain)` → `(aa{sv} versions)`
-    func syncConflicts(keychain: String, context: NativeCallContext) throws(KeychainError) -> DBusValue
+    func syncConflicts(keychain: String, call: CallContext) throws(KeychainError) -> DBusValue
     /// `SyncConflictSecret(s keychain, x version)` → `(ay secret)`
-    func syncConflictSecret(keychain: String, version: Int64, context: NativeCallContext) throws(KeychainError) -> [UInt8]
+    func syncConflictSecret(keychain: String, version: Int64, call: CallContext) throws(KeychainError) -> [UInt8]
     /// `SyncDisable(s keychain)`
-    func syncDisable(keychain: String, context: NativeCallContext) throws(KeychainError)
+    func syncDisable(keychain: String, call: CallContext) throws(KeychainError)
     /// `SyncRekey(s keychain, ay password)`
-    func syncRekey(keychain: String, password: [UInt8], context: NativeCallContext) throws(KeychainError)
+    func syncRekey(keychain: String, password: [UInt8], call: CallContext) throws(KeychainError)
     /// `SetSessionDisplay(a{ss} environment)`
-    func setSessionDisplay(environment: DBusValue, context: NativeCallContext) throws(KeychainError)
+    func setSessionDisplay(environment: DBusValue, call: CallContext) throws(KeychainError)
     /// `GetAccessStatus()` → `(a{sv} status, aa{sv} grants)`
-    func getAccessStatus(context: NativeCallContext) throws(KeychainError) -> (status: DBusValue, grants: DBusValue)
+    func getAccessStatus(call: CallContext) throws(KeychainError) -> (status: DBusValue, grants: DBusValue)
 }
 
 extension KeychainMethods {
     /// Runs `call`, a call to a method of `org.keywell.Keychain1` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchKeychain(_ call: DBusMethodCall, context: NativeCallContext) throws(KeychainError) -> [DBusValue] {
+    /// A method that may ask (`org.keywell.MayAsk`) may leave the question and the finish for later.
+    func dispatchKeychain(_ call: DBusMethodCall, context: CallContext) throws(KeychainError) -> DBusAnswer<[DBusValue], KeychainError> {
         guard let method = NativeMethod(name: call.member) else { throw .param("No method \(call.member) on org.keywell.Keychain1") }
         let arguments = call.arguments
         switch method {
         case .add:
             guard arguments.count == 1 else { throw Self.wrongArguments(call) }
             let attributes = arguments[0]
-            return [try add(attributes: attributes, context: context)]
+            return .answered([try add(attributes: attributes, call: context)])
         case .copyMatching:
             guard arguments.count == 1 else { throw Self.wrongArguments(call) }
             let query = arguments[0]
-            return [try copyMatching(query: query, context: context)]
+            return try copyMatching(query: query, call: context).map { (value) throws(KeychainError) -> [DBusValue] in
+                [value]
+            }
         case .update:
             guard arguments.count == 2 else { throw Self.wrongArguments(call) }
             let query = arguments[0]
             let attributes = arguments[1]
-            try update(query: query, attributes: attributes, context: context)
-            return []
+            try update(query: query, attributes: attributes, call: context)
+            return .answered([])
         case .delete:
             guard arguments.count == 1 else { throw Self.wrongArguments(call) }
             let query = arguments[0]
-            try delete(query: query, context: context)
-            return []
+            try delete(query: query, call: context)
+            return .answered([])
         case .createKeychain:
             guard arguments.count == 2,
                   let name = arguments[0].stringValue,
                   let password = arguments[1].bytesValue
             else { throw Self.wrongArguments(call) }
-            return [.string(try createKeychain(name: name, password: password, context: context))]
+            return .answered([.string(try createKeychain(name: name, password: password, call: context))])
         case .deleteKeychain:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            try deleteKeychain(keychain: keychain, context: context)
-            return []
+            try deleteKeychain(keychain: keychain, call: context)
+            return .answered([])
         case .listKeychains:
-            return [.stringArray(try listKeychains(context: context))]
+            return .answered([.stringArray(try listKeychains(call: context))])
         case .getSearchList:
-            return [.stringArray(try getSearchList(context: context))]
+            return .answered([.stringArray(try getSearchList(call: context))])
         case .setSearchList:
             guard arguments.count == 1 else { throw Self.wrongArguments(call) }
             let keychains = arguments[0]
-            try setSearchList(keychains: keychains, context: context)
-            return []
+            try setSearchList(keychains: keychains, call: context)
+            return .answered([])
         case .getDefaultKeychain:
-            return [.string(try getDefaultKeychain(context: context))]
+            return .answered([.string(try getDefaultKeychain(call: context))])
         case .setDefaultKeychain:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            try setDefaultKeychain(keychain: keychain, context: context)
-            return []
+            try setDefaultKeychain(keychain: keychain, call: context)
+            return .answered([])
         case .getLoginKeychain:
-            return [.string(try getLoginKeychain(context: context))]
+            return .answered([.string(try getLoginKeychain(call: context))])
         case .unlock:
             guard arguments.count == 2,
                   let keychain = arguments[0].stringValue,
                   let password = arguments[1].bytesValue
             else { throw Self.wrongArguments(call) }
-            try unlock(keychain: keychain, password: password, context: context)
-            return []
+            try unlock(keychain: keychain, password: password, call: context)
+            return .answered([])
         case .lock:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            try lock(keychain: keychain, context: context)
-            return []
+            try lock(keychain: keychain, call: context)
+            return .answered([])
         case .lockAll:
-            try lockAll(context: context)
-            return []
+            try lockAll(call: context)
+            return .answered([])
         case .changePassword:
             guard arguments.count == 3,
                   let keychain = arguments[0].stringValue,
                   let oldPassword = arguments[1].bytesValue,
                   let newPassword = arguments[2].bytesValue
             else { throw Self.wrongArguments(call) }
-            try changePassword(keychain: keychain, oldPassword: oldPassword, newPassword: newPassword, context: context)
-            return []
+            try changePassword(keychain: keychain, oldPassword: oldPassword, newPassword: newPassword, call: context)
+            return .answered([])
         case .getInfo:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            return [try getInfo(keychain: keychain, context: context)]
+            return .answered([try getInfo(keychain: keychain, call: context)])
         case .setSettings:
             guard arguments.count == 2, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
             let settings = arguments[1]
-            try setSettings(keychain: keychain, settings: settings, context: context)
-            return []
+            try setSettings(keychain: keychain, settings: settings, call: context)
+            return .answered([])
         case .backupKeychain:
             guard arguments.count == 3,
                   let keychain = arguments[0].stringValue,
                   let path = arguments[1].stringValue,
                   let replace = arguments[2].boolValue
             else { throw Self.wrongArguments(call) }
-            try backupKeychain(keychain: keychain, path: path, replace: replace, context: context)
-            return []
+            try backupKeychain(keychain: keychain, path: path, replace: replace, call: context)
+            return .answered([])
         case .restoreKeychain:
             guard arguments.count == 3,
                   let path = arguments[0].stringValue,
                   let keychain = arguments[1].stringValue,
                   let replace = arguments[2].boolValue
             else { throw Self.wrongArguments(call) }
-            return [.string(try restoreKeychain(path: path, keychain: keychain, replace: replace, context: context))]
+            return .answered([.string(try restoreKeychain(path: path, keychain: keychain, replace: replace, call: context))])
         case .migrateKeyrings:
             guard arguments.count == 2,
                   let keyring = arguments[0].stringValue,
                   let password = arguments[1].bytesValue
             else { throw Self.wrongArguments(call) }
-            return [try migrateKeyrings(keyring: keyring, password: password, context: context)]
+            return .answered([try migrateKeyrings(keyring: keyring, password: password, call: context)])
         case .getMigrationStatus:
-            return [try getMigrationStatus(context: context)]
+            return .answered([try getMigrationStatus(call: context)])
         case .exportGnomeKeyring:
             guard arguments.count == 4,
                   let keychain = arguments[0].stringValue,
@@ -361,19 +365,19 @@ extension KeychainMethods {
                   let password = arguments[2].bytesValue,
                   let replace = arguments[3].boolValue
             else { throw Self.wrongArguments(call) }
-            let results = try exportGnomeKeyring(keychain: keychain, path: path, password: password, replace: replace, context: context)
-            return [.uint32(results.items), .uint32(results.thisDeviceOnly)]
+            let results = try exportGnomeKeyring(keychain: keychain, path: path, password: password, replace: replace, call: context)
+            return .answered([.uint32(results.items), .uint32(results.thisDeviceOnly)])
         case .exportKeychains:
             guard arguments.count == 3, let passphrase = arguments[2].bytesValue else { throw Self.wrongArguments(call) }
             let keychains = arguments[0]
             let file = DBusDescriptorArgument(call, argument: 1)
-            let results = try exportKeychains(keychains: keychains, file: file, passphrase: passphrase, context: context)
-            return [.uint32(results.items), .uint32(results.thisDeviceOnly)]
+            let results = try exportKeychains(keychains: keychains, file: file, passphrase: passphrase, call: context)
+            return .answered([.uint32(results.items), .uint32(results.thisDeviceOnly)])
         case .inspectExport:
             guard arguments.count == 2, let passphrase = arguments[1].bytesValue else { throw Self.wrongArguments(call) }
             let file = DBusDescriptorArgument(call, argument: 0)
-            let results = try inspectExport(file: file, passphrase: passphrase, context: context)
-            return [.stringArray(results.keychains), .uint32(results.items)]
+            let results = try inspectExport(file: file, passphrase: passphrase, call: context)
+            return .answered([.stringArray(results.keychains), .uint32(results.items)])
         case .importExport:
             guard arguments.count == 4,
                   let passphrase = arguments[1].bytesValue,
@@ -381,10 +385,10 @@ extension KeychainMethods {
                   let policy = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
             let file = DBusDescriptorArgument(call, argument: 0)
-            return [try importExport(file: file, passphrase: passphrase, keychain: keychain, policy: policy, context: context)]
+            return .answered([try importExport(file: file, passphrase: passphrase, keychain: keychain, policy: policy, call: context)])
         case .whoAmI:
-            let results = try whoAmI(context: context)
-            return [.string(results.identity), .string(results.strength), .string(results.reason)]
+            let results = try whoAmI(call: context)
+            return .answered([.string(results.identity), .string(results.strength), .string(results.reason)])
         case .syncEnable:
             guard arguments.count == 4,
                   let keychain = arguments[0].stringValue,
@@ -392,39 +396,39 @@ extension KeychainMethods {
                   let password = arguments[2].bytesValue,
                   let join = arguments[3].boolValue
             else { throw Self.wrongArguments(call) }
-            try syncEnable(keychain: keychain, folder: folder, password: password, join: join, context: context)
-            return []
+            try syncEnable(keychain: keychain, folder: folder, password: password, join: join, call: context)
+            return .answered([])
         case .syncStatus:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            return [try syncStatus(keychain: keychain, context: context)]
+            return .answered([try syncStatus(keychain: keychain, call: context)])
         case .syncConflicts:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            return [try syncConflicts(keychain: keychain, context: context)]
+            return .answered([try syncConflicts(keychain: keychain, call: context)])
         case .syncConflictSecret:
             guard arguments.count == 2,
                   let keychain = arguments[0].stringValue,
                   let version = arguments[1].int64Value
             else { throw Self.wrongArguments(call) }
-            return [.bytes(try syncConflictSecret(keychain: keychain, version: version, context: context))]
+            return .answered([.bytes(try syncConflictSecret(keychain: keychain, version: version, call: context))])
         case .syncDisable:
             guard arguments.count == 1, let keychain = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            try syncDisable(keychain: keychain, context: context)
-            return []
+            try syncDisable(keychain: keychain, call: context)
+            return .answered([])
         case .syncRekey:
             guard arguments.count == 2,
                   let keychain = arguments[0].stringValue,
                   let password = arguments[1].bytesValue
             else { throw Self.wrongArguments(call) }
-            try syncRekey(keychain: keychain, password: password, context: context)
-            return []
+            try syncRekey(keychain: keychain, password: password, call: context)
+            return .answered([])
         case .setSessionDisplay:
             guard arguments.count == 1 else { throw Self.wrongArguments(call) }
             let environment = arguments[0]
-            try setSessionDisplay(environment: environment, context: context)
-            return []
+            try setSessionDisplay(environment: environment, call: context)
+            return .answered([])
         case .getAccessStatus:
-            let results = try getAccessStatus(context: context)
-            return [results.status, results.grants]
+            let results = try getAccessStatus(call: context)
+            return .answered([results.status, results.grants])
         }
     }
 

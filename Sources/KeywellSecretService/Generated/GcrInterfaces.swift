@@ -22,15 +22,15 @@ enum GcrInterfaces {
 /// and returning its reply's values; `dispatchGcrPromptCallback(_:)` calls them.
 protocol GcrPromptCallbackMethods {
     /// `PromptReady(s reply, a{sv} properties, s exchange)`
-    func promptReady(reply: String, properties: DBusValue, exchange: String, call: DBusMethodCall) throws(DBusError)
+    func promptReady(reply: String, properties: DBusValue, exchange: String, call: CallContext) throws(DBusError)
     /// `PromptDone()`
-    func promptDone(call: DBusMethodCall) throws(DBusError)
+    func promptDone(call: CallContext) throws(DBusError)
 }
 
 extension GcrPromptCallbackMethods {
     /// Runs `call`, a call to a method of `org.gnome.keyring.internal.Prompter.Callback` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchGcrPromptCallback(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchGcrPromptCallback(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
         case "PromptReady":
@@ -39,10 +39,10 @@ extension GcrPromptCallbackMethods {
                   let exchange = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
             let properties = arguments[1]
-            try promptReady(reply: reply, properties: properties, exchange: exchange, call: call)
+            try promptReady(reply: reply, properties: properties, exchange: exchange, call: context)
             return []
         case "PromptDone":
-            try promptDone(call: call)
+            try promptDone(call: context)
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.gnome.keyring.internal.Prompter.Callback")

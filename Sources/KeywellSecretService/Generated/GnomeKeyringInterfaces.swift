@@ -36,39 +36,39 @@ enum GnomeKeyringInterfaces {
 /// and returning its reply's values; `dispatchGnomeKeyringInternal(_:)` calls them.
 protocol GnomeKeyringInternalMethods {
     /// `ChangeWithMasterPassword(o collection, (oayays) original, (oayays) master)`
-    func changeWithMasterPassword(collection: String, original: DBusValue, master: DBusValue, call: DBusMethodCall) throws(DBusError)
+    func changeWithMasterPassword(collection: String, original: DBusValue, master: DBusValue, call: CallContext) throws(DBusError)
     /// `ChangeWithPrompt(o collection)` → `(o prompt)`
-    func changeWithPrompt(collection: String, call: DBusMethodCall) throws(DBusError) -> String
+    func changeWithPrompt(collection: String, call: CallContext) throws(DBusError) -> String
     /// `CreateWithMasterPassword(a{sv} attributes, (oayays) master)` → `(o collection)`
-    func createWithMasterPassword(attributes: DBusValue, master: DBusValue, call: DBusMethodCall) throws(DBusError) -> String
+    func createWithMasterPassword(attributes: DBusValue, master: DBusValue, call: CallContext) throws(DBusError) -> String
     /// `UnlockWithMasterPassword(o collection, (oayays) master)`
-    func unlockWithMasterPassword(collection: String, master: DBusValue, call: DBusMethodCall) throws(DBusError)
+    func unlockWithMasterPassword(collection: String, master: DBusValue, call: CallContext) throws(DBusError)
 }
 
 extension GnomeKeyringInternalMethods {
     /// Runs `call`, a call to a method of `org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchGnomeKeyringInternal(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchGnomeKeyringInternal(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
         case SecretServiceProtocol.GnomeKeyringMember.changeWithMasterPassword:
             guard arguments.count == 3, let collection = arguments[0].objectPathValue else { throw Self.wrongArguments(call) }
             let original = arguments[1]
             let master = arguments[2]
-            try changeWithMasterPassword(collection: collection, original: original, master: master, call: call)
+            try changeWithMasterPassword(collection: collection, original: original, master: master, call: context)
             return []
         case SecretServiceProtocol.GnomeKeyringMember.changeWithPrompt:
             guard arguments.count == 1, let collection = arguments[0].objectPathValue else { throw Self.wrongArguments(call) }
-            return [.objectPath(try changeWithPrompt(collection: collection, call: call))]
+            return [.objectPath(try changeWithPrompt(collection: collection, call: context))]
         case SecretServiceProtocol.GnomeKeyringMember.createWithMasterPassword:
             guard arguments.count == 2 else { throw Self.wrongArguments(call) }
             let attributes = arguments[0]
             let master = arguments[1]
-            return [.objectPath(try createWithMasterPassword(attributes: attributes, master: master, call: call))]
+            return [.objectPath(try createWithMasterPassword(attributes: attributes, master: master, call: context))]
         case SecretServiceProtocol.GnomeKeyringMember.unlockWithMasterPassword:
             guard arguments.count == 2, let collection = arguments[0].objectPathValue else { throw Self.wrongArguments(call) }
             let master = arguments[1]
-            try unlockWithMasterPassword(collection: collection, master: master, call: call)
+            try unlockWithMasterPassword(collection: collection, master: master, call: context)
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface")

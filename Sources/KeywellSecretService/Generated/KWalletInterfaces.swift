@@ -105,19 +105,19 @@ enum KWalletInterfaces {
                 name: KWalletProtocol.Member.readEntry,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "ay")],
-                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readMap,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "ay")],
-                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readPassword,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "s")],
-                annotations: [DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readEntryList,
@@ -263,61 +263,79 @@ enum KWalletInterfaces {
 /// and returning its reply's values; `dispatchKWallet(_:)` calls them.
 protocol KWalletMethods {
     /// `isEnabled()` → `(b)`
-    func isEnabled(call: DBusMethodCall) throws(DBusError) -> Bool
+    func isEnabled(call: CallContext) throws(DBusError) -> Bool
     /// `open(s wallet, x wId, s appid)` → `(i)`
-    func `open`(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32
+    func `open`(wallet: String, wId: Int64, appid: String, call: CallContext) throws(DBusError) -> Int32
     /// `openPath(s path, x wId, s appid)` → `(i)`
-    func openPath(path: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32
+    func openPath(path: String, wId: Int64, appid: String, call: CallContext) throws(DBusError) -> Int32
     /// `openAsync(s wallet, x wId, s appid, b handleSession)` → `(i)`
-    func openAsync(wallet: String, wId: Int64, appid: String, handleSession: Bool, call: DBusMethodCall) throws(DBusError) -> Int32
+    func openAsync(wallet: String, wId: Int64, appid: String, handleSession: Bool, call: CallContext) throws(DBusError) -> Int32
     /// `openPathAsync(s path, x wId, s appid, b handleSession)` → `(i)`
-    func openPathAsync(path: String, wId: Int64, appid: String, handleSession: Bool, call: DBusMethodCall) throws(DBusError) -> Int32
+    func openPathAsync(path: String, wId: Int64, appid: String, handleSession: Bool, call: CallContext) throws(DBusError) -> Int32
     /// `close(s wallet, b force)` → `(i)`
-    func close(wallet: String, force: Bool, call: DBusMethodCall) throws(DBusError) -> Int32
+    func close(wallet: String, force: Bool, call: CallContext) throws(DBusError) -> Int32
     /// `close(i handle, b force, s appid)` → `(i)`
-    func close(handle: Int32, force: Bool, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32
+    func close(handle: Int32, force: Bool, appid: String, call: CallContext) throws(DBusError) -> Int32
     /// `sync(i handle, s appid)`
-    func sync(handle: Int32, appid: String, call: DBusMethodCall) throws(DBusError)
+    func sync(handle: Int32, appid: String, call: CallContext) throws(DBusError)
     /// `deleteWallet(s wallet)` → `(i)`
-    func deleteWallet(wallet: String, call: DBusMethodCall) throws(DBusError) -> Int32
+    func deleteWallet(wallet: String, call: CallContext) throws(DBusError) -> Int32
     /// `isOpen(s wallet)` → `(b)`
-    func isOpen(wallet: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func isOpen(wallet: String, call: CallContext) throws(DBusError) -> Bool
     /// `isOpen(i handle)` → `(b)`
-    func isOpen(handle: Int32, call: DBusMethodCall) throws(DBusError) -> Bool
+    func isOpen(handle: Int32, call: CallContext) throws(DBusError) -> Bool
     /// `users(s wallet)` → `(as)`
-    func users(wallet: String, call: DBusMethodCall) throws(DBusError) -> [String]
+    func users(wallet: String, call: CallContext) throws(DBusError) -> [String]
     /// `changePassword(s wallet, x wId, s appid)`
-    func changePassword(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError)
+    func changePassword(wallet: String, wId: Int64, appid: String, call: CallContext) throws(DBusError)
     /// `wallets()` → `(as)`
-    func wallets(call: DBusMethodCall) throws(DBusError) -> [String]
+    func wallets(call: CallContext) throws(DBusError) -> [String]
     /// `folderList(i handle, s appid)` → `(as)`
-    func folderList(handle: Int32, appid: String, call: DBusMethodCall) throws(DBusError) -> [String]
+    func folderList(handle: Int32, appid: String, call: CallContext) throws(DBusError) -> [String]
     /// `hasFolder(i handle, s folder, s appid)` → `(b)`
-    func hasFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func hasFolder(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> Bool
     /// `createFolder(i handle, s folder, s appid)` → `(b)`
-    func createFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func createFolder(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> Bool
     /// `removeFolder(i handle, s folder, s appid)` → `(b)`
-    func removeFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func removeFolder(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> Bool
     /// `entryList(i handle, s folder, s appid)` → `(as)`
-    func entryList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [String]
+    func entryList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> [String]
     /// `readEntry(i handle, s folder, s key, s appid)` → `(ay)`
-    func readEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [UInt8]
+    func readEntry(
+        handle: Int32,
+        folder: String,
+        key: String,
+        appid: String,
+        call: CallContext
+    ) throws(DBusError) -> DBusAnswer<[UInt8], DBusError>
     /// `readMap(i handle, s folder, s key, s appid)` → `(ay)`
-    func readMap(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [UInt8]
+    func readMap(
+        handle: Int32,
+        folder: String,
+        key: String,
+        appid: String,
+        call: CallContext
+    ) throws(DBusError) -> DBusAnswer<[UInt8], DBusError>
     /// `readPassword(i handle, s folder, s key, s appid)` → `(s)`
-    func readPassword(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> String
+    func readPassword(
+        handle: Int32,
+        folder: String,
+        key: String,
+        appid: String,
+        call: CallContext
+    ) throws(DBusError) -> DBusAnswer<String, DBusError>
     /// `readEntryList(i handle, s folder, s key, s appid)` → `(a{sv})`
-    func readEntryList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func readEntryList(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `entriesList(i handle, s folder, s appid)` → `(a{sv})`
-    func entriesList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func entriesList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `readMapList(i handle, s folder, s key, s appid)` → `(a{sv})`
-    func readMapList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func readMapList(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `mapList(i handle, s folder, s appid)` → `(a{sv})`
-    func mapList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func mapList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `readPasswordList(i handle, s folder, s key, s appid)` → `(a{sv})`
-    func readPasswordList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func readPasswordList(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `passwordList(i handle, s folder, s appid)` → `(a{sv})`
-    func passwordList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func passwordList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `renameEntry(i handle, s folder, s oldName, s newName, s appid)` → `(i)`
     func renameEntry(
         handle: Int32,
@@ -325,7 +343,7 @@ protocol KWalletMethods {
         oldName: String,
         newName: String,
         appid: String,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> Int32
     /// `writeEntry(i handle, s folder, s key, ay value, i entryType, s appid)` → `(i)`
     func writeEntry(
@@ -335,7 +353,7 @@ protocol KWalletMethods {
         value: [UInt8],
         entryType: Int32,
         appid: String,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> Int32
     /// `writeEntry(i handle, s folder, s key, ay value, s appid)` → `(i)`
     func writeEntry(
@@ -344,17 +362,10 @@ protocol KWalletMethods {
         key: String,
         value: [UInt8],
         appid: String,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> Int32
     /// `writeMap(i handle, s folder, s key, ay value, s appid)` → `(i)`
-    func writeMap(
-        handle: Int32,
-        folder: String,
-        key: String,
-        value: [UInt8],
-        appid: String,
-        call: DBusMethodCall
-    ) throws(DBusError) -> Int32
+    func writeMap(handle: Int32, folder: String, key: String, value: [UInt8], appid: String, call: CallContext) throws(DBusError) -> Int32
     /// `writePassword(i handle, s folder, s key, s value, s appid)` → `(i)`
     func writePassword(
         handle: Int32,
@@ -362,54 +373,55 @@ protocol KWalletMethods {
         key: String,
         value: String,
         appid: String,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> Int32
     /// `hasEntry(i handle, s folder, s key, s appid)` → `(b)`
-    func hasEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func hasEntry(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> Bool
     /// `entryType(i handle, s folder, s key, s appid)` → `(i)`
-    func entryType(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32
+    func entryType(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> Int32
     /// `removeEntry(i handle, s folder, s key, s appid)` → `(i)`
-    func removeEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32
+    func removeEntry(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> Int32
     /// `disconnectApplication(s wallet, s application)` → `(b)`
-    func disconnectApplication(wallet: String, application: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func disconnectApplication(wallet: String, application: String, call: CallContext) throws(DBusError) -> Bool
     /// `reconfigure()`
-    func reconfigure(call: DBusMethodCall) throws(DBusError)
+    func reconfigure(call: CallContext) throws(DBusError)
     /// `folderDoesNotExist(s wallet, s folder)` → `(b)`
-    func folderDoesNotExist(wallet: String, folder: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func folderDoesNotExist(wallet: String, folder: String, call: CallContext) throws(DBusError) -> Bool
     /// `keyDoesNotExist(s wallet, s folder, s key)` → `(b)`
-    func keyDoesNotExist(wallet: String, folder: String, key: String, call: DBusMethodCall) throws(DBusError) -> Bool
+    func keyDoesNotExist(wallet: String, folder: String, key: String, call: CallContext) throws(DBusError) -> Bool
     /// `closeAllWallets()`
-    func closeAllWallets(call: DBusMethodCall) throws(DBusError)
+    func closeAllWallets(call: CallContext) throws(DBusError)
     /// `networkWallet()` → `(s)`
-    func networkWallet(call: DBusMethodCall) throws(DBusError) -> String
+    func networkWallet(call: CallContext) throws(DBusError) -> String
     /// `localWallet()` → `(s)`
-    func localWallet(call: DBusMethodCall) throws(DBusError) -> String
+    func localWallet(call: CallContext) throws(DBusError) -> String
     /// `pamOpen(s wallet, ay passwordHash, i sessionTimeout)`
-    func pamOpen(wallet: String, passwordHash: [UInt8], sessionTimeout: Int32, call: DBusMethodCall) throws(DBusError)
+    func pamOpen(wallet: String, passwordHash: [UInt8], sessionTimeout: Int32, call: CallContext) throws(DBusError)
 }
 
 extension KWalletMethods {
     /// Runs `call`, a call to a method of `org.kde.KWallet` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchKWallet(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    /// A method that may ask (`org.keywell.MayAsk`) may leave the question and the finish for later.
+    func dispatchKWallet(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> DBusAnswer<[DBusValue], DBusError> {
         let arguments = call.arguments
         switch call.member {
         case KWalletProtocol.Member.isEnabled:
-            return [.bool(try isEnabled(call: call))]
+            return .answered([.bool(try isEnabled(call: context))])
         case KWalletProtocol.Member.open:
             guard arguments.count == 3,
                   let wallet = arguments[0].stringValue,
                   let wId = arguments[1].int64Value,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try `open`(wallet: wallet, wId: wId, appid: appid, call: call))]
+            return .answered([.int32(try `open`(wallet: wallet, wId: wId, appid: appid, call: context))])
         case KWalletProtocol.Member.openPath:
             guard arguments.count == 3,
                   let path = arguments[0].stringValue,
                   let wId = arguments[1].int64Value,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try openPath(path: path, wId: wId, appid: appid, call: call))]
+            return .answered([.int32(try openPath(path: path, wId: wId, appid: appid, call: context))])
         case KWalletProtocol.Member.openAsync:
             guard arguments.count == 4,
                   let wallet = arguments[0].stringValue,
@@ -417,7 +429,7 @@ extension KWalletMethods {
                   let appid = arguments[2].stringValue,
                   let handleSession = arguments[3].boolValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try openAsync(wallet: wallet, wId: wId, appid: appid, handleSession: handleSession, call: call))]
+            return .answered([.int32(try openAsync(wallet: wallet, wId: wId, appid: appid, handleSession: handleSession, call: context))])
         case KWalletProtocol.Member.openPathAsync:
             guard arguments.count == 4,
                   let path = arguments[0].stringValue,
@@ -425,7 +437,7 @@ extension KWalletMethods {
                   let appid = arguments[2].stringValue,
                   let handleSession = arguments[3].boolValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try openPathAsync(path: path, wId: wId, appid: appid, handleSession: handleSession, call: call))]
+            return .answered([.int32(try openPathAsync(path: path, wId: wId, appid: appid, handleSession: handleSession, call: context))])
         case KWalletProtocol.Member.close:
             switch call.signature.rawValue {
             case "sb":
@@ -433,14 +445,14 @@ extension KWalletMethods {
                       let wallet = arguments[0].stringValue,
                       let force = arguments[1].boolValue
                 else { throw Self.wrongArguments(call) }
-                return [.int32(try close(wallet: wallet, force: force, call: call))]
+                return .answered([.int32(try close(wallet: wallet, force: force, call: context))])
             case "ibs":
                 guard arguments.count == 3,
                       let handle = arguments[0].int32Value,
                       let force = arguments[1].boolValue,
                       let appid = arguments[2].stringValue
                 else { throw Self.wrongArguments(call) }
-                return [.int32(try close(handle: handle, force: force, appid: appid, call: call))]
+                return .answered([.int32(try close(handle: handle, force: force, appid: appid, call: context))])
             default:
                 throw Self.wrongArguments(call)
             }
@@ -449,69 +461,69 @@ extension KWalletMethods {
                   let handle = arguments[0].int32Value,
                   let appid = arguments[1].stringValue
             else { throw Self.wrongArguments(call) }
-            try sync(handle: handle, appid: appid, call: call)
-            return []
+            try sync(handle: handle, appid: appid, call: context)
+            return .answered([])
         case KWalletProtocol.Member.deleteWallet:
             guard arguments.count == 1, let wallet = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            return [.int32(try deleteWallet(wallet: wallet, call: call))]
+            return .answered([.int32(try deleteWallet(wallet: wallet, call: context))])
         case KWalletProtocol.Member.isOpen:
             switch call.signature.rawValue {
             case "s":
                 guard arguments.count == 1, let wallet = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-                return [.bool(try isOpen(wallet: wallet, call: call))]
+                return .answered([.bool(try isOpen(wallet: wallet, call: context))])
             case "i":
                 guard arguments.count == 1, let handle = arguments[0].int32Value else { throw Self.wrongArguments(call) }
-                return [.bool(try isOpen(handle: handle, call: call))]
+                return .answered([.bool(try isOpen(handle: handle, call: context))])
             default:
                 throw Self.wrongArguments(call)
             }
         case KWalletProtocol.Member.users:
             guard arguments.count == 1, let wallet = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            return [.stringArray(try users(wallet: wallet, call: call))]
+            return .answered([.stringArray(try users(wallet: wallet, call: context))])
         case KWalletProtocol.Member.changePassword:
             guard arguments.count == 3,
                   let wallet = arguments[0].stringValue,
                   let wId = arguments[1].int64Value,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            try changePassword(wallet: wallet, wId: wId, appid: appid, call: call)
-            return []
+            try changePassword(wallet: wallet, wId: wId, appid: appid, call: context)
+            return .answered([])
         case KWalletProtocol.Member.wallets:
-            return [.stringArray(try wallets(call: call))]
+            return .answered([.stringArray(try wallets(call: context))])
         case KWalletProtocol.Member.folderList:
             guard arguments.count == 2,
                   let handle = arguments[0].int32Value,
                   let appid = arguments[1].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.stringArray(try folderList(handle: handle, appid: appid, call: call))]
+            return .answered([.stringArray(try folderList(handle: handle, appid: appid, call: context))])
         case KWalletProtocol.Member.hasFolder:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try hasFolder(handle: handle, folder: folder, appid: appid, call: call))]
+            return .answered([.bool(try hasFolder(handle: handle, folder: folder, appid: appid, call: context))])
         case KWalletProtocol.Member.createFolder:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try createFolder(handle: handle, folder: folder, appid: appid, call: call))]
+            return .answered([.bool(try createFolder(handle: handle, folder: folder, appid: appid, call: context))])
         case KWalletProtocol.Member.removeFolder:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try removeFolder(handle: handle, folder: folder, appid: appid, call: call))]
+            return .answered([.bool(try removeFolder(handle: handle, folder: folder, appid: appid, call: context))])
         case KWalletProtocol.Member.entryList:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.stringArray(try entryList(handle: handle, folder: folder, appid: appid, call: call))]
+            return .answered([.stringArray(try entryList(handle: handle, folder: folder, appid: appid, call: context))])
         case KWalletProtocol.Member.readEntry:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -519,7 +531,9 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bytes(try readEntry(handle: handle, folder: folder, key: key, appid: appid, call: call))]
+            return try readEntry(handle: handle, folder: folder, key: key, appid: appid, call: context).map { (value) throws(DBusError) -> [DBusValue] in
+                [.bytes(value)]
+            }
         case KWalletProtocol.Member.readMap:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -527,7 +541,9 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bytes(try readMap(handle: handle, folder: folder, key: key, appid: appid, call: call))]
+            return try readMap(handle: handle, folder: folder, key: key, appid: appid, call: context).map { (value) throws(DBusError) -> [DBusValue] in
+                [.bytes(value)]
+            }
         case KWalletProtocol.Member.readPassword:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -535,7 +551,9 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.string(try readPassword(handle: handle, folder: folder, key: key, appid: appid, call: call))]
+            return try readPassword(handle: handle, folder: folder, key: key, appid: appid, call: context).map { (value) throws(DBusError) -> [DBusValue] in
+                [.string(value)]
+            }
         case KWalletProtocol.Member.readEntryList:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -543,14 +561,14 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [try readEntryList(handle: handle, folder: folder, key: key, appid: appid, call: call)]
+            return .answered([try readEntryList(handle: handle, folder: folder, key: key, appid: appid, call: context)])
         case KWalletProtocol.Member.entriesList:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [try entriesList(handle: handle, folder: folder, appid: appid, call: call)]
+            return .answered([try entriesList(handle: handle, folder: folder, appid: appid, call: context)])
         case KWalletProtocol.Member.readMapList:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -558,14 +576,14 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [try readMapList(handle: handle, folder: folder, key: key, appid: appid, call: call)]
+            return .answered([try readMapList(handle: handle, folder: folder, key: key, appid: appid, call: context)])
         case KWalletProtocol.Member.mapList:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [try mapList(handle: handle, folder: folder, appid: appid, call: call)]
+            return .answered([try mapList(handle: handle, folder: folder, appid: appid, call: context)])
         case KWalletProtocol.Member.readPasswordList:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -573,14 +591,14 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [try readPasswordList(handle: handle, folder: folder, key: key, appid: appid, call: call)]
+            return .answered([try readPasswordList(handle: handle, folder: folder, key: key, appid: appid, call: context)])
         case KWalletProtocol.Member.passwordList:
             guard arguments.count == 3,
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let appid = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [try passwordList(handle: handle, folder: folder, appid: appid, call: call)]
+            return .answered([try passwordList(handle: handle, folder: folder, appid: appid, call: context)])
         case KWalletProtocol.Member.renameEntry:
             guard arguments.count == 5,
                   let handle = arguments[0].int32Value,
@@ -589,7 +607,7 @@ extension KWalletMethods {
                   let newName = arguments[3].stringValue,
                   let appid = arguments[4].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try renameEntry(handle: handle, folder: folder, oldName: oldName, newName: newName, appid: appid, call: call))]
+            return .answered([.int32(try renameEntry(handle: handle, folder: folder, oldName: oldName, newName: newName, appid: appid, call: context))])
         case KWalletProtocol.Member.writeEntry:
             switch call.signature.rawValue {
             case "issayis":
@@ -601,7 +619,7 @@ extension KWalletMethods {
                       let entryType = arguments[4].int32Value,
                       let appid = arguments[5].stringValue
                 else { throw Self.wrongArguments(call) }
-                return [.int32(try writeEntry(handle: handle, folder: folder, key: key, value: value, entryType: entryType, appid: appid, call: call))]
+                return .answered([.int32(try writeEntry(handle: handle, folder: folder, key: key, value: value, entryType: entryType, appid: appid, call: context))])
             case "issays":
                 guard arguments.count == 5,
                       let handle = arguments[0].int32Value,
@@ -610,7 +628,7 @@ extension KWalletMethods {
                       let value = arguments[3].bytesValue,
                       let appid = arguments[4].stringValue
                 else { throw Self.wrongArguments(call) }
-                return [.int32(try writeEntry(handle: handle, folder: folder, key: key, value: value, appid: appid, call: call))]
+                return .answered([.int32(try writeEntry(handle: handle, folder: folder, key: key, value: value, appid: appid, call: context))])
             default:
                 throw Self.wrongArguments(call)
             }
@@ -622,7 +640,7 @@ extension KWalletMethods {
                   let value = arguments[3].bytesValue,
                   let appid = arguments[4].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try writeMap(handle: handle, folder: folder, key: key, value: value, appid: appid, call: call))]
+            return .answered([.int32(try writeMap(handle: handle, folder: folder, key: key, value: value, appid: appid, call: context))])
         case KWalletProtocol.Member.writePassword:
             guard arguments.count == 5,
                   let handle = arguments[0].int32Value,
@@ -631,7 +649,7 @@ extension KWalletMethods {
                   let value = arguments[3].stringValue,
                   let appid = arguments[4].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try writePassword(handle: handle, folder: folder, key: key, value: value, appid: appid, call: call))]
+            return .answered([.int32(try writePassword(handle: handle, folder: folder, key: key, value: value, appid: appid, call: context))])
         case KWalletProtocol.Member.hasEntry:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -639,7 +657,7 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try hasEntry(handle: handle, folder: folder, key: key, appid: appid, call: call))]
+            return .answered([.bool(try hasEntry(handle: handle, folder: folder, key: key, appid: appid, call: context))])
         case KWalletProtocol.Member.entryType:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -647,7 +665,7 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try entryType(handle: handle, folder: folder, key: key, appid: appid, call: call))]
+            return .answered([.int32(try entryType(handle: handle, folder: folder, key: key, appid: appid, call: context))])
         case KWalletProtocol.Member.removeEntry:
             guard arguments.count == 4,
                   let handle = arguments[0].int32Value,
@@ -655,44 +673,44 @@ extension KWalletMethods {
                   let key = arguments[2].stringValue,
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.int32(try removeEntry(handle: handle, folder: folder, key: key, appid: appid, call: call))]
+            return .answered([.int32(try removeEntry(handle: handle, folder: folder, key: key, appid: appid, call: context))])
         case KWalletProtocol.Member.disconnectApplication:
             guard arguments.count == 2,
                   let wallet = arguments[0].stringValue,
                   let application = arguments[1].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try disconnectApplication(wallet: wallet, application: application, call: call))]
+            return .answered([.bool(try disconnectApplication(wallet: wallet, application: application, call: context))])
         case KWalletProtocol.Member.reconfigure:
-            try reconfigure(call: call)
-            return []
+            try reconfigure(call: context)
+            return .answered([])
         case KWalletProtocol.Member.folderDoesNotExist:
             guard arguments.count == 2,
                   let wallet = arguments[0].stringValue,
                   let folder = arguments[1].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try folderDoesNotExist(wallet: wallet, folder: folder, call: call))]
+            return .answered([.bool(try folderDoesNotExist(wallet: wallet, folder: folder, call: context))])
         case KWalletProtocol.Member.keyDoesNotExist:
             guard arguments.count == 3,
                   let wallet = arguments[0].stringValue,
                   let folder = arguments[1].stringValue,
                   let key = arguments[2].stringValue
             else { throw Self.wrongArguments(call) }
-            return [.bool(try keyDoesNotExist(wallet: wallet, folder: folder, key: key, call: call))]
+            return .answered([.bool(try keyDoesNotExist(wallet: wallet, folder: folder, key: key, call: context))])
         case KWalletProtocol.Member.closeAllWallets:
-            try closeAllWallets(call: call)
-            return []
+            try closeAllWallets(call: context)
+            return .answered([])
         case KWalletProtocol.Member.networkWallet:
-            return [.string(try networkWallet(call: call))]
+            return .answered([.string(try networkWallet(call: context))])
         case KWalletProtocol.Member.localWallet:
-            return [.string(try localWallet(call: call))]
+            return .answered([.string(try localWallet(call: context))])
         case KWalletProtocol.Member.pamOpen:
             guard arguments.count == 3,
                   let wallet = arguments[0].stringValue,
                   let passwordHash = arguments[1].bytesValue,
                   let sessionTimeout = arguments[2].int32Value
             else { throw Self.wrongArguments(call) }
-            try pamOpen(wallet: wallet, passwordHash: passwordHash, sessionTimeout: sessionTimeout, call: call)
-            return []
+            try pamOpen(wallet: wallet, passwordHash: passwordHash, sessionTimeout: sessionTimeout, call: context)
+            return .answered([])
         default:
             throw .unknownMethod("No method \(call.member) on org.kde.KWallet")
         }

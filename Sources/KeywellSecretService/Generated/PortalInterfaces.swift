@@ -37,14 +37,14 @@ protocol PortalSecretMethods {
         appId: String,
         fd: DBusDescriptorArgument,
         options: DBusValue,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> (response: UInt32, results: DBusValue)
 }
 
 extension PortalSecretMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.impl.portal.Secret` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchPortalSecret(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchPortalSecret(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
         case PortalNames.Member.retrieveSecret:
@@ -54,7 +54,7 @@ extension PortalSecretMethods {
             else { throw Self.wrongArguments(call) }
             let fd = DBusDescriptorArgument(call, argument: 2)
             let options = arguments[3]
-            let results = try retrieveSecret(handle: handle, appId: appId, fd: fd, options: options, call: call)
+            let results = try retrieveSecret(handle: handle, appId: appId, fd: fd, options: options, call: context)
             return [.uint32(results.response), results.results]
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.impl.portal.Secret")
@@ -70,16 +70,16 @@ extension PortalSecretMethods {
 /// and returning its reply's values; `dispatchPortalRequest(_:)` calls them.
 protocol PortalRequestMethods {
     /// `Close()`
-    func close(call: DBusMethodCall) throws(DBusError)
+    func close(call: CallContext) throws(DBusError)
 }
 
 extension PortalRequestMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.impl.portal.Request` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchPortalRequest(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchPortalRequest(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         switch call.member {
         case PortalNames.Member.close:
-            try close(call: call)
+            try close(call: context)
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.impl.portal.Request")

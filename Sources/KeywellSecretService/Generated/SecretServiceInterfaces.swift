@@ -94,7 +94,8 @@ enum SecretServiceInterfaces {
             DBusMethod(
                 name: SecretServiceProtocol.Member.getSecret,
                 inputs: [DBusArgument("session", "o")],
-                outputs: [DBusArgument("secret", "(oayays)")]
+                outputs: [DBusArgument("secret", "(oayays)")],
+                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true")]
             ),
             DBusMethod(name: SecretServiceProtocol.Member.setSecret, inputs: [DBusArgument("secret", "(oayays)")]),
         ],
@@ -134,33 +135,33 @@ enum SecretServiceInterfaces {
 /// and returning its reply's values; `dispatchService(_:)` calls them.
 protocol ServiceMethods {
     /// `OpenSession(s algorithm, v input)` → `(v output, o result)`
-    func openSession(algorithm: String, input: DBusValue, call: DBusMethodCall) throws(DBusError) -> (output: DBusValue, result: String)
+    func openSession(algorithm: String, input: DBusValue, call: CallContext) throws(DBusError) -> (output: DBusValue, result: String)
     /// `CreateCollection(a{sv} properties, s alias)` → `(o collection, o prompt)`
     func createCollection(
         properties: DBusValue,
         alias: String,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> (collection: String, prompt: String)
     /// `SearchItems(a{ss} attributes)` → `(ao unlocked, ao locked)`
-    func searchItems(attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> (unlocked: [String], locked: [String])
+    func searchItems(attributes: [String: String], call: CallContext) throws(DBusError) -> (unlocked: [String], locked: [String])
     /// `Unlock(ao objects)` → `(ao unlocked, o prompt)`
-    func unlock(objects: [String], call: DBusMethodCall) throws(DBusError) -> (unlocked: [String], prompt: String)
+    func unlock(objects: [String], call: CallContext) throws(DBusError) -> (unlocked: [String], prompt: String)
     /// `Lock(ao objects)` → `(ao locked, o Prompt)`
-    func lock(objects: [String], call: DBusMethodCall) throws(DBusError) -> (locked: [String], prompt: String)
+    func lock(objects: [String], call: CallContext) throws(DBusError) -> (locked: [String], prompt: String)
     /// `LockService()`
-    func lockService(call: DBusMethodCall) throws(DBusError)
+    func lockService(call: CallContext) throws(DBusError)
     /// `GetSecrets(ao items, o session)` → `(a{o(oayays)} secrets)`
-    func getSecrets(items: [String], session: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func getSecrets(items: [String], session: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `ReadAlias(s name)` → `(o collection)`
-    func readAlias(name: String, call: DBusMethodCall) throws(DBusError) -> String
+    func readAlias(name: String, call: CallContext) throws(DBusError) -> String
     /// `SetAlias(s name, o collection)`
-    func setAlias(name: String, collection: String, call: DBusMethodCall) throws(DBusError)
+    func setAlias(name: String, collection: String, call: CallContext) throws(DBusError)
 }
 
 extension ServiceMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.Secret.Service` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchService(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchService(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
         case SecretServiceProtocol.Member.openSession:
@@ -168,43 +169,43 @@ extension ServiceMethods {
                   let algorithm = arguments[0].stringValue,
                   let input = arguments[1].variantValue
             else { throw Self.wrongArguments(call) }
-            let results = try openSession(algorithm: algorithm, input: input, call: call)
+            let results = try openSession(algorithm: algorithm, input: input, call: context)
             return [.variant(results.output), .objectPath(results.result)]
         case SecretServiceProtocol.Member.createCollection:
             guard arguments.count == 2, let alias = arguments[1].stringValue else { throw Self.wrongArguments(call) }
             let properties = arguments[0]
-            let results = try createCollection(properties: properties, alias: alias, call: call)
+            let results = try createCollection(properties: properties, alias: alias, call: context)
             return [.objectPath(results.collection), .objectPath(results.prompt)]
         case SecretServiceProtocol.Member.searchItems:
             guard arguments.count == 1, let attributes = arguments[0].asStringStringDict() else { throw Self.wrongArguments(call) }
-            let results = try searchItems(attributes: attributes, call: call)
+            let results = try searchItems(attributes: attributes, call: context)
             return [.objectPathArray(results.unlocked), .objectPathArray(results.locked)]
         case SecretServiceProtocol.Member.unlock:
             guard arguments.count == 1, let objects = arguments[0].objectPathArrayValue else { throw Self.wrongArguments(call) }
-            let results = try unlock(objects: objects, call: call)
+            let results = try unlock(objects: objects, call: context)
             return [.objectPathArray(results.unlocked), .objectPath(results.prompt)]
         case SecretServiceProtocol.Member.lock:
             guard arguments.count == 1, let objects = arguments[0].objectPathArrayValue else { throw Self.wrongArguments(call) }
-            let results = try lock(objects: objects, call: call)
+            let results = try lock(objects: objects, call: context)
             return [.objectPathArray(results.locked), .objectPath(results.prompt)]
         case SecretServiceProtocol.Member.lockService:
-            try lockService(call: call)
+            try lockService(call: context)
             return []
         case SecretServiceProtocol.Member.getSecrets:
             guard arguments.count == 2,
                   let items = arguments[0].objectPathArrayValue,
                   let session = arguments[1].objectPathValue
             else { throw Self.wrongArguments(call) }
-            return [try getSecrets(items: items, session: session, call: call)]
+            return [try getSecrets(items: items, session: session, call: context)]
         case SecretServiceProtocol.Member.readAlias:
             guard arguments.count == 1, let name = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            return [.objectPath(try readAlias(name: name, call: call))]
+            return [.objectPath(try readAlias(name: name, call: context))]
         case SecretServiceProtocol.Member.setAlias:
             guard arguments.count == 2,
                   let name = arguments[0].stringValue,
                   let collection = arguments[1].objectPathValue
             else { throw Self.wrongArguments(call) }
-            try setAlias(name: name, collection: collection, call: call)
+            try setAlias(name: name, collection: collection, call: context)
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.Secret.Service")
@@ -220,34 +221,34 @@ extension ServiceMethods {
 /// and returning its reply's values; `dispatchCollection(_:)` calls them.
 protocol CollectionMethods {
     /// `Delete()` → `(o prompt)`
-    func delete(call: DBusMethodCall) throws(DBusError) -> String
+    func delete(call: CallContext) throws(DBusError) -> String
     /// `SearchItems(a{ss} attributes)` → `(ao results)`
-    func searchItems(attributes: [String: String], call: DBusMethodCall) throws(DBusError) -> [String]
+    func searchItems(attributes: [String: String], call: CallContext) throws(DBusError) -> [String]
     /// `CreateItem(a{sv} properties, (oayays) secret, b replace)` → `(o item, o prompt)`
     func createItem(
         properties: DBusValue,
         secret: DBusValue,
         replace: Bool,
-        call: DBusMethodCall
+        call: CallContext
     ) throws(DBusError) -> (item: String, prompt: String)
 }
 
 extension CollectionMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.Secret.Collection` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchCollection(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchCollection(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
         case SecretServiceProtocol.Member.delete:
-            return [.objectPath(try delete(call: call))]
+            return [.objectPath(try delete(call: context))]
         case SecretServiceProtocol.Member.searchItems:
             guard arguments.count == 1, let attributes = arguments[0].asStringStringDict() else { throw Self.wrongArguments(call) }
-            return [.objectPathArray(try searchItems(attributes: attributes, call: call))]
+            return [.objectPathArray(try searchItems(attributes: attributes, call: context))]
         case SecretServiceProtocol.Member.createItem:
             guard arguments.count == 3, let replace = arguments[2].boolValue else { throw Self.wrongArguments(call) }
             let properties = arguments[0]
             let secret = arguments[1]
-            let results = try createItem(properties: properties, secret: secret, replace: replace, call: call)
+            let results = try createItem(properties: properties, secret: secret, replace: replace, call: context)
             return [.objectPath(results.item), .objectPath(results.prompt)]
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.Secret.Collection")
@@ -263,29 +264,32 @@ extension CollectionMethods {
 /// and returning its reply's values; `dispatchItem(_:)` calls them.
 protocol ItemMethods {
     /// `Delete()` → `(o Prompt)`
-    func delete(call: DBusMethodCall) throws(DBusError) -> String
+    func delete(call: CallContext) throws(DBusError) -> String
     /// `GetSecret(o session)` → `((oayays) secret)`
-    func getSecret(session: String, call: DBusMethodCall) throws(DBusError) -> DBusValue
+    func getSecret(session: String, call: CallContext) throws(DBusError) -> DBusAnswer<DBusValue, DBusError>
     /// `SetSecret((oayays) secret)`
-    func setSecret(secret: DBusValue, call: DBusMethodCall) throws(DBusError)
+    func setSecret(secret: DBusValue, call: CallContext) throws(DBusError)
 }
 
 extension ItemMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.Secret.Item` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchItem(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    /// A method that may ask (`org.keywell.MayAsk`) may leave the question and the finish for later.
+    func dispatchItem(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> DBusAnswer<[DBusValue], DBusError> {
         let arguments = call.arguments
         switch call.member {
         case SecretServiceProtocol.Member.delete:
-            return [.objectPath(try delete(call: call))]
+            return .answered([.objectPath(try delete(call: context))])
         case SecretServiceProtocol.Member.getSecret:
             guard arguments.count == 1, let session = arguments[0].objectPathValue else { throw Self.wrongArguments(call) }
-            return [try getSecret(session: session, call: call)]
+            return try getSecret(session: session, call: context).map { (value) throws(DBusError) -> [DBusValue] in
+                [value]
+            }
         case SecretServiceProtocol.Member.setSecret:
             guard arguments.count == 1 else { throw Self.wrongArguments(call) }
             let secret = arguments[0]
-            try setSecret(secret: secret, call: call)
-            return []
+            try setSecret(secret: secret, call: context)
+            return .answered([])
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.Secret.Item")
         }
@@ -300,16 +304,16 @@ extension ItemMethods {
 /// and returning its reply's values; `dispatchSession(_:)` calls them.
 protocol SessionMethods {
     /// `Close()`
-    func close(call: DBusMethodCall) throws(DBusError)
+    func close(call: CallContext) throws(DBusError)
 }
 
 extension SessionMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.Secret.Session` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchSession(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchSession(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         switch call.member {
         case SecretServiceProtocol.Member.close:
-            try close(call: call)
+            try close(call: context)
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.Secret.Session")
@@ -321,23 +325,23 @@ extension SessionMethods {
 /// and returning its reply's values; `dispatchPrompt(_:)` calls them.
 protocol PromptMethods {
     /// `Prompt(s window-id)`
-    func prompt(windowId: String, call: DBusMethodCall) throws(DBusError)
+    func prompt(windowId: String, call: CallContext) throws(DBusError)
     /// `Dismiss()`
-    func dismiss(call: DBusMethodCall) throws(DBusError)
+    func dismiss(call: CallContext) throws(DBusError)
 }
 
 extension PromptMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.Secret.Prompt` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchPrompt(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    func dispatchPrompt(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
         let arguments = call.arguments
         switch call.member {
         case SecretServiceProtocol.Member.prompt:
             guard arguments.count == 1, let windowId = arguments[0].stringValue else { throw Self.wrongArguments(call) }
-            try prompt(windowId: windowId, call: call)
+            try prompt(windowId: windowId, call: context)
             return []
         case SecretServiceProtocol.Member.dismiss:
-            try dismiss(call: call)
+            try dismiss(call: context)
             return []
         default:
             throw .unknownMethod("No method \(call.member) on org.freedesktop.Secret.Prompt")

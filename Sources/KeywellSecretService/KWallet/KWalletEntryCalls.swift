@@ -16,12 +16,10 @@ extension KWalletObject {
         let key: String
         var keychain: String { handle.keychain }
 
-        /// Engine errors as the wallet's; a read that must ask the person starts again on a worker.
+        /// Engine errors as the wallet's.
         func run<T>(_ body: () throws(KeychainError) -> T) throws(DBusError) -> T {
             do {
                 return try body()
-            } catch where error == KWalletFolder.mustAskOffIOThread {
-                throw DBusMethodCall.mustContinueOffIOThread
             } catch {
                 throw error.secretServiceError(handle.wallet)
             }
@@ -30,28 +28,28 @@ extension KWalletObject {
 
     /// The wallet `number` opened for `appID`, or nil when the handle is not that application's.
     private func open(_ number: Int32, _ appID: String, folder: String? = nil, key: String? = nil,
-                      call: DBusMethodCall) throws(DBusError) -> OpenWallet? {
+                      call: CallContext) throws(DBusError) -> OpenWallet? {
         guard let handle = service.handles.handle(number, appID: appID) else { return nil }
         let wallet = KWalletFolder(collection: service.context.directory.unchecked(.keychain(handle.keychain)),
-                                   access: service.context.callerAccess(call), mayAsk: !call.connection.isOnIOThread)
+                                   access: service.context.callerAccess(call))
         let folder = try folder.map { name throws(DBusError) in try Self.name(name, "folder") } ?? ""
         let key = try key.map { name throws(DBusError) in try Self.name(name, "key") } ?? ""
         return OpenWallet(handle: handle, wallet: wallet, folder: folder, key: key)
     }
 
-    func folderList(handle: Int32, appid: String, call: DBusMethodCall) throws(DBusError) -> [String] {
+    func folderList(handle: Int32, appid: String, call: CallContext) throws(DBusError) -> [String] {
         guard let open = try open(handle, appid, call: call) else { return [] }
         let folders = try open.run { () throws(KeychainError) in try open.wallet.folders() }
         return folders.union(emptyFolders(open.keychain)).sorted()
     }
 
-    func hasFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func hasFolder(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> Bool {
         guard let open = try open(handle, appid, folder: folder, call: call) else { return false }
         return try open.run { () throws(KeychainError) in try open.wallet.folders().contains(open.folder) }
             || emptyFolders(open.keychain).contains(open.folder)
     }
 
-    func createFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func createFolder(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> Bool {
         guard let open = try open(handle, appid, folder: folder, call: call) else { return false }
         let existing = try open.run { () throws(KeychainError) in try open.wallet.folders() }
         if !existing.contains(open.folder) {
@@ -64,7 +62,7 @@ extension KWalletObject {
         return true
     }
 
-    func removeFolder(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func removeFolder(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> Bool {
         guard let open = try open(handle, appid, folder: folder, call: call) else { return false }
         try open.run { () throws(KeychainError) in try open.wallet.removeFolder(open.folder) }
         _ = service.emptyFolders.withLock { $0[open.keychain]?.remove(open.folder) }
@@ -72,62 +70,77 @@ extension KWalletObject {
         return true
     }
 
-    func entryList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [String] {
+    func entryList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> [String] {
         guard let open = try open(handle, appid, folder: folder, call: call) else { return [] }
         let items = try open.run { () throws(KeychainError) in try open.wallet.items(in: open.folder) }
         return Array(Set(items.compactMap { $0.attributes[KWalletProtocol.keyAttribute] })).sorted()
     }
 
-    func hasEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func hasEntry(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> Bool {
         guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return false }
         return try open.run { () throws(KeychainError) in try open.wallet.item(folder: open.folder, key: open.key) } != nil
     }
 
-    func entryType(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func entryType(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> Int32 {
         guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return 0 }
         let item = try open.run { () throws(KeychainError) in try open.wallet.item(folder: open.folder, key: open.key) }
         return item.map { KWalletEntry.Kind(typeAttribute: $0.attributes[KWalletProtocol.typeAttribute]).rawValue } ?? 0
     }
 
-    func readEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [UInt8] {
-        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return [] }
-        return try read(open)?.rawValue(order: order) ?? []
+    // The three reads of one entry may have to ask (`org.keywell.MayAsk`): their answer may be
+    // the question and the rest, for a worker.
+
+    func readEntry(
+        handle: Int32, folder: String, key: String, appid: String, call: CallContext
+    ) throws(DBusError) -> DBusAnswer<[UInt8], DBusError> {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered([]) }
+        let order = order
+        return try read(open).map { entry throws(DBusError) in entry?.rawValue(order: order) ?? [] }
     }
 
-    func readMap(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> [UInt8] {
-        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return [] }
-        guard let entry = try read(open), case .map = entry else { return [] }
-        return entry.rawValue(order: order)
+    func readMap(
+        handle: Int32, folder: String, key: String, appid: String, call: CallContext
+    ) throws(DBusError) -> DBusAnswer<[UInt8], DBusError> {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered([]) }
+        let order = order
+        return try read(open).map { entry throws(DBusError) in
+            guard let entry, case .map = entry else { return [] }
+            return entry.rawValue(order: order)
+        }
     }
 
-    func readPassword(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> String {
-        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return "" }
-        guard case .password(let text)? = try read(open) else { return "" }
-        return text
+    func readPassword(
+        handle: Int32, folder: String, key: String, appid: String, call: CallContext
+    ) throws(DBusError) -> DBusAnswer<String, DBusError> {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered("") }
+        return try read(open).map { entry throws(DBusError) in
+            guard case .password(let text)? = entry else { return "" }
+            return text
+        }
     }
 
-    func entriesList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func entriesList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue {
         try list(handle, folder, pattern: nil, appid, .any, call)
     }
 
-    func mapList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func mapList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue {
         try list(handle, folder, pattern: nil, appid, .maps, call)
     }
 
-    func passwordList(handle: Int32, folder: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func passwordList(handle: Int32, folder: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue {
         try list(handle, folder, pattern: nil, appid, .passwords, call)
     }
 
-    func readEntryList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func readEntryList(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue {
         try list(handle, folder, pattern: key, appid, .any, call)
     }
 
-    func readMapList(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> DBusValue {
+    func readMapList(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue {
         try list(handle, folder, pattern: key, appid, .maps, call)
     }
 
     func readPasswordList(handle: Int32, folder: String, key: String, appid: String,
-                          call: DBusMethodCall) throws(DBusError) -> DBusValue {
+                          call: CallContext) throws(DBusError) -> DBusValue {
         try list(handle, folder, pattern: key, appid, .passwords, call)
     }
 
@@ -135,7 +148,7 @@ extension KWalletObject {
 
     /// The folder's entries of one kind whose keys match `pattern` (every key when nil), by key.
     private func list(_ number: Int32, _ folder: String, pattern: String?, _ appid: String, _ kind: ListedKind,
-                      _ call: DBusMethodCall) throws(DBusError) -> DBusValue {
+                      _ call: CallContext) throws(DBusError) -> DBusValue {
         guard let open = try open(number, appid, folder: folder, key: pattern, call: call) else {
             return .stringVariantDict([(String, DBusValue)]())
         }
@@ -157,24 +170,24 @@ extension KWalletObject {
     }
 
     func writeEntry(handle: Int32, folder: String, key: String, value: [UInt8], entryType: Int32, appid: String,
-                    call: DBusMethodCall) throws(DBusError) -> Int32 {
+                    call: CallContext) throws(DBusError) -> Int32 {
         try write(handle, folder, key, appid, call) { () throws(DBusError) in
             try Self.entry(value, kind: KWalletEntry.Kind(rawValue: entryType) ?? .stream)
         }
     }
 
     func writeEntry(handle: Int32, folder: String, key: String, value: [UInt8], appid: String,
-                    call: DBusMethodCall) throws(DBusError) -> Int32 {
+                    call: CallContext) throws(DBusError) -> Int32 {
         try write(handle, folder, key, appid, call) { () throws(DBusError) in try Self.entry(value, kind: .stream) }
     }
 
     func writeMap(handle: Int32, folder: String, key: String, value: [UInt8], appid: String,
-                  call: DBusMethodCall) throws(DBusError) -> Int32 {
+                  call: CallContext) throws(DBusError) -> Int32 {
         try write(handle, folder, key, appid, call) { () throws(DBusError) in try Self.entry(value, kind: .map) }
     }
 
     func writePassword(handle: Int32, folder: String, key: String, value: String, appid: String,
-                       call: DBusMethodCall) throws(DBusError) -> Int32 {
+                       call: CallContext) throws(DBusError) -> Int32 {
         try write(handle, folder, key, appid, call) { () throws(DBusError) in
             try Self.checkSize(value.utf8.count)
             return .password(value)
@@ -182,7 +195,7 @@ extension KWalletObject {
     }
 
     /// Writes the entry `make` checks and builds (after the handle and names are checked).
-    private func write(_ number: Int32, _ folder: String, _ key: String, _ appid: String, _ call: DBusMethodCall,
+    private func write(_ number: Int32, _ folder: String, _ key: String, _ appid: String, _ call: CallContext,
                        _ make: () throws(DBusError) -> KWalletEntry) throws(DBusError) -> Int32 {
         guard let open = try open(number, appid, folder: folder, key: key, call: call) else { return -1 }
         let entry = try make()
@@ -191,7 +204,7 @@ extension KWalletObject {
         return 0
     }
 
-    func removeEntry(handle: Int32, folder: String, key: String, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func removeEntry(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> Int32 {
         guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return -1 }
         let removed = try open.run { () throws(KeychainError) in try open.wallet.remove(folder: open.folder, key: open.key) }
         if removed {
@@ -205,7 +218,7 @@ extension KWalletObject {
     }
 
     func renameEntry(handle: Int32, folder: String, oldName: String, newName: String, appid: String,
-                     call: DBusMethodCall) throws(DBusError) -> Int32 {
+                     call: CallContext) throws(DBusError) -> Int32 {
         guard let open = try open(handle, appid, folder: folder, key: oldName, call: call) else { return -1 }
         let newKey = try Self.name(newName, "key")
         return try open.run { () throws(KeychainError) in try open.wallet.rename(folder: open.folder, from: open.key, to: newKey) }
@@ -215,14 +228,25 @@ extension KWalletObject {
         service.emptyFolders.withLock { $0[keychain] ?? [] }
     }
 
-    /// Errors name the folder (as kwalletd's do), not the wallet.
-    private func read(_ open: OpenWallet) throws(DBusError) -> KWalletEntry? {
+    /// Errors name the folder (as kwalletd's do), not the wallet; so do those of the question.
+    private func read(_ open: OpenWallet) throws(DBusError) -> DBusAnswer<KWalletEntry?, DBusError> {
+        let folder = open.folder
+        let answer: DBusAnswer<KWalletEntry?, KeychainError>
         do {
-            return try open.wallet.entry(folder: open.folder, key: open.key)
-        } catch where error == KWalletFolder.mustAskOffIOThread {
-            throw DBusMethodCall.mustContinueOffIOThread
+            answer = try open.wallet.entry(folder: folder, key: open.key)
         } catch {
-            throw error.secretServiceError(open.folder)
+            throw error.secretServiceError(folder)
+        }
+        switch answer {
+        case .answered(let entry): return .answered(entry)
+        case .afterQuestion(let question):
+            return .afterQuestion(DBusQuestion { () throws(DBusError) -> KWalletEntry? in
+                do throws(KeychainError) {
+                    return try question.askAndFinish()
+                } catch {
+                    throw error.secretServiceError(folder)
+                }
+            })
         }
     }
 

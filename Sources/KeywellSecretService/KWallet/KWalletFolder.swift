@@ -11,9 +11,6 @@ import KeywellProtocol
 struct KWalletFolder {
     let collection: any SecretCollection
     let access: CallerAccess
-    /// False on the D-Bus I/O thread, where nobody may wait for a person: a read that must ask
-    /// throws `mustAskOffIOThread` instead, and the call goes on on a worker.
-    var mayAsk = true
 
     private var schema: [String: String] { [SecretServiceMapping.schemaAttribute: KWalletProtocol.schema] }
 
@@ -42,23 +39,28 @@ struct KWalletFolder {
     /// One entry, for `readEntry`, `readMap` and `readPassword` (the hot path of every KDE
     /// program): the match, its list, its type and its secret in one read
     /// (docs/performance.md, "One read per call"). Nil when there is none, or it does not read as its type.
-    func entry(folder: String, key: String) throws(KeychainError) -> KWalletEntry? {
+    /// An entry whose list does not trust the caller is left for the question: what is left to
+    /// do (ask, then open its secret) comes back to run where waiting is allowed.
+    func entry(folder: String, key: String) throws(KeychainError) -> DBusAnswer<KWalletEntry?, KeychainError> {
         let query = [SecretServiceMapping.schemaAttribute: KWalletProtocol.schema,
                      KWalletProtocol.folderAttribute: folder, KWalletProtocol.keyAttribute: key]
         let read = try collection.read(.matching(query), screen: access.screen, secrets: true)
         defer { read.items.forEach { $0.secret.map { SecretWipe.wipe($0.value) } } }
-        guard let found = read.items.first(where: { $0.verdict != .hidden }) else { return nil }
+        guard let found = read.items.first(where: { $0.verdict != .hidden }) else { return .answered(nil) }
         let type = found.freeformValue(KWalletProtocol.typeAttribute)
         if found.verdict == .mustAsk {
-            if try allowed([found.id]).isEmpty { throw Self.denied }
-            // Asked and allowed: the secret was not opened for a caller the list did not trust.
-            guard let secret = try collection.secrets([found.id])[found.id] else { return nil }
-            defer { SecretWipe.wipe(secret.value) }
-            return KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value)
+            let id = found.id
+            return .afterQuestion(DBusQuestion { () throws(KeychainError) -> KWalletEntry? in
+                guard try ask([id]) else { throw Self.denied }
+                // Asked and allowed: the secret was not opened for a caller the list did not trust.
+                guard let secret = try collection.secrets([id])[id] else { return nil }
+                defer { SecretWipe.wipe(secret.value) }
+                return KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value)
+            })
         }
         if read.locked { throw KeychainError(SecStatus.interactionNotAllowed, detail: "the wallet is locked") }
-        guard let secret = found.secret else { return nil }
-        return KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value)
+        guard let secret = found.secret else { return .answered(nil) }
+        return .answered(KWalletEntry(kind: .init(typeAttribute: type), typeAttribute: type, secret: secret.value))
     }
 
     /// The entries of `items` the caller may read: one access question for those whose lists do
@@ -75,17 +77,22 @@ struct KWalletFolder {
         }
     }
 
-    /// `ids` the caller may use: asks the person about those whose lists do not trust it.
+    /// `ids` the caller may use: asks the person about those whose lists do not trust it. It
+    /// may wait for the answer: only calls placed on a worker use it (the lists and writes).
     func allowed(_ ids: [UUID]) throws(KeychainError) -> [UUID] {
         let verdicts = try access.verdicts(ids, in: collection)
         let asked = zip(ids, verdicts).filter { $0.1 == .mustAsk }.map(\.0)
         var allowed = zip(ids, verdicts).filter { $0.1 == .allowed }.map(\.0)
-        guard !asked.isEmpty, let gate = access.access?.gate, let caller = access.caller else { return allowed }
-        guard mayAsk else { throw Self.mustAskOffIOThread }
-        let lists = try collection.access(asked)
-        let items = asked.indices.map { lists.item($0) }
-        if gate.ask(caller, about: items, interactive: true).allows { allowed += asked }
+        if !asked.isEmpty, try ask(asked) { allowed += asked }
         return allowed
+    }
+
+    /// One question about `ids`, whose lists do not trust the caller (it waits for the
+    /// answer); true when the person allows. Without access control nothing is asked.
+    private func ask(_ ids: [UUID]) throws(KeychainError) -> Bool {
+        guard let gate = access.access?.gate, let caller = access.caller else { return true }
+        let lists = try collection.access(ids)
+        return gate.ask(caller, about: ids.indices.map { lists.item($0) }, interactive: true).allows
     }
 
     /// Writes the entry: the item of `folder`/`key` gets the new type and secret (keeping its
@@ -132,9 +139,6 @@ struct KWalletFolder {
         let ids = try allowed(items(in: folder).map(\.id))
         for id in ids { try collection.deleteItem(id) }
     }
-
-    /// Not an answer to anyone: the handler runs again on a worker (`KWalletObject`).
-    static let mustAskOffIOThread = KeychainError(SecStatus.interactionNotAllowed, detail: "the access question waits for a worker")
 
     static let denied = KeychainError(SecStatus.authFailed, detail: "the person did not allow this application to use the entry")
 }

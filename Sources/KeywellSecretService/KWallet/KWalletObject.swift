@@ -16,7 +16,8 @@ struct KWalletObject: DBusObject, KWalletMethods {
     func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterfaces.kwallet] }
 
     /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
-    /// identity is known; one that must ask the person moves to a worker (`DBusMethodCall.mustContinueOffIOThread`).
+    /// identity is known; a read that finds it must ask the person leaves the question and the
+    /// rest of the call to a worker (`DBusAnswer`, docs/dbus-layer.md "Where a call runs").
     /// The reads are marked in dbus/org.kde.KWallet.xml (`mayRunOnIOThread`, a switch over the
     /// names: no hashing on the I/O thread); writes, opens (a prompt), and what lists keychains
     /// go to a worker.
@@ -28,19 +29,21 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     func handle(_ call: DBusMethodCall) {
         service.activity()
+        let context = service.context.callContext(call)
         do throws(DBusError) {
             let reach = KWalletProtocol.reach(member: call.member, signature: call.signature.rawValue)
-            if case .shared = reach { try service.context.callerAccess(call).check(reach) }
-            call.reply(try dispatchKWallet(call))
-        } catch where error == DBusMethodCall.mustContinueOffIOThread {
-            call.continueOffIOThread { handle(call) }
+            if case .shared = reach { try service.context.callerAccess(context).check(reach) }
+            switch try dispatchKWallet(call, context: context) {
+            case .answered(let values): call.reply(values)
+            case .afterQuestion(let question): call.finishOffIOThread { call.reply { () throws(DBusError) in try question.askAndFinish() } }
+            }
         } catch {
             call.reply(error: error)
         }
     }
 
     /// The reply at once with the transaction id, then the open, then `walletAsyncOpened`.
-    func openAsync(wallet: String, wId: Int64, appid: String, handleSession: Bool, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func openAsync(wallet: String, wId: Int64, appid: String, handleSession: Bool, call: CallContext) throws(DBusError) -> Int32 {
         let transaction = service.transactionID()
         call.afterReply { [self] in
             let handle = (try? open(wallet, windowID: wId, appID: appid, call: call)) ?? -1
@@ -50,18 +53,18 @@ struct KWalletObject: DBusObject, KWalletMethods {
     }
 
     /// Paths are not wallets here: the open fails, told as kwalletd tells it.
-    func openPathAsync(path: String, wId: Int64, appid: String, handleSession: Bool, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func openPathAsync(path: String, wId: Int64, appid: String, handleSession: Bool, call: CallContext) throws(DBusError) -> Int32 {
         let transaction = service.transactionID()
         call.afterReply { [service] in service.emit(KWalletProtocol.Member.walletAsyncOpened, [.int32(transaction), .int32(-1)]) }
         return transaction
     }
 
-    func open(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func open(wallet: String, wId: Int64, appid: String, call: CallContext) throws(DBusError) -> Int32 {
         try open(wallet, windowID: wId, appID: appid, call: call)
     }
 
     /// A handle, or −1: no such wallet, or locked and no password (no dialog, dismissed, wrong).
-    private func open(_ wallet: String, windowID: Int64, appID: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    private func open(_ wallet: String, windowID: Int64, appID: String, call: CallContext) throws(DBusError) -> Int32 {
         let context = service.context
         guard let keychain = service.keychain(forWallet: wallet) else {
             context.logger.notice("KWallet open of \"\(wallet)\": no such keychain")
@@ -85,35 +88,35 @@ struct KWalletObject: DBusObject, KWalletMethods {
         return handle
     }
 
-    func isEnabled(call: DBusMethodCall) throws(DBusError) -> Bool { true }
-    func openPath(path: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 { -1 }
-    func localWallet(call: DBusMethodCall) throws(DBusError) -> String { KWalletProtocol.defaultWallet }
-    func networkWallet(call: DBusMethodCall) throws(DBusError) -> String { KWalletProtocol.defaultWallet }
-    func wallets(call: DBusMethodCall) throws(DBusError) -> [String] { service.walletNames() }
+    func isEnabled(call: CallContext) throws(DBusError) -> Bool { true }
+    func openPath(path: String, wId: Int64, appid: String, call: CallContext) throws(DBusError) -> Int32 { -1 }
+    func localWallet(call: CallContext) throws(DBusError) -> String { KWalletProtocol.defaultWallet }
+    func networkWallet(call: CallContext) throws(DBusError) -> String { KWalletProtocol.defaultWallet }
+    func wallets(call: CallContext) throws(DBusError) -> [String] { service.walletNames() }
 
-    func close(wallet: String, force: Bool, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func close(wallet: String, force: Bool, call: CallContext) throws(DBusError) -> Int32 {
         try closeWallet(wallet, force: force)
     }
 
-    func close(handle: Int32, force: Bool, appid: String, call: DBusMethodCall) throws(DBusError) -> Int32 {
+    func close(handle: Int32, force: Bool, appid: String, call: CallContext) throws(DBusError) -> Int32 {
         closeHandle(handle, force: force, appID: appid, caller: call.sender)
     }
 
-    func isOpen(wallet: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func isOpen(wallet: String, call: CallContext) throws(DBusError) -> Bool {
         guard let keychain = service.keychain(forWallet: wallet) else { return false }
         return (try? service.context.store.locking.isLocked(keychain)) == false
     }
 
-    func isOpen(handle: Int32, call: DBusMethodCall) throws(DBusError) -> Bool { service.handles.exists(handle) }
+    func isOpen(handle: Int32, call: CallContext) throws(DBusError) -> Bool { service.handles.exists(handle) }
 
-    func users(wallet: String, call: DBusMethodCall) throws(DBusError) -> [String] {
+    func users(wallet: String, call: CallContext) throws(DBusError) -> [String] {
         let keychain = service.keychain(forWallet: wallet)
         return Set(service.handles.all().filter { $0.keychain == keychain }.map(\.appID)).sorted()
     }
 
-    func deleteWallet(wallet: String, call: DBusMethodCall) throws(DBusError) -> Int32 { try deleteWallet(wallet) }
+    func deleteWallet(wallet: String, call: CallContext) throws(DBusError) -> Int32 { try deleteWallet(wallet) }
 
-    func disconnectApplication(wallet: String, application: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func disconnectApplication(wallet: String, application: String, call: CallContext) throws(DBusError) -> Bool {
         let keychain = service.keychain(forWallet: wallet)
         let gone = service.handles.remove { $0.keychain == keychain && $0.appID == application }
         gone.forEach { service.handleClosed($0.number) }
@@ -121,25 +124,25 @@ struct KWalletObject: DBusObject, KWalletMethods {
         return !gone.isEmpty
     }
 
-    func closeAllWallets(call: DBusMethodCall) throws(DBusError) {
+    func closeAllWallets(call: CallContext) throws(DBusError) {
         service.context.store.locking.lockAll()
     }
 
-    func changePassword(wallet: String, wId: Int64, appid: String, call: DBusMethodCall) throws(DBusError) {
+    func changePassword(wallet: String, wId: Int64, appid: String, call: CallContext) throws(DBusError) {
         try changePassword(wallet, windowID: wId, appID: appid, call: call)
     }
 
     // Every write is durable when its call returns; keywelld has no settings of kwalletd's to
     // read; PAM unlocks keychains through pam_keywell (docs/kwallet.md).
-    func sync(handle: Int32, appid: String, call: DBusMethodCall) throws(DBusError) {}
-    func reconfigure(call: DBusMethodCall) throws(DBusError) {}
-    func pamOpen(wallet: String, passwordHash: [UInt8], sessionTimeout: Int32, call: DBusMethodCall) throws(DBusError) {}
+    func sync(handle: Int32, appid: String, call: CallContext) throws(DBusError) {}
+    func reconfigure(call: CallContext) throws(DBusError) {}
+    func pamOpen(wallet: String, passwordHash: [UInt8], sessionTimeout: Int32, call: CallContext) throws(DBusError) {}
 
-    func folderDoesNotExist(wallet: String, folder: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func folderDoesNotExist(wallet: String, folder: String, call: CallContext) throws(DBusError) -> Bool {
         try !exists(wallet: wallet, folder: folder, key: nil, call: call)
     }
 
-    func keyDoesNotExist(wallet: String, folder: String, key: String, call: DBusMethodCall) throws(DBusError) -> Bool {
+    func keyDoesNotExist(wallet: String, folder: String, key: String, call: CallContext) throws(DBusError) -> Bool {
         try !exists(wallet: wallet, folder: folder, key: key, call: call)
     }
 
@@ -172,7 +175,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     /// Asks for the old and new password through the usual dialog, after the reply (kwalletd
     /// answers at once too).
-    private func changePassword(_ wallet: String, windowID: Int64, appID: String, call: DBusMethodCall) throws(DBusError) {
+    private func changePassword(_ wallet: String, windowID: Int64, appID: String, call: CallContext) throws(DBusError) {
         let context = service.context
         guard let keychain = service.keychain(forWallet: wallet) else { return }
         if let reason = context.prompts.unavailableReason() {
@@ -189,7 +192,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     /// Whether the wallet has the folder (or the folder the key), for the caller; readable
     /// while locked, as kwalletd reads a closed wallet's folder and key names.
-    private func exists(wallet: String, folder: String, key: String?, call: DBusMethodCall) throws(DBusError) -> Bool {
+    private func exists(wallet: String, folder: String, key: String?, call: CallContext) throws(DBusError) -> Bool {
         guard let keychain = service.keychain(forWallet: wallet) else { return false }
         let entries = KWalletFolder(collection: service.context.directory.unchecked(.keychain(keychain)),
                                     access: service.context.callerAccess(call))

@@ -69,19 +69,21 @@ final class SecretPortal: DBusObject, PortalSecretMethods, PortalRequestMethods,
 
     /// The portal's object answers `Secret`; a request's object, `Request`.
     func handle(_ call: DBusMethodCall) {
+        let context = context.callContext(call)
         call.reply { () throws(DBusError) in
-            call.path == PortalNames.objectPath ? try dispatchPortalSecret(call) : try dispatchPortalRequest(call)
+            call.path == PortalNames.objectPath
+                ? try dispatchPortalSecret(call, context: context) : try dispatchPortalRequest(call, context: context)
         }
     }
 
-    func close(call: DBusMethodCall) throws(DBusError) {
+    func close(call: CallContext) throws(DBusError) {
         close(call.path)
     }
 
     // MARK: RetrieveSecret
 
     func retrieveSecret(handle: String, appId appText: String, fd: DBusDescriptorArgument, options: DBusValue,
-                        call: DBusMethodCall) throws(DBusError) -> (response: UInt32, results: DBusValue) {
+                        call: CallContext) throws(DBusError) -> (response: UInt32, results: DBusValue) {
         call.replyMayHoldSecrets = false
         // Ours from here on: closed on every path, once the reply is out.
         var descriptor = fd.take()
@@ -213,12 +215,12 @@ final class SecretPortal: DBusObject, PortalSecretMethods, PortalRequestMethods,
         prompt?.dismiss()
     }
 
-    private func isFrontend(_ call: DBusMethodCall) -> Bool {
+    private func isFrontend(_ call: CallContext) -> Bool {
         guard !call.sender.isEmpty, let owner = try? call.connection.nameOwner(PortalNames.frontendBusName) else { return false }
         return owner == call.sender
     }
 
-    private static func describe(_ call: DBusMethodCall) -> String {
+    private static func describe(_ call: CallContext) -> String {
         ServiceContext.describe(call.sender, on: call.connection).map { "\($0), bus connection \(call.sender)" }
             ?? "bus connection \(call.sender)"
     }
