@@ -73,6 +73,30 @@ import Testing
         #expect(asked.first?.items.allSatisfy { $0.keychain == environment.path(of: "login") } == true)
     }
 
+    /// The search in two steps, as a read on the D-Bus I/O thread makes it: the read says a
+    /// question is left and asks nothing; `finish()` asks it once and returns the results of
+    /// that read, even when the keychain changed meanwhile (nothing is read again).
+    @Test func aScreenedSearchLeavesItsQuestionToFinish() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        try fill(store)
+        let screen = AnsweringScreen()
+        let search = try store.items.screenedSearch(all + returnData, screen: screen)
+        #expect(search.asks)
+        #expect(screen.asked.isEmpty)
+        // An item added after the read is not among the results: they are the read's.
+        _ = try store.add(genp("late", "s", [WireKey.access: .strings([Self.stranger]), WireKey.valueData: data("late")]))
+        let results = try search.finish()
+        #expect(accounts(results) == ["open", "mine", "asked1", "asked2"])
+        #expect(screen.asked.count == 1)
+        #expect(screen.asked.first?.items.map(\.label) == ["Label of asked1", "Label of asked2"])
+
+        let trusted = try store.items.screenedSearch(all + ["acct": .string("mine")] + returnData, screen: screen)
+        #expect(!trusted.asks)
+        #expect(accounts(try trusted.finish()) == ["mine"])
+        #expect(screen.asked.count == 1)
+    }
+
     @Test func aDeniedQuestionFailsTheCallWithTheScreensStatusAndChangesNothing() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])
