@@ -22,10 +22,6 @@ public struct SecretServiceAccess: Sendable {
         self.callers = callers
     }
 
-    public init(gate: AccessGate, identities: ApplicationIdentities) {
-        self.init(gate: gate, callers: CallerDirectory(identities: identities))
-    }
-
     /// Whether the caller's identity is known already: only then can a read stay on the D-Bus
     /// I/O thread (working it out waits for the bus).
     func isKnown(_ call: DBusMethodCall) -> Bool { callers.isKnown(call) }
