@@ -112,7 +112,7 @@ let package = Package(
             dependencies: [
                 "CKeywellControl", "CKeywellTPM", "KeywellAccess", "KeywellAPI", "KeywellCore", "KeywellDBus", "KeywellIdentity",
                 "KeywellProtocol", "KeywellSecretService", "KeywellSSHAgent", "KeywellSSHWire", "KeywellSync", "KeywellSystem",
-                "KeyringImport", .product(name: "Logging", package: "swift-log"),
+                "KeyringImport", "SecretServiceCrypto", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSwitches
         ),

@@ -7,6 +7,7 @@ import KeywellProtocol
 import KeywellSecretService
 import KeywellSystem
 import Logging
+import SecretServiceCrypto
 
 /// `keywelld`: wires the engine, the session bus, the control socket and the timers together.
 ///
@@ -121,7 +122,8 @@ final class Daemon: @unchecked Sendable {
         store = try KeychainStore(paths: paths, kdf: TestSwitches.kdfParameters(environment),
                                   throttleUnit: TestSwitches.throttleUnit(environment) ?? PasswordThrottle.defaultUnit,
                                   logger: Logger(label: "keywell.core"))
-        trimmer = IdleTrimmer(logger: logger, releaseCaches: { [store] in store.releasePageCaches() })
+        trimmer = IdleTrimmer(logger: logger, releaseCaches: { [store] in store.releasePageCaches() },
+                              releaseIdleState: { CipherLibrary.releaseIfUnused() })
         emitter = SignalEmitter(logger: logger)
         autoLock = AutoLock(store: store, logger: logger)
         sessions = LoginSessions(store: store, autoLock: autoLock, logger: logger)

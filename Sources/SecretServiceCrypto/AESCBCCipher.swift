@@ -49,23 +49,28 @@ public struct AESCBCCipher: Sendable {
     }
 }
 
-/// An OpenSSL cipher context holding the key schedule; each run sets a new IV only.
+/// An OpenSSL cipher context holding the key schedule; each run sets a new IV only. Its cipher
+/// comes from `CipherLibrary`, which keeps its library context while any context is alive.
 private final class CipherContext {
-    /// Fetched once: `EVP_aes_128_cbc()` makes OpenSSL 3 look the implementation up at every init.
-    nonisolated(unsafe) private static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-128-CBC", nil)
     private let context: OpaquePointer
 
     init(key: SecretBytes, encrypt: Bool) throws(SecretCryptoError) {
-        guard let context = EVP_CIPHER_CTX_new() else { throw .library("EVP_CIPHER_CTX_new") }
+        let cipher = try CipherLibrary.acquireAES128CBC()
+        guard let context = EVP_CIPHER_CTX_new() else {
+            CipherLibrary.release()
+            throw .library("EVP_CIPHER_CTX_new")
+        }
         self.context = context
         let initialised = key.withUnsafeBytes { keyBytes in
-            EVP_CipherInit_ex(context, Self.cipher ?? EVP_aes_128_cbc(), nil,
-                              keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, encrypt ? 1 : 0)
+            EVP_CipherInit_ex(context, cipher, nil, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, encrypt ? 1 : 0)
         }
         guard initialised == 1 else { throw .library("EVP_CipherInit_ex") }
     }
 
-    deinit { EVP_CIPHER_CTX_free(context) }  // frees and cleanses the expanded key schedule
+    deinit {
+        EVP_CIPHER_CTX_free(context)  // frees and cleanses the expanded key schedule
+        CipherLibrary.release()
+    }
 
     func run(iv: [UInt8], input: [UInt8], encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
         guard EVP_CipherInit_ex(context, nil, nil, nil, iv, encrypt ? 1 : 0) == 1 else { throw .library("EVP_CipherInit_ex") }

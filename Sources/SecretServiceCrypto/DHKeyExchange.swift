@@ -47,15 +47,30 @@ public final class DHKeyExchange: @unchecked Sendable {
     }
 
     /// Fills `privateKey` with an exponent uniformly in [2, p-2] and returns 2^x mod p, padded.
+    /// The exponent's bytes come from libsodium (the kernel's getrandom), drawn again while out
+    /// of range: both primes start with 64 one bits, so a draw is kept but for a chance of 2⁻⁶³.
+    /// OpenSSL's random generator would load its providers and error strings into the default
+    /// context for good (`CipherLibrary`).
     private static func makeKeyPair(prime: OpaquePointer, privateKey: OpaquePointer, groupBytes: Int) throws(SecretCryptoError) -> [UInt8] {
-        guard let upper = BN_dup(prime), let generator = BN_new(), let publicNumber = BN_new(),
+        guard let upper = BN_dup(prime), let lower = BN_new(), let generator = BN_new(), let publicNumber = BN_new(),
               let context = BN_CTX_secure_new()
         else { throw .library("BN_new") }
-        defer { BN_free(upper); BN_free(generator); BN_free(publicNumber); BN_CTX_free(context) }
-        guard BN_sub_word(upper, 3) == 1, BN_rand_range(privateKey, upper) == 1, BN_add_word(privateKey, 2) == 1,
-              BN_set_word(generator, 2) == 1,
-              BN_mod_exp(publicNumber, generator, privateKey, prime, context) == 1
-        else { throw .library("BN_mod_exp") }
+        defer { BN_free(upper); BN_free(lower); BN_free(generator); BN_free(publicNumber); BN_CTX_free(context) }
+        guard BN_sub_word(upper, 2) == 1, BN_set_word(lower, 2) == 1, BN_set_word(generator, 2) == 1 else {
+            throw .library("BN_set_word")
+        }
+        // Zeroed when freed (SecretBytes), as the two below.
+        let drawn = SecretBytes(count: groupBytes)
+        repeat {
+            let read = drawn.withUnsafeMutableBytes { bytes in
+                randombytes_buf(bytes.baseAddress!, bytes.count)
+                return BN_bin2bn(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bytes.count), privateKey)
+            }
+            guard read != nil else { throw .library("BN_bin2bn") }
+        } while BN_cmp(privateKey, lower) < 0 || BN_cmp(privateKey, upper) > 0
+        // The exponent is secret: the constant-time ladder.
+        BN_set_flags(privateKey, BN_FLG_CONSTTIME)
+        guard BN_mod_exp(publicNumber, generator, privateKey, prime, context) == 1 else { throw .library("BN_mod_exp") }
         var bytes = [UInt8](repeating: 0, count: groupBytes)
         _ = BN_bn2binpad(publicNumber, &bytes, Int32(groupBytes))
         return bytes
@@ -86,18 +101,45 @@ public final class DHKeyExchange: @unchecked Sendable {
     }
 }
 
-/// RFC 5869 HKDF with SHA-256, an absent salt (treated as zeros) and empty info.
+/// RFC 5869 HKDF with SHA-256, an absent salt (treated as zeros) and empty info, from
+/// libsodium's HMAC-SHA256 (OpenSSL's would load its providers, `CipherLibrary`). At most 255
+/// blocks of 32 bytes; the pseudo-random key and the blocks live in SecretBytes, zeroed when freed.
 func hkdfSHA256(inputKey: UnsafeRawBufferPointer, length: Int) throws(SecretCryptoError) -> SecretBytes {
-    guard let context = EVP_PKEY_CTX_new_id(NID_hkdf, nil) else { throw .library("EVP_PKEY_CTX_new_id(HKDF)") }
-    defer { EVP_PKEY_CTX_free(context) }
-    guard EVP_PKEY_derive_init(context) == 1,
-          EVP_PKEY_CTX_set_hkdf_md(context, EVP_sha256()) == 1,
-          EVP_PKEY_CTX_set1_hkdf_key(
-              context, inputKey.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(inputKey.count)) == 1
-    else { throw .library("HKDF setup") }
+    let hashBytes = Int(crypto_auth_hmacsha256_BYTES)
+    guard length > 0, length <= 255 * hashBytes else { throw .library("HKDF length \(length)") }
     let key = SecretBytes(count: length)
-    var outputLength = length
-    let derived = key.withUnsafeMutableBytes { EVP_PKEY_derive(context, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &outputLength) }
-    guard derived == 1, outputLength == length else { throw .library("HKDF derive") }
+    let pseudoRandomKey = SecretBytes(count: hashBytes)
+    let block = SecretBytes(count: hashBytes)
+    var state = crypto_auth_hmacsha256_state()
+    defer { withUnsafeMutableBytes(of: &state) { SecretMemory.wipe($0) } }
+    // Extract: PRK = HMAC(salt = HashLen zeros, IKM).
+    let salt = [UInt8](repeating: 0, count: hashBytes)
+    pseudoRandomKey.withUnsafeMutableBytes { prk in
+        _ = crypto_auth_hmacsha256_init(&state, salt, salt.count)
+        _ = crypto_auth_hmacsha256_update(&state, inputKey.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(inputKey.count))
+        _ = crypto_auth_hmacsha256_final(&state, prk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+    // Expand: T(i) = HMAC(PRK, T(i-1) || info || i), info empty.
+    var filled = 0
+    var counter: UInt8 = 1
+    while filled < length {
+        pseudoRandomKey.withUnsafeBytes { prk in
+            block.withUnsafeMutableBytes { previous in
+                let out = previous.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                _ = crypto_auth_hmacsha256_init(&state, prk.baseAddress!.assumingMemoryBound(to: UInt8.self), prk.count)
+                if counter > 1 { _ = crypto_auth_hmacsha256_update(&state, out, UInt64(hashBytes)) }
+                _ = crypto_auth_hmacsha256_update(&state, &counter, 1)
+                _ = crypto_auth_hmacsha256_final(&state, out)
+            }
+        }
+        let take = min(hashBytes, length - filled)
+        block.withUnsafeBytes { source in
+            key.withUnsafeMutableBytes { target in
+                target.baseAddress!.advanced(by: filled).copyMemory(from: source.baseAddress!, byteCount: take)
+            }
+        }
+        filled += take
+        counter &+= 1
+    }
     return key
 }

@@ -1,3 +1,4 @@
+import Glibc
 import KeywellSystem
 import Testing
 
@@ -102,4 +103,23 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     let other = AESCBCCipher(key: [UInt8](repeating: 2, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
     let result = Result { try other.open(iv: iv, ciphertext: ciphertext) }
     if case .success(let bytes) = result { #expect(bytes != Array("secret".utf8)) }
+}
+
+@Test func sessionsWorkAcrossTheCipherLibrarysRelease() throws {
+    // The daemon frees OpenSSL's library context when idle; a session open across that keeps
+    // working, with its key, on the context made again.
+    let server = try DHKeyExchange(), client = try DHKeyExchange()
+    let cipher = AESCBCCipher(key: try server.deriveKey(peerPublicKey: client.publicKey))
+    let peer = AESCBCCipher(key: try client.deriveKey(peerPublicKey: server.publicKey))
+    let before = try cipher.seal(Array("before".utf8))
+    // Other tests may hold a cipher context for a moment: the release waits for none in use.
+    var released = false
+    for _ in 0..<1000 where !released {
+        released = CipherLibrary.releaseIfUnused()
+        if !released { usleep(1000) }
+    }
+    #expect(released)
+    #expect(try peer.open(iv: before.iv, ciphertext: before.ciphertext) == Array("before".utf8))
+    let after = try peer.seal(Array("after".utf8))
+    #expect(try cipher.open(iv: after.iv, ciphertext: after.ciphertext) == Array("after".utf8))
 }
