@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import KeywellProtocol
+import KeywellSystem
 
 /// The MAC that binds an item's attributes to it (docs/file-format.md, "Integrity MACs"): keyed
 /// BLAKE2b under the keychain's `IntegrityKey` over the keychain's identity, the item's uuid and
@@ -165,7 +166,7 @@ enum ItemIntegrity {
     /// One statement: an item's columns repeat on each of its free-form rows (LEFT JOIN), so the
     /// row and the free-form rows come from one snapshot. `joined` false: the item rows alone
     /// (no name and value columns), for a read inside a transaction that reads the free-form
-    /// rows in a second statement (`attributesSQL`).
+    /// rows in a second statement (`Text.attributes`).
     static func select(_ key: Key, count: Int, extraColumns: [String] = [], withMAC: Bool = true, joined: Bool = true) -> String {
         var columns: [String] = ["item.id"]
         columns += coveredColumns.map { "item." + $0 }
@@ -212,20 +213,45 @@ enum ItemIntegrity {
         fileprivate var extraColumns: [String] { self == .secrets || self == .checkWithSecret ? ["item.secret"] : [] }
     }
 
-    /// The statements for every chunk size, built once (statements are cached by their text, and
-    /// building one cost more than a single item's check).
-    private static let checkSQL = (0...chunk).map { select(.rowID, count: $0) }
-    private static let secretsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"]) }
-    private static let checkWithSecretSQL = (0...chunk).map { select(.rowID, count: $0, extraColumns: ["item.secret"]) }
-    private static let uncheckedSQL = (0...chunk).map { select(.rowID, count: $0, withMAC: false) }
-    /// Inside a transaction: the item rows, then their free-form rows, in two statements. The
-    /// join returned every item column (the sealed secret, the MAC, the list) once per free-form
-    /// row, and SQLite built each of those rows in full: most of a many-item read's statement time.
-    private static let checkItemsSQL = (0...chunk).map { select(.rowID, count: $0, joined: false) }
-    private static let secretsItemsSQL = (0...chunk).map { select(.uuid, count: $0, extraColumns: ["item.secret"], joined: false) }
-    private static let checkWithSecretItemsSQL = (0...chunk).map { select(.rowID, count: $0, extraColumns: ["item.secret"], joined: false) }
-    private static let uncheckedItemsSQL = (0...chunk).map { select(.rowID, count: $0, withMAC: false, joined: false) }
-    private static let attributesSQL = (0...chunk).map { attributes(count: $0) }
+    /// The statements' texts, by kind and item count.
+    private enum Text: Int, CaseIterable {
+        case check, secrets, checkWithSecret, unchecked
+        /// Inside a transaction: the item rows, then their free-form rows, in two statements.
+        /// The join returned every item column (the sealed secret, the MAC, the list) once per
+        /// free-form row, and SQLite built each of those rows in full: most of a many-item
+        /// read's statement time.
+        case checkItems, secretsItems, checkWithSecretItems, uncheckedItems, attributes
+
+        func build(count: Int) -> String {
+            switch self {
+            case .check: select(.rowID, count: count)
+            case .secrets: select(.uuid, count: count, extraColumns: ["item.secret"])
+            case .checkWithSecret: select(.rowID, count: count, extraColumns: ["item.secret"])
+            case .unchecked: select(.rowID, count: count, withMAC: false)
+            case .checkItems: select(.rowID, count: count, joined: false)
+            case .secretsItems: select(.uuid, count: count, extraColumns: ["item.secret"], joined: false)
+            case .checkWithSecretItems: select(.rowID, count: count, extraColumns: ["item.secret"], joined: false)
+            case .uncheckedItems: select(.rowID, count: count, withMAC: false, joined: false)
+            case .attributes: ItemIntegrity.attributes(count: count)
+            }
+        }
+    }
+
+    /// Each text built the first time its kind and count is read, then kept (statements are
+    /// cached by their text, and building one cost more than a single item's check). Only the
+    /// counts used: building all 65 of a kind at its first use kept 70 KiB of text in a daemon
+    /// whose calls read one item at a time (docs/performance.md, "After logout").
+    private static let texts = Protected([String?](repeating: nil, count: Text.allCases.count * (chunk + 1)))
+
+    private static func text(_ kind: Text, count: Int) -> String {
+        let index = kind.rawValue * (chunk + 1) + count
+        return texts.withLock { texts in
+            if let known = texts[index] { return known }
+            let built = kind.build(count: count)
+            texts[index] = built
+            return built
+        }
+    }
 
     /// Reads the items named by `keys` (at most `chunk`), in the order SQLite returns them;
     /// `extra` reads the caller's columns from each item's first row. Inside a transaction the
@@ -239,14 +265,14 @@ enum ItemIntegrity {
         guard !keys.isEmpty else { return [] }
         let split = db.isInsideTransaction
         let sql = switch (purpose, split) {
-        case (.check, false): checkSQL[keys.count]
-        case (.secrets, false): secretsSQL[keys.count]
-        case (.checkWithSecret, false): checkWithSecretSQL[keys.count]
-        case (.unchecked, false): uncheckedSQL[keys.count]
-        case (.check, true): checkItemsSQL[keys.count]
-        case (.secrets, true): secretsItemsSQL[keys.count]
-        case (.checkWithSecret, true): checkWithSecretItemsSQL[keys.count]
-        case (.unchecked, true): uncheckedItemsSQL[keys.count]
+        case (.check, false): text(.check, count: keys.count)
+        case (.secrets, false): text(.secrets, count: keys.count)
+        case (.checkWithSecret, false): text(.checkWithSecret, count: keys.count)
+        case (.unchecked, false): text(.unchecked, count: keys.count)
+        case (.check, true): text(.checkItems, count: keys.count)
+        case (.secrets, true): text(.secretsItems, count: keys.count)
+        case (.checkWithSecret, true): text(.checkWithSecretItems, count: keys.count)
+        case (.unchecked, true): text(.uncheckedItems, count: keys.count)
         }
         let nameColumn = firstExtraColumn + Int32(purpose.extraColumns.count)
         let rows = try RawStatement(db, sql: sql, values: keys)
@@ -278,7 +304,7 @@ enum ItemIntegrity {
             }
         }
         if split, !items.isEmpty {
-            let attributes = try RawStatement(db, sql: attributesSQL[items.count], values: items.map { $0.rowID.databaseValue })
+            let attributes = try RawStatement(db, sql: text(.attributes, count: items.count), values: items.map { $0.rowID.databaseValue })
             while try attributes.step() {
                 guard let index = indexOfRow[attributes.integer(0)] else { continue }
                 let name = attributes.withBytes(1) { Array($0) }
