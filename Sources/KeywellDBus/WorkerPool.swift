@@ -12,7 +12,9 @@ import Foundation
 ///
 /// Threads are reused (no thread per message) and the pool grows whenever every worker is busy,
 /// so a handler that blocks (a 300 ms key derivation, a nested D-Bus call) never holds up the
-/// next caller. Threads above `keepAlive` exit after `idleTimeout` without work.
+/// next caller. Threads above `keepAlive` exit after `idleTimeout` without work; the others give
+/// back the stack pages their jobs touched then (`ThreadStack.releaseUnused`) and wait for work
+/// without a timeout.
 // @unchecked: the job queue and counters are only touched under `lock`.
 final class WorkerPool: @unchecked Sendable {
     private let lock = ConditionLock()
@@ -28,7 +30,12 @@ final class WorkerPool: @unchecked Sendable {
     private let maximumThreads: Int
     private let idleTimeout: Duration
 
-    init(name: String, keepAlive: Int = 4, maximumThreads: Int = 256, idleTimeout: Duration = .seconds(10)) {
+    /// Half the daemon's idle trim (ten seconds after the last call): what a worker runs when its
+    /// timeout comes (exiting, or giving back its stack) faults code in, and it must do so before
+    /// that trim, not just after it (docs/performance.md, "After logout").
+    static let defaultIdleTimeout: Duration = .seconds(5)
+
+    init(name: String, keepAlive: Int = 4, maximumThreads: Int = 256, idleTimeout: Duration = WorkerPool.defaultIdleTimeout) {
         self.name = name
         self.keepAlive = keepAlive
         self.maximumThreads = maximumThreads
@@ -77,9 +84,14 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     private func workerLoop() {
+        // Kept after an idle timeout: waits without one until there is work, so that an idle
+        // daemon's workers do not wake every `idleTimeout` (each wake faulted their code back in
+        // after the idle trim).
+        var parked = false
         lock.lock()
         while true {
             if jobHead < jobs.count {
+                parked = false
                 let job = jobs[jobHead]!
                 jobs[jobHead] = nil
                 jobHead += 1
@@ -97,9 +109,16 @@ final class WorkerPool: @unchecked Sendable {
             }
             if stopped { break }
             idleCount += 1
-            let signalled = lock.wait(untilNanoseconds: deadline(after: idleTimeout))
+            let signalled = lock.wait(untilNanoseconds: parked ? nil : deadline(after: idleTimeout))
             idleCount -= 1
             if !signalled, jobHead >= jobs.count, threadCount > keepAlive { break }
+            if !signalled {
+                // Idle for `idleTimeout` and kept: the stack pages its jobs touched go back.
+                lock.unlock()
+                ThreadStack.releaseUnused()
+                lock.lock()
+                parked = true
+            }
         }
         threadCount -= 1
         lock.unlock()

@@ -38,4 +38,18 @@ struct WorkerPoolTests {
         pool.stop()
         #expect(!pool.submitToRunNow {})
     }
+
+    /// A kept worker that has waited out its idle timeout gives back its stack and then waits
+    /// without one: work submitted later still wakes it, and runs at once.
+    @Test func keptWorkersTakeWorkAfterTheirIdleTimeout() throws {
+        let pool = WorkerPool(name: "test-parked", keepAlive: 1, maximumThreads: 1, idleTimeout: .milliseconds(20))
+        defer { pool.stop() }
+        for round in 0..<3 {
+            let ran = DispatchSemaphore(value: 0)
+            #expect(pool.submitToRunNow { ran.signal() }, "round \(round): the kept worker was not idle")
+            #expect(ran.wait(timeout: .now() + 10) == .success, "round \(round): the job did not run")
+            // Well past the timeout: the worker has given back its stack and parked.
+            usleep(150_000)
+        }
+    }
 }
