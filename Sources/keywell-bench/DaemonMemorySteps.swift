@@ -278,8 +278,9 @@ final class GnomeKeyringSubject: MemorySubject {
 }
 
 /// Resident KiB per mapped file (anonymous memory as "[anonymous]"), from /proc/PID/smaps,
-/// largest first: which libraries the resident pages belong to.
-func residentByMapping(_ pid: pid_t) -> [(String, Int)] {
+/// largest first: which libraries the resident pages belong to. `byPermissions`: a file's
+/// mappings apart by their permissions (its text, its relocated data, its writable data).
+func residentByMapping(_ pid: pid_t, byPermissions: Bool = false) -> [(String, Int)] {
     // /proc files report size 0: read to the end.
     guard let smaps = try? ProcessMemoryScan.readWhole("/proc/\(pid)/smaps") else { return [] }
     var totals: [String: Int] = [:]
@@ -289,6 +290,7 @@ func residentByMapping(_ pid: pid_t) -> [(String, Int)] {
         guard let first = fields.first else { continue }
         if first.contains("-"), first.first?.isHexDigit == true {
             current = fields.count > 5 ? String(fields[5]) : "[anonymous]"
+            if byPermissions, fields.count > 1 { current += " (\(fields[1]))" }
         } else if first == "Rss:", fields.count > 1, let kib = Int(fields[1]) {
             totals[current, default: 0] += kib
         }

@@ -71,7 +71,8 @@ struct MemoryWorkloadBenchmark: ParsableCommand {
             return memory
         }
         let start = read("start, idle (\(idleWait) s)", wait: idleWait)
-        let startMappings = residentByMapping(pid)
+        let startMappings = residentByMapping(pid, byPermissions: true)
+        let startThreads = threadNames(pid)
 
         // First login: `login` made with the password; then a logout locks it and a second login
         // unlocks it, each as pam_keywell's open and close session do.
@@ -97,7 +98,8 @@ struct MemoryWorkloadBenchmark: ParsableCommand {
 
         try control.send(.closeSession)
         let locked = read("after logout (login locked), idle (\(idleWait) s)", wait: idleWait)
-        let lockedMappings = residentByMapping(pid)
+        let lockedMappings = residentByMapping(pid, byPermissions: true)
+        let lockedThreads = threadNames(pid)
 
         print("\nkeywelld resident memory, MiB (RSS / PSS from /proc/PID/smaps_rollup; peak = VmHWM so far)")
         print("step".padding(toLength: 52, withPad: " ", startingAt: 0) + "RSS    PSS    peak")
@@ -109,8 +111,10 @@ struct MemoryWorkloadBenchmark: ParsableCommand {
         print("in use with \(items) items, resident KiB by mapping (largest first):")
         for (mapping, kib) in inUseMappings.prefix(10) { print(String(format: "  %7d  %@", kib, mapping)) }
         let grown = residentGrowth(from: startMappings, to: lockedMappings)
-        print("idle after logout − idle at start, KiB by mapping (largest first):")
-        for (mapping, kib) in grown.prefix(6) { print(String(format: "  %+7d  %@", kib, mapping)) }
+        print("idle after logout − idle at start, KiB by mapping and permissions (largest first):")
+        for (mapping, kib) in grown.prefix(10) { print(String(format: "  %+7d  %@", kib, mapping)) }
+        print("threads idle at start (\(startThreads.count)): \(startThreads.joined(separator: ", "))")
+        print("threads idle after logout (\(lockedThreads.count)): \(lockedThreads.joined(separator: ", "))")
 
         let verdicts: [TargetVerdict] = [
             .mebibytes("keywelld RSS 1 s after \(items) Secret Service items", Double(inUse.rss) / 1024, atMost: 15),
@@ -141,6 +145,14 @@ struct MemoryWorkloadBenchmark: ParsableCommand {
         print(f"added {count}")
 
         """
+}
+
+/// The names of a process's threads (/proc/PID/task/*/comm), sorted.
+private func threadNames(_ pid: pid_t) -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.compactMap { task in
+        (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }.sorted()
 }
 
 /// `git credential fill` through git-credential-keywell by full path, alternated round by round
