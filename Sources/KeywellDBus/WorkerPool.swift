@@ -32,7 +32,7 @@ final class WorkerPool: @unchecked Sendable {
 
     /// Half the daemon's idle trim (ten seconds after the last call): what a worker runs when its
     /// timeout comes (exiting, or giving back its stack) faults code in, and it must do so before
-    /// that trim, not just after it (docs/performance.md, "After logout").
+    /// that trim, not just after it (docs/performance.md, "The daemon").
     static let defaultIdleTimeout: Duration = .seconds(5)
 
     init(name: String, keepAlive: Int = 4, maximumThreads: Int = 256, idleTimeout: Duration = WorkerPool.defaultIdleTimeout) {

@@ -18,7 +18,7 @@ package enum ThreadStack {
     /// Gives back the pages of the calling thread's stack below its current frame (less
     /// `margin`): an idle thread keeps every stack page its deepest call ever touched, 48 KiB at
     /// least once a call was handled (the stack scrub), and four idle workers or connection
-    /// loops held 0.3 MiB that way (docs/performance.md, "After logout"). `MADV_DONTNEED` on a
+    /// loops held 0.3 MiB that way (docs/performance.md, "The daemon"). `MADV_DONTNEED` on a
     /// private anonymous mapping: the next touch gets a zero page. Only for a thread's own stack,
     /// from a frame that stays live until it returns; nothing below that frame is in use.
     /// Not for the main thread (its stack is the kernel's, grown on demand).

@@ -8,7 +8,7 @@ import KeywellSystem
 /// map, about 180 KiB of heap that the process's default context would keep for good, so that a
 /// daemon that once served a DH session stayed that much bigger after the lock. In a context of
 /// our own they go with it, and the next DH session makes them again (docs/performance.md,
-/// "After logout"). Nothing else here uses OpenSSL's state: random numbers come from libsodium
+/// "The daemon"). Nothing else here uses OpenSSL's state: random numbers come from libsodium
 /// and HKDF is libsodium's HMAC-SHA256, so the default context is never loaded for a session.
 public enum CipherLibrary {
     private struct State {

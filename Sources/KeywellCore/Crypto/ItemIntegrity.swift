@@ -240,7 +240,7 @@ enum ItemIntegrity {
     /// Each text built the first time its kind and count is read, then kept (statements are
     /// cached by their text, and building one cost more than a single item's check). Only the
     /// counts used: building all 65 of a kind at its first use kept 70 KiB of text in a daemon
-    /// whose calls read one item at a time (docs/performance.md, "After logout").
+    /// whose calls read one item at a time (docs/performance.md, "The daemon").
     private static let texts = Protected([String?](repeating: nil, count: Text.allCases.count * (chunk + 1)))
 
     private static func text(_ kind: Text, count: Int) -> String {
