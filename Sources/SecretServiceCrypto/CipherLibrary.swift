@@ -8,8 +8,8 @@ import KeywellSystem
 /// map, about 180 KiB of heap that the process's default context would keep for good, so that a
 /// daemon that once served a DH session stayed that much bigger after the lock. In a context of
 /// our own they go with it, and the next DH session makes them again (docs/performance.md,
-/// "The daemon"). Nothing else here uses OpenSSL's state: random numbers come from libsodium
-/// and HKDF is libsodium's HMAC-SHA256, so the default context is never loaded for a session.
+/// "The daemon"). A session's HKDF runs in the same context; its random numbers come from
+/// libsodium, so the default context is never loaded for a session.
 public enum CipherLibrary {
     private struct State {
         var context: OpaquePointer?
@@ -36,6 +36,20 @@ public enum CipherLibrary {
             state.users += 1
             return state.cipher!
         }
+    }
+
+    /// Runs `body` with the library context, made first if needed, kept while `body` runs.
+    static func withContext<T>(_ body: (OpaquePointer) throws(SecretCryptoError) -> T) throws(SecretCryptoError) -> T {
+        let context = try state.withLock { state throws(SecretCryptoError) -> OpaquePointer in
+            if state.context == nil {
+                guard let context = OSSL_LIB_CTX_new() else { throw .library("OSSL_LIB_CTX_new") }
+                state.context = context
+            }
+            state.users += 1
+            return state.context!
+        }
+        defer { release() }
+        return try body(context)
     }
 
     /// A cipher context made from `acquireAES128CBC()`'s cipher has been freed.

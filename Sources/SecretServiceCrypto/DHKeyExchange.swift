@@ -101,45 +101,29 @@ public final class DHKeyExchange: @unchecked Sendable {
     }
 }
 
-/// RFC 5869 HKDF with SHA-256, an absent salt (treated as zeros) and empty info, from
-/// libsodium's HMAC-SHA256 (OpenSSL's would load its providers, `CipherLibrary`). At most 255
-/// blocks of 32 bytes; the pseudo-random key and the blocks live in SecretBytes, zeroed when freed.
+/// RFC 5869 HKDF with SHA-256, an absent salt (treated as zeros) and empty info: OpenSSL's,
+/// fetched in `CipherLibrary`'s context so that what it loads goes when that context is freed.
 func hkdfSHA256(inputKey: UnsafeRawBufferPointer, length: Int) throws(SecretCryptoError) -> SecretBytes {
-    let hashBytes = Int(crypto_auth_hmacsha256_BYTES)
-    guard length > 0, length <= 255 * hashBytes else { throw .library("HKDF length \(length)") }
-    let key = SecretBytes(count: length)
-    let pseudoRandomKey = SecretBytes(count: hashBytes)
-    let block = SecretBytes(count: hashBytes)
-    var state = crypto_auth_hmacsha256_state()
-    defer { withUnsafeMutableBytes(of: &state) { SecretMemory.wipe($0) } }
-    // Extract: PRK = HMAC(salt = HashLen zeros, IKM).
-    let salt = [UInt8](repeating: 0, count: hashBytes)
-    pseudoRandomKey.withUnsafeMutableBytes { prk in
-        _ = crypto_auth_hmacsha256_init(&state, salt, salt.count)
-        _ = crypto_auth_hmacsha256_update(&state, inputKey.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(inputKey.count))
-        _ = crypto_auth_hmacsha256_final(&state, prk.baseAddress!.assumingMemoryBound(to: UInt8.self))
-    }
-    // Expand: T(i) = HMAC(PRK, T(i-1) || info || i), info empty.
-    var filled = 0
-    var counter: UInt8 = 1
-    while filled < length {
-        pseudoRandomKey.withUnsafeBytes { prk in
-            block.withUnsafeMutableBytes { previous in
-                let out = previous.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                _ = crypto_auth_hmacsha256_init(&state, prk.baseAddress!.assumingMemoryBound(to: UInt8.self), prk.count)
-                if counter > 1 { _ = crypto_auth_hmacsha256_update(&state, out, UInt64(hashBytes)) }
-                _ = crypto_auth_hmacsha256_update(&state, &counter, 1)
-                _ = crypto_auth_hmacsha256_final(&state, out)
-            }
+    try CipherLibrary.withContext { library throws(SecretCryptoError) -> SecretBytes in
+        guard let kdf = EVP_KDF_fetch(library, "HKDF", nil) else { throw .library("EVP_KDF_fetch(HKDF)") }
+        defer { EVP_KDF_free(kdf) }
+        guard let context = EVP_KDF_CTX_new(kdf) else { throw .library("EVP_KDF_CTX_new") }
+        defer { EVP_KDF_CTX_free(context) }  // cleanses the key it copied
+        let key = SecretBytes(count: length)
+        // OSSL_PARAM keeps the pointers it is given: static strings, not a String's temporary copy.
+        var parameters = [
+            OSSL_PARAM_construct_utf8_string(cString("digest"), UnsafeMutablePointer(mutating: cString("SHA256")), 0),
+            OSSL_PARAM_construct_octet_string(cString("key"), UnsafeMutableRawPointer(mutating: inputKey.baseAddress), inputKey.count),
+            OSSL_PARAM_construct_end(),
+        ]
+        let derived = key.withUnsafeMutableBytes {
+            EVP_KDF_derive(context, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), length, &parameters)
         }
-        let take = min(hashBytes, length - filled)
-        block.withUnsafeBytes { source in
-            key.withUnsafeMutableBytes { target in
-                target.baseAddress!.advanced(by: filled).copyMemory(from: source.baseAddress!, byteCount: take)
-            }
-        }
-        filled += take
-        counter &+= 1
+        guard derived == 1 else { throw .library("HKDF derive") }
+        return key
     }
-    return key
+}
+
+private func cString(_ text: StaticString) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
 }
