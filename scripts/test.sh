@@ -22,29 +22,49 @@ status=0
 stages=" ${KEYWELL_STAGES:-lint pam swift integration asan fuzz} "
 wants() { [[ "$stages" == *" $1 "* ]]; }
 
-# Each stage's wall time, printed as it ends and again as a table at the end of the run.
+# Each stage's wall time and the CPU time its processes used (user + system, of every process
+# it waited for), printed as it ends and again as a table at the end of the run. The CPU time is
+# what a busy machine stretches: a stage whose CPU time is far below its wall time is waiting.
 timings=()
 current_stage=
 stage_started=0
+stage_cpu_started=0
+# The CPU seconds of this shell's finished children so far, into cpu_now: `times`' second line,
+# run in this shell (not in $(…): a subshell's count of children starts at zero).
+times_file="$(mktemp)"
+cpu_now=0
+children_cpu() {
+  local user system
+  times >"$times_file"
+  read -r user system < <(tail -1 "$times_file")
+  cpu_now=$(awk -v u="$user" -v s="$system" 'function sec(t, m) { m = t; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", t); sub(/s$/, "", t); return m * 60 + t }
+    BEGIN { printf "%d\n", sec(u) + sec(s) }')
+}
 end_stage() {
   [ -n "$current_stage" ] || return 0
-  local took=$((SECONDS - stage_started))
-  echo "test.sh: $current_stage took ${took} s"
-  timings+=("$(printf '%6d s  %s' "$took" "$current_stage")")
+  children_cpu
+  local took=$((SECONDS - stage_started)) cpu=$((cpu_now - stage_cpu_started))
+  echo "test.sh: $current_stage took ${took} s (CPU ${cpu} s)"
+  timings+=("$(printf '%6d s  %6d s  %s' "$took" "$cpu" "$current_stage")")
   current_stage=
 }
 stage() {
   end_stage
   current_stage="$1"
   stage_started=$SECONDS
+  children_cpu
+  stage_cpu_started=$cpu_now
   echo "== $1"
 }
 summary() {
   end_stage
   [ -z "${suite_copy:-}" ] || rm -rf "$suite_copy"
   echo "test.sh: stage durations"
+  printf '%8s  %8s  %s\n' wall CPU stage
   printf '%s\n' "${timings[@]}"
-  printf '%6d s  total\n' "$SECONDS"
+  children_cpu
+  printf '%6d s  %6d s  total\n' "$SECONDS" "$cpu_now"
+  rm -f "$times_file"
 }
 trap summary EXIT
 
@@ -70,7 +90,7 @@ fi
 
 # Two builds. Debug: the Swift suites (`swift test`), whose daemons need the test switches
 # (a cheap KDF, short delays), and the one integration test that checks a daemon reads them.
-# Release, every product, built as the Debian package builds it (scripts/lib/release-build.sh:
+# Release, the programs the suites start, built as the Debian package builds it (scripts/lib/release-build.sh:
 # the Swift runtime static, the switches compiled out): what the integration suite and the
 # sanitized PAM logins run, and what scripts/package.sh then ships (docs/contributing.md, "CI").
 unset KEYWELL_TEST_SWITCHES
@@ -84,7 +104,13 @@ make -s -C pam || exit 1
 debug_bin="$(swift build --show-bin-path)"
 if wants integration || wants asan; then
   stage "build (release)"
-  keywell_release_build --quiet || exit 1
+  # What the integration suite and the sanitized logins start, by name: keywell-bench (its
+  # memory scan), keywelld and keywell (git-credential-keywell is a link to it). `swift build`
+  # alone would also make the test support module, DBusCodegen and keywell-dbus-codegen, a
+  # static program, which no stage runs.
+  for product in keywell-bench keywelld keywell; do
+    keywell_release_build --product "$product" --quiet || exit 1
+  done
 fi
 release_bin="$(keywell_release_build --show-bin-path)"
 export PAM_KEYWELL_SO="$PWD/pam/build/pam_keywell.so"
@@ -141,11 +167,12 @@ fi
 
 if wants integration && compgen -G "Tests/Integration/test_*.py" >/dev/null; then
   stage "integration tests (release build)"
-  # -rs: every skip prints its reason. faulthandler_timeout: a test still running after 300 s
+  # -rs: every skip prints its reason. --durations: the slowest tests, where the stage's time
+  # goes (docs/contributing.md, "CI"). faulthandler_timeout: a test still running after 300 s
   # prints every thread's stack (and keeps going, until the whole run's limit ends it).
   # shellcheck disable=SC2086 # a list of files
   (cd "${suite_copy:-.}" && limited "${KEYWELL_PYTEST_LIMIT:-2700}" /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs \
-    -o faulthandler_timeout=300 ${KEYWELL_PYTEST_FILES:-Tests/Integration}) || status=1
+    --durations=30 -o faulthandler_timeout=300 ${KEYWELL_PYTEST_FILES:-Tests/Integration}) || status=1
 fi
 
 # pam_keywell under AddressSanitizer + UBSan: its C tests, then real PAM logins with the sanitized
