@@ -60,9 +60,10 @@ bin="$("${build[@]}" --show-bin-path)"
 # The same for ASan's own check at exit (see -detect_leaks=0 below).
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 
-status=0
 mkdir -p "$scratch/artifacts"
-for target in "${targets[@]}"; do
+# One target's run; its report goes to $scratch/<target>.report, printed when it ends.
+run_target() {
+  local target="$1" corpus log seeds artifacts_before program code executions crashes
   # Work on a copy: new inputs found in a short CI run are not meant for the repository.
   corpus="$scratch/corpus/$target"
   rm -rf "$corpus"; mkdir -p "$corpus"
@@ -88,9 +89,34 @@ for target in "${targets[@]}"; do
       "$target" "$seconds" "$code" "${executions:-0}" "$seeds" "$(find "$corpus" -type f | wc -l)" "$crashes" >>"$summary"
   fi
   if [ "$code" -ne 0 ]; then
-    echo "fuzz.sh: $target failed (exit $code); last lines of $log:" >&2
-    tail -40 "$log" >&2
+    echo "fuzz.sh: $target failed (exit $code); last lines of $log:"
+    tail -40 "$log"
+  fi
+  return "$code"
+}
+
+# The runs are bounded by wall time, not CPU time, so $jobs at once (one per core by default,
+# KEYWELL_FUZZ_JOBS) take a $jobs-th of the stage's time and each still gets a core on a quiet
+# machine (Fuzz/README.md, "Time in CI"). Each run is one process on one core.
+jobs="${KEYWELL_FUZZ_JOBS:-$(nproc)}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: KEYWELL_FUZZ_JOBS must be a positive number" >&2; exit 2; }
+status=0
+finish_one() {
+  local pid
+  wait -n -p pid
+  local code=$?
+  cat "$scratch/${running[$pid]}.report"
+  if [ "$code" -ne 0 ]; then
+    echo "fuzz.sh: ${running[$pid]} failed (exit $code)" >&2
     status=1
   fi
+  unset "running[$pid]"
+}
+declare -A running=()
+for target in "${targets[@]}"; do
+  [ "${#running[@]}" -lt "$jobs" ] || finish_one
+  run_target "$target" >"$scratch/$target.report" 2>&1 &
+  running[$!]="$target"
 done
+while [ "${#running[@]}" -gt 0 ]; do finish_one; done
 exit "$status"
