@@ -2,15 +2,19 @@
 # Builds the libFuzzer targets in Fuzz/ (Swift's -sanitize=fuzzer,address) and runs each for a
 # bounded time on a copy of its seed corpus in Fuzz/corpus/<target>/. Fails when a target
 # crashes, leaks or trips an invariant; the reproducer is left in .build-fuzz/artifacts/.
-#   scripts/fuzz.sh [--seconds N] [--summary FILE] [target ...]   (default 20 s each, every target)
+#   scripts/fuzz.sh [--seconds N] [--summary FILE] [--build-only | --no-build] [target ...]
+#   (default 20 s each, every target)
 # --summary FILE: one JSON line per target (executions, corpus size, crashes) for
-# `keywell-bench security-report`.
+# `keywell-bench security-report`. --build-only builds and stops; --no-build runs what an
+# earlier --build-only built (scripts/test.sh builds beside the integration suite).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/toolchain.sh
 
 seconds=20
 summary=""
+build_targets=1
+run_targets=1
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -18,6 +22,8 @@ while [ $# -gt 0 ]; do
     --seconds=*) seconds="${1#*=}"; shift ;;
     --summary) summary="$2"; shift 2 ;;
     --summary=*) summary="${1#*=}"; shift ;;
+    --build-only) run_targets=0; shift ;;
+    --no-build) build_targets=0; shift ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -37,6 +43,7 @@ is_c() { compgen -G "Fuzz/$1/*.c" >/dev/null; }
 pam_sources=(pam/control_client.c pam/deadline.c pam/secret.c pam/runtime_dir.c)
 mkdir -p "$scratch/c"
 for target in "${targets[@]}"; do
+  [ "$build_targets" = 1 ] || break
   echo "== build $target"
   if is_c "$target"; then
     if ! "$clang" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipam \
@@ -56,6 +63,7 @@ for target in "${targets[@]}"; do
   fi
 done
 bin="$("${build[@]}" --show-bin-path)"
+[ "$run_targets" = 1 ] || exit 0
 
 # The same for ASan's own check at exit (see -detect_leaks=0 below).
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
@@ -76,6 +84,7 @@ run_target() {
   # spare bits, as in Data), so it calls lazily made globals leaks; ASan still checks every access.
   program="$bin/$target"
   is_c "$target" && program="$scratch/c/$target"
+  [ -x "$program" ] || { echo "fuzz.sh: $program is not built (scripts/fuzz.sh --build-only)"; return 1; }
   "$program" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -detect_leaks=0 \
     -print_final_stats=1 -artifact_prefix="$scratch/artifacts/$target-" "$corpus" >"$log" 2>&1
   code=$?

@@ -58,6 +58,8 @@ stage() {
 }
 summary() {
   end_stage
+  # A run cut short leaves no fuzz build behind (it has a process group of its own).
+  [ -z "${fuzz_build_pid:-}" ] || kill -- -"$fuzz_build_pid" 2>/dev/null
   [ -z "${suite_copy:-}" ] || rm -rf "$suite_copy"
   echo "test.sh: stage durations"
   printf '%8s  %8s  %s\n' wall CPU stage
@@ -165,8 +167,23 @@ if { wants integration || wants asan; } && { [ "${KEYWELL_COPY_SUITE:-0}" = 1 ] 
     KEYWELLD_DEBUG="$suite_copy/.programs/debug/keywelld" PAM_KEYWELL_SO="$suite_copy/pam/build/pam_keywell.so"
 fi
 
+# The fuzz targets' build (its own sanitized build in .build-fuzz, minutes of CPU) runs beside
+# the integration suite, which spends much of its time waiting (daemons starting, PAM logins,
+# the throttle's delays). At nice 5: the suite's processes get three times its share of a core
+# they both want, and the build still gets a third of what a busy machine's other jobs get
+# (at nice 10 it would get a tenth, next to nothing); back to the normal priority when the
+# suite ends (docs/contributing.md, "CI").
+fuzz_seconds="${KEYWELL_FUZZ_SECONDS:-8}"
+fuzz_build_pid=
 if wants integration && compgen -G "Tests/Integration/test_*.py" >/dev/null; then
   stage "integration tests (release build)"
+  if wants fuzz && [ "$fuzz_seconds" != 0 ]; then
+    mkdir -p .build-fuzz
+    echo "test.sh: the fuzz targets build beside the integration tests (log: .build-fuzz/build.log)"
+    setsid nice -n 5 timeout --signal=ABRT --kill-after=60 1200 bash scripts/fuzz.sh --build-only \
+      >.build-fuzz/build.log 2>&1 </dev/null &
+    fuzz_build_pid=$!
+  fi
   # -rs: every skip prints its reason. --durations: the slowest tests, where the stage's time
   # goes (docs/contributing.md, "CI"). faulthandler_timeout: a test still running after 300 s
   # prints every thread's stack (and keeps going, until the whole run's limit ends it).
@@ -192,12 +209,24 @@ if wants tsan || [ "${KEYWELL_TSAN:-0}" = 1 ]; then
   limited 2400 bash scripts/sanitize.sh --tsan || status=1
 fi
 
-# A bounded libFuzzer run of every target in Fuzz/ (scripts/fuzz.sh, own build in .build-fuzz);
-# KEYWELL_FUZZ_SECONDS=0 skips it. 8 s for each of the eleven targets keeps the stage within two
-# minutes of what five targets at 20 s took (Fuzz/README.md, "Time in CI"); longer runs are
-# documented there.
-fuzz_seconds="${KEYWELL_FUZZ_SECONDS:-8}"
-if wants fuzz && [ "$fuzz_seconds" != 0 ]; then
+# A bounded libFuzzer run of every target in Fuzz/ (scripts/fuzz.sh, own build in .build-fuzz,
+# made beside the integration suite when that runs); KEYWELL_FUZZ_SECONDS=0 skips it. 8 s for
+# each of the eleven targets (Fuzz/README.md, "Time in CI"); longer runs are documented there.
+if [ -n "$fuzz_build_pid" ]; then
+  stage "fuzz (${fuzz_seconds}s per target, built beside the integration tests)"
+  # The build's rest, if any, at the normal priority (setsid made it a process group).
+  renice -n 0 -g "$fuzz_build_pid" >/dev/null 2>&1
+  wait "$fuzz_build_pid"
+  fuzz_built=$?
+  cat .build-fuzz/build.log
+  if [ "$fuzz_built" -ne 0 ]; then
+    echo "test.sh: building the fuzz targets failed or ran over its 1200 s (exit $fuzz_built)" >&2
+    status=1
+  else
+    # Every target's seconds, one target per core at once.
+    limited "$((300 + 16 * fuzz_seconds))" bash scripts/fuzz.sh --no-build --seconds "$fuzz_seconds" || status=1
+  fi
+elif wants fuzz && [ "$fuzz_seconds" != 0 ]; then
   stage "fuzz (${fuzz_seconds}s per target)"
   # Its own build (a few minutes on two cores) plus every target's seconds.
   limited "$((1200 + 16 * fuzz_seconds))" bash scripts/fuzz.sh --seconds "$fuzz_seconds" || status=1
