@@ -22,9 +22,10 @@ status=0
 stages=" ${KEYWELL_STAGES:-lint pam swift integration asan fuzz} "
 wants() { [[ "$stages" == *" $1 "* ]]; }
 
-# Each stage's wall time and the CPU time its processes used (user + system, of every process
-# it waited for), printed as it ends and again as a table at the end of the run. The CPU time is
-# what a busy machine stretches: a stage whose CPU time is far below its wall time is waiting.
+# Each stage's wall time and the CPU time its processes used (user + system of every process
+# waited for; not daemons that outlive their parent, such as a PAM login's keywelld), printed as
+# it ends and again as a table at the end of the run. On a busy machine a stage's wall time is
+# about its CPU time over the share of the cores it gets, so CPU time is what compares runs.
 timings=()
 current_stage=
 stage_started=0
