@@ -95,7 +95,7 @@ let package = Package(
         // Service (docs/access-control.md): verdicts, once-allowances, one question per burst.
         .target(
             name: "KeywellAccess",
-            dependencies: ["KeywellProtocol", "KeywellIdentity", "KeywellDBus", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["KeywellProtocol", "KeywellIdentity", "KeywellSystem", .product(name: "Logging", package: "swift-log")]
         ),
         // The OpenSSH agent protocol (docs/ssh.md): its codec, the agent's semantics over a key
         // store the daemon supplies, and signatures (Ed25519 with libsodium, ECDSA and RSA with libcrypto).

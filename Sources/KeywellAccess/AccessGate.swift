@@ -1,4 +1,3 @@
-import KeywellDBus
 import KeywellProtocol
 import KeywellSystem
 import Logging
@@ -48,8 +47,9 @@ public final class AccessGate: @unchecked Sendable {
     /// Questions waiting for the dialog, the first one on screen.
     private var queue: [PendingQuestion] = []
     private var questionsShown = 0
-    /// The bus the connection names are about (weak: a closed connection is not kept alive).
-    private weak var current: DBusConnection?
+    /// The bus connection the connection names are about (weak: a closed one is not kept alive,
+    /// and a new one is never taken for it).
+    private weak var current: AnyObject?
 
     /// `naming`: what questions and denial lines call a program (its desktop entry's name).
     /// `sameList`: the items an answer covers along with those asked about (none by default).
@@ -298,21 +298,17 @@ public final class AccessGate: @unchecked Sendable {
         lock.withLock { allowances.removeAll() }
     }
 
-    /// Follows callers leaving `connection`'s bus (NameOwnerChanged). A different connection than
-    /// before forgets everything: a new bus numbers its connections afresh.
-    public func watch(_ connection: DBusConnection) throws(DBusError) {
-        let isNew = lock.withLock { () -> Bool in
-            guard current !== connection else { return false }
-            current = connection
+    /// Names callers after `bus`, the daemon's bus connection, from now on; true when it is
+    /// another one than before, which forgets every connection name (a new bus numbers its
+    /// connections afresh) and must then be followed: `connectionLeft` for each caller leaving it.
+    public func follow(bus: AnyObject) -> Bool {
+        lock.withLock { () -> Bool in
+            guard current !== bus else { return false }
+            current = bus
             // Connection names are the old bus's; identities stay the same programs.
             allowances = allowances.filter { Grantee.isIdentity($0.key) }
             conversations = conversations.filter { if case .asking = $0.value { true } else { false } }
             return true
-        }
-        guard isNew else { return }
-        _ = try connection.addMatch(.namesLeft()) { [weak self] signal in
-            guard let name = signal.arguments.first?.stringValue, name.hasPrefix(":") else { return }
-            self?.connectionLeft(name)
         }
     }
 }
