@@ -122,9 +122,23 @@ public final class CallerDirectory: Sendable {
     }
 
     /// Whether `call`'s caller's identity is known already: only then may a read stay on the
-    /// D-Bus I/O thread (working it out waits for the bus).
+    /// D-Bus I/O thread (working it out waits for the bus). From the I/O thread, placing the
+    /// call: for a caller not known yet the bus is asked for its credentials now, while the call
+    /// goes to a worker, where `learn` takes the answer.
     public func isKnown(_ call: DBusMethodCall) -> Bool {
-        identities.isCached(call.sender, on: call.connection)
+        if identities.isCached(call.sender, on: call.connection) { return true }
+        identities.prefetch(call.sender, on: call.connection)
+        return false
+    }
+
+    /// Works out the identity of a caller not known yet, on a worker, before its call runs: so
+    /// that its next calls stay on the I/O thread even when this one never asks who called
+    /// (ReadAlias, a property); without it, a client making only such calls had every one handed
+    /// to a worker (docs/performance.md, "The D-Bus layer's cost per call"). A failure that may
+    /// not last (the bus, a race) is not kept, so the next call asks again.
+    public func learn(_ call: DBusMethodCall) {
+        guard !call.connection.isOnIOThread, !identities.isCached(call.sender, on: call.connection) else { return }
+        _ = try? identities.identity(of: call.sender, on: call.connection)
     }
 
     /// `call`'s caller, its identity worked out (or taken from the cache).

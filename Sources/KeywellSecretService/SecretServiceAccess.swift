@@ -26,6 +26,9 @@ public struct SecretServiceAccess: Sendable {
     /// I/O thread (working it out waits for the bus).
     func isKnown(_ call: DBusMethodCall) -> Bool { callers.isKnown(call) }
 
+    /// Works out a new caller's identity before its call runs (`CallerDirectory.learn`).
+    func learn(_ call: DBusMethodCall) { callers.learn(call) }
+
     /// What creating an item over an existing one may do: replace it when its list trusts the
     /// creator; a sandboxed app makes its own item beside one it cannot see; anyone else is
     /// refused (the item is locked for it).

@@ -85,6 +85,7 @@ final class SecretServiceTree: DBusObject {
 
     func handle(_ call: DBusMethodCall) {
         activity()
+        context.access?.learn(call)
         let callContext = context.callContext(call)
         let object = ObjectPaths.parse(call.path)
         do throws(DBusError) {
@@ -202,6 +203,10 @@ final class SecretServiceTree: DBusObject {
     /// Debug level only: calls are frequent, and arguments (secrets) are never logged.
     private func log(_ call: CallContext, _ outcome: String) {
         guard call.logger.logLevel <= .debug else { return }
-        call.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: ["caller": "\(call.sender)", "us": "\(call.elapsedMicroseconds)"])
+        call.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: [
+            "caller": "\(call.sender)", "us": "\(call.elapsedMicroseconds)",
+            // Where it ran: a known caller's reads stay on the I/O thread (Tests/Integration checks it).
+            "thread": "\(call.connection.isOnIOThread ? "io" : "worker")",
+        ])
     }
 }

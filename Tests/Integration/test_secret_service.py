@@ -132,6 +132,32 @@ def test_plain_session_through_python_dbus(session):
     assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.UnknownMethod"
 
 
+def test_a_known_callers_reads_stay_on_the_io_thread(session):
+    # A client that only reads an alias is never asked who it is by a handler: its identity is
+    # still worked out on its first call, so that its later reads are not each handed to a worker.
+    session.create_login()
+    bus = session.dbus()
+    service = dbus.Interface(bus.get_object(SECRETS, SERVICE_PATH), "org.freedesktop.Secret.Service")
+    calls = 6
+    for _ in range(calls):
+        assert str(service.ReadAlias("default")) == LOGIN
+    me = bus.get_unique_name()
+    pattern = re.compile(r"secrets ReadAlias \S+: ok .*caller=(\S+).*thread=(\w+)|secrets ReadAlias \S+: ok .*thread=(\w+).*caller=(\S+)")
+
+    def threads() -> list[str]:
+        found = []
+        for line in session.daemon_log().splitlines():
+            match = pattern.search(line)
+            if match and me in (match.group(1), match.group(4)):
+                found.append(match.group(2) or match.group(3))
+        return found
+
+    _wait(lambda: len(threads()) == calls)
+    placed = threads()
+    assert placed[0] == "worker", placed
+    assert placed[1:] == ["io"] * (calls - 1), placed
+
+
 def test_secretstorage_raises_item_not_found_for_deleted_and_missing_items(session):
     session.create_login()
     connection = session.jeepney()

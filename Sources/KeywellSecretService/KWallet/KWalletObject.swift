@@ -29,6 +29,7 @@ struct KWalletObject: DBusObject, KWalletMethods {
 
     func handle(_ call: DBusMethodCall) {
         service.activity()
+        service.context.access?.learn(call)
         let context = service.context.callContext(call)
         do throws(DBusError) {
             let reach = KWalletProtocol.reach(member: call.member, signature: call.signature.rawValue)
