@@ -9,11 +9,8 @@ import Darwin
 /// lock they can take from any thread without touching Swift concurrency.
 // @unchecked: the pthread mutex and condition are made for sharing between threads; the pointers never change.
 package final class ConditionLock: @unchecked Sendable {
-    // Inlinable, as `Protected` is: every D-Bus call takes a few of these locks (the object
-    // registry, the calls in flight), and an unspecialised generic call into this module cost
-    // more than the lock itself (docs/performance.md, "The D-Bus layer's cost per call").
-    @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    @usableFromInline let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     package init() {
         pthread_mutex_init(mutex, nil)
@@ -32,10 +29,9 @@ package final class ConditionLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inlinable package func lock() { pthread_mutex_lock(mutex) }
-    @inlinable package func unlock() { pthread_mutex_unlock(mutex) }
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
 
-    @inlinable
     package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -54,8 +50,8 @@ package final class ConditionLock: @unchecked Sendable {
         return pthread_cond_timedwait(condition, mutex, &time) == 0
     }
 
-    @inlinable package func signal() { pthread_cond_signal(condition) }
-    @inlinable package func broadcast() { pthread_cond_broadcast(condition) }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }
 
 /// Monotonic clock in nanoseconds (the clock the condition waits use).
