@@ -1,4 +1,5 @@
 import Foundation
+import KeywellCore
 import KeywellDBus
 import KeywellProtocol
 import Logging
@@ -84,6 +85,10 @@ final class SecretServiceTree: DBusObject {
     }
 
     func handle(_ call: DBusMethodCall) {
+        FileChecks.oncePerCall { handleChecked(call) }
+    }
+
+    private func handleChecked(_ call: DBusMethodCall) {
         activity()
         context.access?.learn(call)
         let callContext = context.callContext(call)

@@ -108,6 +108,31 @@ import Testing
         #expect(!watch.isUnchanged(since: mark))
     }
 
+    @Test func oneCallReadsTheQueueOnceAndTheNextCallSeesWhatChanged() throws {
+        defer { remove() }
+        let watch = PathChangeWatch()
+        let mark = try #require(watch.mark(watching: file, edits: false))
+        // A change made before the call is seen by its first check.
+        chmod(file, 0o666)
+        FileChecks.oncePerCall {
+            #expect(!watch.isUnchanged(since: mark), "a change made before the call")
+        }
+        let next = try #require(watch.mark(watching: file, edits: false))
+        FileChecks.oncePerCall {
+            #expect(watch.isUnchanged(since: next))
+            // Made while the call runs: its later checks do not read the queue again.
+            chmod(file, 0o600)
+            #expect(watch.isUnchanged(since: next), "the queue is read once per call")
+        }
+        FileChecks.oncePerCall {
+            #expect(!watch.isUnchanged(since: next), "the next call sees it")
+        }
+        // Outside a call every check reads the queue, as before.
+        let outside = try #require(watch.mark(watching: file, edits: false))
+        chmod(file, 0o666)
+        #expect(!watch.isUnchanged(since: outside))
+    }
+
     @Test func noMarkMeansCheckEveryTime() {
         let watch = PathChangeWatch()
         #expect(!watch.isUnchanged(since: nil))

@@ -96,12 +96,44 @@ final class PathChangeWatch: Sendable {
     }
 
     /// True when nothing that could affect the file behind `mark` changed since it was taken.
+    /// Inside `FileChecks.oncePerCall`, only the first check of the call reads the queue.
     func isUnchanged(since mark: Mark?) -> Bool {
         guard let mark else { return false }
+        let drains = FileChecks.call?.firstCheck(of: self) ?? true
         return table.withLock { table in
-            table.drainEvents()
+            if drains { table.drainEvents() }
             return table.generation == mark.generation
         }
+    }
+}
+
+/// One call's file checks: the inotify queue is read once per call, not once per file checked
+/// (finding the default keychain checks the settings file, the listing and the open keychain,
+/// each an empty `read` before). Correct because inotify queues an event within the system call
+/// that makes the change: the call's first read sees every change made before the call arrived,
+/// and a change made while it runs is the next call's to see (docs/performance.md, "The D-Bus
+/// layer's cost per call").
+public enum FileChecks {
+    /// The watches whose queue this call has read already.
+    final class Call: Sendable {
+        private let drained = Protected<[ObjectIdentifier]>([])
+
+        /// True the first time the call checks a file through `watch`.
+        func firstCheck(of watch: PathChangeWatch) -> Bool {
+            let id = ObjectIdentifier(watch)
+            return drained.withLock { drained in
+                if drained.contains(id) { return false }
+                drained.append(id)
+                return true
+            }
+        }
+    }
+
+    @TaskLocal static var call: Call?
+
+    /// Runs `body` (one D-Bus call's handling, on its thread) reading each watch's queue at most once.
+    public static func oncePerCall<R>(_ body: () -> R) -> R {
+        $call.withValue(Call()) { body() }
     }
 }
 

@@ -28,6 +28,10 @@ struct KWalletObject: DBusObject, KWalletMethods {
     }
 
     func handle(_ call: DBusMethodCall) {
+        FileChecks.oncePerCall { handleChecked(call) }
+    }
+
+    private func handleChecked(_ call: DBusMethodCall) {
         service.activity()
         service.context.access?.learn(call)
         let context = service.context.callContext(call)
