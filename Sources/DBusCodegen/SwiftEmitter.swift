@@ -507,30 +507,18 @@ struct SwiftEmitter {
             text += "\(indent)}\n"
             return text
         }
-        guard !answers else {
-            switch method.outputs.count {
-            case 0:
-                text += "\(indent)\(invocation)\n"
-                text += "\(indent)return .answered([])\n"
-            case 1:
-                text += "\(indent)return .answered([\(SwiftType.encode(method.outputs[0].signature, invocation))])\n"
-            default:
-                text += "\(indent)let results = \(invocation)\n"
-                let values = zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "results.\($0)") }
-                text += "\(indent)return .answered([\(values.joined(separator: ", "))])\n"
-            }
-            return text
-        }
+        // A method of an interface whose reads may ask answers at once when it returns.
+        let returned: (String) -> String = answers ? { ".answered(\($0))" } : { $0 }
         switch method.outputs.count {
         case 0:
             text += "\(indent)\(invocation)\n"
-            text += "\(indent)return []\n"
+            text += "\(indent)return \(returned("[]"))\n"
         case 1:
-            text += "\(indent)return [\(SwiftType.encode(method.outputs[0].signature, invocation))]\n"
+            text += "\(indent)return \(returned("[\(SwiftType.encode(method.outputs[0].signature, invocation))]"))\n"
         default:
             text += "\(indent)let results = \(invocation)\n"
             let values = zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "results.\($0)") }
-            text += "\(indent)return [\(values.joined(separator: ", "))]\n"
+            text += "\(indent)return \(returned("[\(values.joined(separator: ", "))]"))\n"
         }
         return text
     }
