@@ -15,8 +15,9 @@ struct CheckedRow: Sendable {
     let isNative: Bool
 
     func freeformValue(_ name: String) -> String? {
-        let wanted = Array(name.utf8)
-        return freeform.first { $0.name == wanted }.map { String(decoding: $0.value, as: UTF8.self) }
+        // Compared in place: no copy of the name per row asked (every read asks).
+        let wanted = name.utf8
+        return freeform.first { $0.name.elementsEqual(wanted) }.map { String(decoding: $0.value, as: UTF8.self) }
     }
 
     /// Byte for byte, as SQLite compares TEXT (`FreeformSearchCheck`).

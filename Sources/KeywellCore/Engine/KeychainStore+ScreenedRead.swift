@@ -35,8 +35,9 @@ public struct ScreenedItem {
 
     /// One of the item's free-form rows, by name (unlocked reads only: a locked read returns none).
     public func freeformValue(_ name: String) -> String? {
-        let wanted = Array(name.utf8)
-        return freeform.first { $0.name == wanted }.map { String(decoding: $0.value, as: UTF8.self) }
+        // Compared in place: no copy of the name per row asked (every read asks).
+        let wanted = name.utf8
+        return freeform.first { $0.name.elementsEqual(wanted) }.map { String(decoding: $0.value, as: UTF8.self) }
     }
 }
 
@@ -68,17 +69,23 @@ extension KeychainStore {
         _ selection: FreeformSelection, in keychain: String, screen: (any ItemAccessScreening)?, secrets: Bool
     ) throws(KeychainError) -> ScreenedRead {
         let file = try file(at: location(keychain))
-        guard let (integrity, unlock) = file.integrityKeyAndUnlock else {
+        // One take of the lock for both keys (this runs before every KWallet read).
+        guard let (integrity, unlock, master) = file.readKeys(master: secrets) else {
             return try lockedRead(selection, file: file, keychain: keychain, screen: screen)
         }
-        let master = secrets ? try file.keys().master : nil
+        if secrets && master == nil {
+            throw KeychainError(SecStatus.interactionNotAllowed, detail: "keychain \(file.location.displayName) is locked")
+        }
         // The count of writes is read before anything else: rows kept under it are then never
         // older than a write this process finished (docs/file-format.md, "Checked rows kept between reads").
         let writes = file.database.writeCount
         let current = CheckedRowCache.Tag(dataVersion: try file.database.dataVersion(), writes: writes)
         var rows: [CheckedRow]
-        switch file.checkedRows(selection, current: current) {
-        case .rows(let kept): rows = kept
+        var marked = false
+        switch file.checkedRows(selection, current: current, markingUse: secrets) {
+        case .rows(let kept):
+            rows = kept
+            marked = secrets
         case .statements:
             rows = try checkedRead(selection, file: file, integrity: integrity, secrets: secrets)
             file.spentOnStatements(rows.count, under: current)
@@ -91,7 +98,7 @@ extension KeychainStore {
                 rows = try checkedRead(selection, file: file, integrity: integrity, secrets: secrets)
             }
         }
-        if secrets { file.markUsed() }
+        if secrets && !marked { file.markUsed() }
         var judge = VerdictsOfRead(screen: screen, keychainPath: file.location.path, keychainUUID: file.uuid)
         var items: [ScreenedItem] = []
         items.reserveCapacity(rows.count)

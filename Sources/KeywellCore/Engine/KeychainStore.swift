@@ -20,6 +20,9 @@ public final class KeychainStore: Sendable {
     /// The guessing throttle every password check through `locking` goes under.
     let passwordThrottle: PasswordThrottle
     private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
+    /// The last name resolved and its location: a face's hot path names the same keychain call
+    /// after call, and resolving builds its path anew (the resolver's folder never changes).
+    private let lastLocation = Protected<(name: String, location: KeychainLocation)?>(nil)
 
     public init(
         paths: KeywellPaths, kdf: KDFParameters = .default, throttleUnit: Duration = PasswordThrottle.defaultUnit,
@@ -61,7 +64,10 @@ public final class KeychainStore: Sendable {
     var changes: PathChangeWatch { keychains.changes }
 
     func location(_ nameOrPath: String) throws(KeychainError) -> KeychainLocation {
-        try keychains.location(nameOrPath)
+        if let known = lastLocation.withLock({ last in last?.name == nameOrPath ? last?.location : nil }) { return known }
+        let location = try keychains.location(nameOrPath)
+        lastLocation.withLock { $0 = (nameOrPath, location) }
+        return location
     }
 
     var loginLocation: KeychainLocation { keychains.loginLocation }

@@ -81,9 +81,13 @@ final class KeychainFile: Sendable {
         state.withLock { $0.integrityKey }
     }
 
-    /// The integrity key while unlocked, with the unlock it belongs to (for `keepCheckedRows`).
-    var integrityKeyAndUnlock: (key: IntegrityKey, unlock: UInt64)? {
-        state.withLock { state in state.integrityKey.map { ($0, state.unlocks) } }
+    /// What a screened read needs of the lock state, taken under the lock once: the integrity
+    /// key with the unlock it belongs to, and (`master`) the key for secrets; nil while locked.
+    func readKeys(master: Bool) -> (integrity: IntegrityKey, unlock: UInt64, master: SecretBytes?)? {
+        state.withLock { state in
+            guard let integrity = state.integrityKey else { return nil }
+            return (integrity, state.unlocks, master ? state.masterKey : nil)
+        }
     }
 
     /// What the kept rows say about `selection` under `current`.
@@ -94,10 +98,15 @@ final class KeychainFile: Sendable {
         case statements
     }
 
-    func checkedRows(_ selection: FreeformSelection, current: CheckedRowCache.Tag) -> CheckedRowsAnswer {
-        state.withLock { state in
+    /// `markingUse`: kept rows found also re-arm the idle timer (`markUsed`), under the same lock.
+    func checkedRows(_ selection: FreeformSelection, current: CheckedRowCache.Tag, markingUse: Bool = false) -> CheckedRowsAnswer {
+        let now = markingUse ? Date() : nil
+        return state.withLock { state in
             guard state.masterKey != nil else { return .statements }
-            if let rows = state.checkedRows.rows(selection, current: current) { return .rows(rows) }
+            if let rows = state.checkedRows.rows(selection, current: current) {
+                if let now { state.lastUse = now }
+                return .rows(rows)
+            }
             return state.checkedRows.wantsLoad(current) ? .load : .statements
         }
     }

@@ -32,7 +32,8 @@ struct KWalletObject: DBusObject, KWalletMethods {
     }
 
     private func handleChecked(_ call: DBusMethodCall) {
-        service.activity()
+        // Noted once the reply is out: the caller does not wait for the idle trimmer's clock.
+        defer { service.activity() }
         service.context.access?.learn(call)
         let context = service.context.callContext(call)
         do throws(DBusError) {
