@@ -54,6 +54,25 @@ import Testing
         #expect(try secrets(store, .ids([id])) == [], "a deleted item came back from the kept rows")
     }
 
+    /// The kept rows look pairs up by their text, but match byte for byte as the statements do:
+    /// "é" written as one code point and as "e" and a combining accent are equal Swift strings,
+    /// yet two different values to SQLite, so each search finds its own item only.
+    @Test func keptRowsMatchByteForByteNotByEqualText() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        var searches: [(FreeformSelection, String)] = []
+        for (value, secret) in [("caf\u{e9}", "composed"), ("cafe\u{301}", "decomposed")] {
+            let attributes = ["server": "bank.example", "user": value]
+            _ = try store.secretServiceCreateItem(
+                in: "login", label: "Bank", attributes: attributes, type: nil,
+                secret: SecretServiceSecret(value: Data(secret.utf8), contentType: "text/plain"), replace: false,
+                creator: "flatpak:org.example.Me")
+            searches.append((.matching(attributes, native: [:]), secret))
+        }
+        for (search, secret) in searches { try readTwice(store, search, expecting: secret, items: 2) }
+        for (search, secret) in searches { #expect(try secrets(store, search) == [Data(secret.utf8)]) }
+    }
+
     @Test func aWriteThroughThisStoreReachesTheNextRead() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])

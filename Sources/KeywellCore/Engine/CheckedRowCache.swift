@@ -20,9 +20,11 @@ struct CheckedRow: Sendable {
         return freeform.first { $0.name.elementsEqual(wanted) }.map { String(decoding: $0.value, as: UTF8.self) }
     }
 
-    /// Byte for byte, as SQLite compares TEXT (`FreeformSearchCheck`).
-    func hasEveryPair(_ pairs: [(name: [UInt8], value: [UInt8])]) -> Bool {
-        pairs.allSatisfy { pair in freeform.contains { $0.name == pair.name && $0.value == pair.value } }
+    /// Byte for byte, as SQLite compares TEXT (`FreeformSearchCheck`), in place.
+    func hasEveryPair(_ pairs: [String: String]) -> Bool {
+        pairs.allSatisfy { pair in
+            freeform.contains { $0.name.elementsEqual(pair.key.utf8) && $0.value.elementsEqual(pair.value.utf8) }
+        }
     }
 
     /// Roughly what keeping it costs, for the cap.
@@ -70,13 +72,17 @@ struct CheckedRowCache {
     private var lastCount = 0
     private(set) var rows: [CheckedRow]?
     private var byUUID: [UUID: Int] = [:]
-    /// Free-form pair → the positions in `rows` of the items that have it, ascending.
+    /// Free-form pair → the positions in `rows` of the items that have it, ascending. Keyed by
+    /// the pair read as text, so a search's strings look it up without copying them into bytes:
+    /// every item whose bytes are the search's text is under its key (bytes that are not UTF-8,
+    /// or text Swift finds equal but spelt otherwise, only add candidates), and `hasEveryPair`
+    /// then keeps only the byte-for-byte matches.
     private var byPair: [Pair: [Int]] = [:]
     private var hasNativeItems = false
 
     private struct Pair: Hashable {
-        let name: [UInt8]
-        let value: [UInt8]
+        let name: String
+        let value: String
     }
 
     var isLoaded: Bool { rows != nil }
@@ -132,7 +138,11 @@ struct CheckedRowCache {
         for (index, row) in found.enumerated() {
             byUUID[row.uuid] = index
             hasNativeItems = hasNativeItems || row.isNative
-            for pair in row.freeform { byPair[Pair(name: pair.name, value: pair.value), default: []].append(index) }
+            for pair in row.freeform {
+                let key = Pair(name: String(decoding: pair.name, as: UTF8.self), value: String(decoding: pair.value, as: UTF8.self))
+                // An item listed once under a key, even if two of its pairs read as the same text.
+                if byPair[key]?.last != index { byPair[key, default: []].append(index) }
+            }
         }
     }
 
@@ -149,13 +159,12 @@ struct CheckedRowCache {
         case .matching(let attributes, let native):
             if attributes.isEmpty { return rows }
             if !native.isEmpty, hasNativeItems { return nil }
-            let pairs = attributes.map { (name: Array($0.key.utf8), value: Array($0.value.utf8)) }
             var driver: [Int]?
-            for pair in pairs {
-                let items = byPair[Pair(name: pair.name, value: pair.value)] ?? []
+            for (name, value) in attributes {
+                let items = byPair[Pair(name: name, value: value)] ?? []
                 if driver == nil || items.count < driver!.count { driver = items }
             }
-            return (driver ?? []).compactMap { rows[$0].hasEveryPair(pairs) ? rows[$0] : nil }
+            return (driver ?? []).compactMap { rows[$0].hasEveryPair(attributes) ? rows[$0] : nil }
         }
     }
 }
