@@ -173,3 +173,18 @@ extension CheckedRow {
                    sealed: SealedSecret(associatedData: Data(), sealed: Data(count: sealedBytes)), isNative: false)
     }
 }
+
+/// The store remembers the last keychain name it resolved (KWallet's hot path names the same one
+/// call after call); two paths Swift's String finds equal but spelt in other bytes are two files.
+@Test func theLastLocationIsMatchedByteForByte() throws {
+    let environment = try TestEnvironment()
+    let store = try environment.makeStore()
+    let composed = environment.root.path + "/caf\u{00E9}.keychain-db"
+    let decomposed = environment.root.path + "/cafe\u{0301}.keychain-db"
+    #expect(composed == decomposed)  // what a String comparison would have said
+    let first = try store.location(composed)
+    let second = try store.location(decomposed)
+    #expect(Array(first.path.utf8) == Array(composed.utf8))
+    #expect(Array(second.path.utf8) == Array(decomposed.utf8))
+    #expect(Array(try store.location(composed).path.utf8) == Array(composed.utf8))
+}

@@ -22,6 +22,7 @@ public final class KeychainStore: Sendable {
     private let eventHandler = Protected<(@Sendable (KeychainEvent) -> Void)?>(nil)
     /// The last name resolved and its location: a face's hot path names the same keychain call
     /// after call, and resolving builds its path anew (the resolver's folder never changes).
+    /// Matched byte for byte: two paths Swift finds equal (é in one code point or two) are two files.
     private let lastLocation = Protected<(name: String, location: KeychainLocation)?>(nil)
 
     public init(
@@ -64,7 +65,7 @@ public final class KeychainStore: Sendable {
     var changes: PathChangeWatch { keychains.changes }
 
     func location(_ nameOrPath: String) throws(KeychainError) -> KeychainLocation {
-        if let known = lastLocation.withLock({ last in last?.name == nameOrPath ? last?.location : nil }) { return known }
+        if let known = lastLocation.withLock({ last in last.flatMap { $0.name.utf8.elementsEqual(nameOrPath.utf8) ? $0.location : nil } }) { return known }
         let location = try keychains.location(nameOrPath)
         lastLocation.withLock { $0 = (nameOrPath, location) }
         return location
