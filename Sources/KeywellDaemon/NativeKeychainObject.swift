@@ -61,10 +61,7 @@ final class NativeKeychainObject: DBusObject {
         // Every call needs the caller's identity (who may call what, then access lists): a new
         // caller's is worked out on a worker, with the bus already asked for its credentials
         // while the call goes there. A caller seen before is a dictionary lookup.
-        if !identities.isCached(call.sender, on: call.connection) {
-            identities.prefetch(call.sender, on: call.connection)
-            return .worker
-        }
+        if !directory.isKnown(call) { return .worker }
         guard Self.mayRunOnIOThread(call.member) else { return .worker }
         // Naming a new caller in the log asks the bus for its pid, a call the I/O thread cannot wait for.
         if logger.logLevel <= .debug, !callers.isKnown(call.sender) { return .worker }
