@@ -1,5 +1,6 @@
 import KeywellIdentity
 import KeywellProtocol
+import KeywellSystem
 
 /// Who asks for an item (docs/access-control.md "Who is asked"): one bus connection and the
 /// application identity keywelld worked out for it. A connection whose identity could not be
@@ -52,12 +53,14 @@ public struct AccessCaller: Sendable, Hashable {
     /// What a question calls the app.
     public var displayName: String { identity?.displayName ?? "An unidentified program" }
 
+    /// Byte for byte (`ExactText`): a path spelt in other bytes is another program.
     public static func == (left: AccessCaller, right: AccessCaller) -> Bool {
-        left.connection == right.connection && left.identityString == right.identityString
+        left.connection.isExactly(right.connection)
+            && left.identityString.map(ExactText.init) == right.identityString.map(ExactText.init)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(connection)
-        hasher.combine(identityString)
+        hasher.combine(ExactText(connection))
+        hasher.combine(identityString.map(ExactText.init))
     }
 }

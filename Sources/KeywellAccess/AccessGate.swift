@@ -40,8 +40,8 @@ public final class AccessGate: @unchecked Sendable {
 
     private let lock = ConditionLock()
     /// Items each grantee was allowed (Allow, or Always Allow while the file catches up), by
-    /// `Grantee.key`.
-    private var allowances: [String: Set<AccessItem>] = [:]
+    /// `Grantee.key` (byte for byte: two spellings of a path are two programs).
+    private var allowances: [ExactText: Set<AccessItem>] = [:]
     /// Each connection's open question or last answer.
     private var conversations: [String: Conversation] = [:]
     /// Questions waiting for the dialog, the first one on screen.
@@ -287,7 +287,7 @@ public final class AccessGate: @unchecked Sendable {
     public func keychainLocked(path: String) {
         lock.withLock {
             for (key, items) in allowances {
-                let kept = items.filter { $0.keychain != path }
+                let kept = items.filter { !$0.keychain.isExactly(path) }
                 allowances[key] = kept.isEmpty ? nil : kept
             }
         }
@@ -323,14 +323,14 @@ private enum Grantee {
     }
 
     /// One dictionary key per grantee; the two kinds cannot collide (`exe:…` never starts with a space).
-    var key: String {
+    var key: ExactText {
         switch self {
-        case .identity(let identity): identity
-        case .connection(let name): " " + name
+        case .identity(let identity): ExactText(identity)
+        case .connection(let name): ExactText(" " + name)
         }
     }
 
-    static func isIdentity(_ key: String) -> Bool { !key.hasPrefix(" ") }
+    static func isIdentity(_ key: ExactText) -> Bool { !key.text.hasPrefix(" ") }
 }
 
 private enum Conversation {

@@ -1,4 +1,5 @@
 import KeywellProtocol
+import KeywellSystem
 
 extension AccessList {
     /// Whether the list trusts `caller`: it is open to any application, or one of its entries
@@ -20,10 +21,12 @@ extension AccessCaller {
     /// caller's identity, or (for an interpreter running a script) the interpreter's alone, which
     /// trusts it whatever script it runs. For a program only root can replace, also an entry
     /// written while it was named with a hash: the same name with `;sha256=<any hex>` after the
-    /// path. Any other caller is matched exactly, hash included.
+    /// path. Any other caller is matched exactly, hash included. Every comparison is byte for
+    /// byte: a path spelt in other bytes ("café" composed or not) is another program.
     func isNamed(by entry: String) -> Bool {
-        if entry == identityString || entry == programString { return true }
-        guard let prefix = hashedEntryPrefix, entry.hasPrefix(prefix) else { return false }
+        if let identityString, entry.isExactly(identityString) { return true }
+        if let programString, entry.isExactly(programString) { return true }
+        guard let prefix = hashedEntryPrefix, entry.startsExactly(with: prefix) else { return false }
         let afterPrefix = entry.utf8.dropFirst(prefix.utf8.count)
         let digits = afterPrefix.prefix { $0.isHexDigit }
         guard !digits.isEmpty else { return false }

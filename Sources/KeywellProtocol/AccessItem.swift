@@ -29,12 +29,14 @@ public struct AccessItem: Sendable, Hashable {
         AccessItem(keychain: keychain, reference: reference, label: label, trusted: list.applications ?? [])
     }
 
+    /// The keychain's path byte for byte: "café" spelt in other bytes is another file.
     public static func == (left: AccessItem, right: AccessItem) -> Bool {
-        left.reference == right.reference && left.keychain == right.keychain
+        left.reference == right.reference && left.keychain.utf8.elementsEqual(right.keychain.utf8)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(keychain)
         hasher.combine(reference)
+        var keychain = keychain
+        keychain.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

@@ -138,6 +138,27 @@ struct AccessGateTests {
         #expect(asker.count == 1)
     }
 
+    /// An Allow names the program byte for byte: a program at "café" spelt in other bytes (an
+    /// equal String, another file) is asked about, and locking a keychain at such a path ends
+    /// only its own items' Allows.
+    @Test func allowIsForThePathsExactBytes() {
+        let gate = AccessGate(asker: ScriptedAsker([.allowOnce]), persist: { _, _ in })
+        let list = AccessList.applications([])
+        func at(_ path: String, _ connection: String) -> AccessCaller {
+            AccessCaller(connection: connection, identity: ApplicationIdentity(.executable(path: path, sha256: String(repeating: "a", count: 64), script: nil)))
+        }
+        let composed = at("/home/me/caf\u{E9}", ":1.30")
+        let decomposed = at("/home/me/cafe\u{301}", ":1.31")
+        let composedKeychain = item(1, keychain: "/k/caf\u{E9}.keychain-db")
+        let decomposedKeychain = item(1, keychain: "/k/cafe\u{301}.keychain-db")
+        #expect(gate.ask(composed, about: [composedKeychain, decomposedKeychain], interactive: true) == .allowOnce)
+        #expect(gate.verdict(for: composed, item: composedKeychain, list: list) == .allowed)
+        #expect(gate.verdict(for: decomposed, item: composedKeychain, list: list) == .mustAsk)
+        gate.keychainLocked(path: "/k/cafe\u{301}.keychain-db")
+        #expect(gate.verdict(for: composed, item: decomposedKeychain, list: list) == .mustAsk)
+        #expect(gate.verdict(for: composed, item: composedKeychain, list: list) == .allowed)
+    }
+
     @Test func anUnidentifiedCallersAllowLastsOnlyItsConnection() {
         let gate = AccessGate(asker: ScriptedAsker([.allowOnce]), persist: { _, _ in })
         let unknown = AccessCaller(connection: ":1.20", identity: nil)

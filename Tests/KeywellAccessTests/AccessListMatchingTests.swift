@@ -43,6 +43,20 @@ import Testing
         #expect(!trusts(["exe:/home/me/bin/tool"], tool))
     }
 
+    /// "café" spelt composed and decomposed are equal Strings but two files: a list naming one
+    /// program never trusts the other, nor is one's Allow the other's.
+    @Test func aPathSpeltInOtherBytesIsAnotherProgram() {
+        let composed = caller("/opt/caf\u{E9}/tool", sha256: nil)
+        let decomposed = caller("/opt/cafe\u{301}/tool", sha256: nil)
+        #expect(composed.identityString == decomposed.identityString)  // what a String comparison says
+        #expect(!trusts([composed.identityString!], decomposed))
+        #expect(!trusts([composed.identityString! + ";sha256=\(oldHash)"], decomposed))
+        #expect(trusts([decomposed.identityString!], decomposed))
+        #expect(composed != decomposed)
+        let hashed = caller("/home/me/caf\u{E9}", sha256: newHash)
+        #expect(!trusts([hashed.identityString!], caller("/home/me/cafe\u{301}", sha256: newHash)))
+    }
+
     @Test func aRootOnlyInterpreterKeepsItsScriptsHash() {
         let script = ApplicationIdentity.Script.file(path: "/h/t.py", sha256: scriptHash)
         let python = caller("/usr/bin/python3.11", sha256: nil, script: script)

@@ -72,6 +72,44 @@ import Testing
         #expect(try store.searchList() == ["named"])
     }
 
+    /// Two folders whose names Swift's String finds equal ("café" composed and decomposed) are two
+    /// folders to the kernel, so their keychains are two files: opening one never answers for the
+    /// other, and a search list naming both keeps both.
+    @Test func pathsSpeltInOtherBytesAreOtherKeychains() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore()
+        let composedFolder = environment.root.path + "/caf\u{E9}"
+        let decomposedFolder = environment.root.path + "/cafe\u{301}"
+        #expect(composedFolder == decomposedFolder)  // what a String comparison says
+        for folder in [composedFolder, decomposedFolder] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        }
+        let composed = composedFolder + "/k.keychain-db"
+        let decomposed = decomposedFolder + "/k.keychain-db"
+        _ = try store.createKeychain(composed, password: secret("one"))
+        _ = try store.add(genp("a", "s", [WireKey.useKeychain: .string(composed), WireKey.valueData: .data(Data("composed".utf8))]))
+        // Opened, and so kept in the table of open files, before the other one exists.
+        #expect(try store.copyMatching(genp("a", "s", [WireKey.useKeychain: .string(composed), WireKey.returnData: .bool(true)]))
+            == [[WireKey.valueData: .data(Data("composed".utf8))]])
+        expectStatus(SecStatus.noSuchKeychain) {
+            _ = try store.copyMatching(genp("a", "s", [WireKey.useKeychain: .string(decomposed)]))
+        }
+        _ = try store.createKeychain(decomposed, password: secret("two"))
+        expectStatus(SecStatus.itemNotFound) {
+            _ = try store.copyMatching(genp("a", "s", [WireKey.useKeychain: .string(decomposed)]))
+        }
+        _ = try store.add(genp("a", "s", [WireKey.useKeychain: .string(decomposed), WireKey.valueData: .data(Data("decomposed".utf8))]))
+        for (path, secret) in [(composed, "composed"), (decomposed, "decomposed")] {
+            #expect(try store.copyMatching(genp("a", "s", [WireKey.useKeychain: .string(path), WireKey.returnData: .bool(true)]))
+                == [[WireKey.valueData: .data(Data(secret.utf8))]])
+        }
+        try store.lock(composed)
+        #expect(try store.copyMatching(genp("a", "s", [WireKey.useKeychain: .string(decomposed), WireKey.returnData: .bool(true)]))
+            == [[WireKey.valueData: .data(Data("decomposed".utf8))]])
+        try store.setSearchList([composed, decomposed])
+        #expect(try store.searchList().map { Array($0.utf8) } == [Array(composed.utf8), Array(decomposed.utf8)])
+    }
+
     @Test func creatingInAMissingFolderIsRefused() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore()

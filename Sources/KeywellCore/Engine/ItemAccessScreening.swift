@@ -31,16 +31,17 @@ extension ItemAccessScreening {
 /// it starts again.
 public final class TrustingLists: Sendable {
     static let capacity = 32
-    private let texts = Protected<Set<String>>([])
+    /// Byte for byte: a list naming "café" in other bytes names another program.
+    private let texts = Protected<Set<ExactText>>([])
 
     public init() {}
 
-    func contains(_ text: String) -> Bool { texts.withLock { $0.contains(text) } }
+    func contains(_ text: String) -> Bool { texts.withLock { $0.contains(ExactText(text)) } }
 
     func insert(_ text: String) {
         texts.withLock { texts in
             if texts.count >= Self.capacity { texts.removeAll(keepingCapacity: true) }
-            texts.insert(text)
+            texts.insert(ExactText(text))
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSystem
 
 /// Items: SecItem semantics over the user's keychains (docs/native-api.md "Decided details").
 extension KeychainStore {
@@ -282,8 +283,8 @@ extension KeychainStore {
         if let reference = query.persistentRef {
             files = files.filter { $0.uuid == reference.keychain }
         }
-        var seen = Set<String>()
-        return files.filter { seen.insert($0.location.path).inserted }
+        var seen = Set<ExactText>()
+        return files.filter { seen.insert($0.location.key).inserted }
     }
 
     private func targetFile(_ keychain: String?) throws(KeychainError) -> KeychainFile {

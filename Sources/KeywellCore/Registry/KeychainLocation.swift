@@ -1,13 +1,23 @@
 import KeywellProtocol
+import KeywellSystem
 
 /// One keychain file and the name outputs give it: its name for a file in the keychains folder,
-/// its absolute path for any other file.
+/// its absolute path for any other file. Two locations are the same only byte for byte, as the
+/// kernel tells files apart (`ExactText`).
 struct KeychainLocation: Hashable, Sendable {
     let path: String
     let displayName: String
 
     var isInKeychainsFolder: Bool { !displayName.hasPrefix("/") }
     var directory: String { String(path[..<path.lastIndex(of: "/")!]).ifEmpty("/") }
+    /// The key of tables of open files.
+    var key: ExactText { ExactText(path) }
+
+    static func == (left: KeychainLocation, right: KeychainLocation) -> Bool {
+        left.path.isExactly(right.path) && left.displayName.isExactly(right.displayName)
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(key) }
 }
 
 /// Turns the names and paths callers give into `KeychainLocation`s (docs/native-api.md "Names and paths").
@@ -46,7 +56,7 @@ struct KeychainResolver: Sendable {
         let slash = path.lastIndex(of: "/")!
         let folder = String(path[..<slash])
         let file = String(path[path.index(after: slash)...])
-        if folder == keychainsDirectory, file.hasSuffix(Self.fileExtension) {
+        if folder.isExactly(keychainsDirectory), file.hasSuffix(Self.fileExtension) {
             let name = String(file.dropLast(Self.fileExtension.count))
             if Self.isValidName(name) { return KeychainLocation(path: path, displayName: name) }
         }

@@ -98,10 +98,10 @@ extension OpenKeychains {
     /// it goes on following the default.
     func setSearchList(_ list: [String]) throws(KeychainError) {
         var names: [String] = []
-        var seen: Set<String> = []
+        var seen: Set<ExactText> = []
         for entry in list {
             let name = try location(entry).displayName
-            if seen.insert(name).inserted { names.append(name) }
+            if seen.insert(ExactText(name)).inserted { names.append(name) }
         }
         let login = loginLocation
         try administering { _ throws(KeychainError) in

@@ -22,7 +22,8 @@ final class OpenKeychains: Sendable {
     /// each one sends describe exactly its own change.
     let administration = Protected(())
 
-    private let openFiles = Protected<[String: OpenKeychain]>([:])
+    /// By path, byte for byte: two spellings of "café" are two files.
+    private let openFiles = Protected<[ExactText: OpenKeychain]>([:])
     private let announcer = Protected<RegistryEvents>(RegistryEvents())
 
     /// Where the registry's events go: the store's receivers, set once by the store.
@@ -93,27 +94,27 @@ final class OpenKeychains: Sendable {
             if lostUnlocked { emit([KeychainEvent.locked(location.displayName)]) }
         }
         return try openFiles.withLock { files throws(KeychainError) -> KeychainFile? in
-            if let open = files[location.path] {
+            if let open = files[location.key] {
                 if let identity, open.file.identity.isSameFile(as: identity) {
                     try KeychainFileSet.checkCompanions(of: location.path)
-                    files[location.path]?.checked = checked
+                    files[location.key]?.checked = checked
                     return open.file
                 }
                 lostUnlocked = !open.file.isLocked
                 // The old file's rows must never answer for the new one's (its handle may live on in a call).
                 open.file.dropCheckedRows()
-                files[location.path] = nil
+                files[location.key] = nil
             }
             guard identity != nil, try fileIdentity(at: location) != nil else { return nil }
             let file = try KeychainFile(location: location, identity: identity!)
-            files[location.path] = OpenKeychain(file: file, checked: checked)
+            files[location.key] = OpenKeychain(file: file, checked: checked)
             return file
         }
     }
 
     /// The open file at `location` when nothing changed since it was last checked.
     private func openAndUnchanged(_ location: KeychainLocation) -> KeychainFile? {
-        guard let open = openFiles.withLock({ $0[location.path] }), changes.isUnchanged(since: open.checked) else { return nil }
+        guard let open = openFiles.withLock({ $0[location.key] }), changes.isUnchanged(since: open.checked) else { return nil }
         return open.file
     }
 
@@ -131,15 +132,15 @@ final class OpenKeychains: Sendable {
         }
         let file = try KeychainFile(location: location, identity: identity, masterKey: masterKey)
         // Not marked as checked: the first use looks at the file again and starts watching it.
-        openFiles.withLock { $0[location.path] = OpenKeychain(file: file, checked: nil) }
+        openFiles.withLock { $0[location.key] = OpenKeychain(file: file, checked: nil) }
         return file
     }
 
     func forget(_ location: KeychainLocation) {
         openFiles.withLock { files in
-            files[location.path]?.file.sessionSecrets.wipe()
-            files[location.path]?.file.dropCheckedRows()
-            files[location.path] = nil
+            files[location.key]?.file.sessionSecrets.wipe()
+            files[location.key]?.file.dropCheckedRows()
+            files[location.key] = nil
         }
     }
 

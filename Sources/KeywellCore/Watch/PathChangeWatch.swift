@@ -51,7 +51,8 @@ final class PathChangeWatch: Sendable {
         /// How many times every watch was dropped.
         var resets = 0
         var watches: [Int32: Watch] = [:]
-        var descriptorsByPath: [String: Int32] = [:]
+        /// Byte for byte: two spellings of "café" are two folders.
+        var descriptorsByPath: [ExactText: Int32] = [:]
     }
 
     /// Events on a folder's entries that can replace or re-mode a file, or change the folder itself.
@@ -160,7 +161,7 @@ extension PathChangeWatch.WatchTable {
     private enum AddResult { case watched, missing, failed }
 
     private mutating func add(_ folder: String, mask: UInt32, entry: String?) -> AddResult {
-        if let existing = descriptorsByPath[folder], var watch = watches[existing] {
+        if let existing = descriptorsByPath[ExactText(folder)], var watch = watches[existing] {
             if watch.covers(mask: mask, entry: entry) { return .watched }
             // Widening an existing watch keeps its descriptor.
             guard (try? descriptor.addWatch(folder, mask: mask | UInt32(IN_MASK_ADD | IN_ONLYDIR))) == existing else {
@@ -178,7 +179,7 @@ extension PathChangeWatch.WatchTable {
         var watch = watches[watchDescriptor] ?? PathChangeWatch.Watch(entries: [], mask: 0)
         watch.widen(mask: mask, entry: entry)
         watches[watchDescriptor] = watch
-        descriptorsByPath[folder] = watchDescriptor
+        descriptorsByPath[ExactText(folder)] = watchDescriptor
         return .watched
     }
 
