@@ -19,14 +19,16 @@ enum ItemIntegrity {
     /// The item columns covered, in order, as read by `select`.
     static let coveredColumns = ["uuid", "class"] + ItemTable.attributeAndMatchColumns
 
-    /// The MAC of an item about to be written with these free-form rows.
+    /// The MAC of an item about to be written with these free-form rows. `values`: the item's
+    /// `ItemTable.attributeAndMatchValues`, when the caller built them already for its insert.
     static func mac(
-        for item: KeychainItem, freeform: [String: String], access: AccessList, keychain: UUID, key: IntegrityKey
+        for item: KeychainItem, values: [DatabaseValue]? = nil, freeform: [String: String], access: AccessList, keychain: UUID,
+        key: IntegrityKey
     ) -> Data {
         var input = MACInput(domain: domain, keychain: keychain)
         input.append(item.uuid.data.databaseValue)
         input.append(item.itemClass.rawValue.databaseValue)
-        for value in ItemTable.attributeAndMatchValues(item) { input.append(value) }
+        for value in values ?? ItemTable.attributeAndMatchValues(item) { input.append(value) }
         // A list is text, never NULL, and the free-form rows start with their count (an integer):
         // the input with a list cannot be mistaken for one without.
         if access != .anyApplication { input.append(access.databaseValue) }

@@ -300,8 +300,10 @@ extension KeychainStore {
         let rows = new.attributes.merging(Self.hiddenRows(contentType: new.secret.contentType, type: new.type)) { _, hidden in hidden }
         let access = AccessList.forNewItem(creator: creator, explicit: explicitAccess, enforceAccess: file.enforcesAccess,
                                             creatorUnidentified: creatorUnidentified)
-        let mac = ItemIntegrity.mac(for: item, freeform: rows, access: access, keychain: file.uuid, key: integrity)
-        let rowID = try ItemTable.insert(item, access: access, mac: mac, db)
+        // The row's values, built once for both the MAC and the insert.
+        let values = ItemTable.attributeAndMatchValues(item)
+        let mac = ItemIntegrity.mac(for: item, values: values, freeform: rows, access: access, keychain: file.uuid, key: integrity)
+        let rowID = try ItemTable.insert(item, values: values, access: access, mac: mac, db)
         try FreeformAttributeTable.insert(rows, itemID: rowID, db)
         return uuid
     }

@@ -17,8 +17,9 @@ extension KeychainStore {
         var item = newItem.makeItem(keychain: file.uuid, key: key, now: Date())
         let access = AccessList.forNewItem(creator: creator, explicit: newItem.access, enforceAccess: file.enforcesAccess,
                                            creatorUnidentified: creatorUnidentified)
-        let mac = ItemIntegrity.mac(for: item, freeform: [:], access: access, keychain: file.uuid, key: integrity)
-        item.rowID = try file.database.write { db in try ItemTable.insert(item, access: access, mac: mac, db) }
+        let values = ItemTable.attributeAndMatchValues(item)
+        let mac = ItemIntegrity.mac(for: item, values: values, freeform: [:], access: access, keychain: file.uuid, key: integrity)
+        item.rowID = try file.database.write { db in try ItemTable.insert(item, values: values, access: access, mac: mac, db) }
         file.refreshSessionCopies(of: [item]) { _ in newItem.secret }
         file.markUsed()
         emit(itemChanges: [KeychainItemsEvent(keychain: file.location.displayName, created: [item.uuid])])

@@ -46,9 +46,11 @@ enum ItemTable {
 
     /// Inserts a new item with its access list and integrity MAC (`ItemIntegrity.mac`); a
     /// primary-key collision is `errSecDuplicateItem`.
-    static func insert(_ item: KeychainItem, access: AccessList, mac: Data, _ db: Database) throws -> Int64 {
+    /// `values`: the item's `attributeAndMatchValues`, when the caller built them already (for its MAC).
+    static func insert(_ item: KeychainItem, values attributes: [DatabaseValue]? = nil, access: AccessList, mac: Data,
+                       _ db: Database) throws -> Int64 {
         var values = [item.uuid.data.databaseValue, item.itemClass.rawValue.databaseValue]
-        values += attributeAndMatchValues(item)
+        values += attributes ?? attributeAndMatchValues(item)
         values += [item.sealedSecret.databaseValue, mac.databaseValue, access.databaseValue]
         try RawStatement(db, sql: insertSQL, values: values).run()
         // An insert a trigger swallowed would leave lastInsertedRowID naming another row.

@@ -204,7 +204,14 @@ final class KeychainDatabase: Sendable {
 
     /// One IMMEDIATE transaction: rolled back if `body` throws.
     func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
-        try Self.writeTogether([self]) { try body($0[0]) }
+        // One file: no ordering, no table of connections by path (`writeTogether`).
+        var result: T?
+        do {
+            try Self.nest([self][...], opened: []) { opened in result = try body(opened[0]) }
+        } catch {
+            throw KeychainError.from(error, path: path)
+        }
+        return result!
     }
 
     /// One transaction in each database, nested in path order (so two callers never wait for
@@ -258,8 +265,13 @@ final class KeychainDatabase: Sendable {
     /// Another process may change the schema while the file is open, and SQLite then runs the
     /// new schema's triggers in this one: each write compares the schema's version, inside its
     /// transaction (so nobody changes it meanwhile), and checks the schema again when it moved.
+    /// Through SQLite's C API (`RawStatement`), as `dataVersion`: it runs in every write, and
+    /// GRDB's cursor around one integer cost more than the pragma (docs/performance.md,
+    /// "What a CreateItem costs").
     private func checkSchemaIfChanged(_ db: Database) throws {
-        let version = try Int32.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? 0
+        let statement = try RawStatement(db, sql: "PRAGMA schema_version", values: [])
+        let version = try statement.step() ? Int32(truncatingIfNeeded: statement.integer(0)) : 0
+        statement.finish()
         guard version != checkedSchemaVersion.load(ordering: .relaxed) else { return }
         try KeychainSchemaCheck.check(db, path: path)
         checkedSchemaVersion.store(version, ordering: .relaxed)
