@@ -3,7 +3,13 @@ import KeywellProtocol
 
 /// One item as a checked read found it, kept for later reads: what a screened read needs, and
 /// nothing opened. Only rows whose MAC verified are made into one.
-struct CheckedRow: Sendable {
+///
+/// A class of constants: a read hands out the rows it matched, and copying a struct of these
+/// fields out of the cache retained each of them (the list text, the free-form rows, both halves
+/// of the sealed secret) through an unspecialized value witness, about a tenth of keywelld's CPU
+/// in a GetSecrets of 1,000 items (docs/performance.md, "GetSecrets of many items"); a reference
+/// is one retain.
+final class CheckedRow: Sendable {
     let rowID: Int64
     let uuid: UUID
     /// The access column as read; the MAC vouched for it.
@@ -13,6 +19,16 @@ struct CheckedRow: Sendable {
     let sealed: SealedSecret
     /// Not made from free-form attributes: a search's native conditions could match it.
     let isNative: Bool
+
+    init(rowID: Int64, uuid: UUID, access: ItemIntegrity.StoredAccess, freeform: [(name: [UInt8], value: [UInt8])],
+         sealed: SealedSecret, isNative: Bool) {
+        self.rowID = rowID
+        self.uuid = uuid
+        self.access = access
+        self.freeform = freeform
+        self.sealed = sealed
+        self.isNative = isNative
+    }
 
     func freeformValue(_ name: String) -> String? {
         // Compared in place: no copy of the name per row asked (every read asks).
