@@ -47,19 +47,22 @@ enum SecretEncoding {
     }
 
     /// Secrets for `session` (`sessionPath` is its path as a value): in a DH session each gets a
-    /// fresh IV, and one cipher context and one draw of random IVs serve them all.
+    /// fresh IV, and one cipher context and one draw of random IVs serve them all. Each secret is
+    /// encrypted from where it lies (no copy of the plaintext first).
     static func encodeAll(_ secrets: [SecretServiceSecret], for session: SecretSession,
                           sessionPath: DBusValue) throws(DBusError) -> [DBusValue] {
         guard let cipher = session.cipher else {
             return secrets.map { .structure([sessionPath, .bytes([]), .bytes(bytes($0.value)), .string($0.contentType)]) }
         }
-        let plaintexts = secrets.map { bytes($0.value) }
-        defer { plaintexts.forEach(SecretWipe.wipe) }
         do {
-            let sealed = try cipher.sealAll(plaintexts)
-            return zip(sealed, secrets).map { box, secret in
-                .structure([sessionPath, .bytes(box.iv), .bytes(box.ciphertext), .string(secret.contentType)])
+            let sealer = try cipher.sealer(count: secrets.count)
+            var values: [DBusValue] = []
+            values.reserveCapacity(secrets.count)
+            for secret in secrets {
+                let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get()
+                values.append(.structure([sessionPath, .bytes(box.iv), .bytes(box.ciphertext), .string(secret.contentType)]))
             }
+            return values
         } catch {
             throw .failed("Cannot encrypt the secrets: \(error)")
         }

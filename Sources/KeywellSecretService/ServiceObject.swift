@@ -121,27 +121,49 @@ struct ServiceObject: ServiceMethods {
         for (index, (collection, asked)) in groups.enumerated() {
             if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
             if let listed, !listed.contains(collection.id) { continue }
-            var secrets: [UUID: SecretServiceSecret] = [:]
+            let read: ScreenedRead
             do throws(KeychainError) {
                 // Lists, MACs and secrets in one read; items locked for the caller get no
                 // secret, and are left out as those of a locked keychain are.
-                let read = try collection.read(.ids(asked.map(\.id)), screen: screen, secrets: true)
-                if read.locked { continue }  // the client unlocks first, as libsecret does
-                secrets.reserveCapacity(read.items.count)
-                for item in read.items { if let secret = item.secret { secrets[item.id] = secret } }
+                read = try collection.read(.ids(asked.map(\.id)), screen: screen, secrets: true)
             } catch where error.status == SecStatus.interactionNotAllowed || error.status == SecStatus.noSuchKeychain {
                 continue  // locked meanwhile, or gone
             } catch {
                 throw error.secretServiceError(ObjectPaths.path(of: collection.id))
             }
-            defer { secrets.values.forEach { SecretWipe.wipe($0.value) } }
-            let found = asked.compactMap { item in secrets[item.id].map { (path: item.path, secret: $0) } }
+            if read.locked { continue }  // the client unlocks first, as libsecret does
+            defer { for item in read.items { if let secret = item.secret { SecretWipe.wipe(secret.value) } } }
+            let found = Self.secrets(of: asked, in: read.items)
             let encoded = try SecretEncoding.encodeAll(found.map(\.secret), for: session, sessionPath: sessionPath)
             for (item, value) in zip(found, encoded) {
                 entries.append(DBusDictEntry(key: .objectPath(item.path), value: value))
             }
         }
         return .dictionary(keySignature: .objectPath, valueSignature: SecretEncoding.signature, entries)
+    }
+
+    /// The secrets of `asked` (in its order, a path asked twice answered twice) that `items`
+    /// holds. The read returns the ids in the order asked, so one walk pairs them; only when it
+    /// left some out (gone, or asked twice) are the rest looked up by id.
+    private static func secrets(of asked: [(path: String, id: UUID)], in items: [ScreenedItem]) -> [(path: String, secret: SecretServiceSecret)] {
+        var found: [(path: String, secret: SecretServiceSecret)] = []
+        found.reserveCapacity(items.count)
+        var next = items.startIndex
+        var byID: [UUID: SecretServiceSecret]?
+        for item in asked {
+            if byID == nil, next < items.endIndex, items[next].id == item.id {
+                if let secret = items[next].secret { found.append((item.path, secret)) }
+                next += 1
+                continue
+            }
+            if byID == nil {
+                var table: [UUID: SecretServiceSecret] = [:]
+                for read in items { if let secret = read.secret { table[read.id] = secret } }
+                byID = table
+            }
+            if let secret = byID?[item.id] { found.append((item.path, secret)) }
+        }
+        return found
     }
 
     /// The items GetSecrets asks of one collection.

@@ -18,22 +18,50 @@ public struct AESCBCCipher: Sendable {
         try sealAll([plaintext])[0]
     }
 
-    /// Encrypts each plaintext with a fresh random IV of its own. One cipher context and one draw
-    /// of random bytes serve them all (GetSecrets of a thousand items), instead of one each.
-    /// The IVs come from libsodium (the kernel's getrandom): in a profile, OpenSSL's RAND_bytes
-    /// took three fifths of a GetSecret's sealing, more than the encryption itself.
+    /// Encrypts each plaintext with a fresh random IV of its own (`Sealer`).
     public func sealAll(_ plaintexts: [[UInt8]]) throws(SecretCryptoError) -> [(iv: [UInt8], ciphertext: [UInt8])] {
         guard !plaintexts.isEmpty else { return [] }
-        var ivs = [UInt8](repeating: 0, count: Self.blockSize * plaintexts.count)
-        ivs.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
-        let context = try CipherContext(key: key, encrypt: true)
+        let sealer = try Sealer(key: key, count: plaintexts.count)
         var sealed: [(iv: [UInt8], ciphertext: [UInt8])] = []
         sealed.reserveCapacity(plaintexts.count)
-        for (index, plaintext) in plaintexts.enumerated() {
-            let iv = Array(ivs[index * Self.blockSize..<(index + 1) * Self.blockSize])
-            sealed.append((iv, try context.run(iv: iv, input: plaintext, encrypt: true)))
+        for plaintext in plaintexts {
+            sealed.append(try plaintext.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get())
         }
         return sealed
+    }
+
+    /// A sealer for up to `count` plaintexts, which the caller hands over in place (no copy of a
+    /// secret into an array of its own first).
+    public func sealer(count: Int) throws(SecretCryptoError) -> Sealer {
+        try Sealer(key: key, count: count)
+    }
+
+    /// Seals a batch: one cipher context (the key schedule expanded once, each plaintext setting
+    /// a new IV only) and one draw of random bytes for all the IVs (GetSecrets of a thousand
+    /// items), instead of one each. The IVs come from libsodium (the kernel's getrandom): in a
+    /// profile, OpenSSL's RAND_bytes took three fifths of a GetSecret's sealing, more than the
+    /// encryption itself.
+    public final class Sealer {
+        private let context: CipherContext
+        private var ivs: [UInt8]
+        private var used = 0
+
+        fileprivate init(key: SecretBytes, count: Int) throws(SecretCryptoError) {
+            ivs = [UInt8](repeating: 0, count: AESCBCCipher.blockSize * max(count, 1))
+            ivs.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+            context = try CipherContext(key: key, encrypt: true)
+        }
+
+        /// The next IV of the batch and `plaintext` under it; a call past `count` draws afresh.
+        public func seal(_ plaintext: UnsafeRawBufferPointer) throws(SecretCryptoError) -> (iv: [UInt8], ciphertext: [UInt8]) {
+            if used == ivs.count {
+                ivs.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+                used = 0
+            }
+            let iv = Array(ivs[used..<used + AESCBCCipher.blockSize])
+            used += AESCBCCipher.blockSize
+            return (iv, try context.run(iv: iv, input: plaintext, encrypt: true))
+        }
     }
 
     /// Decrypts and checks the padding; bad sizes or padding are `malformedCiphertext`.
@@ -45,7 +73,10 @@ public struct AESCBCCipher: Sendable {
     }
 
     func run(encrypt: Bool, iv: [UInt8], input: [UInt8]) throws(SecretCryptoError) -> [UInt8] {
-        try CipherContext(key: key, encrypt: encrypt).run(iv: iv, input: input, encrypt: encrypt)
+        let context = try CipherContext(key: key, encrypt: encrypt)
+        return try input.withUnsafeBytes { bytes in
+            Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: bytes, encrypt: encrypt) }
+        }.get()
     }
 }
 
@@ -72,22 +103,26 @@ private final class CipherContext {
         CipherLibrary.release()
     }
 
-    func run(iv: [UInt8], input: [UInt8], encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
+    func run(iv: [UInt8], input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
         guard EVP_CipherInit_ex(context, nil, nil, nil, iv, encrypt ? 1 : 0) == 1 else { throw .library("EVP_CipherInit_ex") }
-        var output = [UInt8](repeating: 0, count: input.count + AESCBCCipher.blockSize)
-        var written: Int32 = 0
-        var finalWritten: Int32 = 0
-        let ok = output.withUnsafeMutableBufferPointer { out -> Bool in
-            guard EVP_CipherUpdate(context, out.baseAddress, &written, input, Int32(input.count)) == 1 else {
-                return false
-            }
-            return EVP_CipherFinal_ex(context, out.baseAddress! + Int(written), &finalWritten) == 1
+        var ok = false
+        // Written straight into the array's storage: no zero fill first.
+        let output = [UInt8](unsafeUninitializedCapacity: input.count + AESCBCCipher.blockSize) { out, count in
+            var written: Int32 = 0
+            var finalWritten: Int32 = 0
+            let empty: UInt8 = 0
+            let source = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            ok = withUnsafePointer(to: empty) { empty in
+                EVP_CipherUpdate(context, out.baseAddress, &written, source ?? empty, Int32(input.count)) == 1
+            } && EVP_CipherFinal_ex(context, out.baseAddress! + Int(written), &finalWritten) == 1
+            count = ok ? Int(written + finalWritten) : 0
+            // A decryption that failed at the padding has written all but the last block.
+            if !ok { SecretMemory.wipe(UnsafeMutableRawPointer(out.baseAddress!), count: out.count) }
         }
         guard ok else {
             ERR_clear_error()
             throw encrypt ? .library("EVP_Cipher") : .malformedCiphertext
         }
-        output.removeSubrange(Int(written + finalWritten)...)
         return output
     }
 }

@@ -92,6 +92,20 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     #expect(try cipher.sealAll([]).isEmpty)
 }
 
+/// A sealer seals plaintexts where they lie, each under its own IV, also past the count it
+/// drew IVs for.
+@Test func aSealerGivesEachPlaintextItsOwnIVPastItsCount() throws {
+    let cipher = AESCBCCipher(key: [UInt8](repeating: 5, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
+    let sealer = try cipher.sealer(count: 2)
+    let plaintexts = [Array("a".utf8), [], [UInt8](repeating: 7, count: 16), Array("a".utf8), [UInt8](repeating: 1, count: 33)]
+    let sealed = try plaintexts.map { plaintext in try plaintext.withUnsafeBytes { try sealer.seal($0) } }
+    #expect(Set(sealed.map(\.iv)).count == plaintexts.count)
+    for (box, plaintext) in zip(sealed, plaintexts) {
+        #expect(box.ciphertext.count == (plaintext.count / 16 + 1) * 16)
+        #expect(try cipher.open(iv: box.iv, ciphertext: box.ciphertext) == plaintext)
+    }
+}
+
 @Test func malformedCiphertextIsRefused() throws {
     let key = [UInt8](repeating: 1, count: 16).withUnsafeBytes { SecretBytes(copying: $0) }
     let cipher = AESCBCCipher(key: key)
