@@ -9,7 +9,7 @@ enum MessageEncoder {
     static let maximumArrayBytes = 64 * 1024 * 1024
 
     static func append(_ values: [DBusValue], to message: OpaquePointer) throws(DBusError) {
-        for value in values where !isWithinDepthLimit(value, depth: 0) {
+        for value in values where !isBoundedByType(value) && !isWithinDepthLimit(value, depth: 0) {
             throw DBusError(name: DBusError.Name.limitsExceeded, message: "Value nested deeper than \(maximumContainerDepth) containers")
         }
         // One value (most replies) is its own signature: no joining of the parts.
@@ -22,6 +22,22 @@ enum MessageEncoder {
         for value in values {
             try append(value, to: &iter)
         }
+    }
+
+    /// An array or dictionary whose element type holds no variant and is shorter than the limit
+    /// cannot nest deeper than that type: every element is checked against it before it is
+    /// written (`requireType`), and that check only descends as far as the type does. Such a
+    /// value (GetSecrets' `a{o(oayays)}` of a thousand entries) needs no walk of its own.
+    private static func isBoundedByType(_ value: DBusValue) -> Bool {
+        let element: String
+        switch value {
+        case .array(let signature, _): element = signature.rawValue
+        case .dictionary(let key, let value, _): element = key.rawValue + value.rawValue
+        case .bytes: return true
+        default: return false
+        }
+        let bytes = element.utf8
+        return bytes.count < maximumContainerDepth - 2 && !bytes.contains(UInt8(ascii: "v"))
     }
 
     /// Bounded recursion: stops descending once the limit is passed, so even a hostile,

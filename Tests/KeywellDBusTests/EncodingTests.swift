@@ -1,5 +1,7 @@
-import KeywellDBus
+import CDBus
 import Testing
+
+@testable import KeywellDBus
 
 @Suite("Values that cannot be sent fail with typed errors, never a crash")
 struct EncodingTests {
@@ -71,6 +73,35 @@ struct EncodingTests {
         var structs = DBusValue.int32(1)
         for _ in 0..<1000 { structs = .structure([structs]) }
         expectRejected([structs], DBusError.Name.limitsExceeded)
+    }
+
+    /// Arrays whose element type has no variant skip the depth walk; a variant still gets it,
+    /// however deep inside an array or a dictionary it sits.
+    @Test func deepVariantsInsideArraysAreStillRefused() throws {
+        var value = DBusValue.string("core")
+        for _ in 0..<100 { value = .variant(value) }
+        expectRejected([.array(elementSignature: .variant, [value])], DBusError.Name.limitsExceeded)
+        expectRejected([.stringVariantDict(["k": value])], DBusError.Name.limitsExceeded)
+        // An element that is not of the declared type is refused before anything descends into it.
+        var structs = DBusValue.int32(1)
+        for _ in 0..<1000 { structs = .structure([structs]) }
+        expectRejected([.array(elementSignature: "(i)", [structs])], DBusError.Name.invalidArgs)
+    }
+
+    /// The object paths the encoder accepts are exactly those libdbus accepts (it aborts on any other).
+    @Test func objectPathsAreJudgedAsLibdbusJudgesThem() throws {
+        let paths = ["/", "/a", "/a/b_c/D9", "/org/freedesktop/secrets/collection/login/0123456789abcdef0123456789abcdef",
+                     "", "a", "//", "/a/", "/a//b", "/a-b", "/a.b", "/é", "/a b", "/a/b/"]
+        for path in paths {
+            let libdbus = path.withCString { dbus_validate_path($0, nil) } != 0
+            #expect(NameValidation.isObjectPath(path) == libdbus, "\(path.debugDescription)")
+            if libdbus { #expect(try fixture.call("Echo", [.objectPath(path)]) == [.objectPath(path)]) }
+        }
+        // libdbus would read these only up to the NUL, as "/a" and "/".
+        for path in ["/a\0b", "/\0"] {
+            #expect(!NameValidation.isObjectPath(path))
+            expectRejected([.objectPath(path)], DBusError.Name.invalidArgs)
+        }
     }
 
     @Test func invalidNamesAreRefused() throws {
