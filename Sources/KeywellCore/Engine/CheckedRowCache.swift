@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// One item as a checked read found it, kept for later reads: what a screened read needs, and
 /// nothing opened. Only rows whose MAC verified are made into one.
@@ -28,6 +29,16 @@ final class CheckedRow: Sendable {
         self.freeform = freeform
         self.sealed = sealed
         self.isNative = isNative
+    }
+
+    /// This row's verdict and, when allowed and `master` is given, its opened secret: a method,
+    /// so that the row's fields are read in place. Read from outside, each field (the list text,
+    /// both halves of the sealed secret) was retained and released per row.
+    func screened(_ judge: inout VerdictsOfRead, master: SecretBytes?) throws(KeychainError) -> (AccessVerdict, ItemSecret?) {
+        let verdict = try judge.verdict(access, item: uuid, rowID: rowID)
+        guard verdict == .allowed, let master else { return (verdict, nil) }
+        let value = try Sodium.open(sealed.sealed, key: master, associatedData: sealed.associatedData)
+        return (verdict, ItemSecret(value: value, contentType: freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType))
     }
 
     func freeformValue(_ name: String) -> String? {

@@ -103,12 +103,7 @@ extension KeychainStore {
         var items: [ScreenedItem] = []
         items.reserveCapacity(rows.count)
         for row in rows {
-            let verdict = try judge.verdict(row.access, item: row.uuid, rowID: row.rowID)
-            var secret: ItemSecret?
-            if verdict == .allowed, let master {
-                let value = try Sodium.open(row.sealed.sealed, key: master, associatedData: row.sealed.associatedData)
-                secret = ItemSecret(value: value, contentType: row.freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType)
-            }
+            let (verdict, secret) = try row.screened(&judge, master: master)
             items.append(ScreenedItem(id: row.uuid, verdict: verdict, secret: secret, freeform: row.freeform))
         }
         return ScreenedRead(locked: false, items: items)
