@@ -192,7 +192,7 @@ let package = Package(
         .testTarget(
             name: "KeywellIdentityTests", dependencies: ["DeterministicRandom", "KeywellIdentity", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]
         ),
-        .testTarget(name: "KeywellDBusTests", dependencies: ["CDBus", "KeywellDBus", "KeywellSystem", "KeywellTestSupport"]),
+        .testTarget(name: "KeywellDBusTests", dependencies: ["KeywellDBus", "KeywellSystem", "KeywellTestSupport"]),
         .testTarget(name: "DBusCodegenTests", dependencies: ["DBusCodegen", "KeywellDBus"]),
         .testTarget(
             name: "KeywellDaemonTests",

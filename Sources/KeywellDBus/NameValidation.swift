@@ -16,32 +16,7 @@ public enum NameValidation {
         if !valid { throw .invalidArgs("Invalid \(kind): \(value.debugDescription)") }
     }
 
-    /// In Swift over the string's bytes, by libdbus's rule: every reply of GetSecrets carries two
-    /// paths per secret, and the C check (a C string, a call, a NUL scan first) showed in profiles.
-    static func objectPath(_ value: String) throws(DBusError) {
-        var value = value
-        let valid = value.withUTF8 { isObjectPath(bytes: $0) }
-        if !valid { throw .invalidArgs("Invalid object path: \(value.debugDescription)") }
-    }
-
-    /// `/`, or `/`-separated non-empty elements of `[A-Za-z0-9_]` with no trailing `/`
-    /// (libdbus's `_dbus_validate_path`; NUL is no element character, so it is refused too).
-    static func isObjectPath(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.first == UInt8(ascii: "/") else { return false }
-        var afterSlash = true
-        for byte in bytes.dropFirst() {
-            switch byte {
-            case UInt8(ascii: "/"):
-                if afterSlash { return false }
-                afterSlash = true
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"):
-                afterSlash = false
-            default:
-                return false
-            }
-        }
-        return !afterSlash || bytes.count == 1
-    }
+    static func objectPath(_ value: String) throws(DBusError) { try check(value, kind: "object path", dbus_validate_path) }
     public static func interface(_ value: String) throws(DBusError) { try check(value, kind: "interface name", dbus_validate_interface) }
     public static func member(_ value: String) throws(DBusError) { try check(value, kind: "member name", dbus_validate_member) }
     static func errorName(_ value: String) throws(DBusError) { try check(value, kind: "error name", dbus_validate_error_name) }
