@@ -1,5 +1,4 @@
 import CDBus
-import Dispatch
 import KeywellSystem
 import Synchronization
 
@@ -44,7 +43,8 @@ public final class DBusConnection: @unchecked Sendable {
     let registry = ObjectRegistry()
     let subscriptions = SignalSubscriptions()
     let workers: WorkerPool
-    let signalQueue = DispatchQueue(label: "keywell.dbus.signals")
+    /// Where its signal handlers run, in order (`MessageRouter`).
+    let signalLane: SerialLane
     let stateLock = ConditionLock()
     private var closed = false
     let inFlight: InFlightCalls
@@ -113,7 +113,11 @@ public final class DBusConnection: @unchecked Sendable {
         self.isBusConnection = isBus
         self.peerName = nil
         self.uniqueName = isBus ? dbus_bus_get_unique_name(raw).map { String(cString: $0) } : nil
-        self.workers = WorkerPool(name: "dbus-worker")
+        // The loop's leader alone stays once a burst is over: idle workers held their stacks'
+        // tops and their malloc caches' blocks, which no trim gives back (docs/performance.md,
+        // "The daemon"). A method call that finds none idle starts one beside it (`ConnectionLoop`).
+        self.workers = WorkerPool(name: "dbus-worker", keepAlive: 1)
+        self.signalLane = SerialLane(workers: workers)
         self.ownsWorkers = true
         self.inFlight = InFlightCalls()
         let pendingReplies = PendingReplyTable()
@@ -132,6 +136,7 @@ public final class DBusConnection: @unchecked Sendable {
         self.peerName = peerName
         self.uniqueName = nil
         self.workers = workers
+        self.signalLane = SerialLane(workers: workers)
         self.ownsWorkers = false
         let pendingReplies = PendingReplyTable()
         self.pendingReplies = pendingReplies

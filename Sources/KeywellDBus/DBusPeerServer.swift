@@ -25,7 +25,10 @@ public final class DBusPeerServer: @unchecked Sendable {
 
     public let path: String
     private let server: OpaquePointer
-    private let workers = WorkerPool(name: "dbus-peer")
+    /// None kept once idle: a client of the socket (git's helper, the CLI) makes a call or two
+    /// and leaves, and a kept worker would only hold its stack and malloc cache
+    /// (docs/performance.md, "The daemon").
+    private let workers = WorkerPool(name: "dbus-peer", keepAlive: 0)
     private let wakePipe: WakePipe
     /// libdbus's `DBusWatch` pointers, as addresses (a pointer is not Sendable).
     private let watches = Protected<[Int]>([])

@@ -1,5 +1,4 @@
 import CDBus
-import Dispatch
 
 /// Where a connection's incoming messages go, on the loop's leader. Method calls (which the loop
 /// takes out of libdbus's queue itself) go to `MethodDispatcher`, which runs the short ones its
@@ -12,14 +11,14 @@ final class MessageRouter: @unchecked Sendable {
     private let registry: ObjectRegistry
     private let loop: ConnectionLoop
     private let subscriptions: SignalSubscriptions
-    private let signalQueue: DispatchQueueBox
+    private let signalLane: SerialLane
 
     private init(connection: DBusConnection) {
         self.connection = connection
         self.registry = connection.registry
         self.loop = connection.loop
         self.subscriptions = connection.subscriptions
-        self.signalQueue = DispatchQueueBox(queue: connection.signalQueue)
+        self.signalLane = connection.signalLane
     }
 
     /// Installs the signal filter; the returned router takes the method calls.
@@ -45,7 +44,7 @@ final class MessageRouter: @unchecked Sendable {
     private func route(_ message: OpaquePointer) -> DBusHandlerResult {
         if dbus_message_get_type(message) == MessageType.signal, !subscriptions.isEmpty {
             let signal = MessageRef(retaining: message)
-            signalQueue.queue.async { [subscriptions] in subscriptions.deliver(signal) }
+            signalLane.async { [subscriptions] in subscriptions.deliver(signal) }
         }
         // Method calls never get here: the loop takes them, and libdbus answers the Peer
         // interface's before it runs any filter.
@@ -53,8 +52,3 @@ final class MessageRouter: @unchecked Sendable {
     }
 }
 
-
-// @unchecked: DispatchQueue is thread-safe; Linux's Dispatch does not mark it Sendable.
-struct DispatchQueueBox: @unchecked Sendable {
-    let queue: DispatchQueue
-}

@@ -52,4 +52,57 @@ struct WorkerPoolTests {
             usleep(150_000)
         }
     }
+
+    /// Idle workers above `keepAlive` exit after their timeout (a daemon's pools keep one or
+    /// none, docs/performance.md "The daemon"); the pool starts new ones for later work.
+    @Test(arguments: [0, 1])
+    func idleWorkersAboveKeepAliveExit(keepAlive: Int) throws {
+        let name = "test-exit-\(keepAlive)"
+        let pool = WorkerPool(name: name, keepAlive: keepAlive, maximumThreads: 3, idleTimeout: .milliseconds(20))
+        defer { pool.stop() }
+        let started = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        for _ in 0..<3 { pool.submit { started.signal(); release.wait() } }
+        for _ in 0..<3 { #expect(started.wait(timeout: .now() + 10) == .success) }
+        #expect(threads(named: name) == 3)
+        for _ in 0..<3 { release.signal() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while threads(named: name) > keepAlive, ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(threads(named: name) == keepAlive)
+        let ran = DispatchSemaphore(value: 0)
+        pool.submit { ran.signal() }
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+    }
+
+    /// A serial lane runs its jobs in the order given and never two at once, on a pool that
+    /// has threads to spare.
+    @Test func serialLaneRunsJobsInOrderOneAtATime() {
+        let pool = WorkerPool(name: "test-lane", keepAlive: 0, maximumThreads: 8, idleTimeout: .milliseconds(20))
+        defer { pool.stop() }
+        let lane = SerialLane(workers: pool)
+        let order = LockedValue<[Int]>([]), running = LockedValue(0), overlapped = LockedValue(false)
+        let done = DispatchSemaphore(value: 0)
+        let count = 500
+        for index in 0..<count {
+            lane.async {
+                if running.mutate({ $0 += 1; return $0 }) > 1 { overlapped.value = true }
+                order.mutate { $0.append(index) }
+                running.mutate { $0 -= 1 }
+                if index == count - 1 { done.signal() }
+            }
+            // Some jobs find the lane idle again, so that a new drain starts.
+            if index % 50 == 0 { usleep(30_000) }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(order.value == Array(0..<count))
+        #expect(!overlapped.value)
+    }
+}
+
+/// Threads of this process whose name is `name`.
+private func threads(named name: String) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.filter { task in
+        (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) == String(name.prefix(15))
+    }.count
 }
