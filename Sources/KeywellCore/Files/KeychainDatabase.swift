@@ -92,7 +92,7 @@ final class KeychainDatabase: Sendable {
             probing.journalMode = .default
             let probe = try DatabaseQueue(path: path, configuration: probing)
             _ = try probe.read { db throws(KeychainError) in try Self.readHeader(db, path: path) }
-            try probe.close()
+            try RetiredConnections.close(probe)
             queue = try DatabaseQueue(path: path, configuration: Self.configuration(checking: path, timeLimit: writeLimit))
             // GRDB sets NORMAL for WAL; FULL also syncs the WAL at every commit.
             try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
@@ -135,7 +135,7 @@ final class KeychainDatabase: Sendable {
                 // Written into the file itself (through the rollback journal), before the link.
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
-            try queue.close()
+            try RetiredConnections.close(queue)
         } catch {
             throw KeychainError.from(error, path: path)
         }

@@ -135,17 +135,25 @@ enum KeychainSchemaCheck {
             (version2 + version3 + screenLock, []),
         ]
         do {
-            let labelObjects = try DatabaseQueue().inDatabase { db in
+            // Each in-memory database closed and kept (`RetiredConnections`), not freed. (GRDB's
+            // `erase()` would free a connection of its own.)
+            func scratch<T>(_ body: (Database) throws -> T) throws -> T {
+                let queue = try DatabaseQueue()
+                let result = try queue.inDatabase(body)
+                try RetiredConnections.close(queue)
+                return result
+            }
+            let labelObjects = try scratch { db in
                 try db.execute(sql: KeychainSchema.labelTable)
                 return try objects(db)
             }
-            let syncObjects = try DatabaseQueue().inDatabase { db in
+            let syncObjects = try scratch { db in
                 for statement in KeychainSchema.syncTables { try db.execute(sql: statement) }
                 return try objects(db)
             }
             var schemas: [Set<SchemaObject>] = []
             for history in histories {
-                try DatabaseQueue().inDatabase { db in
+                try scratch { db in
                     for statement in KeychainSchema.statements(including: history.made) { try db.execute(sql: statement) }
                     var states = [Set(try objects(db))]
                     for upgrade in history.upgrades {
