@@ -6,7 +6,10 @@ import Glibc
 package enum ThreadStack {
     /// Left alone below the caller's frame: what the calls it makes next (a lock's wait, the
     /// kernel's signal frame) use without faulting a page in again.
-    static let margin = 16 << 10
+    package static let margin = 16 << 10
+
+    /// What a thread that is about to end keeps below its frame (`releaseUnused(margin:)`).
+    package static let exitMargin = 4 << 10
 
     /// glibc's `pthread_getattr_np`, which Swift's Glibc module does not export; looked up once.
     private typealias GetAttributes = @convention(c) (pthread_t, UnsafeMutablePointer<pthread_attr_t>) -> Int32
@@ -22,14 +25,17 @@ package enum ThreadStack {
     /// private anonymous mapping: the next touch gets a zero page. Only for a thread's own stack,
     /// from a frame that stays live until it returns; nothing below that frame is in use.
     /// Not for the main thread (its stack is the kernel's, grown on demand).
-    package static func releaseUnused() {
-        guard let range = unusedRange() else { return }
+    /// A thread about to end passes a smaller `margin`: glibc keeps the 16 KiB below the frame
+    /// it ends from resident in its cache of stacks, all of it touched by the stack scrub, and
+    /// only frees, destructors and the exit run below this one now.
+    package static func releaseUnused(margin: Int = ThreadStack.margin) {
+        guard let range = unusedRange(margin: margin) else { return }
         _ = madvise(UnsafeMutableRawPointer(bitPattern: range.lowerBound), Int(range.upperBound - range.lowerBound), MADV_DONTNEED)
     }
 
     /// The whole pages of the calling thread's stack below its current frame less `margin`;
     /// nil when it cannot be told or there is none.
-    package static func unusedRange() -> Range<UInt>? {
+    package static func unusedRange(margin: Int = ThreadStack.margin) -> Range<UInt>? {
         var attributes = pthread_attr_t()
         guard let getAttributes = Self.getAttributes, getAttributes(pthread_self(), &attributes) == 0 else { return nil }
         defer { pthread_attr_destroy(&attributes) }
