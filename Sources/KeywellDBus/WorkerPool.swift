@@ -122,8 +122,5 @@ final class WorkerPool: @unchecked Sendable {
         }
         threadCount -= 1
         lock.unlock()
-        // glibc keeps an ended thread's stack for the next one, with the pages just below this
-        // frame still resident (docs/performance.md, "The daemon").
-        ThreadStack.releaseUnused(margin: ThreadStack.exitMargin)
     }
 }

@@ -27,6 +27,9 @@ package func startDetachedThread(name: String, stackSize: Int, _ body: @escaping
         // Linux caps a thread's name at 15 bytes.
         _ = ThreadNaming.setName?(pthread_self(), String(start.name.utf8.prefix(15))!)
         start.body()
+        // glibc keeps an ended thread's stack for the next thread, with the 16 KiB below the
+        // frame it ends from still resident (docs/performance.md, "The daemon").
+        ThreadStack.releaseUnused(margin: ThreadStack.exitMargin)
         return nil
     }, start)
     precondition(status == 0, "pthread_create failed: \(status)")
