@@ -135,13 +135,20 @@ enum KeychainSchemaCheck {
             (version2 + version3 + screenLock, []),
         ]
         do {
-            // Each in-memory database closed and kept (`RetiredConnections`), not freed. (GRDB's
-            // `erase()` would free a connection of its own.)
+            // One in-memory database, each use in a transaction rolled back (SQLite's schema
+            // changes are transactional), then closed and kept (`RetiredConnections`) rather
+            // than freed. GRDB's `erase()` would free a connection of its own.
+            let scratchQueue = try DatabaseQueue()
+            defer { try? RetiredConnections.close(scratchQueue) }
             func scratch<T>(_ body: (Database) throws -> T) throws -> T {
-                let queue = try DatabaseQueue()
-                let result = try queue.inDatabase(body)
-                try RetiredConnections.close(queue)
-                return result
+                try scratchQueue.inDatabase { db in
+                    var result: T?
+                    try db.inTransaction {
+                        result = try body(db)
+                        return .rollback
+                    }
+                    return result!
+                }
             }
             let labelObjects = try scratch { db in
                 try db.execute(sql: KeychainSchema.labelTable)

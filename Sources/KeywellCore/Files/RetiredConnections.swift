@@ -11,7 +11,7 @@ import KeywellSystem
 /// (its SQLite connection, caches and file are gone); past `limit` they are freed as before.
 package enum RetiredConnections {
     /// The daemon closes a connection when it opens a keychain (the header check), makes one,
-    /// and once for the schemas it accepts (eight in-memory databases).
+    /// and once for the schemas it accepts (an in-memory database).
     package static let limit = 32
 
     private static let kept = Protected<[DatabaseQueue]>([])
