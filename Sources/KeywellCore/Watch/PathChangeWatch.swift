@@ -100,7 +100,7 @@ final class PathChangeWatch: Sendable {
     /// Inside `FileChecks.oncePerCall`, only the first check of the call reads the queue.
     func isUnchanged(since mark: Mark?) -> Bool {
         guard let mark else { return false }
-        let drains = FileChecks.call?.firstCheck(of: self) ?? true
+        let drains = FileChecks.firstCheck(of: self)
         return table.withLock { table in
             if drains { table.drainEvents() }
             return table.generation == mark.generation
@@ -115,26 +115,49 @@ final class PathChangeWatch: Sendable {
 /// and a change made while it runs is the next call's to see (docs/performance.md, "The D-Bus
 /// layer's cost per call").
 public enum FileChecks {
-    /// The watches whose queue this call has read already.
-    final class Call: Sendable {
-        private let drained = Protected<[ObjectIdentifier]>([])
+    /// The watches whose queue the call on this thread has read already. A handful at most (the
+    /// engine has one watch; a test may make a few): past `capacity` a check simply reads again.
+    struct Drained {
+        static let capacity = 4
+        var ids: (ObjectIdentifier?, ObjectIdentifier?, ObjectIdentifier?, ObjectIdentifier?) = (nil, nil, nil, nil)
 
-        /// True the first time the call checks a file through `watch`.
-        func firstCheck(of watch: PathChangeWatch) -> Bool {
-            let id = ObjectIdentifier(watch)
-            return drained.withLock { drained in
-                if drained.contains(id) { return false }
-                drained.append(id)
-                return true
+        /// True the first time; notes `id` as read from then on.
+        mutating func first(_ id: ObjectIdentifier) -> Bool {
+            switch id {
+            case ids.0, ids.1, ids.2, ids.3: return false
+            default: break
             }
+            if ids.0 == nil { ids.0 = id } else if ids.1 == nil { ids.1 = id } else if ids.2 == nil { ids.2 = id } else if ids.3 == nil { ids.3 = id }
+            return true
         }
     }
 
-    @TaskLocal static var call: Call?
+    /// The running call's `Drained`, on its own thread's stack: a thread-specific pointer, not a
+    /// task-local value holding a locked object, which cost every call two allocations, a lock
+    /// and the task-local push and pop (docs/performance.md, "What every method call paid").
+    /// Only this thread ever sees it; a call that finishes on another thread reads again there.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// True when the check through `watch` must read its queue: outside `oncePerCall` always,
+    /// inside only the first time in the call.
+    static func firstCheck(of watch: PathChangeWatch) -> Bool {
+        guard let state = pthread_getspecific(key) else { return true }
+        return state.assumingMemoryBound(to: Drained.self).pointee.first(ObjectIdentifier(watch))
+    }
 
     /// Runs `body` (one D-Bus call's handling, on its thread) reading each watch's queue at most once.
     public static func oncePerCall<R>(_ body: () -> R) -> R {
-        $call.withValue(Call()) { body() }
+        var drained = Drained()
+        return withUnsafeMutablePointer(to: &drained) { pointer in
+            let previous = pthread_getspecific(key)
+            pthread_setspecific(key, pointer)
+            defer { pthread_setspecific(key, previous) }
+            return body()
+        }
     }
 }
 
