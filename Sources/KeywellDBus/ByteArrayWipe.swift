@@ -12,21 +12,25 @@ enum ByteArrayWipe {
     /// Zeroes every `ay` in a message's body, in libdbus's own buffer. Only for messages nobody
     /// reads any more: a received call once handled, a reply once written out.
     static func wipe(_ message: MessageRef) {
-        // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`).
-        guard mayHoldBytes(message.signature.rawValue.utf8) else { return }
+        // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`). Read in
+        // libdbus's own text: making a Swift string of it cost every call and reply an allocation.
+        guard let signature = dbus_message_get_signature(message.pointer), mayHoldBytes(signature) else { return }
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message.pointer, &iter) != 0 else { return }
         wipeSequence(&iter, depth: 0)
     }
 
     /// `ay` or `v` in a signature (a byte scan: Foundation's `contains` is a costly string search).
-    private static func mayHoldBytes(_ signature: String.UTF8View) -> Bool {
+    private static func mayHoldBytes(_ signature: UnsafePointer<CChar>) -> Bool {
         var previous: UInt8 = 0
-        for code in signature {
+        var cursor = signature
+        while true {
+            let code = UInt8(bitPattern: cursor.pointee)
+            if code == 0 { return false }
             if code == UInt8(ascii: "v") || (previous == UInt8(ascii: "a") && code == UInt8(ascii: "y")) { return true }
             previous = code
+            cursor += 1
         }
-        return false
     }
 
     /// Zeroes the storage of every `.bytes` inside `values` (all owners of that storage see zeros).

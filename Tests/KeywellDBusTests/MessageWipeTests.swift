@@ -1,0 +1,28 @@
+import Testing
+@testable import KeywellDBus
+
+/// `ByteArrayWipe.wipe(_: MessageRef)` zeroes the byte arrays in libdbus's own buffer, those in
+/// the body and those inside variants, and leaves a message without any alone.
+@Suite("Byte arrays in a message's buffer are wiped")
+struct MessageWipeTests {
+    private func message(_ arguments: [DBusValue]) throws -> MessageRef {
+        try MessageRef.methodCall(destination: nil, path: "/t", interface: "org.example.T", member: "M", arguments: arguments)
+    }
+
+    @Test func bytesInTheBodyAndInVariantsAreZeroed() throws {
+        let secret = Array("a secret in libdbus's buffer".utf8)
+        let call = try message([.string("label"), .bytes(secret), .stringVariantDict(["v_Data": .bytes(secret)])])
+        ByteArrayWipe.wipe(call)
+        let after = try call.arguments()
+        #expect(after[0] == .string("label"))
+        #expect(after[1] == .bytes(Array(repeating: 0, count: secret.count)))
+        #expect(after[2].asStringVariantDict()?["v_Data"]?.bytesValue == Array(repeating: 0, count: secret.count))
+    }
+
+    @Test func aMessageWithoutBytesIsLeftAsItWas() throws {
+        let arguments: [DBusValue] = [.string("default"), .objectPath("/org/example/a"), .uint32(7)]
+        let call = try message(arguments)
+        ByteArrayWipe.wipe(call)
+        #expect(try call.arguments() == arguments)
+    }
+}
