@@ -33,7 +33,9 @@ struct ServiceObject: ServiceMethods {
     }
 
     func readAlias(name: String, call: CallContext) throws(DBusError) -> String {
-        let target = context.directory.target(ofAlias: name).flatMap(context.directory.collection)
+        // An alias names only a collection that exists (`target(ofAlias:)` checked its keychain's
+        // file): looking the keychain up a second time cost every ReadAlias a check of it again.
+        let target = context.directory.target(ofAlias: name).map(context.directory.unchecked)
         return target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject
     }
 
