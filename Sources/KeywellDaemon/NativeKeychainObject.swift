@@ -49,8 +49,11 @@ final class NativeKeychainObject: DBusObject {
     }
 
     func interfaces(at path: String) -> [DBusInterface]? {
-        path == KeywellNames.objectPath ? [NativeInterfaces.keychain] : nil
+        path == KeywellNames.objectPath ? Self.interfaces : nil
     }
+
+    /// Made once: an array literal here built a new array on every call.
+    private static let interfaces = [NativeInterfaces.keychain]
 
     func placement(of call: DBusMethodCall) -> DBusCallPlacement {
         // Which methods may run on the I/O thread is declared with each method in the XML

@@ -19,14 +19,21 @@ final class SecretServiceTree: DBusObject {
 
     func interfaces(at path: String) -> [DBusInterface]? {
         switch ObjectPaths.parse(path) {
-        case .service?: [SecretServiceInterfaces.service, GnomeKeyringInterfaces.internalInterface]
-        case .collection?: [SecretServiceInterfaces.collection]
-        case .item?: [SecretServiceInterfaces.item]
-        case .session?: [SecretServiceInterfaces.session]
-        case .prompt?: [SecretServiceInterfaces.prompt]
+        case .service?: Self.serviceInterfaces
+        case .collection?: Self.collectionInterfaces
+        case .item?: Self.itemInterfaces
+        case .session?: Self.sessionInterfaces
+        case .prompt?: Self.promptInterfaces
         case .folder?, nil: nil
         }
     }
+
+    /// Made once: an array literal here built a new array on every call.
+    private static let serviceInterfaces = [SecretServiceInterfaces.service, GnomeKeyringInterfaces.internalInterface]
+    private static let collectionInterfaces = [SecretServiceInterfaces.collection]
+    private static let itemInterfaces = [SecretServiceInterfaces.item]
+    private static let sessionInterfaces = [SecretServiceInterfaces.session]
+    private static let promptInterfaces = [SecretServiceInterfaces.prompt]
 
     func childNodes(at path: String) -> [String] {
         childNodes(at: path) { nil }

@@ -13,7 +13,10 @@ struct KWalletObject: DBusObject, KWalletMethods {
     /// How maps go out: each bus name's clients are built on one Qt (KF5: Qt 5).
     let order: QDataStreamMap.Order
 
-    func interfaces(at path: String) -> [DBusInterface]? { [KWalletInterfaces.kwallet] }
+    func interfaces(at path: String) -> [DBusInterface]? { Self.interfaces }
+
+    /// Made once: an array literal here built a new array on every call.
+    private static let interfaces = [KWalletInterfaces.kwallet]
 
     /// Reads answer on the D-Bus I/O thread, as the Secret Service's do, once the caller's
     /// identity is known; a read that finds it must ask the person leaves the question and the
