@@ -33,18 +33,24 @@ final class CallAbandonment: Sendable {
 /// One flat table keyed by the call: registering and unregistering a call hash a pointer, not
 /// the sender's name, and make no table per sender (which every call of a lone client made and
 /// dropped again). A departure, rare next to calls, walks the calls in flight instead.
-// @unchecked: its table is only touched under `lock`.
-final class InFlightCalls: @unchecked Sendable {
-    private let lock = ConditionLock()
-    private var watching = false
-    private var calls: [ObjectIdentifier: CallAbandonment] = [:]
-    private var abandoned = 0
+///
+/// A `Protected` table: its lock is inlined into the caller, where `ConditionLock`'s generic
+/// `withLock` was a call into another module, twice on every call (docs/performance.md, "What
+/// every method call paid").
+final class InFlightCalls: Sendable {
+    private struct Table {
+        var watching = false
+        var calls: [ObjectIdentifier: CallAbandonment] = [:]
+        var abandoned = 0
+    }
+
+    private let table = Protected(Table())
 
     /// Marking calls needs the NameOwnerChanged subscription; without it nothing is kept.
     func startWatching() {
-        lock.withLock {
-            watching = true
-            calls.reserveCapacity(16)
+        table.withLock { table in
+            table.watching = true
+            table.calls.reserveCapacity(16)
         }
     }
 
@@ -52,28 +58,28 @@ final class InFlightCalls: @unchecked Sendable {
     /// (the caller's departure) is.
     func register(_ call: CallAbandonment) {
         guard !call.sender.isEmpty else { return }
-        lock.withLock {
-            guard watching else { return }
-            calls[ObjectIdentifier(call)] = call
+        table.withLock { table in
+            guard table.watching else { return }
+            table.calls[ObjectIdentifier(call)] = call
         }
     }
 
     func unregister(_ call: CallAbandonment) {
         guard !call.sender.isEmpty else { return }
-        lock.withLock { _ = calls.removeValue(forKey: ObjectIdentifier(call)) }
+        table.withLock { table in _ = table.calls.removeValue(forKey: ObjectIdentifier(call)) }
     }
 
     func callerLeft(_ sender: String) {
-        let left = lock.withLock { () -> [CallAbandonment] in
-            let left = calls.values.filter { $0.sender == sender }
-            for call in left { calls[ObjectIdentifier(call)] = nil }
+        let left = table.withLock { table -> [CallAbandonment] in
+            let left = table.calls.values.filter { $0.sender == sender }
+            for call in left { table.calls[ObjectIdentifier(call)] = nil }
             return left
         }
         left.forEach { $0.noteCallerLeft() }
     }
 
     /// Counts the calls handlers gave up on (each once).
-    func noteAbandoned() { lock.withLock { abandoned += 1 } }
+    func noteAbandoned() { table.withLock { $0.abandoned += 1 } }
 
-    var abandonedCount: Int { lock.withLock { abandoned } }
+    var abandonedCount: Int { table.read { $0.abandoned } }
 }
