@@ -1,29 +1,40 @@
 import KeywellSystem
 
 /// Which object answers which path: exact registrations first, then the deepest subtree.
-// @unchecked: `exact` and `subtrees` are only touched under `lock`.
-final class ObjectRegistry: @unchecked Sendable {
-    private let lock = ConditionLock()
-    private var exact: [String: any DBusObject] = [:]
-    private var subtrees: [String: any DBusObject] = [:]
-    /// `subtrees` deepest first, for `object(at:)`: walking the dictionary copied each entry out
-    /// (a string and an existential) on every call, a sixth of the dispatch before a handler.
-    /// Roots and objects apart: walking pairs still copied each pair (its existential too) out
-    /// of the array, 40 % of the look-up; the roots are compared in place and only the object
-    /// found is copied.
-    private var subtreeRootsDeepestFirst: [String] = []
-    private var subtreeObjectsDeepestFirst: [any DBusObject] = []
+/// A `Protected` table, looked up on every call: its lock is inlined into the caller, where
+/// `ConditionLock`'s generic `withLock` was a call into another module (docs/performance.md,
+/// "What every method call paid").
+final class ObjectRegistry: Sendable {
+    private struct Table {
+        var exact: [String: any DBusObject] = [:]
+        var subtrees: [String: any DBusObject] = [:]
+        /// `subtrees` deepest first, for `object(at:)`: walking the dictionary copied each entry out
+        /// (a string and an existential) on every call, a sixth of the dispatch before a handler.
+        /// Roots and objects apart: walking pairs still copied each pair (its existential too) out
+        /// of the array, 40 % of the look-up; the roots are compared in place and only the object
+        /// found is copied.
+        var subtreeRootsDeepestFirst: [String] = []
+        var subtreeObjectsDeepestFirst: [any DBusObject] = []
+
+        mutating func sortSubtrees() {
+            let sorted = subtrees.sorted { $0.key.utf8.count > $1.key.utf8.count }
+            subtreeRootsDeepestFirst = sorted.map(\.key)
+            subtreeObjectsDeepestFirst = sorted.map(\.value)
+        }
+    }
+
+    private let table = Protected(Table())
 
     func register(_ object: any DBusObject, at path: String, subtree: Bool) throws(DBusError) {
         try NameValidation.objectPath(path)
-        let taken = lock.withLock { () -> Bool in
+        let taken = table.withLock { table -> Bool in
             if subtree {
-                if subtrees[path] != nil { return true }
-                subtrees[path] = object
-                sortSubtrees()
+                if table.subtrees[path] != nil { return true }
+                table.subtrees[path] = object
+                table.sortSubtrees()
             } else {
-                if exact[path] != nil { return true }
-                exact[path] = object
+                if table.exact[path] != nil { return true }
+                table.exact[path] = object
             }
             return false
         }
@@ -31,34 +42,27 @@ final class ObjectRegistry: @unchecked Sendable {
     }
 
     func unregister(path: String) {
-        lock.withLock {
-            exact[path] = nil
-            if subtrees.removeValue(forKey: path) != nil { sortSubtrees() }
+        table.withLock { table in
+            table.exact[path] = nil
+            if table.subtrees.removeValue(forKey: path) != nil { table.sortSubtrees() }
         }
-    }
-
-    /// Under the lock.
-    private func sortSubtrees() {
-        let sorted = subtrees.sorted { $0.key.utf8.count > $1.key.utf8.count }
-        subtreeRootsDeepestFirst = sorted.map(\.key)
-        subtreeObjectsDeepestFirst = sorted.map(\.value)
     }
 
     /// The object responsible for `path`, if any. Subtrees are few (a service registers one or
     /// two), so each is compared with the path in place, deepest first: looking up every prefix
     /// of the path made a string for each, on every call to an object below a subtree.
     func object(at path: String) -> (any DBusObject)? {
-        lock.withLock {
-            if let object = exact[path] { return object }
-            guard let index = subtreeRootsDeepestFirst.firstIndex(where: { ObjectPathNamespace.path(path, isIn: $0) }) else { return nil }
-            return subtreeObjectsDeepestFirst[index]
+        table.read { table -> (any DBusObject)? in
+            if let object = table.exact[path] { return object }
+            guard let index = table.subtreeRootsDeepestFirst.firstIndex(where: { ObjectPathNamespace.path(path, isIn: $0) }) else { return nil }
+            return table.subtreeObjectsDeepestFirst[index]
         }
     }
 
     /// First path elements of registrations strictly below `path` (for introspecting parents).
     func registeredChildren(of path: String) -> [String] {
         let prefix = path == "/" ? "/" : path + "/"
-        let paths = lock.withLock { Array(exact.keys) + Array(subtrees.keys) }
+        let paths = table.read { Array($0.exact.keys) + Array($0.subtrees.keys) }
         var names = Set<String>()
         for registered in paths where registered.hasPrefix(prefix) && registered != path {
             let rest = registered.dropFirst(prefix.count)
