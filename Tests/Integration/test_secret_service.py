@@ -154,8 +154,10 @@ def test_a_known_callers_reads_stay_on_the_io_thread(session):
 
     _wait(lambda: len(threads()) == calls)
     placed = threads()
-    assert placed[0] == "worker", placed
-    assert placed[1:] == ["io"] * (calls - 1), placed
+    # Only the first call, whose caller was still unknown, went to a worker. Counted rather than
+    # ordered: a call's line is logged once its reply has gone, so the worker's line may come
+    # after the next call's, which the client sent as soon as it had the reply.
+    assert placed.count("worker") == 1 and placed.count("io") == calls - 1, placed
 
 
 def test_secretstorage_raises_item_not_found_for_deleted_and_missing_items(session):
