@@ -112,6 +112,30 @@ import Testing
         #expect(try keptRows(store) == 0)
     }
 
+    /// The check before a kept read answers from the WAL index's header while nobody commits,
+    /// and sees the next commit of another process (the sqlite3 shell) and of this one.
+    @Test func theDataVersionMovesWithEveryCommitOnly() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        let id = try makeItem(store, "pw")
+        let database = try store.file(at: store.location("login")).database
+        let first = try database.dataVersion()
+        #expect(database.answersFromWALIndex, "the reading connection's WAL index was not found")
+        #expect(try database.dataVersion() == first)
+        #expect(try database.dataVersion() == first)
+
+        try sqlite(environment.path(of: "login"), "PRAGMA user_version = 7")
+        let afterShell = try database.dataVersion()
+        #expect(afterShell != first, "another process's commit went unseen")
+        #expect(try database.dataVersion() == afterShell)
+
+        try store.secretServiceSetSecret(SecretServiceSecret(value: Data("new".utf8), contentType: "text/plain"), of: id, in: "login")
+        let afterOwn = try database.dataVersion()
+        #expect(afterOwn != afterShell, "this process's own commit went unseen")
+        #expect(try database.dataVersion() == afterOwn)
+        #expect(try secrets(store, .ids([id])) == [Data("new".utf8)])
+    }
+
     @Test func aLockOrATrimLeavesNothingKept() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])

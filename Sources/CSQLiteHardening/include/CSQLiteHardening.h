@@ -14,4 +14,19 @@ int keywell_sqlite_set_defensive(struct sqlite3 *db, int on, int *now_on);
    not call functions with side effects or use virtual tables (as PRAGMA trusted_schema=OFF). */
 int keywell_sqlite_set_trusted_schema(struct sqlite3 *db, int on, int *now_on);
 
+/* The header of a WAL database's index (the first 48 bytes of the -shm), which every commit
+   rewrites: a reader that finds it as it last was knows no connection has committed since. */
+struct keywell_wal_index_header {
+    unsigned long long words[6];
+};
+
+/* The WAL index's first region as `db`'s connection has mapped it, or null (not in WAL mode,
+   or nothing mapped yet). Call on the connection's own thread; the mapping lasts as long as the
+   connection. */
+const void *keywell_sqlite_wal_index(struct sqlite3 *db);
+
+/* Reads the header from `region` as SQLite's readers do (its first copy, a barrier, its second):
+   1 with `out` filled when both copies agree, 0 while a writer is midway through them. */
+int keywell_wal_index_header_read(const void *region, struct keywell_wal_index_header *out);
+
 #endif

@@ -1,3 +1,4 @@
+import CSQLiteHardening
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -28,6 +29,9 @@ final class KeychainDatabase: Sendable {
     private let checkedSchemaVersion = Atomic<Int32>(0)
     /// Moves on after every write transaction of this process, committed or not (`writeCount`).
     private let finishedWrites = Atomic<UInt64>(0)
+    /// What the last `PRAGMA data_version` of the reading connection found, with the WAL index's
+    /// header as it was just before it (`dataVersion`).
+    private let lastVersion = Mutex(VersionSeen())
 
     private static let busyTimeout: TimeInterval = 10
 
@@ -188,8 +192,51 @@ final class KeychainDatabase: Sendable {
     /// (this process's writing one included, or any other process's) has committed to the file
     /// since the reading connection last looked. Inside `snapshot` it names that snapshot's
     /// commit; outside one, it starts a read of its own and names the latest commit.
+    ///
+    /// Answered without the statement when the WAL index's header (in the -shm, which every commit
+    /// of every process rewrites, and which is what the statement's read transaction compares)
+    /// is byte for byte what it was just before the last statement: no commit since, so the
+    /// number is the one that statement gave. The statement's read transaction (its locks and two
+    /// `fcntl`s) and the hop onto the reading connection's queue were most of a cached read's cost
+    /// (docs/performance.md, "The check before a read, from the WAL index").
     func dataVersion() throws(KeychainError) -> Int64 {
-        try read { db in try Self.dataVersion(db) }
+        let known = lastVersion.withLock { $0 }
+        if let region = known.region, let seen = known.header,
+           let now = Self.walIndexHeader(UnsafeRawPointer(bitPattern: region)), now == seen {
+            return known.version
+        }
+        let (header, version, region) = try read { db in
+            // Mapped by the connection's first read; the mapping lasts as long as the connection.
+            let region = known.region ?? UInt(bitPattern: keywell_sqlite_wal_index(db.sqliteConnection))
+            // Taken before the statement: a commit in between leaves the header unlike this one.
+            let header = region == 0 ? nil : Self.walIndexHeader(UnsafeRawPointer(bitPattern: region))
+            return (header, try Self.dataVersion(db), region == 0 ? nil : region)
+        }
+        lastVersion.withLock { $0 = VersionSeen(region: region, header: header, version: version) }
+        return version
+    }
+
+    /// Whether `dataVersion` has found the WAL index to answer from (tests).
+    var answersFromWALIndex: Bool { lastVersion.withLock { $0.region != nil && $0.header != nil } }
+
+    /// The header's 48 bytes, or nil while a writer is midway through them.
+    private static func walIndexHeader(_ region: UnsafeRawPointer?) -> WALIndexHeader? {
+        guard let region else { return nil }
+        var header = keywell_wal_index_header()
+        guard keywell_wal_index_header_read(region, &header) == 1 else { return nil }
+        return WALIndexHeader(words: header.words)
+    }
+
+    private struct WALIndexHeader: Equatable {
+        let words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.words == rhs.words }
+    }
+
+    private struct VersionSeen {
+        /// The address of the WAL index's first region as the reading connection mapped it.
+        var region: UInt?
+        var header: WALIndexHeader?
+        var version: Int64 = 0
     }
 
     /// Through SQLite's C API (`RawStatement`): it runs before every screened read, and GRDB's
