@@ -125,6 +125,8 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     let server = try DHKeyExchange(), client = try DHKeyExchange()
     let cipher = AESCBCCipher(key: try server.deriveKey(peerPublicKey: client.publicKey))
     let peer = AESCBCCipher(key: try client.deriveKey(peerPublicKey: server.publicKey))
+    // A session keeps its sealing context between seals; the release frees it too.
+    _ = try cipher.seal(Array("first".utf8))
     let before = try cipher.seal(Array("before".utf8))
     // Other tests may hold a cipher context for a moment: the release waits for none in use.
     var released = false
@@ -136,4 +138,6 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     #expect(try peer.open(iv: before.iv, ciphertext: before.ciphertext) == Array("before".utf8))
     let after = try peer.seal(Array("after".utf8))
     #expect(try cipher.open(iv: after.iv, ciphertext: after.ciphertext) == Array("after".utf8))
+    let again = try cipher.seal(Array("again".utf8))
+    #expect(try peer.open(iv: again.iv, ciphertext: again.ciphertext) == Array("again".utf8))
 }
