@@ -31,7 +31,7 @@ final class KeychainDatabase: Sendable {
     private let finishedWrites = Atomic<UInt64>(0)
     /// What the last `PRAGMA data_version` of the reading connection found, with the WAL index's
     /// header as it was just before it (`dataVersion`).
-    private let lastVersion = Mutex(VersionSeen())
+    private let lastVersion = Protected(VersionSeen())
 
     private static let busyTimeout: TimeInterval = 10
 
