@@ -120,8 +120,8 @@ import Testing
         let id = try makeItem(store, "pw")
         let database = try store.file(at: store.location("login")).database
         let first = try database.dataVersion()
-        #expect(database.answersFromWALIndex, "the reading connection's WAL index was not found")
         #expect(try database.dataVersion() == first)
+        #expect(database.answersFromWALIndex, "the reading connection's WAL index was not found")
         #expect(try database.dataVersion() == first)
 
         try sqlite(environment.path(of: "login"), "PRAGMA user_version = 7")

@@ -206,11 +206,13 @@ final class KeychainDatabase: Sendable {
             return known.version
         }
         let (header, version, region) = try read { db in
-            // Mapped by the connection's first read; the mapping lasts as long as the connection.
-            let region = known.region ?? UInt(bitPattern: keywell_sqlite_wal_index(db.sqliteConnection))
             // Taken before the statement: a commit in between leaves the header unlike this one.
-            let header = region == 0 ? nil : Self.walIndexHeader(UnsafeRawPointer(bitPattern: region))
-            return (header, try Self.dataVersion(db), region == 0 ? nil : region)
+            let header = known.region.flatMap { Self.walIndexHeader(UnsafeRawPointer(bitPattern: $0)) }
+            let version = try Self.dataVersion(db)
+            // Asked after a statement, once its read has opened the WAL index (never made here);
+            // the mapping lasts as long as the connection. The first call keeps no header.
+            let region = known.region ?? UInt(bitPattern: keywell_sqlite_wal_index(db.sqliteConnection))
+            return (header, version, region == 0 ? nil : region)
         }
         lastVersion.withLock { $0 = VersionSeen(region: region, header: header, version: version) }
         return version
