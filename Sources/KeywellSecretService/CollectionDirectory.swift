@@ -50,10 +50,16 @@ final class CollectionDirectory: Sendable {
         }
     }
 
+    /// The collection an alias names now. `target(ofAlias:)` names only a keychain whose file it
+    /// found, so the collection is not checked a second time (a file check per call saved).
+    func collection(ofAlias alias: String) -> (any SecretCollection)? {
+        target(ofAlias: alias).map(unchecked)
+    }
+
     func resolve(_ address: CollectionAddress) -> (any SecretCollection)? {
         switch address {
         case .id(let id): collection(id)
-        case .alias(let alias): target(ofAlias: alias).flatMap(collection)
+        case .alias(let alias): collection(ofAlias: alias)
         }
     }
 

@@ -33,10 +33,7 @@ struct ServiceObject: ServiceMethods {
     }
 
     func readAlias(name: String, call: CallContext) throws(DBusError) -> String {
-        // An alias names only a collection that exists (`target(ofAlias:)` checked its keychain's
-        // file): looking the keychain up a second time cost every ReadAlias a check of it again.
-        let target = context.directory.target(ofAlias: name).map(context.directory.unchecked)
-        return target.map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject
+        context.directory.collection(ofAlias: name).map { ObjectPaths.path(of: $0.id) } ?? SecretServiceNames.noObject
     }
 
     func setAlias(name: String, collection: String, call: CallContext) throws(DBusError) {
@@ -291,8 +288,8 @@ struct ServiceObject: ServiceMethods {
             guard CollectionDirectory.aliases.contains(alias) else {
                 throw .notSupported("Only the aliases \(CollectionDirectory.aliases.joined(separator: ", ")) exist")
             }
-            if let existing = context.directory.target(ofAlias: alias), context.directory.collection(existing) != nil {
-                return (ObjectPaths.path(of: existing), SecretServiceNames.noObject)
+            if let existing = context.directory.collection(ofAlias: alias) {
+                return (ObjectPaths.path(of: existing.id), SecretServiceNames.noObject)
             }
         }
         let name = alias == "login" ? KeywellNames.loginKeychain : KeychainNaming.unusedName(forLabel: label, store: context.store)
