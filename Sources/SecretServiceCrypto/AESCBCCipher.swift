@@ -1,17 +1,12 @@
 import COpenSSL
 import CSodium
 import KeywellSystem
-import Synchronization
 
 /// AES-128-CBC with PKCS#7 padding under a session key, as the DH session algorithm carries secrets:
 /// the 16-byte IV travels in the secret's `parameters`, the ciphertext in its `value`.
 public struct AESCBCCipher: Sendable {
     public static let blockSize = 16
     private let key: SecretBytes
-    /// The sealing key schedule, made at the first seal and kept while any copy of this cipher is
-    /// (a DH session's life): setting up a context cost two fifths of a GetSecret's sealing.
-    /// It holds nothing the session's key does not already give.
-    private let sealing = KeptSealingContext()
 
     public init(key: SecretBytes) {
         precondition(key.count == 16, "AES-128 needs a 16-byte key")
@@ -26,7 +21,7 @@ public struct AESCBCCipher: Sendable {
     /// Encrypts each plaintext with a fresh random IV of its own (`Sealer`).
     public func sealAll(_ plaintexts: [[UInt8]]) throws(SecretCryptoError) -> [(iv: [UInt8], ciphertext: [UInt8])] {
         guard !plaintexts.isEmpty else { return [] }
-        let sealer = try Sealer(context: sealing.take(key: key), count: plaintexts.count)
+        let sealer = try sealer(count: plaintexts.count)
         var sealed: [(iv: [UInt8], ciphertext: [UInt8])] = []
         sealed.reserveCapacity(plaintexts.count)
         for plaintext in plaintexts {
@@ -38,7 +33,7 @@ public struct AESCBCCipher: Sendable {
     /// A sealer for up to `count` plaintexts, which the caller hands over in place (no copy of a
     /// secret into an array of its own first).
     public func sealer(count: Int) throws(SecretCryptoError) -> Sealer {
-        try Sealer(context: sealing.take(key: key), count: count)
+        Sealer(context: try CipherContext(key: key, encrypt: true), count: count)
     }
 
     /// Seals a batch: one cipher context (the key schedule expanded once, each plaintext setting
@@ -85,44 +80,10 @@ public struct AESCBCCipher: Sendable {
     }
 }
 
-/// One cipher's sealing context, made at its first seal and kept by `CipherLibrary` until the
-/// cipher goes or the library context is freed (`releaseIfUnused`, which frees kept contexts
-/// first); while a seal runs the context is taken out, so another seal of the same session on
-/// another thread makes one of its own.
-private final class KeptSealingContext: Sendable {
-    /// The kept context, or a new one; either comes back to this slot when its sealer lets it go.
-    func take(key: SecretBytes) throws(SecretCryptoError) -> CipherContext {
-        let context: CipherContext
-        if let kept = CipherLibrary.takeKept(ObjectIdentifier(self)) {
-            context = CipherContext(kept: kept)
-        } else {
-            context = try CipherContext(key: key, encrypt: true)
-        }
-        context.keep(for: self)
-        return context
-    }
-
-    deinit { CipherLibrary.dropKept(ObjectIdentifier(self)) }
-}
-
 /// An OpenSSL cipher context holding the key schedule; each run sets a new IV only. Its cipher
 /// comes from `CipherLibrary`, which keeps its library context while any context is alive.
 private final class CipherContext {
     private let context: OpaquePointer
-    /// Handed back to `CipherLibrary` at deinit instead of freed (`keep(for:)`). Held strongly:
-    /// the slot must outlive the context, or a later cipher at the same address could be handed
-    /// this one's key schedule.
-    private var keptFor: KeptSealingContext?
-
-    /// A kept context, already counted as a user by `CipherLibrary.takeKept`.
-    init(kept: OpaquePointer) {
-        context = kept
-    }
-
-    /// At the end of its use the context goes back to `owner`'s slot rather than being freed.
-    func keep(for owner: KeptSealingContext) {
-        keptFor = owner
-    }
 
     init(key: SecretBytes, encrypt: Bool) throws(SecretCryptoError) {
         let cipher = try CipherLibrary.acquireAES128CBC()
@@ -138,12 +99,8 @@ private final class CipherContext {
     }
 
     deinit {
-        if let keptFor {
-            CipherLibrary.giveBack(context, to: ObjectIdentifier(keptFor))
-        } else {
-            EVP_CIPHER_CTX_free(context)  // frees and cleanses the expanded key schedule
-            CipherLibrary.release()
-        }
+        EVP_CIPHER_CTX_free(context)  // frees and cleanses the expanded key schedule
+        CipherLibrary.release()
     }
 
     func run(iv: [UInt8], input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {

@@ -14,11 +14,8 @@ public enum CipherLibrary {
     private struct State {
         var context: OpaquePointer?
         var cipher: OpaquePointer?
-        /// Cipher contexts in use: the library context is freed only when none is.
+        /// Cipher contexts alive: the library context is freed only when none is.
         var users = 0
-        /// Sealing contexts kept between seals, by the cipher that owns each (`AESCBCCipher`):
-        /// freed with the library context, or when their cipher goes.
-        var kept: [ObjectIdentifier: UInt] = [:]  // the contexts' addresses
     }
 
     private static let state = Protected(State())
@@ -60,44 +57,12 @@ public enum CipherLibrary {
         state.withLock { $0.users -= 1 }
     }
 
-    /// `owner`'s kept context, now counted as in use; nil when it has none (not made yet, or
-    /// freed with the library context).
-    static func takeKept(_ owner: ObjectIdentifier) -> OpaquePointer? {
-        state.withLock { state in
-            guard let address = state.kept.removeValue(forKey: owner) else { return nil }
-            state.users += 1
-            return OpaquePointer(bitPattern: address)
-        }
-    }
-
-    /// A context done with a seal, kept for `owner`'s next one (at most one each).
-    static func giveBack(_ context: OpaquePointer, to owner: ObjectIdentifier) {
-        state.withLock { state in
-            state.users -= 1
-            if state.kept[owner] == nil {
-                state.kept[owner] = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context)))
-            } else {
-                EVP_CIPHER_CTX_free(context)
-            }
-        }
-    }
-
-    /// `owner` is gone: its kept context (and key schedule) is freed.
-    static func dropKept(_ owner: ObjectIdentifier) {
-        state.withLock { state in
-            if let address = state.kept.removeValue(forKey: owner) { EVP_CIPHER_CTX_free(OpaquePointer(bitPattern: address)) }
-        }
-    }
-
     /// Frees the library context and all it loaded, unless a cipher context is in use; the next
     /// `acquireAES128CBC()` makes it again. Returns whether it was freed (or there was none).
     @discardableResult
     public static func releaseIfUnused() -> Bool {
         state.withLock { state in
             guard state.users == 0 else { return false }
-            // Kept contexts hold the provider's state: they go first (each cleanses its key schedule).
-            for address in state.kept.values { EVP_CIPHER_CTX_free(OpaquePointer(bitPattern: address)) }
-            state.kept.removeAll()
             if let cipher = state.cipher { EVP_CIPHER_free(cipher) }
             if let context = state.context { OSSL_LIB_CTX_free(context) }
             state.cipher = nil

@@ -125,7 +125,7 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     let server = try DHKeyExchange(), client = try DHKeyExchange()
     let cipher = AESCBCCipher(key: try server.deriveKey(peerPublicKey: client.publicKey))
     let peer = AESCBCCipher(key: try client.deriveKey(peerPublicKey: server.publicKey))
-    // A session keeps its sealing context between seals; the release frees it too.
+    // Seals before and after the release, twice each side, all open with the peer's key.
     _ = try cipher.seal(Array("first".utf8))
     let before = try cipher.seal(Array("before".utf8))
     // Other tests may hold a cipher context for a moment: the release waits for none in use.
