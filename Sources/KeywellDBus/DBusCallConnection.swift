@@ -17,57 +17,92 @@ import Glibc
 /// whose threads call at the same time wants a `DBusConnection`.
 // @unchecked: libdbus connections are thread-safe once dbus_threads_init_default ran; calls are serialised by `turn`.
 public final class DBusCallConnection: @unchecked Sendable {
-    private let raw: OpaquePointer
+    /// libdbus's connection: to the bus; on the direct socket, only once a call carries
+    /// descriptors (which `pipelined` cannot pass). Guarded by `turn`, like everything below.
+    private var raw: OpaquePointer?
     private let turn = ConditionLock()
-    /// The bus's answer to Hello while it is on its way (guarded by `turn`).
+    /// The bus's answer to Hello while it is on its way.
     private var hello: OpaquePointer?
-    private let isBus: Bool
-    /// On the direct socket: the server has answered a message, so it is past the handshake
-    /// (guarded by `turn`).
+    private var isBus: Bool
+    /// On the direct socket: the server has answered a message on `raw`, so it is past the handshake.
     private var serverReadsMessages = false
+    /// On the direct socket: its calls, with the handshake sent ahead of the first one.
+    private var pipelined: PipelinedPeerSocket?
+    /// On the direct socket: where libdbus connects when a call carries descriptors.
+    private let directPath: String?
+    /// On the direct socket: the bus to call instead when the server turns the first call away.
+    private let fallbackAddress: String?
+    private let handshakeTimeout: Duration
 
     /// A new private connection to `address`, registering with the bus (Hello). Hello is not
     /// waited for here: the bus serves a connection's messages in order, so the first call,
     /// sent right behind it, is answered after it, and its reply is read with that call's. A
     /// lookup is then one round trip after the handshake instead of two (docs/performance.md).
     public init(address: String) throws(DBusError) {
-        raw = try openPrivateConnection(address, registerWithBus: false)
+        let raw = try openPrivateConnection(address, registerWithBus: false)
+        self.raw = raw
         isBus = true
+        directPath = nil
+        fallbackAddress = nil
+        handshakeTimeout = .seconds(5)
         // Every stored property is set: a throw from here on runs deinit, which closes the connection.
+        hello = try Self.sendHello(on: raw)
+    }
+
+    /// Sends Hello on a new bus connection; its answer is read with the first call's.
+    private static func sendHello(on raw: OpaquePointer) throws(DBusError) -> OpaquePointer {
         let message = try MessageRef.methodCall(destination: StandardInterface.busName, path: StandardInterface.busPath,
                                                 interface: StandardInterface.bus, member: StandardInterface.hello)
         var pending: OpaquePointer? = nil
-        guard dbus_connection_send_with_reply(raw, message.pointer, &pending, Self.milliseconds(.seconds(25))) != 0 else {
+        guard dbus_connection_send_with_reply(raw, message.pointer, &pending, milliseconds(.seconds(25))) != 0 else {
             throw .noMemory()
         }
         guard let pending else { throw .disconnected() }
-        hello = pending
+        return pending
     }
 
     /// A connection straight to a `DBusPeerServer`'s socket at `path`: no bus and no Hello
-    /// (docs/dbus-layer.md, "The direct socket"). Refused before any call is sent unless the
+    /// (docs/dbus-layer.md, "The direct socket"). Refused before anything is sent unless the
     /// folder holding the socket is this user's alone and the process listening runs as this
-    /// user; authenticated before it returns, so that a server that turns the client away
-    /// (full, shutting down) fails here, where trying the bus instead is safe.
-    public init(directSocket path: String, timeout: Duration = .seconds(5)) throws(DBusError) {
+    /// user. The handshake leaves with the first call (`PipelinedPeerSocket`); a server that
+    /// turns that call away unread (full, shutting down) fails it, or, with `fallbackAddress`,
+    /// the call goes to that bus instead, and so do the later ones: safe, since no call was read.
+    public init(directSocket path: String, fallbackAddress: String? = nil, timeout: Duration = .seconds(5)) throws(DBusError) {
         try Self.checkPrivateFolder(of: path)
-        guard let address = DBusConnection.unixSocketAddress(path) else { throw .noMemory() }
-        raw = try openPrivateConnection(address, registerWithBus: false)
+        pipelined = try PipelinedPeerSocket(path: path)
+        raw = nil
         isBus = false
-        // Every stored property is set: a throw from here on runs deinit, which closes the connection.
+        directPath = path
+        self.fallbackAddress = fallbackAddress
+        handshakeTimeout = timeout
+    }
+
+    /// libdbus's own connection to the direct socket at `path`, authenticated before it returns
+    /// (for calls that pass descriptors).
+    private static func openDirect(_ path: String, timeout: Duration) throws(DBusError) -> OpaquePointer {
+        try checkPrivateFolder(of: path)
+        guard let address = DBusConnection.unixSocketAddress(path) else { throw .noMemory() }
+        let raw = try openPrivateConnection(address, registerWithBus: false)
         var fd: Int32 = -1
-        guard dbus_connection_get_socket(raw, &fd) != 0, fd >= 0 else { throw .notSupported("The direct socket has no descriptor") }
-        guard let server = PeerCredentials.of(socket: fd, pinning: false), server.uid == getuid() else {
-            throw .accessDenied("\(path) is not served by this user")
-        }
         let deadline = deadline(after: timeout)
-        while dbus_connection_get_is_authenticated(raw) == 0 {
-            let left = Int64(bitPattern: deadline &- monotonicNanoseconds()) / 1_000_000
-            guard left > 0 else { throw .timedOut(after: timeout) }
-            guard dbus_connection_read_write(raw, Int32(clamping: left)) != 0, dbus_connection_get_is_connected(raw) != 0 else {
-                throw .disconnected()
+        do throws(DBusError) {
+            guard dbus_connection_get_socket(raw, &fd) != 0, fd >= 0 else { throw .notSupported("The direct socket has no descriptor") }
+            guard let server = PeerCredentials.of(socket: fd, pinning: false), server.uid == getuid() else {
+                throw .accessDenied("\(path) is not served by this user")
             }
+            while dbus_connection_get_is_authenticated(raw) == 0 {
+                let left = Int64(bitPattern: deadline &- monotonicNanoseconds()) / 1_000_000
+                guard left > 0 else { throw .timedOut(after: timeout) }
+                guard dbus_connection_read_write(raw, Int32(clamping: left)) != 0, dbus_connection_get_is_connected(raw) != 0 else {
+                    throw .disconnected()
+                }
+            }
+        } catch {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            throw error
         }
+        return raw
     }
 
     /// The socket's folder is a real folder, this user's, open to nobody else: nobody else can
@@ -83,7 +118,7 @@ public final class DBusCallConnection: @unchecked Sendable {
     }
 
     /// Whether this connection goes straight to a peer (no bus).
-    public var isDirect: Bool { !isBus }
+    public var isDirect: Bool { turn.withLock { !isBus } }
 
     /// A new private connection to the session bus of this process's environment.
     public static func sessionBus() throws(DBusError) -> DBusCallConnection {
@@ -96,27 +131,84 @@ public final class DBusCallConnection: @unchecked Sendable {
             dbus_pending_call_cancel(hello)
             dbus_pending_call_unref(hello)
         }
-        dbus_connection_close(raw)
-        dbus_connection_unref(raw)
+        if let raw {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+        }
     }
 
     /// The name the bus gave this connection: nil until the first call's reply was read (the
     /// bus's answer to Hello comes with it).
     public var uniqueName: String? {
-        turn.withLock { dbus_bus_get_unique_name(raw).map { String(cString: $0) } }
+        turn.withLock { raw.flatMap { dbus_bus_get_unique_name($0) }.map { String(cString: $0) } }
     }
 
     /// True until the bus drops the connection.
-    public var isConnected: Bool { dbus_connection_get_is_connected(raw) != 0 }
+    public var isConnected: Bool {
+        turn.withLock {
+            if let pipelined { return pipelined.isConnected }
+            return raw.map { dbus_connection_get_is_connected($0) != 0 } ?? false
+        }
+    }
 
     /// Calls a method and waits for its reply (the return values, or the error it answered).
     /// Times out with `NoReply` (`error.isTimeout`), as `DBusConnection.call` does.
     public func call(destination: String?, path: String, interface: String?, member: String,
                      arguments: [DBusValue] = [], timeout: Duration = .seconds(25),
                      autoStart: Bool = true) throws(DBusError) -> [DBusValue] {
-        let message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
+        var message = try MessageRef.methodCall(destination: destination, path: path, interface: interface, member: member,
                                                 arguments: arguments, autoStart: autoStart)
         turn.lock()
+        if let pipelined {
+            if dbus_message_contains_unix_fds(message.pointer) == 0 {
+                // No `Result` here: its type would be made at run time, a scan of every
+                // conformance in the program, in a process that makes one call.
+                var reply: MessageRef? = nil
+                var failure: PipelinedPeerSocket.Failure? = nil
+                do throws(PipelinedPeerSocket.Failure) {
+                    reply = try pipelined.call(message, timeout: timeout)
+                } catch {
+                    failure = error
+                }
+                if let reply {
+                    turn.unlock()
+                    if reply.type == MessageType.error { throw reply.asError() }
+                    return try reply.arguments()
+                }
+                if let failure {
+                    guard case .turnedAway = failure, let fallbackAddress else {
+                        turn.unlock()
+                        throw failure.error
+                    }
+                    // Not read by the server: the bus takes this call and the later ones.
+                    self.pipelined = nil
+                    do throws(DBusError) {
+                        let bus = try openPrivateConnection(fallbackAddress, registerWithBus: false)
+                        raw = bus
+                        isBus = true
+                        hello = try Self.sendHello(on: bus)
+                        // The direct socket numbered the message: a new one for the bus.
+                        message = try MessageRef.methodCall(destination: destination, path: path, interface: interface,
+                                                            member: member, arguments: arguments, autoStart: autoStart)
+                    } catch {
+                        turn.unlock()
+                        throw error
+                    }
+                }
+            } else if raw == nil, let directPath {
+                // Descriptors: libdbus's transport negotiates passing them.
+                do throws(DBusError) {
+                    raw = try Self.openDirect(directPath, timeout: handshakeTimeout)
+                } catch {
+                    turn.unlock()
+                    throw error
+                }
+            }
+        }
+        guard let raw else {
+            turn.unlock()
+            throw .disconnected()
+        }
         // Whether descriptors may pass is settled during authentication, which is over once the
         // bus has answered Hello: a call carrying some waits for that answer first.
         if dbus_message_contains_unix_fds(message.pointer) != 0 {
@@ -166,11 +258,11 @@ public final class DBusCallConnection: @unchecked Sendable {
         // Already read with the call's reply, so this finds it without waiting; if the call
         // failed before the bus answered, this waits for Hello's own answer or the disconnection.
         dbus_pending_call_block(pending)
-        guard let raw = dbus_pending_call_steal_reply(pending) else { return .disconnected() }
-        let reply = MessageRef(owning: raw)
+        guard let answer = dbus_pending_call_steal_reply(pending) else { return .disconnected() }
+        let reply = MessageRef(owning: answer)
         if reply.type == MessageType.error { return reply.asError() }
         guard case .string(let name)? = try? reply.arguments().first else { return .failed("The bus answered Hello without a name") }
-        guard dbus_bus_set_unique_name(self.raw, name) != 0 else { return .noMemory() }
+        guard let raw, dbus_bus_set_unique_name(raw, name) != 0 else { return .noMemory() }
         return nil
     }
 

@@ -23,9 +23,13 @@ enum SessionBusConnection {
 
     /// The daemon's direct socket when it is there and answers (docs/native-api.md, "The direct
     /// socket"), else the session bus: a daemon not running yet is started by the bus, and the
-    /// next client finds its socket.
+    /// next client finds its socket. A daemon that turns the first call away unread (full,
+    /// stopping) sends it to the bus too.
     private static func openCallOnly() throws(DBusError) -> DBusCallConnection {
-        if let path = directSocketPath(), let direct = try? DBusCallConnection(directSocket: path) { return direct }
+        if let path = directSocketPath(),
+           let direct = try? DBusCallConnection(directSocket: path, fallbackAddress: DBusConnection.sessionBusAddress()) {
+            return direct
+        }
         return try DBusCallConnection.sessionBus()
     }
 
@@ -51,20 +55,24 @@ private final class CachedConnection<Connection: AnyObject & Sendable>: Sendable
     }
 
     func get() throws(KeychainError) -> Connection {
-        let result: Result<Connection, DBusError> = cached.withLock { cached in
-            if let connection = cached, isConnected(connection) { return .success(connection) }
+        // Not a `Result`: its type would be made at run time, a scan of every conformance in
+        // the program, in a `keywell` process that makes one call (docs/performance.md).
+        var failure: DBusError? = nil
+        let connection: Connection? = cached.withLock { cached in
+            if let connection = cached, isConnected(connection) { return connection }
             cached = nil
             do throws(DBusError) {
                 let connection = try open()
                 cached = connection
-                return .success(connection)
+                return connection
             } catch {
-                return .failure(error)
+                failure = error
+                return nil
             }
         }
-        switch result {
-        case .success(let connection): return connection
-        case .failure(let error): throw KeychainError(SecStatus.notAvailable, detail: "session bus: \(error)")
+        guard let connection else {
+            throw KeychainError(SecStatus.notAvailable, detail: "session bus: \(failure ?? .disconnected())")
         }
+        return connection
     }
 }

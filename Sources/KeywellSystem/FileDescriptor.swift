@@ -138,7 +138,7 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 
     /// `sendAll` for bytes lent as a buffer (a `SecretBytes`' locked memory), sent where they are.
     public func sendAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
-        try transfer(buffer, .send).get()
+        if let failure = transfer(buffer, .send) { throw failure }
     }
 
     private enum Transfer {
@@ -150,13 +150,19 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
     /// Bytes in contiguous storage (Array, Data, a buffer) are written where they are; only any
     /// other collection is copied first.
     private func transfer(_ bytes: some Collection<UInt8>, _ how: Transfer) throws(Errno) {
-        let result =
-            bytes.withContiguousStorageIfAvailable { transfer(UnsafeRawBufferPointer($0), how) }
-            ?? Array(bytes).withUnsafeBytes { transfer($0, how) }
-        try result.get()
+        let failure: Errno?
+        if let contiguous = bytes.withContiguousStorageIfAvailable({ transfer(UnsafeRawBufferPointer($0), how) }) {
+            failure = contiguous
+        } else {
+            failure = Array(bytes).withUnsafeBytes { transfer($0, how) }
+        }
+        if let failure { throw failure }
     }
 
-    private func transfer(_ buffer: UnsafeRawBufferPointer, _ how: Transfer) -> Result<Void, Errno> {
+    /// The error, nil once every byte is out. Not a `Result`: its type would be made at run time
+    /// (a scan of every conformance in the program), which a `keywell` process pays at start-up
+    /// (docs/performance.md, "The command line").
+    private func transfer(_ buffer: UnsafeRawBufferPointer, _ how: Transfer) -> Errno? {
         var done = 0
         while done < buffer.count {
             let start = buffer.baseAddress! + done
@@ -167,10 +173,10 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
                 case .send: Glibc.send(rawValue, start, buffer.count - done, Int32(MSG_NOSIGNAL))
                 }
             }
-            guard count > 0 else { return .failure(count < 0 ? .current : Errno(rawValue: EIO)) }
+            guard count > 0 else { return count < 0 ? .current : Errno(rawValue: EIO) }
             done += count
         }
-        return .success(())
+        return nil
     }
 
     /// `fstat(2)`.
