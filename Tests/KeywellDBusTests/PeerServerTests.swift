@@ -237,4 +237,108 @@ struct PeerServerTests {
         defer { server.stop() }
         #expect(try Self.echo(DBusCallConnection(directSocket: folder.path + "/native")).count == 4)
     }
+
+    /// A listener that takes each client and, after reading what it sent, answers `answer`
+    /// (nothing when nil) and hangs up, as a full or stopping server turns a client away.
+    private static func turningAway(at path: String, answer: String?) throws -> (socket: Int32, heard: LockedBytes) {
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        try #require(at(path, listener, bind) == 0 && listen(listener, 4) == 0)
+        let heard = LockedBytes()
+        Thread.detachNewThread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = read(client, &buffer, buffer.count)
+                if count > 0 { heard.append(buffer[..<count]) }
+                if let answer { _ = write(client, answer, answer.utf8.count) }
+                close(client)
+            }
+        }
+        return (listener, heard)
+    }
+
+    final class LockedBytes: @unchecked Sendable {
+        let lock = NSLock()
+        var bytes: [UInt8] = []
+        func append(_ more: ArraySlice<UInt8>) { lock.withLock { bytes += more } }
+    }
+
+    /// The handshake leaves with the first call, in the same write: the server reads the
+    /// EXTERNAL line, BEGIN and the message at once (one round trip instead of three).
+    @Test func theHandshakeLeavesWithTheFirstCall() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let (listener, heard) = try Self.turningAway(at: folder.path + "/native", answer: nil)
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+        let client = try DBusCallConnection(directSocket: folder.path + "/native")
+        #expect(throws: KeywellDBus.DBusError.self) { try Self.echo(client, [.string("first")], timeout: .seconds(5)) }
+        let text = heard.lock.withLock { heard.bytes }
+        let uid = String(geteuid()).utf8.map { String(format: "%02x", $0) }.joined()
+        let handshake = Array("\0AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8)
+        #expect(Array(text.prefix(handshake.count)) == handshake)
+        // The method call itself right behind it: a D-Bus message header (little-endian, method call).
+        #expect(text.count > handshake.count + 16 && text[handshake.count] == UInt8(ascii: "l") && text[handshake.count + 1] == 1)
+    }
+
+    /// A server that hangs up or refuses before its OK has read no call: with a fallback
+    /// address the call goes to that bus instead (and the later ones), without one it fails at
+    /// once rather than waiting for its timeout.
+    @Test func aServerTurningTheFirstCallAwaySendsItToTheBus() throws {
+        let fixture = try ServiceFixture()
+        for answer in [nil, "REJECTED EXTERNAL\r\n"] {
+            let folder = try TemporaryDirectory(prefix: "kwpeer")
+            chmod(folder.path, 0o700)
+            let (listener, _) = try Self.turningAway(at: folder.path + "/native", answer: answer)
+            defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+
+            let client = try DBusCallConnection(directSocket: folder.path + "/native", fallbackAddress: fixture.bus.address)
+            #expect(client.isDirect)
+            let reply = try client.call(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                        interface: ServiceFixture.interfaceName, member: "Echo", arguments: [.string("via bus")])
+            #expect(reply == [.string("via bus")])
+            #expect(!client.isDirect && client.isConnected)
+            #expect(try client.call(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                    interface: ServiceFixture.interfaceName, member: "Echo", arguments: [.uint32(2)]) == [.uint32(2)])
+
+            let alone = try DBusCallConnection(directSocket: folder.path + "/native")
+            let started = ContinuousClock.now
+            do {
+                _ = try Self.echo(alone, timeout: .seconds(20))
+                Issue.record("a call the server turned away was answered")
+            } catch {
+                #expect(!error.isTimeout)
+            }
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(!alone.isConnected)
+        }
+    }
+
+    /// A reply far bigger than one read, and a call carrying a descriptor (libdbus's own
+    /// transport, which negotiates passing them) on the same connection.
+    @Test func bigRepliesAndDescriptorsOnTheDirectSocket() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let server = try Self.server(in: folder, seen: Seen())
+        defer { server.stop() }
+        let client = try DBusCallConnection(directSocket: folder.path + "/native")
+        let big = (0..<700_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let reply = try Self.echo(client, [.bytes(big), .string("end")])
+        #expect(reply.count == 6 && reply[4] == .bytes(big) && reply[5] == .string("end"))
+
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let passed = try Self.echo(client, [.unixFD(fds[1])])
+        let returned = try #require(passed.last?.unixFDValue)
+        defer { close(returned) }
+        var byte: UInt8 = 9
+        #expect(write(returned, &byte, 1) == 1)
+        var received: UInt8 = 0
+        #expect(read(fds[0], &received, 1) == 1 && received == 9)
+        // Calls without descriptors go on as before.
+        #expect(try Self.echo(client, [.string("again")]).last == .string("again"))
+        #expect(client.isDirect)
+    }
 }
