@@ -113,16 +113,17 @@ final class PipelinedPeerSocket {
         let total = prefix.count + body.count
         while sent < total {
             let count: Int = prefix.withUnsafeBytes { head in
-                var parts: [iovec] = []
-                if sent < head.count {
-                    parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + sent), iov_len: head.count - sent))
-                }
+                // Two vectors in a tuple, not an Array: an `[iovec]` would be one more generic
+                // type made at run time in a process that makes one call.
+                let headLeft = max(0, head.count - sent)
                 let bodySent = max(0, sent - head.count)
-                parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodySent), iov_len: body.count - bodySent))
-                return parts.withUnsafeMutableBufferPointer { vectors in
+                var parts = (
+                    iovec(iov_base: headLeft > 0 ? UnsafeMutableRawPointer(mutating: head.baseAddress! + sent) : nil, iov_len: headLeft),
+                    iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodySent), iov_len: body.count - bodySent))
+                return withUnsafeMutableBytes(of: &parts) { raw in
                     var header = msghdr()
-                    header.msg_iov = vectors.baseAddress
-                    header.msg_iovlen = vectors.count
+                    header.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                    header.msg_iovlen = 2
                     return retryingOnInterrupt { sendmsg(socket.rawValue, &header, Int32(MSG_NOSIGNAL)) }
                 }
             }
