@@ -117,6 +117,13 @@ public final class DBusCallConnection: @unchecked Sendable {
         if let problem = state.problem(with: folder) { throw .accessDenied(problem) }
     }
 
+    /// On the direct socket, sends the handshake now instead of with the first call (see
+    /// `PipelinedPeerSocket.sendHandshake`): for a client with work to do before that call,
+    /// during which the server takes the connection and answers it.
+    public func sendHandshakeAhead() {
+        turn.withLock { pipelined?.sendHandshake() }
+    }
+
     /// Whether this connection goes straight to a peer (no bus).
     public var isDirect: Bool { turn.withLock { !isBus } }
 

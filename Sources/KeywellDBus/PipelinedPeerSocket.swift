@@ -78,6 +78,17 @@ final class PipelinedPeerSocket {
         try? socket.close()
     }
 
+    /// Sends the handshake now rather than with the first call, when the caller has work to do
+    /// before that call: the server takes the connection and answers the handshake meanwhile.
+    /// Nothing waits; bytes the socket does not take now go with the first call.
+    func sendHandshake() {
+        guard let bytes = handshake else { return }
+        let sent = bytes.withUnsafeBytes { raw in
+            retryingOnInterrupt { Glibc.send(socket.rawValue, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) }
+        }
+        if sent > 0 { handshake = sent == bytes.count ? nil : Array(bytes[sent...]) }
+    }
+
     /// Sends `message` and waits up to `timeout` for its reply (a method return or an error
     /// message, which the caller turns into its error).
     func call(_ message: MessageRef, timeout: Duration) throws(Failure) -> MessageRef {
@@ -108,6 +119,7 @@ final class PipelinedPeerSocket {
         }
         let prefix = handshake ?? []
         handshake = nil
+        // Sent ahead and answered already (`sendHandshake`): the answer is read with the reply.
         let body = UnsafeRawBufferPointer(start: marshalled, count: Int(length))
         var sent = 0
         let total = prefix.count + body.count

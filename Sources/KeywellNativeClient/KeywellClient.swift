@@ -286,6 +286,15 @@ public final class KeywellClient: Sendable {
 
     // MARK: Transport
 
+    /// Opens the connection now, for a short-lived program with work to do before its first
+    /// call (git's helper reading its request): on the direct socket the handshake leaves too,
+    /// and keywelld takes the connection and answers it meanwhile instead of after
+    /// (docs/performance.md, "git's helper from exec to exit"). A failure is left for that call.
+    public func connectAhead() {
+        guard callsOnly, let connection = try? SessionBusConnection.callOnly() else { return }
+        connection.sendHandshakeAhead()
+    }
+
     func call(_ method: NativeMethod, _ arguments: [DBusValue], timeout callTimeout: Duration? = nil) throws(KeychainError) -> [DBusValue] {
         let timeout = callTimeout ?? self.timeout
         let callOnly = callsOnly ? try SessionBusConnection.callOnly() : nil

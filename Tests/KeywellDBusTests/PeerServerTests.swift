@@ -282,6 +282,36 @@ struct PeerServerTests {
         #expect(text.count > handshake.count + 16 && text[handshake.count] == UInt8(ascii: "l") && text[handshake.count + 1] == 1)
     }
 
+    /// A client with work to do before its call sends the handshake ahead: the server reads it
+    /// alone, and the call that follows is answered as usual (its reply read with the OK).
+    @Test func theHandshakeCanLeaveAheadOfTheCall() throws {
+        let folder = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(folder.path, 0o700)
+        let (listener, heard) = try Self.turningAway(at: folder.path + "/native", answer: nil)
+        let fixture = try ServiceFixture()
+        let early = try DBusCallConnection(directSocket: folder.path + "/native", fallbackAddress: fixture.bus.address)
+        early.sendHandshakeAhead()
+        let uid = String(geteuid()).utf8.map { String(format: "%02x", $0) }.joined()
+        #expect(eventually { heard.lock.withLock { heard.bytes } == Array("\0AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8) })
+        // That server hung up without an OK: the call goes to the bus.
+        #expect(try early.call(destination: ServiceFixture.name, path: ServiceFixture.path, interface: ServiceFixture.interfaceName,
+                               member: "Echo", arguments: [.string("late")]) == [.string("late")])
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+
+        let served = try TemporaryDirectory(prefix: "kwpeer")
+        chmod(served.path, 0o700)
+        let server = try Self.server(in: served, seen: Seen())
+        defer { server.stop() }
+        let client = try DBusCallConnection(directSocket: served.path + "/native")
+        client.sendHandshakeAhead()
+        client.sendHandshakeAhead()  // once only
+        #expect(eventually { server.connectionCount == 1 })
+        #expect(try Self.echo(client, [.string("x")]).last == .string("x"))
+        #expect(try Self.echo(client, [.string("y")]).last == .string("y"))
+        #expect(client.isDirect)
+    }
+
     /// A server that hangs up or refuses before its OK has read no call: with a fallback
     /// address the call goes to that bus instead (and the later ones), without one it fails at
     /// once rather than waiting for its timeout.

@@ -40,6 +40,8 @@ enum GitCredentialCommand {
         case "erase": act = GitCredentialHelper.erase
         default: return CommandStatus.success  // gitcredentials(7): ignore unknown actions
         }
+        // keywelld takes the connection while the request is read and parsed.
+        context.client.connectAhead()
         guard let request = CredentialRequest.read(ownsInput: ownsInput) else {
             context.diagnostics.error("git-credential \(operation): the request is over \(CredentialRequest.maxBytes) bytes")
             return CommandStatus.failure
