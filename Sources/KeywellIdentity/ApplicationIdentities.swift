@@ -10,13 +10,21 @@ import KeywellSystem
 /// session bus comes back) numbers its connections afresh: the cache belongs to one connection
 /// to the bus, and starting to serve another forgets everything.
 public final class ApplicationIdentities: Sendable {
+    /// One caller's answer as the cache keeps it. A new entry is made whenever an answer is
+    /// kept, so a table built on top (`CallerDirectory`) can tell by the entry alone, without
+    /// copying and comparing the identity, that what it made for the caller still stands.
+    public final class Entry: Sendable {
+        public let result: Result<ApplicationIdentity, IdentityError>
+        init(_ result: Result<ApplicationIdentity, IdentityError>) { self.result = result }
+    }
+
     public let resolver: IdentityResolver
     /// Callers remembered at once. A session has a few dozen; beyond the cap the oldest are
     /// forgotten (and worked out again if they call again).
     public let capacity: Int
 
     private struct Cache {
-        var known: [String: Result<ApplicationIdentity, IdentityError>] = [:]
+        var known: [String: Entry] = [:]
         var order: [String] = []
         /// Names seen leaving, so an answer worked out while its caller left is not kept forever.
         var departed = Set<String>()
@@ -30,7 +38,7 @@ public final class ApplicationIdentities: Sendable {
 
     /// Callers on the direct socket (`DBusPeerServer`), by their connection's `peerName`, until
     /// it ends (`forgetPeer`). Peer names are never reused in one process.
-    private let peers = Protected<[String: Result<ApplicationIdentity, IdentityError>]>([:])
+    private let peers = Protected<[String: Entry]>([:])
 
     /// Questions kept waiting for their callers' calls at once; older ones are cancelled.
     static let maximumAsked = 64
@@ -45,6 +53,11 @@ public final class ApplicationIdentities: Sendable {
     /// The identity already known for `sender`, without any call to the bus or the kernel: the
     /// per-call cost of access control for a caller seen before. nil: not worked out yet.
     public func cached(_ sender: String, on connection: DBusConnection) -> Result<ApplicationIdentity, IdentityError>? {
+        entry(of: sender, on: connection)?.result
+    }
+
+    /// What `cached` answers from, kept as it is: one retain, no copy of the identity.
+    public func entry(of sender: String, on connection: DBusConnection) -> Entry? {
         if let peer = connection.peerName { return peers.withLock { $0[peer] } }
         return cache.withLock { $0.current === connection ? $0.known[sender] : nil }
     }
@@ -128,7 +141,7 @@ public final class ApplicationIdentities: Sendable {
                 // left while this was worked out (on a worker) leaves no entry behind.
                 guard connection.isConnected else { return }
                 if peers.count >= capacity { peers.removeAll() }
-                peers[peer] = result
+                peers[peer] = Entry(result)
             }
         }
         return try result.get()
@@ -159,7 +172,7 @@ public final class ApplicationIdentities: Sendable {
         cache.withLock { cache in
             guard cache.current === connection, !cache.departed.contains(sender), cache.known[sender] == nil else { return }
             if cache.known.count >= capacity, !cache.order.isEmpty { cache.known[cache.order.removeFirst()] = nil }
-            cache.known[sender] = result
+            cache.known[sender] = Entry(result)
             cache.order.append(sender)
         }
     }

@@ -65,8 +65,12 @@ final class CollectionDirectory: Sendable {
 
     /// Every collection, in the order searches report them: the default keychain, the rest of the
     /// search list, other keychains, then `session`.
-    func all() -> [any SecretCollection] {
-        let names = orderedKeychainNames()
+    /// Kept with the listing it is made from: a search asks on every call, and building the
+    /// array of existentials each time was a tenth of a kept search (docs/performance.md,
+    /// "Reads with fewer steps").
+    func all() -> [any SecretCollection] { listed().collections }
+
+    private func collections(_ names: [String]) -> [any SecretCollection] {
         var all: [any SecretCollection] = []
         all.reserveCapacity(names.count + 1)
         for name in names { all.append(KeychainCollection(store: store, name: name)) }
@@ -74,19 +78,21 @@ final class CollectionDirectory: Sendable {
         return all
     }
 
+    private func orderedKeychainNames() -> [String] { listed().names }
+
     /// Listing keychains reads the folder and the settings; the list is kept until either changes
     /// or the engine reports a change, since SearchItems needs it on every call. inotify tells of
     /// changes without a look at either; without it, or after an event that may be one, two stat
     /// calls tell. Stamps alone can miss two changes within one tick of the file system's clock.
-    private func orderedKeychainNames() -> [String] {
+    private func listed() -> (names: [String], collections: [any SecretCollection]) {
         let (cached, generation) = listing.withLock { ($0.current, $0.generation) }
-        if let cached, store.registry.keychainListingIsUnchanged(since: cached.mark) { return cached.names }
+        if let cached, store.registry.keychainListingIsUnchanged(since: cached.mark) { return (cached.names, cached.collections) }
         let mark = store.registry.keychainListingMark()
         let key = ListingKey(folder: FileStamp(keychainsFolder), settings: FileStamp(settingsFile))
         if let cached, cached.key == key {
             // An event that changed nothing here (a keychain file written): the list stands.
             listing.withLock { if $0.generation == generation { $0.current?.mark = mark } }
-            return cached.names
+            return (cached.names, cached.collections)
         }
         let keychains = (try? store.registry.listKeychains()) ?? []
         var ordered: [String] = []
@@ -100,14 +106,18 @@ final class CollectionDirectory: Sendable {
             ordered.append(name)
         }
         // Not kept if a change was reported meanwhile: it may predate that change.
-        listing.withLock { if $0.generation == generation { $0.current = Listing(key: key, mark: mark, names: ordered) } }
-        return ordered
+        let collections = collections(ordered)
+        listing.withLock {
+            if $0.generation == generation { $0.current = Listing(key: key, mark: mark, names: ordered, collections: collections) }
+        }
+        return (ordered, collections)
     }
 
     private struct Listing {
         var key: ListingKey
         var mark: KeychainStore.KeychainListingMark?
         var names: [String]
+        var collections: [any SecretCollection]
     }
 
     private let listing = Protected<(current: Listing?, generation: UInt64)>((nil, 0))

@@ -20,7 +20,20 @@ public struct ExactText: Hashable, Sendable, CustomStringConvertible {
 
 extension String {
     /// The same bytes (not merely canonically equivalent text: see `ExactText`).
-    @inlinable public func isExactly(_ other: String) -> Bool { utf8.elementsEqual(other.utf8) }
+    /// Native strings are compared as two byte buffers: the generic walk over two `UTF8View`s
+    /// went through their protocol witnesses byte by byte (docs/performance.md, "Reads with
+    /// fewer steps").
+    @inlinable public func isExactly(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        let inPlace = utf8.withContiguousStorageIfAvailable { mine in
+            other.utf8.withContiguousStorageIfAvailable { theirs in
+                // One storage (a text kept once and handed out): the same bytes, unread.
+                mine.baseAddress == theirs.baseAddress || mine.elementsEqual(theirs)
+            }
+        }
+        if let inPlace, let inPlace { return inPlace }
+        return utf8.elementsEqual(other.utf8)
+    }
 
     /// Begins with `prefix`'s bytes.
     @inlinable public func startsExactly(with prefix: String) -> Bool { utf8.starts(with: prefix.utf8) }

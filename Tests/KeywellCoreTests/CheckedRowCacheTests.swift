@@ -73,6 +73,44 @@ import Testing
         for (search, secret) in searches { #expect(try secrets(store, search) == [Data(secret.utf8)]) }
     }
 
+    /// The kept rows remember their last search's answer, for exactly its pairs: a search right
+    /// after it with a pair fewer, a pair more or another value gets its own rows, and asking
+    /// again with the same pairs (another dictionary) gets the same ones.
+    @Test func theLastSearchAnswersOnlyItsOwnPairs() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        let items: [([String: String], String)] = [
+            (["server": "bank.example", "user": "me"], "mine"),
+            (["server": "bank.example", "user": "you"], "yours"),
+            (["server": "bank.example", "user": "me", "port": "443"], "port"),
+        ]
+        for (attributes, secret) in items {
+            _ = try store.secretServiceCreateItem(
+                in: "login", label: "Bank", attributes: attributes, type: nil,
+                secret: SecretServiceSecret(value: Data(secret.utf8), contentType: "text/plain"), replace: false,
+                creator: "flatpak:org.example.Me")
+        }
+        let mine = FreeformSelection.matching(["server": "bank.example", "user": "me"], native: [:])
+        for _ in 0..<8 { _ = try secrets(store, mine) }
+        #expect(try keptRows(store) == 3, "the reads kept the keychain's checked rows")
+        let expected: [([String: String], Set<String>)] = [
+            (["server": "bank.example", "user": "me"], ["mine", "port"]),
+            (["user": "me", "server": "bank.example"], ["mine", "port"]),
+            (["server": "bank.example"], ["mine", "yours", "port"]),
+            (["server": "bank.example", "user": "you"], ["yours"]),
+            (["server": "bank.example", "user": "me", "port": "443"], ["port"]),
+            (["server": "bank.example", "user": "me", "port": "80"], []),
+            (["server": "bank.example", "user": "me"], ["mine", "port"]),
+            (["server": "bank.example", "user": "me"], ["mine", "port"]),
+        ]
+        for (attributes, wanted) in expected {
+            let found = try secrets(store, .matching(attributes, native: [:])).map { String(decoding: $0 ?? Data(), as: UTF8.self) }
+            #expect(Set(found) == wanted, "search \(attributes)")
+            #expect(found.count == wanted.count)
+        }
+        #expect(try keptRows(store) == 3, "the searches were answered from the kept rows")
+    }
+
     @Test func aWriteThroughThisStoreReachesTheNextRead() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])

@@ -43,15 +43,24 @@ final class CheckedRow: Sendable {
 
     func freeformValue(_ name: String) -> String? {
         // Compared in place: no copy of the name per row asked (every read asks).
-        let wanted = name.utf8
-        return freeform.first { $0.name.elementsEqual(wanted) }.map { String(decoding: $0.value, as: UTF8.self) }
+        freeform.first { Self.bytes($0.name, are: name) }.map { String(decoding: $0.value, as: UTF8.self) }
     }
 
     /// Byte for byte, as SQLite compares TEXT (`FreeformSearchCheck`), in place.
     func hasEveryPair(_ pairs: [String: String]) -> Bool {
         pairs.allSatisfy { pair in
-            freeform.contains { $0.name.elementsEqual(pair.key.utf8) && $0.value.elementsEqual(pair.value.utf8) }
+            freeform.contains { Self.bytes($0.name, are: pair.key) && Self.bytes($0.value, are: pair.value) }
         }
+    }
+
+    /// `bytes` are `text`'s UTF-8, compared as two buffers: `elementsEqual` against a
+    /// `String.UTF8View` went through its protocol witnesses byte by byte.
+    static func bytes(_ bytes: [UInt8], are text: String) -> Bool {
+        guard bytes.count == text.utf8.count else { return false }
+        let inPlace = text.utf8.withContiguousStorageIfAvailable { theirs in
+            bytes.withUnsafeBufferPointer { $0.elementsEqual(theirs) }
+        }
+        return inPlace ?? bytes.elementsEqual(text.utf8)
     }
 
     /// Roughly what keeping it costs, for the cap.
@@ -104,12 +113,28 @@ struct CheckedRowCache {
     /// every item whose bytes are the search's text is under its key (bytes that are not UTF-8,
     /// or text Swift finds equal but spelt otherwise, only add candidates), and `hasEveryPair`
     /// then keeps only the byte-for-byte matches.
-    private var byPair: [Pair: [Int]] = [:]
+    private var byPair: [Pair: Positions] = [:]
     private var hasNativeItems = false
+    /// The last free-form search and its rows, under the tag the rows are kept for: a client
+    /// asks the same question again and again (libsecret's lookup of one password), and
+    /// hashing its pairs and checking the candidates was most of a kept search
+    /// (docs/performance.md, "Reads with fewer steps"). Matched byte for byte; one per open
+    /// keychain, dropped with the rows.
+    private var lastSearch: (pairs: [String: String], rows: [CheckedRow])?
 
     private struct Pair: Hashable {
         let name: String
         let value: String
+    }
+
+    /// Ascending positions, the first in the table itself: most pairs of a big keychain name
+    /// one item (its user name, its id), and a lookup then reads no array out of the table (a
+    /// miss in the processor's cache per pair asked, for the item asked is rarely the last one).
+    private struct Positions {
+        var first: Int
+        var rest: [Int] = []
+        var count: Int { 1 + rest.count }
+        var last: Int { rest.last ?? first }
     }
 
     var isLoaded: Bool { rows != nil }
@@ -123,6 +148,7 @@ struct CheckedRowCache {
         byUUID = [:]
         byPair = [:]
         hasNativeItems = false
+        lastSearch = nil
     }
 
     /// Starts over when `current` is not the tag of what is kept or counted.
@@ -161,6 +187,7 @@ struct CheckedRowCache {
         }
         lastCount = found.count
         rows = found
+        lastSearch = nil
         byUUID.reserveCapacity(found.count)
         for (index, row) in found.enumerated() {
             byUUID[row.uuid] = index
@@ -168,7 +195,11 @@ struct CheckedRowCache {
             for pair in row.freeform {
                 let key = Pair(name: String(decoding: pair.name, as: UTF8.self), value: String(decoding: pair.value, as: UTF8.self))
                 // An item listed once under a key, even if two of its pairs read as the same text.
-                if byPair[key]?.last != index { byPair[key, default: []].append(index) }
+                if byPair[key] == nil {
+                    byPair[key] = Positions(first: index)
+                } else if byPair[key]?.last != index {
+                    byPair[key]?.rest.append(index)
+                }
             }
         }
     }
@@ -186,12 +217,33 @@ struct CheckedRowCache {
         case .matching(let attributes, let native):
             if attributes.isEmpty { return rows }
             if !native.isEmpty, hasNativeItems { return nil }
-            var driver: [Int]?
+            if native.isEmpty, let lastSearch, Self.same(attributes, lastSearch.pairs) { return lastSearch.rows }
+            var driver: Positions?
             for (name, value) in attributes {
-                let items = byPair[Pair(name: name, value: value)] ?? []
+                // A pair no item has: nothing matches, and the other pairs need no look-up.
+                guard let items = byPair[Pair(name: name, value: value)] else {
+                    driver = nil
+                    break
+                }
                 if driver == nil || items.count < driver!.count { driver = items }
             }
-            return (driver ?? []).compactMap { rows[$0].hasEveryPair(attributes) ? rows[$0] : nil }
+            var found: [CheckedRow] = []
+            if let driver {
+                if rows[driver.first].hasEveryPair(attributes) { found.append(rows[driver.first]) }
+                for index in driver.rest where rows[index].hasEveryPair(attributes) { found.append(rows[index]) }
+            }
+            if native.isEmpty, attributes.count <= Self.pairsRemembered { lastSearch = (attributes, found) }
+            return found
         }
+    }
+
+    /// A search of more pairs than this is not remembered (comparing two is quadratic in them).
+    static let pairsRemembered = 8
+
+    /// The same pairs, byte for byte. Each of `asked`'s names is distinct, so each matches at
+    /// most one of `kept`'s: as many pairs, each found, is the same set.
+    private static func same(_ asked: [String: String], _ kept: [String: String]) -> Bool {
+        guard asked.count == kept.count else { return false }
+        return asked.allSatisfy { pair in kept.contains { $0.key.isExactly(pair.key) && $0.value.isExactly(pair.value) } }
     }
 }

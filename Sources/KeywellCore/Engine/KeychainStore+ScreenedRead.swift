@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSystem
 
 /// Which items a screened read takes (`KeychainStore.screenedRead`).
 public enum FreeformSelection {
@@ -180,9 +181,19 @@ extension KeychainStore {
         guard let rows else { return (nil, tag) }
         var checked: [CheckedRow] = []
         checked.reserveCapacity(rows.count)
+        // Items of one list (an application's own) share one copy of its text, once each row's
+        // MAC vouched for its own: a read then finds the text warm in memory, and the list last
+        // found trusting the caller is the same storage, compared without reading its bytes
+        // (`TrustingLists`; docs/performance.md, "Reads with fewer steps"). At most one entry
+        // per row kept.
+        var lists: [ExactText: String] = [:]
         for row in rows {
             guard let uuid = row.uuid, (try? row.check(integrity)) != nil else { return (nil, tag) }
-            checked.append(CheckedRow(rowID: row.rowID, uuid: uuid, access: row.access, freeform: row.freeform,
+            var access = row.access
+            if case .text(let text) = access {
+                if let shared = lists[ExactText(text)] { access = .text(shared) } else { lists[ExactText(text)] = text }
+            }
+            checked.append(CheckedRow(rowID: row.rowID, uuid: uuid, access: access, freeform: row.freeform,
                                       sealed: row.extra.0, isNative: row.extra.1))
         }
         checked.sort { $0.rowID < $1.rowID }
@@ -243,8 +254,9 @@ struct VerdictsOfRead {
     let screen: (any ItemAccessScreening)?
     let keychainPath: String
     let keychainUUID: UUID
-    private var lists: [String: AccessList] = [:]
-    private var decided: [String: AccessVerdict] = [:]
+    /// Keyed byte for byte: a list naming a program in other bytes is another list.
+    private var lists: [ExactText: AccessList] = [:]
+    private var decided: [ExactText: AccessVerdict] = [:]
     private var anyApplication: AccessVerdict?
     private var lastDecided: (text: String, verdict: AccessVerdict)?
 
@@ -267,24 +279,25 @@ struct VerdictsOfRead {
             return verdict
         case .text(let text):
             // Most items of a read share their creator's list: one comparison, no hashing.
-            if let last = lastDecided, last.text == text { return last.verdict }
-            if let known = decided[text] {
+            if let last = lastDecided, last.text.isExactly(text) { return last.verdict }
+            if let known = decided[ExactText(text)] {
                 lastDecided = (text, known)
                 return known
             }
-            // Found to trust this caller by an earlier read: no split, no comparison.
+            // Found to trust this caller by an earlier read: no split, no comparison. Kept as
+            // the last text only: the table of this read's texts is for lists judged here, and
+            // filling it was a new table and a second hash of the text on every one-item read.
             let trusting = screen?.trustingLists
             if let trusting, trusting.contains(text) {
-                decided[text] = .allowed
                 lastDecided = (text, .allowed)
                 return .allowed
             }
-            let list = lists[text] ?? .applications(ItemAccessColumn.identities(in: text))
-            lists[text] = list
+            let list = lists[ExactText(text)] ?? .applications(ItemAccessColumn.identities(in: text))
+            lists[ExactText(text)] = list
             var byList = true
             let verdict = judge(list, item: item, byList: &byList)
             if byList {
-                decided[text] = verdict
+                decided[ExactText(text)] = verdict
                 lastDecided = (text, verdict)
                 if verdict == .allowed { trusting?.insert(text) }
             }
