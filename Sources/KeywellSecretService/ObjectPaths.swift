@@ -220,9 +220,19 @@ enum ObjectPaths {
         return (bytes[..<index], bytes[(index + 1)...])
     }
 
+    /// Decimal digits as `String(number)` writes them (no sign, no leading zero), read in place:
+    /// making the segment a string and the number a string again to compare was most of finding
+    /// a session on every GetSecret.
     private static func number(_ segment: Bytes) -> UInt64? {
-        let text = String(decoding: segment, as: UTF8.self)
-        guard let number = UInt64(text), String(number) == text else { return nil }
+        guard let first = segment.first, first != UInt8(ascii: "0") || segment.count == 1 else { return nil }
+        var number: UInt64 = 0
+        for byte in segment {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times, over) = number.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !over, !carried else { return nil }
+            number = sum
+        }
         return number
     }
 

@@ -34,6 +34,18 @@ import Testing
         #expect(ObjectPaths.parse("/org/freedesktop/secrets/session/01") == nil)
     }
 
+    /// Session and prompt numbers are read as `String(number)` writes them, and nothing else.
+    @Test func sessionAndPromptNumbersHaveOneSpelling() {
+        for number: UInt64 in [0, 1, 9, 10, 42, 1_000_000, UInt64.max] {
+            #expect(ObjectPaths.parse(ObjectPaths.sessionPath(number)) == .session(number))
+            #expect(ObjectPaths.parse(ObjectPaths.promptPath(number)) == .prompt(number))
+        }
+        for segment in ["", "00", "01", "+1", "-1", " 1", "1 ", "1a", "0x1", "\u{661}", "18446744073709551616", "99999999999999999999"] {
+            #expect(ObjectPaths.parse("/org/freedesktop/secrets/session/\(segment)") == nil, "session/\(segment)")
+            #expect(ObjectPaths.parse("/org/freedesktop/secrets/prompt/\(segment)") == nil, "prompt/\(segment)")
+        }
+    }
+
     /// Item segments and Secret Service access groups are the UUID's hex, lowercase, no dashes:
     /// both are stored or handed out, so the format is fixed.
     @Test func itemSegmentsAndAccessGroupsSpellTheUUID() throws {

@@ -20,6 +20,9 @@ final class CheckedRow: Sendable {
     let sealed: SealedSecret
     /// Not made from free-form attributes: a search's native conditions could match it.
     let isNative: Bool
+    /// The secret's content type, found once: every secret handed out carries it, and looking
+    /// through the rows for it was a twentieth of a kept GetSecret.
+    let contentType: String
 
     init(rowID: Int64, uuid: UUID, access: ItemIntegrity.StoredAccess, freeform: [(name: [UInt8], value: [UInt8])],
          sealed: SealedSecret, isNative: Bool) {
@@ -29,6 +32,8 @@ final class CheckedRow: Sendable {
         self.freeform = freeform
         self.sealed = sealed
         self.isNative = isNative
+        contentType = freeform.first { Self.bytes($0.name, are: FreeformItem.contentTypeRow) }
+            .map { String(decoding: $0.value, as: UTF8.self) } ?? FreeformItem.defaultContentType
     }
 
     /// This row's verdict and, when allowed and `master` is given, its opened secret: a method,
@@ -38,7 +43,7 @@ final class CheckedRow: Sendable {
         let verdict = try judge.verdict(access, item: uuid, rowID: rowID)
         guard verdict == .allowed, let master else { return (verdict, nil) }
         let value = try Sodium.open(sealed.sealed, key: master, associatedData: sealed.associatedData)
-        return (verdict, ItemSecret(value: value, contentType: freeformValue(FreeformItem.contentTypeRow) ?? FreeformItem.defaultContentType))
+        return (verdict, ItemSecret(value: value, contentType: contentType))
     }
 
     func freeformValue(_ name: String) -> String? {
@@ -58,7 +63,7 @@ final class CheckedRow: Sendable {
     static func bytes(_ bytes: [UInt8], are text: String) -> Bool {
         guard bytes.count == text.utf8.count else { return false }
         let inPlace = text.utf8.withContiguousStorageIfAvailable { theirs in
-            bytes.withUnsafeBufferPointer { $0.elementsEqual(theirs) }
+            bytes.withUnsafeBufferPointer { UnsafeBufferPointer.sameBytes($0, theirs) }
         }
         return inPlace ?? bytes.elementsEqual(text.utf8)
     }
