@@ -121,6 +121,12 @@ public struct CodegenJob: Sendable {
     /// left for a thread that may wait), and so does its interface's dispatch
     /// (docs/dbus-layer.md, "Where a call runs").
     public static let mayAskAnnotation = "org.keywell.MayAsk"
+
+    /// The annotation (value `true`) of a method of one output whose handler writes that value
+    /// into the reply (`DBusWrittenValue`, checked against the declared type as it is written)
+    /// instead of returning a `DBusValue`: for replies of thousands of entries. Its interface's
+    /// dispatch returns a `DBusReplyBody` (docs/dbus-layer.md, "Interfaces from XML").
+    public static let writtenReplyAnnotation = "org.keywell.WrittenReply"
 }
 
 extension CodegenJob {

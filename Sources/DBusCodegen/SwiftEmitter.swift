@@ -295,6 +295,25 @@ struct SwiftEmitter {
         return true
     }
 
+    /// Whether `method` is marked `CodegenJob.writtenReplyAnnotation`: its function returns a
+    /// `DBusWrittenValue`, its one output written into the reply by the handler.
+    private func writesReply(_ method: DBusMethod) throws(CodegenError) -> Bool {
+        guard let annotation = method.annotations.first(where: { $0.name == CodegenJob.writtenReplyAnnotation }) else { return false }
+        guard annotation.value == "true" else {
+            throw .unsupported(job.xml, "\(method.name): \(CodegenJob.writtenReplyAnnotation) is true or absent, not \(annotation.value)")
+        }
+        guard method.outputs.count == 1, try !mayAsk(method) else {
+            throw .unsupported(job.xml, "\(method.name): \(CodegenJob.writtenReplyAnnotation) needs one output and no \(CodegenJob.mayAskAnnotation)")
+        }
+        return true
+    }
+
+    /// Whether any method of `interface` writes its reply: its dispatch then returns a `DBusReplyBody`.
+    private func anyWritesReply(_ interface: DBusInterface) throws(CodegenError) -> Bool {
+        for method in interface.methods where try writesReply(method) { return true }
+        return false
+    }
+
     /// Whether any method of `interface` may ask: its dispatch then returns a `DBusAnswer` too.
     private func anyMayAsk(_ interface: DBusInterface) throws(CodegenError) -> Bool {
         for method in interface.methods where try mayAsk(method) { return true }
@@ -355,7 +374,7 @@ struct SwiftEmitter {
             }
             let name = SwiftName.escaped(SwiftName.lowerCamel(method.name))
             let parameters = escapedInputs + ["\(context.label): \(context.type)"]
-            let returned = returnType(method, mayAsk: try mayAsk(method))
+            let returned = try writesReply(method) ? " -> DBusWrittenValue" : returnType(method, mayAsk: try mayAsk(method))
             let line = "    func \(name)(\(parameters.joined(separator: ", "))) throws(\(errorType))\(returned)\n"
             if line.count <= Self.width {
                 text += line
@@ -378,7 +397,11 @@ struct SwiftEmitter {
         text += "    /// the method's declared signature (the layer refused any other), and returns its reply's values.\n"
         let contextParameter = context.type == "DBusMethodCall" ? "" : ", context: \(context.type)"
         let asks = try anyMayAsk(interface)
-        let replyType = asks ? "DBusAnswer<[DBusValue], \(errorType)>" : "[DBusValue]"
+        let writes = try anyWritesReply(interface)
+        if asks && writes {
+            throw .unsupported(job.xml, "\(interface.name): \(CodegenJob.writtenReplyAnnotation) and \(CodegenJob.mayAskAnnotation) in one interface")
+        }
+        let replyType = asks ? "DBusAnswer<[DBusValue], \(errorType)>" : writes ? "DBusReplyBody" : "[DBusValue]"
         if asks {
             text += "    /// A method that may ask (`\(CodegenJob.mayAskAnnotation)`) may leave the question and the finish for later.\n"
         }
@@ -505,6 +528,10 @@ struct SwiftEmitter {
             text += "\(indent)return try \(invocation.dropFirst(4)).map { (\(parameter)) throws(\(errorType)) -> [DBusValue] in\n"
             text += "\(indent)    \(values)\n"
             text += "\(indent)}\n"
+            return text
+        }
+        if try writesReply(method) {
+            text += "\(indent)return .written(\(invocation), signature: \(literal(method.outputs[0].signature.rawValue)))\n"
             return text
         }
         // A method of an interface whose reads may ask answers at once when it returns.

@@ -342,6 +342,22 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
+    /// As `sendReply(to:values:wipe:)`, the value written by its handler into the reply.
+    func sendReply(to call: MessageRef, written: DBusWrittenValue, signature: DBusSignature, wipe: Bool = true) {
+        defer { written.whenDone() }
+        guard call.expectsReply else { return }
+        do {
+            let reply = try call.methodReturn()
+            try DBusBodyWriter.write(signature, into: reply.pointer, written.write)
+            try send(reply)
+            if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(reply) }
+        } catch let error where error.name == DBusError.Name.disconnected {
+            return
+        } catch {
+            sendReply(to: call, error: .failed("The reply could not be sent: \(error.message)"))
+        }
+    }
+
     func sendReply(to call: MessageRef, error: DBusError) {
         guard call.expectsReply, let reply = try? call.errorReply(error) else { return }
         try? send(reply)

@@ -146,6 +146,20 @@ public final class DBusMethodCall: @unchecked Sendable {
         return true
     }
 
+    /// Sends a dispatch's reply: its values, or the value its handler writes.
+    @discardableResult
+    public func reply(_ body: DBusReplyBody) -> Bool {
+        switch body {
+        case .values(let values):
+            return reply(values)
+        case .written(let value, let signature):
+            guard claimReply() else { value.whenDone(); return false }
+            connection.sendReply(to: message, written: value, signature: signature, wipe: replyMayHoldSecrets)
+            replyIsOut()
+            return true
+        }
+    }
+
     /// Sends an error reply. Returns false if the call had already been answered.
     @discardableResult
     public func reply(error: DBusError) -> Bool {

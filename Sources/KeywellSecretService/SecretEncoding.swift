@@ -46,25 +46,48 @@ enum SecretEncoding {
         try encodeAll([secret], for: session, sessionPath: .objectPath(session.path))[0]
     }
 
-    /// Secrets for `session` (`sessionPath` is its path as a value): in a DH session each gets a
-    /// fresh IV, and one cipher context and one draw of random IVs serve them all. Each secret is
-    /// encrypted from where it lies (no copy of the plaintext first).
+    /// Secrets for `session` (`sessionPath` is its path as a value), as `sealAll` seals them.
     static func encodeAll(_ secrets: [SecretServiceSecret], for session: SecretSession,
                           sessionPath: DBusValue) throws(DBusError) -> [DBusValue] {
+        try sealAll(secrets, for: session).map { .structure([sessionPath, .bytes($0.parameters), .bytes($0.value), .string($0.contentType)]) }
+    }
+
+    /// A secret as the reply carries it, less its session: in a plain session `value` is a copy
+    /// of the plaintext, which the caller wipes once it is written.
+    struct Sealed {
+        let parameters: [UInt8]
+        let value: [UInt8]
+        let contentType: String
+    }
+
+    /// Secrets for `session`: in a DH session each gets a fresh IV, and one cipher context and one
+    /// draw of random IVs serve them all. Each secret is encrypted from where it lies (no copy of
+    /// the plaintext first).
+    static func sealAll(_ secrets: [SecretServiceSecret], for session: SecretSession) throws(DBusError) -> [Sealed] {
         guard let cipher = session.cipher else {
-            return secrets.map { .structure([sessionPath, .bytes([]), .bytes(bytes($0.value)), .string($0.contentType)]) }
+            return secrets.map { Sealed(parameters: [], value: bytes($0.value), contentType: $0.contentType) }
         }
         do {
             let sealer = try cipher.sealer(count: secrets.count)
-            var values: [DBusValue] = []
-            values.reserveCapacity(secrets.count)
+            var sealed: [Sealed] = []
+            sealed.reserveCapacity(secrets.count)
             for secret in secrets {
                 let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get()
-                values.append(.structure([sessionPath, .bytes(box.iv), .bytes(box.ciphertext), .string(secret.contentType)]))
+                sealed.append(Sealed(parameters: box.iv, value: box.ciphertext, contentType: secret.contentType))
             }
-            return values
+            return sealed
         } catch {
             throw .failed("Cannot encrypt the secrets: \(error)")
+        }
+    }
+
+    /// Writes `sealed` as the `(oayays)` struct of the session at `sessionPath`.
+    static func write(_ sealed: Sealed, sessionPath: DBusCheckedPath, into writer: inout DBusBodyWriter) throws(DBusError) {
+        try writer.appendStructure { (fields) throws(DBusError) in
+            try fields.appendObjectPath(sessionPath)
+            try fields.appendBytes(sealed.parameters)
+            try fields.appendBytes(sealed.value)
+            try fields.appendString(sealed.contentType)
         }
     }
 

@@ -26,7 +26,7 @@ struct ServiceObject: ServiceMethods {
         context.store.locking.lockAll()
     }
 
-    func getSecrets(items: [String], session: String, call: CallContext) throws(DBusError) -> DBusValue {
+    func getSecrets(items: [String], session: String, call: CallContext) throws(DBusError) -> DBusWrittenValue {
         let session = try context.sessions.session(at: session, for: call.sender)
         call.replyMayHoldSecrets = !session.isEncrypted
         return try secrets(of: items, for: session, call: call)
@@ -79,13 +79,16 @@ struct ServiceObject: ServiceMethods {
     }
 
     /// `a{o(oayays)}` for the items that exist in unlocked collections; one batch per collection.
+    /// The reply is written straight from the sealed secrets (`DBusBodyWriter`): no value tree of
+    /// a thousand entries to build, check and release (docs/performance.md, "GetSecrets of many
+    /// items"). A plain session's copies of the plaintexts are wiped once written.
     ///
     /// A client asks for up to thousands of items, nearly always of one collection: each
     /// distinct collection part of the paths is parsed and resolved once (consecutive paths
     /// usually share it, which one comparison tells), each item part is only 32 hex digits to
     /// read, and the engine reads each collection's secrets in one batch. Every step is linear in
     /// the paths however many collections they name (dictionaries, no searches through lists).
-    func secrets(of paths: [String], for session: SecretSession, call: CallContext) throws(DBusError) -> DBusValue {
+    func secrets(of paths: [String], for session: SecretSession, call: CallContext) throws(DBusError) -> DBusWrittenValue {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "GetSecrets takes", "object paths")
         var groups: [SecretGroup] = []
         var groupOfCollection: [CollectionID: Int] = [:]
@@ -109,10 +112,39 @@ struct ServiceObject: ServiceMethods {
             last = (prefix, group)
             if let group { groups[group].items.append((path, id)) }
         }
-        var entries: [DBusDictEntry] = []
+        var entries: [SealedEntry] = []
         entries.reserveCapacity(paths.count)
-        // One value for every secret's session field.
-        let sessionPath = DBusValue.objectPath(session.path)
+        // A plain session's entries hold copies of the plaintexts: wiped once written, or now
+        // if the call fails before its reply.
+        let wipesValues = session.cipher == nil
+        do {
+            try sealSecrets(of: groups, for: session, call: call, into: &entries)
+        } catch {
+            if wipesValues { for entry in entries { SecretWipe.wipe(entry.sealed.value) } }
+            throw error
+        }
+        // Checked once here, written in every secret.
+        let sessionPath = try DBusCheckedPath(session.path)
+        return DBusWrittenValue(write: { (writer) throws(DBusError) in
+            try writer.appendArray { (dictionary) throws(DBusError) in
+                for entry in entries {
+                    try dictionary.appendDictEntry { (pair) throws(DBusError) in
+                        try pair.appendObjectPath(entry.path)
+                        try SecretEncoding.write(entry.sealed, sessionPath: sessionPath, into: &pair)
+                    }
+                }
+            }
+        }, whenDone: {
+            if wipesValues { for entry in entries { SecretWipe.wipe(entry.sealed.value) } }
+        })
+    }
+
+    /// One entry of GetSecrets' reply: an item's path and its secret, sealed for the session.
+    private typealias SealedEntry = (path: String, sealed: SecretEncoding.Sealed)
+
+    /// Reads each group's secrets (one batch per collection) and seals them for `session`.
+    private func sealSecrets(of groups: [SecretGroup], for session: SecretSession, call: CallContext,
+                             into entries: inout [SealedEntry]) throws(DBusError) {
         let screen = context.callerAccess(call).screen
         // The kept listing (one folder read at most) instead of a look for each named keychain's
         // file: a call naming the cap's worth of made-up collections costs no file probes.
@@ -133,12 +165,11 @@ struct ServiceObject: ServiceMethods {
             if read.locked { continue }  // the client unlocks first, as libsecret does
             defer { for item in read.items { if let secret = item.secret { SecretWipe.wipe(secret.value) } } }
             let found = Self.secrets(of: asked, in: read.items)
-            let encoded = try SecretEncoding.encodeAll(found.map(\.secret), for: session, sessionPath: sessionPath)
-            for (item, value) in zip(found, encoded) {
-                entries.append(DBusDictEntry(key: .objectPath(item.path), value: value))
+            let sealed = try SecretEncoding.sealAll(found.map(\.secret), for: session)
+            for (item, secret) in zip(found, sealed) {
+                entries.append((item.path, secret))
             }
         }
-        return .dictionary(keySignature: .objectPath, valueSignature: SecretEncoding.signature, entries)
     }
 
     /// The secrets of `asked` (in its order, a path asked twice answered twice) that `items`

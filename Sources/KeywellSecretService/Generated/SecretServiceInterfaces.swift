@@ -39,7 +39,8 @@ enum SecretServiceInterfaces {
             DBusMethod(
                 name: SecretServiceProtocol.Member.getSecrets,
                 inputs: [DBusArgument("items", "ao"), DBusArgument("session", "o")],
-                outputs: [DBusArgument("secrets", "a{o(oayays)}")]
+                outputs: [DBusArgument("secrets", "a{o(oayays)}")],
+                annotations: [DBusAnnotation(name: "org.keywell.WrittenReply", value: "true")]
             ),
             DBusMethod(
                 name: SecretServiceProtocol.Member.readAlias,
@@ -151,7 +152,7 @@ protocol ServiceMethods {
     /// `LockService()`
     func lockService(call: CallContext) throws(DBusError)
     /// `GetSecrets(ao items, o session)` → `(a{o(oayays)} secrets)`
-    func getSecrets(items: [String], session: String, call: CallContext) throws(DBusError) -> DBusValue
+    func getSecrets(items: [String], session: String, call: CallContext) throws(DBusError) -> DBusWrittenValue
     /// `ReadAlias(s name)` → `(o collection)`
     func readAlias(name: String, call: CallContext) throws(DBusError) -> String
     /// `SetAlias(s name, o collection)`
@@ -161,7 +162,7 @@ protocol ServiceMethods {
 extension ServiceMethods {
     /// Runs `call`, a call to a method of `org.freedesktop.Secret.Service` that carries
     /// the method's declared signature (the layer refused any other), and returns its reply's values.
-    func dispatchService(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> [DBusValue] {
+    func dispatchService(_ call: DBusMethodCall, context: CallContext) throws(DBusError) -> DBusReplyBody {
         let arguments = call.arguments
         switch call.member {
         case SecretServiceProtocol.Member.openSession:
@@ -196,7 +197,7 @@ extension ServiceMethods {
                   let items = arguments[0].objectPathArrayValue,
                   let session = arguments[1].objectPathValue
             else { throw Self.wrongArguments(call) }
-            return [try getSecrets(items: items, session: session, call: context)]
+            return .written(try getSecrets(items: items, session: session, call: context), signature: "a{o(oayays)}")
         case SecretServiceProtocol.Member.readAlias:
             guard arguments.count == 1, let name = arguments[0].stringValue else { throw Self.wrongArguments(call) }
             return [.objectPath(try readAlias(name: name, call: context))]
