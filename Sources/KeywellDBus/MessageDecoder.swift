@@ -34,19 +34,31 @@ enum MessageDecoder {
         }
     }
 
-    /// Decodes every value from the iterator's position to the end of its container.
-    private static func decodeSequence(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget) throws(DBusError) -> [DBusValue] {
+    /// Decodes every value from the iterator's position to the end of its container. Each
+    /// value's type is read from libdbus once, here, and handed down (a reply of a thousand
+    /// secrets asked for it some ten thousand times more otherwise). `expected` sizes the array
+    /// up front (a struct's fields), sparing its regrowth.
+    private static func decodeSequence(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget,
+                                       expected: Int = 0) throws(DBusError) -> [DBusValue] {
         var values: [DBusValue] = []
-        while dbus_message_iter_get_arg_type(&iter) != TypeCode.invalid {
-            values.append(try decodeValue(&iter, depth: depth, &budget))
+        var type = dbus_message_iter_get_arg_type(&iter)
+        guard type != TypeCode.invalid else { return values }
+        values.reserveCapacity(expected)
+        repeat {
+            values.append(try decodeValue(&iter, type: type, depth: depth, &budget))
             dbus_message_iter_next(&iter)
-        }
+            type = dbus_message_iter_get_arg_type(&iter)
+        } while type != TypeCode.invalid
         return values
     }
 
     private static func decodeValue(_ iter: inout DBusMessageIter, depth: Int, _ budget: inout Budget) throws(DBusError) -> DBusValue {
+        try decodeValue(&iter, type: dbus_message_iter_get_arg_type(&iter), depth: depth, &budget)
+    }
+
+    /// The value at `iter`, whose type code (`dbus_message_iter_get_arg_type`) is `type`.
+    private static func decodeValue(_ iter: inout DBusMessageIter, type: Int32, depth: Int, _ budget: inout Budget) throws(DBusError) -> DBusValue {
         try budget.spend(1)
-        let type = dbus_message_iter_get_arg_type(&iter)
         switch type {
         case TypeCode.byte: return .byte(basic(&iter, UInt8.self))
         case TypeCode.bool: return .bool(basic(&iter, dbus_bool_t.self) != 0)
@@ -76,11 +88,13 @@ enum MessageDecoder {
         switch type {
         case TypeCode.variant:
             dbus_message_iter_recurse(&iter, &sub)
-            guard dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid else { throw .invalidArgs("Empty variant") }
-            return .variant(try decodeValue(&sub, depth: depth, &budget))
+            let inner = dbus_message_iter_get_arg_type(&sub)
+            guard inner != TypeCode.invalid else { throw .invalidArgs("Empty variant") }
+            return .variant(try decodeValue(&sub, type: inner, depth: depth, &budget))
         case TypeCode.structure:
             dbus_message_iter_recurse(&iter, &sub)
-            return .structure(try decodeSequence(&sub, depth: depth, &budget))
+            // Most structs are small (a secret's has four fields): one allocation, no regrowth.
+            return .structure(try decodeSequence(&sub, depth: depth, &budget, expected: 4))
         case TypeCode.dictEntry:
             throw .invalidArgs("Dictionary entry outside an array")
         default:
