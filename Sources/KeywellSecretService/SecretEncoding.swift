@@ -43,13 +43,8 @@ enum SecretEncoding {
 
     /// A secret for `session`: encrypted with a fresh IV in a DH session.
     static func encode(_ secret: SecretServiceSecret, for session: SecretSession) throws(DBusError) -> DBusValue {
-        try encodeAll([secret], for: session, sessionPath: .objectPath(session.path))[0]
-    }
-
-    /// Secrets for `session` (`sessionPath` is its path as a value), as `sealAll` seals them.
-    static func encodeAll(_ secrets: [SecretServiceSecret], for session: SecretSession,
-                          sessionPath: DBusValue) throws(DBusError) -> [DBusValue] {
-        try sealAll(secrets, for: session).map { .structure([sessionPath, .bytes($0.parameters), .bytes($0.value), .string($0.contentType)]) }
+        let sealed = try Sealing(for: session, count: 1).seal(secret)
+        return .structure([.objectPath(session.path), .bytes(sealed.parameters), .bytes(sealed.value), .string(sealed.contentType)])
     }
 
     /// A secret as the reply carries it, less its session: in a plain session `value` is a copy
@@ -60,24 +55,31 @@ enum SecretEncoding {
         let contentType: String
     }
 
-    /// Secrets for `session`: in a DH session each gets a fresh IV, and one cipher context and one
-    /// draw of random IVs serve them all. Each secret is encrypted from where it lies (no copy of
-    /// the plaintext first).
-    static func sealAll(_ secrets: [SecretServiceSecret], for session: SecretSession) throws(DBusError) -> [Sealed] {
-        guard let cipher = session.cipher else {
-            return secrets.map { Sealed(parameters: [], value: bytes($0.value), contentType: $0.contentType) }
-        }
-        do {
-            let sealer = try cipher.sealer(count: secrets.count)
-            var sealed: [Sealed] = []
-            sealed.reserveCapacity(secrets.count)
-            for secret in secrets {
-                let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get()
-                sealed.append(Sealed(parameters: box.iv, value: box.ciphertext, contentType: secret.contentType))
+    /// Seals secrets for one session: in a DH session each gets a fresh IV, and one cipher
+    /// context and one draw of random IVs serve the batch (GetSecrets of a thousand). Each secret
+    /// is encrypted from where it lies (no copy of the plaintext first).
+    struct Sealing {
+        private let sealer: AESCBCCipher.Sealer?
+
+        /// For up to `count` secrets (more still work: the IVs are drawn again).
+        init(for session: SecretSession, count: Int) throws(DBusError) {
+            do {
+                sealer = try session.cipher?.sealer(count: count)
+            } catch {
+                throw .failed("Cannot encrypt the secrets: \(error)")
             }
-            return sealed
-        } catch {
-            throw .failed("Cannot encrypt the secrets: \(error)")
+        }
+
+        func seal(_ secret: SecretServiceSecret) throws(DBusError) -> Sealed {
+            guard let sealer else {
+                return Sealed(parameters: [], value: SecretEncoding.bytes(secret.value), contentType: secret.contentType)
+            }
+            do {
+                let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get()
+                return Sealed(parameters: box.iv, value: box.ciphertext, contentType: secret.contentType)
+            } catch {
+                throw .failed("Cannot encrypt the secrets: \(error)")
+            }
         }
     }
 

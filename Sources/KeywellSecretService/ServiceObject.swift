@@ -163,37 +163,36 @@ struct ServiceObject: ServiceMethods {
                 throw error.secretServiceError(ObjectPaths.path(of: collection.id))
             }
             if read.locked { continue }  // the client unlocks first, as libsecret does
-            defer { for item in read.items { if let secret = item.secret { SecretWipe.wipe(secret.value) } } }
-            let found = Self.secrets(of: asked, in: read.items)
-            let sealed = try SecretEncoding.sealAll(found.map(\.secret), for: session)
-            for (item, secret) in zip(found, sealed) {
-                entries.append((item.path, secret))
+            // By index: a loop over the items would copy each whole item to reach its secret.
+            defer { for index in read.items.indices { if let secret = read.items[index].secret { SecretWipe.wipe(secret.value) } } }
+            guard !read.items.isEmpty else { continue }
+            let sealing = try SecretEncoding.Sealing(for: session, count: read.items.count)
+            try Self.pair(asked, with: read.items) { (path, secret) throws(DBusError) in
+                entries.append((path, try sealing.seal(secret)))
             }
         }
     }
 
-    /// The secrets of `asked` (in its order, a path asked twice answered twice) that `items`
-    /// holds. The read returns the ids in the order asked, so one walk pairs them; only when it
-    /// left some out (gone, or asked twice) are the rest looked up by id.
-    private static func secrets(of asked: [(path: String, id: UUID)], in items: [ScreenedItem]) -> [(path: String, secret: SecretServiceSecret)] {
-        var found: [(path: String, secret: SecretServiceSecret)] = []
-        found.reserveCapacity(items.count)
+    /// Calls `each` with the secrets of `asked` (in its order, a path asked twice answered
+    /// twice) that `items` holds. The read returns the ids in the order asked, so one walk pairs
+    /// them; only when it left some out (gone, or asked twice) are the rest looked up by id.
+    private static func pair(_ asked: [(path: String, id: UUID)], with items: [ScreenedItem],
+                             _ each: (String, SecretServiceSecret) throws(DBusError) -> Void) throws(DBusError) {
         var next = items.startIndex
         var byID: [UUID: SecretServiceSecret]?
         for item in asked {
             if byID == nil, next < items.endIndex, items[next].id == item.id {
-                if let secret = items[next].secret { found.append((item.path, secret)) }
+                if let secret = items[next].secret { try each(item.path, secret) }
                 next += 1
                 continue
             }
             if byID == nil {
                 var table: [UUID: SecretServiceSecret] = [:]
-                for read in items { if let secret = read.secret { table[read.id] = secret } }
+                for index in items.indices { if let secret = items[index].secret { table[items[index].id] = secret } }
                 byID = table
             }
-            if let secret = byID?[item.id] { found.append((item.path, secret)) }
+            if let secret = byID?[item.id] { try each(item.path, secret) }
         }
-        return found
     }
 
     /// The items GetSecrets asks of one collection.
