@@ -178,6 +178,28 @@ public struct DBusCheckedPath: Sendable, Hashable {
         try NameValidation.objectPath(path)
         rawValue = path
     }
+
+    /// A path libdbus validated already (it checks every path of a message it receives).
+    fileprivate init(validatedByLibdbus path: String) {
+        rawValue = path
+    }
+}
+
+extension DBusMethodCall {
+    /// The paths of the call's argument `index`, an `ao`, as checked paths: they came in a
+    /// message libdbus received, and libdbus checks every path of such a message before any of
+    /// it is read. For a handler that writes the paths it was given back into its reply (a
+    /// thousand of them in GetSecrets'). Nil when that argument is not an `ao`.
+    public func receivedObjectPaths(at index: Int) -> [DBusCheckedPath]? {
+        guard index < arguments.count, case .array(let element, let paths) = arguments[index], element == .objectPath else { return nil }
+        var checked: [DBusCheckedPath] = []
+        checked.reserveCapacity(paths.count)
+        for path in paths {
+            guard case .objectPath(let raw) = path else { return nil }
+            checked.append(DBusCheckedPath(validatedByLibdbus: raw))
+        }
+        return checked
+    }
 }
 
 /// A reply value written by its handler (`DBusBodyWriter`) when the reply is built, rather than

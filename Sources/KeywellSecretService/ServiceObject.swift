@@ -90,6 +90,9 @@ struct ServiceObject: ServiceMethods {
     /// the paths however many collections they name (dictionaries, no searches through lists).
     func secrets(of paths: [String], for session: SecretSession, call: CallContext) throws(DBusError) -> DBusWrittenValue {
         try CallLimits.check(paths.count, atMost: ServiceLimits.objectPathsPerCall, "GetSecrets takes", "object paths")
+        // The paths as the call carried them, which libdbus checked as it received the call:
+        // written back into the reply without a check of each (docs/performance.md).
+        let received = call.call.receivedObjectPaths(at: 0).flatMap { $0.count == paths.count ? $0 : nil }
         var groups: [SecretGroup] = []
         var groupOfCollection: [CollectionID: Int] = [:]
         var groupOfPrefix: [Substring: Int?] = [:]
@@ -110,7 +113,11 @@ struct ServiceObject: ServiceMethods {
                 groupOfPrefix[prefix] = .some(group)
             }
             last = (prefix, group)
-            if let group { groups[group].items.append((path, id)) }
+            if let group {
+                let checked: DBusCheckedPath
+                if let received { checked = received[index] } else { checked = try DBusCheckedPath(path) }
+                groups[group].items.append((checked, id))
+            }
         }
         var entries: [SealedEntry] = []
         entries.reserveCapacity(paths.count)
@@ -140,7 +147,7 @@ struct ServiceObject: ServiceMethods {
     }
 
     /// One entry of GetSecrets' reply: an item's path and its secret, sealed for the session.
-    private typealias SealedEntry = (path: String, sealed: SecretEncoding.Sealed)
+    private typealias SealedEntry = (path: DBusCheckedPath, sealed: SecretEncoding.Sealed)
 
     /// Reads each group's secrets (one batch per collection) and seals them for `session`.
     private func sealSecrets(of groups: [SecretGroup], for session: SecretSession, call: CallContext,
@@ -176,8 +183,8 @@ struct ServiceObject: ServiceMethods {
     /// Calls `each` with the secrets of `asked` (in its order, a path asked twice answered
     /// twice) that `items` holds. The read returns the ids in the order asked, so one walk pairs
     /// them; only when it left some out (gone, or asked twice) are the rest looked up by id.
-    private static func pair(_ asked: [(path: String, id: UUID)], with items: [ScreenedItem],
-                             _ each: (String, SecretServiceSecret) throws(DBusError) -> Void) throws(DBusError) {
+    private static func pair(_ asked: [(path: DBusCheckedPath, id: UUID)], with items: [ScreenedItem],
+                             _ each: (DBusCheckedPath, SecretServiceSecret) throws(DBusError) -> Void) throws(DBusError) {
         var next = items.startIndex
         var byID: [UUID: SecretServiceSecret]?
         for item in asked {
@@ -196,7 +203,7 @@ struct ServiceObject: ServiceMethods {
     }
 
     /// The items GetSecrets asks of one collection.
-    private typealias SecretGroup = (collection: any SecretCollection, items: [(path: String, id: UUID)])
+    private typealias SecretGroup = (collection: any SecretCollection, items: [(path: DBusCheckedPath, id: UUID)])
 
     /// The index in `groups` of the collection at `path` (an alias path resolves to the collection
     /// it names, which may have a group already); nil when `path` names none.
