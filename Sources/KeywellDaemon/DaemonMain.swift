@@ -171,10 +171,11 @@ final class Daemon: @unchecked Sendable {
             }
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
-            // A face's clients get its signals before the reply to the call that caused them
-            // (they may update caches from them). "Items changed" on the other face only asks
-            // its clients to look again, so it leaves after the reply, off the caller's round
-            // trip; state changes (lock, default keychain) keep their order with everything else.
+            // The native face's clients get its "items changed" before the reply to a native call
+            // that caused it, and after the reply to any other call, off that caller's round trip
+            // (the Secret Service sends its own item signals after the reply, in order:
+            // `SecretService.keychainItemsChanged`); state changes (lock, default keychain) keep
+            // their order with everything else.
             if case .itemsChanged = event, let call = DBusMethodCall.current {
                 if SecretServiceNames.isServiceObject(call.path) {
                     secretServiceSignals()

@@ -51,6 +51,8 @@ public final class SecretService: Sendable {
     private let currentConnection: LockedConnection
     /// One unlock dialog for the SSH agent at a time: the signatures behind it find the keychain open.
     private let agentUnlocking = Protected(())
+    /// Item signals waiting for the reply of the call that caused them, in order.
+    private let itemSignals = ItemSignalQueue()
 
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
@@ -150,6 +152,9 @@ public final class SecretService: Sendable {
 
     /// Engine events as Secret Service signals (the daemon passes every event on).
     public func keychainEvent(_ event: KeychainEvent) {
+        // An earlier change's item signals still waiting for their call's reply go first
+        // (`itemsChanged` comes with the change's own, which wait for the reply).
+        if case .itemsChanged = event {} else { itemSignals.flush() }
         kwallet.keychainEvent(event)
         switch event {
         case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
@@ -170,18 +175,19 @@ public final class SecretService: Sendable {
         if count > 0 { logger.info("the last login session closed: forgot \(count) item(s) of the session collection") }
     }
 
-    /// A call on this face gets its item signals before its reply (clients update caches from
-    /// them); a call on the native face, after its reply, off that caller's round trip.
+    /// A call's item signals go right after its reply, whichever face it came through: each
+    /// message sent before a reply delays the reply by the bus's turn for it, and no client
+    /// needs them first (docs/secret-service.md, "Signals"). `itemSignals` keeps their order.
     private func keychainItemsChanged(_ event: KeychainItemsEvent) {
-        let send: @Sendable () -> Void = { [context, kwallet] in
+        itemSignals.enqueue { [context, kwallet] in
             context.signals.itemsChanged(in: .keychain(event.keychain), created: event.created,
                                          changed: event.changed, deleted: event.deleted)
             kwallet.itemsChanged(event)
         }
-        if let call = DBusMethodCall.current, !SecretServiceNames.isServiceObject(call.path) {
-            call.afterReply(send)
+        if let call = DBusMethodCall.current {
+            call.afterReply { [itemSignals] in itemSignals.flush() }
         } else {
-            send()
+            itemSignals.flush()
         }
     }
 

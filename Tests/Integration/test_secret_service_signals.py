@@ -31,10 +31,11 @@ class Monitor:
     """dbus-monitor on the bus, for signals under /org/freedesktop/secrets, parsed into
     (member, path, first object-path or string argument)."""
 
-    def __init__(self, bus: KeywellBus) -> None:
+    def __init__(self, bus: KeywellBus, also: tuple[str, ...] = ()) -> None:
+        """`also`: more match rules, e.g. for replies."""
         self.bus = bus
         self.process = subprocess.Popen(
-            ["dbus-monitor", "--address", bus.address, f"type='signal',path_namespace='{SERVICE_PATH}'"],
+            ["dbus-monitor", "--address", bus.address, f"type='signal',path_namespace='{SERVICE_PATH}'", *also],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=bus.env)
         self.lines: list[str] = []
         self.marks = 0
@@ -283,6 +284,35 @@ def test_secret_service_changes_send_signals_in_gnome_keyrings_order_with_values
         assert 'string "app"' in steps[5][2]["Attributes"] and 'string "b"' in steps[5][2]["Attributes"]
         assert steps[6][2] == login_path and steps[7][2] == {"Label": 'string "Mine"'}
         assert steps[8][2] == item.item_path and _path_list(steps[9][2]["Items"]) == []
+    finally:
+        monitor.close()
+
+
+def test_item_signals_follow_the_reply_in_the_order_of_the_changes(session):
+    """A Secret Service call's item signals leave right after its reply, so that the bus routes
+    the reply first (docs/secret-service.md, "Signals"), and in the order of the changes."""
+    session.create_login()
+    monitor = Monitor(session, also=("type='method_return'",))
+    try:
+        login_path = f"{COLLECTION_IFACE_PATH}/login"
+        login = secretstorage.Collection(session.jeepney(), login_path)
+        items = [login.create_item(f"item {n}", {"app": str(n)}, b"s") for n in range(3)]
+        for item in items:
+            item.delete()
+        monitor.sync()
+        paths = [item.item_path for item in items]
+        assert monitor.named("ItemCreated", "ItemDeleted") == (
+            [("ItemCreated", path) for path in paths] + [("ItemDeleted", path) for path in paths])
+        lines = monitor.lines
+
+        def first(kind: str, path: str) -> int:
+            return next(index for index, line in enumerate(lines[:-1])
+                        if line.startswith(kind) and f'object path "{path}"' in lines[index + 1])
+        for path in paths:
+            reply = first("method return ", path)
+            created = next(index for index, line in enumerate(lines[:-1])
+                           if line.startswith("signal ") and "member=ItemCreated" in line and path in lines[index + 1])
+            assert reply < created, "\n".join(lines[reply - 5:created + 5])
     finally:
         monitor.close()
 
