@@ -172,8 +172,8 @@ final class Daemon: @unchecked Sendable {
             let nativeSignal: @Sendable () -> Void = { emitter.emit(event) }
             let secretServiceSignals: @Sendable () -> Void = { secretService.keychainEvent(event) }
             // The native face's clients get its "items changed" before the reply to a native call
-            // that caused it, and after the reply to any other call, off that caller's round trip
-            // (the Secret Service sends its own item signals after the reply, in order:
+            // that caused it, and after the reply to a Secret Service call, off that caller's round
+            // trip (the Secret Service sends its own item signals after the reply, in order:
             // `SecretService.keychainItemsChanged`); state changes (lock, default keychain) keep
             // their order with everything else.
             if case .itemsChanged = event, let call = DBusMethodCall.current {
