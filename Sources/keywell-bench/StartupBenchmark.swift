@@ -142,8 +142,10 @@ struct StartupProcessRounds {
             try world.check("/usr/bin/git", ["-c", "credential.helper=keywell", "credential", "approve"],
                             input: "url=https://git.example.com\nusername=alice\npassword=s3cret\n\n", environment: current.environment)
         } else {
+            // git's helpers are programs of their own, so both builds' helpers are named as well.
+            let helpers = [current.helper, baseline!.helper].flatMap { ["-T", $0] }
             try world.check(current.keywell, ["add-internet-password", "-a", "alice", "-s", "git.example.com", "-r", "htps",
-                                              "-w", "s3cret"] + trusted)
+                                              "-w", "s3cret"] + trusted + helpers)
         }
         let gitFill = ["/usr/bin/git", "-c", "credential.helper=keywell", "credential", "fill"]
         let gitRequest = "url=https://git.example.com\n\n"
