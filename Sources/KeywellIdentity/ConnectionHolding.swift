@@ -25,10 +25,17 @@ enum ConnectionHolding {
         var seen = 0
         while seen < maximumDescriptors, let entry = readdir(listing) {
             seen += 1
+            // The name is read in place; only the one descriptor that matches is named as text.
+            let matched = withUnsafeBytes(of: entry.pointee.d_name) { name -> Bool in
+                guard let first = name.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9"),
+                      let inode = socketInode(linkAt: name.baseAddress!.assumingMemoryBound(to: CChar.self), in: dirfd(listing)) else {
+                    return false
+                }
+                return wanted(inode)
+            }
+            guard matched else { continue }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let inode = socketInode(linkAt: name, in: dirfd(listing)), wanted(inode),
-                  try pin.isCloseOnExec(descriptor: name) else { continue }
-            return true
+            if try pin.isCloseOnExec(descriptor: name) { return true }
         }
         return false
     }
@@ -64,15 +71,32 @@ enum ConnectionHolding {
         return (peer, Array(name[..<length]))
     }
 
-    /// `socket:[<inode>]`, what the kernel shows for a descriptor of a socket.
-    private static func socketInode(linkAt name: String, in folder: Int32) -> UInt32? {
-        guard name.first?.isNumber == true else { return nil }
-        var buffer = [CChar](repeating: 0, count: 64)
-        let length = readlinkat(folder, name, &buffer, buffer.count - 1)
-        guard length > 9 else { return nil }
-        let target = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard target.hasPrefix("socket:["), target.hasSuffix("]") else { return nil }
-        return UInt32(target.dropFirst(8).dropLast())
+    /// `socket:[<inode>]`, what the kernel shows for a descriptor of a socket; nil for anything
+    /// else. Parsed from the link's bytes on the stack: every descriptor of the process passes
+    /// here, at each new caller (docs/performance.md, "A new caller's cost in keywelld").
+    static func socketInode(linkAt name: UnsafePointer<CChar>, in folder: Int32) -> UInt32? {
+        // "socket:[4294967295]" is 19 bytes; a longer link is not a socket's.
+        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &buffer) { raw -> UInt32? in
+            let length = readlinkat(folder, name, raw.baseAddress!.assumingMemoryBound(to: CChar.self), raw.count)
+            guard length > 0, length < raw.count else { return nil }
+            return socketInode(link: UnsafeRawBufferPointer(rebasing: raw[..<length]))
+        }
+    }
+
+    /// The inode in a link's text `socket:[<decimal>]`, or nil.
+    static func socketInode(link: UnsafeRawBufferPointer) -> UInt32? {
+        let prefix: StaticString = "socket:["
+        let prefixLength = prefix.utf8CodeUnitCount
+        guard link.count > prefixLength + 1, link[link.count - 1] == UInt8(ascii: "]"),
+              memcmp(link.baseAddress!, prefix.utf8Start, prefixLength) == 0 else { return nil }
+        var value: UInt64 = 0
+        for byte in link[prefixLength..<(link.count - 1)] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + UInt64(byte - UInt8(ascii: "0"))
+            guard value <= UInt64(UInt32.max) else { return nil }
+        }
+        return UInt32(value)
     }
 }
 
@@ -81,11 +105,36 @@ extension ProcessPin {
     /// marked close-on-exec: the `flags` line of its fdinfo, in octal.
     func isCloseOnExec(descriptor: String) throws(IdentityError) -> Bool {
         let (bytes, _) = try read("fdinfo/\(descriptor)", limit: 4096)
-        for line in bytes.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("flags:".utf8)) {
-            let digits = String(decoding: line.dropFirst(6), as: UTF8.self).trimmingCharacters(in: .whitespaces)
-            guard let flags = Int(digits, radix: 8) else { return false }
-            return flags & Int(O_CLOEXEC) != 0
+        return bytes.withUnsafeBytes { ConnectionHolding.closeOnExec(fdinfo: $0) } ?? false
+    }
+}
+
+extension ConnectionHolding {
+    /// Whether an fdinfo's `flags:` line (octal, after spaces or tabs) has O_CLOEXEC; nil when
+    /// the line is missing or not octal.
+    static func closeOnExec(fdinfo: UnsafeRawBufferPointer) -> Bool? {
+        let key = Array("flags:".utf8)
+        var lineStart = 0
+        while lineStart < fdinfo.count {
+            let lineEnd = fdinfo[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? fdinfo.count
+            let line = fdinfo[lineStart..<lineEnd]
+            if line.starts(with: key) {
+                var flags = 0
+                var digits = 0
+                for byte in line.dropFirst(key.count) {
+                    if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+                        guard digits == 0 else { break }
+                        continue
+                    }
+                    guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "7"), digits < 21 else { return nil }
+                    flags = flags << 3 | Int(byte - UInt8(ascii: "0"))
+                    digits += 1
+                }
+                guard digits > 0 else { return nil }
+                return flags & Int(O_CLOEXEC) != 0
+            }
+            lineStart = lineEnd + 1
         }
-        return false
+        return nil
     }
 }
