@@ -183,9 +183,10 @@ public final class DBusPeerServer: @unchecked Sendable {
         let connection: DBusConnection
         do {
             connection = try DBusConnection(accepted: raw, peerName: name, workers: workers) { [weak self] in
-                // Off the loop's thread, and the loop's thread holds no reference meanwhile: the
-                // last reference closes the connection, which waits for its loop to finish.
-                self?.workers.submit { [weak self] in
+                // After the loop's job has returned, on the same worker (nothing is woken for
+                // it): the last reference closes the connection, which waits for its loop to
+                // finish, so it must not be dropped from inside the loop.
+                self?.workers.submitAfterCurrentJob { [weak self] in
                     guard let self, let connection = holder.connection else { return }
                     ended(connection)
                     connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }

@@ -1,6 +1,10 @@
 import CDBus
 import KeywellSystem
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -46,6 +50,19 @@ final class WorkerPool: @unchecked Sendable {
         _ = enqueue(job, onlyIfRunnableNow: false)
     }
 
+    /// From one of this pool's workers, runs `job` on that same thread as soon as its current
+    /// job has returned (its frames and captures gone), before it takes any other: nothing is
+    /// woken for it. From any other thread, the same as `submit`. For short bookkeeping a job
+    /// leaves behind (a connection's end, docs/dbus-layer.md "The direct socket"), which would
+    /// otherwise wake a sleeping worker while this one is about to be free.
+    func submitAfterCurrentJob(_ job: @escaping @Sendable () -> Void) {
+        if let worker = WorkerThread.current, worker.pool === self {
+            worker.next.append(job)
+            return
+        }
+        submit(job)
+    }
+
     /// Submits `job` only if a thread can take it at once (an idle worker, or a new one within
     /// the limit); false, and nothing queued, when every thread is busy at the limit or the pool
     /// has stopped.
@@ -88,11 +105,14 @@ final class WorkerPool: @unchecked Sendable {
         // daemon's workers do not wake every `idleTimeout` (each wake faulted their code back in
         // after the idle trim).
         var parked = false
+        let worker = WorkerThread(pool: self)
+        WorkerThread.enter(worker)
+        defer { WorkerThread.leave() }
         lock.lock()
         while true {
             if jobHead < jobs.count {
                 parked = false
-                let job = jobs[jobHead]!
+                var job = jobs[jobHead]
                 jobs[jobHead] = nil
                 jobHead += 1
                 if jobHead > 64, jobHead * 2 > jobs.count {
@@ -101,7 +121,14 @@ final class WorkerPool: @unchecked Sendable {
                     jobHead = 0
                 }
                 lock.unlock()
-                job()
+                job!()
+                job = nil
+                // What the job left to run after it (`submitAfterCurrentJob`), and what those leave.
+                while !worker.next.isEmpty {
+                    var next = worker.next.removeFirst()
+                    next()
+                    next = { }
+                }
                 // What the job left on this stack (short secrets live inside Swift values) goes.
                 keywell_scrub_stack()
                 lock.lock()
@@ -122,5 +149,30 @@ final class WorkerPool: @unchecked Sendable {
         }
         threadCount -= 1
         lock.unlock()
+    }
+}
+
+/// A worker's own state, found through a thread-specific key: the pool it belongs to and the
+/// jobs its current job asked to run after it. Only its own thread touches `next`.
+// @unchecked: `next` is used by the owning thread alone.
+private final class WorkerThread: @unchecked Sendable {
+    unowned let pool: WorkerPool
+    var next: [@Sendable () -> Void] = []
+
+    init(pool: WorkerPool) { self.pool = pool }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Set for the worker loop's lifetime, which keeps the object alive meanwhile.
+    static func enter(_ worker: WorkerThread) { pthread_setspecific(key, Unmanaged.passUnretained(worker).toOpaque()) }
+
+    static func leave() { pthread_setspecific(key, nil) }
+
+    static var current: WorkerThread? {
+        pthread_getspecific(key).map { Unmanaged<WorkerThread>.fromOpaque($0).takeUnretainedValue() }
     }
 }

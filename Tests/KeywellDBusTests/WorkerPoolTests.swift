@@ -39,6 +39,45 @@ struct WorkerPoolTests {
         #expect(!pool.submitToRunNow {})
     }
 
+    /// A job a worker's job leaves behind runs on that same worker once the first has returned,
+    /// before anything else, while another idle worker stays asleep; from outside the pool it is
+    /// an ordinary job.
+    @Test func aJobLeftBehindRunsOnTheSameWorkerAfterItsJob() throws {
+        let pool = WorkerPool(name: "test-after", keepAlive: 2, maximumThreads: 2)
+        defer { pool.stop() }
+        let order = LockedValue<[String]>([])
+        let threads = LockedValue<[String: pthread_t]>([:])
+        let done = DispatchSemaphore(value: 0)
+        // Two workers, then both idle: a plain submit from a job would wake the other one.
+        let warm = DispatchSemaphore(value: 0)
+        let hold = DispatchSemaphore(value: 0)
+        pool.submit { warm.signal(); hold.wait() }
+        pool.submit { warm.signal(); hold.wait() }
+        for _ in 0..<2 { #expect(warm.wait(timeout: .now() + 10) == .success) }
+        hold.signal()
+        hold.signal()
+        usleep(20_000)
+        pool.submit {
+            threads.value["first"] = pthread_self()
+            pool.submitAfterCurrentJob {
+                threads.value["after"] = pthread_self()
+                order.value.append("after")
+                done.signal()
+            }
+            // Still inside the first job: the one left behind has not run yet.
+            usleep(50_000)
+            order.value.append("first")
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(order.value == ["first", "after"])
+        let first = try #require(threads.value["first"]), after = try #require(threads.value["after"])
+        #expect(pthread_equal(first, after) != 0)
+
+        let outside = DispatchSemaphore(value: 0)
+        pool.submitAfterCurrentJob { outside.signal() }
+        #expect(outside.wait(timeout: .now() + 10) == .success)
+    }
+
     /// A kept worker that has waited out its idle timeout gives back its stack and then waits
     /// without one: work submitted later still wakes it, and runs at once.
     @Test func keptWorkersTakeWorkAfterTheirIdleTimeout() throws {
