@@ -9,6 +9,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -42,10 +43,28 @@ int keywell_open_in_root(int root_fd, const char *path, int extra_flags) {
     return (int)syscall(SYS_openat2, root_fd, path, &how, sizeof how);
 }
 
-int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char *name, size_t name_size,
-                             size_t *name_length) {
-    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (fd < 0) return -1;
+/* One netlink socket, kept: the question is asked at every new caller of the direct socket, and
+   making and closing a socket each time cost as much as the question itself. The lock keeps one
+   question and its answer together; each carries its own sequence number, and an answer to
+   another (none should be left over) is skipped. The kernel answers inside sendto, so the answer
+   is read without waiting; any failure of the socket itself closes it for the next call to remake. */
+static pthread_mutex_t diag_lock = PTHREAD_MUTEX_INITIALIZER;
+static int diag_socket = -1;
+static unsigned int diag_sequence;
+
+static void diag_reset(void) {
+    int saved = errno;
+    if (diag_socket >= 0) close(diag_socket);
+    diag_socket = -1;
+    errno = saved;
+}
+
+static int unix_socket_info_locked(unsigned int inode, unsigned int *peer_inode, char *name, size_t name_size,
+                                   size_t *name_length) {
+    if (diag_socket < 0) {
+        diag_socket = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        if (diag_socket < 0) return -1;
+    }
     struct {
         struct nlmsghdr header;
         struct unix_diag_req request;
@@ -54,6 +73,7 @@ int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char 
     message.header.nlmsg_len = sizeof message;
     message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
     message.header.nlmsg_flags = NLM_F_REQUEST;
+    message.header.nlmsg_seq = ++diag_sequence;
     message.request.sdiag_family = AF_UNIX;
     message.request.udiag_states = ~0U;
     message.request.udiag_ino = inode;
@@ -64,29 +84,29 @@ int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char 
     memset(&kernel, 0, sizeof kernel);
     kernel.nl_family = AF_NETLINK;
     ssize_t sent;
-    do sent = sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel);
+    do sent = sendto(diag_socket, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel);
     while (sent < 0 && errno == EINTR);
     if (sent < 0) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
+        diag_reset();
         return -1;
     }
     /* One answer: a unix_diag_msg and its attributes (a name is at most 108 bytes). */
     long buffer[1024];
     ssize_t received;
-    do received = recv(fd, buffer, sizeof buffer, 0);
-    while (received < 0 && errno == EINTR);
-    int saved = errno;
-    close(fd);
-    if (received < 0) {
-        errno = saved;
-        return -1;
-    }
     struct nlmsghdr *header = (struct nlmsghdr *)buffer;
-    if (!NLMSG_OK(header, (unsigned int)received)) {
-        errno = EBADMSG;
-        return -1;
+    for (int attempt = 0;; attempt++) {
+        if (attempt == 8) {
+            errno = EBADMSG;
+            diag_reset();
+            return -1;
+        }
+        do received = recv(diag_socket, buffer, sizeof buffer, MSG_DONTWAIT);
+        while (received < 0 && errno == EINTR);
+        if (received < 0) {
+            diag_reset();
+            return -1;
+        }
+        if (NLMSG_OK(header, (unsigned int)received) && header->nlmsg_seq == message.header.nlmsg_seq) break;
     }
     if (header->nlmsg_type == NLMSG_ERROR) {
         struct nlmsgerr *failure = NLMSG_DATA(header);
@@ -117,4 +137,14 @@ int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char 
         }
     }
     return 0;
+}
+
+int keywell_unix_socket_info(unsigned int inode, unsigned int *peer_inode, char *name, size_t name_size,
+                             size_t *name_length) {
+    pthread_mutex_lock(&diag_lock);
+    int status = unix_socket_info_locked(inode, peer_inode, name, name_size, name_length);
+    int saved = errno;
+    pthread_mutex_unlock(&diag_lock);
+    errno = saved;
+    return status;
 }
