@@ -41,10 +41,19 @@ enum SecretEncoding {
 
     private static let aesBlockBytes = 16
 
-    /// A secret for `session`: encrypted with a fresh IV in a DH session.
+    /// A secret for `session`: encrypted with a fresh IV in a DH session. One secret (GetSecret)
+    /// goes through `AESCBCCipher.seal` directly: no batch of one, no `Sealer`.
     static func encode(_ secret: SecretServiceSecret, for session: SecretSession) throws(DBusError) -> DBusValue {
-        let sealed = try Sealing(for: session, count: 1).seal(secret)
-        return .structure([.objectPath(session.path), .bytes(sealed.parameters), .bytes(sealed.value), .string(sealed.contentType)])
+        let sessionPath = DBusValue.objectPath(session.path)
+        guard let cipher = session.cipher else {
+            return .structure([sessionPath, .bytes([]), .bytes(bytes(secret.value)), .string(secret.contentType)])
+        }
+        do {
+            let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try cipher.seal(bytes) } }.get()
+            return .structure([sessionPath, .bytes(box.iv), .bytes(box.ciphertext), .string(secret.contentType)])
+        } catch {
+            throw .failed("Cannot encrypt the secret: \(error)")
+        }
     }
 
     /// A secret as the reply carries it, less its session: in a plain session `value` is a copy

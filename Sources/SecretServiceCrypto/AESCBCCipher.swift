@@ -15,7 +15,26 @@ public struct AESCBCCipher: Sendable {
 
     /// Encrypts with a fresh random IV; returns (iv, ciphertext).
     public func seal(_ plaintext: [UInt8]) throws(SecretCryptoError) -> (iv: [UInt8], ciphertext: [UInt8]) {
-        try sealAll([plaintext])[0]
+        try plaintext.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try seal(bytes) } }.get()
+    }
+
+    /// Encrypts one plaintext where it lies, with a fresh random IV (a GetSecret's reply): the IV
+    /// drawn straight into its array, the key and the IV set in one `EVP_CipherInit_ex`, and no
+    /// `Sealer` or batch of IVs for a single secret. The context, and so the key schedule, is
+    /// freed before this returns (docs/performance.md, "Reads with fewer steps").
+    public func seal(_ plaintext: UnsafeRawBufferPointer) throws(SecretCryptoError) -> (iv: [UInt8], ciphertext: [UInt8]) {
+        let iv = Self.randomBytes(count: Self.blockSize)
+        let context = try CipherContext(key: key, iv: iv, encrypt: true)
+        return (iv, try context.crypt(input: plaintext, encrypt: true))
+    }
+
+    /// `count` random bytes from libsodium, written into the array's storage (no zero fill, no
+    /// generic `Array(repeating:count:)` first).
+    fileprivate static func randomBytes(count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialised in
+            randombytes_buf(buffer.baseAddress!, count)
+            initialised = count
+        }
     }
 
     /// Encrypts each plaintext with a fresh random IV of its own (`Sealer`).
@@ -47,8 +66,7 @@ public struct AESCBCCipher: Sendable {
         private var used = 0
 
         fileprivate init(context: CipherContext, count: Int) {
-            ivs = [UInt8](repeating: 0, count: AESCBCCipher.blockSize * max(count, 1))
-            ivs.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+            ivs = AESCBCCipher.randomBytes(count: AESCBCCipher.blockSize * max(count, 1))
             self.context = context
         }
 
@@ -73,9 +91,9 @@ public struct AESCBCCipher: Sendable {
     }
 
     func run(encrypt: Bool, iv: [UInt8], input: [UInt8]) throws(SecretCryptoError) -> [UInt8] {
-        let context = try CipherContext(key: key, encrypt: encrypt)
+        let context = try CipherContext(key: key, iv: iv, encrypt: encrypt)
         return try input.withUnsafeBytes { bytes in
-            Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: bytes, encrypt: encrypt) }
+            Result { () throws(SecretCryptoError) in try context.crypt(input: bytes, encrypt: encrypt) }
         }.get()
     }
 }
@@ -85,7 +103,9 @@ public struct AESCBCCipher: Sendable {
 private final class CipherContext {
     private let context: OpaquePointer
 
-    init(key: SecretBytes, encrypt: Bool) throws(SecretCryptoError) {
+    /// With `iv`, the key and the IV are set in one call (a context for one plaintext); without,
+    /// each `run` sets its own.
+    init(key: SecretBytes, iv: [UInt8]? = nil, encrypt: Bool) throws(SecretCryptoError) {
         let cipher = try CipherLibrary.acquireAES128CBC()
         guard let context = EVP_CIPHER_CTX_new() else {
             CipherLibrary.release()
@@ -93,7 +113,9 @@ private final class CipherContext {
         }
         self.context = context
         let initialised = key.withUnsafeBytes { keyBytes in
-            EVP_CipherInit_ex(context, cipher, nil, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, encrypt ? 1 : 0)
+            let keyStart = keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            guard let iv else { return EVP_CipherInit_ex(context, cipher, nil, keyStart, nil, encrypt ? 1 : 0) }
+            return iv.withUnsafeBufferPointer { EVP_CipherInit_ex(context, cipher, nil, keyStart, $0.baseAddress, encrypt ? 1 : 0) }
         }
         guard initialised == 1 else { throw .library("EVP_CipherInit_ex") }
     }
@@ -105,6 +127,11 @@ private final class CipherContext {
 
     func run(iv: [UInt8], input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
         guard EVP_CipherInit_ex(context, nil, nil, nil, iv, encrypt ? 1 : 0) == 1 else { throw .library("EVP_CipherInit_ex") }
+        return try crypt(input: input, encrypt: encrypt)
+    }
+
+    /// `input` under the IV set last.
+    func crypt(input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
         var ok = false
         // Written straight into the array's storage: no zero fill first.
         let output = [UInt8](unsafeUninitializedCapacity: input.count + AESCBCCipher.blockSize) { out, count in

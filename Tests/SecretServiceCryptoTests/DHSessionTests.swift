@@ -106,6 +106,20 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     }
 }
 
+/// One secret sealed on its own (a GetSecret's reply) draws its own IV each time: the same
+/// plaintext twice differs on the wire, and each opens with the key.
+@Test func sealingOneSecretDrawsAFreshIVEachTime() throws {
+    let cipher = AESCBCCipher(key: [UInt8](repeating: 6, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
+    let plaintext = Array("the same".utf8)
+    let boxes = try (0..<8).map { _ in try plaintext.withUnsafeBytes { try cipher.seal($0) } }
+    #expect(Set(boxes.map(\.iv)).count == boxes.count)
+    #expect(Set(boxes.map(\.ciphertext)).count == boxes.count)
+    for box in boxes {
+        #expect(box.iv.count == 16 && box.ciphertext.count == 16)
+        #expect(try cipher.open(iv: box.iv, ciphertext: box.ciphertext) == plaintext)
+    }
+}
+
 @Test func malformedCiphertextIsRefused() throws {
     let key = [UInt8](repeating: 1, count: 16).withUnsafeBytes { SecretBytes(copying: $0) }
     let cipher = AESCBCCipher(key: key)
