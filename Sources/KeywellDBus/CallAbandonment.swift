@@ -69,6 +69,25 @@ final class InFlightCalls: Sendable {
         table.withLock { table in _ = table.calls.removeValue(forKey: ObjectIdentifier(call)) }
     }
 
+    /// Runs `body` under the table's lock, which also guards every call's reply state
+    /// (`DBusMethodCall`): one lock per connection, held for a few stores, where a lock of each
+    /// call's own cost two allocations on every call (docs/performance.md, "Reads with fewer
+    /// steps"). `body` must not call back into the table.
+    func locked<Result: Sendable>(_ body: () -> Result) -> Result {
+        table.withLock { _ in body() }
+    }
+
+    /// Runs `claim` under the lock and, when it returns true (the call's reply is claimed),
+    /// takes the call off the table in the same hold.
+    func claim(_ call: CallAbandonment, _ claim: () -> Bool) -> Bool {
+        let unlisted = call.sender.isEmpty
+        return table.withLock { table in
+            guard claim() else { return false }
+            if !unlisted { _ = table.calls.removeValue(forKey: ObjectIdentifier(call)) }
+            return true
+        }
+    }
+
     func callerLeft(_ sender: String) {
         let left = table.withLock { table -> [CallAbandonment] in
             let left = table.calls.values.filter { $0.sender == sender }

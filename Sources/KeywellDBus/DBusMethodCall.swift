@@ -10,7 +10,7 @@ import Glibc
 /// Reply exactly once with `reply(_:)` or `reply(error:)`, from any thread, now or later; later
 /// replies are ignored. A call dropped without a reply answers `Failed` so the caller never
 /// waits for its timeout.
-// @unchecked: the reply state is only touched under `state`'s lock; `method` is set before a handler sees the call.
+// @unchecked: the reply state is only touched under the connection's `inFlight` lock; `method` is set before a handler sees the call.
 public final class DBusMethodCall: @unchecked Sendable {
     public let connection: DBusConnection
     /// The caller's unique bus name; on a connection a `DBusPeerServer` accepted, its `peerName`
@@ -30,8 +30,11 @@ public final class DBusMethodCall: @unchecked Sendable {
 
     let message: MessageRef
     private let abandonment: CallAbandonment
-    /// A `Protected`: two allocations on every call (a ConditionLock cost three).
-    private let state = Protected(ReplyState())
+    /// Touched only under the lock of the connection's table of calls in flight (`withState`),
+    /// which a reply takes anyway to leave that table: a `Protected` of the call's own cost two
+    /// allocations on every call, and a second lock at the reply. Unchecked: that lock already
+    /// makes every access exclusive.
+    @exclusivity(unchecked) private var state = ReplyState()
 
     private struct ReplyState {
         var replied = false
@@ -48,8 +51,8 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// Service DH session's secrets) clears it before replying, sparing a walk over every byte
     /// array of the reply, twice.
     public var replyMayHoldSecrets: Bool {
-        get { state.withLock { $0.replyWipe } }
-        set { state.withLock { $0.replyWipe = newValue } }
+        get { withState { $0.replyWipe } }
+        set { withState { $0.replyWipe = newValue } }
     }
 
     init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue], abandonment: CallAbandonment) {
@@ -67,7 +70,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     }
 
     deinit {
-        let (replied, afterReplyWork, takenDescriptors) = state.withLock { ($0.replied, $0.afterReplyWork, $0.takenDescriptors) }
+        let (replied, afterReplyWork, takenDescriptors) = withState { ($0.replied, $0.afterReplyWork, $0.takenDescriptors) }
         // A reply took the call off the table already (`claimReply`).
         if !replied { connection.inFlight.unregister(abandonment) }
         if !replied, expectsReply {
@@ -89,14 +92,14 @@ public final class DBusMethodCall: @unchecked Sendable {
         ByteArrayWipe.wipe(message)
     }
 
-    public var hasReplied: Bool { state.withLock { $0.replied } }
+    public var hasReplied: Bool { withState { $0.replied } }
 
     /// The descriptor passed as argument `index` (type `h`), now the handler's to close. Nil if
     /// that argument is not a descriptor or was taken already. Descriptors not taken are closed
     /// when the call ends.
     public func takeFileDescriptor(argument index: Int) -> Int32? {
         guard arguments.indices.contains(index), let descriptor = arguments[index].unixFDValue else { return nil }
-        return state.withLock { $0.takenDescriptors.insert(index).inserted } ? descriptor : nil
+        return withState { $0.takenDescriptors.insert(index).inserted } ? descriptor : nil
     }
 
     private static func closeDescriptors(in value: DBusValue) {
@@ -124,7 +127,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// reaches a caller that set a longer timeout than the deadline; the bus drops it otherwise.
     public func checkStillWanted() throws(DBusError) {
         guard isAbandoned else { return }
-        let first = state.withLock { state -> Bool in
+        let first = withState { state -> Bool in
             defer { state.abandonNoted = true }
             return !state.abandonNoted
         }
@@ -184,7 +187,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// before its reply delays the reply by the bus's turn for it. The call keeps `work` until
     /// then, so `work` must not keep the call.
     public func afterReply(_ work: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
+        let runNow = withState { state -> Bool in
             if state.replySent { return true }
             state.afterReplyWork.append(work)
             return false
@@ -226,7 +229,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     }()
 
     private func replyIsOut() {
-        let work = state.withLock { state -> [@Sendable () -> Void] in
+        let work = withState { state -> [@Sendable () -> Void] in
             state.replySent = true
             defer { state.afterReplyWork = [] }
             return state.afterReplyWork
@@ -234,14 +237,17 @@ public final class DBusMethodCall: @unchecked Sendable {
         for item in work { item() }
     }
 
+    /// Claims the reply and takes the call off the table of calls in flight, in one hold of its lock.
     private func claimReply() -> Bool {
-        let claimed = state.withLock { state -> Bool in
+        connection.inFlight.claim(abandonment) {
             if state.replied { return false }
             state.replied = true
             return true
         }
-        if claimed { connection.inFlight.unregister(abandonment) }
-        return claimed
+    }
+
+    private func withState<Result: Sendable>(_ body: (inout ReplyState) -> Result) -> Result {
+        connection.inFlight.locked { body(&state) }
     }
 }
 
