@@ -1,5 +1,6 @@
 import CDBus
 import KeywellSystem
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -22,14 +23,21 @@ public final class DBusMethodCall: @unchecked Sendable {
     public let member: String
     /// The signature the caller sent: the method's declared one (SignatureCheck).
     public let signature: DBusSignature
-    public let arguments: [DBusValue]
+    /// Set once decoded, before a handler sees the call. Unchecked: never written after that.
+    @exclusivity(unchecked) public internal(set) var arguments: [DBusValue] = []
     /// The declaration matched for this call (nil for the standard interfaces).
     public internal(set) var method: DBusMethod?
     /// False when the caller asked for no reply (replies are then dropped).
     public let expectsReply: Bool
 
     let message: MessageRef
-    private let abandonment: CallAbandonment
+    /// When the connection's `callDeadline` runs out for this call (counted from its arrival).
+    public let deadline: ContinuousClock.Instant
+    /// Whether the call is in the connection's table of calls in flight (its message names a
+    /// sender), where the caller's departure finds it.
+    let isListed: Bool
+    /// Set when the caller left the bus (`InFlightCalls.callerLeft`).
+    private let callerLeft = Atomic<Bool>(false)
     /// Touched only under the lock of the connection's table of calls in flight (`withState`),
     /// which a reply takes anyway to leave that table: a `Protected` of the call's own cost two
     /// allocations on every call, and a second lock at the reply. Unchecked: that lock already
@@ -55,24 +63,26 @@ public final class DBusMethodCall: @unchecked Sendable {
         set { withState { $0.replyWipe = newValue } }
     }
 
-    init(connection: DBusConnection, message: MessageRef, arguments: [DBusValue], abandonment: CallAbandonment) {
+    /// Made as the message is read, on the I/O thread (`MethodDispatcher.receive`), before any
+    /// later message of the bus (the caller's departure) is; its arguments are decoded after.
+    init(connection: DBusConnection, message: MessageRef, deadline: ContinuousClock.Instant) {
         self.connection = connection
         self.message = message
-        self.abandonment = abandonment
-        // The dispatcher read the message's sender once already, for the abandonment.
-        self.sender = abandonment.sender.isEmpty ? connection.peerName ?? "" : abandonment.sender
+        self.deadline = deadline
+        let sender = message.sender ?? ""
+        isListed = !sender.isEmpty
+        self.sender = sender.isEmpty ? connection.peerName ?? "" : sender
         self.path = message.path ?? "/"
         self.interface = message.interface
         self.member = message.member ?? ""
         self.signature = message.signature
-        self.arguments = arguments
         self.expectsReply = message.expectsReply
     }
 
     deinit {
         let (replied, afterReplyWork, takenDescriptors) = withState { ($0.replied, $0.afterReplyWork, $0.takenDescriptors) }
         // A reply took the call off the table already (`claimReply`).
-        if !replied { connection.inFlight.unregister(abandonment) }
+        if !replied { connection.inFlight.unregister(self) }
         if !replied, expectsReply {
             connection.sendReply(to: message, error: .failed("The service dropped the call to \(member) without replying"))
         }
@@ -112,14 +122,11 @@ public final class DBusMethodCall: @unchecked Sendable {
         }
     }
 
-    /// When the connection's `callDeadline` runs out for this call (counted from its arrival).
-    public var deadline: ContinuousClock.Instant { abandonment.deadline }
-
     /// True once nobody waits for the reply: the caller left the bus (noticed on a connection
     /// that `watchCallersLeaving()`) or the connection's `callDeadline` passed since the call
     /// arrived.
     public var isAbandoned: Bool {
-        abandonment.hasCallerLeft || ContinuousClock.now >= abandonment.deadline
+        callerLeft.load(ordering: .acquiring) || ContinuousClock.now >= deadline
     }
 
     /// For handlers of long calls, every so many items: throws LimitsExceeded once the call is
@@ -132,7 +139,7 @@ public final class DBusMethodCall: @unchecked Sendable {
             return !state.abandonNoted
         }
         if first { connection.inFlight.noteAbandoned() }
-        if abandonment.hasCallerLeft {
+        if callerLeft.load(ordering: .acquiring) {
             throw DBusError(name: DBusError.Name.limitsExceeded, message: "\(member) stopped: its caller left the bus")
         }
         throw DBusError(name: DBusError.Name.limitsExceeded,
@@ -239,12 +246,14 @@ public final class DBusMethodCall: @unchecked Sendable {
 
     /// Claims the reply and takes the call off the table of calls in flight, in one hold of its lock.
     private func claimReply() -> Bool {
-        connection.inFlight.claim(abandonment) {
+        connection.inFlight.claim(self) {
             if state.replied { return false }
             state.replied = true
             return true
         }
     }
+
+    func noteCallerLeft() { callerLeft.store(true, ordering: .releasing) }
 
     private func withState<Result: Sendable>(_ body: (inout ReplyState) -> Result) -> Result {
         connection.inFlight.locked { body(&state) }

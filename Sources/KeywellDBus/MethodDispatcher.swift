@@ -6,27 +6,23 @@ enum MethodDispatcher {
     static func receive(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop) {
         // Registered here, in the order the bus delivered it: the caller's departure, read later,
         // then finds it even when it is decoded off the loop.
-        let abandonment = CallAbandonment(sender: message.sender ?? "", deadline: connection.deadlineForCallArrivingNow())
-        connection.inFlight.register(abandonment)
+        let call = DBusMethodCall(connection: connection, message: message, deadline: connection.deadlineForCallArrivingNow())
+        connection.inFlight.register(call)
         guard MessageSize.isSmall(message) else {
-            loop.runOffLoop { dispatch(message, abandonment, on: connection, registry: registry, loop: nil) }
+            loop.runOffLoop { dispatch(call, on: connection, registry: registry, loop: nil) }
             return
         }
-        dispatch(message, abandonment, on: connection, registry: registry, loop: loop)
+        dispatch(call, on: connection, registry: registry, loop: loop)
     }
 
     /// `loop` is nil when already off the loop (everything then runs here).
-    static func dispatch(_ message: MessageRef, _ abandonment: CallAbandonment, on connection: DBusConnection,
-                         registry: ObjectRegistry, loop: ConnectionLoop?) {
-        let arguments: [DBusValue]
+    static func dispatch(_ call: DBusMethodCall, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
         do {
-            arguments = try message.arguments(maximumValues: connection.maximumDecodedValuesPerCall)
+            call.arguments = try call.message.arguments(maximumValues: connection.maximumDecodedValuesPerCall)
         } catch {
-            connection.inFlight.unregister(abandonment)
-            connection.sendReply(to: message, error: error)
+            call.reply(error: error)
             return
         }
-        let call = DBusMethodCall(connection: connection, message: message, arguments: arguments, abandonment: abandonment)
         let object = registry.object(at: call.path)
         let interfaces = object?.interfaces(at: call.path)
 

@@ -66,4 +66,31 @@ struct CallLimitsTests {
         #expect(messages.count == 1)
         #expect(messages.first?.contains("caller left the bus") == true)
     }
+
+    /// The table of calls in flight holds its calls unretained: calls dropped without a reply
+    /// leave it as they go, so the caller's departure afterwards marks only its call still
+    /// running (a dropped call left behind would be touched after it was freed).
+    @Test func callsDroppedWithoutAReplyLeaveTheTableBeforeTheirCallerLeaves() throws {
+        let fixture = try ServiceFixture()
+        try fixture.server.watchCallersLeaving()
+        let caller = try fixture.bus.connect()
+        let before = fixture.server.abandonedCallCount
+        let abandonedBefore = ServiceFixture.abandonedBy.value.count
+        for _ in 0..<50 {
+            do {
+                _ = try caller.call(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                    interface: ServiceFixture.interfaceName, member: "Forget", timeout: .seconds(5))
+                Issue.record("expected the layer's Failed answer")
+            } catch {
+                #expect(error.name == DBusError.Name.failed)
+            }
+        }
+        try caller.callWithoutReply(destination: ServiceFixture.name, path: ServiceFixture.path,
+                                    interface: ServiceFixture.interfaceName, member: "WorkUntilAbandoned")
+        caller.close()
+        #expect(eventually(timeout: .seconds(30)) {
+            fixture.server.abandonedCallCount == before + 1 && ServiceFixture.abandonedBy.value.count > abandonedBefore
+        })
+        #expect(ServiceFixture.abandonedBy.value.dropFirst(abandonedBefore).first?.contains("caller left the bus") == true)
+    }
 }

@@ -7,28 +7,15 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Whether anybody still waits for a call's reply: its caller may have left the bus, or its
-/// deadline (the time a caller waits by default) may have passed. Handlers of long calls ask
-/// `DBusMethodCall.checkStillWanted()` as they go and stop when the answer is no, instead of
-/// working for nobody.
-final class CallAbandonment: Sendable {
-    let sender: String
-    let deadline: ContinuousClock.Instant
-    /// A flag in the object itself: a ConditionLock cost three allocations on every call.
-    private let callerLeft = Atomic<Bool>(false)
-
-    init(sender: String, deadline: ContinuousClock.Instant) {
-        self.sender = sender
-        self.deadline = deadline
-    }
-
-    var hasCallerLeft: Bool { callerLeft.load(ordering: .acquiring) }
-
-    func noteCallerLeft() { callerLeft.store(true, ordering: .releasing) }
-}
-
 /// A server connection's calls still being handled, so that a caller leaving the bus
-/// (NameOwnerChanged with no new owner, delivered after every call it sent) marks its calls.
+/// (NameOwnerChanged with no new owner, delivered after every call it sent) marks its calls
+/// (`DBusMethodCall.isAbandoned`).
+///
+/// The table holds its calls unretained, so that a call dropped without a reply still goes (its
+/// deinit answers it): a call leaves the table, under its lock, when it is answered or in its
+/// deinit, before its memory does, so a departure marks only calls still alive. The call itself
+/// carries its deadline and flag; a separate object for them cost an allocation on every call
+/// (docs/performance.md, "Reads with fewer steps").
 ///
 /// One flat table keyed by the call: registering and unregistering a call hash a pointer, not
 /// the sender's name, and make no table per sender (which every call of a lone client made and
@@ -40,7 +27,7 @@ final class CallAbandonment: Sendable {
 final class InFlightCalls: Sendable {
     private struct Table {
         var watching = false
-        var calls: [ObjectIdentifier: CallAbandonment] = [:]
+        var calls: [ObjectIdentifier: (sender: String, call: Unmanaged<DBusMethodCall>)] = [:]
         var abandoned = 0
     }
 
@@ -56,16 +43,16 @@ final class InFlightCalls: Sendable {
 
     /// On the I/O thread, as the call's message is read: before any later message of the bus
     /// (the caller's departure) is.
-    func register(_ call: CallAbandonment) {
-        guard !call.sender.isEmpty else { return }
+    func register(_ call: DBusMethodCall) {
+        guard call.isListed else { return }
         table.withLock { table in
             guard table.watching else { return }
-            table.calls[ObjectIdentifier(call)] = call
+            table.calls[ObjectIdentifier(call)] = (call.sender, Unmanaged.passUnretained(call))
         }
     }
 
-    func unregister(_ call: CallAbandonment) {
-        guard !call.sender.isEmpty else { return }
+    func unregister(_ call: DBusMethodCall) {
+        guard call.isListed else { return }
         table.withLock { table in _ = table.calls.removeValue(forKey: ObjectIdentifier(call)) }
     }
 
@@ -79,8 +66,8 @@ final class InFlightCalls: Sendable {
 
     /// Runs `claim` under the lock and, when it returns true (the call's reply is claimed),
     /// takes the call off the table in the same hold.
-    func claim(_ call: CallAbandonment, _ claim: () -> Bool) -> Bool {
-        let unlisted = call.sender.isEmpty
+    func claim(_ call: DBusMethodCall, _ claim: () -> Bool) -> Bool {
+        let unlisted = !call.isListed
         return table.withLock { table in
             guard claim() else { return false }
             if !unlisted { _ = table.calls.removeValue(forKey: ObjectIdentifier(call)) }
@@ -88,13 +75,15 @@ final class InFlightCalls: Sendable {
         }
     }
 
+    /// Marks the calls under the lock: a call in the table is alive until it has left it.
     func callerLeft(_ sender: String) {
-        let left = table.withLock { table -> [CallAbandonment] in
-            let left = table.calls.values.filter { $0.sender == sender }
-            for call in left { table.calls[ObjectIdentifier(call)] = nil }
-            return left
+        table.withLock { table in
+            let left = table.calls.filter { $0.value.sender == sender }
+            for (key, entry) in left {
+                entry.call._withUnsafeGuaranteedRef { $0.noteCallerLeft() }
+                table.calls[key] = nil
+            }
         }
-        left.forEach { $0.noteCallerLeft() }
     }
 
     /// Counts the calls handlers gave up on (each once).
