@@ -57,8 +57,9 @@ enum ObjectPaths {
 
     private static let collectionFolderBytes = Array((root + "/collection/").utf8)
 
-    /// `…/collection/<c>/<i>` written into one new string (every search result is one).
-    private static func path(of item: UUID, inCollectionSegment segment: String) -> String {
+    /// `…/collection/<c>/<i>` written into one new string (every search result is one);
+    /// `segment` is `segment(for:)` of the item's collection.
+    static func path(of item: UUID, inCollectionSegment segment: String) -> String {
         let count = collectionFolderBytes.count + segment.utf8.count + 1 + 32
         return String(unsafeUninitializedCapacity: count) { buffer in
             var offset = buffer.initialize(fromContentsOf: collectionFolderBytes)

@@ -62,12 +62,16 @@ struct ServiceObject: ServiceMethods {
                 // Matches and their lists in one read (docs/performance.md, "One read per call").
                 let read = try collection.read(.matching(attributes), screen: screen, secrets: false)
                 guard !read.items.isEmpty else { continue }
-                let segment = ObjectPaths.paths(of: read.items.map(\.id), in: collection.id)
-                for (path, item) in zip(segment, read.items) {
+                // Each path written once, straight into its list (no arrays of the ids and
+                // paths first), and none for an item the caller is not shown.
+                let segment = ObjectPaths.segment(for: collection.id)
+                for item in read.items {
                     switch item.verdict {
                     case .hidden: continue
-                    case .mustAsk: locked.append(path)
-                    case .allowed: if read.locked { locked.append(path) } else { unlocked.append(path) }
+                    case .mustAsk: locked.append(ObjectPaths.path(of: item.id, inCollectionSegment: segment))
+                    case .allowed:
+                        let path = ObjectPaths.path(of: item.id, inCollectionSegment: segment)
+                        if read.locked { locked.append(path) } else { unlocked.append(path) }
                     }
                 }
             } catch {
