@@ -328,28 +328,25 @@ public final class DBusConnection: @unchecked Sendable {
     /// unless `wipe` is false: the call said they hold no secrets.
     func sendReply(to call: MessageRef, values: [DBusValue], wipe: Bool = true) {
         defer { if wipe { ByteArrayWipe.wipe(values) } }
-        guard call.expectsReply else { return }
-        do {
-            let reply = try call.methodReturn()
-            try reply.append(values)
-            try send(reply)
-            // Written out already (nothing queued): libdbus is done with the buffer.
-            if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(reply) }
-        } catch let error where error.name == DBusError.Name.disconnected {
-            return
-        } catch {
-            sendReply(to: call, error: .failed("The reply could not be sent: \(error.message)"))
-        }
+        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in try reply.append(values) }
     }
 
     /// As `sendReply(to:values:wipe:)`, the value written by its handler into the reply.
     func sendReply(to call: MessageRef, written: DBusWrittenValue, signature: DBusSignature, wipe: Bool = true) {
         defer { written.whenDone() }
+        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in
+            try DBusBodyWriter.write(signature, into: reply.pointer, written.write)
+        }
+    }
+
+    /// A method return whose body `fill` writes; a failure to build or send it answers with an error.
+    private func sendReply(to call: MessageRef, wipe: Bool, fill: (MessageRef) throws(DBusError) -> Void) {
         guard call.expectsReply else { return }
         do {
             let reply = try call.methodReturn()
-            try DBusBodyWriter.write(signature, into: reply.pointer, written.write)
+            try fill(reply)
             try send(reply)
+            // Written out already (nothing queued): libdbus is done with the buffer.
             if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(reply) }
         } catch let error where error.name == DBusError.Name.disconnected {
             return
