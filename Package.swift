@@ -66,7 +66,7 @@ let package = Package(
         // CSodium: sodium_malloc and sodium_memzero; nothing here may need full Foundation.
         .target(name: "KeywellSystem", dependencies: ["CSodium"]),
         // A small Swift layer over libdbus-1.
-        .target(name: "KeywellDBus", dependencies: ["CDBus", "KeywellSystem"]),
+        .target(name: "KeywellDBus", dependencies: ["CDBus", "KeywellProtocol", "KeywellSystem"]),
         // The Swift of every D-Bus interface Keywell serves, written from its XML in dbus/
         // (docs/dbus-layer.md, "Interfaces from XML"); scripts/codegen.sh runs the executable.
         .target(name: "DBusCodegen", dependencies: ["KeywellDBus"]),

@@ -46,9 +46,7 @@ public struct DBusBodyWriter {
     // MARK: Basic values
 
     public mutating func appendObjectPath(_ path: String) throws(DBusError) {
-        try expect(UInt8(ascii: "o"))
-        try NameValidation.objectPath(path)
-        try append(TypeCode.objectPath, path)
+        try appendObjectPath(DBusCheckedPath(path))
     }
 
     /// A path checked once already: one reply may carry the same path a thousand times (a
@@ -68,18 +66,7 @@ public struct DBusBodyWriter {
     public mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) throws(DBusError) {
         try expect(UInt8(ascii: "a"))
         guard position + 1 < end, types[position + 1] == UInt8(ascii: "y") else { throw mismatch("ay") }
-        guard bytes.count <= MessageEncoder.maximumArrayBytes else {
-            throw DBusError(name: DBusError.Name.limitsExceeded,
-                            message: "Array of \(bytes.count) bytes exceeds the D-Bus limit of \(MessageEncoder.maximumArrayBytes)")
-        }
-        var sub = DBusMessageIter()
-        guard dbus_message_iter_open_container(&iter, TypeCode.array, "y", &sub) != 0 else { throw .noMemory() }
-        var base: UnsafeRawPointer? = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 8)
-        guard dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &base, Int32(bytes.count)) != 0 else {
-            dbus_message_iter_abandon_container_if_open(&iter, &sub)
-            throw .noMemory()
-        }
-        guard dbus_message_iter_close_container(&iter, &sub) != 0 else { throw .noMemory() }
+        try MessageEncoder.appendByteArray(&iter, bytes)
         position += 2
     }
 
@@ -136,11 +123,7 @@ public struct DBusBodyWriter {
     // MARK: libdbus
 
     private mutating func append(_ type: Int32, _ string: String) throws(DBusError) {
-        let ok = string.withCString { cString in
-            var pointer: UnsafePointer<CChar>? = cString
-            return dbus_message_iter_append_basic(&iter, type, &pointer)
-        }
-        guard ok != 0 else { throw .noMemory() }
+        try MessageEncoder.appendString(&iter, type, string)
         position += 1
     }
 

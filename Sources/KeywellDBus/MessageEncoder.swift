@@ -90,10 +90,13 @@ enum MessageEncoder {
             guard fd >= 0 else { throw .invalidArgs("Invalid file descriptor \(fd)") }
             try appendBasic(&iter, TypeCode.unixFD, &fd)
         case .bytes(let bytes):
-            guard bytes.count <= maximumArrayBytes else { throw tooLarge(bytes.count) }
-            try withContainer(&iter, TypeCode.array, "y") { (sub) throws(DBusError) in
-                try appendFixedArray(&sub, TypeCode.byte, bytes)
+            // No `Result` here: its type, made at run time, costs a one-call CLI a scan of every
+            // conformance (docs/performance.md, "The command line").
+            var failure: DBusError?
+            bytes.withUnsafeBytes { raw in
+                do throws(DBusError) { try appendByteArray(&iter, raw) } catch { failure = error }
             }
+            if let failure { throw failure }
         case .array(let element, let elements):
             // Exactly one complete type, and not a bare dict entry (libdbus refuses "{…}" alone).
             guard element.isSingleCompleteType else {
@@ -167,7 +170,17 @@ enum MessageEncoder {
         guard ok != 0 else { throw .noMemory() }
     }
 
-    private static func appendString(_ iter: inout DBusMessageIter, _ type: Int32, _ string: String) throws(DBusError) {
+    /// An `ay` in one container, copied once from where the bytes lie (also `DBusBodyWriter`'s).
+    static func appendByteArray(_ iter: inout DBusMessageIter, _ bytes: UnsafeRawBufferPointer) throws(DBusError) {
+        guard bytes.count <= maximumArrayBytes else { throw tooLarge(bytes.count) }
+        try withContainer(&iter, TypeCode.array, "y") { (sub) throws(DBusError) in
+            var base: UnsafeRawPointer? = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 8)
+            guard dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &base, Int32(bytes.count)) != 0 else { throw .noMemory() }
+        }
+    }
+
+    /// A string, object path or signature (also `DBusBodyWriter`'s).
+    static func appendString(_ iter: inout DBusMessageIter, _ type: Int32, _ string: String) throws(DBusError) {
         let ok = string.withCString { cString in
             var pointer: UnsafePointer<CChar>? = cString
             return dbus_message_iter_append_basic(&iter, type, &pointer)

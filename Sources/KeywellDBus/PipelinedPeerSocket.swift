@@ -1,4 +1,5 @@
 import CDBus
+import KeywellProtocol
 import KeywellSystem
 
 #if canImport(Glibc)
@@ -66,11 +67,8 @@ final class PipelinedPeerSocket {
         }
         // EXTERNAL's identity is the uid in decimal, hex-encoded, as libdbus's client sends it;
         // the server checks it against the socket's own credentials.
-        let hexUID = String(geteuid()).utf8.flatMap { byte in
-            let digits = Array("0123456789abcdef".utf8)
-            return [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]]
-        }
-        handshake = [0] + Array("AUTH EXTERNAL ".utf8) + hexUID + Array("\r\nBEGIN\r\n".utf8)
+        let hexUID = LowercaseHex.string(String(geteuid()).utf8)
+        handshake = [0] + Array("AUTH EXTERNAL \(hexUID)\r\nBEGIN\r\n".utf8)
     }
 
     deinit {
