@@ -270,7 +270,7 @@ public final class DBusConnection: @unchecked Sendable {
         return DBusCallInFlight(connection: self, waiter: try sendExpectingReply(message), deadline: deadline, timeout: timeout)
     }
 
-    private func sendAndWait(_ message: MessageRef, timeout: Duration) throws(DBusError) -> MessageRef {
+    func sendAndWait(_ message: MessageRef, timeout: Duration) throws(DBusError) -> MessageRef {
         if loop.isOnLoopThread { throw .failed("A blocking call from the D-Bus I/O thread would deadlock") }
         let deadline = deadline(after: timeout)
         return try awaitReply(try sendExpectingReply(message), deadline: deadline, timeout: timeout)

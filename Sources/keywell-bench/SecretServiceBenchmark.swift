@@ -11,8 +11,11 @@ import SecretServiceCrypto
 ///
 /// The client speaks D-Bus through KeywellDBus and does what libsecret does: a real
 /// `dh-ietf1024-sha256-aes128-cbc-pkcs7` session (its own key pair, the shared key derived), every
-/// secret it sends encrypted and every secret it reads decrypted and checked. Client key pairs for
-/// the OpenSession row are made before the clock starts, so that row times the service's work.
+/// secret it sends encrypted and every secret it reads decrypted and checked. A row times each
+/// call's round trip, from handing the built message to libdbus to holding its reply, as it times
+/// the Pings alternated with it: building the call (its arguments, the secret's encryption, the
+/// client's key pair for OpenSession) comes before the clock starts, and reading and checking the
+/// reply after it stops. The bench prints that client work per round beside the rows.
 struct SecretServiceBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "secrets",
@@ -157,9 +160,8 @@ class ServiceUnderTest {
 
     // MARK: Calls
 
-    /// A DH session from the client's key pair `exchange`; `derive: false` skips the client's
-    /// own key derivation (for the OpenSession row, which times the service).
-    func openSession(_ exchange: DHKeyExchange, derive: Bool = true) throws -> ClientDHSession {
+    /// A DH session from the client's key pair `exchange`, the shared key derived.
+    func openSession(_ exchange: DHKeyExchange) throws -> ClientDHSession {
         // libsecret sends its public key without leading zero bytes.
         let publicKey = Array(exchange.publicKey.drop(while: { $0 == 0 }))
         let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
@@ -169,7 +171,6 @@ class ServiceUnderTest {
             throw BenchmarkFailure("\(name): no DH public key")
         }
         let path = try reply.objectPath(at: 1)
-        guard derive else { return ClientDHSession(path: path, cipher: nil) }
         return ClientDHSession(path: path, cipher: AESCBCCipher(key: try exchange.deriveKey(peerPublicKey: serverKey)))
     }
 
@@ -199,42 +200,87 @@ class ServiceUnderTest {
         return try reply.objectPath(at: 0)
     }
 
-    func searchItems(_ index: Int) throws {
-        let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
-                                    interface: "org.freedesktop.Secret.Service", member: SecretServiceProtocol.Member.searchItems,
-                                    arguments: [.stringStringDict(Self.attributes(index))])
-        guard try reply.objectPathArray(at: 0) == [items[index]] else { throw BenchmarkFailure("\(name): SearchItems \(index) found \(reply)") }
+    /// A timed row's call: built before the clock starts, its reply read and checked after it
+    /// stops, so that the row times the round trip alone, as its Ping does (docs/benchmarks.md,
+    /// "What a row times").
+    struct TimedCall {
+        let call: DBusPreparedCall
+        let check: (DBusReceivedReply) throws -> Void
     }
 
-    func getSecret(_ index: Int) throws {
-        let reply = try client.call(destination: Self.service, path: items[index], interface: "org.freedesktop.Secret.Item",
-                                    member: SecretServiceProtocol.Member.getSecret, arguments: [.objectPath(session.path)])
-        try check(reply[0], index)
+    func prepare(path: String, interface: String, member: String, _ arguments: [DBusValue],
+                 check: @escaping (DBusReceivedReply) throws -> Void = { _ = try $0.arguments() }) throws -> TimedCall {
+        TimedCall(call: try client.prepareCall(destination: Self.service, path: path, interface: interface, member: member,
+                                               arguments: arguments), check: check)
     }
 
-    /// Decrypts and checks every secret when `checkAll`, else the first (a client's AES for a
-    /// thousand secrets would be timed as the service's).
-    func getSecrets(_ indices: [Int], checkAll: Bool = false) throws {
-        let reply = try client.call(destination: Self.service, path: "/org/freedesktop/secrets",
-                                    interface: "org.freedesktop.Secret.Service", member: SecretServiceProtocol.Member.getSecrets,
-                                    arguments: [.objectPathArray(indices.map { items[$0] }), .objectPath(session.path)])
-        guard let entries = reply[0].dictionaryEntries, entries.count == indices.count else {
-            throw BenchmarkFailure("\(name): GetSecrets returned \(reply[0].dictionaryEntries?.count ?? 0) of \(indices.count)")
+    func searchItems(_ index: Int) throws -> TimedCall {
+        try prepare(path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                    member: SecretServiceProtocol.Member.searchItems, [.stringStringDict(Self.attributes(index))]) { [self] reply in
+            let values = try reply.arguments()
+            guard try values.objectPathArray(at: 0) == [items[index]] else { throw BenchmarkFailure("\(name): SearchItems \(index) found \(values)") }
         }
-        for entry in checkAll ? entries[...] : entries.prefix(1) {
-            guard let path = entry.key.objectPathValue, let index = indices.first(where: { items[$0] == path }) else {
-                throw BenchmarkFailure("\(name): GetSecrets answered for \(entry.key), not asked for")
+    }
+
+    func getSecret(_ index: Int) throws -> TimedCall {
+        try prepare(path: items[index], interface: "org.freedesktop.Secret.Item",
+                    member: SecretServiceProtocol.Member.getSecret, [.objectPath(session.path)]) { [self] reply in
+            try check(try reply.arguments()[0], index)
+        }
+    }
+
+    /// Decrypts and checks every secret when `checkAll`, else the first.
+    func getSecrets(_ indices: [Int], checkAll: Bool = false) throws -> TimedCall {
+        try prepare(path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                    member: SecretServiceProtocol.Member.getSecrets,
+                    [.objectPathArray(indices.map { items[$0] }), .objectPath(session.path)]) { [self] reply in
+            let values = try reply.arguments()
+            guard let entries = values.first?.dictionaryEntries, entries.count == indices.count else {
+                throw BenchmarkFailure("\(name): GetSecrets returned \(values.first?.dictionaryEntries?.count ?? 0) of \(indices.count)")
             }
-            try check(entry.value, index)
+            for entry in checkAll ? entries[...] : entries.prefix(1) {
+                guard let path = entry.key.objectPathValue, let index = indices.first(where: { items[$0] == path }) else {
+                    throw BenchmarkFailure("\(name): GetSecrets answered for \(entry.key), not asked for")
+                }
+                try check(entry.value, index)
+            }
         }
     }
 
-    func ping() throws { try client.ping(Self.service) }
-
-    func readAlias() throws {
-        _ = try client.call(destination: Self.service, path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
-                            member: SecretServiceProtocol.Member.readAlias, arguments: [.string("default")])
+    /// OpenSession with a key pair made before the clock starts; the reply must carry the
+    /// service's public key and the session's path.
+    func openSessionCall(_ exchange: DHKeyExchange) throws -> TimedCall {
+        let publicKey = Array(exchange.publicKey.drop(while: { $0 == 0 }))
+        return try prepare(path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                           member: SecretServiceProtocol.Member.openSession,
+                           [.string(DHKeyExchange.algorithm), .variant(.bytes(publicKey))]) { [self] reply in
+            let values = try reply.arguments()
+            guard let serverKey = values.first?.variantValue?.bytesValue, serverKey.count >= 64 else {
+                throw BenchmarkFailure("\(name): no DH public key")
+            }
+            _ = try values.objectPath(at: 1)
+        }
     }
+
+    /// CreateItem of item `index`, its secret encrypted for the session; the new path joins `items`.
+    func createItemCall(_ index: Int) throws -> TimedCall {
+        try prepare(path: Self.collection, interface: "org.freedesktop.Secret.Collection",
+                    member: SecretServiceProtocol.Member.createItem, try createArguments(index)) { [self] reply in
+            items.append(try reply.arguments().objectPath(at: 0))
+        }
+    }
+
+    func ping() throws -> TimedCall {
+        TimedCall(call: try client.preparePing(Self.service), check: { _ = try $0.arguments() })
+    }
+
+    func readAlias() throws -> TimedCall {
+        try prepare(path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                    member: SecretServiceProtocol.Member.readAlias, [.string("default")])
+    }
+
+    /// Sends a prepared call and checks its reply, untimed (the warm-up, the first full check).
+    func run(_ call: TimedCall) throws { try call.check(try client.send(call.call)) }
 
     /// The secret decrypts to item `index`'s.
     private func check(_ value: DBusValue, _ index: Int) throws {
@@ -246,6 +292,15 @@ class ServiceUnderTest {
     // MARK: Measuring
 
     struct Measurement {
+        struct Row {
+            var operation: String
+            var samples: LatencySamples
+            var floor: Duration
+            /// The client's own work per call, p50, outside the timed span: building the call
+            /// and its Ping, reading and checking their replies.
+            var clientWork: Duration
+        }
+
         var count: Int
         /// The p50 of all the Pings alternated with the calls.
         var ping: Duration
@@ -255,7 +310,7 @@ class ServiceUnderTest {
         /// neighbour on a shared machine weighs on the call and its floor alike; a write's adds
         /// the commits measured right before it (one after another, as the writes run: a commit
         /// alternated with them would also slow the write that follows it).
-        var rows: [(operation: String, samples: LatencySamples, floor: Duration)]
+        var rows: [Row]
         /// The service's own CPU time per Ping, and per call of each row with a Ping's taken off
         /// (the scheduler's run time of all its threads): what the service itself spends, apart
         /// from what the machine adds to a round trip. Empty when it cannot be read.
@@ -267,28 +322,43 @@ class ServiceUnderTest {
         let size = items.count
         var allPings = LatencySamples()
         var rowPings = LatencySamples()
+        var clientWork = LatencySamples()
         // The service's CPU per Ping, taken off each row's (a row's calls alternate with Pings).
-        let pingCPU = try cpuTimePerCall(of: servicePID, calls: calls) { _ in try ping() }
+        let pingCPU = try cpuTimePerCall(of: servicePID, calls: calls) { _ in try run(try ping()) }
         var lastCPU: Duration?
-        /// `n` rounds of Ping then `body`, timed separately.
-        func timed(_ n: Int, warmUp: Int = 10, _ body: (Int) throws -> Void) throws -> LatencySamples {
-            for i in 0..<warmUp { try ping(); try body(i) }
+        /// `n` rounds of a Ping then `make`'s call, each round trip timed apart; the calls are
+        /// built and their replies checked outside the timed spans (that work is `clientWork`).
+        func timed(_ n: Int, warmUp: Int = 10, _ make: (Int) throws -> TimedCall) throws -> LatencySamples {
+            for i in 0..<warmUp { try run(try ping()); try run(try make(i)) }
             var samples = LatencySamples()
             rowPings = LatencySamples()
+            clientWork = LatencySamples()
+            let clock = ContinuousClock()
             let cpu = try cpuTimePerCall(of: servicePID, calls: n) { i in
-                rowPings.append(try KeywellBenchTiming.measure { try ping() })
-                samples.append(try KeywellBenchTiming.measure { try body(i) })
+                let built = clock.now
+                let pingCall = try ping()
+                let call = try make(i)
+                var pingReply: DBusReceivedReply?
+                var reply: DBusReceivedReply?
+                let sent = clock.now
+                rowPings.append(try KeywellBenchTiming.measure { pingReply = try client.send(pingCall.call) })
+                samples.append(try KeywellBenchTiming.measure { reply = try client.send(call.call) })
+                let received = clock.now
+                try pingCall.check(pingReply!)
+                try call.check(reply!)
+                clientWork.append((sent - built) + (clock.now - received))
             }
             lastCPU = pingCPU.flatMap { ping in cpu.map { $0 - ping } }
             for duration in rowPings.durations { allPings.append(duration) }
             return samples
         }
         let randomIndex = { (_: Int) -> Int in Int.random(in: 0..<size) }
-        var rows: [(String, LatencySamples, Duration)] = []
+        var rows: [Measurement.Row] = []
         var rowCPU: [Duration?] = []
         /// After `timed`: its samples, held to the Pings alternated with them (plus `commit`).
         func row(_ name: String, plus commit: Duration = .zero, _ samples: LatencySamples) {
-            rows.append((name, samples, rowPings.percentile(0.5) + commit))
+            rows.append(Measurement.Row(operation: name, samples: samples, floor: rowPings.percentile(0.5) + commit,
+                                        clientWork: clientWork.percentile(0.5)))
             rowCPU.append(lastCPU)
         }
         // A method that does no work: what any call costs through the service's D-Bus layer.
@@ -297,19 +367,17 @@ class ServiceUnderTest {
         row("GetSecret (DH)", try timed(calls) { try getSecret(randomIndex($0)) })
         row("GetSecrets, 1 item (DH)", try timed(calls) { try getSecrets([randomIndex($0)]) })
         let clientKeys = try (0..<max(20, calls / 3)).map { _ in try DHKeyExchange() }
-        row("OpenSession (DH)", try timed(clientKeys.count) { _ = try openSession(clientKeys[$0], derive: false) })
+        row("OpenSession (DH)", try timed(clientKeys.count) { try openSessionCall(clientKeys[$0]) })
         let batches = isSlow ? 3 : max(1, bulkCalls)
-        try getSecrets(Array(0..<min(size, 1000)), checkAll: true)
+        try run(try getSecrets(Array(0..<min(size, 1000)), checkAll: true))
         row("GetSecrets, 1,000 items in one call (DH)", try timed(batches, warmUp: 1) { batch in
             let start = (batch * 997) % max(1, size - 1000)
-            try getSecrets(Array(start..<min(size, start + 1000)))
+            return try getSecrets(Array(start..<min(size, start + 1000)))
         })
         // Last: it grows the collection (by a few items only).
         let creates = isSlow ? 10 : min(calls, 200)
-        let firstCreated = items.count
-        let creations = try (0..<creates + 1).map { try createArguments(firstCreated + $0) }
         let commit = try LatencySamples((0..<100).map { _ in try commits.commit() }).percentile(0.5)
-        row("CreateItem", plus: commit, try timed(creates, warmUp: 1) { _ in items.append(try createItem(creations[items.count - firstCreated])) })
+        row("CreateItem", plus: commit, try timed(creates, warmUp: 1) { _ in try createItemCall(items.count) })
         return Measurement(count: size, ping: allPings.percentile(0.5), commit: commit, rows: rows, pingCPU: pingCPU, rowCPU: rowCPU)
     }
 
@@ -418,7 +486,8 @@ struct SecretServiceReport {
             for service in services {
                 if let m = measured[service] {
                     Swift.print("  \(service): Peer.Ping p50 \(formatMicroseconds(m.ping)) µs (read floor; each row uses the Pings "
-                                + "alternated with its own calls); + commit = \(formatMicroseconds(m.ping + m.commit)) µs (write floor)")
+                                + "alternated with its own calls; every row times send to reply, its Pings too); + commit = "
+                                + "\(formatMicroseconds(m.ping + m.commit)) µs (write floor)")
                 } else if let note = notes[size]?[service] {
                     Swift.print("  \(service): \(note)")
                 }
@@ -456,6 +525,11 @@ struct SecretServiceReport {
                 }
                 Swift.print("  \(service) CPU per call (all its threads, user and kernel, less a Ping's \(formatMicroseconds(pingCPU)) µs): "
                             + parts.joined(separator: ", "))
+            }
+            if let first = measured[services[0]] {
+                let parts = first.rows.map { "\(Self.shortName($0.operation)) \(Self.latency($0.clientWork))" }
+                Swift.print("  the client's own work per round, p50, outside the timed spans (building the call and its Ping, "
+                            + "reading and checking both replies; \(services[0])'s rows): " + parts.joined(separator: ", "))
             }
             Swift.print("")
         }
