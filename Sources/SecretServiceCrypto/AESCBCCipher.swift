@@ -29,10 +29,14 @@ public struct AESCBCCipher: Sendable {
     }
 
     /// `count` random bytes from libsodium, written into the array's storage (no zero fill, no
-    /// generic `Array(repeating:count:)` first).
+    /// generic `Array(repeating:count:)` first). One IV comes from `IVReserve`.
     fileprivate static func randomBytes(count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { buffer, initialised in
-            randombytes_buf(buffer.baseAddress!, count)
+            if count == blockSize {
+                IVReserve.draw(into: buffer.baseAddress!)
+            } else {
+                randombytes_buf(buffer.baseAddress!, count)
+            }
             initialised = count
         }
     }
@@ -65,7 +69,7 @@ public struct AESCBCCipher: Sendable {
         private var ivs: [UInt8]
         private var used = 0
 
-        fileprivate init(context: CipherContext, count: Int) {
+        fileprivate init(context: consuming CipherContext, count: Int) {
             ivs = AESCBCCipher.randomBytes(count: AESCBCCipher.blockSize * max(count, 1))
             self.context = context
         }
@@ -100,7 +104,9 @@ public struct AESCBCCipher: Sendable {
 
 /// An OpenSSL cipher context holding the key schedule; each run sets a new IV only. Its cipher
 /// comes from `CipherLibrary`, which keeps its library context while any context is alive.
-private final class CipherContext {
+/// Not copyable, so it needs no object of its own: the one owner frees it (a GetSecret's reply
+/// allocates one object less, docs/performance.md, "What a read pays around its handler").
+private struct CipherContext: ~Copyable {
     private let context: OpaquePointer
 
     /// With `iv`, the key and the IV are set in one call (a context for one plaintext); without,
@@ -111,13 +117,18 @@ private final class CipherContext {
             CipherLibrary.release()
             throw .library("EVP_CIPHER_CTX_new")
         }
-        self.context = context
         let initialised = key.withUnsafeBytes { keyBytes in
             let keyStart = keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
             guard let iv else { return EVP_CipherInit_ex(context, cipher, nil, keyStart, nil, encrypt ? 1 : 0) }
             return iv.withUnsafeBufferPointer { EVP_CipherInit_ex(context, cipher, nil, keyStart, $0.baseAddress, encrypt ? 1 : 0) }
         }
-        guard initialised == 1 else { throw .library("EVP_CipherInit_ex") }
+        guard initialised == 1 else {
+            // Not yet initialised, so no deinit runs: freed here.
+            EVP_CIPHER_CTX_free(context)
+            CipherLibrary.release()
+            throw .library("EVP_CipherInit_ex")
+        }
+        self.context = context
     }
 
     deinit {
@@ -151,5 +162,25 @@ private final class CipherContext {
             throw encrypt ? .library("EVP_Cipher") : .malformedCiphertext
         }
         return output
+    }
+}
+
+/// Random bytes for single IVs (GetSecret seals one secret per reply), drawn from libsodium a
+/// page at a time: one `getrandom` per 256 replies instead of one each. An IV is no secret (it
+/// travels beside the ciphertext) but must not be foreseeable before it is used; the reserve
+/// comes from the kernel's generator and every IV is handed out once.
+private enum IVReserve {
+    private static let bytes = 4096
+    private static let reserve = Protected<(storage: UnsafeMutableRawPointer, used: Int)>((UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16), bytes))
+
+    static func draw(into destination: UnsafeMutableRawPointer) {
+        reserve.withLock { reserve in
+            if reserve.used == bytes {
+                randombytes_buf(reserve.storage, bytes)
+                reserve.used = 0
+            }
+            destination.copyMemory(from: reserve.storage + reserve.used, byteCount: AESCBCCipher.blockSize)
+            reserve.used += AESCBCCipher.blockSize
+        }
     }
 }

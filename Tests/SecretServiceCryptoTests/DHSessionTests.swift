@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import KeywellSystem
 import Testing
@@ -107,17 +108,33 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
 }
 
 /// One secret sealed on its own (a GetSecret's reply) draws its own IV each time: the same
-/// plaintext twice differs on the wire, and each opens with the key.
+/// plaintext twice differs on the wire, and each opens with the key. 600 seals take the IVs of
+/// more than two of the reserve's pages (256 each), so its refills are crossed too.
 @Test func sealingOneSecretDrawsAFreshIVEachTime() throws {
     let cipher = AESCBCCipher(key: [UInt8](repeating: 6, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
     let plaintext = Array("the same".utf8)
-    let boxes = try (0..<8).map { _ in try plaintext.withUnsafeBytes { try cipher.seal($0) } }
+    let boxes = try (0..<600).map { _ in try plaintext.withUnsafeBytes { try cipher.seal($0) } }
     #expect(Set(boxes.map(\.iv)).count == boxes.count)
     #expect(Set(boxes.map(\.ciphertext)).count == boxes.count)
     for box in boxes {
         #expect(box.iv.count == 16 && box.ciphertext.count == 16)
         #expect(try cipher.open(iv: box.iv, ciphertext: box.ciphertext) == plaintext)
     }
+}
+
+/// Replies sealed on several threads at once never get the same IV from the shared reserve.
+@Test func singleSealsOnManyThreadsGetDistinctIVs() throws {
+    let cipher = AESCBCCipher(key: [UInt8](repeating: 7, count: 16).withUnsafeBytes { SecretBytes(copying: $0) })
+    let ivs = Protected<[[UInt8]]>([])
+    DispatchQueue.concurrentPerform(iterations: 4) { _ in
+        for _ in 0..<300 {
+            guard let box = try? [UInt8](repeating: 1, count: 20).withUnsafeBytes({ try cipher.seal($0) }) else { continue }
+            ivs.withLock { $0.append(box.iv) }
+        }
+    }
+    let all = ivs.withLock { $0 }
+    #expect(all.count == 1200)
+    #expect(Set(all).count == all.count)
 }
 
 @Test func malformedCiphertextIsRefused() throws {
