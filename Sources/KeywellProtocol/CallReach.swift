@@ -69,18 +69,22 @@ extension SecretServiceProtocol {
     /// master passwords is shared; searching, reading, storing and unlocking items (Unlock asks
     /// the person) reach items; sessions and prompts are the caller's own.
     public static func reach(interface: String?, member: String) -> CallReach {
-        switch (interface, member) {
-        case (gnomeKeyringInternalInterface?, _):
+        // By interface first, then member: every call pays this, and a tuple's patterns compared
+        // the interface name once per case.
+        switch interface {
+        case gnomeKeyringInternalInterface?:
             return .shared(action: "use gnome-keyring's private interface")
-        case (serviceInterface?, Member.createCollection):
-            return .shared(action: "create a collection")
-        case (serviceInterface?, Member.lock), (serviceInterface?, Member.lockService):
-            return .shared(action: "lock the user's keychains")
-        case (serviceInterface?, Member.setAlias):
-            return .shared(action: "change which collection an alias names")
-        case (collectionInterface?, Member.delete):
-            return .shared(action: "delete a collection")
-        case (sessionInterface?, _), (promptInterface?, _), (serviceInterface?, Member.openSession):
+        case serviceInterface?:
+            switch member {
+            case Member.createCollection: return .shared(action: "create a collection")
+            case Member.lock, Member.lockService: return .shared(action: "lock the user's keychains")
+            case Member.setAlias: return .shared(action: "change which collection an alias names")
+            case Member.openSession: return .caller
+            default: return .items
+            }
+        case collectionInterface?:
+            return member == Member.delete ? .shared(action: "delete a collection") : .items
+        case sessionInterface?, promptInterface?:
             return .caller
         default:
             return .items

@@ -41,18 +41,22 @@ public struct SecretServiceAccess: Sendable {
 /// One call's caller as access control sees it: the verdict for each item it names. Without
 /// access control (`access` nil: a service built without it, as unit tests build it) every item
 /// is allowed.
+///
+/// It holds the caller as `CallerDirectory` keeps it (one reference, no copy of the identity's
+/// strings), and so does its `screen`: two references fit in an existential's inline buffer, so
+/// handing the screen to the engine allocates nothing (docs/performance.md, "What a read pays
+/// around its handler").
 struct CallerAccess {
     let access: SecretServiceAccess?
-    let caller: AccessCaller?
-    private let trusting: TrustingLists?
+    private let known: KnownCaller?
 
     /// `call`'s caller, worked out once for the call (`CallContext`).
     init(_ access: SecretServiceAccess?, call: CallContext) {
         self.access = access
-        let known = access == nil ? nil : call.known
-        caller = known?.caller
-        trusting = known?.trusting
+        known = access == nil ? nil : call.known
     }
+
+    var caller: AccessCaller? { known?.caller }
 
     /// Sandboxed callers see only the items whose lists name them.
     var isSandboxed: Bool { caller?.isSandboxed ?? false }
@@ -61,20 +65,20 @@ struct CallerAccess {
     /// shares (collections, aliases, lock state, master passwords) is not a sandboxed app's, nor
     /// an unidentified program's, to change (docs/secret-service.md, "Sandboxed callers").
     func check(_ reach: CallReach) throws(DBusError) {
-        guard let caller, let refusal = caller.refusal(of: reach) else { return }
+        guard let refusal = known?.caller.refusal(of: reach) else { return }
         throw .accessDenied(refusal.prefix(1).uppercased() + refusal.dropFirst())
     }
 
     /// The caller's verdicts as the engine's reads ask for them (`SecretCollection.read`); nil
     /// without access control (every item allowed).
     var screen: (any ItemAccessScreening)? {
-        guard let access, let caller else { return nil }
-        return CallerScreen(gate: access.gate, caller: caller, trustingLists: trusting)
+        guard let access, let known else { return nil }
+        return CallerScreen(gate: access.gate, known: known)
     }
 
     /// The verdict for each of `ids`, in order.
     func verdicts(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [AccessVerdict] {
-        guard let access, let caller, !ids.isEmpty else { return Array(repeating: .allowed, count: ids.count) }
+        guard let access, let caller = known?.caller, !ids.isEmpty else { return Array(repeating: .allowed, count: ids.count) }
         let lists = try collection.access(ids)
         return lists.lists.indices.map { index in access.gate.verdict(for: caller, list: lists.lists[index]) { lists.item(index) } }
     }
@@ -85,7 +89,7 @@ struct CallerAccess {
 
     /// `ids` without the items that do not exist for the caller.
     func visible(_ ids: [UUID], in collection: any SecretCollection) throws(KeychainError) -> [UUID] {
-        guard access != nil, caller != nil else { return ids }
+        guard access != nil, known != nil else { return ids }
         let verdicts = try verdicts(ids, in: collection)
         return zip(ids, verdicts).compactMap { $1 == .hidden ? nil : $0 }
     }
@@ -93,21 +97,24 @@ struct CallerAccess {
 
 /// One caller's verdicts from the daemon's gate, for the engine's screened reads. The faces ask
 /// their questions themselves (an Unlock prompt, KWallet's read), so `ask` is for completeness.
+/// Two references: the engine takes it as `any ItemAccessScreening` with no box allocated.
 struct CallerScreen: ItemAccessScreening {
     let gate: AccessGate
-    let caller: AccessCaller
-    /// Verdicts by list alone are `.allowed` only when the list trusts the caller
-    /// (`AccessGate.verdict`), which depends on nothing but the two: safe to keep.
-    var trustingLists: TrustingLists? = nil
+    /// The caller and the list texts found to trust it: verdicts by list alone are `.allowed`
+    /// only when the list trusts the caller (`AccessGate.verdict`), which depends on nothing
+    /// but the two, so they are safe to keep for the connection.
+    let known: KnownCaller
 
-    var mayHide: Bool { caller.isSandboxed }
+    var caller: AccessCaller { known.caller }
+    var trustingLists: TrustingLists? { known.trusting }
+    var mayHide: Bool { known.caller.isSandboxed }
 
     func verdict(_ list: AccessList, item: () -> AccessItem) -> AccessVerdict {
-        gate.verdict(for: caller, list: list, item: item)
+        gate.verdict(for: known.caller, list: list, item: item)
     }
 
     func ask(about items: [AccessItem], interactionAllowed: Bool) throws(KeychainError) {
-        guard gate.ask(caller, about: items, interactive: interactionAllowed) == .deny else { return }
+        guard gate.ask(known.caller, about: items, interactive: interactionAllowed) == .deny else { return }
         throw interactionAllowed ? KeychainError.accessDenied : KeychainError(SecStatus.interactionNotAllowed)
     }
 }

@@ -11,10 +11,15 @@ import Logging
 final class SecretServiceTree: DBusObject {
     private let context: ServiceContext
     private let activity: @Sendable () -> Void
+    /// Whether calls are logged (debug level), asked of the logger once: its level is set when
+    /// the daemon starts, and reading it through the handler on every call cost more than the
+    /// line it guards (docs/performance.md, "What a read pays around its handler").
+    private let logsCalls: Bool
 
     init(context: ServiceContext, activity: @escaping @Sendable () -> Void = {}) {
         self.context = context
         self.activity = activity
+        logsCalls = context.logger.logLevel <= .debug
     }
 
     func interfaces(at path: String) -> [DBusInterface]? {
@@ -214,7 +219,7 @@ final class SecretServiceTree: DBusObject {
 
     /// Debug level only: calls are frequent, and arguments (secrets) are never logged.
     private func log(_ call: CallContext, _ outcome: String) {
-        guard call.logger.logLevel <= .debug else { return }
+        guard logsCalls else { return }
         call.logger.debug("secrets \(call.member) \(call.path): \(outcome)", metadata: [
             "caller": "\(call.sender)", "us": "\(call.elapsedMicroseconds)",
             // Where it ran: a known caller's reads stay on the I/O thread (Tests/Integration checks it).
