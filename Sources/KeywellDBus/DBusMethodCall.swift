@@ -17,9 +17,14 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// The caller's unique bus name; on a connection a `DBusPeerServer` accepted, its `peerName`
     /// (empty on other peer-to-peer connections).
     public let sender: String
-    public let path: String
+    /// Set from the message as the call is dispatched, before a handler sees it: the registry's
+    /// own string when the path is one registered (a subtree's root), else a new one. Unchecked:
+    /// never written after that.
+    @exclusivity(unchecked) public internal(set) var path: String = "/"
     /// Nil when the caller left the interface out (allowed by D-Bus; the method was found by name).
-    public let interface: String?
+    /// Set as `path` is: the declaring interface's own name when the object has it, so that no
+    /// string is made from the message on every call (docs/performance.md).
+    @exclusivity(unchecked) public internal(set) var interface: String?
     public let member: String
     /// The signature the caller sent: the method's declared one (SignatureCheck).
     public let signature: DBusSignature
@@ -72,8 +77,6 @@ public final class DBusMethodCall: @unchecked Sendable {
         let sender = message.sender ?? ""
         isListed = !sender.isEmpty
         self.sender = sender.isEmpty ? connection.peerName ?? "" : sender
-        self.path = message.path ?? "/"
-        self.interface = message.interface
         self.member = message.member ?? ""
         self.signature = message.signature
         self.expectsReply = message.expectsReply

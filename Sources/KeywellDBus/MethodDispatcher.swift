@@ -1,3 +1,5 @@
+import CDBus
+
 /// Routes one incoming method call: standard interfaces first, then the registered object.
 /// `org.freedesktop.DBus.Peer` never gets here: libdbus answers it itself.
 enum MethodDispatcher {
@@ -23,20 +25,46 @@ enum MethodDispatcher {
             call.reply(error: error)
             return
         }
-        let object = registry.object(at: call.path)
+        // The path and interface are read where libdbus keeps them and matched against the
+        // registry's and the interfaces' own strings: no string is made for them on every call.
+        let message = call.message.pointer
+        // libdbus refuses a method call without a path; "/" as the call's default all the same.
+        let (path, object) = dbus_message_get_path(message).map { registry.object(at: MessageText($0)) }
+            ?? "/".withCString { registry.object(at: MessageText($0)) }
+        call.path = path
         let interfaces = object?.interfaces(at: call.path)
+        var declaring: DBusInterface?
+        if let name = dbus_message_get_interface(message).map(MessageText.init) {
+            if name.isExactly(StandardInterface.introspectable) {
+                call.interface = StandardInterface.introspectable
+            } else if name.isExactly(StandardInterface.properties) {
+                call.interface = StandardInterface.properties
+            } else if let interfaces, let index = interfaces.firstIndex(where: { name.isExactly($0.name) }) {
+                declaring = interfaces[index]
+                call.interface = interfaces[index].name
+            } else {
+                call.interface = name.string
+            }
+        }
 
-        func run(_ placement: DBusCallPlacement, _ body: @escaping @Sendable () -> Void) {
-            // A reply still being written (bigger than the socket takes at once) would otherwise
-            // wait for this handler: the loop writes its rest only when it polls again. So the
-            // call runs on this thread while another takes the loop on (docs/dbus-layer.md).
-            if let loop, placement == .worker || loop.isStillSending { loop.runOffLoop(body) } else { body() }
+        /// The loop to hand the call to, or nil to run it here. A reply still being written
+        /// (bigger than the socket takes at once) would otherwise wait for this handler: the loop
+        /// writes its rest only when it polls again. So the call runs on this thread while another
+        /// takes the loop on (docs/dbus-layer.md). The closure for the hand-off is made only then:
+        /// made for every call, it was an allocation on each.
+        func handOff(_ placement: DBusCallPlacement) -> ConnectionLoop? {
+            guard let loop, placement == .worker || loop.isStillSending else { return nil }
+            return loop
         }
 
         switch call.interface {
         case StandardInterface.introspectable?:
             // Listing a subtree's children may be slow (every item of a collection).
-            run(.worker) { introspect(call, object: object, interfaces: interfaces, registry: registry) }
+            if let loop {
+                loop.runOffLoop { introspect(call, object: object, interfaces: interfaces, registry: registry) }
+            } else {
+                introspect(call, object: object, interfaces: interfaces, registry: registry)
+            }
             return
         case StandardInterface.properties?:
             guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
@@ -44,7 +72,9 @@ enum MethodDispatcher {
                 call.reply(error: refusal)
                 return
             }
-            run(object.placement(of: call)) {
+            if let loop = handOff(object.placement(of: call)) {
+                loop.runOffLoop { DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) } }
+            } else {
                 DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
             }
             return
@@ -54,7 +84,7 @@ enum MethodDispatcher {
 
         guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
         if let interfaceName = call.interface {
-            guard let interface = interfaces.first(where: { $0.name == interfaceName }) else {
+            guard let interface = declaring else {
                 call.reply(error: .unknownInterface("No interface \(interfaceName) at \(call.path)"))
                 return
             }
@@ -66,7 +96,11 @@ enum MethodDispatcher {
         } else {
             // No interface given: the first interface declaring the member wins (D-Bus rule).
             if call.member == "Introspect" {
-                run(.worker) { introspect(call, object: object, interfaces: interfaces, registry: registry) }
+                if let loop {
+                    loop.runOffLoop { introspect(call, object: object, interfaces: interfaces, registry: registry) }
+                } else {
+                    introspect(call, object: object, interfaces: interfaces, registry: registry)
+                }
                 return
             }
             guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member, signature: call.signature) }).first else {
@@ -79,7 +113,11 @@ enum MethodDispatcher {
             call.reply(error: refusal)
             return
         }
-        run(object.placement(of: call)) { DBusMethodCall.withCurrent(call) { object.handle(call) } }
+        if let loop = handOff(object.placement(of: call)) {
+            loop.runOffLoop { DBusMethodCall.withCurrent(call) { object.handle(call) } }
+        } else {
+            DBusMethodCall.withCurrent(call) { object.handle(call) }
+        }
     }
 
     private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,

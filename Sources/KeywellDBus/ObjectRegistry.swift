@@ -15,6 +15,15 @@ final class ObjectRegistry: Sendable {
         /// found is copied.
         var subtreeRootsDeepestFirst: [String] = []
         var subtreeObjectsDeepestFirst: [any DBusObject] = []
+        /// `exact` as two arrays, walked for a call's path read in place (`object(at:)` with a
+        /// `MessageText`) while there are at most `exactWalkLimit` of them.
+        var exactPaths: [String] = []
+        var exactObjects: [any DBusObject] = []
+
+        mutating func listExact() {
+            exactPaths = Array(exact.keys)
+            exactObjects = exactPaths.map { exact[$0]! }
+        }
 
         mutating func sortSubtrees() {
             let sorted = subtrees.sorted { $0.key.utf8.count > $1.key.utf8.count }
@@ -35,6 +44,7 @@ final class ObjectRegistry: Sendable {
             } else {
                 if table.exact[path] != nil { return true }
                 table.exact[path] = object
+                table.listExact()
             }
             return false
         }
@@ -43,19 +53,38 @@ final class ObjectRegistry: Sendable {
 
     func unregister(path: String) {
         table.withLock { table in
-            table.exact[path] = nil
+            if table.exact.removeValue(forKey: path) != nil { table.listExact() }
             if table.subtrees.removeValue(forKey: path) != nil { table.sortSubtrees() }
         }
     }
 
-    /// The object responsible for `path`, if any. Subtrees are few (a service registers one or
-    /// two), so each is compared with the path in place, deepest first: looking up every prefix
-    /// of the path made a string for each, on every call to an object below a subtree.
-    func object(at path: String) -> (any DBusObject)? {
-        table.read { table -> (any DBusObject)? in
-            if let object = table.exact[path] { return object }
-            guard let index = table.subtreeRootsDeepestFirst.firstIndex(where: { ObjectPathNamespace.path(path, isIn: $0) }) else { return nil }
-            return table.subtreeObjectsDeepestFirst[index]
+    /// Exact registrations walked byte for byte up to this many (a service registers a few);
+    /// past it the path is made a `String` and hashed.
+    static let exactWalkLimit = 16
+
+    /// The object responsible for the path of a call, read in place, if any. Subtrees are few (a
+    /// service registers one or two), so each is compared with the path in place, deepest first:
+    /// looking up every prefix of the path made a string for each, on every call to an object
+    /// below a subtree. Also gives the path as a `String`,
+    /// the registered one's own when the call names a registered path or a subtree's root (the
+    /// Secret Service's own calls), so that only a path below a root is made anew.
+    func object(at path: MessageText) -> (path: String, object: (any DBusObject)?) {
+        table.read { table -> (path: String, object: (any DBusObject)?) in
+            var made: String?
+            if table.exactPaths.count <= Self.exactWalkLimit {
+                for index in table.exactPaths.indices where path.isExactly(table.exactPaths[index]) {
+                    return (table.exactPaths[index], table.exactObjects[index])
+                }
+            } else {
+                let string = path.string
+                if let object = table.exact[string] { return (string, object) }
+                made = string
+            }
+            for index in table.subtreeRootsDeepestFirst.indices where path.isIn(namespace: table.subtreeRootsDeepestFirst[index]) {
+                let root = table.subtreeRootsDeepestFirst[index]
+                return (path.isExactly(root) ? root : made ?? path.string, table.subtreeObjectsDeepestFirst[index])
+            }
+            return (made ?? path.string, nil)
         }
     }
 
