@@ -11,12 +11,15 @@ import Glibc
 enum ByteArrayWipe {
     /// Zeroes every `ay` in a message's body, in libdbus's own buffer. Only for messages nobody
     /// reads any more: a received call once handled, a reply once written out.
-    static func wipe(_ message: MessageRef) {
+    static func wipe(_ message: MessageRef) { wipe(message: message.pointer) }
+
+    /// As `wipe(_:)`, for a message held without a `MessageRef` (a call's, a reply's).
+    static func wipe(message: OpaquePointer) {
         // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`). Read in
         // libdbus's own text: making a Swift string of it cost every call and reply an allocation.
-        guard let signature = dbus_message_get_signature(message.pointer), mayHoldBytes(signature) else { return }
+        guard let signature = dbus_message_get_signature(message), mayHoldBytes(signature) else { return }
         var iter = DBusMessageIter()
-        guard dbus_message_iter_init(message.pointer, &iter) != 0 else { return }
+        guard dbus_message_iter_init(message, &iter) != 0 else { return }
         wipeSequence(&iter, depth: 0)
     }
 

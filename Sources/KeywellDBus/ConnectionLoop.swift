@@ -45,7 +45,7 @@ final class ConnectionLoop: @unchecked Sendable {
     private let onFinish: @Sendable () -> Void
     private let workers: WorkerPool
     /// Where method calls go (set by `start`, read only by the leader).
-    private var methodCallHandler: (@Sendable (MessageRef) -> Void)?
+    private var methodCallHandler: (@Sendable (OpaquePointer) -> Void)?
 
     /// The connection must be open and authenticated; `onFinish` runs on the loop's last leader
     /// when it ends. The loop's leaders are threads of `workers`.
@@ -63,7 +63,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     /// Starts the loop; every incoming method call except `org.freedesktop.DBus.Peer`'s (which
     /// libdbus answers) goes to `methodCalls`, on the loop's current leader.
-    func start(methodCalls: @escaping @Sendable (MessageRef) -> Void) {
+    func start(methodCalls: @escaping @Sendable (OpaquePointer) -> Void) {
         methodCallHandler = methodCalls
         watchesInstalled = watches.install(on: connection)
         let userData = Unmanaged.passRetained(self).toOpaque()
@@ -261,7 +261,8 @@ final class ConnectionLoop: @unchecked Sendable {
             return
         }
         dbus_connection_steal_borrowed_message(connection, message)
-        handler(MessageRef(owning: message))
+        // The handler takes over the reference: a `MessageRef` around it was an object per call.
+        handler(message)
     }
 
     /// As C text once: a String handed to C is copied into a new C string on every call.

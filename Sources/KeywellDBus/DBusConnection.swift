@@ -292,7 +292,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     private func sendExpectingReply(_ message: MessageRef,
                                     completion: (@Sendable (PendingReply.Outcome) -> Void)? = nil) throws(DBusError) -> PendingReply {
-        try checkSendable(message)
+        try checkSendable(message.pointer)
         var pending: OpaquePointer? = nil
         // Infinite for libdbus: the waiter measures the timeout itself.
         let (sent, wantsWake) = loop.sending { SendScope.run { dbus_connection_send_with_reply(raw, message.pointer, &pending, Int32.max) } }
@@ -309,15 +309,20 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     func send(_ message: MessageRef) throws(DBusError) {
+        try send(message: message.pointer)
+    }
+
+    /// As `send(_:)`, for a message held without a `MessageRef` (a reply: an object less per call).
+    func send(message: OpaquePointer) throws(DBusError) {
         try checkSendable(message)
-        let (sent, wantsWake) = loop.sending { SendScope.run { dbus_connection_send(raw, message.pointer, nil) } }
+        let (sent, wantsWake) = loop.sending { SendScope.run { dbus_connection_send(raw, message, nil) } }
         if wantsWake { loop.wakeIfNeededAfterSend() }
         guard sent != 0 else { throw .noMemory() }
     }
 
-    private func checkSendable(_ message: MessageRef) throws(DBusError) {
+    private func checkSendable(_ message: OpaquePointer) throws(DBusError) {
         if isClosed { throw .disconnected() }
-        if !canPassFileDescriptors, dbus_message_contains_unix_fds(message.pointer) != 0 {
+        if !canPassFileDescriptors, dbus_message_contains_unix_fds(message) != 0 {
             throw .notSupported("This connection cannot pass file descriptors")
         }
     }
@@ -326,28 +331,31 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// The reply's byte arrays are wiped once sent (the handler made them for this reply alone),
     /// unless `wipe` is false: the call said they hold no secrets.
-    func sendReply(to call: MessageRef, values: [DBusValue], wipe: Bool = true) {
+    func sendReply(to call: OpaquePointer, values: [DBusValue], wipe: Bool = true) {
         defer { if wipe { ByteArrayWipe.wipe(values) } }
-        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in try reply.append(values) }
+        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in try MessageEncoder.append(values, to: reply) }
     }
 
     /// As `sendReply(to:values:wipe:)`, the value written by its handler into the reply.
-    func sendReply(to call: MessageRef, written: DBusWrittenValue, signature: DBusSignature, wipe: Bool = true) {
+    func sendReply(to call: OpaquePointer, written: DBusWrittenValue, signature: DBusSignature, wipe: Bool = true) {
         defer { written.whenDone() }
         sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in
-            try DBusBodyWriter.write(signature, into: reply.pointer, written.write)
+            try DBusBodyWriter.write(signature, into: reply, written.write)
         }
     }
 
     /// A method return whose body `fill` writes; a failure to build or send it answers with an error.
-    private func sendReply(to call: MessageRef, wipe: Bool, fill: (MessageRef) throws(DBusError) -> Void) {
-        guard call.expectsReply else { return }
-        do {
-            let reply = try call.methodReturn()
+    /// The call and the reply are held as libdbus's pointers: a `MessageRef` for each was two
+    /// objects per call (docs/performance.md, "The D-Bus layer's strings per call").
+    private func sendReply(to call: OpaquePointer, wipe: Bool, fill: (OpaquePointer) throws(DBusError) -> Void) {
+        guard dbus_message_get_no_reply(call) == 0 else { return }
+        do throws(DBusError) {
+            guard let reply = dbus_message_new_method_return(call) else { throw DBusError.noMemory() }
+            defer { dbus_message_unref(reply) }
             try fill(reply)
-            try send(reply)
+            try send(message: reply)
             // Written out already (nothing queued): libdbus is done with the buffer.
-            if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(reply) }
+            if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(message: reply) }
         } catch let error where error.name == DBusError.Name.disconnected {
             return
         } catch {
@@ -355,9 +363,10 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
-    func sendReply(to call: MessageRef, error: DBusError) {
-        guard call.expectsReply, let reply = try? call.errorReply(error) else { return }
-        try? send(reply)
+    func sendReply(to call: OpaquePointer, error: DBusError) {
+        guard dbus_message_get_no_reply(call) == 0, let reply = try? MessageRef.errorReply(to: call, error) else { return }
+        defer { dbus_message_unref(reply) }
+        try? send(message: reply)
     }
 
     // MARK: Exported objects

@@ -35,7 +35,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// False when the caller asked for no reply (replies are then dropped).
     public let expectsReply: Bool
 
-    let message: MessageRef
+    /// The call's message, whose reference the call owns (released in its deinit): a
+    /// `MessageRef` around it was an object more per call.
+    let message: OpaquePointer
     /// When the connection's `callDeadline` runs out for this call (counted from its arrival).
     public let deadline: ContinuousClock.Instant
     /// Whether the call is in the connection's table of calls in flight (its message names a
@@ -70,16 +72,17 @@ public final class DBusMethodCall: @unchecked Sendable {
 
     /// Made as the message is read, on the I/O thread (`MethodDispatcher.receive`), before any
     /// later message of the bus (the caller's departure) is; its arguments are decoded after.
-    init(connection: DBusConnection, message: MessageRef, deadline: ContinuousClock.Instant) {
+    /// Takes over the caller's reference to `message`.
+    init(connection: DBusConnection, message: OpaquePointer, deadline: ContinuousClock.Instant) {
         self.connection = connection
         self.message = message
         self.deadline = deadline
-        let sender = message.sender ?? ""
+        let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
         isListed = !sender.isEmpty
         self.sender = sender.isEmpty ? connection.peerName ?? "" : sender
-        self.member = message.member ?? ""
-        self.signature = message.signature
-        self.expectsReply = message.expectsReply
+        self.member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        self.signature = DBusSignature(unchecked: dbus_message_get_signature(message).map { String(cString: $0) } ?? "")
+        self.expectsReply = dbus_message_get_no_reply(message) == 0
     }
 
     deinit {
@@ -95,14 +98,15 @@ public final class DBusMethodCall: @unchecked Sendable {
         // sending them where none is wanted (a refused call, a method that takes none).
         // With no descriptor attached, libdbus duplicated none (an `h` pointing past them reads
         // as -1): no walk over every argument then, on every call.
-        if dbus_message_contains_unix_fds(message.pointer) != 0 {
+        if dbus_message_contains_unix_fds(message) != 0 {
             for (index, argument) in arguments.enumerated() where !takenDescriptors.contains(index) {
                 Self.closeDescriptors(in: argument)
             }
         }
         // Handlers copy what they keep; the call's byte arrays (passwords, secrets) go now.
         ByteArrayWipe.wipe(arguments)
-        ByteArrayWipe.wipe(message)
+        ByteArrayWipe.wipe(message: message)
+        dbus_message_unref(message)
     }
 
     public var hasReplied: Bool { withState { $0.replied } }

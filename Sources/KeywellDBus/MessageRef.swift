@@ -53,17 +53,13 @@ final class MessageRef: @unchecked Sendable {
         return MessageRef(owning: message)
     }
 
-    func methodReturn() throws(DBusError) -> MessageRef {
-        guard let message = dbus_message_new_method_return(pointer) else { throw .noMemory() }
-        return MessageRef(owning: message)
-    }
-
     /// An error reply. An invalid error name becomes `Failed` (keeping the text) rather than aborting.
-    func errorReply(_ error: DBusError) throws(DBusError) -> MessageRef {
+    /// The caller owns the result.
+    static func errorReply(to call: OpaquePointer, _ error: DBusError) throws(DBusError) -> OpaquePointer {
         let name = (try? NameValidation.errorName(error.name)) != nil ? error.name : DBusError.Name.failed
         let text = error.message.replacingNULs()
-        guard let message = dbus_message_new_error(pointer, name, text) else { throw .noMemory() }
-        return MessageRef(owning: message)
+        guard let message = dbus_message_new_error(call, name, text) else { throw .noMemory() }
+        return message
     }
 
     func setDestination(_ destination: String) throws(DBusError) {

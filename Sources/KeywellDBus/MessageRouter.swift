@@ -35,9 +35,13 @@ final class MessageRouter: @unchecked Sendable {
         return router
     }
 
-    func receive(methodCall message: MessageRef) {
+    /// Takes over the caller's reference to `message`.
+    func receive(methodCall message: OpaquePointer) {
         // A call arriving while the connection is being torn down gets no answer (libdbus is closing).
-        guard let connection else { return }
+        guard let connection else {
+            dbus_message_unref(message)
+            return
+        }
         MethodDispatcher.receive(message, on: connection, registry: registry, loop: loop)
     }
 

@@ -11,9 +11,9 @@ enum MessageSize {
     /// Calls up to this size may run on the I/O thread; decoding them takes microseconds.
     static let inlineLimit = 16 * 1024
 
-    static func isSmall(_ message: MessageRef, limit: Int = inlineLimit) -> Bool {
+    static func isSmall(_ message: OpaquePointer, limit: Int = inlineLimit) -> Bool {
         var iter = DBusMessageIter()
-        guard dbus_message_iter_init(message.pointer, &iter) != 0 else { return true }
+        guard dbus_message_iter_init(message, &iter) != 0 else { return true }
         var total = 0
         repeat {
             total += bytes(&iter, depth: 0)

@@ -5,8 +5,8 @@ import CDBus
 enum MethodDispatcher {
     /// On the loop's leader. A small call is decoded and resolved here, and runs here when its
     /// object places it here (`DBusCallPlacement.ioThread`); anything else continues off the loop.
-    static func receive(_ message: MessageRef, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop) {
-        // Registered here, in the order the bus delivered it: the caller's departure, read later,
+    static func receive(_ message: OpaquePointer, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop) {
+        // The call takes over the reference to `message`. Registered here, in the order the bus delivered it: the caller's departure, read later,
         // then finds it even when it is decoded off the loop.
         let call = DBusMethodCall(connection: connection, message: message, deadline: connection.deadlineForCallArrivingNow())
         connection.inFlight.register(call)
@@ -20,14 +20,14 @@ enum MethodDispatcher {
     /// `loop` is nil when already off the loop (everything then runs here).
     static func dispatch(_ call: DBusMethodCall, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
         do {
-            call.arguments = try call.message.arguments(maximumValues: connection.maximumDecodedValuesPerCall)
+            call.arguments = try MessageDecoder.decodeArguments(of: call.message, maximumValues: connection.maximumDecodedValuesPerCall)
         } catch {
             call.reply(error: error)
             return
         }
         // The path and interface are read where libdbus keeps them and matched against the
         // registry's and the interfaces' own strings: no string is made for them on every call.
-        let message = call.message.pointer
+        let message = call.message
         // libdbus refuses a method call without a path; "/" as the call's default all the same.
         let (path, object) = dbus_message_get_path(message).map { registry.object(at: MessageText($0)) }
             ?? "/".withCString { registry.object(at: MessageText($0)) }

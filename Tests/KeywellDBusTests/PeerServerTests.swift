@@ -173,7 +173,7 @@ struct PeerServerTests {
             _ = owner.withLock { $0.take() }  // the last reference, dropped on the loop's thread
         })
         owner.withLock { $0 = Owner(loop) }
-        loop.start(methodCalls: { _ in })
+        loop.start(methodCalls: { dbus_message_unref($0) })
         #expect(eventually { server.connectionCount == 1 })
         server.stop()  // the client's loop sees the hang-up and ends
         #expect(eventually(timeout: .seconds(10)) { loop.isFinished })
