@@ -129,6 +129,13 @@ enum MessageDecoder {
             return .array(elementSignature: .string, try decodeElements(&iter, depth: depth, &budget))
         case TypeCode.objectPath:
             return .array(elementSignature: .objectPath, try decodeElements(&iter, depth: depth, &budget))
+        case TypeCode.dictEntry:
+            // `a{ss}`, `a{sv}`: the two types read off the first entry, where asking libdbus for the
+            // array's signature allocated a copy of it (a search's attributes, on every call).
+            if let (key, value) = oneLetterEntryTypes(&iter) {
+                dbus_message_iter_recurse(&iter, &sub)
+                return try decodeEntries(&sub, key, value, depth: depth, &budget)
+            }
         default:
             break
         }
@@ -142,20 +149,53 @@ enum MessageDecoder {
             let inner = element.rawValue.dropFirst().dropLast()
             let keySignature = DBusSignature(unchecked: String(inner.prefix(1)))
             let valueSignature = DBusSignature(unchecked: String(inner.dropFirst()))
-            var entries: [DBusDictEntry] = []
-            while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
-                var pair = DBusMessageIter()
-                dbus_message_iter_recurse(&sub, &pair)
-                let key = try decodeValue(&pair, depth: depth + 1, &budget)
-                guard dbus_message_iter_next(&pair) != 0 else { throw .invalidArgs("Dictionary entry without a value") }
-                let value = try decodeValue(&pair, depth: depth + 1, &budget)
-                entries.append(DBusDictEntry(key: key, value: value))
-                dbus_message_iter_next(&sub)
-            }
-            return .dictionary(keySignature: keySignature, valueSignature: valueSignature, entries)
+            return try decodeEntries(&sub, keySignature, valueSignature, depth: depth, &budget)
         }
 
         return .array(elementSignature: element, try decodeSequence(&sub, depth: depth, &budget))
+    }
+
+    /// The entries of a dictionary, `sub` inside its array.
+    private static func decodeEntries(_ sub: inout DBusMessageIter, _ keySignature: DBusSignature, _ valueSignature: DBusSignature,
+                                      depth: Int, _ budget: inout Budget) throws(DBusError) -> DBusValue {
+        var entries: [DBusDictEntry] = []
+        while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
+            var pair = DBusMessageIter()
+            dbus_message_iter_recurse(&sub, &pair)
+            let key = try decodeValue(&pair, depth: depth + 1, &budget)
+            guard dbus_message_iter_next(&pair) != 0 else { throw .invalidArgs("Dictionary entry without a value") }
+            let value = try decodeValue(&pair, depth: depth + 1, &budget)
+            entries.append(DBusDictEntry(key: key, value: value))
+            dbus_message_iter_next(&sub)
+        }
+        return .dictionary(keySignature: keySignature, valueSignature: valueSignature, entries)
+    }
+
+    /// The key and value types of the dictionary at `iter` when both are one letter (a basic
+    /// type or a variant), read off its first entry; nil when it has none or its value type is a
+    /// container (its signature is then asked of libdbus). libdbus checked every entry against the
+    /// array's signature, so the first entry's types are every entry's.
+    private static func oneLetterEntryTypes(_ iter: inout DBusMessageIter) -> (DBusSignature, DBusSignature)? {
+        var sub = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &sub)
+        guard dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry else { return nil }
+        var pair = DBusMessageIter()
+        dbus_message_iter_recurse(&sub, &pair)
+        let key = dbus_message_iter_get_arg_type(&pair)
+        guard dbus_message_iter_next(&pair) != 0 else { return nil }
+        let value = dbus_message_iter_get_arg_type(&pair)
+        guard let keySignature = oneLetter(key), let valueSignature = oneLetter(value) else { return nil }
+        return (keySignature, valueSignature)
+    }
+
+    /// The signature of a type whose type code is its signature (a basic type, a variant).
+    private static func oneLetter(_ type: Int32) -> DBusSignature? {
+        switch type {
+        case TypeCode.array, TypeCode.structure, TypeCode.dictEntry, TypeCode.invalid: return nil
+        default:
+            guard let scalar = Unicode.Scalar(UInt32(type)), scalar.isASCII else { return nil }
+            return DBusSignature(unchecked: String(Character(scalar)))
+        }
     }
 
     /// The elements of the array at `iter`, one by one.

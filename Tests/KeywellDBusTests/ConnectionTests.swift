@@ -357,6 +357,28 @@ struct ConnectionTests {
         }
     }
 
+    /// The path and interface are matched in place (the registry's and the tables' own strings
+    /// stand in for them): the handler still sees exactly what the caller sent, at a subtree's
+    /// root, below it, and with the interface left out.
+    @Test func pathAndInterfaceReachTheHandlerAsSent() throws {
+        let interface = DBusInterface(name: "org.example.Tree.Node", methods: [DBusMethod(name: "Where")])
+        try fixture.server.registerSubtree(
+            DBusClosureObject(interfaces: [DBusInterface(name: "org.example.Other"), interface]) { call in
+                call.reply([.objectPath(call.path), .string(call.interface ?? "-")])
+            }, at: "/org/example/tree")
+        for path in ["/org/example/tree", "/org/example/tree/a", "/org/example/tree/a/longer/path/below/the/root"] {
+            #expect(try fixture.client.call(destination: ServiceFixture.name, path: path, interface: interface.name,
+                                            member: "Where") == [.objectPath(path), .string(interface.name)])
+            #expect(try fixture.client.call(destination: ServiceFixture.name, path: path, interface: nil,
+                                            member: "Where") == [.objectPath(path), .string("-")])
+        }
+        // Same length as the declared name, one letter apart: not that interface.
+        #expect(throws: DBusError.self) {
+            try fixture.client.call(destination: ServiceFixture.name, path: "/org/example/tree", interface: "org.example.Tree.Nodf",
+                                    member: "Where")
+        }
+    }
+
     @Test func requestNameResults() throws {
         let name = "org.keywell.NameTest"
         let first = try fixture.bus.connect()

@@ -48,6 +48,12 @@ struct RoundTripTests {
             .dictionary(keySignature: .uint32, valueSignature: "av", [
                 DBusDictEntry(key: .uint32(1), value: .array(elementSignature: .variant, [.variant(.int32(1)), .variant(.string("x"))])),
             ]),
+            // One-letter entry types are read off the first entry; others from the array's signature.
+            .dictionary(keySignature: .int64, valueSignature: .objectPath, [DBusDictEntry(key: .int64(-1), value: .objectPath("/x"))]),
+            .dictionary(keySignature: .string, valueSignature: "a{ss}", [
+                DBusDictEntry(key: .string("k"), value: .stringStringDict(["a": "b"])),
+            ]),
+            .dictionary(keySignature: .string, valueSignature: "a{ss}", []),
             .array(elementSignature: "aai", [.array(elementSignature: "ai", [.array(elementSignature: .int32, [.int32(1), .int32(2)])])]),
             .array(elementSignature: .bool, [.bool(true), .bool(false)]),
             .array(elementSignature: .double, [.double(1), .double(-2)]),
