@@ -346,7 +346,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// A method return whose body `fill` writes; a failure to build or send it answers with an error.
     /// The call and the reply are held as libdbus's pointers: a `MessageRef` for each was two
-    /// objects per call (docs/performance.md, "The D-Bus layer's strings per call").
+    /// objects per call (docs/performance.md, "The D-Bus layer's strings and objects per call").
     private func sendReply(to call: OpaquePointer, wipe: Bool, fill: (OpaquePointer) throws(DBusError) -> Void) {
         guard dbus_message_get_no_reply(call) == 0 else { return }
         do throws(DBusError) {

@@ -23,7 +23,8 @@ public final class DBusMethodCall: @unchecked Sendable {
     @exclusivity(unchecked) public internal(set) var path: String = "/"
     /// Nil when the caller left the interface out (allowed by D-Bus; the method was found by name).
     /// Set as `path` is: the declaring interface's own name when the object has it, so that no
-    /// string is made from the message on every call (docs/performance.md).
+    /// string is made from the message on every call (docs/performance.md, "The D-Bus
+    /// layer's strings and objects per call").
     @exclusivity(unchecked) public internal(set) var interface: String?
     public let member: String
     /// The signature the caller sent: the method's declared one (SignatureCheck).

@@ -6,7 +6,7 @@ import Glibc
 /// Every call names both, and either is usually longer than the 15 bytes a `String` holds
 /// without an allocation: they are compared with the registry's paths and the interface
 /// tables byte for byte, and a `String` is made only when none of those is the same
-/// (docs/performance.md, "The D-Bus layer's strings per call").
+/// (docs/performance.md, "The D-Bus layer's strings and objects per call").
 struct MessageText {
     /// The text's bytes, without its NUL; valid while the message lives.
     let bytes: UnsafeRawBufferPointer
