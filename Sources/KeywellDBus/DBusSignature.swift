@@ -100,7 +100,9 @@ extension DBusSignature {
 
     /// The concatenation of several signatures (the signature of a message's arguments).
     public static func concatenating(_ parts: [DBusSignature]) -> DBusSignature {
-        DBusSignature(unchecked: parts.map(\.rawValue).joined())
+        var text = ""
+        for part in parts { text += part.rawValue }
+        return DBusSignature(unchecked: text)
     }
 }
 
@@ -125,7 +127,14 @@ extension DBusValue {
         case .bytes: return .bytes
         case .array(let element, _): return DBusSignature(unchecked: "a" + element.rawValue)
         case .dictionary(let key, let value, _): return DBusSignature(unchecked: "a{" + key.rawValue + value.rawValue + "}")
-        case .structure(let fields): return DBusSignature(unchecked: "(" + fields.map(\.signature.rawValue).joined() + ")")
+        case .structure(let fields):
+            // Appended in place: a signature of up to 15 bytes stays inside the string, where
+            // mapping the fields to an array of their texts first allocated on every reply
+            // carrying a struct (docs/performance.md, "The D-Bus layer's strings and objects per call").
+            var text = "("
+            for field in fields { text += field.signature.rawValue }
+            text += ")"
+            return DBusSignature(unchecked: text)
         }
     }
 }
@@ -142,5 +151,10 @@ extension DBusValue {
 
 extension Array where Element == DBusValue {
     /// The signature of these values taken as message arguments.
-    public var signature: DBusSignature { .concatenating(map(\.signature)) }
+    /// Appended in place, as a struct's (two arrays per reply of several values, otherwise).
+    public var signature: DBusSignature {
+        var text = ""
+        for value in self { text += value.signature.rawValue }
+        return DBusSignature(unchecked: text)
+    }
 }
