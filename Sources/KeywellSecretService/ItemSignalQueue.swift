@@ -1,9 +1,10 @@
 import KeywellSystem
 
-/// The item signals of keychain changes, sent in the order the changes were told, by one thread
-/// at a time (docs/secret-service.md, "Signals"). A call's item signals wait here until its reply
-/// is out, so the bus routes the reply first; a later change's signals, or a lock's, first send
-/// whatever still waits, so no listener sees them overtake an earlier change's.
+/// The signals of keychain changes, sent in the order the changes were told, by one thread at a
+/// time (docs/secret-service.md, "Signals"). A call's item signals wait here until its reply is
+/// out, so the bus routes the reply first; a later change's signals (a lock's, a collection's new
+/// label, the list of collections) are queued behind them (`SecretServiceSignals.inOrder`), so no
+/// listener sees them overtake an earlier change's, whichever thread happens to send the queue.
 final class ItemSignalQueue: Sendable {
     private struct State {
         var pending: [@Sendable () -> Void] = []

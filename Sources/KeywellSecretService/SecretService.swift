@@ -52,7 +52,6 @@ public final class SecretService: Sendable {
     /// One unlock dialog for the SSH agent at a time: the signatures behind it find the keychain open.
     private let agentUnlocking = Protected(())
     /// Item signals waiting for the reply of the call that caused them, in order.
-    private let itemSignals = ItemSignalQueue()
 
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
@@ -89,7 +88,7 @@ public final class SecretService: Sendable {
         kwallet = KWalletService(context: context, activity: configuration.activity)
         // Keychains made or removed through any face, this one included: the one place that
         // sends CollectionCreated and CollectionDeleted, so none is sent twice.
-        store.observeKeychains { [weak self] _ in self?.collectionListChanged() }
+        store.observeKeychains { [signals = context.signals] _ in signals.inOrder { signals.collectionListChanged() } }
         // Items made, changed or deleted through any face: the one place that sends ItemCreated,
         // ItemChanged and ItemDeleted for keychains.
         store.observeItems { [weak self] event in self?.keychainItemsChanged(event) }
@@ -152,19 +151,23 @@ public final class SecretService: Sendable {
 
     /// Engine events as Secret Service signals (the daemon passes every event on).
     public func keychainEvent(_ event: KeychainEvent) {
-        // An earlier change's item signals still waiting for their call's reply go first
-        // (`itemsChanged` comes with the change's own, which wait for the reply).
-        if case .itemsChanged = event {} else { itemSignals.flush() }
-        kwallet.keychainEvent(event)
-        switch event {
-        case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
-        case .unlocked(let name): context.signals.lockChanged(.keychain(name), locked: false)
-        // Told item by item, with the new values, by `observeItems` (gnome-keyring sends no
-        // CollectionChanged for a collection's items either).
-        case .itemsChanged: break
-        // The alias `default` moved, or the order of `Collections` (default first, then the
-        // search list) changed; a path-addressed keychain may have joined or left the list.
-        case .defaultKeychainChanged, .searchListChanged: collectionListChanged()
+        // Told item by item, with the new values, by `observeItems`, after the call's reply
+        // (gnome-keyring sends no CollectionChanged for a collection's items either).
+        if case .itemsChanged = event {
+            kwallet.keychainEvent(event)
+            return
+        }
+        // After an earlier change's item signals still waiting for their call's reply.
+        context.signals.inOrder { [context, kwallet] in
+            kwallet.keychainEvent(event)
+            switch event {
+            case .locked(let name): context.signals.lockChanged(.keychain(name), locked: true)
+            case .unlocked(let name): context.signals.lockChanged(.keychain(name), locked: false)
+            case .itemsChanged: break
+            // The alias `default` moved, or the order of `Collections` (default first, then the
+            // search list) changed; a path-addressed keychain may have joined or left the list.
+            case .defaultKeychainChanged, .searchListChanged: context.signals.collectionListChanged()
+            }
         }
     }
 
@@ -177,8 +180,9 @@ public final class SecretService: Sendable {
 
     /// A call's item signals go right after its reply, whichever face it came through: each
     /// message sent before a reply delays the reply by the bus's turn for it, and no client
-    /// needs them first (docs/secret-service.md, "Signals"). `itemSignals` keeps their order.
+    /// needs them first (docs/secret-service.md, "Signals"). `signals.ordered` keeps their order.
     private func keychainItemsChanged(_ event: KeychainItemsEvent) {
+        let itemSignals = context.signals.ordered
         itemSignals.enqueue { [context, kwallet] in
             context.signals.itemsChanged(in: .keychain(event.keychain), created: event.created,
                                          changed: event.changed, deleted: event.deleted)
@@ -189,10 +193,6 @@ public final class SecretService: Sendable {
         } else {
             itemSignals.flush()
         }
-    }
-
-    private func collectionListChanged() {
-        context.directory.listChanged { context.signals.collectionsChanged($0) }
     }
 
     // MARK: The bus name

@@ -15,6 +15,10 @@ final class SecretServiceSignals: Sendable {
     /// When `Items` goes out after a change (a big keychain's list is paced).
     private let itemsPacer: ItemsPropertyPacer
     private let connection = Protected<DBusConnection?>(nil)
+    /// Every change's signals, in the order of the changes: a call's item signals wait here for
+    /// its reply, and a later change's signals queue behind them (`inOrder`), whichever thread
+    /// sends them.
+    let ordered = ItemSignalQueue()
 
     init(directory: CollectionDirectory, logger: Logger, itemsPacer: ItemsPropertyPacer = ItemsPropertyPacer()) {
         self.directory = directory
@@ -27,6 +31,14 @@ final class SecretServiceSignals: Sendable {
     }
 
     func collectionChanged(_ id: CollectionID) { service(SecretServiceProtocol.Member.collectionChanged, id) }
+
+    /// Sends `send`'s signals after every earlier change's still waiting. Queued, not sent after
+    /// a flush: while another thread is sending the queue, a flush returns at once, and signals
+    /// sent then could overtake the ones it has not reached yet.
+    func inOrder(_ send: @escaping @Sendable () -> Void) {
+        ordered.enqueue(send)
+        ordered.flush()
+    }
 
     /// The list of collections changed: `CollectionCreated` and `CollectionDeleted` for each one
     /// that appeared or went, then `Collections` with its new value, then `CollectionChanged` for
@@ -43,10 +55,18 @@ final class SecretServiceSignals: Sendable {
         change.defaultMoved.forEach { service(SecretServiceProtocol.Member.collectionChanged, $0) }
     }
 
+    /// The listing of keychains changed: the collections that came or went, as
+    /// `collectionsChanged` tells them.
+    func collectionListChanged() {
+        directory.listChanged { collectionsChanged($0) }
+    }
+
     /// A collection's `Label` changed: `CollectionChanged`, then the new label.
     func collectionLabelChanged(_ id: CollectionID, to label: String) {
-        collectionChanged(id)
-        emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, [SecretServiceProtocol.Property.label: .string(label)])
+        inOrder { [self] in
+            collectionChanged(id)
+            emitProperties(ObjectPaths.path(of: id), SecretServiceNames.collectionInterface, [SecretServiceProtocol.Property.label: .string(label)])
+        }
     }
 
     /// A collection's `Locked` changed (through any face, or a timer). Up to

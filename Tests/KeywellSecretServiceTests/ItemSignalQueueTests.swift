@@ -53,4 +53,39 @@ import Testing
         #expect(!overlapped.withLock { $0 })
         #expect(sent.withLock { $0 } == Array(repeating: Array(0..<perThread), count: threads))
     }
+
+    /// The race `SecretServiceSignals.inOrder` closes: while one thread sends a call's item
+    /// signals, another thread's change (a collection's new label) is queued, not sent at once
+    /// after a flush that returned early, so it cannot overtake the signals not yet sent.
+    @Test func aChangeToldWhileAnotherThreadSendsGoesAfterWhatWaits() {
+        let queue = ItemSignalQueue()
+        let sent = Protected<[String]>([])
+        let inFirstSend = DispatchSemaphore(value: 0)
+        let mayFinish = DispatchSemaphore(value: 0)
+        queue.enqueue {
+            inFirstSend.signal()
+            mayFinish.wait()
+            sent.withLock { $0.append("item changed") }
+        }
+        queue.enqueue { sent.withLock { $0.append("item properties") } }
+        let drainer = Thread { queue.flush() }
+        drainer.start()
+        inFirstSend.wait()
+        // The other thread's change, told while the first thread is inside its send.
+        queue.enqueue { sent.withLock { $0.append("collection label") } }
+        queue.flush()
+        #expect(sent.withLock { $0 }.isEmpty, "the flush returns at once; the draining thread sends")
+        mayFinish.signal()
+        queue.flush()
+        #expect(eventuallyTrue { sent.withLock { $0 }.count == 3 })
+        #expect(sent.withLock { $0 } == ["item changed", "item properties", "collection label"])
+    }
+
+    private func eventuallyTrue(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
 }
