@@ -523,7 +523,8 @@ struct SecretServiceReport {
                 let parts = zip(m.rows, m.rowCPU).compactMap { row, cpu in
                     cpu.map { "\(Self.shortName(row.operation)) \(Self.latency(max($0, .zero)))" }
                 }
-                Swift.print("  \(service) CPU per call (all its threads, user and kernel, less a Ping's \(formatMicroseconds(pingCPU)) µs): "
+                Swift.print("  \(service) CPU per call (all its threads, user and kernel; the call's own: each round's Ping, "
+                            + "\(formatMicroseconds(pingCPU)) µs, taken off): "
                             + parts.joined(separator: ", "))
             }
             if let first = measured[services[0]] {

@@ -54,8 +54,9 @@ struct SecretServiceTargets {
         }
         if let pingCPU = keywelld.pingCPU, pingCPU > .zero {
             for name in ["SearchItems", "GetSecret (DH)"] {
-                guard let (index, _, _) = row(name), let extra = keywelld.rowCPU[index] else { continue }
-                let ratio = (extra + pingCPU).seconds / pingCPU.seconds
+                // A row's CPU is already its call's alone: each round's Ping is taken off it.
+                guard let (index, _, _) = row(name), let callCPU = keywelld.rowCPU[index] else { continue }
+                let ratio = callCPU.seconds / pingCPU.seconds
                 lines.append(Line(text: "keywelld CPU per \(SecretServiceReport.shortName(name)) / per Ping: "
                                   + String(format: "%.2f (target ≤ %.1f)", ratio, readCPUOverPing), met: ratio <= readCPUOverPing))
             }
