@@ -51,7 +51,6 @@ public final class SecretService: Sendable {
     private let currentConnection: LockedConnection
     /// One unlock dialog for the SSH agent at a time: the signatures behind it find the keychain open.
     private let agentUnlocking = Protected(())
-    /// Item signals waiting for the reply of the call that caused them, in order.
 
     public init(store: KeychainStore, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
