@@ -10,10 +10,8 @@ import Glibc
 /// (and may reach swap) long after its keychain was locked. Everything else is left alone.
 enum ByteArrayWipe {
     /// Zeroes every `ay` in a message's body, in libdbus's own buffer. Only for messages nobody
-    /// reads any more: a received call once handled, a reply once written out.
-    static func wipe(_ message: MessageRef) { wipe(message: message.pointer) }
-
-    /// As `wipe(_:)`, for a message held without a `MessageRef` (a call's, a reply's).
+    /// reads any more: a received call once handled, a reply once written out. Calls and replies
+    /// are held as libdbus's pointers, so that is what it takes.
     static func wipe(message: OpaquePointer) {
         // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`). Read in
         // libdbus's own text: making a Swift string of it cost every call and reply an allocation.

@@ -50,21 +50,19 @@ enum MethodDispatcher {
         /// The loop to hand the call to, or nil to run it here. A reply still being written
         /// (bigger than the socket takes at once) would otherwise wait for this handler: the loop
         /// writes its rest only when it polls again. So the call runs on this thread while another
-        /// takes the loop on (docs/dbus-layer.md). The closure for the hand-off is made only then:
-        /// made for every call, it was an allocation on each.
+        /// takes the loop on (docs/dbus-layer.md). Each site's work is a local function, called
+        /// directly here; only a hand-off makes a closure of it (made for every call, it was an
+        /// allocation on each).
         func handOff(_ placement: DBusCallPlacement) -> ConnectionLoop? {
             guard let loop, placement == .worker || loop.isStillSending else { return nil }
             return loop
         }
+        // Listing a subtree's children may be slow (every item of a collection): never on the loop.
+        @Sendable func introspectCall() { introspect(call, object: object, interfaces: interfaces, registry: registry) }
 
         switch call.interface {
         case StandardInterface.introspectable?:
-            // Listing a subtree's children may be slow (every item of a collection).
-            if let loop {
-                loop.runOffLoop { introspect(call, object: object, interfaces: interfaces, registry: registry) }
-            } else {
-                introspect(call, object: object, interfaces: interfaces, registry: registry)
-            }
+            if let loop = handOff(.worker) { loop.runOffLoop(introspectCall) } else { introspectCall() }
             return
         case StandardInterface.properties?:
             guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
@@ -72,11 +70,10 @@ enum MethodDispatcher {
                 call.reply(error: refusal)
                 return
             }
-            if let loop = handOff(object.placement(of: call)) {
-                loop.runOffLoop { DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) } }
-            } else {
+            @Sendable func handleProperties() {
                 DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
             }
+            if let loop = handOff(object.placement(of: call)) { loop.runOffLoop(handleProperties) } else { handleProperties() }
             return
         default:
             break
@@ -96,11 +93,7 @@ enum MethodDispatcher {
         } else {
             // No interface given: the first interface declaring the member wins (D-Bus rule).
             if call.member == "Introspect" {
-                if let loop {
-                    loop.runOffLoop { introspect(call, object: object, interfaces: interfaces, registry: registry) }
-                } else {
-                    introspect(call, object: object, interfaces: interfaces, registry: registry)
-                }
+                if let loop = handOff(.worker) { loop.runOffLoop(introspectCall) } else { introspectCall() }
                 return
             }
             guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member, signature: call.signature) }).first else {
@@ -113,11 +106,8 @@ enum MethodDispatcher {
             call.reply(error: refusal)
             return
         }
-        if let loop = handOff(object.placement(of: call)) {
-            loop.runOffLoop { DBusMethodCall.withCurrent(call) { object.handle(call) } }
-        } else {
-            DBusMethodCall.withCurrent(call) { object.handle(call) }
-        }
+        @Sendable func handleCall() { DBusMethodCall.withCurrent(call) { object.handle(call) } }
+        if let loop = handOff(object.placement(of: call)) { loop.runOffLoop(handleCall) } else { handleCall() }
     }
 
     private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,

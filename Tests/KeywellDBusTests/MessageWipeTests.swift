@@ -1,7 +1,7 @@
 import Testing
 @testable import KeywellDBus
 
-/// `ByteArrayWipe.wipe(_: MessageRef)` zeroes the byte arrays in libdbus's own buffer, those in
+/// `ByteArrayWipe.wipe(message:)` zeroes the byte arrays in libdbus's own buffer, those in
 /// the body and those inside variants, and leaves a message without any alone.
 @Suite("Byte arrays in a message's buffer are wiped")
 struct MessageWipeTests {
@@ -12,7 +12,7 @@ struct MessageWipeTests {
     @Test func bytesInTheBodyAndInVariantsAreZeroed() throws {
         let secret = Array("a secret in libdbus's buffer".utf8)
         let call = try message([.string("label"), .bytes(secret), .stringVariantDict(["v_Data": .bytes(secret)])])
-        ByteArrayWipe.wipe(call)
+        ByteArrayWipe.wipe(message: call.pointer)
         let after = try call.arguments()
         #expect(after[0] == .string("label"))
         #expect(after[1] == .bytes(Array(repeating: 0, count: secret.count)))
@@ -22,7 +22,7 @@ struct MessageWipeTests {
     @Test func aMessageWithoutBytesIsLeftAsItWas() throws {
         let arguments: [DBusValue] = [.string("default"), .objectPath("/org/example/a"), .uint32(7)]
         let call = try message(arguments)
-        ByteArrayWipe.wipe(call)
+        ByteArrayWipe.wipe(message: call.pointer)
         #expect(try call.arguments() == arguments)
     }
 }
