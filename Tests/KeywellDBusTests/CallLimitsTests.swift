@@ -47,12 +47,16 @@ struct CallLimitsTests {
         #expect(fixture.server.abandonedCallCount == before + 1)
     }
 
-    @Test func aCallerLeavingTheBusMakesItsLongCallStop() throws {
+    /// A service that watches its callers leave, one caller of it, and the counts of abandoned
+    /// calls before that caller does anything.
+    private func callerWatchedLeaving() throws -> (fixture: ServiceFixture, caller: DBusConnection, before: Int, abandonedBefore: Int) {
         let fixture = try ServiceFixture()
         try fixture.server.watchCallersLeaving()
-        let caller = try fixture.bus.connect()
-        let before = fixture.server.abandonedCallCount
-        let abandonedBefore = ServiceFixture.abandonedBy.value.count
+        return (fixture, try fixture.bus.connect(), fixture.server.abandonedCallCount, ServiceFixture.abandonedBy.value.count)
+    }
+
+    @Test func aCallerLeavingTheBusMakesItsLongCallStop() throws {
+        let (fixture, caller, before, abandonedBefore) = try callerWatchedLeaving()
         try caller.callWithoutReply(destination: ServiceFixture.name, path: ServiceFixture.path,
                                     interface: ServiceFixture.interfaceName, member: "WorkUntilAbandoned")
         // close() sends the call first: the bus delivers it before the caller's departure.
@@ -71,11 +75,7 @@ struct CallLimitsTests {
     /// leave it as they go, so the caller's departure afterwards marks only its call still
     /// running (a dropped call left behind would be touched after it was freed).
     @Test func callsDroppedWithoutAReplyLeaveTheTableBeforeTheirCallerLeaves() throws {
-        let fixture = try ServiceFixture()
-        try fixture.server.watchCallersLeaving()
-        let caller = try fixture.bus.connect()
-        let before = fixture.server.abandonedCallCount
-        let abandonedBefore = ServiceFixture.abandonedBy.value.count
+        let (fixture, caller, before, abandonedBefore) = try callerWatchedLeaving()
         for _ in 0..<50 {
             do {
                 _ = try caller.call(destination: ServiceFixture.name, path: ServiceFixture.path,
