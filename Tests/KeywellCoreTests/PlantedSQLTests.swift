@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeywellProtocol
+import KeywellSecretService
 import Testing
 
 @testable import KeywellCore
@@ -135,6 +136,30 @@ import Testing
         #expect(deleting?.detail?.contains("changed 0 rows instead of 1") == true, "\(String(describing: deleting))")
         expectStatus(SecStatus.decode) { try store.update(genp("alice", "mail"), [WireKey.valueData: data("new")]) }
         #expect(try store.copyMatching(genp("alice", "mail") + returnData) == [[WireKey.valueData: data("kept")]])
+    }
+
+    /// A new item's attribute rows go in statements of several rows each: a row one of them
+    /// swallowed fails the whole create, and nothing of the item is stored.
+    @Test func anAttributeRowThatWasNotInsertedFailsTheCreate() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        let database = try store.file(at: store.location("login")).database
+        try database.write { db in
+            try db.execute(sql: """
+                CREATE TEMP TRIGGER t_drop BEFORE INSERT ON main.item_attribute WHEN NEW.name = 'a13'
+                BEGIN SELECT RAISE(IGNORE); END
+                """)
+        }
+        // 20 rows and the hidden content type: statements of 8, 8 and 5 rows; the second loses one.
+        let attributes = Dictionary(uniqueKeysWithValues: (0..<20).map { ("a\($0)", "v\($0)") })
+        let creating = expectStatus(SecStatus.decode) {
+            _ = try store.secretServiceCreateItem(
+                in: "login", label: "many", attributes: attributes, type: nil,
+                secret: SecretServiceSecret(value: Data("pw".utf8), contentType: "text/plain"), replace: false)
+        }
+        #expect(creating?.detail?.contains("instead of") == true, "\(String(describing: creating))")
+        #expect(try sqlite(environment.path(of: "login"), "SELECT count(*) FROM item") == "0")
+        #expect(try sqlite(environment.path(of: "login"), "SELECT count(*) FROM item_attribute") == "0")
     }
 
     /// SQL that runs longer than a call may is stopped with a clear error, and the connection

@@ -175,6 +175,14 @@ extension KeychainStore {
         let now = Date()
         let milliseconds = AttributeValue.integer(millisecondsSince1970(times?.modified ?? now))
         let created = AttributeValue.integer(millisecondsSince1970(times?.created ?? now))
+        // The new item's row (sealed secret, MAC) is built before the write lock is taken: the
+        // transaction then holds SQLite's lock only for SQL (docs/performance.md, "A CreateItem's
+        // timeline"). A replace that finds its item drops it unused.
+        let new = Self.prepareFreeformItem(
+            NewFreeformItem(itemClass: itemClass, label: label, attributes: attributes, type: type, secret: secret, created: created,
+                            modified: milliseconds),
+            at: now, file: file, key: key, integrity: integrity, creator: creator, creatorUnidentified: creatorUnidentified,
+            access: explicitAccess, derive: derive)
         let result = try file.database.write { db -> (UUID, Bool) in
             if replace, let existing = try Self.itemWithExactly(attributes, db),
                try Self.mayReplace(existing, keychain: file.uuid, integrity: integrity, replacing, db) {
@@ -187,12 +195,8 @@ extension KeychainStore {
                 try ItemIntegrity.renew(rowID: existing, keychain: file.uuid, key: integrity, db)
                 return (item.uuid, true)
             }
-            let uuid = try Self.insertFreeformItem(
-                NewFreeformItem(itemClass: itemClass, label: label, attributes: attributes, type: type, secret: secret, created: created,
-                                modified: milliseconds),
-                at: now, file: file, key: key, integrity: integrity, creator: creator, creatorUnidentified: creatorUnidentified,
-                access: explicitAccess, derive: derive, db)
-            return (uuid, false)
+            try Self.insert(new, db)
+            return (new.item.uuid, false)
         }
         file.markUsed()
         let (id, replaced) = result
@@ -287,6 +291,31 @@ extension KeychainStore {
         _ new: NewFreeformItem, at now: Date, file: KeychainFile, key: SecretBytes, integrity: IntegrityKey, creator: String?,
         creatorUnidentified: Bool, access explicitAccess: AccessList?, derive: DeriveNative, _ db: Database
     ) throws -> UUID {
+        let prepared = prepareFreeformItem(new, at: now, file: file, key: key, integrity: integrity, creator: creator,
+                                           creatorUnidentified: creatorUnidentified, access: explicitAccess, derive: derive)
+        try insert(prepared, db)
+        return prepared.item.uuid
+    }
+
+    /// A new free-form item's row and rows, sealed and with their MAC, ready to insert: nothing
+    /// in it depends on the file's contents (its row id is not part of the MAC).
+    struct PreparedFreeformItem {
+        let item: KeychainItem
+        let values: [DatabaseValue]
+        let rows: [String: String]
+        let access: AccessList
+        let mac: Data
+    }
+
+    static func insert(_ prepared: PreparedFreeformItem, _ db: Database) throws {
+        let rowID = try ItemTable.insert(prepared.item, values: prepared.values, access: prepared.access, mac: prepared.mac, db)
+        try FreeformAttributeTable.insert(prepared.rows, itemID: rowID, db)
+    }
+
+    static func prepareFreeformItem(
+        _ new: NewFreeformItem, at now: Date, file: KeychainFile, key: SecretBytes, integrity: IntegrityKey, creator: String?,
+        creatorUnidentified: Bool, access explicitAccess: AccessList?, derive: DeriveNative
+    ) -> PreparedFreeformItem {
         let uuid = UUID.timeOrdered(at: now)
         var native: [ItemAttribute: AttributeValue] = [
             .accessGroup: .text(FreeformItem.accessGroup(for: uuid)),
@@ -303,9 +332,7 @@ extension KeychainStore {
         // The row's values, built once for both the MAC and the insert.
         let values = ItemTable.attributeAndMatchValues(item)
         let mac = ItemIntegrity.mac(for: item, values: values, freeform: rows, access: access, keychain: file.uuid, key: integrity)
-        let rowID = try ItemTable.insert(item, values: values, access: access, mac: mac, db)
-        try FreeformAttributeTable.insert(rows, itemID: rowID, db)
-        return uuid
+        return PreparedFreeformItem(item: item, values: values, rows: rows, access: access, mac: mac)
     }
 
     // MARK: Helpers

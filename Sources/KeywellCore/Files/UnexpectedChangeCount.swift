@@ -12,9 +12,11 @@ struct UnexpectedChangeCount: Error, CustomStringConvertible {
         "\(change) changed \(actual) rows instead of \(expected): the file holds SQL Keywell did not write"
     }
 
-    /// Throws unless the last statement on `db` changed exactly `expected` rows.
-    static func check(_ db: Database, _ change: String, expected: Int = 1) throws {
+    /// Throws unless the last statement on `db` changed exactly `expected` rows. `change` is
+    /// built only for the error: a create checks several statements, and each text was a string
+    /// built for nothing.
+    static func check(_ db: Database, _ change: @autoclosure () -> String, expected: Int = 1) throws {
         let actual = db.changesCount
-        guard actual == expected else { throw UnexpectedChangeCount(change: change, expected: expected, actual: actual) }
+        guard actual == expected else { throw UnexpectedChangeCount(change: change(), expected: expected, actual: actual) }
     }
 }
