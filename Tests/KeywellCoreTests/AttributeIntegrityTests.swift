@@ -67,24 +67,6 @@ import Testing
         #expect(try store.secretServiceSearch(["server": "evil.example"], in: "login") == [evil])
     }
 
-    /// More attribute rows than one INSERT takes (`FreeformAttributeTable.rowsPerInsert`): every
-    /// row is stored, the MAC covers them all, and each one finds the item.
-    @Test func anItemWithManyAttributesKeepsThemAll() throws {
-        let environment = try TestEnvironment()
-        let store = try environment.makeStore(with: ["login"])
-        let count = 2 * FreeformAttributeTable.rowsPerInsert + 3
-        let attributes = Dictionary(uniqueKeysWithValues: (0..<count).map { ("name\($0)", "value \($0)") })
-        let item = try ssItem(store, "Many", attributes, "many password")
-        let other = try ssItem(store, "One", ["name0": "value 0"], "one password")
-        #expect(try store.secretServiceItem(item, in: "login").attributes == attributes)
-        for (name, value) in attributes {
-            #expect(try store.secretServiceSearch([name: value], in: "login") == (name == "name0" ? [item, other] : [item]))
-        }
-        #expect(try store.secretServiceSecretBatch([item], in: "login")[item]?.value == Data("many password".utf8))
-        #expect(try sqlite(environment.path(of: "login"), "SELECT count(*) FROM item_attribute WHERE name LIKE 'name%'")
-                == "\(count + 1)")
-    }
-
     @Test func aChangedLabelHiddenRowOrMissingMACIsDetected() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])

@@ -138,8 +138,8 @@ import Testing
         #expect(try store.copyMatching(genp("alice", "mail") + returnData) == [[WireKey.valueData: data("kept")]])
     }
 
-    /// A new item's attribute rows go in statements of several rows each: a row one of them
-    /// swallowed fails the whole create, and nothing of the item is stored.
+    /// A new item's attribute row that a trigger swallowed fails the whole create, and nothing
+    /// of the item is stored (its row is built before the transaction, its rows inside it).
     @Test func anAttributeRowThatWasNotInsertedFailsTheCreate() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])
@@ -150,7 +150,6 @@ import Testing
                 BEGIN SELECT RAISE(IGNORE); END
                 """)
         }
-        // 20 rows and the hidden content type: statements of 8, 8 and 5 rows; the second loses one.
         let attributes = Dictionary(uniqueKeysWithValues: (0..<20).map { ("a\($0)", "v\($0)") })
         let creating = expectStatus(SecStatus.decode) {
             _ = try store.secretServiceCreateItem(

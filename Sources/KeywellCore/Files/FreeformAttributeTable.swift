@@ -15,33 +15,11 @@ enum FreeformAttributeTable {
     /// A matching item: its row id (the order of creation) and its identity.
     typealias Match = (rowID: Int64, uuid: UUID)
 
-    /// At most this many rows per INSERT: an item's few rows (a create's three to five) go in one
-    /// statement, and at most this many statement texts are ever cached.
-    static let rowsPerInsert = 8
-
-    /// The INSERT of `count` rows (1...`rowsPerInsert`), built once per count.
-    private static let insertSQL: [String] = (0...rowsPerInsert).map { count in
-        "INSERT INTO item_attribute (item_id, name, value) VALUES "
-            + Array(repeating: "(?, ?, ?)", count: count).joined(separator: ", ")
-    }
-
-    /// Adds the rows in statements of up to `rowsPerInsert` rows each: one statement (one
-    /// step, one change count) for a new item's rows rather than one per row
-    /// (docs/performance.md, "A CreateItem's timeline").
     static func insert(_ attributes: [String: String], itemID: Int64, _ db: Database) throws {
-        var rows = attributes[...]
-        while !rows.isEmpty {
-            let chunk = rows.prefix(rowsPerInsert)
-            rows = rows.dropFirst(chunk.count)
-            var values: [DatabaseValue] = []
-            values.reserveCapacity(3 * chunk.count)
-            for (name, value) in chunk {
-                values.append(itemID.databaseValue)
-                values.append(name.databaseValue)
-                values.append(value.databaseValue)
-            }
-            try RawStatement(db, sql: insertSQL[chunk.count], values: values).run()
-            try UnexpectedChangeCount.check(db, "adding attributes of item row \(itemID)", expected: chunk.count)
+        for (name, value) in attributes {
+            try RawStatement(db, sql: "INSERT INTO item_attribute (item_id, name, value) VALUES (?, ?, ?)",
+                             values: [itemID.databaseValue, name.databaseValue, value.databaseValue]).run()
+            try UnexpectedChangeCount.check(db, "adding an attribute of item row \(itemID)")
         }
     }
 
