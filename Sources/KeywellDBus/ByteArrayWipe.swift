@@ -34,6 +34,16 @@ enum ByteArrayWipe {
         }
     }
 
+    /// Whether a body of this signature can hold an `ay`, the same test as for a message's.
+    static func mayHoldBytes(_ signature: DBusSignature) -> Bool {
+        var previous: UInt8 = 0
+        for code in signature.rawValue.utf8 {
+            if code == UInt8(ascii: "v") || (previous == UInt8(ascii: "a") && code == UInt8(ascii: "y")) { return true }
+            previous = code
+        }
+        return false
+    }
+
     /// Zeroes the storage of every `.bytes` inside `values` (all owners of that storage see zeros).
     static func wipe(_ values: [DBusValue]) {
         for value in values { wipe(value, depth: 0) }

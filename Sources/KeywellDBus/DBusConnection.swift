@@ -333,7 +333,11 @@ public final class DBusConnection: @unchecked Sendable {
     /// unless `wipe` is false: the call said they hold no secrets.
     func sendReply(to call: OpaquePointer, values: [DBusValue], wipe: Bool = true) {
         defer { if wipe { ByteArrayWipe.wipe(values) } }
-        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in try MessageEncoder.append(values, to: reply) }
+        // The signature just written tells whether libdbus's copy can hold an `ay`: a reply of
+        // paths and strings (most reads) is not scanned again once sent.
+        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in
+            ByteArrayWipe.mayHoldBytes(try MessageEncoder.append(values, to: reply))
+        }
     }
 
     /// As `sendReply(to:values:wipe:)`, the value written by its handler into the reply.
@@ -341,21 +345,23 @@ public final class DBusConnection: @unchecked Sendable {
         defer { written.whenDone() }
         sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in
             try DBusBodyWriter.write(signature, into: reply, written.write)
+            return true
         }
     }
 
     /// A method return whose body `fill` writes; a failure to build or send it answers with an error.
     /// The call and the reply are held as libdbus's pointers: a `MessageRef` for each was two
     /// objects per call (docs/performance.md, "The D-Bus layer's strings and objects per call").
-    private func sendReply(to call: OpaquePointer, wipe: Bool, fill: (OpaquePointer) throws(DBusError) -> Void) {
+    /// `fill` returns whether the body may hold an `ay` (false only when its signature says not).
+    private func sendReply(to call: OpaquePointer, wipe: Bool, fill: (OpaquePointer) throws(DBusError) -> Bool) {
         guard dbus_message_get_no_reply(call) == 0 else { return }
         do throws(DBusError) {
             guard let reply = dbus_message_new_method_return(call) else { throw DBusError.noMemory() }
             defer { dbus_message_unref(reply) }
-            try fill(reply)
+            let mayHoldBytes = try fill(reply)
             try send(message: reply)
             // Written out already (nothing queued): libdbus is done with the buffer.
-            if wipe, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(message: reply) }
+            if wipe, mayHoldBytes, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(message: reply) }
         } catch let error where error.name == DBusError.Name.disconnected {
             return
         } catch {

@@ -8,7 +8,9 @@ enum MessageEncoder {
     /// The largest `ay` (and byte size of any array) the wire format allows.
     static let maximumArrayBytes = 64 * 1024 * 1024
 
-    static func append(_ values: [DBusValue], to message: OpaquePointer) throws(DBusError) {
+    /// Returns the signature written (the body's whole signature).
+    @discardableResult
+    static func append(_ values: [DBusValue], to message: OpaquePointer) throws(DBusError) -> DBusSignature {
         for value in values where !isBoundedByType(value) && !isWithinDepthLimit(value, depth: 0) {
             throw DBusError(name: DBusError.Name.limitsExceeded, message: "Value nested deeper than \(maximumContainerDepth) containers")
         }
@@ -22,6 +24,7 @@ enum MessageEncoder {
         for value in values {
             try append(value, to: &iter)
         }
+        return signature
     }
 
     /// An array or dictionary whose element type holds no variant and is shorter than the limit

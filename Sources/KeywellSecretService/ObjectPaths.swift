@@ -40,8 +40,15 @@ enum ObjectPaths {
     static let folders = ["collection", "aliases", "session", "prompt"]
     static let sessionCollectionSegment = "session"
 
+    /// Written into one new string, as an item's path is: the interpolation grew its buffer
+    /// (two allocations on every ReadAlias).
     static func path(of collection: CollectionID) -> String {
-        "\(root)/collection/\(segment(for: collection))"
+        let segment = segment(for: collection)
+        let count = collectionFolderBytes.count + segment.utf8.count
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            let offset = buffer.initialize(fromContentsOf: collectionFolderBytes)
+            return buffer[offset...].initialize(fromContentsOf: segment.utf8)
+        }
     }
 
     static func path(of item: UUID, in collection: CollectionID) -> String {

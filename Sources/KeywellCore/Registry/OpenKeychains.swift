@@ -25,6 +25,12 @@ final class OpenKeychains: Sendable {
     /// By path, byte for byte: two spellings of "café" are two files.
     private let openFiles = Protected<[ExactText: OpenKeychain]>([:])
     private let announcer = Protected<RegistryEvents>(RegistryEvents())
+    /// The default keychain's name as the settings last gave it, and its location: resolving
+    /// the name joins the folder, the name and the extension, three allocations on every call
+    /// that finds the default (ReadAlias). The location follows from the name alone, so a name
+    /// equal byte for byte gives the same one (docs/performance.md, "The per-call path, counted
+    /// again").
+    private let lastDefault = Protected<(name: String, location: KeychainLocation)?>(nil)
 
     /// Where the registry's events go: the store's receivers, set once by the store.
     struct RegistryEvents: Sendable {
@@ -152,9 +158,16 @@ final class OpenKeychains: Sendable {
     /// The default keychain if one is set and its file exists.
     func defaultLocation() throws(KeychainError) -> KeychainLocation? {
         guard let name = try userSettings.read().settings.defaultKeychain,
-            let location = try? location(name)
+            let location = resolvedDefault(name)
         else { return nil }
         if openAndUnchanged(location) != nil { return location }
         return try fileIdentity(at: location) != nil ? location : nil
+    }
+
+    private func resolvedDefault(_ name: String) -> KeychainLocation? {
+        if let kept = lastDefault.withLock({ $0 }), kept.name.isExactly(name) { return kept.location }
+        guard let location = try? location(name) else { return nil }
+        lastDefault.withLock { $0 = (name, location) }
+        return location
     }
 }

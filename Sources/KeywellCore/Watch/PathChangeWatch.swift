@@ -41,12 +41,19 @@ final class PathChangeWatch: Sendable {
     /// nil when inotify is unavailable (there is then never a mark).
     private let descriptor: FileDescriptor?
     private let table: Protected<WatchTable>
+    /// The table's read buffer, owned here so that it is freed with the watch.
+    private nonisolated(unsafe) let events: UnsafeMutableRawBufferPointer
     fileprivate static let eventBufferSize = 16 * 1024
 
     /// The inotify descriptor's watches and what they reported, only touched under the lock.
     fileprivate struct WatchTable {
         /// The inotify descriptor (`PathChangeWatch.descriptor`; only used when there is one).
         let descriptor: FileDescriptor
+        /// Where the queue is read into, made once (`eventBufferSize` bytes) and used under the
+        /// lock only: a buffer made per read was a heap allocation on every call that checks a
+        /// file, being past what Swift keeps on the stack (docs/performance.md, "The per-call
+        /// path, counted again").
+        let events: UnsafeMutableRawBufferPointer
         var generation: UInt64 = 0
         /// How many times every watch was dropped.
         var resets = 0
@@ -66,11 +73,13 @@ final class PathChangeWatch: Sendable {
 
     init() {
         descriptor = try? FileDescriptor.inotify()
-        table = Protected(WatchTable(descriptor: descriptor ?? FileDescriptor(rawValue: -1)))
+        events = .allocate(byteCount: descriptor == nil ? 0 : Self.eventBufferSize, alignment: 8)
+        table = Protected(WatchTable(descriptor: descriptor ?? FileDescriptor(rawValue: -1), events: events))
     }
 
     deinit {
         try? descriptor?.close()
+        events.deallocate()
     }
 
     /// Watches `path`'s folder and the way to it, then returns the mark a check of `path` made
@@ -210,22 +219,19 @@ extension PathChangeWatch.WatchTable {
     /// those that matter.
     mutating func drainEvents() {
         let headerSize = 16  // int wd; uint32_t mask, cookie, len; then `len` bytes of name
-        let size = PathChangeWatch.eventBufferSize
-        withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { events in
-            guard let buffer = events.baseAddress else { return }
-            while true {
-                // `.wouldBlock`: the queue is empty.
-                guard let count = try? descriptor.read(into: events), count > 0 else { return }
-                var offset = 0
-                while offset + headerSize <= count {
-                    let watchDescriptor = buffer.load(fromByteOffset: offset, as: Int32.self)
-                    let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
-                    let nameLength = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
-                    let name = nameLength > 0
-                        ? String(cString: buffer.advanced(by: offset + headerSize).assumingMemoryBound(to: CChar.self)) : ""
-                    handle(watchDescriptor, mask, name)
-                    offset += headerSize + nameLength
-                }
+        guard let buffer = events.baseAddress else { return }
+        while true {
+            // `.wouldBlock`: the queue is empty.
+            guard let count = try? descriptor.read(into: events), count > 0 else { return }
+            var offset = 0
+            while offset + headerSize <= count {
+                let watchDescriptor = buffer.load(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
+                let nameLength = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+                let name = nameLength > 0
+                    ? String(cString: buffer.advanced(by: offset + headerSize).assumingMemoryBound(to: CChar.self)) : ""
+                handle(watchDescriptor, mask, name)
+                offset += headerSize + nameLength
             }
         }
     }
