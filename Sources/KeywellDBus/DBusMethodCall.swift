@@ -39,6 +39,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// The call's message, whose reference the call owns (released in its deinit): a
     /// `MessageRef` around it was an object more per call.
     let message: OpaquePointer
+    /// When the call was read off the connection: its handler's log line counts from here
+    /// (`CallContext`), so the clock is read once per call, not once more for the log.
+    public let arrived: ContinuousClock.Instant
     /// When the connection's `callDeadline` runs out for this call (counted from its arrival).
     public let deadline: ContinuousClock.Instant
     /// Whether the call is in the connection's table of calls in flight (its message names a
@@ -74,10 +77,11 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// Made as the message is read, on the I/O thread (`MethodDispatcher.receive`), before any
     /// later message of the bus (the caller's departure) is; its arguments are decoded after.
     /// Takes over the caller's reference to `message`.
-    init(connection: DBusConnection, message: OpaquePointer, deadline: ContinuousClock.Instant) {
+    init(connection: DBusConnection, message: OpaquePointer, arrived: ContinuousClock.Instant) {
         self.connection = connection
         self.message = message
-        self.deadline = deadline
+        self.arrived = arrived
+        deadline = connection.callDeadline(forCallArrivingAt: arrived)
         let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
         isListed = !sender.isEmpty
         self.sender = sender.isEmpty ? connection.peerName ?? "" : sender
@@ -158,8 +162,8 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// Returns false if the call had already been answered.
     @discardableResult
     public func reply(_ values: [DBusValue] = []) -> Bool {
-        guard claimReply() else { return false }
-        connection.sendReply(to: message, values: values, wipe: replyMayHoldSecrets)
+        guard let wipe = claimReply() else { return false }
+        connection.sendReply(to: message, values: values, wipe: wipe)
         replyIsOut()
         return true
     }
@@ -171,8 +175,8 @@ public final class DBusMethodCall: @unchecked Sendable {
         case .values(let values):
             return reply(values)
         case .written(let value, let signature):
-            guard claimReply() else { value.whenDone(); return false }
-            connection.sendReply(to: message, written: value, signature: signature, wipe: replyMayHoldSecrets)
+            guard let wipe = claimReply() else { value.whenDone(); return false }
+            connection.sendReply(to: message, written: value, signature: signature, wipe: wipe)
             replyIsOut()
             return true
         }
@@ -181,7 +185,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     /// Sends an error reply. Returns false if the call had already been answered.
     @discardableResult
     public func reply(error: DBusError) -> Bool {
-        guard claimReply() else { return false }
+        guard claimReply() != nil else { return false }
         connection.sendReply(to: message, error: error)
         replyIsOut()
         return true
@@ -252,13 +256,18 @@ public final class DBusMethodCall: @unchecked Sendable {
         for item in work { item() }
     }
 
-    /// Claims the reply and takes the call off the table of calls in flight, in one hold of its lock.
-    private func claimReply() -> Bool {
-        connection.inFlight.claim(self) {
+    /// Claims the reply and takes the call off the table of calls in flight, in one hold of its
+    /// lock; returns `replyMayHoldSecrets` as read in that hold (reading it apart was one more
+    /// hold on every reply), nil when the call was answered already.
+    private func claimReply() -> Bool? {
+        var wipe = true
+        let claimed = connection.inFlight.claim(self) {
             if state.replied { return false }
             state.replied = true
+            wipe = state.replyWipe
             return true
         }
+        return claimed ? wipe : nil
     }
 
     func noteCallerLeft() { callerLeft.store(true, ordering: .releasing) }

@@ -8,7 +8,7 @@ enum MethodDispatcher {
     static func receive(_ message: OpaquePointer, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop) {
         // The call takes over the reference to `message`. Registered here, in the order the bus delivered it: the caller's departure, read later,
         // then finds it even when it is decoded off the loop.
-        let call = DBusMethodCall(connection: connection, message: message, deadline: connection.deadlineForCallArrivingNow())
+        let call = DBusMethodCall(connection: connection, message: message, arrived: ContinuousClock.now)
         connection.inFlight.register(call)
         guard MessageSize.isSmall(message) else {
             loop.runOffLoop { dispatch(call, on: connection, registry: registry, loop: nil) }

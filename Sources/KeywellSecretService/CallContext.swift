@@ -26,9 +26,10 @@ public final class CallContext: @unchecked Sendable {
     /// tests), whose calls have no caller and every item is allowed.
     private let callers: CallerDirectory?
     private var resolved: KnownCaller??
-    /// The log scope: the logger the call's outcome goes to, and when the call began.
+    /// The log scope: the logger the call's outcome goes to, and when the call began (its
+    /// arrival: a clock read of its own here was one more on every call).
     public let logger: Logger
-    public let started: ContinuousClock.Instant
+    public var started: ContinuousClock.Instant { call.arrived }
     /// What the call's plaintext passed through, wiped once its reply has gone (`wipeAfterReply`).
     private var wipes: [WireDictionary] = []
 
@@ -36,7 +37,6 @@ public final class CallContext: @unchecked Sendable {
         self.call = call
         self.callers = callers
         self.logger = logger
-        started = ContinuousClock.now
     }
 
     // MARK: The caller
