@@ -24,6 +24,7 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
 
     /// True when the signature is exactly one complete type (what a variant or array element holds).
     public var isSingleCompleteType: Bool {
+        if let count = DBusSignature.flatCompleteTypes(rawValue) { return count == 1 }
         guard !rawValue.containsNUL else { return false }
         return rawValue.withCString { dbus_signature_validate_single($0, nil) } != 0
     }
@@ -50,8 +51,73 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
     }
 
     static func isValid(_ raw: String) -> Bool {
+        if DBusSignature.flatCompleteTypes(raw) != nil { return raw.utf8.count <= maximumLength }
         if raw.containsNUL { return false }
         return raw.withCString { dbus_signature_validate($0, nil) } != 0
+    }
+
+    /// The longest signature the wire format allows.
+    static let maximumLength = 255
+
+    /// How many complete types a flat signature holds: one of basic types, variants, arrays of
+    /// those, dictionaries of a basic key to one of those, and structs of any of these but a
+    /// struct (`s`, `o`, `aoao`, `a{ss}`, `a{sv}`, `(oayays)`), all valid by the grammar alone
+    /// and at most three levels deep. Nil for any other shape, which libdbus's validator judges.
+    /// That validator keeps its stack of containers in a list whose links come from a pool
+    /// behind a process-wide lock: two or more lock holds for every signature checked, and a
+    /// reply checks its own and each array's element type (docs/performance.md, "The per-call
+    /// path, counted again").
+    static func flatCompleteTypes(_ raw: String) -> Int? {
+        var raw = raw
+        return raw.withUTF8 { bytes -> Int? in
+            var count = 0
+            var index = 0
+            while index < bytes.count {
+                if bytes[index] == UInt8(ascii: "(") {
+                    // A struct of one or more flat fields.
+                    index += 1
+                    var fields = 0
+                    while index < bytes.count, bytes[index] != UInt8(ascii: ")") {
+                        guard let next = flatField(bytes, at: index) else { return nil }
+                        index = next
+                        fields += 1
+                    }
+                    guard fields > 0, index < bytes.count else { return nil }
+                    index += 1
+                } else {
+                    guard let next = flatField(bytes, at: index) else { return nil }
+                    index = next
+                }
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// Past one basic type, variant, array of either or dictionary of a basic key to either,
+    /// starting at `index`; nil for anything else.
+    private static func flatField(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int? {
+        let code = bytes[index]
+        if isBasicCode(code) || code == UInt8(ascii: "v") { return index + 1 }
+        guard code == UInt8(ascii: "a"), index + 1 < bytes.count else { return nil }
+        let element = bytes[index + 1]
+        if isBasicCode(element) || element == UInt8(ascii: "v") { return index + 2 }
+        guard element == UInt8(ascii: "{"), index + 4 < bytes.count, isBasicCode(bytes[index + 2]),
+              isBasicCode(bytes[index + 3]) || bytes[index + 3] == UInt8(ascii: "v"),
+              bytes[index + 4] == UInt8(ascii: "}") else { return nil }
+        return index + 5
+    }
+
+    /// The basic types' codes: `y b n q i u x t d s o g h`.
+    private static func isBasicCode(_ code: UInt8) -> Bool {
+        switch code {
+        case UInt8(ascii: "y"), UInt8(ascii: "b"), UInt8(ascii: "n"), UInt8(ascii: "q"), UInt8(ascii: "i"),
+             UInt8(ascii: "u"), UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d"), UInt8(ascii: "s"),
+             UInt8(ascii: "o"), UInt8(ascii: "g"), UInt8(ascii: "h"):
+            return true
+        default:
+            return false
+        }
     }
 
     /// Index just past the complete type starting at `start` (the signature must be valid).

@@ -39,6 +39,26 @@ import Testing
         #expect(try store.copyMatching(genp("a", "s")).count == 1)
     }
 
+    /// The default's location is kept with the name it was resolved from: every change of the
+    /// name, back and forth, by name or by path, gives the location of the new name.
+    @Test func theDefaultFollowsEveryChangeOfItsName() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore()
+        _ = try store.createKeychain("login", password: secret("pw"))
+        _ = try store.createKeychain("work", password: secret("pw"))
+        #expect(try store.defaultKeychain() == "login")
+        try store.setDefaultKeychain("work")
+        #expect(try store.defaultKeychain() == "work")
+        _ = try store.add(genp("a", "s"))
+        #expect(try store.info("work")[KeychainInfoKey.itemCount] == .integer(1))
+        try store.setDefaultKeychain("login")
+        #expect(try store.defaultKeychain() == "login")
+        try store.setDefaultKeychain(environment.path(of: "work"))
+        #expect(try store.defaultKeychain() == "work")
+        try store.deleteKeychain("work")
+        expectStatus(SecStatus.noDefaultKeychain) { _ = try store.defaultKeychain() }
+    }
+
     @Test func otherKeychainsAreUnlockedWithMacOSDefaultsAndStayOutOfTheSearchList() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore()

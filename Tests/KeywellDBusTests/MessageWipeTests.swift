@@ -1,3 +1,4 @@
+import CDBus
 import Testing
 @testable import KeywellDBus
 
@@ -24,5 +25,24 @@ struct MessageWipeTests {
         let call = try message(arguments)
         ByteArrayWipe.wipe(message: call.pointer)
         #expect(try call.arguments() == arguments)
+    }
+
+    /// A reply of `[DBusValue]` is scanned after sending only when the signature the encoder
+    /// wrote can hold an `ay`: that signature must be the message's, and the test the same.
+    @Test(arguments: [
+        ("ay", true), ("aay", true), ("a{sv}", true), ("v", true), ("(oayays)", true), ("a{o(oayays)}", true),
+        ("ao", false), ("s", false), ("a{ss}", false), ("yy", false), ("aoao", false), ("(yay)", true),
+    ])
+    func theWrittenSignatureTellsWhetherBytesMayBeThere(signature: String, mayHoldBytes: Bool) {
+        #expect(ByteArrayWipe.mayHoldBytes(DBusSignature(unchecked: signature)) == mayHoldBytes)
+    }
+
+    @Test func theEncoderReturnsTheSignatureItWrote() throws {
+        let values: [DBusValue] = [.objectPathArray(["/a", "/b"]), .objectPathArray([]), .bytes([1, 2]),
+                                   .stringVariantDict(["k": .uint32(1)])]
+        let reply = try message([])
+        let written = try MessageEncoder.append(values, to: reply.pointer)
+        #expect(written.rawValue == String(cString: dbus_message_get_signature(reply.pointer)))
+        #expect(written.rawValue == "aoaoaya{sv}")
     }
 }
