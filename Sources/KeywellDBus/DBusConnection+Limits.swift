@@ -7,16 +7,16 @@ extension DBusConnection {
     /// Time from a call's arrival after which `DBusMethodCall.checkStillWanted()` says nobody
     /// waits any more (default 25 s, the default timeout of a D-Bus call).
     public var callDeadline: Duration {
-        get { stateLock.withLock { limits.deadline } }
-        set { stateLock.withLock { limits.deadline = newValue } }
+        get { limits.withLock { $0.deadline } }
+        set { limits.withLock { $0.deadline = newValue } }
     }
 
     /// Most values an incoming call's arguments may decode to (a byte array counts as one);
     /// a call with more is answered LimitsExceeded without reaching a handler. Unlimited by
     /// default; replies this connection receives are never limited.
     public var maximumDecodedValuesPerCall: Int {
-        get { stateLock.withLock { limits.decodedValues } }
-        set { stateLock.withLock { limits.decodedValues = newValue } }
+        get { limits.withLock { $0.decodedValues } }
+        set { limits.withLock { $0.decodedValues = newValue } }
     }
 
     /// Most bytes one incoming message may have; libdbus drops the connection when a peer

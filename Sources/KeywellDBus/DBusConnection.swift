@@ -45,10 +45,13 @@ public final class DBusConnection: @unchecked Sendable {
     let workers: WorkerPool
     /// Where its signal handlers run, in order (`MessageRouter`).
     let signalLane: SerialLane
-    let stateLock = ConditionLock()
-    private var closed = false
+    /// Asked before every send: an atomic flag, where a lock of its own was one more hold on
+    /// every reply (docs/performance.md, "The per-call path, counted again").
+    private let closed = Atomic<Bool>(false)
     let inFlight: InFlightCalls
-    var limits = (deadline: Duration.seconds(25), decodedValues: Int.max)
+    /// Read for every incoming call (its deadline, its decoding budget): a `Protected`, whose
+    /// lock is inlined, not a `ConditionLock` taken through an unspecialised generic call.
+    let limits = Protected((deadline: Duration.seconds(25), decodedValues: Int.max))
 
     // MARK: Opening
 
@@ -181,11 +184,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// Stops the I/O thread, fails calls still waiting for replies, sends what is queued, and
     /// closes the connection. Idempotent; safe from any thread.
     public func close() {
-        let first = stateLock.withLock { () -> Bool in
-            defer { closed = true }
-            return !closed
-        }
-        guard first else { return }
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         loop.stop()
         pendingReplies.closeAll()
         if ownsWorkers { workers.stop() }
@@ -195,7 +194,7 @@ public final class DBusConnection: @unchecked Sendable {
         dbus_connection_close(raw)
     }
 
-    private var isClosed: Bool { stateLock.withLock { closed } }
+    private var isClosed: Bool { closed.load(ordering: .acquiring) }
 
     // MARK: Calls
 
@@ -322,7 +321,8 @@ public final class DBusConnection: @unchecked Sendable {
 
     private func checkSendable(_ message: OpaquePointer) throws(DBusError) {
         if isClosed { throw .disconnected() }
-        if !canPassFileDescriptors, dbus_message_contains_unix_fds(message) != 0 {
+        // The message first: asking the connection takes libdbus's lock, on every reply.
+        if dbus_message_contains_unix_fds(message) != 0, !canPassFileDescriptors {
             throw .notSupported("This connection cannot pass file descriptors")
         }
     }
