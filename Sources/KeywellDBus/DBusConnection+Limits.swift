@@ -44,10 +44,9 @@ extension DBusConnection {
     /// How many calls handlers gave up on because their caller left or their deadline passed.
     public var abandonedCallCount: Int { inFlight.abandonedCount }
 
-    /// The deadline of a call that arrived at `now`.
-    func callDeadline(forCallArrivingAt now: ContinuousClock.Instant) -> ContinuousClock.Instant {
-        let deadline = callDeadline
+    /// The deadline of a call that arrived at `now`, given the connection's `callDeadline`.
+    static func callDeadline(_ deadline: Duration, forCallArrivingAt now: ContinuousClock.Instant) -> ContinuousClock.Instant {
         // Durations too long to add (`.seconds(.max)`) mean no deadline.
-        return deadline >= .seconds(Int64.max / 4) ? now.advanced(by: .seconds(Int64.max / 4)) : now.advanced(by: deadline)
+        deadline >= .seconds(Int64.max / 4) ? now.advanced(by: .seconds(Int64.max / 4)) : now.advanced(by: deadline)
     }
 }

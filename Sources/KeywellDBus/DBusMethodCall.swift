@@ -44,6 +44,9 @@ public final class DBusMethodCall: @unchecked Sendable {
     public let arrived: ContinuousClock.Instant
     /// When the connection's `callDeadline` runs out for this call (counted from its arrival).
     public let deadline: ContinuousClock.Instant
+    /// The connection's `maximumDecodedValuesPerCall` as the call arrived, read in the same
+    /// hold of the limits' lock as the deadline.
+    let decodingBudget: Int
     /// Whether the call is in the connection's table of calls in flight (its message names a
     /// sender), where the caller's departure finds it.
     let isListed: Bool
@@ -81,7 +84,9 @@ public final class DBusMethodCall: @unchecked Sendable {
         self.connection = connection
         self.message = message
         self.arrived = arrived
-        deadline = connection.callDeadline(forCallArrivingAt: arrived)
+        let limits = connection.limits.withLock { $0 }
+        deadline = DBusConnection.callDeadline(limits.deadline, forCallArrivingAt: arrived)
+        decodingBudget = limits.decodedValues
         let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
         isListed = !sender.isEmpty
         self.sender = sender.isEmpty ? connection.peerName ?? "" : sender

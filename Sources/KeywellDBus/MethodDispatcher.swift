@@ -20,7 +20,7 @@ enum MethodDispatcher {
     /// `loop` is nil when already off the loop (everything then runs here).
     static func dispatch(_ call: DBusMethodCall, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
         do {
-            call.arguments = try MessageDecoder.decodeArguments(of: call.message, maximumValues: connection.maximumDecodedValuesPerCall)
+            call.arguments = try MessageDecoder.decodeArguments(of: call.message, maximumValues: call.decodingBudget)
         } catch {
             call.reply(error: error)
             return
