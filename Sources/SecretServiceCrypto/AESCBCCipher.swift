@@ -2,6 +2,10 @@ import COpenSSL
 import CSodium
 import KeywellSystem
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// AES-128-CBC with PKCS#7 padding under a session key, as the DH session algorithm carries secrets:
 /// the 16-byte IV travels in the secret's `parameters`, the ciphertext in its `value`.
 public struct AESCBCCipher: Sendable {
@@ -28,17 +32,36 @@ public struct AESCBCCipher: Sendable {
         return (iv, try context.crypt(input: plaintext, encrypt: true))
     }
 
-    /// `count` random bytes from libsodium, written into the array's storage (no zero fill, no
-    /// generic `Array(repeating:count:)` first). One IV comes from `IVReserve`.
+    /// `count` random bytes, written into the array's storage (no zero fill, no generic
+    /// `Array(repeating:count:)` first). One IV comes from `IVReserve`; more from one
+    /// `getrandom` (`fillRandom`).
     fileprivate static func randomBytes(count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { buffer, initialised in
             if count == blockSize {
                 IVReserve.draw(into: buffer.baseAddress!)
             } else {
-                randombytes_buf(buffer.baseAddress!, count)
+                fillRandom(UnsafeMutableRawBufferPointer(buffer))
             }
             initialised = count
         }
+    }
+
+    /// Random IVs for `count` secrets (`sealer(ivs:)`), from one system call.
+    public static func randomIVs(count: Int) -> [UInt8] {
+        randomBytes(count: blockSize * max(count, 1))
+    }
+
+    /// Fills `buffer` from the kernel's generator, as libsodium's `randombytes_buf` does, but in
+    /// one `getrandom` for the whole buffer: libsodium asks for at most 256 bytes a call, which
+    /// was 63 system calls for the IVs of a GetSecrets of 1,000 items (docs/performance.md,
+    /// "GetSecrets of many items"). The kernel answers a request this size whole once its
+    /// generator is seeded; a short or failed answer (a signal, an old kernel) is finished by
+    /// libsodium.
+    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+        let got = buffer.count <= 1 << 25 ? KernelRandom.getrandom?(base, buffer.count, 0) ?? -1 : -1
+        let done = max(got, 0)
+        if done < buffer.count { randombytes_buf(base + done, buffer.count - done) }
     }
 
     /// Encrypts each plaintext with a fresh random IV of its own (`Sealer`).
@@ -56,7 +79,15 @@ public struct AESCBCCipher: Sendable {
     /// A sealer for up to `count` plaintexts, which the caller hands over in place (no copy of a
     /// secret into an array of its own first).
     public func sealer(count: Int) throws(SecretCryptoError) -> Sealer {
-        Sealer(context: try CipherContext(key: key, encrypt: true), count: count)
+        Sealer(context: try CipherContext(key: key, encrypt: true), ivs: Self.randomIVs(count: count)[...])
+    }
+
+    /// A sealer using `ivs` (`randomIVs`, each 16 bytes used once) in order, then fresh ones: the
+    /// threads sealing halves of one batch each take their part of the batch's one draw, with a
+    /// cipher context of their own.
+    public func sealer(ivs: ArraySlice<UInt8>) throws(SecretCryptoError) -> Sealer {
+        precondition(ivs.count % Self.blockSize == 0, "IVs are whole blocks")
+        return Sealer(context: try CipherContext(key: key, encrypt: true), ivs: ivs.isEmpty ? Self.randomIVs(count: 1)[...] : ivs)
     }
 
     /// Seals a batch: one cipher context (the key schedule expanded once, each plaintext setting
@@ -66,19 +97,20 @@ public struct AESCBCCipher: Sendable {
     /// encryption itself.
     public final class Sealer {
         private let context: CipherContext
-        private var ivs: [UInt8]
-        private var used = 0
+        private var ivs: ArraySlice<UInt8>
+        private var used: Int
 
-        fileprivate init(context: consuming CipherContext, count: Int) {
-            ivs = AESCBCCipher.randomBytes(count: AESCBCCipher.blockSize * max(count, 1))
+        fileprivate init(context: consuming CipherContext, ivs: ArraySlice<UInt8>) {
+            self.ivs = ivs
+            used = ivs.startIndex
             self.context = context
         }
 
         /// The next IV of the batch and `plaintext` under it; a call past `count` draws afresh.
         public func seal(_ plaintext: UnsafeRawBufferPointer) throws(SecretCryptoError) -> (iv: [UInt8], ciphertext: [UInt8]) {
-            if used == ivs.count {
-                ivs.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
-                used = 0
+            if used == ivs.endIndex {
+                ivs = AESCBCCipher.randomIVs(count: ivs.count / AESCBCCipher.blockSize)[...]
+                used = ivs.startIndex
             }
             let iv = Array(ivs[used..<used + AESCBCCipher.blockSize])
             used += AESCBCCipher.blockSize
@@ -163,6 +195,15 @@ private struct CipherContext: ~Copyable {
         }
         return output
     }
+}
+
+/// glibc's `getrandom`, which Swift's Glibc module does not export; looked up once.
+private enum KernelRandom {
+    typealias Function = @convention(c) (UnsafeMutableRawPointer, Int, UInt32) -> Int
+    static let getrandom: Function? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "getrandom") else { return nil }
+        return unsafeBitCast(symbol, to: Function.self)
+    }()
 }
 
 /// Random bytes for single IVs (GetSecret seals one secret per reply), drawn from libsodium a
