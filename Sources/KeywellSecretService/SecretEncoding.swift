@@ -1,6 +1,7 @@
 import Foundation
 import KeywellCore
 import KeywellDBus
+import KeywellSystem
 import SecretServiceCrypto
 
 /// The `(oayays)` secret struct: (session, parameters, value, content type). In a `plain` session
@@ -90,6 +91,48 @@ enum SecretEncoding {
                 throw .failed("Cannot encrypt the secrets: \(error)")
             }
         }
+    }
+
+    /// `count` secrets sealed for `session`, in order (`secret(index)` gives each). Many in a
+    /// DH session are sealed on two threads (`TwoHalves`; docs/performance.md, "GetSecrets of
+    /// many items"), each half with a cipher context of its own and its part of the batch's IVs,
+    /// drawn in one system call. The secrets must not change meanwhile (`secret` is called from
+    /// both threads). Fails as sealing them one by one would.
+    static func sealAll(count: Int, for session: SecretSession,
+                        _ secret: (Int) -> SecretServiceSecret) throws(DBusError) -> [Sealed] {
+        guard count > 0 else { return [] }
+        guard let cipher = session.cipher, count >= TwoHalves.minimumItems else {
+            let sealing = try Sealing(for: session, count: count)
+            var sealed: [Sealed] = []
+            sealed.reserveCapacity(count)
+            for index in 0..<count { sealed.append(try sealing.seal(secret(index))) }
+            return sealed
+        }
+        let ivs = AESCBCCipher.randomIVs(count: count)
+        var sealed = [Sealed?](repeating: nil, count: count)
+        var failures: [SecretCryptoError?] = [nil, nil]
+        sealed.withUnsafeMutableBufferPointer { sealed in
+            failures.withUnsafeMutableBufferPointer { failures in
+                TwoHalves.forEachHalf(count: count) { range in
+                    let half = range.lowerBound == 0 ? 0 : 1
+                    do throws(SecretCryptoError) {
+                        let ivBytes = ivs[(range.lowerBound * AESCBCCipher.blockSize)..<(range.upperBound * AESCBCCipher.blockSize)]
+                        let sealer = try cipher.sealer(ivs: ivBytes)
+                        for index in range {
+                            let secret = secret(index)
+                            let box = try secret.value.withUnsafeBytes { bytes in
+                                Result { () throws(SecretCryptoError) in try sealer.seal(bytes) }
+                            }.get()
+                            sealed[index] = Sealed(parameters: box.iv, value: box.ciphertext, contentType: secret.contentType)
+                        }
+                    } catch {
+                        failures[half] = error
+                    }
+                }
+            }
+        }
+        if let failure = failures[0] ?? failures[1] { throw .failed("Cannot encrypt the secrets: \(failure)") }
+        return sealed.map { $0! }
     }
 
     /// Writes `sealed` as the `(oayays)` struct of the session at `sessionPath`.

@@ -3,6 +3,7 @@ import KeywellAccess
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 import SecretServiceCrypto
 
 /// `/org/freedesktop/secrets`: `org.freedesktop.Secret.Service`.
@@ -177,33 +178,38 @@ struct ServiceObject: ServiceMethods {
             // By index: a loop over the items would copy each whole item to reach its secret.
             defer { for index in read.items.indices { if let secret = read.items[index].secret { SecretWipe.wipe(secret.value) } } }
             guard !read.items.isEmpty else { continue }
-            let sealing = try SecretEncoding.Sealing(for: session, count: read.items.count)
-            try Self.pair(asked, with: read.items) { (path, secret) throws(DBusError) in
-                entries.append((path, try sealing.seal(secret)))
+            let paired = Self.pair(asked, with: read.items)
+            let sealed = try SecretEncoding.sealAll(count: paired.count, for: session) { index in
+                read.items[paired[index].item].secret!
             }
+            for (pair, sealed) in zip(paired, sealed) { entries.append((pair.path, sealed)) }
         }
     }
 
-    /// Calls `each` with the secrets of `asked` (in its order, a path asked twice answered
-    /// twice) that `items` holds. The read returns the ids in the order asked, so one walk pairs
-    /// them; only when it left some out (gone, or asked twice) are the rest looked up by id.
-    private static func pair(_ asked: [(path: DBusCheckedPath, id: UUID)], with items: [ScreenedItem],
-                             _ each: (DBusCheckedPath, SecretServiceSecret) throws(DBusError) -> Void) throws(DBusError) {
+    /// The paths of `asked` (in its order, a path asked twice answered twice) whose items
+    /// `items` holds with a secret, each with its item's index. The read returns the ids in the
+    /// order asked, so one walk pairs them; only when it left some out (gone, or asked twice)
+    /// are the rest looked up by id.
+    private static func pair(_ asked: [(path: DBusCheckedPath, id: UUID)],
+                             with items: [ScreenedItem]) -> [(path: DBusCheckedPath, item: Int)] {
+        var paired: [(path: DBusCheckedPath, item: Int)] = []
+        paired.reserveCapacity(asked.count)
         var next = items.startIndex
-        var byID: [UUID: SecretServiceSecret]?
+        var byID: [UUID: Int]?
         for item in asked {
             if byID == nil, next < items.endIndex, items[next].id == item.id {
-                if let secret = items[next].secret { try each(item.path, secret) }
+                if items[next].secret != nil { paired.append((item.path, next)) }
                 next += 1
                 continue
             }
             if byID == nil {
-                var table: [UUID: SecretServiceSecret] = [:]
-                for index in items.indices { if let secret = items[index].secret { table[items[index].id] = secret } }
+                var table: [UUID: Int] = [:]
+                for index in items.indices where items[index].secret != nil { table[items[index].id] = index }
                 byID = table
             }
-            if let secret = byID?[item.id] { try each(item.path, secret) }
+            if let index = byID?[item.id] { paired.append((item.path, index)) }
         }
+        return paired
     }
 
     /// The items GetSecrets asks of one collection.

@@ -119,6 +119,34 @@ import Testing
         #expect(screen.verdicts == 5, "the new trusting list and the untrusting one, once each")
     }
 
+    /// A read of many rows opens its secrets on two threads (`TwoHalves`): the same verdicts
+    /// and secrets, in the same order, as a read of a few, either side of the split; an item
+    /// the caller must be asked about gets none, wherever it falls.
+    @Test func aReadOfManyOpensAsAReadOfFew() throws {
+        let environment = try TestEnvironment()
+        let store = try environment.makeStore(with: ["login"])
+        let count = 2 * TwoHalves.minimumItems + 5
+        for index in 0..<count { try add(store, "item\(index)", index % 7 == 3 ? [Self.stranger] : [Self.me]) }
+        let ids = try store.screenedRead(every, in: "login", screen: nil, secrets: false).items.map(\.id)
+        #expect(ids.count == count)
+        let screen = CountingScreen()
+        func expected(_ asked: [UUID]) throws -> [Data?] {
+            // One id a read: never split.
+            try asked.map { try store.screenedRead(.ids([$0]), in: "login", screen: screen, secrets: true).items.first?.secret?.value }
+        }
+        let unknown = UUID()
+        for asked in [Array(ids.prefix(TwoHalves.minimumItems - 1)), Array(ids.prefix(TwoHalves.minimumItems)),
+                      Array(ids.reversed()), ids + [unknown] + ids.prefix(3)] {
+            let read = try store.screenedRead(.ids(asked), in: "login", screen: screen, secrets: true)
+            let known = asked.filter { $0 != unknown }
+            #expect(read.items.map(\.id) == known)
+            #expect(secrets(read) == (try expected(known)))
+            #expect(read.items.filter { $0.secret == nil }.allSatisfy { $0.verdict == .mustAsk })
+        }
+        let all = try store.screenedRead(every, in: "login", screen: screen, secrets: true)
+        #expect(secrets(all) == (0..<count).map { $0 % 7 == 3 ? nil : secret("item\($0)") })
+    }
+
     @Test func idsComeBackInTheOrderAskedWithoutUnknownOnes() throws {
         let environment = try TestEnvironment()
         let store = try environment.makeStore(with: ["login"])

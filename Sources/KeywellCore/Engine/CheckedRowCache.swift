@@ -42,8 +42,17 @@ final class CheckedRow: Sendable {
     func screened(_ judge: inout VerdictsOfRead, master: SecretBytes?) throws(KeychainError) -> (AccessVerdict, ItemSecret?) {
         let verdict = try judge.verdict(access, item: uuid, rowID: rowID)
         guard verdict == .allowed, let master else { return (verdict, nil) }
-        let value = try Sodium.open(sealed.sealed, key: master, associatedData: sealed.associatedData)
-        return (verdict, ItemSecret(value: value, contentType: contentType))
+        return (verdict, try opened(master))
+    }
+
+    /// This row's verdict alone (a read that opens the secrets afterwards, `openedInHalves`).
+    func verdict(_ judge: inout VerdictsOfRead) throws(KeychainError) -> AccessVerdict {
+        try judge.verdict(access, item: uuid, rowID: rowID)
+    }
+
+    /// The secret opened: for an allowed row only.
+    func opened(_ master: SecretBytes) throws(KeychainError) -> ItemSecret {
+        ItemSecret(value: try Sodium.open(sealed.sealed, key: master, associatedData: sealed.associatedData), contentType: contentType)
     }
 
     func freeformValue(_ name: String) -> String? {

@@ -101,11 +101,62 @@ extension KeychainStore {
         }
         if secrets && !marked { file.markUsed() }
         var judge = VerdictsOfRead(screen: screen, keychainPath: file.location.path, keychainUUID: file.uuid)
+        if let master, rows.count >= TwoHalves.minimumItems {
+            return try Self.openedInHalves(rows, judge: &judge, master: master)
+        }
         var items: [ScreenedItem] = []
         items.reserveCapacity(rows.count)
         for row in rows {
             let (verdict, secret) = try row.screened(&judge, master: master)
             items.append(ScreenedItem(id: row.uuid, verdict: verdict, secret: secret, freeform: row.freeform))
+        }
+        return ScreenedRead(locked: false, items: items)
+    }
+
+    /// What the loop above returns for many rows, the secrets opened on two threads
+    /// (`TwoHalves`; docs/performance.md, "GetSecrets of many items"): the verdicts first, on
+    /// this thread (the judge's state is the read's), then the allowed rows' secrets, each half
+    /// into its own places. It fails as the loop would: at the first row, in order, whose
+    /// verdict or opening fails, every secret opened so far wiped.
+    private static func openedInHalves(_ rows: [CheckedRow], judge: inout VerdictsOfRead,
+                                       master: SecretBytes) throws(KeychainError) -> ScreenedRead {
+        var verdicts: [AccessVerdict] = []
+        verdicts.reserveCapacity(rows.count)
+        var verdictFailure: KeychainError?
+        for row in rows {
+            do throws(KeychainError) {
+                verdicts.append(try row.verdict(&judge))
+            } catch {
+                verdictFailure = error
+                break
+            }
+        }
+        let judged = verdicts.count
+        var secrets = [ItemSecret?](repeating: nil, count: judged)
+        // The first failing row of each half, by index.
+        var failures: [(index: Int, error: KeychainError)?] = [nil, nil]
+        secrets.withUnsafeMutableBufferPointer { secrets in
+            failures.withUnsafeMutableBufferPointer { failures in
+                TwoHalves.forEachHalf(count: judged) { range in
+                    for index in range where verdicts[index] == .allowed {
+                        do throws(KeychainError) {
+                            secrets[index] = try rows[index].opened(master)
+                        } catch {
+                            failures[range.lowerBound == 0 ? 0 : 1] = (index, error)
+                            return
+                        }
+                    }
+                }
+            }
+        }
+        if let failure = failures[0] ?? failures[1] ?? verdictFailure.map({ (judged, $0) }) {
+            for secret in secrets { if let secret { SecretWipe.wipe(secret.value) } }
+            throw failure.error
+        }
+        var items: [ScreenedItem] = []
+        items.reserveCapacity(rows.count)
+        for index in rows.indices {
+            items.append(ScreenedItem(id: rows[index].uuid, verdict: verdicts[index], secret: secrets[index], freeform: rows[index].freeform))
         }
         return ScreenedRead(locked: false, items: items)
     }
