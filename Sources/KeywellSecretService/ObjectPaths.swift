@@ -183,6 +183,48 @@ enum ObjectPaths {
         return ok ? UUID(uuid: raw) : nil
     }
 
+    /// An item path's parts as GetSecrets reads a thousand of them: the UUID of a path that ends
+    /// in `/` and 32 lowercase hex digits, and the bytes before that slash (`prefix`, valid only
+    /// inside `body`). Nil for any other path: its last segment is then no item's, as
+    /// `item(fromSegment:)` of it would say. Read in place with no index walks (the search for
+    /// the last slash and the hex of each segment were 3.7 % of a GetSecrets of 1,000 items,
+    /// docs/performance.md, "GetSecrets of many items"); what the prefix names is for the caller.
+    static func withItemPathParts<T>(_ path: String, _ body: (UnsafeBufferPointer<UInt8>, UUID) -> T) -> T? {
+        if let result = path.utf8.withContiguousStorageIfAvailable({ bytes in itemPathParts(bytes).map { body($0.prefix, $0.id) } }) {
+            return result
+        }
+        var copy = path
+        return copy.withUTF8 { bytes in itemPathParts(bytes).map { body($0.prefix, $0.id) } }
+    }
+
+    private static func itemPathParts(_ bytes: UnsafeBufferPointer<UInt8>) -> (prefix: UnsafeBufferPointer<UInt8>, id: UUID)? {
+        let slashAt = bytes.count - 33
+        guard slashAt >= 0, let base = bytes.baseAddress, base[slashAt] == slash else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var invalid: UInt8 = 0
+        withUnsafeMutableBytes(of: &raw) { out in
+            var digit = base + slashAt + 1
+            for offset in 0..<16 {
+                let high = nibble(digit[0]), low = nibble(digit[1])
+                invalid |= high | low
+                out[offset] = high << 4 | (low & 0x0f)
+                digit += 2
+            }
+        }
+        // A byte that was no lowercase hex digit set bit 4 (`nibble`).
+        guard invalid & 0x10 == 0 else { return nil }
+        return (UnsafeBufferPointer(start: base, count: slashAt), UUID(uuid: raw))
+    }
+
+    /// A lowercase hex digit's value, else 0x10 (or more).
+    @inline(__always)
+    private static func nibble(_ byte: UInt8) -> UInt8 {
+        let decimal = byte &- UInt8(ascii: "0")
+        if decimal < 10 { return decimal }
+        let letter = byte &- UInt8(ascii: "a")
+        return letter < 6 ? letter + 10 : 0x10
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")

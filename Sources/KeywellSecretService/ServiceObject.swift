@@ -100,24 +100,33 @@ struct ServiceObject: ServiceMethods {
         let received = call.call.receivedObjectPaths(at: 0).flatMap { $0.count == paths.count ? $0 : nil }
         var groups: [SecretGroup] = []
         var groupOfCollection: [CollectionID: Int] = [:]
-        var groupOfPrefix: [Substring: Int?] = [:]
-        var last: (prefix: Substring, group: Int?)?
+        var groupOfPrefix: [String: Int?] = [:]
+        // The last path's part before its item, as bytes: the next path's compared with one memcmp.
+        var lastPrefix: [UInt8] = []
+        var lastGroup: Int??
         for (index, path) in paths.enumerated() {
             if index % CallLimits.itemsBetweenChecks == 0 { try call.checkStillWanted() }
-            let utf8 = path.utf8
-            guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")), let id = ObjectPaths.item(fromSegment: path[utf8.index(after: slash)...])
-            else { continue }
-            let prefix = path[..<slash]
-            let group: Int?
-            if let last, last.prefix == prefix {
-                group = last.group
-            } else if let known = groupOfPrefix[prefix] {
-                group = known
-            } else {
-                group = self.group(ofCollectionAt: String(prefix), &groups, &groupOfCollection)
-                groupOfPrefix[prefix] = .some(group)
+            let parts = ObjectPaths.withItemPathParts(path) { (prefix, id) -> (id: UUID, sameAsLast: String?) in
+                if lastGroup != nil, prefix.count == lastPrefix.count,
+                   prefix.isEmpty || lastPrefix.withUnsafeBufferPointer({ memcmp($0.baseAddress!, prefix.baseAddress!, prefix.count) == 0 }) {
+                    return (id, nil)
+                }
+                lastPrefix = Array(prefix)
+                return (id, String(decoding: prefix, as: UTF8.self))
             }
-            last = (prefix, group)
+            guard let (id, newPrefix) = parts else { continue }
+            let group: Int?
+            if let newPrefix {
+                if let known = groupOfPrefix[newPrefix] {
+                    group = known
+                } else {
+                    group = self.group(ofCollectionAt: newPrefix, &groups, &groupOfCollection)
+                    groupOfPrefix[newPrefix] = .some(group)
+                }
+                lastGroup = .some(group)
+            } else {
+                group = lastGroup ?? nil
+            }
             if let group {
                 let checked: DBusCheckedPath
                 if let received { checked = received[index] } else { checked = try DBusCheckedPath(path) }

@@ -34,6 +34,38 @@ import Testing
         #expect(ObjectPaths.parse("/org/freedesktop/secrets/session/01") == nil)
     }
 
+    /// GetSecrets' reader of item paths (`withItemPathParts`) finds an item exactly where
+    /// `item(fromSegment:)` of the last segment does, and splits off the part before it.
+    @Test func itemPathPartsAgreeWithTheSegmentParser() throws {
+        let id = try #require(UUID(uuidString: "0192F3A4-B5C6-7D8E-9FA0-B1C2D3E4F506"))
+        let hex = ObjectPaths.segment(for: id)
+        let login = "/org/freedesktop/secrets/collection/login"
+        func parts(_ path: String) -> (String, UUID)? {
+            ObjectPaths.withItemPathParts(path) { prefix, id in (String(decoding: prefix, as: UTF8.self), id) }
+        }
+        #expect(parts(login + "/" + hex).map { $0.0 == login && $0.1 == id } == true)
+        #expect(parts("/" + hex).map { $0.0 == "" && $0.1 == id } == true)
+        let substring = ("x" + login + "/" + hex).dropFirst()
+        #expect(parts(String(substring)).map { $0.0 == login && $0.1 == id } == true)
+        let head = String(hex.dropLast()), tail = String(hex.dropFirst())
+        var cases: [String] = [login + "/" + hex.uppercased(), login + "/" + head, login + "/" + hex + "0", login + hex]
+        cases += [login + "/" + hex + "/", hex, "", "/", login, login + "/g" + tail, login + "/" + head + "/"]
+        cases += [login + "/" + head + "G", login + "/-" + tail, login + "//" + hex]
+        // Every byte that is not a lowercase hex digit, at each end of the segment.
+        for byte in UInt8(1)...UInt8(127) where !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) && !(UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) {
+            let other = String(UnicodeScalar(byte))
+            cases.append(login + "/" + other + tail)
+            cases.append(login + "/" + head + other)
+        }
+        for path in cases {
+            let slash = path.lastIndex(of: "/")
+            let expected = slash.flatMap { ObjectPaths.item(fromSegment: String(path[path.index(after: $0)...])) }
+            let found = parts(path)
+            #expect(found?.1 == expected, "\(path)")
+            if let found, let slash { #expect(found.0 == String(path[..<slash]), "\(path)") }
+        }
+    }
+
     /// Session and prompt numbers are read as `String(number)` writes them, and nothing else.
     @Test func sessionAndPromptNumbersHaveOneSpelling() {
         for number: UInt64 in [0, 1, 9, 10, 42, 1_000_000, UInt64.max] {
