@@ -60,7 +60,8 @@ enum SecretEncoding {
     /// A secret as the reply carries it, less its session: in a plain session `value` is a copy
     /// of the plaintext, which the caller wipes once it is written.
     struct Sealed {
-        let parameters: [UInt8]
+        /// The IV: in a batch, a slice of the batch's one draw.
+        let parameters: ArraySlice<UInt8>
         let value: [UInt8]
         let contentType: String
     }
@@ -86,7 +87,7 @@ enum SecretEncoding {
             }
             do {
                 let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get()
-                return Sealed(parameters: box.iv, value: box.ciphertext, contentType: secret.contentType)
+                return Sealed(parameters: box.iv[...], value: box.ciphertext, contentType: secret.contentType)
             } catch {
                 throw .failed("Cannot encrypt the secrets: \(error)")
             }
@@ -116,14 +117,14 @@ enum SecretEncoding {
                 TwoHalves.forEachHalf(count: count) { range in
                     let half = range.lowerBound == 0 ? 0 : 1
                     do throws(SecretCryptoError) {
-                        let ivBytes = ivs[(range.lowerBound * AESCBCCipher.blockSize)..<(range.upperBound * AESCBCCipher.blockSize)]
-                        let sealer = try cipher.sealer(ivs: ivBytes)
+                        let sealer = try cipher.sealer()
                         for index in range {
                             let secret = secret(index)
-                            let box = try secret.value.withUnsafeBytes { bytes in
-                                Result { () throws(SecretCryptoError) in try sealer.seal(bytes) }
+                            let iv = ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
+                            let ciphertext = try secret.value.withUnsafeBytes { bytes in
+                                Result { () throws(SecretCryptoError) in try sealer.ciphertext(of: bytes, iv: iv) }
                             }.get()
-                            sealed[index] = Sealed(parameters: box.iv, value: box.ciphertext, contentType: secret.contentType)
+                            sealed[index] = Sealed(parameters: iv, value: ciphertext, contentType: secret.contentType)
                         }
                     } catch {
                         failures[half] = error
@@ -139,7 +140,7 @@ enum SecretEncoding {
     static func write(_ sealed: Sealed, sessionPath: DBusCheckedPath, into writer: inout DBusBodyWriter) throws(DBusError) {
         try writer.appendStructure { (fields) throws(DBusError) in
             try fields.appendObjectPath(sessionPath)
-            try fields.appendBytes(sealed.parameters)
+            try sealed.parameters.withUnsafeBytes { iv in Result { () throws(DBusError) in try fields.appendBytes(iv) } }.get()
             try fields.appendBytes(sealed.value)
             try fields.appendString(sealed.contentType)
         }

@@ -82,12 +82,12 @@ public struct AESCBCCipher: Sendable {
         Sealer(context: try CipherContext(key: key, encrypt: true), ivs: Self.randomIVs(count: count)[...])
     }
 
-    /// A sealer using `ivs` (`randomIVs`, each 16 bytes used once) in order, then fresh ones: the
-    /// threads sealing halves of one batch each take their part of the batch's one draw, with a
-    /// cipher context of their own.
-    public func sealer(ivs: ArraySlice<UInt8>) throws(SecretCryptoError) -> Sealer {
+    /// A sealer using `ivs` (`randomIVs`, each 16 bytes used once) in order, then fresh ones; or
+    /// none drawn, for `Sealer.ciphertext(of:iv:)` given each IV: the threads sealing halves of
+    /// one batch each take their IVs from the batch's one draw, with a cipher context of their own.
+    public func sealer(ivs: ArraySlice<UInt8> = []) throws(SecretCryptoError) -> Sealer {
         precondition(ivs.count % Self.blockSize == 0, "IVs are whole blocks")
-        return Sealer(context: try CipherContext(key: key, encrypt: true), ivs: ivs.isEmpty ? Self.randomIVs(count: 1)[...] : ivs)
+        return Sealer(context: try CipherContext(key: key, encrypt: true), ivs: ivs)
     }
 
     /// Seals a batch: one cipher context (the key schedule expanded once, each plaintext setting
@@ -114,7 +114,18 @@ public struct AESCBCCipher: Sendable {
             }
             let iv = Array(ivs[used..<used + AESCBCCipher.blockSize])
             used += AESCBCCipher.blockSize
-            return (iv, try context.run(iv: iv, input: plaintext, encrypt: true))
+            return (iv, try iv.withUnsafeBytes { iv in
+                Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: plaintext, encrypt: true) }
+            }.get())
+        }
+
+        /// `plaintext` under `iv` (one block, used once: from `randomIVs`), which the caller
+        /// keeps as the secret's parameters, a slice of its batch's draw with no array of its own.
+        public func ciphertext(of plaintext: UnsafeRawBufferPointer, iv: ArraySlice<UInt8>) throws(SecretCryptoError) -> [UInt8] {
+            precondition(iv.count == AESCBCCipher.blockSize, "an IV is one block")
+            return try iv.withUnsafeBytes { iv in
+                Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: plaintext, encrypt: true) }
+            }.get()
         }
     }
 
@@ -168,8 +179,9 @@ private struct CipherContext: ~Copyable {
         CipherLibrary.release()
     }
 
-    func run(iv: [UInt8], input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
-        guard EVP_CipherInit_ex(context, nil, nil, nil, iv, encrypt ? 1 : 0) == 1 else { throw .library("EVP_CipherInit_ex") }
+    func run(iv: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
+        let ivStart = iv.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        guard EVP_CipherInit_ex(context, nil, nil, nil, ivStart, encrypt ? 1 : 0) == 1 else { throw .library("EVP_CipherInit_ex") }
         return try crypt(input: input, encrypt: encrypt)
     }
 

@@ -107,6 +107,28 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     }
 }
 
+/// A batch's IVs come from one draw (`randomIVs`, one getrandom): as many blocks as asked, at
+/// least one, none repeated; a sealer given none seals under each IV handed to it, which is the
+/// IV the ciphertext opens with (NIST SP 800-38A F.2.1's first block).
+@Test func aBatchsIVsFromOneDrawSealAsGiven() throws {
+    for count in [0, 1, 2, 17, 1000] {
+        let ivs = AESCBCCipher.randomIVs(count: count)
+        #expect(ivs.count == 16 * max(count, 1))
+        let blocks = stride(from: 0, to: ivs.count, by: 16).map { Array(ivs[$0..<$0 + 16]) }
+        #expect(Set(blocks).count == blocks.count)
+    }
+    let key = hex("2b7e151628aed2a6abf7158809cf4f3c").withUnsafeBytes { SecretBytes(copying: $0) }
+    let cipher = AESCBCCipher(key: key)
+    let sealer = try cipher.sealer()
+    let ivs = [UInt8](repeating: 0xee, count: 16) + hex("000102030405060708090a0b0c0d0e0f")
+    let ciphertext = try hex("6bc1bee22e409f96e93d7e117393172a").withUnsafeBytes { try sealer.ciphertext(of: $0, iv: ivs[16...]) }
+    #expect(Array(ciphertext.prefix(16)) == hex("7649abac8119b246cee98e9b12e9197d"))
+    #expect(try cipher.open(iv: Array(ivs[16...]), ciphertext: ciphertext) == hex("6bc1bee22e409f96e93d7e117393172a"))
+    // The same sealer goes on drawing its own IVs for `seal`.
+    let drawn = try [UInt8]("x".utf8).withUnsafeBytes { try sealer.seal($0) }
+    #expect(try cipher.open(iv: drawn.iv, ciphertext: drawn.ciphertext) == Array("x".utf8))
+}
+
 /// One secret sealed on its own (a GetSecret's reply) draws its own IV each time: the same
 /// plaintext twice differs on the wire, and each opens with the key. 600 seals take the IVs of
 /// more than two of the reserve's pages (256 each), so its refills are crossed too.
