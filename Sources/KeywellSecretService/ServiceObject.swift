@@ -133,39 +133,43 @@ struct ServiceObject: ServiceMethods {
                 groups[group].items.append((checked, id))
             }
         }
-        var entries: [SealedEntry] = []
-        entries.reserveCapacity(paths.count)
+        var batches: [SealedBatch] = []
         // A plain session's entries hold copies of the plaintexts: wiped once written, or now
         // if the call fails before its reply.
         let wipesValues = session.cipher == nil
+        func wipe() { for batch in batches { for sealed in batch.sealed { SecretWipe.wipe(sealed.value) } } }
         do {
-            try sealSecrets(of: groups, for: session, call: call, into: &entries)
+            try sealSecrets(of: groups, for: session, call: call, into: &batches)
         } catch {
-            if wipesValues { for entry in entries { SecretWipe.wipe(entry.sealed.value) } }
+            if wipesValues { wipe() }
             throw error
         }
         // Checked once here, written in every secret.
         let sessionPath = try DBusCheckedPath(session.path)
         return DBusWrittenValue(write: { (writer) throws(DBusError) in
             try writer.appendArray { (dictionary) throws(DBusError) in
-                for entry in entries {
-                    try dictionary.appendDictEntry { (pair) throws(DBusError) in
-                        try pair.appendObjectPath(entry.path)
-                        try SecretEncoding.write(entry.sealed, sessionPath: sessionPath, into: &pair)
+                for batch in batches {
+                    for index in batch.paths.indices {
+                        try dictionary.appendDictEntry { (pair) throws(DBusError) in
+                            try pair.appendObjectPath(batch.paths[index])
+                            try SecretEncoding.write(batch.sealed[index], sessionPath: sessionPath, into: &pair)
+                        }
                     }
                 }
             }
         }, whenDone: {
-            if wipesValues { for entry in entries { SecretWipe.wipe(entry.sealed.value) } }
+            if wipesValues { wipe() }
         })
     }
 
-    /// One entry of GetSecrets' reply: an item's path and its secret, sealed for the session.
-    private typealias SealedEntry = (path: DBusCheckedPath, sealed: SecretEncoding.Sealed)
+    /// One collection's entries of GetSecrets' reply: the items' paths and their secrets, sealed
+    /// for the session, side by side (no array of pairs: copying each sealed secret into one
+    /// retained and released its three parts).
+    private typealias SealedBatch = (paths: [DBusCheckedPath], sealed: [SecretEncoding.Sealed])
 
     /// Reads each group's secrets (one batch per collection) and seals them for `session`.
     private func sealSecrets(of groups: [SecretGroup], for session: SecretSession, call: CallContext,
-                             into entries: inout [SealedEntry]) throws(DBusError) {
+                             into batches: inout [SealedBatch]) throws(DBusError) {
         let screen = context.callerAccess(call).screen
         // The kept listing (one folder read at most) instead of a look for each named keychain's
         // file: a call naming the cap's worth of made-up collections costs no file probes.
@@ -188,26 +192,30 @@ struct ServiceObject: ServiceMethods {
             defer { for index in read.items.indices { if let secret = read.items[index].secret { SecretWipe.wipe(secret.value) } } }
             guard !read.items.isEmpty else { continue }
             let paired = Self.pair(asked, with: read.items)
-            let sealed = try SecretEncoding.sealAll(count: paired.count, for: session) { index in
-                read.items[paired[index].item].secret!
+            let sealed = try SecretEncoding.sealAll(count: paired.items.count, for: session) { index in
+                read.items[paired.items[index]].secret!
             }
-            for (pair, sealed) in zip(paired, sealed) { entries.append((pair.path, sealed)) }
+            batches.append((paired.paths, sealed))
         }
     }
 
     /// The paths of `asked` (in its order, a path asked twice answered twice) whose items
-    /// `items` holds with a secret, each with its item's index. The read returns the ids in the
+    /// `items` holds with a secret, and each one's item index. The read returns the ids in the
     /// order asked, so one walk pairs them; only when it left some out (gone, or asked twice)
     /// are the rest looked up by id.
     private static func pair(_ asked: [(path: DBusCheckedPath, id: UUID)],
-                             with items: [ScreenedItem]) -> [(path: DBusCheckedPath, item: Int)] {
-        var paired: [(path: DBusCheckedPath, item: Int)] = []
-        paired.reserveCapacity(asked.count)
+                             with items: [ScreenedItem]) -> (paths: [DBusCheckedPath], items: [Int]) {
+        var paired: (paths: [DBusCheckedPath], items: [Int]) = ([], [])
+        paired.paths.reserveCapacity(asked.count)
+        paired.items.reserveCapacity(asked.count)
         var next = items.startIndex
         var byID: [UUID: Int]?
         for item in asked {
             if byID == nil, next < items.endIndex, items[next].id == item.id {
-                if items[next].secret != nil { paired.append((item.path, next)) }
+                if items[next].secret != nil {
+                    paired.paths.append(item.path)
+                    paired.items.append(next)
+                }
                 next += 1
                 continue
             }
@@ -216,7 +224,10 @@ struct ServiceObject: ServiceMethods {
                 for index in items.indices where items[index].secret != nil { table[items[index].id] = index }
                 byID = table
             }
-            if let index = byID?[item.id] { paired.append((item.path, index)) }
+            if let index = byID?[item.id] {
+                paired.paths.append(item.path)
+                paired.items.append(index)
+            }
         }
         return paired
     }
