@@ -62,7 +62,8 @@ enum SecretEncoding {
     struct Sealed {
         /// The IV: in a batch, a slice of the batch's one draw.
         let parameters: ArraySlice<UInt8>
-        let value: [UInt8]
+        /// In a batch, a slice of its half's ciphertexts.
+        let value: ArraySlice<UInt8>
         let contentType: String
     }
 
@@ -83,11 +84,11 @@ enum SecretEncoding {
 
         func seal(_ secret: SecretServiceSecret) throws(DBusError) -> Sealed {
             guard let sealer else {
-                return Sealed(parameters: [], value: SecretEncoding.bytes(secret.value), contentType: secret.contentType)
+                return Sealed(parameters: [], value: SecretEncoding.bytes(secret.value)[...], contentType: secret.contentType)
             }
             do {
                 let box = try secret.value.withUnsafeBytes { bytes in Result { () throws(SecretCryptoError) in try sealer.seal(bytes) } }.get()
-                return Sealed(parameters: box.iv[...], value: box.ciphertext, contentType: secret.contentType)
+                return Sealed(parameters: box.iv[...], value: box.ciphertext[...], contentType: secret.contentType)
             } catch {
                 throw .failed("Cannot encrypt the secrets: \(error)")
             }
@@ -116,18 +117,35 @@ enum SecretEncoding {
             failures.withUnsafeMutableBufferPointer { failures in
                 TwoHalves.forEachHalf(count: count) { range in
                     let half = range.lowerBound == 0 ? 0 : 1
-                    do throws(SecretCryptoError) {
-                        let sealer = try cipher.sealer()
-                        for index in range {
-                            let secret = secret(index)
-                            let iv = ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
-                            let ciphertext = try secret.value.withUnsafeBytes { bytes in
-                                Result { () throws(SecretCryptoError) in try sealer.ciphertext(of: bytes, iv: iv) }
-                            }.get()
-                            sealed[index] = Sealed(parameters: iv, value: ciphertext, contentType: secret.contentType)
+                    // The half's ciphertexts in one array, each secret's a slice of it: no
+                    // allocation per secret (both threads share the daemon's one malloc arena).
+                    // One block more: OpenSSL asks for a block of room past the input.
+                    var total = AESCBCCipher.blockSize
+                    for index in range { total += AESCBCCipher.sealedLength(of: secret(index).value.count) }
+                    var ends: [Int] = []
+                    ends.reserveCapacity(range.count)
+                    let ciphertexts = [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                        written = 0
+                        do throws(SecretCryptoError) {
+                            let sealer = try cipher.sealer()
+                            for index in range {
+                                let iv = ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
+                                let room = UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[written...]))
+                                written += try secret(index).value.withUnsafeBytes { bytes in
+                                    Result { () throws(SecretCryptoError) in try sealer.ciphertext(of: bytes, iv: iv, into: room) }
+                                }.get()
+                                ends.append(written)
+                            }
+                        } catch {
+                            failures[half] = error
                         }
-                    } catch {
-                        failures[half] = error
+                    }
+                    guard failures[half] == nil else { return }
+                    var start = 0
+                    for (position, index) in range.enumerated() {
+                        let iv = ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
+                        sealed[index] = Sealed(parameters: iv, value: ciphertexts[start..<ends[position]], contentType: secret(index).contentType)
+                        start = ends[position]
                     }
                 }
             }
@@ -141,7 +159,7 @@ enum SecretEncoding {
         try writer.appendStructure { (fields) throws(DBusError) in
             try fields.appendObjectPath(sessionPath)
             try sealed.parameters.withUnsafeBytes { iv in Result { () throws(DBusError) in try fields.appendBytes(iv) } }.get()
-            try fields.appendBytes(sealed.value)
+            try sealed.value.withUnsafeBytes { value in Result { () throws(DBusError) in try fields.appendBytes(value) } }.get()
             try fields.appendString(sealed.contentType)
         }
     }

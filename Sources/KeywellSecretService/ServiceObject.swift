@@ -137,7 +137,7 @@ struct ServiceObject: ServiceMethods {
         // A plain session's entries hold copies of the plaintexts: wiped once written, or now
         // if the call fails before its reply.
         let wipesValues = session.cipher == nil
-        func wipe() { for batch in batches { for sealed in batch.sealed { SecretWipe.wipe(sealed.value) } } }
+        func wipe() { for batch in batches { for sealed in batch.sealed { sealed.value.withUnsafeBytes { SecretMemory.wipe($0) } } } }
         do {
             try sealSecrets(of: groups, for: session, call: call, into: &batches)
         } catch {

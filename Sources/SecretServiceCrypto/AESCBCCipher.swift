@@ -64,6 +64,11 @@ public struct AESCBCCipher: Sendable {
         if done < buffer.count { randombytes_buf(base + done, buffer.count - done) }
     }
 
+    /// The ciphertext's length for a plaintext of `count` bytes (PKCS#7 pads to the next block).
+    public static func sealedLength(of count: Int) -> Int {
+        (count / blockSize + 1) * blockSize
+    }
+
     /// Encrypts each plaintext with a fresh random IV of its own (`Sealer`).
     public func sealAll(_ plaintexts: [[UInt8]]) throws(SecretCryptoError) -> [(iv: [UInt8], ciphertext: [UInt8])] {
         guard !plaintexts.isEmpty else { return [] }
@@ -117,6 +122,17 @@ public struct AESCBCCipher: Sendable {
             return (iv, try iv.withUnsafeBytes { iv in
                 Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: plaintext, encrypt: true) }
             }.get())
+        }
+
+        /// `ciphertext(of:iv:)` written into `output` (room for `sealedLength(of: plaintext.count)`
+        /// bytes): a batch's ciphertexts in one array, with no allocation each. Returns the bytes
+        /// written.
+        public func ciphertext(of plaintext: UnsafeRawBufferPointer, iv: ArraySlice<UInt8>,
+                               into output: UnsafeMutableRawBufferPointer) throws(SecretCryptoError) -> Int {
+            precondition(iv.count == AESCBCCipher.blockSize, "an IV is one block")
+            return try iv.withUnsafeBytes { iv in
+                Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: plaintext, encrypt: true, into: output) }
+            }.get()
         }
 
         /// `plaintext` under `iv` (one block, used once: from `randomIVs`), which the caller
@@ -185,27 +201,48 @@ private struct CipherContext: ~Copyable {
         return try crypt(input: input, encrypt: encrypt)
     }
 
+    func run(iv: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer, encrypt: Bool,
+             into output: UnsafeMutableRawBufferPointer) throws(SecretCryptoError) -> Int {
+        let ivStart = iv.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        guard EVP_CipherInit_ex(context, nil, nil, nil, ivStart, encrypt ? 1 : 0) == 1 else { throw .library("EVP_CipherInit_ex") }
+        return try crypt(input: input, encrypt: encrypt, into: output)
+    }
+
     /// `input` under the IV set last.
     func crypt(input: UnsafeRawBufferPointer, encrypt: Bool) throws(SecretCryptoError) -> [UInt8] {
-        var ok = false
+        var failure: SecretCryptoError?
         // Written straight into the array's storage: no zero fill first.
         let output = [UInt8](unsafeUninitializedCapacity: input.count + AESCBCCipher.blockSize) { out, count in
-            var written: Int32 = 0
-            var finalWritten: Int32 = 0
-            let empty: UInt8 = 0
-            let source = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            ok = withUnsafePointer(to: empty) { empty in
-                EVP_CipherUpdate(context, out.baseAddress, &written, source ?? empty, Int32(input.count)) == 1
-            } && EVP_CipherFinal_ex(context, out.baseAddress! + Int(written), &finalWritten) == 1
-            count = ok ? Int(written + finalWritten) : 0
-            // A decryption that failed at the padding has written all but the last block.
-            if !ok { SecretMemory.wipe(UnsafeMutableRawPointer(out.baseAddress!), count: out.count) }
+            do throws(SecretCryptoError) {
+                count = try crypt(input: input, encrypt: encrypt, into: UnsafeMutableRawBufferPointer(out))
+            } catch {
+                failure = error
+                count = 0
+            }
         }
+        if let failure { throw failure }
+        return output
+    }
+
+    /// `input` under the IV set last, into `output` (at least `input.count` plus one block);
+    /// returns the bytes written.
+    func crypt(input: UnsafeRawBufferPointer, encrypt: Bool, into output: UnsafeMutableRawBufferPointer) throws(SecretCryptoError) -> Int {
+        precondition(output.count >= input.count + AESCBCCipher.blockSize, "room for the padding")
+        let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var written: Int32 = 0
+        var finalWritten: Int32 = 0
+        let empty: UInt8 = 0
+        let source = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let ok = withUnsafePointer(to: empty) { empty in
+            EVP_CipherUpdate(context, out, &written, source ?? empty, Int32(input.count)) == 1
+        } && EVP_CipherFinal_ex(context, out + Int(written), &finalWritten) == 1
         guard ok else {
+            // A decryption that failed at the padding has written all but the last block.
+            SecretMemory.wipe(output)
             ERR_clear_error()
             throw encrypt ? .library("EVP_Cipher") : .malformedCiphertext
         }
-        return output
+        return Int(written + finalWritten)
     }
 }
 

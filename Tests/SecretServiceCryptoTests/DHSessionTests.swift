@@ -124,6 +124,27 @@ private func keyBytes(_ key: SecretBytes) -> [UInt8] { key.withUnsafeBytes { Arr
     let ciphertext = try hex("6bc1bee22e409f96e93d7e117393172a").withUnsafeBytes { try sealer.ciphertext(of: $0, iv: ivs[16...]) }
     #expect(Array(ciphertext.prefix(16)) == hex("7649abac8119b246cee98e9b12e9197d"))
     #expect(try cipher.open(iv: Array(ivs[16...]), ciphertext: ciphertext) == hex("6bc1bee22e409f96e93d7e117393172a"))
+    // Many into one buffer, back to back, with one block of room past the last (as a batch's
+    // half writes them): each the ciphertext `seal` would give under that IV.
+    let plaintexts: [[UInt8]] = [[], Array(repeating: 1, count: 15), Array(repeating: 2, count: 16), Array(repeating: 3, count: 17), Array("x".utf8)]
+    let batchIVs = AESCBCCipher.randomIVs(count: plaintexts.count)
+    var buffer = [UInt8](repeating: 0, count: plaintexts.reduce(16) { $0 + AESCBCCipher.sealedLength(of: $1.count) })
+    var ends: [Int] = []
+    try buffer.withUnsafeMutableBytes { out in
+        var written = 0
+        for (index, plaintext) in plaintexts.enumerated() {
+            written += try plaintext.withUnsafeBytes {
+                try sealer.ciphertext(of: $0, iv: batchIVs[(16 * index)..<(16 * index + 16)], into: UnsafeMutableRawBufferPointer(rebasing: out[written...]))
+            }
+            ends.append(written)
+        }
+    }
+    #expect(ends.last == buffer.count - 16)
+    for (index, plaintext) in plaintexts.enumerated() {
+        let piece = Array(buffer[(index == 0 ? 0 : ends[index - 1])..<ends[index]])
+        #expect(piece.count == AESCBCCipher.sealedLength(of: plaintext.count))
+        #expect(try cipher.open(iv: Array(batchIVs[(16 * index)..<(16 * index + 16)]), ciphertext: piece) == plaintext)
+    }
     // The same sealer goes on drawing its own IVs for `seal`.
     let drawn = try [UInt8]("x".utf8).withUnsafeBytes { try sealer.seal($0) }
     #expect(try cipher.open(iv: drawn.iv, ciphertext: drawn.ciphertext) == Array("x".utf8))
