@@ -111,6 +111,9 @@ enum SecretEncoding {
             return sealed
         }
         let ivs = AESCBCCipher.randomIVs(count: count)
+        func iv(of index: Int) -> ArraySlice<UInt8> {
+            ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
+        }
         var sealed = [Sealed?](repeating: nil, count: count)
         var failures: [SecretCryptoError?] = [nil, nil]
         sealed.withUnsafeMutableBufferPointer { sealed in
@@ -129,10 +132,9 @@ enum SecretEncoding {
                         do throws(SecretCryptoError) {
                             let sealer = try cipher.sealer()
                             for index in range {
-                                let iv = ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
                                 let room = UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[written...]))
                                 written += try secret(index).value.withUnsafeBytes { bytes in
-                                    Result { () throws(SecretCryptoError) in try sealer.ciphertext(of: bytes, iv: iv, into: room) }
+                                    Result { () throws(SecretCryptoError) in try sealer.ciphertext(of: bytes, iv: iv(of: index), into: room) }
                                 }.get()
                                 ends.append(written)
                             }
@@ -143,8 +145,7 @@ enum SecretEncoding {
                     guard failures[half] == nil else { return }
                     var start = 0
                     for (position, index) in range.enumerated() {
-                        let iv = ivs[(index * AESCBCCipher.blockSize)..<((index + 1) * AESCBCCipher.blockSize)]
-                        sealed[index] = Sealed(parameters: iv, value: ciphertexts[start..<ends[position]], contentType: secret(index).contentType)
+                        sealed[index] = Sealed(parameters: iv(of: index), value: ciphertexts[start..<ends[position]], contentType: secret(index).contentType)
                         start = ends[position]
                     }
                 }

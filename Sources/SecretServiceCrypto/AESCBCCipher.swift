@@ -87,12 +87,11 @@ public struct AESCBCCipher: Sendable {
         Sealer(context: try CipherContext(key: key, encrypt: true), ivs: Self.randomIVs(count: count)[...])
     }
 
-    /// A sealer using `ivs` (`randomIVs`, each 16 bytes used once) in order, then fresh ones; or
-    /// none drawn, for `Sealer.ciphertext(of:iv:)` given each IV: the threads sealing halves of
-    /// one batch each take their IVs from the batch's one draw, with a cipher context of their own.
-    public func sealer(ivs: ArraySlice<UInt8> = []) throws(SecretCryptoError) -> Sealer {
-        precondition(ivs.count % Self.blockSize == 0, "IVs are whole blocks")
-        return Sealer(context: try CipherContext(key: key, encrypt: true), ivs: ivs)
+    /// A sealer with no IVs drawn, for `Sealer.ciphertext(of:iv:into:)` given each IV: the
+    /// threads sealing halves of one batch each take their IVs from the batch's one draw
+    /// (`randomIVs`), with a cipher context of their own.
+    public func sealer() throws(SecretCryptoError) -> Sealer {
+        Sealer(context: try CipherContext(key: key, encrypt: true), ivs: [])
     }
 
     /// Seals a batch: one cipher context (the key schedule expanded once, each plaintext setting
@@ -124,9 +123,10 @@ public struct AESCBCCipher: Sendable {
             }.get())
         }
 
-        /// `ciphertext(of:iv:)` written into `output` (room for `sealedLength(of: plaintext.count)`
-        /// bytes): a batch's ciphertexts in one array, with no allocation each. Returns the bytes
-        /// written.
+        /// `plaintext` under `iv` (one block, used once: a slice of `randomIVs`, which the caller
+        /// keeps as the secret's parameters), written into `output`, which needs room for the
+        /// plaintext and one block more (OpenSSL's rule; `sealedLength(of:)` bytes are written):
+        /// a batch's ciphertexts in one array, with no allocation each. Returns the bytes written.
         public func ciphertext(of plaintext: UnsafeRawBufferPointer, iv: ArraySlice<UInt8>,
                                into output: UnsafeMutableRawBufferPointer) throws(SecretCryptoError) -> Int {
             precondition(iv.count == AESCBCCipher.blockSize, "an IV is one block")
@@ -135,14 +135,6 @@ public struct AESCBCCipher: Sendable {
             }.get()
         }
 
-        /// `plaintext` under `iv` (one block, used once: from `randomIVs`), which the caller
-        /// keeps as the secret's parameters, a slice of its batch's draw with no array of its own.
-        public func ciphertext(of plaintext: UnsafeRawBufferPointer, iv: ArraySlice<UInt8>) throws(SecretCryptoError) -> [UInt8] {
-            precondition(iv.count == AESCBCCipher.blockSize, "an IV is one block")
-            return try iv.withUnsafeBytes { iv in
-                Result { () throws(SecretCryptoError) in try context.run(iv: iv, input: plaintext, encrypt: true) }
-            }.get()
-        }
     }
 
     /// Decrypts and checks the padding; bad sizes or padding are `malformedCiphertext`.
@@ -255,8 +247,8 @@ private enum KernelRandom {
     }()
 }
 
-/// Random bytes for single IVs (GetSecret seals one secret per reply), drawn from libsodium a
-/// page at a time: one `getrandom` per 256 replies instead of one each. An IV is no secret (it
+/// Random bytes for single IVs (GetSecret seals one secret per reply), drawn a page at a time
+/// (`fillRandom`): one `getrandom` per 256 replies instead of one each. An IV is no secret (it
 /// travels beside the ciphertext) but must not be foreseeable before it is used; the reserve
 /// comes from the kernel's generator and every IV is handed out once.
 private enum IVReserve {
@@ -266,7 +258,7 @@ private enum IVReserve {
     static func draw(into destination: UnsafeMutableRawPointer) {
         reserve.withLock { reserve in
             if reserve.used == bytes {
-                randombytes_buf(reserve.storage, bytes)
+                AESCBCCipher.fillRandom(UnsafeMutableRawBufferPointer(start: reserve.storage, count: bytes))
                 reserve.used = 0
             }
             destination.copyMemory(from: reserve.storage + reserve.used, byteCount: AESCBCCipher.blockSize)
