@@ -7,18 +7,28 @@ import Glibc
 
 /// Wipes byte arrays (`ay`) once a call is done with them (`SecretMemory.wipe`). Secrets and passwords travel as `ay`,
 /// and freed memory is not cleared: without this, a secret stays readable in the daemon's heap
-/// (and may reach swap) long after its keychain was locked. Everything else is left alone.
+/// (and may reach swap) long after its keychain was locked. The strings (`s`) of a method whose
+/// strings carry secrets (KWallet's passwords) are wiped too. Everything else is left alone.
 enum ByteArrayWipe {
     /// Zeroes every `ay` in a message's body, in libdbus's own buffer. Only for messages nobody
     /// reads any more: a received call once handled, a reply once written out. Calls and replies
     /// are held as libdbus's pointers, so that is what it takes.
-    static func wipe(message: OpaquePointer) {
+    /// `strings`: its strings (`s`, in variants and containers too) are zeroed as well, for a
+    /// method whose strings carry secrets (`DBusMethod.secretStrings`, docs/dbus-layer.md,
+    /// "Secrets in messages"); every other message keeps the fast path below.
+    static func wipe(message: OpaquePointer, strings: Bool = false) {
+        if strings {
+            var iter = DBusMessageIter()
+            guard dbus_message_iter_init(message, &iter) != 0 else { return }
+            wipeSequence(&iter, depth: 0, strings: true)
+            return
+        }
         // An `ay` shows in the signature, or hides in a variant (`a{sv}` with `v_Data`). Read in
         // libdbus's own text: making a Swift string of it cost every call and reply an allocation.
         guard let signature = dbus_message_get_signature(message), mayHoldBytes(signature) else { return }
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return }
-        wipeSequence(&iter, depth: 0)
+        wipeSequence(&iter, depth: 0, strings: false)
     }
 
     /// `ay` or `v` in a signature (a byte scan: Foundation's `contains` is a costly string search).
@@ -65,12 +75,18 @@ enum ByteArrayWipe {
         }
     }
 
-    private static func wipeSequence(_ iter: inout DBusMessageIter, depth: Int) {
+    private static func wipeSequence(_ iter: inout DBusMessageIter, depth: Int, strings: Bool) {
         guard depth < maximumContainerDepth else { return }
         repeat {
             let type = dbus_message_iter_get_arg_type(&iter)
             guard type != TypeCode.invalid else { return }
-            if type == TypeCode.array, dbus_message_iter_get_element_type(&iter) == TypeCode.byte {
+            if strings, type == TypeCode.string {
+                // A pointer into the body: its `strlen` bytes go, the length before it and the NUL
+                // after it stay, so the walk (and any later one) still reads the message's layout.
+                var cString: UnsafePointer<CChar>? = nil
+                dbus_message_iter_get_basic(&iter, &cString)
+                if let cString { SecretMemory.wipe(UnsafeMutableRawPointer(mutating: cString), count: strlen(cString)) }
+            } else if type == TypeCode.array, dbus_message_iter_get_element_type(&iter) == TypeCode.byte {
                 var elements = DBusMessageIter()
                 dbus_message_iter_recurse(&iter, &elements)
                 var base: UnsafeMutableRawPointer? = nil
@@ -80,7 +96,7 @@ enum ByteArrayWipe {
             } else if type == TypeCode.array || type == TypeCode.variant || type == TypeCode.structure || type == TypeCode.dictEntry {
                 var inner = DBusMessageIter()
                 dbus_message_iter_recurse(&iter, &inner)
-                wipeSequence(&inner, depth: depth + 1)
+                wipeSequence(&inner, depth: depth + 1, strings: strings)
             }
         } while dbus_message_iter_next(&iter) != 0
     }

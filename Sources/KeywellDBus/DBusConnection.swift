@@ -330,20 +330,22 @@ public final class DBusConnection: @unchecked Sendable {
     // MARK: Replies (used by DBusMethodCall)
 
     /// The reply's byte arrays are wiped once sent (the handler made them for this reply alone),
-    /// unless `wipe` is false: the call said they hold no secrets.
-    func sendReply(to call: OpaquePointer, values: [DBusValue], wipe: Bool = true) {
+    /// unless `wipe` is false: the call said they hold no secrets. `strings`: its strings carry
+    /// secrets, and are zeroed in libdbus's copy too (docs/dbus-layer.md, "Secrets in messages").
+    func sendReply(to call: OpaquePointer, values: [DBusValue], wipe: Bool = true, strings: Bool = false) {
         defer { if wipe { ByteArrayWipe.wipe(values) } }
         // The signature just written tells whether libdbus's copy can hold an `ay`: a reply of
         // paths and strings (most reads) is not scanned again once sent.
-        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in
+        sendReply(to: call, wipe: wipe, strings: strings) { (reply) throws(DBusError) in
             ByteArrayWipe.mayHoldBytes(try MessageEncoder.append(values, to: reply))
         }
     }
 
-    /// As `sendReply(to:values:wipe:)`, the value written by its handler into the reply.
-    func sendReply(to call: OpaquePointer, written: DBusWrittenValue, signature: DBusSignature, wipe: Bool = true) {
+    /// As `sendReply(to:values:wipe:strings:)`, the value written by its handler into the reply.
+    func sendReply(to call: OpaquePointer, written: DBusWrittenValue, signature: DBusSignature, wipe: Bool = true,
+                   strings: Bool = false) {
         defer { written.whenDone() }
-        sendReply(to: call, wipe: wipe) { (reply) throws(DBusError) in
+        sendReply(to: call, wipe: wipe, strings: strings) { (reply) throws(DBusError) in
             try DBusBodyWriter.write(signature, into: reply, written.write)
             return true
         }
@@ -353,7 +355,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// The call and the reply are held as libdbus's pointers: a `MessageRef` for each was two
     /// objects per call (docs/performance.md, "The D-Bus layer's strings and objects per call").
     /// `fill` returns whether the body may hold an `ay` (false only when its signature says not).
-    private func sendReply(to call: OpaquePointer, wipe: Bool, fill: (OpaquePointer) throws(DBusError) -> Bool) {
+    private func sendReply(to call: OpaquePointer, wipe: Bool, strings: Bool, fill: (OpaquePointer) throws(DBusError) -> Bool) {
         guard dbus_message_get_no_reply(call) == 0 else { return }
         do throws(DBusError) {
             guard let reply = dbus_message_new_method_return(call) else { throw DBusError.noMemory() }
@@ -361,13 +363,24 @@ public final class DBusConnection: @unchecked Sendable {
             let mayHoldBytes = try fill(reply)
             try send(message: reply)
             // Written out already (nothing queued): libdbus is done with the buffer.
-            if wipe, mayHoldBytes, dbus_connection_has_messages_to_send(raw) == 0 { ByteArrayWipe.wipe(message: reply) }
+            if (wipe && mayHoldBytes) || strings, dbus_connection_has_messages_to_send(raw) == 0 {
+                ByteArrayWipe.wipe(message: reply, strings: strings)
+            }
+            #if DEBUG
+            Self.sentReplyObserver.read { $0 }?(reply)
+            #endif
         } catch let error where error.name == DBusError.Name.disconnected {
             return
         } catch {
             sendReply(to: call, error: .failed("The reply could not be sent: \(error.message)"))
         }
     }
+
+    #if DEBUG
+    /// Tests only (debug builds): sees each method return once it is sent and wiped, while it is
+    /// still referenced, so a test can keep it and read what is left of libdbus's copy.
+    static let sentReplyObserver = Protected<(@Sendable (OpaquePointer) -> Void)?>(nil)
+    #endif
 
     func sendReply(to call: OpaquePointer, error: DBusError) {
         guard dbus_message_get_no_reply(call) == 0, let reply = try? MessageRef.errorReply(to: call, error) else { return }

@@ -60,15 +60,37 @@ public struct DBusMethod: Sendable, Hashable {
     /// The signature a well-formed call carries; kept, since every call is checked against it.
     public private(set) var inputSignature: DBusSignature
 
-    public init(name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], annotations: [DBusAnnotation] = []) {
+    /// Which of its strings carry secrets (what `org.keywell.SecretStrings` marks in dbus/; the
+    /// generator writes it into the tables): those are never made `String`s and are zeroed in
+    /// libdbus's copies once done (docs/dbus-layer.md, "Secrets in messages").
+    public var secretStrings: DBusSecretStrings
+
+    public init(name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], annotations: [DBusAnnotation] = [],
+                secretStrings: DBusSecretStrings = DBusSecretStrings()) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
         self.annotations = annotations
+        self.secretStrings = secretStrings
         self.inputSignature = .concatenating(inputs.map(\.signature))
     }
 
     public var outputSignature: DBusSignature { .concatenating(outputs.map(\.signature)) }
+}
+
+/// The arguments of a method whose strings carry secrets (a KWallet password), by index.
+public struct DBusSecretStrings: Sendable, Hashable {
+    /// Inputs of type `s` that decode to `DBusValue.secretString`; the call's strings, all of
+    /// them, are zeroed in libdbus's copy once it is handled.
+    public var inputs: [Int]
+    /// Outputs holding secret strings (`.secretString`, in a variant too): the reply's strings,
+    /// all of them, are zeroed in libdbus's copy once it is written out.
+    public var outputs: [Int]
+
+    public init(inputs: [Int] = [], outputs: [Int] = []) {
+        self.inputs = inputs
+        self.outputs = outputs
+    }
 }
 
 public struct DBusSignalDescription: Sendable, Hashable {

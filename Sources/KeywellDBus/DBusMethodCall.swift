@@ -115,11 +115,18 @@ public final class DBusMethodCall: @unchecked Sendable {
         }
         // Handlers copy what they keep; the call's byte arrays (passwords, secrets) go now.
         ByteArrayWipe.wipe(arguments)
-        ByteArrayWipe.wipe(message: message)
+        // So do its strings when they carry secrets (docs/dbus-layer.md, "Secrets in messages").
+        ByteArrayWipe.wipe(message: message, strings: method?.secretStrings.inputs.isEmpty == false)
         dbus_message_unref(message)
     }
 
     public var hasReplied: Bool { withState { $0.replied } }
+
+    /// Whether the reply's strings carry secrets (`DBusMethod.secretStrings`): they are zeroed in
+    /// libdbus's copy once it is written out, whatever `replyMayHoldSecrets` says.
+    private var replyHoldsSecretStrings: Bool {
+        method?.secretStrings.outputs.isEmpty == false
+    }
 
     /// The descriptor passed as argument `index` (type `h`), now the handler's to close. Nil if
     /// that argument is not a descriptor or was taken already. Descriptors not taken are closed
@@ -168,7 +175,7 @@ public final class DBusMethodCall: @unchecked Sendable {
     @discardableResult
     public func reply(_ values: [DBusValue] = []) -> Bool {
         guard let wipe = claimReply() else { return false }
-        connection.sendReply(to: message, values: values, wipe: wipe)
+        connection.sendReply(to: message, values: values, wipe: wipe, strings: replyHoldsSecretStrings)
         replyIsOut()
         return true
     }
@@ -181,7 +188,7 @@ public final class DBusMethodCall: @unchecked Sendable {
             return reply(values)
         case .written(let value, let signature):
             guard let wipe = claimReply() else { value.whenDone(); return false }
-            connection.sendReply(to: message, written: value, signature: signature, wipe: wipe)
+            connection.sendReply(to: message, written: value, signature: signature, wipe: wipe, strings: replyHoldsSecretStrings)
             replyIsOut()
             return true
         }

@@ -185,7 +185,7 @@ extension DBusValue {
         case .int64: return .int64
         case .uint64: return .uint64
         case .double: return .double
-        case .string: return .string
+        case .string, .secretString: return .string
         case .objectPath: return .objectPath
         case .signature: return .signature
         case .unixFD: return .unixFD

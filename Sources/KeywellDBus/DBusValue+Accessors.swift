@@ -1,3 +1,5 @@
+import KeywellSystem
+
 /// Typed views of a value. Each returns nil when the value has another type, so hostile or
 /// sloppy input becomes a nil (and then an `InvalidArgs`-style error) instead of a trap.
 extension DBusValue {
@@ -11,6 +13,8 @@ extension DBusValue {
     public var uint64Value: UInt64? { if case .uint64(let v) = self { v } else { nil } }
     public var doubleValue: Double? { if case .double(let v) = self { v } else { nil } }
     public var stringValue: String? { if case .string(let v) = self { v } else { nil } }
+    /// A string of a method marked `org.keywell.SecretStrings`, as it was decoded (never a `String`).
+    public var secretStringValue: SecretBytes? { if case .secretString(let v) = self { v } else { nil } }
     public var objectPathValue: String? { if case .objectPath(let v) = self { v } else { nil } }
     public var signatureValue: DBusSignature? { if case .signature(let v) = self { v } else { nil } }
     public var unixFDValue: Int32? { if case .unixFD(let v) = self { v } else { nil } }

@@ -1,3 +1,5 @@
+import KeywellSystem
+
 /// One D-Bus value, of any type the wire format has.
 ///
 /// Containers carry their element types so that empty arrays and dictionaries keep their
@@ -15,6 +17,11 @@ public enum DBusValue: Sendable, Hashable {
     case uint64(UInt64)
     case double(Double)
     case string(String)
+    /// An `s` that carries a secret (a KWallet password): its UTF-8 in locked memory that is
+    /// wiped when the last reference goes (`SecretBytes`), never a Swift `String`. Only the
+    /// strings of methods marked `org.keywell.SecretStrings` decode to it; on the wire it is an
+    /// `s` like any other (docs/dbus-layer.md, "Secrets in messages").
+    case secretString(SecretBytes)
     case objectPath(String)
     case signature(DBusSignature)
     /// A file descriptor. Received descriptors are owned by the receiver (libdbus dups them):
@@ -66,6 +73,7 @@ extension DBusValue: CustomStringConvertible {
         case .uint64(let v): return "uint64 \(v)"
         case .double(let v): return "\(v)"
         case .string(let v): return v.debugDescription
+        case .secretString(let v): return "secret string[\(v.count)]"
         case .objectPath(let v): return "objectpath \(v.debugDescription)"
         case .signature(let v): return "signature \(v.rawValue.debugDescription)"
         case .unixFD(let v): return "handle \(v)"

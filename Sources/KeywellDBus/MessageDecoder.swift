@@ -1,4 +1,9 @@
 import CDBus
+import KeywellSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Reads a message's arguments into `[DBusValue]` with dbus_message_iter_*.
 ///
@@ -8,11 +13,25 @@ import CDBus
 /// decoding stops with LimitsExceeded past `maximumValues` values (a byte array counts as one),
 /// which bounds the memory a small message of many tiny values would take once decoded.
 enum MessageDecoder {
-    static func decodeArguments(of message: OpaquePointer, maximumValues: Int = .max) throws(DBusError) -> [DBusValue] {
+    /// `secretStrings`: the arguments (by index) whose `s` decodes to `.secretString`, read from
+    /// libdbus's buffer straight into locked memory (`DBusMethod.secretStrings`).
+    static func decodeArguments(of message: OpaquePointer, maximumValues: Int = .max,
+                                secretStrings: [Int] = []) throws(DBusError) -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }  // no arguments
         var budget = Budget(maximum: maximumValues)
-        return try decodeSequence(&iter, depth: 0, &budget)
+        guard !secretStrings.isEmpty else { return try decodeSequence(&iter, depth: 0, &budget) }
+        var values: [DBusValue] = []
+        repeat {
+            let type = dbus_message_iter_get_arg_type(&iter)
+            if type == TypeCode.string, secretStrings.contains(values.count) {
+                try budget.spend(1)
+                values.append(.secretString(secretString(&iter)))
+            } else {
+                values.append(try decodeValue(&iter, type: type, depth: 0, &budget))
+            }
+        } while dbus_message_iter_next(&iter) != 0
+        return values
     }
 
     /// Values left to decode.
@@ -221,6 +240,15 @@ enum MessageDecoder {
         var cString: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &cString)
         return cString.map { String(cString: $0) } ?? ""
+    }
+
+    /// The string at `iter`, copied from libdbus's buffer into locked memory (its `strlen`
+    /// bytes: libdbus checked that a string holds no NUL and is UTF-8).
+    private static func secretString(_ iter: inout DBusMessageIter) -> SecretBytes {
+        var cString: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &cString)
+        guard let cString else { return SecretBytes(count: 0) }
+        return SecretBytes(copying: UnsafeRawBufferPointer(start: cString, count: strlen(cString)))
     }
 
     /// The single complete type at the iterator (libdbus allocates it; we free it).

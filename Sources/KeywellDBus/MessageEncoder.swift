@@ -1,4 +1,5 @@
 import CDBus
+import KeywellSystem
 
 /// Writes `[DBusValue]` into a message with dbus_message_iter_append_*.
 ///
@@ -83,6 +84,8 @@ enum MessageEncoder {
         case .string(let s):
             try NameValidation.string(s)
             try appendString(&iter, TypeCode.string, s)
+        case .secretString(let secret):
+            try appendSecretString(&iter, secret)
         case .objectPath(let path):
             try NameValidation.objectPath(path)
             try appendString(&iter, TypeCode.objectPath, path)
@@ -187,6 +190,26 @@ enum MessageEncoder {
         let ok = string.withCString { cString in
             var pointer: UnsafePointer<CChar>? = cString
             return dbus_message_iter_append_basic(&iter, type, &pointer)
+        }
+        guard ok != 0 else { throw .noMemory() }
+    }
+
+    /// A secret string (`DBusValue.secretString`, also `DBusBodyWriter`'s): libdbus takes a
+    /// NUL-terminated C string, made here in locked memory that is wiped once libdbus has copied
+    /// it, never in a Swift `String`. Checked as libdbus would (it refuses invalid UTF-8, and a
+    /// NUL would cut the string short) before libdbus sees it.
+    static func appendSecretString(_ iter: inout DBusMessageIter, _ secret: SecretBytes) throws(DBusError) {
+        let terminated = SecretBytes(count: secret.count + 1)
+        let valid = secret.withUnsafeBytes { source in
+            terminated.withUnsafeMutableBytes { target in
+                if let base = source.baseAddress, source.count > 0 { target.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+            }
+            return !source.contains(0) && SecretText.isValidUTF8(source)
+        }
+        guard valid else { throw .invalidArgs("A D-Bus string must be UTF-8 without NUL characters") }
+        let ok = terminated.withUnsafeBytes { bytes in
+            var pointer: UnsafePointer<CChar>? = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
+            return dbus_message_iter_append_basic(&iter, TypeCode.string, &pointer)
         }
         guard ok != 0 else { throw .noMemory() }
     }

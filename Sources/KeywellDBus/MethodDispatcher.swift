@@ -19,11 +19,18 @@ enum MethodDispatcher {
 
     /// `loop` is nil when already off the loop (everything then runs here).
     static func dispatch(_ call: DBusMethodCall, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
-        do {
-            call.arguments = try MessageDecoder.decodeArguments(of: call.message, maximumValues: call.decodingBudget)
-        } catch {
-            call.reply(error: error)
-            return
+        // The arguments are decoded once the method is known (a standard interface's before it
+        // is handled): a method marked `secretStrings` has its secret strings read straight into
+        // locked memory, never into a `String` (docs/dbus-layer.md, "Secrets in messages").
+        func decodeArguments() -> Bool {
+            do {
+                call.arguments = try MessageDecoder.decodeArguments(of: call.message, maximumValues: call.decodingBudget,
+                                                                    secretStrings: call.method?.secretStrings.inputs ?? [])
+                return true
+            } catch {
+                call.reply(error: error)
+                return false
+            }
         }
         // The path and interface are read where libdbus keeps them and matched against the
         // registry's and the interfaces' own strings: no string is made for them on every call.
@@ -62,9 +69,11 @@ enum MethodDispatcher {
 
         switch call.interface {
         case StandardInterface.introspectable?:
+            guard decodeArguments() else { return }
             if let loop = handOff(.worker) { loop.runOffLoop(introspectCall) } else { introspectCall() }
             return
         case StandardInterface.properties?:
+            guard decodeArguments() else { return }
             guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
             if let refusal = SignatureCheck.refusal(ofStandardCall: call, interface: StandardInterface.properties) {
                 call.reply(error: refusal)
@@ -79,29 +88,35 @@ enum MethodDispatcher {
             break
         }
 
-        guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
+        guard let object, let interfaces else {
+            if decodeArguments() { call.reply(error: missingObject(call)) }
+            return
+        }
         if let interfaceName = call.interface {
             guard let interface = declaring else {
+                guard decodeArguments() else { return }
                 call.reply(error: .unknownInterface("No interface \(interfaceName) at \(call.path)"))
                 return
             }
             guard let method = interface.method(named: call.member, signature: call.signature) else {
-                call.reply(error: unknownMethod(call))
+                if decodeArguments() { call.reply(error: unknownMethod(call)) }
                 return
             }
             call.method = method
         } else {
             // No interface given: the first interface declaring the member wins (D-Bus rule).
             if call.member == "Introspect" {
+                guard decodeArguments() else { return }
                 if let loop = handOff(.worker) { loop.runOffLoop(introspectCall) } else { introspectCall() }
                 return
             }
             guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member, signature: call.signature) }).first else {
-                call.reply(error: unknownMethod(call))
+                if decodeArguments() { call.reply(error: unknownMethod(call)) }
                 return
             }
             call.method = method
         }
+        guard decodeArguments() else { return }
         if let method = call.method, let refusal = SignatureCheck.refusal(of: call, to: method, by: object) {
             call.reply(error: refusal)
             return

@@ -46,7 +46,7 @@ extension DBusValue {
         case .int64: UInt8(ascii: "x")
         case .uint64: UInt8(ascii: "t")
         case .double: UInt8(ascii: "d")
-        case .string: UInt8(ascii: "s")
+        case .string, .secretString: UInt8(ascii: "s")
         case .objectPath: UInt8(ascii: "o")
         case .signature: UInt8(ascii: "g")
         case .unixFD: UInt8(ascii: "h")

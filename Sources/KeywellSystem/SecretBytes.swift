@@ -48,3 +48,18 @@ public final class SecretBytes: @unchecked Sendable {
         try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 }
+
+/// Equal when the bytes are (compared in constant time); the hash takes the count alone, so no
+/// hash table ever holds a digest of a secret. For values that carry one (a D-Bus secret
+/// string, `DBusValue.secretString`) and must stay `Hashable`.
+extension SecretBytes: Hashable {
+    public static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool {
+        if lhs === rhs { return true }
+        guard lhs.count == rhs.count else { return false }
+        return sodium_memcmp(lhs.pointer, rhs.pointer, lhs.count) == 0
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+    }
+}

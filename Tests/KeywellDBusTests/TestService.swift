@@ -1,6 +1,8 @@
 import Foundation
-import KeywellDBus
+import KeywellSystem
 import KeywellTestSupport
+
+@testable import KeywellDBus
 
 /// A private bus with a test service on one connection and a client on another.
 // @unchecked: immutable after init; the bus and connections it holds are thread-safe.
@@ -45,6 +47,13 @@ final class ServiceFixture: @unchecked Sendable {
             // Echoes its arguments and keeps them (same storage) in `kept`, as a careless handler would.
             DBusMethod(name: "Keep", annotations: [DBusMethod.anyArgumentsAnnotation]),
             DBusMethod(name: "KeepPublic", annotations: [DBusMethod.anyArgumentsAnnotation]),
+            // A password in and out, as KWallet's `writePassword` and `readPassword` carry it:
+            // `(label, secret) → (secret, {label: <secret>})`. Keeps a reference to its call's
+            // message in `keptSecretCalls`, to read libdbus's copy once the call is done.
+            DBusMethod(name: "KeepSecret", inputs: [DBusArgument("label", .string), DBusArgument("secret", .string)],
+                       outputs: [DBusArgument("secret", .string), DBusArgument("list", .stringVariantDict)],
+                       annotations: [DBusAnnotation(name: "org.keywell.SecretStrings", value: "In1 Out0 Out1")],
+                       secretStrings: DBusSecretStrings(inputs: [1], outputs: [0, 1])),
             // A long call's handler: works (polling `isAbandoned`) until its caller left or its
             // deadline passed, then replies with `checkStillWanted()`'s error; `abandonedBy`
             // records which. Hang guard: 60 s.
@@ -96,6 +105,9 @@ final class ServiceFixture: @unchecked Sendable {
     /// What `Keep` was last called with.
     static let kept = LockedValue<[DBusValue]>([])
     static let keptPublic = LockedValue<[DBusValue]>([])
+    /// The messages of `KeepSecret`'s calls, referenced (`dbus_message_ref`), and what the
+    /// handler was given: for the test to release.
+    static let keptSecretCalls = LockedValue<[(message: UnsafeSendablePointer, arguments: [DBusValue])]>([])
     /// For each piece of after-reply work as it ran: whether the call had replied by then.
     static let afterReplyRuns = LockedValue<[Bool]>([])
 
@@ -184,6 +196,16 @@ final class ServiceFixture: @unchecked Sendable {
             keptPublic.value = copies
             call.replyMayHoldSecrets = false
             call.reply(copies)
+        case "KeepSecret":
+            SecretStringWipeTests.retain(call.message)
+            keptSecretCalls.mutate { $0.append((UnsafeSendablePointer(call.message), call.arguments)) }
+            guard case .string(let label) = call.arguments[0], case .secretString(let secret) = call.arguments[1] else {
+                call.reply(error: .invalidArgs("the secret did not arrive as a secret string"))
+                return
+            }
+            // Copies of its own: the call's storage goes with the call.
+            let copy = secret.withUnsafeBytes { SecretBytes(copying: $0) }
+            call.reply([.secretString(copy), .stringVariantDict([(label, .secretString(copy))])])
         case "WorkUntilAbandoned":
             let stop = ContinuousClock.now + .seconds(60)
             while !call.isAbandoned, ContinuousClock.now < stop { usleep(1000) }
@@ -210,6 +232,12 @@ final class ServiceFixture: @unchecked Sendable {
         try (connection ?? client).call(destination: Self.name, path: Self.path, interface: Self.interfaceName,
                                         member: member, arguments: arguments, timeout: timeout)
     }
+}
+
+/// A libdbus message pointer kept across threads by a test (its reference is the test's).
+struct UnsafeSendablePointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }
 
 /// Gates for the `Hold` handler: a test knows exactly when handlers are inside (`waitUntilHeld`)
