@@ -127,6 +127,16 @@ public struct CodegenJob: Sendable {
     /// instead of returning a `DBusValue`: for replies of thousands of entries. Its interface's
     /// dispatch returns a `DBusReplyBody` (docs/dbus-layer.md, "Interfaces from XML").
     public static let writtenReplyAnnotation = "org.keywell.WrittenReply"
+
+    /// The annotation of a method whose strings carry secrets (KWallet's passwords). Its value
+    /// names those arguments as Qt numbers them, `In3`, `Out0`, separated by spaces: an `s`
+    /// input or output becomes `SecretBytes` (its UTF-8 in locked, wiped memory, never a
+    /// `String`); an output of another type holding strings stays a `DBusValue` whose secret
+    /// strings its handler makes `.secretString`. The table marks the method
+    /// (`DBusMethod.secretStrings`): the marked inputs decode into locked memory, and every
+    /// string of the call (when an input is marked) and of the reply (when an output is) is
+    /// zeroed in libdbus's copy once done (docs/dbus-layer.md, "Secrets in messages").
+    public static let secretStringsAnnotation = "org.keywell.SecretStrings"
 }
 
 extension CodegenJob {

@@ -13,6 +13,37 @@ extension DBusInterface {
     }
 }
 
+extension DBusMethod {
+    /// The arguments `CodegenJob.secretStringsAnnotation` marks, by index: `In<n>` and `Out<n>`
+    /// (Qt's numbering, as its `QtTypeName` annotations use), separated by spaces. A marked input
+    /// must be an `s` (decoded into locked memory as it is read); a marked output an `s` or a type
+    /// that can hold one. The reader of dbus/ sets `secretStrings` from it, so that a table the
+    /// generator wrote and one read back from introspection are equal.
+    func markedSecretStrings() throws(DBusError) -> DBusSecretStrings {
+        guard let annotation = annotations.first(where: { $0.name == CodegenJob.secretStringsAnnotation }) else {
+            return DBusSecretStrings()
+        }
+        var marked = DBusSecretStrings()
+        let refuse = { (why: String) -> DBusError in
+            .invalidArgs("\(name): \(CodegenJob.secretStringsAnnotation) \(annotation.value.debugDescription): \(why)")
+        }
+        for word in annotation.value.split(separator: " ") {
+            if word.hasPrefix("In"), let index = Int(word.dropFirst(2)), inputs.indices.contains(index) {
+                guard inputs[index].signature == "s" else { throw refuse("In\(index) is not an s") }
+                if !marked.inputs.contains(index) { marked.inputs.append(index) }
+            } else if word.hasPrefix("Out"), let index = Int(word.dropFirst(3)), outputs.indices.contains(index) {
+                let signature = outputs[index].signature.rawValue
+                guard signature.contains("s") || signature.contains("v") else { throw refuse("Out\(index) holds no string") }
+                if !marked.outputs.contains(index) { marked.outputs.append(index) }
+            } else {
+                throw refuse("\(word) names no argument (In<n> or Out<n>)")
+            }
+        }
+        guard !marked.inputs.isEmpty || !marked.outputs.isEmpty else { throw refuse("names no argument") }
+        return marked
+    }
+}
+
 /// A small reader for the introspection subset of XML: elements, attributes, comments,
 /// processing instructions and DOCTYPE; no DTD expansion.
 private struct IntrospectionParser {
@@ -122,7 +153,13 @@ private struct IntrospectionParser {
         case "method", "signal", "property":
             guard let finished = member else { return }
             switch finished {
-            case .method(let method): interface?.methods.append(method)
+            case .method(var method):
+                do {
+                    method.secretStrings = try method.markedSecretStrings()
+                } catch {
+                    throw invalid(error.message)
+                }
+                interface?.methods.append(method)
             case .signal(let signal): interface?.signals.append(signal)
             case .property(let property): interface?.properties.append(property)
             }

@@ -191,13 +191,18 @@ struct SwiftEmitter {
 
     mutating func dispatchFile(_ pairs: [(CodegenJob.Interface, DBusInterface)]) throws(CodegenError) -> String {
         var text = header + "\n"
-        for module in ["KeywellDBus"] + job.imports { text += "import \(module)\n" }
+        var modules = ["KeywellDBus"] + job.imports
+        // `SecretBytes`, the type of a secret string (`CodegenJob.secretStringsAnnotation`).
+        for (_, interface) in pairs where try usesSecretBytes(interface) && !modules.contains("KeywellSystem") {
+            modules.append("KeywellSystem")
+        }
+        for module in modules { text += "import \(module)\n" }
         text += "\n/// The interfaces of \(job.xml), as introspection shows them\n"
         text += "/// and as the layer checks calls against them.\n"
         text += "\(access)enum \(job.container) {\n"
         for (index, (wanted, interface)) in pairs.enumerated() {
             if index > 0 { text += "\n" }
-            text += table(wanted, interface)
+            text += try table(wanted, interface)
         }
         text += "}\n"
         for (wanted, interface) in pairs where !interface.methods.isEmpty {
@@ -207,7 +212,7 @@ struct SwiftEmitter {
         return text
     }
 
-    private func table(_ wanted: CodegenJob.Interface, _ interface: DBusInterface) -> String {
+    private func table(_ wanted: CodegenJob.Interface, _ interface: DBusInterface) throws(CodegenError) -> String {
         var text = "    \(access)static let \(wanted.property) = DBusInterface(\n"
         text += "        name: \(interfaceName(wanted))"
         if !interface.methods.isEmpty {
@@ -216,7 +221,23 @@ struct SwiftEmitter {
                 var parts = ["name: \(memberName(method.name))"]
                 if !method.inputs.isEmpty { parts.append("inputs: \(arguments(method.inputs))") }
                 if !method.outputs.isEmpty { parts.append("outputs: \(arguments(method.outputs))") }
-                if !method.annotations.isEmpty { parts.append("annotations: \(annotations(method.annotations))") }
+                if !method.annotations.isEmpty {
+                    // One a line when they do not fit on the method's own line.
+                    let list = annotations(method.annotations)
+                    if "                annotations: \(list),".count <= Self.width || method.annotations.count == 1 {
+                        parts.append("annotations: \(list)")
+                    } else {
+                        let lines = method.annotations.map { "                    \(annotation($0)),\n" }.joined()
+                        parts.append("annotations: [\n" + lines + "                ]")
+                    }
+                }
+                let secret = try secretStrings(method)
+                if !secret.inputs.isEmpty || !secret.outputs.isEmpty {
+                    var fields: [String] = []
+                    if !secret.inputs.isEmpty { fields.append("inputs: \(secret.inputs)") }
+                    if !secret.outputs.isEmpty { fields.append("outputs: \(secret.outputs)") }
+                    parts.append("secretStrings: DBusSecretStrings(\(fields.joined(separator: ", ")))")
+                }
                 text += call("DBusMethod", parts, indent: "            ")
             }
             text += "        ]"
@@ -260,7 +281,11 @@ struct SwiftEmitter {
     }
 
     private func annotations(_ list: [DBusAnnotation]) -> String {
-        "[" + list.map { "DBusAnnotation(name: \(literal($0.name)), value: \(literal($0.value)))" }.joined(separator: ", ") + "]"
+        "[" + list.map(annotation).joined(separator: ", ") + "]"
+    }
+
+    private func annotation(_ annotation: DBusAnnotation) -> String {
+        "DBusAnnotation(name: \(literal(annotation.name)), value: \(literal(annotation.value)))"
     }
 
     /// What the functions throw, and how dispatch refuses a call (`unknown`: no such member).
@@ -308,6 +333,26 @@ struct SwiftEmitter {
         return true
     }
 
+    /// The arguments `CodegenJob.secretStringsAnnotation` marks, by index.
+    private func secretStrings(_ method: DBusMethod) throws(CodegenError) -> DBusSecretStrings {
+        // Read and checked with the XML (`DBusMethod.markedSecretStrings`).
+        let marked = method.secretStrings
+        if try writesReply(method), !marked.outputs.isEmpty {
+            throw .unsupported(job.xml, "\(method.name): a written reply cannot hold secret strings (\(CodegenJob.secretStringsAnnotation))")
+        }
+        return marked
+    }
+
+    /// Whether a function of `interface` takes or returns `SecretBytes` (a marked `s`).
+    private func usesSecretBytes(_ interface: DBusInterface) throws(CodegenError) -> Bool {
+        for method in interface.methods {
+            let marked = try secretStrings(method)
+            if marked.inputs.contains(where: { method.inputs[$0].signature == "s" })
+                || marked.outputs.contains(where: { method.outputs[$0].signature == "s" }) { return true }
+        }
+        return false
+    }
+
     /// Whether any method of `interface` writes its reply: its dispatch then returns a `DBusReplyBody`.
     private func anyWritesReply(_ interface: DBusInterface) throws(CodegenError) -> Bool {
         for method in interface.methods where try writesReply(method) { return true }
@@ -343,14 +388,16 @@ struct SwiftEmitter {
         }
     }
 
-    private func returnType(_ method: DBusMethod, mayAsk: Bool = false) -> String {
+    private func returnType(_ method: DBusMethod, mayAsk: Bool = false, secret: [Int] = []) -> String {
         let value: String
         switch method.outputs.count {
         case 0: value = "Void"
-        case 1: value = SwiftType.of(method.outputs[0].signature).name
+        case 1: value = SwiftType.of(method.outputs[0].signature, secret: secret.contains(0)).name
         default:
             let labels = outputLabels(method)
-            value = "(" + zip(labels, method.outputs).map { "\($0): \(SwiftType.of($1.signature).name)" }.joined(separator: ", ") + ")"
+            value = "(" + zip(labels, method.outputs).enumerated().map { index, pair in
+                "\(pair.0): \(SwiftType.of(pair.1.signature, secret: secret.contains(index)).name)"
+            }.joined(separator: ", ") + ")"
         }
         if mayAsk { return " -> DBusAnswer<\(value), \(errorType)>" }
         return value == "Void" ? "" : " -> " + value
@@ -369,12 +416,14 @@ struct SwiftEmitter {
             text += "    /// `\(method.name)(\(method.inputs.map { describe($0) }.joined(separator: ", ")))`"
             if !method.outputs.isEmpty { text += " → `(\(method.outputs.map { describe($0) }.joined(separator: ", ")))`" }
             text += "\n"
-            let escapedInputs = zip(names, method.inputs).map {
-                "\(SwiftName.escaped($0)): \(SwiftType.input($1.signature, asValue: job.valueSignatures))"
+            let secret = try secretStrings(method)
+            let escapedInputs = zip(names, method.inputs).enumerated().map { index, pair in
+                "\(SwiftName.escaped(pair.0)): \(SwiftType.input(pair.1.signature, asValue: job.valueSignatures, secret: secret.inputs.contains(index)))"
             }
             let name = SwiftName.escaped(SwiftName.lowerCamel(method.name))
             let parameters = escapedInputs + ["\(context.label): \(context.type)"]
-            let returned = try writesReply(method) ? " -> DBusWrittenValue" : returnType(method, mayAsk: try mayAsk(method))
+            let returned = try writesReply(method) ? " -> DBusWrittenValue"
+                : returnType(method, mayAsk: try mayAsk(method), secret: secret.outputs)
             let line = "    func \(name)(\(parameters.joined(separator: ", "))) throws(\(errorType))\(returned)\n"
             if line.count <= Self.width {
                 text += line
@@ -494,8 +543,10 @@ struct SwiftEmitter {
         let names = parameters(method)
         var checked: [String] = []
         var plain: [String] = []
+        let secret = try secretStrings(method)
         for (index, (name, input)) in zip(names, method.inputs).enumerated() {
-            let (expression, isOptional) = SwiftType.decode(input.signature, index: index, asValue: job.valueSignatures)
+            let (expression, isOptional) = SwiftType.decode(input.signature, index: index, asValue: job.valueSignatures,
+                                                            secret: secret.inputs.contains(index))
             if isOptional {
                 checked.append("let \(SwiftName.escaped(name)) = \(expression)")
             } else {
@@ -521,8 +572,11 @@ struct SwiftEmitter {
             let values: String
             switch method.outputs.count {
             case 0: values = "[]"
-            case 1: values = "[\(SwiftType.encode(method.outputs[0].signature, "value"))]"
-            default: values = "[" + zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "value.\($0)") }.joined(separator: ", ") + "]"
+            case 1: values = "[\(SwiftType.encode(method.outputs[0].signature, "value", secret: secret.outputs.contains(0)))]"
+            default:
+                values = "[" + zip(outputLabels(method), method.outputs).enumerated().map { index, pair in
+                    SwiftType.encode(pair.1.signature, "value.\(pair.0)", secret: secret.outputs.contains(index))
+                }.joined(separator: ", ") + "]"
             }
             let parameter = method.outputs.isEmpty ? "_" : "value"
             text += "\(indent)return try \(invocation.dropFirst(4)).map { (\(parameter)) throws(\(errorType)) -> [DBusValue] in\n"
@@ -541,10 +595,13 @@ struct SwiftEmitter {
             text += "\(indent)\(invocation)\n"
             text += "\(indent)return \(returned("[]"))\n"
         case 1:
-            text += "\(indent)return \(returned("[\(SwiftType.encode(method.outputs[0].signature, invocation))]"))\n"
+            let value = SwiftType.encode(method.outputs[0].signature, invocation, secret: secret.outputs.contains(0))
+            text += "\(indent)return \(returned("[\(value)]"))\n"
         default:
             text += "\(indent)let results = \(invocation)\n"
-            let values = zip(outputLabels(method), method.outputs).map { SwiftType.encode($1.signature, "results.\($0)") }
+            let values = zip(outputLabels(method), method.outputs).enumerated().map { index, pair in
+                SwiftType.encode(pair.1.signature, "results.\(pair.0)", secret: secret.outputs.contains(index))
+            }
             text += "\(indent)return \(returned("[\(values.joined(separator: ", "))]"))\n"
         }
         return text

@@ -38,22 +38,32 @@ struct SwiftType {
         }
     }
 
+    /// A string marked `CodegenJob.secretStringsAnnotation`: its UTF-8 in locked memory.
+    static let secretString = SwiftType(name: "SecretBytes", accessor: "secretStringValue", builder: "secretString")
+
+    /// `secret`: the argument is marked `CodegenJob.secretStringsAnnotation` (an `s` becomes
+    /// `SecretBytes`; any other type is as it would be).
+    static func of(_ signature: DBusSignature, asValue: Set<String> = [], secret: Bool) -> SwiftType {
+        secret && signature == "s" ? secretString : of(signature, asValue: asValue)
+    }
+
     /// An input's parameter type: a descriptor comes as the argument to take.
-    static func input(_ signature: DBusSignature, asValue: Set<String> = []) -> String {
-        signature == "h" ? "DBusDescriptorArgument" : of(signature, asValue: asValue).name
+    static func input(_ signature: DBusSignature, asValue: Set<String> = [], secret: Bool = false) -> String {
+        signature == "h" ? "DBusDescriptorArgument" : of(signature, asValue: asValue, secret: secret).name
     }
 
     /// The expression that reads argument `index` of `call` (optional when `isOptional`).
-    static func decode(_ signature: DBusSignature, index: Int, asValue: Set<String> = []) -> (expression: String, isOptional: Bool) {
+    static func decode(_ signature: DBusSignature, index: Int, asValue: Set<String> = [],
+                       secret: Bool = false) -> (expression: String, isOptional: Bool) {
         if signature == "h" { return ("DBusDescriptorArgument(call, argument: \(index))", false) }
-        let type = of(signature, asValue: asValue)
+        let type = of(signature, asValue: asValue, secret: secret)
         guard let accessor = type.accessor else { return ("arguments[\(index)]", false) }
         return ("arguments[\(index)].\(accessor)", true)
     }
 
     /// The expression that makes a reply value of `expression`.
-    static func encode(_ signature: DBusSignature, _ expression: String, asValue: Set<String> = []) -> String {
-        guard let builder = of(signature, asValue: asValue).builder else { return expression }
+    static func encode(_ signature: DBusSignature, _ expression: String, asValue: Set<String> = [], secret: Bool = false) -> String {
+        guard let builder = of(signature, asValue: asValue, secret: secret).builder else { return expression }
         return ".\(builder)(\(expression))"
     }
 }

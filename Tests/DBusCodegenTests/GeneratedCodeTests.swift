@@ -143,4 +143,42 @@ import Testing
         let notTrue = xml.replacingOccurrences(of: "name=\"org.keywell.MayAsk\" value=\"true\"", with: "name=\"org.keywell.MayAsk\" value=\"yes\"")
         #expect(throws: CodegenError.self) { try job.generate(xml: notTrue) }
     }
+
+    /// `org.keywell.SecretStrings`: a marked `s` is `SecretBytes` both ways, a marked `a{sv}`
+    /// output stays a value, the table carries the mark, and `KeywellSystem` is imported for
+    /// the type; a mark that names no argument, or an input that is not an `s`, is refused.
+    @Test func secretStringsAreSecretBytesAndMarkedInTheTable() throws {
+        let job = CodegenJob(
+            xml: "dbus/test.xml", output: "Out.swift", container: "TestInterfaces",
+            interfaces: [.init("org.example.Test1", property: "test", protocolName: "TestMethods")],
+            context: .callContext)
+        let xml = """
+            <node><interface name="org.example.Test1">
+              <method name="Read"><annotation name="org.keywell.MayAsk" value="true"/>
+                <annotation name="org.keywell.SecretStrings" value="Out0"/>
+                <arg name="key" type="s" direction="in"/><arg type="s" direction="out"/></method>
+              <method name="Write"><annotation name="org.keywell.SecretStrings" value="In1"/>
+                <arg name="key" type="s" direction="in"/><arg name="value" type="s" direction="in"/></method>
+              <method name="List"><annotation name="org.keywell.SecretStrings" value="Out0"/>
+                <arg type="a{sv}" direction="out"/></method>
+            </interface></node>
+            """
+        let dispatch = try #require(try job.generate(xml: xml).first { $0.path == "Out.swift" }?.content)
+        #expect(dispatch.contains("import KeywellSystem\n"))
+        #expect(dispatch.contains("func read(key: String, call: CallContext) throws(DBusError) -> DBusAnswer<SecretBytes, DBusError>"))
+        #expect(dispatch.contains("func write(key: String, value: SecretBytes, call: CallContext) throws(DBusError)\n"))
+        #expect(dispatch.contains("func list(call: CallContext) throws(DBusError) -> DBusValue\n"))
+        #expect(dispatch.contains("[.secretString(value)]"))
+        #expect(dispatch.contains("let value = arguments[1].secretStringValue"))
+        #expect(dispatch.contains("secretStrings: DBusSecretStrings(outputs: [0])"))
+        #expect(dispatch.contains("secretStrings: DBusSecretStrings(inputs: [1])"))
+
+        for bad in ["In0 Out3", "Out0 In9", "Inx", ""] {
+            let marked = xml.replacingOccurrences(of: "value=\"In1\"", with: "value=\"\(bad)\"")
+            #expect(throws: CodegenError.self) { try job.generate(xml: marked) }
+        }
+        // An input marked must be an `s`: its string is read into locked memory as it is decoded.
+        let notString = xml.replacingOccurrences(of: "<arg name=\"value\" type=\"s\"", with: "<arg name=\"value\" type=\"as\"")
+        #expect(throws: CodegenError.self) { try job.generate(xml: notString) }
+    }
 }

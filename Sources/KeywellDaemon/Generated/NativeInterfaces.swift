@@ -20,7 +20,10 @@ enum NativeInterfaces {
                 name: NativeMethod.copyMatching.rawValue,
                 inputs: [DBusArgument("query", "a{sv}")],
                 outputs: [DBusArgument("results", "aa{sv}")],
-                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [
+                    DBusAnnotation(name: "org.keywell.MayAsk", value: "true"),
+                    DBusAnnotation(name: "org.keywell.Placement", value: "io-thread"),
+                ]
             ),
             DBusMethod(name: NativeMethod.update.rawValue, inputs: [DBusArgument("query", "a{sv}"), DBusArgument("attributes", "a{sv}")]),
             DBusMethod(name: NativeMethod.delete.rawValue, inputs: [DBusArgument("query", "a{sv}")]),

@@ -105,25 +105,37 @@ enum KWalletInterfaces {
                 name: KWalletProtocol.Member.readEntry,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "ay")],
-                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [
+                    DBusAnnotation(name: "org.keywell.MayAsk", value: "true"),
+                    DBusAnnotation(name: "org.keywell.Placement", value: "io-thread"),
+                ]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readMap,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "ay")],
-                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [
+                    DBusAnnotation(name: "org.keywell.MayAsk", value: "true"),
+                    DBusAnnotation(name: "org.keywell.Placement", value: "io-thread"),
+                ]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readPassword,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "s")],
-                annotations: [DBusAnnotation(name: "org.keywell.MayAsk", value: "true"), DBusAnnotation(name: "org.keywell.Placement", value: "io-thread")]
+                annotations: [
+                    DBusAnnotation(name: "org.keywell.MayAsk", value: "true"),
+                    DBusAnnotation(name: "org.keywell.Placement", value: "io-thread"),
+                ]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readEntryList,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "a{sv}")],
-                annotations: [DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"), DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true")]
+                annotations: [
+                    DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"),
+                    DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true"),
+                ]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.entriesList,
@@ -135,7 +147,10 @@ enum KWalletInterfaces {
                 name: KWalletProtocol.Member.readMapList,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "a{sv}")],
-                annotations: [DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"), DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true")]
+                annotations: [
+                    DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"),
+                    DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true"),
+                ]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.mapList,
@@ -147,7 +162,10 @@ enum KWalletInterfaces {
                 name: KWalletProtocol.Member.readPasswordList,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "a{sv}")],
-                annotations: [DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"), DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true")]
+                annotations: [
+                    DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"),
+                    DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true"),
+                ]
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.passwordList,
