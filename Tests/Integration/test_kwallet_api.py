@@ -197,6 +197,27 @@ def test_every_entry_type_written_read_listed_renamed_removed(kw, address):
     assert not bool(w.call("isOpen", "i", h))
 
 
+def test_passwords_beyond_ascii_round_trip_unchanged(kw):
+    """keywelld keeps a KWallet password as UTF-8 in locked memory, never a string of its own
+    (docs/kwallet.md, "Passwords in memory"): every face still reads the same password."""
+    kw.create_login(enforce_access=False)
+    w = Wallet(kw.dbus(), *KWALLETD5)
+    h = w.open()
+    fancy = "pässwörd ✓ 日本 🔑"
+    assert w.write_password(h, "U", "fancy", fancy) == 0
+    assert w.read_password(h, "U", "fancy") == fancy
+    assert w.read_bytes("readEntry", h, "U", "fancy") == qstring(fancy), "the QString, a surrogate pair included"
+    assert dict(w.folder("passwordList", h, "U")) == {"fancy": fancy}
+    assert dict(w.entry("readPasswordList", h, "U", "f*")) == {"fancy": fancy}
+    assert kw.secret_tool("lookup", "server", "U", "user", "fancy").stdout == fancy.encode()
+    # Written as a typed entry's QString, read as a password.
+    assert w.write_entry(h, "U", "typed", qstring(fancy), kind=1) == 0
+    assert w.read_password(h, "U", "typed") == fancy
+    # An empty password is one.
+    assert w.write_password(h, "U", "empty", "") == 0
+    assert w.read_password(h, "U", "empty") == "" and int(w.entry("entryType", h, "U", "empty", APP)) == 1
+
+
 def test_writes_through_kwallet_get_the_writers_access_list(kw):
     kw.create_login(enforce_access=True)
     w = Wallet(kw.dbus(), *KWALLETD5)

@@ -1,5 +1,6 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 import Testing
 
 @testable import KeywellSecretService
@@ -70,6 +71,37 @@ import Testing
     @Test func aPasswordIsOneQString() throws {
         #expect(QDataStreamMap.encodeString("ab") == [0, 0, 0, 4, 0, 0x61, 0, 0x62])
         #expect(try QDataStreamMap.decodeString([0, 0, 0, 4, 0, 0x61, 0, 0x62]) == "ab")
+    }
+
+    /// A password kept in locked memory makes the very QString its `String` made, and back
+    /// (docs/kwallet.md, "Passwords in memory"): non-ASCII, astral (a surrogate pair), empty.
+    @Test(arguments: ["ab", "pässwörd ✓", "日本語 🔑🔑", "", "\u{1}\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}\u{10ffff}"])
+    func aSecretPasswordIsTheSameQString(_ text: String) throws {
+        let secret = SecretBytes(copying: Array(text.utf8))
+        let encoded = QDataStreamMap.encodeString(secret: secret)
+        #expect(encoded == QDataStreamMap.encodeString(text))
+        #expect(try QDataStreamMap.decodeSecretString(encoded) == secret)
+        let entry = try KWalletEntry.fromRaw(encoded, kind: .password)
+        #expect(entry == .password(secret))
+        #expect(entry.secret == Data(text.utf8), "stored as the password's UTF-8, as before")
+        #expect(entry.rawValue(order: .qt5Descending) == encoded)
+    }
+
+    @Test func aSecretQStringIsRefusedAsAStringIs() throws {
+        let loneSurrogate: [UInt8] = [0, 0, 0, 2, 0xd8, 0x00]
+        #expect(throws: QDataStreamMap.Failure.invalidUTF16) { try QDataStreamMap.decodeSecretString(loneSurrogate) }
+        #expect(throws: QDataStreamMap.Failure.oddStringLength(3)) { try QDataStreamMap.decodeSecretString([0, 0, 0, 3, 0, 0x61, 0]) }
+        #expect(throws: QDataStreamMap.Failure.trailingBytes(1)) { try QDataStreamMap.decodeSecretString([0, 0, 0, 2, 0, 0x61, 0]) }
+        #expect(try QDataStreamMap.decodeSecretString([0xff, 0xff, 0xff, 0xff]).count == 0, "a null QString is empty")
+    }
+
+    /// A stored secret that is not UTF-8 (written through another face) reads as a password as
+    /// `String(decoding:as:)` read it: each ill-formed sequence a U+FFFD.
+    @Test(arguments: [[0x61, 0xff, 0x62], [0xc3], [0xe2, 0x9c], [0xed, 0xa0, 0x80], [0xf0, 0x9f, 0x94, 0x61], [0xc0, 0xaf], [0x61, 0x62]])
+    func anIllFormedSecretReadsAsBefore(_ bytes: [UInt8]) throws {
+        let entry = try #require(KWalletEntry(kind: .password, typeAttribute: "plaintext", secret: Data(bytes)))
+        let expected = String(decoding: bytes, as: UTF8.self)
+        #expect(entry == .password(SecretBytes(copying: Array(expected.utf8))))
     }
 }
 

@@ -3,6 +3,7 @@
 
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// The interfaces of dbus/org.kde.KWallet.xml, as introspection shows them
 /// and as the layer checks calls against them.
@@ -126,7 +127,9 @@ enum KWalletInterfaces {
                 annotations: [
                     DBusAnnotation(name: "org.keywell.MayAsk", value: "true"),
                     DBusAnnotation(name: "org.keywell.Placement", value: "io-thread"),
-                ]
+                    DBusAnnotation(name: "org.keywell.SecretStrings", value: "Out0"),
+                ],
+                secretStrings: DBusSecretStrings(outputs: [0])
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.readEntryList,
@@ -163,15 +166,21 @@ enum KWalletInterfaces {
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "a{sv}")],
                 annotations: [
+                    DBusAnnotation(name: "org.keywell.SecretStrings", value: "Out0"),
                     DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"),
                     DBusAnnotation(name: "org.freedesktop.DBus.Deprecated", value: "true"),
-                ]
+                ],
+                secretStrings: DBusSecretStrings(outputs: [0])
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.passwordList,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("appid", "s")],
                 outputs: [DBusArgument(nil, "a{sv}")],
-                annotations: [DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap")]
+                annotations: [
+                    DBusAnnotation(name: "org.keywell.SecretStrings", value: "Out0"),
+                    DBusAnnotation(name: "org.qtproject.QtDBus.QtTypeName.Out0", value: "QVariantMap"),
+                ],
+                secretStrings: DBusSecretStrings(outputs: [0])
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.renameEntry,
@@ -196,7 +205,9 @@ enum KWalletInterfaces {
             DBusMethod(
                 name: KWalletProtocol.Member.writePassword,
                 inputs: [DBusArgument("handle", "i"), DBusArgument("folder", "s"), DBusArgument("key", "s"), DBusArgument("value", "s"), DBusArgument("appid", "s")],
-                outputs: [DBusArgument(nil, "i")]
+                outputs: [DBusArgument(nil, "i")],
+                annotations: [DBusAnnotation(name: "org.keywell.SecretStrings", value: "In3")],
+                secretStrings: DBusSecretStrings(inputs: [3])
             ),
             DBusMethod(
                 name: KWalletProtocol.Member.hasEntry,
@@ -341,7 +352,7 @@ protocol KWalletMethods {
         key: String,
         appid: String,
         call: CallContext
-    ) throws(DBusError) -> DBusAnswer<String, DBusError>
+    ) throws(DBusError) -> DBusAnswer<SecretBytes, DBusError>
     /// `readEntryList(i handle, s folder, s key, s appid)` → `(a{sv})`
     func readEntryList(handle: Int32, folder: String, key: String, appid: String, call: CallContext) throws(DBusError) -> DBusValue
     /// `entriesList(i handle, s folder, s appid)` → `(a{sv})`
@@ -389,7 +400,7 @@ protocol KWalletMethods {
         handle: Int32,
         folder: String,
         key: String,
-        value: String,
+        value: SecretBytes,
         appid: String,
         call: CallContext
     ) throws(DBusError) -> Int32
@@ -570,7 +581,7 @@ extension KWalletMethods {
                   let appid = arguments[3].stringValue
             else { throw Self.wrongArguments(call) }
             return try readPassword(handle: handle, folder: folder, key: key, appid: appid, call: context).map { (value) throws(DBusError) -> [DBusValue] in
-                [.string(value)]
+                [.secretString(value)]
             }
         case KWalletProtocol.Member.readEntryList:
             guard arguments.count == 4,
@@ -664,7 +675,7 @@ extension KWalletMethods {
                   let handle = arguments[0].int32Value,
                   let folder = arguments[1].stringValue,
                   let key = arguments[2].stringValue,
-                  let value = arguments[3].stringValue,
+                  let value = arguments[3].secretStringValue,
                   let appid = arguments[4].stringValue
             else { throw Self.wrongArguments(call) }
             return .answered([.int32(try writePassword(handle: handle, folder: folder, key: key, value: value, appid: appid, call: context))])

@@ -1,11 +1,14 @@
 import Foundation
 import KeywellProtocol
+import KeywellSystem
 
 /// One wallet entry's type and value, and how it is kept as a free-form item (docs/kwallet.md,
 /// "One item, four faces"): attribute `type` = `plaintext`, `base64` or `map`; the secret the
 /// password's UTF-8, the bytes' base64, the map's compact JSON.
 enum KWalletEntry: Equatable {
-    case password(String)
+    /// The password's UTF-8 (well-formed), in locked memory wiped when done: it never becomes a
+    /// `String` on its way between D-Bus and the item's secret (docs/kwallet.md, "Passwords in memory").
+    case password(SecretBytes)
     case stream([UInt8])
     case map([String: String])
 
@@ -58,7 +61,7 @@ enum KWalletEntry: Equatable {
     /// The item's secret.
     var secret: Data {
         switch self {
-        case .password(let text): Data(text.utf8)
+        case .password(let text): text.withUnsafeBytes { Data($0) }
         case .stream(let bytes): Data(Data(bytes).base64EncodedString().utf8)
         case .map(let map): KWalletJSONMap.encode(map)
         }
@@ -69,7 +72,9 @@ enum KWalletEntry: Equatable {
     init?(kind: Kind, typeAttribute: String?, secret: Data) {
         switch kind {
         case .password, .unknown:
-            self = .password(String(decoding: secret, as: UTF8.self))
+            // Ill-formed UTF-8 (a secret written through another face) reads as
+            // `String(decoding:as:)` reads it: each bad sequence a U+FFFD.
+            self = .password(secret.withUnsafeBytes { SecretText.repairingUTF8($0) })
         case .stream:
             if typeAttribute == "binary" { self = .stream(Array(secret)); return }
             let text = String(decoding: secret, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -85,7 +90,7 @@ enum KWalletEntry: Equatable {
     /// QString, a map as its QDataStream bytes, a stream as itself.
     func rawValue(order: QDataStreamMap.Order) -> [UInt8] {
         switch self {
-        case .password(let text): QDataStreamMap.encodeString(text)
+        case .password(let text): QDataStreamMap.encodeString(secret: text)
         case .stream(let bytes): bytes
         case .map(let map): QDataStreamMap.encode(map, order: order)
         }
@@ -94,7 +99,7 @@ enum KWalletEntry: Equatable {
     /// The entry `writeEntry(…, entryType)` makes of raw bytes (the reverse of `rawValue`).
     static func fromRaw(_ bytes: [UInt8], kind: Kind) throws(QDataStreamMap.Failure) -> KWalletEntry {
         switch kind {
-        case .password: .password(try QDataStreamMap.decodeString(bytes))
+        case .password: .password(try QDataStreamMap.decodeSecretString(bytes))
         case .map: .map(try QDataStreamMap.decode(bytes))
         case .stream, .unknown: .stream(bytes)
         }

@@ -3,6 +3,7 @@ import Glibc
 import KeywellCore
 import KeywellDBus
 import KeywellProtocol
+import KeywellSystem
 
 /// The calls that work through a handle: folders and entries of the wallet it opened. A handle
 /// that is not the caller's application's gets kwalletd's empty answer.
@@ -111,10 +112,10 @@ extension KWalletObject {
 
     func readPassword(
         handle: Int32, folder: String, key: String, appid: String, call: CallContext
-    ) throws(DBusError) -> DBusAnswer<String, DBusError> {
-        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered("") }
+    ) throws(DBusError) -> DBusAnswer<SecretBytes, DBusError> {
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered(SecretBytes(count: 0)) }
         return try read(open).map { entry throws(DBusError) in
-            guard case .password(let text)? = entry else { return "" }
+            guard case .password(let text)? = entry else { return SecretBytes(count: 0) }
             return text
         }
     }
@@ -162,7 +163,8 @@ extension KWalletObject {
             let name = item.attributes[KWalletProtocol.keyAttribute] ?? ""
             switch (kind, entry) {
             case (.any, _), (.maps, .map): values.append((name, .bytes(entry.rawValue(order: order))))
-            case (.passwords, .password(let text)): values.append((name, .string(text)))
+            // The password stays in locked memory into the reply (docs/kwallet.md, "Passwords in memory").
+            case (.passwords, .password(let text)): values.append((name, .secretString(text)))
             default: break
             }
         }
@@ -186,10 +188,10 @@ extension KWalletObject {
         try write(handle, folder, key, appid, call) { () throws(DBusError) in try Self.entry(value, kind: .map) }
     }
 
-    func writePassword(handle: Int32, folder: String, key: String, value: String, appid: String,
+    func writePassword(handle: Int32, folder: String, key: String, value: SecretBytes, appid: String,
                        call: CallContext) throws(DBusError) -> Int32 {
         try write(handle, folder, key, appid, call) { () throws(DBusError) in
-            try Self.checkSize(value.utf8.count)
+            try Self.checkSize(value.count)
             return .password(value)
         }
     }

@@ -1,4 +1,5 @@
 import KeywellProtocol
+import KeywellSystem
 
 /// A KWallet map entry on the wire: Qt's QDataStream serialisation of `QMap<QString, QString>`
 /// (docs/kwallet.md, "Maps"), byte for byte.
@@ -69,6 +70,34 @@ enum QDataStreamMap {
         return bytes
     }
 
+    /// A password as a QString: its UTF-16 from its UTF-8 in locked memory, no `String` on the
+    /// way; the array is sized once (a regrowth leaves a copy behind) and is the reply's `ay`,
+    /// wiped once the reply is out.
+    static func encodeString(secret text: SecretBytes) -> [UInt8] {
+        text.withUnsafeBytes { utf8 in
+            let units = SecretText.utf16Count(utf8)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(4 + units * 2)
+            let length = UInt32(units * 2)
+            for shift in [24, 16, 8, 0] as [UInt32] { bytes.append(UInt8(truncatingIfNeeded: length >> shift)) }
+            SecretText.forEachUTF16Unit(utf8) { unit in
+                bytes.append(UInt8(unit >> 8))
+                bytes.append(UInt8(truncatingIfNeeded: unit))
+            }
+            return bytes
+        }
+    }
+
+    /// A QString read as a password: its UTF-8 straight into locked memory (the reverse of
+    /// `encodeString(secret:)`); refused as `decodeString` refuses.
+    static func decodeSecretString(_ bytes: [UInt8]) throws(Failure) -> SecretBytes {
+        guard bytes.count <= KWalletLimits.entryBytes else { throw .tooLarge(bytes.count) }
+        var reader = Reader(bytes: bytes)
+        let text = try reader.secretString()
+        guard reader.remaining == 0 else { throw .trailingBytes(reader.remaining) }
+        return text
+    }
+
     static func decodeString(_ bytes: [UInt8]) throws(Failure) -> String {
         guard bytes.count <= KWalletLimits.entryBytes else { throw .tooLarge(bytes.count) }
         var reader = Reader(bytes: bytes)
@@ -97,6 +126,22 @@ enum QDataStreamMap {
             guard remaining >= 4 else { throw .truncated }
             defer { offset += 4 }
             return bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
+        }
+
+        mutating func secretString() throws(Failure) -> SecretBytes {
+            let length = try uint32()
+            if length == QDataStreamMap.nullString { return SecretBytes(count: 0) }
+            guard length % 2 == 0 else { throw .oddStringLength(length) }
+            guard Int(length) <= remaining else { throw .truncated }
+            let start = offset
+            offset += Int(length)
+            let bytes = self.bytes
+            // Lone surrogates have no string: refused rather than replaced, as `string()` does.
+            let text = SecretText.fromUTF16(count: Int(length) / 2) { index in
+                UInt16(bytes[start + 2 * index]) << 8 | UInt16(bytes[start + 2 * index + 1])
+            }
+            guard let text else { throw .invalidUTF16 }
+            return text
         }
 
         mutating func string() throws(Failure) -> String {
