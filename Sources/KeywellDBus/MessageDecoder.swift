@@ -247,8 +247,8 @@ enum MessageDecoder {
     private static func secretString(_ iter: inout DBusMessageIter) -> SecretBytes {
         var cString: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &cString)
-        guard let cString else { return SecretBytes(count: 0) }
-        return SecretBytes(copying: UnsafeRawBufferPointer(start: cString, count: strlen(cString)))
+        guard let cString else { return SecretBytes(transientCount: 0) }
+        return SecretBytes(transientCopying: UnsafeRawBufferPointer(start: cString, count: strlen(cString)))
     }
 
     /// The single complete type at the iterator (libdbus allocates it; we free it).

@@ -199,7 +199,7 @@ enum MessageEncoder {
     /// it, never in a Swift `String`. Checked as libdbus would (it refuses invalid UTF-8, and a
     /// NUL would cut the string short) before libdbus sees it.
     static func appendSecretString(_ iter: inout DBusMessageIter, _ secret: SecretBytes) throws(DBusError) {
-        let terminated = SecretBytes(count: secret.count + 1)
+        let terminated = SecretBytes(transientCount: secret.count + 1)
         let valid = secret.withUnsafeBytes { source in
             terminated.withUnsafeMutableBytes { target in
                 if let base = source.baseAddress, source.count > 0 { target.baseAddress!.copyMemory(from: base, byteCount: source.count) }

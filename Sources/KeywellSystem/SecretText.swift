@@ -1,6 +1,7 @@
 /// Text that is a secret (a KWallet password), handled as UTF-8 bytes in `SecretBytes`: never
 /// a Swift `String`, whose storage is freed without being wiped. Swift's own UTF-8 and UTF-16
-/// codecs do the work, scalar by scalar, with no string in between.
+/// codecs do the work, scalar by scalar, with no string in between. What it makes lives for one
+/// call, so it comes from `SecretSlots` (`SecretBytes(transientCount:)`).
 public enum SecretText {
     /// Whether `bytes` are well-formed UTF-8 (what D-Bus requires of a string).
     public static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -19,10 +20,10 @@ public enum SecretText {
     /// sequence replaced by U+FFFD as `String(decoding:as:)` does (a secret written through
     /// another face and read as a password keeps today's reading).
     public static func repairingUTF8(_ bytes: UnsafeRawBufferPointer) -> SecretBytes {
-        if isValidUTF8(bytes) { return SecretBytes(copying: bytes) }
+        if isValidUTF8(bytes) { return SecretBytes(transientCopying: bytes) }
         var count = 0
         forEachScalar(bytes) { scalar in count += UTF8.width(scalar) }
-        let repaired = SecretBytes(count: count)
+        let repaired = SecretBytes(transientCount: count)
         repaired.withUnsafeMutableBytes { target in
             var index = 0
             forEachScalar(bytes) { scalar in
@@ -65,7 +66,7 @@ public enum SecretText {
     public static func fromUTF16(count: Int, _ unit: (Int) -> UInt16) -> SecretBytes? {
         var width = 0
         guard forEachUTF16Scalar(count: count, unit, { width += UTF8.width($0) }) else { return nil }
-        let text = SecretBytes(count: width)
+        let text = SecretBytes(transientCount: width)
         text.withUnsafeMutableBytes { target in
             var index = 0
             _ = forEachUTF16Scalar(count: count, unit) { scalar in

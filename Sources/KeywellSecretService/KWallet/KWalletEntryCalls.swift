@@ -113,9 +113,9 @@ extension KWalletObject {
     func readPassword(
         handle: Int32, folder: String, key: String, appid: String, call: CallContext
     ) throws(DBusError) -> DBusAnswer<SecretBytes, DBusError> {
-        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered(SecretBytes(count: 0)) }
+        guard let open = try open(handle, appid, folder: folder, key: key, call: call) else { return .answered(SecretBytes(transientCount: 0)) }
         return try read(open).map { entry throws(DBusError) in
-            guard case .password(let text)? = entry else { return SecretBytes(count: 0) }
+            guard case .password(let text)? = entry else { return SecretBytes(transientCount: 0) }
             return text
         }
     }
