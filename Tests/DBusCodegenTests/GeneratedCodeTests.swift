@@ -112,14 +112,17 @@ import Testing
         #expect(throws: CodegenError.self) { try job.generate(xml: overloaded) }
     }
 
+    /// One test interface whose functions take the shared `CallContext`.
+    private static let callContextJob = CodegenJob(
+        xml: "dbus/test.xml", output: "Out.swift", container: "TestInterfaces",
+        interfaces: [.init("org.example.Test1", property: "test", protocolName: "TestMethods")],
+        context: .callContext)
+
     /// A method marked `org.keywell.MayAsk` returns a `DBusAnswer` (its answer, or the question
     /// and the finish for a thread that may wait), and so does its interface's dispatch, whose
     /// other methods answer at once; the shared context goes to every function under its label.
     @Test func mayAskMethodsReturnAnAnswer() throws {
-        let job = CodegenJob(
-            xml: "dbus/test.xml", output: "Out.swift", container: "TestInterfaces",
-            interfaces: [.init("org.example.Test1", property: "test", protocolName: "TestMethods")],
-            context: .callContext)
+        let job = Self.callContextJob
         let xml = """
             <node><interface name="org.example.Test1">
               <method name="Read"><annotation name="org.keywell.MayAsk" value="true"/>
@@ -148,10 +151,7 @@ import Testing
     /// output stays a value, the table carries the mark, and `KeywellSystem` is imported for
     /// the type; a mark that names no argument, or an input that is not an `s`, is refused.
     @Test func secretStringsAreSecretBytesAndMarkedInTheTable() throws {
-        let job = CodegenJob(
-            xml: "dbus/test.xml", output: "Out.swift", container: "TestInterfaces",
-            interfaces: [.init("org.example.Test1", property: "test", protocolName: "TestMethods")],
-            context: .callContext)
+        let job = Self.callContextJob
         let xml = """
             <node><interface name="org.example.Test1">
               <method name="Read"><annotation name="org.keywell.MayAsk" value="true"/>

@@ -78,8 +78,7 @@ enum QDataStreamMap {
             let units = SecretText.utf16Count(utf8)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(4 + units * 2)
-            let length = UInt32(units * 2)
-            for shift in [24, 16, 8, 0] as [UInt32] { bytes.append(UInt8(truncatingIfNeeded: length >> shift)) }
+            append(UInt32(units * 2), to: &bytes)
             SecretText.forEachUTF16Unit(utf8) { unit in
                 bytes.append(UInt8(unit >> 8))
                 bytes.append(UInt8(truncatingIfNeeded: unit))
@@ -91,19 +90,20 @@ enum QDataStreamMap {
     /// A QString read as a password: its UTF-8 straight into locked memory (the reverse of
     /// `encodeString(secret:)`); refused as `decodeString` refuses.
     static func decodeSecretString(_ bytes: [UInt8]) throws(Failure) -> SecretBytes {
-        guard bytes.count <= KWalletLimits.entryBytes else { throw .tooLarge(bytes.count) }
-        var reader = Reader(bytes: bytes)
-        let text = try reader.secretString()
-        guard reader.remaining == 0 else { throw .trailingBytes(reader.remaining) }
-        return text
+        try decodeWhole(bytes) { (reader) throws(Failure) in try reader.secretString() }
     }
 
     static func decodeString(_ bytes: [UInt8]) throws(Failure) -> String {
+        try decodeWhole(bytes) { (reader) throws(Failure) in try reader.string() }
+    }
+
+    /// One QString that must be all of `bytes`, read by `read`.
+    private static func decodeWhole<Value>(_ bytes: [UInt8], _ read: (inout Reader) throws(Failure) -> Value) throws(Failure) -> Value {
         guard bytes.count <= KWalletLimits.entryBytes else { throw .tooLarge(bytes.count) }
         var reader = Reader(bytes: bytes)
-        let string = try reader.string()
+        let value = try read(&reader)
         guard reader.remaining == 0 else { throw .trailingBytes(reader.remaining) }
-        return string
+        return value
     }
 
     private static func append(_ value: UInt32, to bytes: inout [UInt8]) {
@@ -130,7 +130,7 @@ enum QDataStreamMap {
 
         mutating func secretString() throws(Failure) -> SecretBytes {
             let length = try uint32()
-            if length == QDataStreamMap.nullString { return SecretBytes(count: 0) }
+            if length == QDataStreamMap.nullString { return SecretBytes(transientCount: 0) }
             guard length % 2 == 0 else { throw .oddStringLength(length) }
             guard Int(length) <= remaining else { throw .truncated }
             let start = offset
