@@ -17,21 +17,16 @@ enum MethodDispatcher {
         dispatch(call, on: connection, registry: registry, loop: loop)
     }
 
+    /// Where a call goes, found before its arguments are decoded (a method's mark decides how).
+    private enum Route {
+        case introspect
+        case properties
+        case method(any DBusObject)
+        case refused(DBusError)
+    }
+
     /// `loop` is nil when already off the loop (everything then runs here).
     static func dispatch(_ call: DBusMethodCall, on connection: DBusConnection, registry: ObjectRegistry, loop: ConnectionLoop?) {
-        // The arguments are decoded once the method is known (a standard interface's before it
-        // is handled): a method marked `secretStrings` has its secret strings read straight into
-        // locked memory, never into a `String` (docs/dbus-layer.md, "Secrets in messages").
-        func decodeArguments() -> Bool {
-            do {
-                call.arguments = try MessageDecoder.decodeArguments(of: call.message, maximumValues: call.decodingBudget,
-                                                                    secretStrings: call.method?.secretStrings.inputs ?? [])
-                return true
-            } catch {
-                call.reply(error: error)
-                return false
-            }
-        }
         // The path and interface are read where libdbus keeps them and matched against the
         // registry's and the interfaces' own strings: no string is made for them on every call.
         let message = call.message
@@ -54,6 +49,32 @@ enum MethodDispatcher {
             }
         }
 
+        let route: Route
+        switch call.interface {
+        case StandardInterface.introspectable?:
+            route = .introspect
+        case StandardInterface.properties?:
+            route = .properties
+        default:
+            if let object, let interfaces {
+                route = methodRoute(call, object: object, interfaces: interfaces, declaring: declaring)
+            } else {
+                route = .refused(missingObject(call))
+            }
+        }
+
+        // The arguments are decoded once the method is known, and before anything is answered
+        // (a malformed body is refused first, whatever else is wrong): a method marked
+        // `secretStrings` has its secret strings read straight into locked memory, never into a
+        // `String` (docs/dbus-layer.md, "Secrets in messages").
+        do {
+            call.arguments = try MessageDecoder.decodeArguments(of: message, maximumValues: call.decodingBudget,
+                                                                secretStrings: call.method?.secretStrings.inputs ?? [])
+        } catch {
+            call.reply(error: error)
+            return
+        }
+
         /// The loop to hand the call to, or nil to run it here. A reply still being written
         /// (bigger than the socket takes at once) would otherwise wait for this handler: the loop
         /// writes its rest only when it polls again. So the call runs on this thread while another
@@ -64,16 +85,15 @@ enum MethodDispatcher {
             guard let loop, placement == .worker || loop.isStillSending else { return nil }
             return loop
         }
-        // Listing a subtree's children may be slow (every item of a collection): never on the loop.
-        @Sendable func introspectCall() { introspect(call, object: object, interfaces: interfaces, registry: registry) }
 
-        switch call.interface {
-        case StandardInterface.introspectable?:
-            guard decodeArguments() else { return }
+        switch route {
+        case .refused(let error):
+            call.reply(error: error)
+        case .introspect:
+            // Listing a subtree's children may be slow (every item of a collection): never on the loop.
+            @Sendable func introspectCall() { introspect(call, object: object, interfaces: interfaces, registry: registry) }
             if let loop = handOff(.worker) { loop.runOffLoop(introspectCall) } else { introspectCall() }
-            return
-        case StandardInterface.properties?:
-            guard decodeArguments() else { return }
+        case .properties:
             guard let object, let interfaces else { call.reply(error: missingObject(call)); return }
             if let refusal = SignatureCheck.refusal(ofStandardCall: call, interface: StandardInterface.properties) {
                 call.reply(error: refusal)
@@ -83,46 +103,37 @@ enum MethodDispatcher {
                 DBusMethodCall.withCurrent(call) { PropertiesDispatcher.handle(call, object: object, interfaces: interfaces) }
             }
             if let loop = handOff(object.placement(of: call)) { loop.runOffLoop(handleProperties) } else { handleProperties() }
-            return
-        default:
-            break
+        case .method(let object):
+            if let method = call.method, let refusal = SignatureCheck.refusal(of: call, to: method, by: object) {
+                call.reply(error: refusal)
+                return
+            }
+            @Sendable func handleCall() { DBusMethodCall.withCurrent(call) { object.handle(call) } }
+            if let loop = handOff(object.placement(of: call)) { loop.runOffLoop(handleCall) } else { handleCall() }
         }
+    }
 
-        guard let object, let interfaces else {
-            if decodeArguments() { call.reply(error: missingObject(call)) }
-            return
-        }
+    /// A call to an object's own interfaces: its method (set on the call), Introspect without an
+    /// interface, or the refusal.
+    private static func methodRoute(_ call: DBusMethodCall, object: any DBusObject, interfaces: [DBusInterface],
+                                    declaring: DBusInterface?) -> Route {
         if let interfaceName = call.interface {
             guard let interface = declaring else {
-                guard decodeArguments() else { return }
-                call.reply(error: .unknownInterface("No interface \(interfaceName) at \(call.path)"))
-                return
+                return .refused(.unknownInterface("No interface \(interfaceName) at \(call.path)"))
             }
             guard let method = interface.method(named: call.member, signature: call.signature) else {
-                if decodeArguments() { call.reply(error: unknownMethod(call)) }
-                return
+                return .refused(unknownMethod(call))
             }
             call.method = method
-        } else {
-            // No interface given: the first interface declaring the member wins (D-Bus rule).
-            if call.member == "Introspect" {
-                guard decodeArguments() else { return }
-                if let loop = handOff(.worker) { loop.runOffLoop(introspectCall) } else { introspectCall() }
-                return
-            }
-            guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member, signature: call.signature) }).first else {
-                if decodeArguments() { call.reply(error: unknownMethod(call)) }
-                return
-            }
-            call.method = method
+            return .method(object)
         }
-        guard decodeArguments() else { return }
-        if let method = call.method, let refusal = SignatureCheck.refusal(of: call, to: method, by: object) {
-            call.reply(error: refusal)
-            return
+        // No interface given: the first interface declaring the member wins (D-Bus rule).
+        if call.member == "Introspect" { return .introspect }
+        guard let method = interfaces.lazy.compactMap({ $0.method(named: call.member, signature: call.signature) }).first else {
+            return .refused(unknownMethod(call))
         }
-        @Sendable func handleCall() { DBusMethodCall.withCurrent(call) { object.handle(call) } }
-        if let loop = handOff(object.placement(of: call)) { loop.runOffLoop(handleCall) } else { handleCall() }
+        call.method = method
+        return .method(object)
     }
 
     private static func introspect(_ call: DBusMethodCall, object: (any DBusObject)?, interfaces: [DBusInterface]?,

@@ -91,10 +91,3 @@ public enum SecretText {
         }
     }
 }
-
-extension SecretBytes {
-    /// Equal to `text`'s UTF-8 (for tests and constants; a `String` is no secret's home).
-    public func equalsUTF8(of text: String) -> Bool {
-        withUnsafeBytes { bytes in bytes.elementsEqual(text.utf8) }
-    }
-}

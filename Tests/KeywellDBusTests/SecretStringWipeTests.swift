@@ -138,3 +138,10 @@ struct SecretStringWipeTests {
         #expect(ServiceFixture.kept.value == [.string(text)])
     }
 }
+
+extension SecretBytes {
+    /// Equal to `text`'s UTF-8 (a test's expectation; a `String` is no secret's home).
+    func equalsUTF8(of text: String) -> Bool {
+        withUnsafeBytes { bytes in bytes.elementsEqual(text.utf8) }
+    }
+}
